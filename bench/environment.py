@@ -1,0 +1,135 @@
+"""The environment block of a record: what ran, where, with which versions.
+
+Framework-reported CUDA/cuDNN versions are read only from frameworks already imported by the cell,
+so capturing the environment never imports TensorFlow into a PyTorch image or the reverse.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata as md
+import os
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import bench
+
+DISTRIBUTIONS = ("tensorflow", "tf-keras", "keras", "jax", "jaxlib", "jax-cuda12-plugin", "torch",
+                 "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cuda-runtime-cu12",
+                 "nvidia-cuda-runtime", "nvidia-ml-py", "click", "pooch")
+ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "TF_FORCE_GPU_ALLOW_GROWTH",
+            "KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "CUDA_VISIBLE_DEVICES", "BENCH_OFFLINE")
+
+
+def utc_now() -> str:
+    """Current UTC time, ISO 8601 with seconds."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the distributions that matter (absent ones are left out)."""
+    out = {}
+    for name in DISTRIBUTIONS:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def git_commit() -> str | None:
+    """The bench package's commit: baked into images as BENCH_GIT_COMMIT, else asked of git."""
+    if os.environ.get("BENCH_GIT_COMMIT") not in (None, "", "unknown"):
+        return os.environ["BENCH_GIT_COMMIT"]
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(bench.__file__).parent,
+                              capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def framework_cuda() -> dict[str, Any]:
+    """CUDA and cuDNN versions as each already-imported framework reports them."""
+    out: dict[str, Any] = {}
+    if "tensorflow" in sys.modules:
+        info = sys.modules["tensorflow"].sysconfig.get_build_info()
+        out["tensorflow"] = {"cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
+                             "is_cuda_build": info.get("is_cuda_build")}
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        out["torch"] = {"cuda": torch.version.cuda, "cudnn": cudnn}
+    if "jax" in sys.modules:
+        jax = sys.modules["jax"]
+        try:
+            backend = jax.extend.backend.get_backend()
+            out["jax"] = {"platform": backend.platform, "platform_version": backend.platform_version}
+        except Exception as e:  # the field says why instead of failing the cell
+            out["jax"] = {"error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+def gpu_info() -> dict[str, Any]:
+    """GPU 0 as NVML sees it: name, UUID, driver, CUDA driver version, memory (bytes).
+
+    Returns ``{"available": False, "reason": ...}`` without a driver or NVML.
+    """
+    try:
+        import pynvml as nv  # provided by nvidia-ml-py
+
+        nv.nvmlInit()
+    except Exception as e:
+        return {"available": False, "reason": f"NVML unavailable: {type(e).__name__}: {e}"}
+    try:
+        h = nv.nvmlDeviceGetHandleByIndex(0)
+        cuda = nv.nvmlSystemGetCudaDriverVersion_v2()
+        return {
+            "available": True,
+            "count": nv.nvmlDeviceGetCount(),
+            "name": nv.nvmlDeviceGetName(h),
+            "uuid": nv.nvmlDeviceGetUUID(h),
+            "driver": nv.nvmlSystemGetDriverVersion(),
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
+            "memory_total_bytes": int(nv.nvmlDeviceGetMemoryInfo(h).total),
+        }
+    except Exception as e:
+        return {"available": False, "reason": f"NVML query failed: {type(e).__name__}: {e}"}
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def capture() -> dict[str, Any]:
+    """The full environment block (see README, "Outputs")."""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "bench_version": bench.__version__,
+        "git_commit": git_commit(),
+        "image": os.environ.get("BENCH_IMAGE"),
+        "image_variant": os.environ.get("BENCH_VARIANT"),
+        "in_container": Path("/.dockerenv").exists(),
+        "packages": package_versions(),
+        "framework_cuda": framework_cuda(),
+        "gpu": gpu_info(),
+        "env_vars": {k: os.environ.get(k) for k in ENV_VARS},
+    }

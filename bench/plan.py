@@ -1,0 +1,65 @@
+"""Turns a selection (stacks x suite x workloads x tasks, at a size, on a device) into cells."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bench.record import Cell
+from bench.stacks import STACKS
+from bench.workloads import SIZES, SUITES, WORKLOADS
+
+#: Per-cell process time limit by size (s); overridable with ``bench run --timeout``.
+DEFAULT_TIMEOUT_S = {"smoke": 600.0, "full": 3600.0}
+
+
+class PlanError(ValueError):
+    """A selection that names something unknown or selects nothing."""
+
+
+def _check(kind: str, value: str, known: Sequence[str]) -> None:
+    if value not in known:
+        raise PlanError(f"unknown {kind} {value!r}; known: {', '.join(known)}")
+
+
+def all_tasks() -> list[str]:
+    return sorted({t for w in WORKLOADS.values() for t in w.tasks})
+
+
+def expand(stacks: Sequence[str], suite: str, size: str, device: str,
+           workloads: Sequence[str] = (), tasks: Sequence[str] = (), *,
+           variant: str = "default", settings: dict[str, Any] | None = None,
+           batch_size: int | None = None, epochs: int | None = None,
+           timeout_s: float | None = None) -> list[Cell]:
+    """All cells of the selection, in a stable order (stack, then workload, then task).
+
+    Raises:
+        PlanError: unknown stack/suite/workload/task/size/device, a workload outside the suite, or an
+            empty selection.
+    """
+    for s in stacks:
+        _check("stack", s, list(STACKS))
+    _check("suite", suite, list(SUITES))
+    _check("size", size, SIZES)
+    _check("device", device, ("cpu", "gpu"))
+    for w in workloads:
+        _check("workload", w, list(WORKLOADS))
+        if w not in SUITES[suite]:
+            raise PlanError(f"workload {w!r} is not in suite {suite!r}; it has: {', '.join(SUITES[suite])}")
+    for t in tasks:
+        _check("task", t, all_tasks())
+    for name, value in (("batch size", batch_size), ("epochs", epochs), ("timeout", timeout_s)):
+        if value is not None and value <= 0:
+            raise PlanError(f"{name} must be positive, got {value}")
+    cells = [
+        Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=variant,
+             settings=dict(settings or {}), batch_size=batch_size, epochs=epochs,
+             timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size])
+        for s in stacks
+        for w in (workloads or SUITES[suite])
+        for t in WORKLOADS[w].tasks
+        if not tasks or t in tasks
+    ]
+    if not cells:
+        raise PlanError("the selection contains no cell")
+    return cells

@@ -1,0 +1,165 @@
+"""The result record: one JSON file per cell, written atomically.
+
+Every field is documented in ``FIELDS`` (also rendered into README's "Outputs" section).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+#: Statuses a cell can end in. Only ``ok`` carries timings.
+STATUSES = ("ok", "failed", "timeout", "oom", "unsupported")
+#: Statuses a resumed run does not repeat (a failure is retried on the next run).
+FINAL_STATUSES = ("ok", "unsupported")
+
+FIELDS: dict[str, str] = {
+    "schema_version": "integer version of this record layout",
+    "cell_id": "stack__suite__workload__task__size__variant; also the file name",
+    "stack / suite / workload / task / size / variant": "the cell's coordinates",
+    "device": "cpu or gpu, as resolved for the run",
+    "status": "ok | failed | timeout | oom | unsupported",
+    "reason": "why a cell is not ok (null when ok)",
+    "batch_size": "examples per step",
+    "data.source": "real (the published dataset) or synthetic (same shapes and dtypes, random values)",
+    "settings.*": "every precision/compile setting in effect: requested and effective values",
+    "metrics.first_epoch_s": "seconds of the first epoch: includes tracing/compilation (s)",
+    "metrics.steady_epoch_s": "mean seconds per epoch over epochs 2..N, training steps only (s)",
+    "metrics.ms_per_step_*": "mean/p50/p90/std/min/max of per-step wall time over steady epochs (ms)",
+    "metrics.samples_per_s": "training examples per second over steady epochs",
+    "history.*": "per-epoch train loss/accuracy and validation loss/accuracy where the source had them",
+    "model.params_total / params_trainable": "parameter counts as the framework reports them",
+    "memory.host_peak_rss_bytes": "peak resident memory of the cell's own process (bytes)",
+    "memory.device_peak_bytes": "peak device memory the framework allocated (bytes; null on CPU)",
+    "process.wall_s": "wall time of the whole cell process, imports included (s)",
+    "env.*": "Python, framework and CUDA/cuDNN versions, GPU and driver (NVML), CPU, image, git commit, host",
+    "notes": "warnings that travel with the row (e.g. a CPU run is not a GPU benchmark)",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One unit of work: a workload's task on a stack, at a size, with a set of settings.
+
+    Attributes:
+        stack: stack id. suite: suite name. workload: workload name. task: e.g. ``fit``.
+        size: ``smoke`` (tiny, CI) or ``full`` (published sizes).
+        device: ``cpu`` or ``gpu`` (already resolved, never ``auto``).
+        variant: name of the settings set; ``default`` is the stack's out-of-the-box configuration.
+        settings: knob overrides for this variant (e.g. ``{"jit_compile": True}``).
+        batch_size / epochs: overrides of the workload's defaults (None keeps them).
+        timeout_s: wall-clock limit for the cell's process (s).
+    """
+
+    stack: str
+    suite: str
+    workload: str
+    task: str
+    size: str
+    device: str
+    variant: str = "default"
+    settings: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    batch_size: int | None = None
+    epochs: int | None = None
+    timeout_s: float = 600.0
+
+    @property
+    def id(self) -> str:
+        return "__".join((self.stack, self.suite, self.workload, self.task, self.size, self.variant))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        return cls(**data)
+
+
+def new_record(cell: Cell) -> dict[str, Any]:
+    """A record skeleton for ``cell`` with every top-level field present (status ``failed``)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "cell_id": cell.id,
+        "stack": cell.stack,
+        "suite": cell.suite,
+        "workload": cell.workload,
+        "task": cell.task,
+        "size": cell.size,
+        "variant": cell.variant,
+        "device": cell.device,
+        "status": "failed",
+        "reason": None,
+        "batch_size": cell.batch_size,
+        "data": {},
+        "settings": dict(cell.settings),
+        "metrics": {},
+        "history": {},
+        "model": {},
+        "memory": {},
+        "process": {},
+        "env": {},
+        "notes": [],
+        "started_utc": None,
+        "finished_utc": None,
+    }
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` to ``path`` so that readers see either the old file or the whole new one.
+
+    The JSON goes to a temporary file in the same directory, is fsynced, then renamed over ``path``.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, indent=2, sort_keys=False, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RecordError(ValueError):
+    """A result file that is not a complete, valid record."""
+
+
+REQUIRED = ("schema_version", "cell_id", "stack", "workload", "task", "size", "device", "status")
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """Load and validate one result file.
+
+    Raises:
+        RecordError: unreadable JSON, not an object, missing required fields, unknown status or
+            a schema version newer than this code understands.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RecordError(f"not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise RecordError("not a JSON object")
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        raise RecordError(f"missing fields: {', '.join(missing)}")
+    if not isinstance(data["schema_version"], int) or data["schema_version"] > SCHEMA_VERSION:
+        raise RecordError(f"unsupported schema_version {data['schema_version']!r}")
+    if data["status"] not in STATUSES:
+        raise RecordError(f"unknown status {data['status']!r}")
+    return data
+
+
+def result_path(out_dir: Path, cell: Cell) -> Path:
+    """Where the record of ``cell`` lives inside a run directory: ``OUT/<stack>/<cell_id>.json``."""
+    return Path(out_dir) / cell.stack / f"{cell.id}.json"

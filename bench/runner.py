@@ -1,0 +1,168 @@
+"""Runs cells one by one, each in its own process with a time limit; never imports a framework.
+
+For each cell: the worker writes its record to a scratch file; the runner adds what only the parent
+sees (exit status, wall time, peak RSS from ``wait4``) and writes ``<stack>/<cell_id>.json``
+atomically. A worker that dies without a record (killed, out of memory, time limit) still gets one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.record import (
+    FINAL_STATUSES,
+    Cell,
+    RecordError,
+    new_record,
+    read_record,
+    result_path,
+    write_json_atomic,
+)
+from bench.stacks import Stack, get_stack
+
+
+def cell_env(stack: Stack, device: str) -> dict[str, str]:
+    """Environment of a cell's process: the stack's variables, and no visible GPU on a CPU run."""
+    env = {**os.environ, **stack.env, "PYTHONUNBUFFERED": "1"}
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def probe_gpus(stack: Stack, timeout_s: float = 300.0) -> list[str]:
+    """GPUs the stack's framework sees, asked of a separate process (the runner imports none).
+
+    Raises:
+        RuntimeError: the probe process failed (e.g. the framework is not installed).
+    """
+    code = ("import json, sys; from bench.engines.frameworks import gpu_devices; "
+            f"print('PROBE' + json.dumps(gpu_devices({stack.backend!r})))")
+    p = subprocess.run([sys.executable, "-c", code], env=cell_env(stack, "gpu"), capture_output=True,
+                       text=True, timeout=timeout_s)
+    for line in p.stdout.splitlines():
+        if line.startswith("PROBE"):
+            return json.loads(line[5:])
+    tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+    raise RuntimeError(f"cannot import the {stack.backend} framework of stack {stack.id}: {tail}")
+
+
+@dataclass
+class Outcome:
+    """What happened to one cell in this invocation (``skipped`` = already done earlier)."""
+
+    cell: Cell
+    status: str
+    skipped: bool = False
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])[-600:]
+
+
+def run_one(cell: Cell, out_dir: Path) -> dict[str, Any]:
+    """Run ``cell`` in a child process and write its final record; returns the record."""
+    stack = get_stack(cell.stack)
+    final = result_path(out_dir, cell)
+    work = final.parent / ".work"
+    work.mkdir(parents=True, exist_ok=True)
+    cell_file, worker_out = work / f"{cell.id}.cell.json", work / f"{cell.id}.worker.json"
+    log_file = final.with_suffix(".log")
+    worker_out.unlink(missing_ok=True)
+    cell_file.write_text(json.dumps(cell.to_dict()))
+
+    timed_out = threading.Event()
+    start = time.perf_counter()
+    with open(log_file, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "bench.worker", str(cell_file), str(worker_out)],
+                                stdout=log, stderr=subprocess.STDOUT, env=cell_env(stack, cell.device),
+                                start_new_session=True)
+
+        def kill() -> None:
+            timed_out.set()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(cell.timeout_s, kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+
+    try:
+        rec = read_record(worker_out)
+    except RecordError:
+        rec = new_record(cell)
+        rc = proc.returncode
+        if timed_out.is_set():
+            rec["status"], rec["reason"] = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
+        elif rc == -signal.SIGKILL:
+            rec["status"] = "oom"
+            rec["reason"] = "killed by SIGKILL (most likely the out-of-memory killer)"
+        else:
+            rec["reason"] = f"worker exited with status {rc} without a record: {_tail(log_file)}"
+    rec["process"] = {"exit_code": proc.returncode, "wall_s": wall, "timeout_s": cell.timeout_s,
+                      "max_rss_bytes": usage.ru_maxrss * 1024, "log": log_file.name}
+    rec.setdefault("memory", {}).setdefault("host_peak_rss_bytes", usage.ru_maxrss * 1024)
+    write_json_atomic(final, rec)
+    worker_out.unlink(missing_ok=True)
+    cell_file.unlink(missing_ok=True)
+    return rec
+
+
+def existing_status(cell: Cell, out_dir: Path) -> str | None:
+    """Status of a valid record already on disk for ``cell``, else None."""
+    path = result_path(out_dir, cell)
+    if not path.exists():
+        return None
+    try:
+        return read_record(path)["status"]
+    except RecordError:
+        return None
+
+
+def run_cells(cells: list[Cell], out_dir: Path, force: bool = False,
+              echo: Callable[[str], None] = print) -> list[Outcome]:
+    """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early."""
+    outcomes = []
+    for i, cell in enumerate(cells, 1):
+        head = f"[{i}/{len(cells)}] {cell.stack} {cell.workload} {cell.task} ({cell.size}, {cell.device})"
+        done = existing_status(cell, out_dir)
+        if done in FINAL_STATUSES and not force:
+            echo(f"{head}: already {done}, skipped (use --force to run again)")
+            outcomes.append(Outcome(cell, done, skipped=True))
+            continue
+        rec = run_one(cell, out_dir)
+        echo(f"{head}: {describe(rec)}")
+        outcomes.append(Outcome(cell, rec["status"], record=rec))
+    return outcomes
+
+
+def describe(rec: dict[str, Any]) -> str:
+    """One-line summary of a record for the console."""
+    if rec["status"] != "ok":
+        return f"{rec['status'].upper()}: {rec.get('reason')}"
+    m = rec["metrics"]
+    ms = m.get("ms_per_step_mean")
+    ms_text = f"{ms:.2f} ms/step (p90 {m['ms_per_step_p90']:.2f})" if ms is not None else "n/a"
+    return (f"ok  {ms_text}, first epoch {m['first_epoch_s']:.1f} s, "
+            f"process {rec['process']['wall_s']:.1f} s, data={rec['data'].get('source')}")

@@ -1,0 +1,100 @@
+"""Runs exactly one cell in its own process: ``python -m bench.worker CELL.json OUT.json``.
+
+The worker always writes OUT.json (status ok, failed, oom or unsupported); the runner adds what only
+the parent can see (exit code, wall time, peak RSS) and writes the final record.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bench import datasets
+from bench.environment import capture, utc_now
+from bench.record import Cell, new_record, write_json_atomic
+from bench.stacks import get_stack
+from bench.workloads import get_workload
+
+CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
+
+
+class Unsupported(Exception):
+    """The cell cannot run on this stack; the message is the reason."""
+
+
+def load_data(cell: Cell):
+    """The cell's dataset: its size's example count, prepared and split as the workload says."""
+    w = get_workload(cell.workload)
+    n = w.samples[cell.size]
+    n_val = None if n is None else max(n // 4, 1)
+    if w.validation_split:
+        # The source held out the tail of the training data (Keras' validation_split).
+        ds = datasets.load(w.dataset, n, 0)
+        k = max(int(ds.n_train * w.validation_split), 1)
+        ds = datasets.Dataset(ds.name, tuple(x[:-k] for x in ds.x_train), ds.y_train[:-k],
+                              tuple(x[-k:] for x in ds.x_train), ds.y_train[-k:], ds.meta, ds.source,
+                              ds.reason, ds.sha256)
+    else:
+        ds = datasets.load(w.dataset, n, n_val)
+    return w.prepare(ds) if w.prepare else ds
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    """Run ``cell`` and return its record (never raises for a failure of the cell itself)."""
+    rec = new_record(cell)
+    rec["started_utc"] = utc_now()
+    if cell.device == "cpu":
+        rec["notes"].append(CPU_NOTE)
+    try:
+        stack, w = get_stack(cell.stack), get_workload(cell.workload)
+        if cell.task not in w.tasks:
+            raise Unsupported(f"{w.name} has no task {cell.task!r}")
+        batch = cell.batch_size or w.batch_size
+        epochs = cell.epochs or w.epochs[cell.size]
+        rec["batch_size"] = batch
+        ds = load_data(cell)
+        rec["data"] = ds.record()
+        if ds.source == "synthetic":
+            rec["notes"].append("data=synthetic: " + (ds.reason or ""))
+        if stack.engine == "keras":
+            from bench.engines import keras_engine as engine
+        else:
+            from bench.engines import torch_engine as engine
+        out = engine.fit(stack, w, ds, cell.device, epochs, batch, dict(cell.settings))
+        rec["settings"] = {**cell.settings, **out["settings"]}
+        for key in ("metrics", "history", "model", "memory"):
+            rec[key] = out[key]
+        rec["status"] = "ok"
+    except Unsupported as e:
+        rec["status"], rec["reason"] = "unsupported", str(e)
+    except BaseException as e:  # every failure becomes a record
+        from bench.engines.frameworks import is_oom
+
+        rec["status"] = "oom" if is_oom(e) else "failed"
+        rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        rec["traceback"] = traceback.format_exc()[-4000:]
+    try:
+        rec["env"] = capture()
+    except Exception as e:
+        rec["env"] = {"error": f"{type(e).__name__}: {e}"}
+    rec["memory"]["host_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rec["finished_utc"] = utc_now()
+    return rec
+
+
+def main(argv: list[str]) -> int:
+    cell_file, out_file = argv
+    cell = Cell.from_dict(json.loads(Path(cell_file).read_text()))
+    rec = run_cell(cell)
+    write_json_atomic(Path(out_file), rec)
+    if rec["status"] == "failed":
+        print(rec.get("traceback", ""), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,81 @@
+"""Workload registry. A workload family is one module that calls ``register`` for each of its models.
+
+Every workload gives all stacks the same small interface (the TorchBench idea): a dataset, a batch
+size, an optimizer with its initial learning rate, and two builders with the same architecture, one
+for Keras (2 or 3, any backend) and one for plain PyTorch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.datasets import Dataset
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One model of a suite.
+
+    Attributes:
+        name: workload id (CLI, CSV). suite: suite it belongs to. tasks: tasks it supports.
+        dataset: dataset name for ``bench.datasets.load``.
+        batch_size: examples per step. optimizer: ``rmsprop`` or ``adam``. learning_rate: initial LR.
+        epochs: epochs per size (``smoke`` / ``full``).
+        samples: training examples per size (None: the whole dataset); validation uses a quarter.
+        build_keras: ``(keras_module, meta) -> keras.Model`` returning softmax probabilities.
+        build_torch: ``(meta) -> torch.nn.Module`` returning logits.
+        prepare: optional ``Dataset -> Dataset`` reshaping step shared by all stacks.
+        torch_layout: per-input axis permutation for PyTorch (e.g. NHWC -> NCHW), or None.
+        validation_split: fraction of the training data held out (when the source did that instead
+            of validating on the test split).
+        source: where the architecture and hyper-parameters come from.
+        notes: deliberate differences from the source.
+    """
+
+    name: str
+    suite: str
+    dataset: str
+    batch_size: int
+    optimizer: str
+    learning_rate: float
+    epochs: dict[str, int]
+    samples: dict[str, int | None]
+    build_keras: Callable[[Any, dict[str, Any]], Any]
+    build_torch: Callable[[dict[str, Any]], Any]
+    tasks: tuple[str, ...] = ("fit",)
+    prepare: Callable[[Dataset], Dataset] | None = None
+    torch_layout: tuple[tuple[int, ...] | None, ...] | None = None
+    validation_split: float | None = None
+    source: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+WORKLOADS: dict[str, Workload] = {}
+SUITES: dict[str, list[str]] = {}
+SIZES = ("smoke", "full")
+
+
+def register(w: Workload) -> Workload:
+    """Add ``w`` to the registry (and its suite). Raises ValueError on a duplicate name."""
+    if w.name in WORKLOADS:
+        raise ValueError(f"workload {w.name!r} registered twice")
+    WORKLOADS[w.name] = w
+    SUITES.setdefault(w.suite, []).append(w.name)
+    return w
+
+
+def _load_families() -> None:
+    from bench.workloads import classic  # noqa: F401  (registers on import)
+
+
+_load_families()
+
+
+def get_workload(name: str) -> Workload:
+    """Raises KeyError with the known names when ``name`` is unknown."""
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise KeyError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}") from None

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs a locked, hashed requirements file into /opt/venv. Used by every image's Dockerfile.
+#   install.sh LOCKFILE
+# Optional inputs:
+#   /run/secrets/ca_bundle  a CA bundle (BuildKit secret `ca_bundle`) for TLS-intercepting proxies
+#   /wheelhouse/*.whl       local wheels (e.g. the CPU build of torch); hashes are still checked
+#   TORCH_INDEX_URL         extra index for the CPU build of torch (empty: wheelhouse only)
+set -eu
+lock="$1"
+if [ -s /run/secrets/ca_bundle ]; then
+    export SSL_CERT_FILE=/run/secrets/ca_bundle PIP_CERT=/run/secrets/ca_bundle
+fi
+python3 -m venv /opt/venv
+/opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --require-hashes \
+    -r /tmp/req/uv.lock.txt
+set -- --require-hashes --python /opt/venv/bin/python --no-cache
+if ls /wheelhouse/*.whl >/dev/null 2>&1; then
+    set -- "$@" --find-links /wheelhouse
+fi
+if [ -n "${TORCH_INDEX_URL:-}" ]; then
+    set -- "$@" --extra-index-url "$TORCH_INDEX_URL" --index-strategy unsafe-best-match
+fi
+/opt/venv/bin/uv pip sync "$@" "$lock"
+
