@@ -6,6 +6,7 @@ so capturing the environment never imports TensorFlow into a PyTorch image or th
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib.metadata as md
 import os
@@ -34,10 +35,8 @@ def package_versions() -> dict[str, str]:
     """Installed versions of the distributions that matter (absent ones are left out)."""
     out = {}
     for name in DISTRIBUTIONS:
-        try:
+        with contextlib.suppress(md.PackageNotFoundError):
             out[name] = md.version(name)
-        except md.PackageNotFoundError:
-            pass
     return out
 
 
@@ -109,10 +108,8 @@ def gpu_info() -> dict[str, Any]:
     except Exception as e:
         return {"available": False, "reason": f"NVML query failed: {type(e).__name__}: {e}"}
     finally:
-        try:
+        with contextlib.suppress(Exception):
             nv.nvmlShutdown()
-        except Exception:
-            pass
 
 
 def capture() -> dict[str, Any]:

@@ -7,6 +7,7 @@ atomically. A worker that dies without a record (killed, out of memory, time lim
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -94,10 +95,8 @@ def run_one(cell: Cell, out_dir: Path) -> dict[str, Any]:
 
         def kill() -> None:
             timed_out.set()
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
         timer = threading.Timer(cell.timeout_s, kill)
         timer.start()

@@ -1,0 +1,121 @@
+# Benchmark matrix: build the five stack images and the collector, run the stacks one after another,
+# collect the results. `make` alone lists the targets.
+#
+# Knobs: STACKS, SUITE, SIZE, DEVICE (auto|cpu|gpu), RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE,
+#        TORCH_INDEX_URL, DOCKER, COMPOSE.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ALL_STACKS := keras2-tf keras3-tf keras3-jax keras3-torch pytorch
+STACKS ?= $(ALL_STACKS)
+SUITE ?= classic
+DEVICE ?= auto
+RESULTS_DIR ?= $(CURDIR)/results
+BASE_IMAGE ?=
+CA_BUNDLE ?=
+TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
+DOCKER ?= docker
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+PYTHON ?= python3
+
+service_keras2-tf := keras2-bench
+service_keras3-tf := tf-bench
+service_keras3-jax := jax-bench
+service_keras3-torch := torch-bench
+service_pytorch := pytorch-bench
+
+HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
+ifeq ($(DEVICE),gpu)
+  ifneq ($(HAS_GPU),1)
+    $(if $(filter bench-% build configure,$(MAKECMDGOALS)),$(error DEVICE=gpu but nvidia-smi finds no NVIDIA GPU on this host))
+  endif
+  VARIANT := gpu
+else ifeq ($(DEVICE),cpu)
+  VARIANT := cpu
+else ifeq ($(DEVICE),auto)
+  VARIANT := $(if $(HAS_GPU),gpu,cpu)
+else
+  $(error DEVICE must be auto, cpu or gpu (got '$(DEVICE)'))
+endif
+SIZE ?= $(if $(filter gpu,$(VARIANT)),full,smoke)
+RUN ?= $(SUITE)-$(SIZE)-$(VARIANT)
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+COMPOSE_FILES := -f compose.yaml $(if $(filter gpu,$(VARIANT)),-f compose.gpu.yaml)
+
+export BENCH_VARIANT := $(VARIANT)
+export BENCH_DEVICE := $(VARIANT)
+export BENCH_RESULTS := $(RESULTS_DIR)
+export BENCH_UID := $(shell id -u)
+export BENCH_GID := $(shell id -g)
+export DOCKER_BUILDKIT := 1
+
+BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_COMMIT) \
+	--build-arg TORCH_INDEX_URL=$(if $(filter cpu,$(VARIANT)),$(TORCH_INDEX_URL)) \
+	$(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) \
+	$(if $(CA_BUNDLE),--secret id=ca_bundle$(,)src=$(CA_BUNDLE))
+, := ,
+
+.PHONY: help configure build bench-all collect test test-unit test-e2e lint lock clean \
+	$(addprefix bench-,$(ALL_STACKS)) $(addprefix build-,$(ALL_STACKS) collector)
+
+help: ## List the targets
+	@echo "make bench-all   build all images, run every stack one after another, collect a CSV"
+	@echo "make test        unit tests + Docker end-to-end test (smoke size, CPU)"
+	@echo
+	@grep -hE '^[a-zA-Z0-9%_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@echo
+	@echo "Now: DEVICE=$(DEVICE) -> variant $(VARIANT), SIZE=$(SIZE), SUITE=$(SUITE), RUN=$(RUN)"
+	@echo "     STACKS=$(STACKS)"
+
+configure: ## Write .env so that `docker compose run <service>` uses this host's variant (cpu/gpu)
+	@printf '%s\n' "# written by make configure" \
+	  "COMPOSE_FILE=compose.yaml$(if $(filter gpu,$(VARIANT)),:compose.gpu.yaml)" \
+	  "BENCH_VARIANT=$(VARIANT)" "BENCH_DEVICE=$(VARIANT)" "BENCH_RESULTS=$(RESULTS_DIR)" \
+	  "BENCH_UID=$(BENCH_UID)" "BENCH_GID=$(BENCH_GID)" > .env
+	@echo "wrote .env (variant $(VARIANT))"
+
+build: configure $(addprefix build-,$(STACKS)) build-collector ## Build the stack images and the collector
+
+build-%: ## Build one image: build-<stack> or build-collector
+	$(DOCKER) build -f images/$*/Dockerfile $(BUILD_ARGS) \
+	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) \
+	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) .
+
+bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)
+	@mkdir -p $(RESULTS_DIR)
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
+	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(VARIANT) --out /results/runs/$(RUN)
+
+bench-all: build ## Build, run every stack one after another, then collect results/$(RUN).csv
+	@if [ "$(VARIANT)" = cpu ]; then \
+	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
+	@failed=""; for s in $(STACKS); do \
+	  $(MAKE) --no-print-directory bench-$$s || failed="$$failed $$s"; done; \
+	$(MAKE) --no-print-directory collect || failed="$$failed collect"; \
+	if [ -n "$$failed" ]; then echo "not all cells succeeded in:$$failed" >&2; exit 1; fi
+
+collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (collector container)
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
+	  bench collect /results/runs/$(RUN) -o /results/$(RUN).csv
+
+test: lint test-unit test-e2e ## Lint, unit tests, then the Docker end-to-end test
+
+test-unit: ## Unit tests (no Docker)
+	$(PYTHON) -m pytest -m "not docker" -q
+
+test-e2e: ## Build all six images on a local base image and run bench-all at smoke size on CPU
+	$(PYTHON) -m pytest -m docker -q -s
+
+lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema
+	$(PYTHON) -m ruff check bench tests
+	hadolint images/*/Dockerfile
+	check-jsonschema --builtin-schema vendor.compose-spec compose.yaml compose.gpu.yaml
+
+lock: ## Regenerate every image's locked, hashed requirements (needs uv)
+	images/lock.sh
+
+clean: ## Remove scratch files of interrupted cells and Python caches (results are kept)
+	find $(RESULTS_DIR) -name .work -type d -prune -exec rm -rf {} + 2>/dev/null || true
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	rm -rf .pytest_cache .ruff_cache
