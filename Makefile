@@ -5,6 +5,7 @@
 #        TORCH_INDEX_URL, DOCKER, COMPOSE.
 
 SHELL := /bin/bash
+comma := ,
 .DEFAULT_GOAL := help
 
 ALL_STACKS := keras2-tf keras3-tf keras3-jax keras3-torch pytorch
@@ -53,11 +54,10 @@ export DOCKER_BUILDKIT := 1
 BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_COMMIT) \
 	--build-arg TORCH_INDEX_URL=$(if $(filter cpu,$(VARIANT)),$(TORCH_INDEX_URL)) \
 	$(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) \
-	$(if $(CA_BUNDLE),--secret id=ca_bundle$(,)src=$(CA_BUNDLE))
-, := ,
+	$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE))
 
-.PHONY: help configure build bench-all collect test test-unit test-e2e lint lock clean \
-	$(addprefix bench-,$(ALL_STACKS)) $(addprefix build-,$(ALL_STACKS) collector)
+.PHONY: help configure build bench-all collect test test-unit test-e2e lint lock clean
+# bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
 	@echo "make bench-all   build all images, run every stack one after another, collect a CSV"

@@ -32,6 +32,9 @@ from bench.record import (
 from bench.stacks import Stack, get_stack
 
 
+WORKER = [sys.executable, "-m", "bench.worker"]
+
+
 def cell_env(stack: Stack, device: str) -> dict[str, str]:
     """Environment of a cell's process: the stack's variables, and no visible GPU on a CPU run."""
     env = {**os.environ, **stack.env, "PYTHONUNBUFFERED": "1"}
@@ -89,7 +92,7 @@ def run_one(cell: Cell, out_dir: Path) -> dict[str, Any]:
     timed_out = threading.Event()
     start = time.perf_counter()
     with open(log_file, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "bench.worker", str(cell_file), str(worker_out)],
+        proc = subprocess.Popen([*WORKER, str(cell_file), str(worker_out)],
                                 stdout=log, stderr=subprocess.STDOUT, env=cell_env(stack, cell.device),
                                 start_new_session=True)
 

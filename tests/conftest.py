@@ -1,0 +1,15 @@
+import importlib.util
+import os
+
+import pytest
+
+os.environ.setdefault("BENCH_OFFLINE", "1")  # tests never wait on a download
+
+
+def has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+needs_torch = pytest.mark.skipif(not has("torch"), reason="torch not installed")
+needs_keras_torch = pytest.mark.skipif(not (has("torch") and has("keras")),
+                                       reason="keras and torch not installed")

@@ -1,0 +1,59 @@
+import subprocess
+import sys
+
+import pytest
+
+from bench.cli import main
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "--stack", "nope"], "unknown stack 'nope'"),
+    (["run", "--stack", "pytorch", "--suite", "nope"], "unknown suite 'nope'"),
+    (["run", "--stack", "pytorch", "--workload", "resnet"], "unknown workload 'resnet'"),
+    (["run", "--stack", "pytorch", "--task", "dance"], "unknown task 'dance'"),
+    (["run", "--stack", "pytorch", "--size", "huge"], "'huge' is not one of"),
+    (["run", "--stack", "pytorch", "--batch-size", "-1"], "-1 is not in the range"),
+    (["run", "--stack", "pytorch", "--epochs", "two"], "'two' is not a valid integer"),
+    (["run", "--stack", "pytorch", "--timeout", "0"], "0.0 is not in the range"),
+    (["run", "--suite", "classic"], "Missing option '--stack'"),
+    (["collect", "/no/such/dir", "-o", "x.csv"], "no such directory"),
+    (["frobnicate"], "No such command"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    p = run_cli(*args)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("bench: error: ")
+    assert needle in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def test_list_names_every_stack_and_workload(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["list"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for name in ("keras2-tf", "keras3-tf", "keras3-jax", "keras3-torch", "pytorch", "jax-bench",
+                 "mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"):
+        assert name in out
+    assert "sizes: smoke, full" in out
+
+
+def test_device_gpu_without_gpu_is_a_clear_error(monkeypatch):
+    import bench.cli as cli
+
+    monkeypatch.setattr(cli, "planning_probe", lambda sid: [])
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--stack", "pytorch", "--device", "gpu"])
+    assert e.value.code == 2
+
+
+def test_device_auto_without_gpu_falls_back_to_cpu():
+    import bench.cli as cli
+
+    assert cli.resolve_device("cpu", ["pytorch"]) == "cpu"

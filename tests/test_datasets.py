@@ -1,0 +1,115 @@
+"""The loaders read the real file formats: each test writes a small file in that format."""
+
+import io
+import pickle
+import tarfile
+
+import numpy as np
+import pytest
+
+from bench import datasets
+
+
+def write_mnist(path, n_train=12, n_test=4):
+    rng = np.random.default_rng(1)
+    np.savez(path, x_train=rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
+             y_train=rng.integers(0, 10, n_train, dtype=np.uint8),
+             x_test=rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
+             y_test=rng.integers(0, 10, n_test, dtype=np.uint8))
+
+
+def _add(tar, name, data: bytes):
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def write_cifar(path, per_batch=3):
+    rng = np.random.default_rng(2)
+    with tarfile.open(path, "w:gz") as tar:
+        for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+            batch = {b"data": rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8),
+                     b"labels": list(rng.integers(0, 10, per_batch).tolist())}
+            _add(tar, f"cifar-10-batches-py/{name}", pickle.dumps(batch))
+
+
+BABI = """1 Mary moved to the bathroom.
+2 John went to the hallway.
+3 Where is Mary?\tbathroom\t1
+4 Daniel went back to the hallway.
+5 Where is Daniel?\thallway\t4
+1 Sandra journeyed to the office.
+2 Where is Sandra?\toffice\t1
+"""
+
+
+def write_babi(path):
+    with tarfile.open(path, "w:gz") as tar:
+        for split in ("train", "test"):
+            _add(tar, datasets.BABI_CHALLENGE.format(split), BABI.encode())
+
+
+def test_mnist_npz(tmp_path):
+    write_mnist(tmp_path / "mnist.npz")
+    ds = datasets.load("mnist", cache_dir=tmp_path, offline=True)
+    assert ds.source == "real" and ds.sha256 == datasets.sha256_of(tmp_path / "mnist.npz")
+    assert ds.x_train[0].shape == (12, 28, 28, 1) and ds.x_train[0].dtype == np.float32
+    assert 0.0 <= ds.x_train[0].min() and ds.x_train[0].max() <= 1.0
+    assert ds.y_val.dtype == np.int32 and ds.y_val.shape == (4,)
+
+
+def test_cifar_python_tar(tmp_path):
+    write_cifar(tmp_path / "cifar-10-python.tar.gz")
+    ds = datasets.load("cifar10", cache_dir=tmp_path, offline=True)
+    assert ds.source == "real"
+    assert ds.x_train[0].shape == (15, 32, 32, 3) and ds.x_val[0].shape == (3, 32, 32, 3)
+
+
+def test_cifar_channel_order(tmp_path):
+    """CIFAR rows are 1024 red, then green, then blue values: (N, 3, 32, 32) -> NHWC."""
+    data = np.zeros((1, 3072), dtype=np.uint8)
+    data[0, 1024:2048] = 255  # green plane
+    with tarfile.open(tmp_path / "c.tar.gz", "w:gz") as tar:
+        for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+            _add(tar, f"cifar-10-batches-py/{name}", pickle.dumps({b"data": data, b"labels": [3]}))
+    ds = datasets.read_cifar10_tar(tmp_path / "c.tar.gz")
+    assert ds.x_train[0][0, 5, 7].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_babi_parse_and_vectorize(tmp_path):
+    write_babi(tmp_path / "babi_tasks_1-20_v1-2.tar.gz")
+    ds = datasets.load("babi", cache_dir=tmp_path, offline=True)
+    story, question = ds.x_train
+    assert story.shape == (3, 19) and question.shape == (3, 4)  # 6 + 6 + 7 tokens
+    assert ds.meta["story_maxlen"] == 19 and ds.meta["query_maxlen"] == 4
+    # the second question's story holds both earlier statements of its story
+    parsed = datasets.parse_babi(BABI.splitlines())
+    assert parsed[1][0][:6] == ["Mary", "moved", "to", "the", "bathroom", "."]
+    assert parsed[2][0] == ["Sandra", "journeyed", "to", "the", "office", "."]
+    assert parsed[2][2] == "office"
+    assert (story[2][:13] == 0).all() and (story[2][13:] > 0).all()  # pre-padded
+
+
+@pytest.mark.parametrize("name", ["mnist", "cifar10", "babi"])
+def test_offline_falls_back_to_synthetic_with_identical_shapes(tmp_path, name):
+    ds = datasets.load(name, n_train=16, n_val=4, cache_dir=tmp_path, offline=True)
+    assert ds.source == "synthetic" and "not cached" in ds.reason
+    spec = datasets.SYNTHETIC[name]
+    for x, (shape, dtype) in zip(ds.x_train, spec["inputs"], strict=True):
+        assert x.shape == (16, *shape) and x.dtype == np.dtype(dtype)
+    assert ds.y_train.shape == (16,) and ds.y_val.shape == (4,)
+    assert ds.y_train.max() < ds.meta["num_classes"]
+
+
+def test_failed_download_falls_back(tmp_path, monkeypatch):
+    def boom(*a, **k):
+        raise ConnectionError("proxy refused")
+
+    monkeypatch.setattr(datasets, "fetch", boom)
+    ds = datasets.load("mnist", n_train=2, n_val=2, cache_dir=tmp_path, offline=False)
+    assert ds.source == "synthetic" and "proxy refused" in ds.reason
+
+
+def test_unknown_dataset():
+    with pytest.raises(KeyError):
+        datasets.load("imagenet")

@@ -1,0 +1,48 @@
+import pytest
+
+from bench.plan import PlanError, expand
+from bench.stacks import STACKS, get_stack
+from bench.workloads import SUITES
+
+ALL = list(STACKS)
+
+
+def test_classic_matrix_is_25_cells_in_stable_order():
+    cells = expand(ALL, "classic", "smoke", "cpu")
+    assert len(cells) == 25
+    assert len({c.id for c in cells}) == 25
+    assert [c.stack for c in cells[:5]] == ["keras2-tf"] * 5
+    assert [c.workload for c in cells[:5]] == SUITES["classic"]
+    assert all(c.timeout_s == 600 for c in cells)
+
+
+def test_selection_narrows():
+    cells = expand(["pytorch"], "classic", "full", "gpu", workloads=["mnist_cnn"], tasks=["fit"],
+                   batch_size=64, epochs=3, timeout_s=5)
+    assert [(c.workload, c.batch_size, c.epochs, c.timeout_s) for c in cells] == [("mnist_cnn", 64, 3, 5)]
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(stacks=["x"]), "unknown stack"),
+    (dict(suite="x"), "unknown suite"),
+    (dict(size="x"), "unknown size"),
+    (dict(device="auto"), "unknown device"),
+    (dict(workloads=["x"]), "unknown workload"),
+    (dict(tasks=["x"]), "unknown task"),
+    (dict(batch_size=0), "must be positive"),
+])
+def test_bad_selection(kw, msg):
+    args = dict(stacks=ALL, suite="classic", size="smoke", device="cpu")
+    args.update(kw)
+    with pytest.raises(PlanError, match=msg):
+        expand(**args)
+
+
+def test_stack_names_are_consistent():
+    assert {s.service for s in STACKS.values()} == {
+        "keras2-bench", "tf-bench", "jax-bench", "torch-bench", "pytorch-bench"}
+    assert get_stack("keras2-tf").keras_major == 2
+    assert get_stack("keras3-jax").keras_major == 3
+    assert get_stack("pytorch").keras_major is None
+    with pytest.raises(KeyError, match="known"):
+        get_stack("keras1")

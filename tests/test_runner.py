@@ -1,0 +1,95 @@
+"""The runner with stand-in workers: crashes, time limits and resumed runs never lose a record."""
+
+import sys
+import textwrap
+
+import pytest
+
+from bench import runner
+from bench.record import Cell, read_record, result_path
+
+FAKE = textwrap.dedent("""
+    import json, os, sys, time
+    from bench.record import Cell, new_record, write_json_atomic
+    cell = Cell.from_dict(json.load(open(sys.argv[1])))
+    mode = os.environ["FAKE_MODE"]
+    if mode == "sleep":
+        time.sleep(60)
+    if mode == "crash":
+        print("segfault-ish", flush=True)
+        sys.exit(3)
+    if mode == "kill":
+        os.kill(os.getpid(), 9)
+    rec = new_record(cell)
+    rec.update(status="ok", metrics={"ms_per_step_mean": 1.0, "ms_per_step_p90": 1.0, "first_epoch_s": 0.1},
+               data={"source": "synthetic"})
+    write_json_atomic(__import__("pathlib").Path(sys.argv[2]), rec)
+""")
+
+
+@pytest.fixture
+def fake_worker(tmp_path, monkeypatch):
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE)
+    monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])
+
+    def set_mode(mode):
+        monkeypatch.setenv("FAKE_MODE", mode)
+
+    return set_mode
+
+
+def cell(workload="mnist_mlp", timeout_s=30.0):
+    return Cell(stack="pytorch", suite="classic", workload=workload, task="fit", size="smoke",
+                device="cpu", timeout_s=timeout_s)
+
+
+def test_ok_record_gets_process_info(tmp_path, fake_worker):
+    fake_worker("ok")
+    rec = runner.run_one(cell(), tmp_path)
+    on_disk = read_record(result_path(tmp_path, cell()))
+    assert rec["status"] == on_disk["status"] == "ok"
+    assert on_disk["process"]["exit_code"] == 0 and on_disk["process"]["wall_s"] > 0
+    assert on_disk["process"]["max_rss_bytes"] > 0
+    assert not any((tmp_path / "pytorch" / ".work").iterdir())
+
+
+def test_crash_without_record_is_recorded_with_log_tail(tmp_path, fake_worker):
+    fake_worker("crash")
+    rec = runner.run_one(cell(), tmp_path)
+    assert rec["status"] == "failed"
+    assert "status 3" in rec["reason"] and "segfault-ish" in rec["reason"]
+
+
+def test_sigkill_is_recorded_as_oom(tmp_path, fake_worker):
+    fake_worker("kill")
+    assert runner.run_one(cell(), tmp_path)["status"] == "oom"
+
+
+def test_time_limit_kills_the_cell(tmp_path, fake_worker):
+    fake_worker("sleep")
+    rec = runner.run_one(cell(timeout_s=1.0), tmp_path)
+    assert rec["status"] == "timeout" and "1 s" in rec["reason"]
+    assert rec["process"]["wall_s"] < 30
+
+
+def test_run_goes_on_after_a_failure_and_resumes(tmp_path, fake_worker):
+    cells = [cell("mnist_mlp"), cell("mnist_cnn")]
+    fake_worker("crash")
+    first = runner.run_cells(cells, tmp_path, echo=lambda s: None)
+    assert [o.status for o in first] == ["failed", "failed"]
+    fake_worker("ok")
+    second = runner.run_cells(cells, tmp_path, echo=lambda s: None)
+    assert [(o.status, o.skipped) for o in second] == [("ok", False), ("ok", False)]
+    fake_worker("crash")  # done cells are not run again, so the crash never happens
+    third = runner.run_cells(cells, tmp_path, echo=lambda s: None)
+    assert [(o.status, o.skipped) for o in third] == [("ok", True), ("ok", True)]
+    forced = runner.run_cells(cells[:1], tmp_path, force=True, echo=lambda s: None)
+    assert forced[0].status == "failed"
+
+
+def test_cpu_cells_see_no_gpu():
+    from bench.stacks import get_stack
+
+    assert runner.cell_env(get_stack("keras3-jax"), "cpu")["CUDA_VISIBLE_DEVICES"] == ""
+    assert runner.cell_env(get_stack("keras3-jax"), "gpu")["KERAS_BACKEND"] == "jax"
