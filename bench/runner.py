@@ -31,7 +31,6 @@ from bench.record import (
 )
 from bench.stacks import Stack, get_stack
 
-
 WORKER = [sys.executable, "-m", "bench.worker"]
 
 

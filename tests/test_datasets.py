@@ -54,7 +54,7 @@ def test_mnist_npz(tmp_path):
     ds = datasets.load("mnist", cache_dir=tmp_path, offline=True)
     assert ds.source == "real" and ds.sha256 == datasets.sha256_of(tmp_path / "mnist.npz")
     assert ds.x_train[0].shape == (12, 28, 28, 1) and ds.x_train[0].dtype == np.float32
-    assert 0.0 <= ds.x_train[0].min() and ds.x_train[0].max() <= 1.0
+    assert ds.x_train[0].min() >= 0.0 and ds.x_train[0].max() <= 1.0
     assert ds.y_val.dtype == np.int32 and ds.y_val.shape == (4,)
 
 

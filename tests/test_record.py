@@ -2,8 +2,15 @@ import json
 
 import pytest
 
-from bench.record import (SCHEMA_VERSION, Cell, RecordError, new_record, read_record, result_path,
-                          write_json_atomic)
+from bench.record import (
+    SCHEMA_VERSION,
+    Cell,
+    RecordError,
+    new_record,
+    read_record,
+    result_path,
+    write_json_atomic,
+)
 
 
 def cell(**kw):
