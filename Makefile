@@ -56,7 +56,9 @@ BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_
 	$(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) \
 	$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE))
 
-.PHONY: help configure build bench-all collect test test-unit test-e2e lint lock clean
+FIDELITY_WORKLOAD ?= cifar10_cnn
+
+.PHONY: help configure build bench-all collect fidelity test test-unit test-e2e lint lock clean
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -98,6 +100,14 @@ bench-all: build ## Build, run every stack one after another, then collect resul
 collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (collector container)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
 	  bench collect /results/runs/$(RUN) -o /results/$(RUN).csv
+
+fidelity: ## Harness ms/step vs a hand-timed loop, per stack (writes results/fidelity/<stack>-<variant>.json)
+	@mkdir -p $(RESULTS_DIR)/fidelity
+	@for s in $(STACKS); do $(MAKE) --no-print-directory fidelity-$$s || exit 1; done
+
+fidelity-%:
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) bench fidelity --stack $* \
+	  --workload $(FIDELITY_WORKLOAD) --size $(SIZE) --device $(VARIANT) --out /results/fidelity/$*-$(VARIANT).json
 
 test: lint test-unit test-e2e ## Lint, unit tests, then the Docker end-to-end test
 

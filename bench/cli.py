@@ -154,6 +154,39 @@ def collect_cmd(results_dir: Path, out_csv: Path) -> None:
     click.echo(pivot_ms_per_step(df).to_string())
 
 
+@cli.command("fidelity")
+@click.option("--stack", "stack_id", required=True, help="Stack id.")
+@click.option("--workload", default="cifar10_cnn", show_default=True,
+              help="A workload whose step cost dominates.")
+@click.option("--size", type=click.Choice(SIZES), default="full", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
+              envvar="BENCH_DEVICE")
+@click.option("--epochs", type=click.IntRange(min=2), default=3, show_default=True)
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the result as JSON (with the environment).")
+def fidelity_cmd(stack_id, workload, size, device, epochs, out_file) -> None:
+    """Harness ms/step against a hand-timed loop (same model, data and synchronisation)."""
+    from bench.environment import capture, utc_now
+    from bench.fidelity import measure
+    from bench.record import write_json_atomic
+
+    try:
+        planning.expand([stack_id], WORKLOADS[workload].suite if workload in WORKLOADS else "classic", size,
+                        "cpu", [workload])
+    except planning.PlanError as e:
+        fail(str(e))
+    dev = resolve_device(device, [stack_id])
+    try:
+        r = measure(stack_id, workload, dev, size, epochs)
+    except Exception as e:  # one line, not a traceback wall
+        raise click.ClickException(f"fidelity run failed: {type(e).__name__}: {e}".splitlines()[0]) from e
+    click.echo(f"{stack_id} {workload} ({size}, {dev}): harness {r['harness_ms_per_step']:.3f} ms/step, "
+               f"hand-timed loop {r['handloop_ms_per_step']:.3f} ms/step, ratio {r['ratio']:.4f} "
+               f"({r['overhead_pct']:+.2f} %)")
+    if out_file:
+        write_json_atomic(out_file, {**r, "utc": utc_now(), "env": capture()})
+
+
 @cli.command("fields")
 def fields_cmd() -> None:
     """Describe every field of a result record."""

@@ -1,0 +1,106 @@
+"""Fidelity of the harness: its ms/step against a hand-timed loop on the same model and data.
+
+The hand-timed run trains the same model for the same steps with a device barrier and a clock read
+only at epoch edges (Keras: a callback with epoch hooks only, so Keras keeps its asynchronous batch
+path; PyTorch: the bare loop). The harness adds a barrier, a clock read and a loss read-back at every
+step. ratio = harness / hand-timed mean ms/step over the steady epochs; overhead = ratio - 1.
+Targets (issue "matrix"): |ratio - 1| <= 2 %, overhead <= 1 % on a GPU, where step cost dominates.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from bench.stacks import get_stack
+from bench.timing import clock, make_barrier
+from bench.workloads import get_workload
+
+
+def _hand_keras(stack, w, ds, device, epochs, batch) -> list[float]:
+    from bench.engines import frameworks
+    from bench.engines.keras_engine import _inputs, import_keras, make_optimizer
+
+    keras = import_keras(stack)
+    frameworks.set_tf32(stack.backend, False)
+    keras.utils.set_random_seed(0)
+    model = w.build_keras(keras, ds.meta)
+    model.compile(optimizer=make_optimizer(keras, w), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    barrier, edges = make_barrier(stack.backend, device), []
+
+    class EpochEdges(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            barrier()
+            edges.append([clock()])
+
+        def on_epoch_end(self, epoch, logs=None):
+            barrier()
+            edges[-1].append(clock())
+
+    model.fit(_inputs(ds.x_train), ds.y_train, batch_size=batch, epochs=epochs, shuffle=True, verbose=0,
+              callbacks=[EpochEdges()])
+    return [b - a for a, b in edges]
+
+
+def _hand_torch(stack, w, ds, device, epochs, batch) -> list[float]:
+    import torch
+
+    from bench.engines import frameworks
+    from bench.engines.torch_engine import make_optimizer, to_tensors
+
+    frameworks.set_tf32("torch", False)
+    torch.manual_seed(0)
+    dev = torch.device("cuda" if device == "gpu" else "cpu")
+    model = w.build_torch(ds.meta).to(dev)
+    opt, loss_fn = make_optimizer(torch, model.parameters(), w), torch.nn.CrossEntropyLoss()
+    xs, y = to_tensors(torch, ds.x_train, w.torch_layout, dev), torch.from_numpy(ds.y_train).long().to(dev)
+    barrier, n, times = make_barrier("torch", device), ds.n_train, []
+    for _ in range(epochs):
+        barrier()
+        t0 = clock()
+        model.train()
+        order = torch.randperm(n, device=dev)
+        for i in range(0, n, batch):
+            idx = order[i:i + batch]
+            loss = loss_fn(model(*(x[idx] for x in xs)), y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        barrier()
+        times.append(clock() - t0)
+    return times
+
+
+def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 3) -> dict[str, Any]:
+    """Run the hand-timed loop, then the harness, on ``workload``; returns both ms/step and the ratio.
+
+    Raises:
+        KeyError: unknown stack or workload. ValueError: fewer than 2 epochs.
+    """
+    if epochs < 2:
+        raise ValueError("fidelity needs at least 2 epochs (the first one compiles)")
+    from bench.worker import load_data
+
+    stack, w = get_stack(stack_id), get_workload(workload)
+    os.environ.update(stack.env)  # e.g. KERAS_BACKEND, before any framework import
+    if device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    from bench.record import Cell
+
+    ds = load_data(Cell(stack=stack_id, suite=w.suite, workload=workload, task="fit", size=size,
+                        device=device))
+    batch, steps = w.batch_size, -(-ds.n_train // w.batch_size)
+    hand = (_hand_keras if stack.engine == "keras" else _hand_torch)(stack, w, ds, device, epochs, batch)
+    if stack.engine == "keras":
+        from bench.engines import keras_engine as engine
+    else:
+        from bench.engines import torch_engine as engine
+    harness = engine.fit(stack, w, ds, device, epochs, batch, {})["metrics"]
+    hand_ms = 1000.0 * sum(hand[1:]) / (len(hand[1:]) * steps)
+    ratio = harness["ms_per_step_mean"] / hand_ms
+    return {"stack": stack_id, "workload": workload, "device": device, "size": size, "epochs": epochs,
+            "steps_per_epoch": steps, "batch_size": batch, "handloop_ms_per_step": hand_ms,
+            "harness_ms_per_step": harness["ms_per_step_mean"], "harness_ms_per_step_p50":
+            harness["ms_per_step_p50"], "ratio": ratio, "overhead_pct": 100.0 * (ratio - 1.0),
+            "data_source": ds.source}
