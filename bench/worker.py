@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import datasets
+from bench.engines import engine_for
 from bench.environment import capture, utc_now
 from bench.record import Cell, new_record, write_json_atomic
 from bench.stacks import get_stack
@@ -60,11 +61,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         rec["data"] = ds.record()
         if ds.source == "synthetic":
             rec["notes"].append("data=synthetic: " + (ds.reason or ""))
-        if stack.engine == "keras":
-            from bench.engines import keras_engine as engine
-        else:
-            from bench.engines import torch_engine as engine
-        out = engine.fit(stack, w, ds, cell.device, epochs, batch, dict(cell.settings))
+        out = engine_for(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, dict(cell.settings))
         rec["settings"] = {**cell.settings, **out["settings"]}
         for key in ("metrics", "history", "model", "memory"):
             rec[key] = out[key]

@@ -3,3 +3,18 @@
 ``keras_engine`` drives ``model.fit`` for the four Keras stacks, ``torch_engine`` a plain PyTorch loop.
 Both return the same record blocks: settings, metrics, history, model, memory.
 """
+
+from types import ModuleType
+
+
+def engine_for(engine: str) -> ModuleType:
+    """The engine module for a stack's ``engine`` field (``keras`` or ``torch``); imports it lazily."""
+    if engine == "keras":
+        from bench.engines import keras_engine
+
+        return keras_engine
+    if engine == "torch":
+        from bench.engines import torch_engine
+
+        return torch_engine
+    raise ValueError(f"unknown engine {engine!r}")
