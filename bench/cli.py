@@ -83,46 +83,53 @@ def banner(lines: list[str]) -> None:
     click.echo("\n".join([rule, *(f"!! {line}" for line in lines), rule]), err=True)
 
 
-@cli.command("run")
-@click.option("--stack", "stacks", multiple=True, required=True, metavar="STACK",
-              help=f"Stack id ({', '.join(STACKS)}) or 'all'; repeatable.")
-@click.option("--suite", default="classic", show_default=True, help="Suite to run.")
-@click.option("--workload", "workloads", multiple=True, help="Only these workloads; repeatable.")
-@click.option("--task", "tasks", multiple=True, help="Only these tasks (fit, ...); repeatable.")
-@click.option("--size", type=click.Choice(["auto", *SIZES]), default="auto", show_default=True,
-              help="smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
-              envvar="BENCH_DEVICE", help="gpu makes a missing GPU an error.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Run directory [default: $BENCH_RESULTS_DIR/runs/<suite>-<size>-<device>].")
-@click.option("--force", is_flag=True, help="Run cells again even when a result exists.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Override batch size.")
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override epochs.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Per-cell time limit in seconds [default: 600 smoke, 3600 full].")
-def run_cmd(stacks, suite, workloads, tasks, size, device, out_dir, force, batch_size, epochs,
-            timeout_s) -> None:
-    """Run every cell of the selection, each in its own process; one JSON result per cell."""
+def run_options(f):
+    """Options shared by ``run`` and ``sweep``."""
+    opts = [
+        click.option("--stack", "stacks", multiple=True, required=True, metavar="STACK",
+                     help=f"Stack id ({', '.join(STACKS)}) or 'all'; repeatable."),
+        click.option("--size", type=click.Choice(["auto", *SIZES]), default="auto", show_default=True,
+                     help="smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU."),
+        click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
+                     envvar="BENCH_DEVICE", help="gpu makes a missing GPU an error."),
+        click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="Run directory [default: $BENCH_RESULTS_DIR/runs/<suite>-<size>-<device>]."),
+        click.option("--force", is_flag=True, help="Run cells again even when a result exists."),
+        click.option("--repeats", type=click.IntRange(min=1), default=None, envvar="BENCH_REPEATS",
+                     help="Independent runs per cell, each in its own process; the record is their median "
+                          "[default: 3 on GPU, 1 on CPU]."),
+        click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Override batch size."),
+        click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override epochs."),
+        click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Per-cell time limit in seconds [default: 600 smoke, 3600 full]."),
+        click.option("--telemetry-samples", is_flag=True,
+                     help="Also write each cell's raw GPU telemetry samples to <cell>.telemetry.csv."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str, out_dir: Path | None,
+            force: bool, repeats: int | None) -> None:
+    """Resolve device and size, build the cells with ``make_cells(size, device)``, run them, summarise."""
     from bench.runner import run_cells
 
-    stack_ids = list(STACKS) if "all" in stacks else list(dict.fromkeys(stacks))
-    try:  # validate everything before probing a framework
-        planning.expand(stack_ids, suite, "smoke", "cpu", workloads, tasks, batch_size=batch_size,
-                        epochs=epochs, timeout_s=timeout_s)
-    except planning.PlanError as e:
-        fail(str(e))
     dev = resolve_device(device, stack_ids)
     size = size if size != "auto" else ("full" if dev == "gpu" else "smoke")
-    cells = planning.expand(stack_ids, suite, size, dev, workloads, tasks, batch_size=batch_size,
-                            epochs=epochs, timeout_s=timeout_s)
+    try:
+        cells = make_cells(size, dev)
+    except planning.PlanError as e:
+        fail(str(e))
+    repeats = repeats or (3 if dev == "gpu" else 1)
     root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     out = out_dir or root / "runs" / f"{suite}-{size}-{dev}"
     if dev == "cpu":
         banner([f"CPU MODE: no GPU in use (--device {device}). Size: {size}.",
                 "These numbers are smoke tests of the harness, NOT GPU benchmarks.",
                 "Every result row carries device=cpu and this note."])
-    click.echo(f"run: {len(cells)} cells -> {out}")
-    outcomes = run_cells(cells, out, force=force, echo=click.echo)
+    click.echo(f"run: {len(cells)} cells x {repeats} repeat(s) -> {out}")
+    outcomes = run_cells(cells, out, force=force, repeats=repeats, echo=click.echo)
     bad = [o for o in outcomes if o.status not in ("ok", "unsupported")]
     counts: dict[str, int] = {}
     for o in outcomes:
@@ -131,6 +138,58 @@ def run_cmd(stacks, suite, workloads, tasks, size, device, out_dir, force, batch
     if bad:
         click.echo(f"{len(bad)} cell(s) did not succeed; see their records and .log files", err=True)
         sys.exit(1)
+
+
+def stack_list(stacks) -> list[str]:
+    return list(STACKS) if "all" in stacks else list(dict.fromkeys(stacks))
+
+
+@cli.command("run")
+@run_options
+@click.option("--suite", default="classic", show_default=True, help="Suite to run (tuning = the default sweep).")
+@click.option("--workload", "workloads", multiple=True, help="Only these workloads; repeatable.")
+@click.option("--task", "tasks", multiple=True, help="Only these tasks (fit, ...); repeatable.")
+def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
+            suite, workloads, tasks) -> None:
+    """Run every cell of the selection, each in its own process; one JSON result per cell."""
+    from dataclasses import replace
+
+    stack_ids = stack_list(stacks)
+    kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s}
+    try:  # validate everything before probing a framework
+        planning.expand(stack_ids, suite, "smoke", "cpu", workloads, tasks, **kw)
+    except planning.PlanError as e:
+        fail(str(e))
+
+    def make_cells(sz, dev):
+        cells = planning.expand(stack_ids, suite, sz, dev, workloads, tasks, **kw)
+        return [replace(c, telemetry_samples=telemetry_samples) for c in cells]
+
+    execute(stack_ids, suite, make_cells, size, device, out_dir, force, repeats)
+
+
+@cli.command("sweep")
+@click.argument("grid_file", type=click.Path(dir_okay=False, path_type=Path))
+@run_options
+def sweep_cmd(grid_file, stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s,
+              telemetry_samples) -> None:
+    """Run a YAML grid of settings (see bench/sweeps/tuning.yaml); invalid combinations become
+    'unsupported' records with the reason."""
+    from bench import sweep
+
+    stack_ids = stack_list(stacks)
+    for sid in stack_ids:
+        if sid not in STACKS:
+            fail(f"unknown stack {sid!r}; known: {', '.join(STACKS)}")
+    try:
+        grid = sweep.load(grid_file)
+        kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s,
+              "telemetry_samples": telemetry_samples}
+        planning.sweep_cells(grid, stack_ids, size="smoke", device="cpu", **kw)
+    except (sweep.GridError, planning.PlanError) as e:
+        fail(str(e))
+    execute(stack_ids, grid.name, lambda sz, dev: planning.sweep_cells(grid, stack_ids, size=sz, device=dev, **kw),
+            size, device, out_dir, force, repeats)
 
 
 @cli.command("collect")
@@ -192,6 +251,70 @@ def fields_cmd() -> None:
     """Describe every field of a result record."""
     for name, text in FIELDS.items():
         click.echo(f"{name}: {text}")
+
+
+@cli.command("knobs")
+def knobs_cmd() -> None:
+    """The settings a cell or sweep may set, per engine, with their values."""
+    from bench.knobs import DOCS, KNOBS
+
+    for engine, knobs in KNOBS.items():
+        click.echo(f"{engine}:")
+        for name, allowed in knobs.items():
+            values = allowed.__name__ if isinstance(allowed, type) else ", ".join(map(repr, allowed))
+            click.echo(f"  {name:<20} {values}")
+    click.echo("meaning:")
+    for name, text in DOCS.items():
+        click.echo(f"  {name}: {text}")
+
+
+@cli.command("compare")
+@click.argument("csv_a", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("csv_b", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--metric", default="ms_per_step_mean", show_default=True, help="metrics.<name> to compare.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="Significance level of the Mann-Whitney U test.")
+@click.option("--threshold", type=click.FloatRange(min=0), default=0.02, show_default=True,
+              help="Smallest relative change worth flagging.")
+@click.option("-o", "--output", "out_csv", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the comparison as CSV.")
+def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
+    """Per-cell ratio B/A of a metric, with a significance test across repeats."""
+    try:
+        import pandas as pd
+
+        from bench.compare import compare
+    except ImportError as e:
+        fail(f"compare needs pandas and scipy ({e}); install dlbench[collect] or use the collector image")
+    try:
+        table = compare(pd.read_csv(csv_a), pd.read_csv(csv_b), metric, alpha, threshold)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        fail(str(e).splitlines()[0])
+    with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):
+        click.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    flagged = table[table["verdict"].isin(["higher", "lower"])]
+    click.echo(f"{len(table)} cells compared; {len(flagged)} changed beyond noise "
+               f"(Mann-Whitney U p < {alpha:g} and |ratio - 1| > {threshold:g}); "
+               f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats)")
+    if out_csv:
+        table.to_csv(out_csv, index=False)
+
+
+@cli.command("report")
+@click.argument("csv_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory for report.md and the PNGs [default: the CSV's directory].")
+def report_cmd(csv_file, out_dir) -> None:
+    """Markdown report with plots from a collected CSV."""
+    try:
+        from bench.report import write_report
+    except ImportError as e:
+        fail(f"report needs pandas and matplotlib ({e}); install dlbench[collect] or use the collector image")
+    try:
+        path = write_report(csv_file, out_dir or csv_file.parent)
+    except ValueError as e:
+        fail(str(e))
+    click.echo(f"wrote {path}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,13 +11,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.record import RecordError, read_record
+from bench.record import REPEATS_DIR, RecordError, read_record
 
 #: Columns that lead every CSV, in this order; the rest follow alphabetically.
 LEADING = ("stack", "suite", "workload", "task", "size", "variant", "device", "status", "reason",
            "batch_size", "data.source", "metrics.ms_per_step_mean", "metrics.ms_per_step_p50",
            "metrics.ms_per_step_p90", "metrics.ms_per_step_std", "metrics.first_epoch_s",
-           "metrics.steady_epoch_s", "metrics.samples_per_s", "model.params_total", "notes")
+           "metrics.steady_epoch_s", "metrics.samples_per_s", "metrics.total_train_s", "metrics.j_per_epoch",
+           "repeats.n", "repeats.ms_per_step_mean.cv", "telemetry.gpu_util_pct.mean", "telemetry.power_w.mean",
+           "telemetry.throttled", "model.params_total", "notes")
 SKIP_KEYS = ("traceback",)
 
 
@@ -38,8 +40,8 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def find_records(root: Path) -> list[Path]:
-    """Every ``*.json`` under ``root`` except scratch files of running cells."""
-    return sorted(p for p in Path(root).rglob("*.json") if ".work" not in p.parts)
+    """Every cell record under ``root``: not scratch files of running cells, not per-repeat records."""
+    return sorted(p for p in Path(root).rglob("*.json") if ".work" not in p.parts and REPEATS_DIR not in p.parts)
 
 
 def load_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:

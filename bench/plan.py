@@ -51,6 +51,18 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     for name, value in (("batch size", batch_size), ("epochs", epochs), ("timeout", timeout_s)):
         if value is not None and value <= 0:
             raise PlanError(f"{name} must be positive, got {value}")
+    common = {"size": size, "device": device, "batch_size": batch_size, "epochs": epochs,
+              "timeout_s": timeout_s or DEFAULT_TIMEOUT_S[size]}
+    from bench import sweep
+
+    if suite in sweep.DEFAULT_GRIDS:
+        cells = sweep_cells(sweep.default_grid(suite), stacks, suite=suite, **common)
+        if workloads or tasks:
+            cells = [c for c in cells if (not workloads or c.workload in workloads)
+                     and (not tasks or c.task in tasks)]
+        if not cells:
+            raise PlanError("the selection contains no cell")
+        return cells
     cells = [
         Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=variant,
              settings=dict(settings or {}), batch_size=batch_size, epochs=epochs,
@@ -62,4 +74,27 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     ]
     if not cells:
         raise PlanError("the selection contains no cell")
+    return cells
+
+
+def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: str, device: str,
+                batch_size: int | None = None, epochs: int | None = None, timeout_s: float | None = None,
+                telemetry_samples: bool = False) -> list[Cell]:
+    """One cell per (stack, variant) of a ``bench.sweep.Grid``, baseline first within each stack.
+
+    Raises:
+        PlanError: the grid's workload or task is unknown, or it has no variant for any selected stack.
+    """
+    _check("workload", grid.workload, list(WORKLOADS))
+    if grid.task not in WORKLOADS[grid.workload].tasks:
+        raise PlanError(f"workload {grid.workload!r} has no task {grid.task!r}")
+    cells = [
+        Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,
+             device=device, variant=v.name, settings=v.settings, baseline=v.baseline, batch_size=batch_size,
+             epochs=epochs, timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples)
+        for s in stacks
+        for v in grid.variants(s)
+    ]
+    if not cells:
+        raise PlanError(f"grid {grid.source} has no variant for stacks {', '.join(stacks)}")
     return cells

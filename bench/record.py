@@ -55,6 +55,9 @@ class Cell:
         settings: knob overrides for this variant (e.g. ``{"jit_compile": True}``).
         batch_size / epochs: overrides of the workload's defaults (None keeps them).
         timeout_s: wall-clock limit for the cell's process (s).
+        baseline: this variant is the stack's out-of-the-box configuration in a sweep.
+        repeat: 1-based index of an independent repeat (None when the cell is not repeated).
+        telemetry_samples: also write the raw GPU telemetry samples to ``<run_id>.telemetry.csv``.
     """
 
     stack: str
@@ -68,10 +71,19 @@ class Cell:
     batch_size: int | None = None
     epochs: int | None = None
     timeout_s: float = 600.0
+    baseline: bool = False
+    repeat: int | None = None
+    telemetry_samples: bool = False
 
     @property
     def id(self) -> str:
+        """The cell's identity across repeats (also its final record's file name)."""
         return "__".join((self.stack, self.suite, self.workload, self.task, self.size, self.variant))
+
+    @property
+    def run_id(self) -> str:
+        """``id``, with ``__r<k>`` for repeat k of a repeated cell."""
+        return self.id if self.repeat is None else f"{self.id}__r{self.repeat}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,7 +110,11 @@ def new_record(cell: Cell) -> dict[str, Any]:
         "batch_size": cell.batch_size,
         "data": {},
         "settings": dict(cell.settings),
+        "settings_requested": dict(cell.settings),
+        "baseline": cell.baseline,
+        "repeat": cell.repeat,
         "metrics": {},
+        "telemetry": {},
         "history": {},
         "model": {},
         "memory": {},
@@ -160,6 +176,13 @@ def read_record(path: Path) -> dict[str, Any]:
     return data
 
 
+#: Sub-directory of ``OUT/<stack>/`` holding per-repeat records (the collector reads only cell records).
+REPEATS_DIR = "repeats"
+
+
 def result_path(out_dir: Path, cell: Cell) -> Path:
-    """Where the record of ``cell`` lives inside a run directory: ``OUT/<stack>/<cell_id>.json``."""
-    return Path(out_dir) / cell.stack / f"{cell.id}.json"
+    """Where the record of ``cell`` lives inside a run directory: ``OUT/<stack>/<cell_id>.json``, or
+    ``OUT/<stack>/repeats/<cell_id>__r<k>.json`` for repeat k."""
+    if cell.repeat is None:
+        return Path(out_dir) / cell.stack / f"{cell.id}.json"
+    return Path(out_dir) / cell.stack / REPEATS_DIR / f"{cell.run_id}.json"

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from bench.record import (
     result_path,
     write_json_atomic,
 )
+from bench.repeats import aggregate
 from bench.stacks import Stack, get_stack
 
 WORKER = [sys.executable, "-m", "bench.worker"]
@@ -83,15 +84,16 @@ def run_one(cell: Cell, out_dir: Path) -> dict[str, Any]:
     final = result_path(out_dir, cell)
     work = final.parent / ".work"
     work.mkdir(parents=True, exist_ok=True)
-    cell_file, worker_out = work / f"{cell.id}.cell.json", work / f"{cell.id}.worker.json"
+    cell_file, worker_out = work / f"{cell.run_id}.cell.json", work / f"{cell.run_id}.worker.json"
     log_file = final.with_suffix(".log")
+    samples = [str(final.with_suffix(".telemetry.csv"))] if cell.telemetry_samples else []
     worker_out.unlink(missing_ok=True)
     cell_file.write_text(json.dumps(cell.to_dict()))
 
     timed_out = threading.Event()
     start = time.perf_counter()
     with open(log_file, "w") as log:
-        proc = subprocess.Popen([*WORKER, str(cell_file), str(worker_out)],
+        proc = subprocess.Popen([*WORKER, str(cell_file), str(worker_out), *samples],
                                 stdout=log, stderr=subprocess.STDOUT, env=cell_env(stack, cell.device),
                                 start_new_session=True)
 
@@ -130,29 +132,57 @@ def run_one(cell: Cell, out_dir: Path) -> dict[str, Any]:
     return rec
 
 
-def existing_status(cell: Cell, out_dir: Path) -> str | None:
-    """Status of a valid record already on disk for ``cell``, else None."""
+def existing_status(cell: Cell, out_dir: Path, repeats: int = 1) -> str | None:
+    """Status of a valid record already on disk for ``cell`` (with ``repeats`` repeats), else None."""
     path = result_path(out_dir, cell)
     if not path.exists():
         return None
     try:
-        return read_record(path)["status"]
+        rec = read_record(path)
     except RecordError:
         return None
+    if (rec.get("repeats") or {}).get("n", 1) != repeats:
+        return None
+    return rec["status"]
 
 
-def run_cells(cells: list[Cell], out_dir: Path, force: bool = False,
+def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False) -> dict[str, Any]:
+    """Run ``repeats`` independent processes of ``cell`` (reusing finished repeats unless ``force``),
+    then write and return the aggregated record (see ``bench.repeats``)."""
+    records = []
+    for k in range(1, repeats + 1):
+        rcell = replace(cell, repeat=k)
+        done = existing_status(rcell, out_dir)
+        if done in FINAL_STATUSES and not force:
+            records.append(read_record(result_path(out_dir, rcell)))
+        else:
+            records.append(run_one(rcell, out_dir))
+    rec = aggregate(records)
+    write_json_atomic(result_path(out_dir, cell), rec)
+    return rec
+
+
+def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: int = 1,
               echo: Callable[[str], None] = print) -> list[Outcome]:
-    """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early."""
+    """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early.
+
+    With ``repeats`` > 1 each cell runs that many times, each in its own process, and its record is
+    the aggregate (``bench.repeats.RULE``). A single run still carries a one-value ``repeats`` block.
+    """
     outcomes = []
     for i, cell in enumerate(cells, 1):
-        head = f"[{i}/{len(cells)}] {cell.stack} {cell.workload} {cell.task} ({cell.size}, {cell.device})"
-        done = existing_status(cell, out_dir)
+        head = (f"[{i}/{len(cells)}] {cell.stack} {cell.workload} {cell.task} {cell.variant} "
+                f"({cell.size}, {cell.device})")
+        done = existing_status(cell, out_dir, repeats)
         if done in FINAL_STATUSES and not force:
             echo(f"{head}: already {done}, skipped (use --force to run again)")
             outcomes.append(Outcome(cell, done, skipped=True))
             continue
-        rec = run_one(cell, out_dir)
+        if repeats > 1:
+            rec = run_repeated(cell, out_dir, repeats, force)
+        else:
+            rec = aggregate([run_one(cell, out_dir)])
+            write_json_atomic(result_path(out_dir, cell), rec)
         echo(f"{head}: {describe(rec)}")
         outcomes.append(Outcome(cell, rec["status"], record=rec))
     return outcomes
@@ -165,5 +195,12 @@ def describe(rec: dict[str, Any]) -> str:
     m = rec["metrics"]
     ms = m.get("ms_per_step_mean")
     ms_text = f"{ms:.2f} ms/step (p90 {m['ms_per_step_p90']:.2f})" if ms is not None else "n/a"
-    return (f"ok  {ms_text}, first epoch {m['first_epoch_s']:.1f} s, "
-            f"process {rec['process']['wall_s']:.1f} s, data={rec['data'].get('source')}")
+    reps = rec.get("repeats") or {}
+    if reps.get("n", 1) > 1:
+        cv = (reps.get("ms_per_step_mean") or {}).get("cv")
+        ms_text += f", median of {reps['n']} repeats" + (f" (cv {100 * cv:.1f} %)" if cv is not None else "")
+    energy = m.get("j_per_epoch")
+    energy_text = f", {energy:.1f} J/epoch" if energy is not None else ""
+    wall = (rec.get("process") or {}).get("wall_s")
+    return (f"ok  {ms_text}, first epoch {m['first_epoch_s']:.1f} s{energy_text}"
+            + (f", process {wall:.1f} s" if wall is not None else "") + f", data={rec['data'].get('source')}")

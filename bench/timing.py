@@ -77,31 +77,40 @@ def step_stats_ms(durations_s: Sequence[float]) -> dict[str, float | int | None]
 class EpochTimer:
     """Collects step timestamps per epoch, with a device barrier before each clock read.
 
-    Call ``begin_epoch()`` before the first step of an epoch and ``end_step()`` after each step.
-    ``summary(batch_size)`` separates the first epoch (tracing/compilation) from the steady ones.
+    Call ``begin_epoch()`` before the first step of an epoch and ``end_step()`` after each step (or
+    ``end_step(k)`` after an execution of k steps, as Keras reports with ``steps_per_execution`` > 1:
+    the execution's time is split evenly over its steps). ``summary`` separates the first epoch
+    (tracing/compilation) from the steady ones. ``on_epoch_begin`` (e.g. ``Telemetry.mark``) runs after
+    the barrier and before the clock read, so its own cost is not counted in any step.
     """
 
-    def __init__(self, barrier: Callable[[], None]):
+    def __init__(self, barrier: Callable[[], None], on_epoch_begin: Callable[[], None] | None = None):
         self._barrier = barrier
+        self._on_epoch_begin = on_epoch_begin
         self._last = 0.0
         self.epochs: list[list[float]] = []
 
     def begin_epoch(self) -> None:
         self._barrier()
+        if self._on_epoch_begin is not None:
+            self._on_epoch_begin()
         self._last = clock()
         self.epochs.append([])
 
-    def end_step(self) -> None:
+    def end_step(self, steps: int = 1) -> None:
         self._barrier()
         now = clock()
-        self.epochs[-1].append(now - self._last)
+        steps = max(int(steps), 1)
+        self.epochs[-1].extend([(now - self._last) / steps] * steps)
         self._last = now
 
     def summary(self, batch_size: int, n_train: int) -> dict[str, float | int | None]:
         """Metrics over the recorded epochs.
 
         Returns:
-            ``epochs``, ``steps_per_epoch``, ``first_epoch_s`` (includes compilation),
+            ``epochs``, ``steps_per_epoch``, ``first_epoch_s`` (includes compilation), ``total_train_s``
+            (training steps of all epochs, compilation included, validation excluded: the tuning study's
+            "time for 41 epochs"),
             ``steady_epoch_s`` (mean of epochs 2..N; None with one epoch), ``samples_per_s``
             (steady epochs; None with one epoch), and the ``ms_per_step_*`` statistics over steady
             steps (over the first epoch's steps after its first one if there is only one epoch).
@@ -116,6 +125,7 @@ class EpochTimer:
             "epochs": len(self.epochs),
             "steps_per_epoch": len(self.epochs[0]),
             "first_epoch_s": epoch_s[0],
+            "total_train_s": float(sum(epoch_s)),
             "first_step_s": self.epochs[0][0] if self.epochs[0] else None,
             "steady_epoch_s": steady_s,
             "samples_per_s": (n_train / steady_s) if steady_s else None,

@@ -1,4 +1,4 @@
-"""Runs exactly one cell in its own process: ``python -m bench.worker CELL.json OUT.json``.
+"""Runs exactly one cell in its own process: ``python -m bench.worker CELL.json OUT.json [SAMPLES.csv]``.
 
 The worker always writes OUT.json (status ok, failed, oom or unsupported); the runner adds what only
 the parent can see (exit code, wall time, peak RSS) and writes the final record.
@@ -13,18 +13,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench import datasets
-from bench.engines import engine_for
+from bench import datasets, knobs, telemetry
+from bench.engines import Unsupported, engine_for
 from bench.environment import capture, utc_now
 from bench.record import Cell, new_record, write_json_atomic
 from bench.stacks import get_stack
 from bench.workloads import get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
-
-
-class Unsupported(Exception):
-    """The cell cannot run on this stack; the message is the reason."""
 
 
 def load_data(cell: Cell):
@@ -44,8 +40,18 @@ def load_data(cell: Cell):
     return w.prepare(ds) if w.prepare else ds
 
 
-def run_cell(cell: Cell) -> dict[str, Any]:
-    """Run ``cell`` and return its record (never raises for a failure of the cell itself)."""
+def add_energy_metrics(rec: dict[str, Any]) -> None:
+    """Copy the derived energy figures into ``metrics`` (J/step, J/epoch, examples/J; None without NVML)."""
+    t = rec["telemetry"]
+    rec["metrics"].update({"j_per_step": t.get("j_per_step"), "j_per_epoch": t.get("j_per_epoch"),
+                           "examples_per_j": t.get("examples_per_j")})
+
+
+def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
+    """Run ``cell`` and return its record (never raises for a failure of the cell itself).
+
+    ``samples_csv``: where to write the raw telemetry samples (None: not written).
+    """
     rec = new_record(cell)
     rec["started_utc"] = utc_now()
     if cell.device == "cpu":
@@ -57,14 +63,30 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         batch = cell.batch_size or w.batch_size
         epochs = cell.epochs or w.epochs[cell.size]
         rec["batch_size"] = batch
+        reason = knobs.check(stack, dict(cell.settings))
+        if reason:
+            raise Unsupported(reason)
         ds = load_data(cell)
         rec["data"] = ds.record()
         if ds.source == "synthetic":
             rec["notes"].append("data=synthetic: " + (ds.reason or ""))
-        out = engine_for(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, dict(cell.settings))
+        tel = telemetry.for_device(cell.device)
+        tel.measure_idle()
+        try:
+            out = engine_for(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, dict(cell.settings),
+                                               telemetry=tel)
+        finally:
+            tel.stop()
+            if samples_csv is not None:
+                tel.write_samples(samples_csv)
         rec["settings"] = {**cell.settings, **out["settings"]}
         for key in ("metrics", "history", "model", "memory"):
             rec[key] = out[key]
+        rec["telemetry"] = tel.summary(rec["metrics"].get("steps_per_epoch"), ds.n_train)
+        add_energy_metrics(rec)
+        if rec["telemetry"].get("throttled"):
+            rec["notes"].append("GPU throttled during the timed window: "
+                                + ", ".join(rec["telemetry"]["throttle_reasons"] or []))
         rec["status"] = "ok"
     except Unsupported as e:
         rec["status"], rec["reason"] = "unsupported", str(e)
@@ -84,9 +106,9 @@ def run_cell(cell: Cell) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    cell_file, out_file = argv
+    cell_file, out_file, *rest = argv
     cell = Cell.from_dict(json.loads(Path(cell_file).read_text()))
-    rec = run_cell(cell)
+    rec = run_cell(cell, Path(rest[0]) if rest else None)
     write_json_atomic(Path(out_file), rec)
     if rec["status"] == "failed":
         print(rec.get("traceback", ""), file=sys.stderr)

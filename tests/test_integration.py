@@ -29,6 +29,11 @@ def check_ok(path, stack):
     assert env["gpu"]["available"] is False and env["gpu"]["reason"]
     assert rec["memory"]["host_peak_rss_bytes"] > 10 * 2**20
     assert rec["settings"]["torch_matmul_allow_tf32"] is False
+    tel = rec["telemetry"]  # no GPU: every GPU field null with the reason, process CPU still measured
+    assert tel["available"] is False and tel["reason"] == "CPU run: no GPU telemetry"
+    assert tel["energy_j"] is None and tel["cpu_util_pct"] > 0
+    assert m["j_per_step"] is None and m["total_train_s"] >= m["first_epoch_s"]
+    assert rec["repeats"]["n"] == 1 and rec["repeats"]["ms_per_step_mean"]["values"] == [m["ms_per_step_mean"]]
     return rec
 
 

@@ -21,8 +21,11 @@ FAKE = textwrap.dedent("""
     if mode == "kill":
         os.kill(os.getpid(), 9)
     rec = new_record(cell)
-    rec.update(status="ok", metrics={"ms_per_step_mean": 1.0, "ms_per_step_p90": 1.0, "first_epoch_s": 0.1},
+    ms = 1.0 + (cell.repeat or 0)  # repeats differ, so their spread is visible
+    rec.update(status="ok", metrics={"ms_per_step_mean": ms, "ms_per_step_p90": ms, "first_epoch_s": 0.1},
                data={"source": "synthetic"})
+    if mode == "fail2" and cell.repeat == 2:
+        rec.update(status="failed", reason="boom in repeat 2")
     write_json_atomic(__import__("pathlib").Path(sys.argv[2]), rec)
 """)
 
@@ -93,3 +96,33 @@ def test_cpu_cells_see_no_gpu():
 
     assert runner.cell_env(get_stack("keras3-jax"), "cpu")["CUDA_VISIBLE_DEVICES"] == ""
     assert runner.cell_env(get_stack("keras3-jax"), "gpu")["KERAS_BACKEND"] == "jax"
+
+
+def test_repeats_run_in_separate_processes_and_aggregate_by_median(tmp_path, fake_worker):
+    fake_worker("ok")
+    out = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
+    rec = read_record(result_path(tmp_path, cell()))
+    assert out[0].status == "ok" and rec["status"] == "ok"
+    assert rec["metrics"]["ms_per_step_mean"] == 3.0  # median of 2, 3, 4
+    block = rec["repeats"]
+    assert block["n"] == 3 and block["ms_per_step_mean"]["values"] == [2.0, 3.0, 4.0]
+    assert block["ms_per_step_mean"]["min"] == 2.0 and block["ms_per_step_mean"]["max"] == 4.0
+    assert block["ms_per_step_mean"]["cv"] == pytest.approx(1.0 / 3.0)
+    assert len(block["process_wall_s"]) == 3
+    for k in (1, 2, 3):  # per-repeat records stay, apart from the cell records the collector reads
+        assert (tmp_path / "pytorch" / "repeats" / f"{cell().id}__r{k}.json").exists()
+    again = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
+    assert again[0].skipped
+
+
+def test_a_failed_repeat_fails_the_cell_and_only_it_reruns(tmp_path, fake_worker):
+    fake_worker("fail2")
+    runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
+    rec = read_record(result_path(tmp_path, cell()))
+    assert rec["status"] == "failed" and rec["reason"] == "repeat 2 of 3: boom in repeat 2"
+    r1 = tmp_path / "pytorch" / "repeats" / f"{cell().id}__r1.json"
+    before = r1.stat().st_mtime_ns
+    fake_worker("ok")
+    runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
+    assert read_record(result_path(tmp_path, cell()))["status"] == "ok"
+    assert r1.stat().st_mtime_ns == before  # finished repeats are reused, not rerun

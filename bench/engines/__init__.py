@@ -7,6 +7,10 @@ Both return the same record blocks: settings, metrics, history, model, memory.
 from types import ModuleType
 
 
+class Unsupported(Exception):
+    """The cell cannot run on this stack or with these settings; the message is the reason."""
+
+
 def engine_for(engine: str) -> ModuleType:
     """The engine module for a stack's ``engine`` field (``keras`` or ``torch``); imports it lazily."""
     if engine == "keras":

@@ -7,12 +7,13 @@ each clock read (``bench.timing.make_barrier``).
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import numpy as np
 
 from bench.datasets import Dataset
-from bench.engines import frameworks
+from bench.engines import Unsupported, frameworks
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier
 from bench.workloads import Workload
@@ -28,12 +29,21 @@ def import_keras(stack: Stack):
 
 
 def make_timing_callback(keras, timer: EpochTimer):
+    """Keras calls the batch hooks once per execution: begin with its first step index, end with its
+    last (which can overshoot the epoch's last step; Keras then runs fewer steps)."""
+
     class StepTimer(keras.callbacks.Callback):
+        first = 0
+
         def on_epoch_begin(self, epoch, logs=None):
             timer.begin_epoch()
 
+        def on_train_batch_begin(self, batch, logs=None):
+            self.first = batch
+
         def on_train_batch_end(self, batch, logs=None):
-            timer.end_step()
+            total = (self.params or {}).get("steps") or batch + 1
+            timer.end_step(min(batch, total - 1) - self.first + 1)
 
     return StepTimer()
 
@@ -50,13 +60,50 @@ def _inputs(xs: tuple[np.ndarray, ...]):
     return xs[0] if len(xs) == 1 else list(xs)
 
 
+def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> tuple[dict[str, Any], str]:
+    """``fit`` arguments for the data pipeline, and where the training tensors live.
+
+    tf.data pipelines shuffle each epoch, batch with parallel calls and prefetch, both AUTOTUNE (the
+    tuning study's setup); ``tensors_fit`` hands ``fit`` backend tensors already on the device.
+    """
+    if pipeline == "numpy_fit":
+        return {"x": _inputs(ds.x_train), "y": ds.y_train, "batch_size": batch_size, "shuffle": True}, "host"
+    if pipeline in ("tf_data_numpy", "tf_data_tensors"):
+        import tensorflow as tf
+
+        xs = tuple(ds.x_train) if pipeline == "tf_data_numpy" else tuple(tf.constant(x) for x in ds.x_train)
+        y = ds.y_train if pipeline == "tf_data_numpy" else tf.constant(ds.y_train)
+        x = xs[0] if len(xs) == 1 else xs
+        auto = tf.data.AUTOTUNE
+        data = (tf.data.Dataset.from_tensor_slices((x, y)).shuffle(ds.n_train, reshuffle_each_iteration=True)
+                .batch(batch_size, num_parallel_calls=auto).prefetch(auto))
+        return {"x": data}, "tf tensors (device)" if pipeline == "tf_data_tensors" else "host"
+    if pipeline == "tensors_fit":
+        conv = keras.ops.convert_to_tensor if hasattr(keras, "ops") else _tf_constant
+        xs = [conv(x) for x in ds.x_train]
+        return {"x": xs[0] if len(xs) == 1 else xs, "y": conv(ds.y_train), "batch_size": batch_size,
+                "shuffle": True}, "backend tensors (device)"
+    raise ValueError(f"unknown data_pipeline {pipeline!r}")
+
+
+def _tf_constant(x):
+    import tensorflow as tf
+
+    return tf.constant(x)
+
+
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: dict[str, Any]) -> dict[str, Any]:
+        settings: dict[str, Any], telemetry=None) -> dict[str, Any]:
     """Train ``workload`` on ``ds`` for ``epochs`` and return the record blocks.
 
-    Settings honoured: ``tf32`` (bool, default False), ``jit_compile`` (Keras' default when absent),
-    ``steps_per_execution`` (default 1), ``precision`` (``float32`` or a Keras mixed policy name).
+    Settings honoured (see ``bench.knobs``): ``tf32`` (default False), ``jit_compile`` (Keras' default
+    when absent), ``steps_per_execution`` (default 1), ``precision`` (``float32`` or a Keras mixed
+    policy name), ``data_pipeline`` (default numpy_fit).
     """
+    if (stack.backend == "torch" and settings.get("jit_compile") is True and device == "cpu"
+            and not any(shutil.which(c) for c in ("c++", "g++", "clang++"))):
+        raise Unsupported("jit_compile=True on Keras' PyTorch backend uses torch.compile, which needs a C++ "
+                          "compiler on CPU; this image has none")
     keras = import_keras(stack)
     effective: dict[str, Any] = {"keras_version": keras.__version__}
     effective.update(frameworks.set_tf32(stack.backend, bool(settings.get("tf32", False))))
@@ -77,13 +124,20 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         "jit_compile": jit,
         "steps_per_execution": compile_kw["steps_per_execution"],
         "keras_backend": keras.backend.backend(),
-        "data_pipeline": "numpy_fit",
+        "data_pipeline": settings.get("data_pipeline", "numpy_fit"),
     })
+    fit_kw, placement = train_data(keras, effective["data_pipeline"], ds, batch_size)
+    effective["train_data_placement"] = placement
 
-    timer = EpochTimer(make_barrier(stack.backend, device))
-    history = model.fit(_inputs(ds.x_train), ds.y_train, batch_size=batch_size, epochs=epochs,
-                        shuffle=True, validation_data=(_inputs(ds.x_val), ds.y_val), verbose=0,
-                        callbacks=[make_timing_callback(keras, timer)])
+    barrier = make_barrier(stack.backend, device)
+    timer = EpochTimer(barrier, telemetry.mark if telemetry else None)
+    try:
+        history = model.fit(**fit_kw, epochs=epochs, validation_data=(_inputs(ds.x_val), ds.y_val),
+                            verbose=0, callbacks=[make_timing_callback(keras, timer)])
+        barrier()
+    finally:
+        if telemetry:
+            telemetry.stop()
     trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
     return {
         "settings": effective,

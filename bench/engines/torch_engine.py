@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from bench.datasets import Dataset
-from bench.engines import frameworks
+from bench.engines import Unsupported, frameworks
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier
 from bench.workloads import Workload
@@ -54,53 +54,144 @@ def _evaluate(torch, model, loss_fn, xs, y, batch_size: int) -> tuple[float, flo
     return total / n, correct / n
 
 
+class TransformDataset:
+    """A torchvision-style dataset: one uint8 image per item, turned into a float tensor by a per-item
+    transform with ``ToTensor`` semantics (HWC uint8 -> CHW float in [0, 1], the same values the other
+    pipelines feed). Deliberately per item: this is the pipeline the tuning study measured."""
+
+    def __init__(self, images_u8: np.ndarray, labels: np.ndarray):
+        self.images, self.labels = images_u8, labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int):
+        import torch
+
+        x = torch.from_numpy(np.ascontiguousarray(self.images[i].transpose(2, 0, 1))).float().div_(255.0)
+        return x, int(self.labels[i])
+
+
+def _compiler_missing() -> bool:
+    import shutil
+
+    return not any(shutil.which(c) for c in ("c++", "g++", "clang++"))
+
+
+def make_batches(torch, pipeline: str, settings: dict[str, Any], ds: Dataset, workload: Workload,
+                 batch_size: int, dev):
+    """An epoch-iterable of (inputs tuple, labels) on ``dev`` for the chosen data pipeline."""
+    n = ds.n_train
+    if pipeline == "tensors_on_device":
+        xs = to_tensors(torch, ds.x_train, workload.torch_layout, dev)
+        y = torch.from_numpy(ds.y_train).long().to(dev)
+
+        def epoch():
+            order = torch.randperm(n, device=dev)
+            for i in range(0, n, batch_size):
+                idx = order[i:i + batch_size]
+                yield tuple(x[idx] for x in xs), y[idx]
+
+        return epoch
+    workers = int(settings.get("num_workers", 0))
+    loader_kw = {"batch_size": batch_size, "shuffle": True, "num_workers": workers,
+                 "persistent_workers": workers > 0, "pin_memory": dev.type == "cuda" and workers > 0}
+    if pipeline == "tensor_dataset":
+        target = dev if settings.get("preload") else torch.device("cpu")
+        xs = to_tensors(torch, ds.x_train, workload.torch_layout, target)
+        y = torch.from_numpy(ds.y_train).long().to(target)
+        if settings.get("preload"):
+            loader_kw["generator"] = torch.Generator(device=dev)
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*xs, y), **loader_kw)
+    elif pipeline == "torchvision_dataset_transforms":
+        if len(ds.x_train) != 1 or ds.x_train[0].ndim != 4:
+            raise ValueError("torchvision_dataset_transforms needs a workload with one image input (NHWC)")
+        raw = np.clip(np.rint(ds.x_train[0] * 255.0), 0, 255).astype(np.uint8)  # images are stored in [0, 1]
+        dataset = TransformDataset(raw, ds.y_train)
+        loader = torch.utils.data.DataLoader(dataset, **loader_kw)
+    else:
+        raise ValueError(f"unknown data_pipeline {pipeline!r}")
+
+    def loader_epoch():
+        for *xb, yb in loader:
+            yield tuple(x.to(dev, non_blocking=True) for x in xb), yb.to(dev, non_blocking=True)
+
+    return loader_epoch
+
+
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: dict[str, Any]) -> dict[str, Any]:
+        settings: dict[str, Any], telemetry=None) -> dict[str, Any]:
     """Train ``workload`` with a plain PyTorch loop and return the record blocks.
 
-    Settings honoured: ``tf32`` (bool, default False). Others are recorded as requested.
+    Settings honoured (see ``bench.knobs``): ``tf32``, ``data_pipeline`` (default tensors_on_device),
+    ``num_workers``, ``preload``, ``compile``, ``matmul_precision``, ``precision``, ``grad_scaler``.
+
+    Raises:
+        Unsupported: ``torch.compile`` on CPU without a C++ compiler (inductor needs one).
     """
     import torch
 
-    effective: dict[str, Any] = {"torch_version": torch.__version__, "precision": "float32",
-                                 "compile": "none", "data_pipeline": "tensors_on_device"}
+    pipeline = settings.get("data_pipeline", "tensors_on_device")
+    mode = settings.get("compile", "none")
+    precision = settings.get("precision", "float32")
+    if mode != "none" and device == "cpu" and _compiler_missing():
+        raise Unsupported("torch.compile on CPU needs a C++ compiler for inductor; this image has none")
+    effective: dict[str, Any] = {"torch_version": torch.__version__, "precision": precision, "compile": mode,
+                                 "data_pipeline": pipeline, "num_workers": int(settings.get("num_workers", 0)),
+                                 "preload": bool(settings.get("preload", pipeline == "tensors_on_device"))}
     effective.update(frameworks.set_tf32("torch", bool(settings.get("tf32", False))))
+    if "matmul_precision" in settings:
+        torch.set_float32_matmul_precision(settings["matmul_precision"])
+    effective["torch_float32_matmul_precision"] = torch.get_float32_matmul_precision()
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     model = workload.build_torch(ds.meta).to(dev)
     opt = make_optimizer(torch, model.parameters(), workload)
     loss_fn = torch.nn.CrossEntropyLoss()
-    xs = to_tensors(torch, ds.x_train, workload.torch_layout, dev)
+    step_model = model if mode == "none" else torch.compile(model, **({} if mode == "default" else {"mode": mode}))
+    amp_dtype = {"float16_autocast": torch.float16, "bfloat16_autocast": torch.bfloat16}.get(precision)
+    scaler = torch.amp.GradScaler(dev.type) if settings.get("grad_scaler") else None
+    effective["grad_scaler"] = scaler is not None
+    batches = make_batches(torch, pipeline, settings, ds, workload, batch_size, dev)
     xv = to_tensors(torch, ds.x_val, workload.torch_layout, dev)
-    y = torch.from_numpy(ds.y_train).long().to(dev)
     yv = torch.from_numpy(ds.y_val).long().to(dev)
     n = ds.n_train
-    steps = -(-n // batch_size)
-    timer = EpochTimer(make_barrier("torch", device))
+    barrier = make_barrier("torch", device)
+    timer = EpochTimer(barrier, telemetry.mark if telemetry else None)
     hist: dict[str, list[float]] = {"accuracy": [], "loss": [], "val_accuracy": [], "val_loss": []}
 
-    for _ in range(epochs):
-        timer.begin_epoch()
-        model.train()
-        order = torch.randperm(n, device=dev)
-        loss_sum, correct = 0.0, 0
-        for i in range(steps):
-            idx = order[i * batch_size:(i + 1) * batch_size]
-            out = model(*(x[idx] for x in xs))
-            loss = loss_fn(out, y[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            batch_loss, batch_correct = torch.stack(
-                [loss.detach() * idx.numel(), (out.argmax(1) == y[idx]).sum().float()]).tolist()
-            loss_sum += batch_loss
-            correct += int(batch_correct)
-            timer.end_step()
-        val_loss, val_acc = _evaluate(torch, model, loss_fn, xv, yv, batch_size)
-        hist["loss"].append(loss_sum / n)
-        hist["accuracy"].append(correct / n)
-        hist["val_loss"].append(val_loss)
-        hist["val_accuracy"].append(val_acc)
+    try:
+        for _ in range(epochs):
+            timer.begin_epoch()
+            model.train()
+            loss_sum, correct = 0.0, 0
+            for xb, yb in batches():
+                with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+                    out = step_model(*xb)
+                    loss = loss_fn(out, yb)
+                opt.zero_grad(set_to_none=True)
+                if scaler is not None:
+                    scaler.scale(loss).backward()
+                    scaler.step(opt)
+                    scaler.update()
+                else:
+                    loss.backward()
+                    opt.step()
+                # read back the loss every step, as Keras does for its progress logs
+                batch_loss, batch_correct = torch.stack(
+                    [loss.detach().float() * yb.numel(), (out.argmax(1) == yb).sum().float()]).tolist()
+                loss_sum += batch_loss
+                correct += int(batch_correct)
+                timer.end_step()
+            val_loss, val_acc = _evaluate(torch, model, loss_fn, xv, yv, batch_size)
+            hist["loss"].append(loss_sum / n)
+            hist["accuracy"].append(correct / n)
+            hist["val_loss"].append(val_loss)
+            hist["val_accuracy"].append(val_acc)
+        barrier()
+    finally:
+        if telemetry:
+            telemetry.stop()
 
     total = int(sum(p.numel() for p in model.parameters()))
     return {

@@ -66,8 +66,17 @@ def register(w: Workload) -> Workload:
     return w
 
 
+def add_to_suite(suite: str, name: str) -> None:
+    """List an already registered workload in another suite too (e.g. mnist_cnn in ``tuning``)."""
+    if name not in WORKLOADS:
+        raise KeyError(f"unknown workload {name!r}")
+    SUITES.setdefault(suite, []).append(name)
+
+
 def _load_families() -> None:
     from bench.workloads import classic  # noqa: F401  (registers on import)
+
+    add_to_suite("tuning", "mnist_cnn")  # the tuning study's sweep (bench/sweeps/tuning.yaml)
 
 
 _load_families()

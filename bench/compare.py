@@ -1,0 +1,90 @@
+"""``bench compare A.csv B.csv``: per-cell ratios B/A with a significance test across repeats.
+
+Cells are matched on (stack, suite, workload, task, size, variant, device). For each matched ``ok``
+cell: the ratio of the aggregated metric (median across repeats), and a two-sided Mann-Whitney U test
+(scipy, exact for small samples) on the per-repeat values. A change is flagged only when p < alpha
+AND the relative change exceeds ``threshold``. With few repeats the smallest attainable p may not go
+below alpha (3 vs 3 repeats: p >= 0.1); such rows say ``underpowered`` instead of guessing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from typing import Any
+
+KEY = ["stack", "suite", "workload", "task", "size", "variant", "device"]
+
+
+def repeat_values(row, metric: str) -> list[float]:
+    """Per-repeat values of ``metric`` from a CSV row (the ``repeats.<metric>.values`` JSON column);
+    falls back to the single aggregated value."""
+    text = row.get(f"repeats.{metric}.values")
+    if isinstance(text, str) and text.startswith("["):
+        return [float(v) for v in json.loads(text)]
+    value = row.get(f"metrics.{metric}")
+    return [] if value is None or (isinstance(value, float) and math.isnan(value)) else [float(value)]
+
+
+def min_attainable_p(n1: int, n2: int) -> float:
+    """Smallest two-sided exact Mann-Whitney p-value possible with samples of n1 and n2 (no ties)."""
+    return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+
+
+def test_pair(a: list[float], b: list[float], alpha: float, threshold: float) -> dict[str, Any]:
+    """Ratio of medians b/a, Mann-Whitney p and a verdict: higher | lower | noise | underpowered."""
+    import numpy as np
+    from scipy.stats import mannwhitneyu
+
+    ratio = float(np.median(b) / np.median(a)) if a and b and np.median(a) else None
+    out: dict[str, Any] = {"n_a": len(a), "n_b": len(b), "ratio": ratio, "p_value": None,
+                           "ranges_overlap": None, "verdict": "noise"}
+    if ratio is None:
+        out["verdict"] = "n/a"
+        return out
+    out["ranges_overlap"] = not (max(a) < min(b) or max(b) < min(a))
+    if len(a) < 2 or len(b) < 2 or min_attainable_p(len(a), len(b)) >= alpha:
+        out["verdict"] = "underpowered"
+        return out
+    p = float(mannwhitneyu(a, b, alternative="two-sided", method="auto").pvalue)
+    out["p_value"] = p
+    if p < alpha and abs(ratio - 1.0) > threshold:
+        out["verdict"] = "higher" if ratio > 1 else "lower"
+    return out
+
+
+def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = 0.05, threshold: float = 0.02):
+    """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, ratio, p, verdict).
+
+    Raises:
+        ValueError: a CSV lacks the key columns or the metric, or no cell matches.
+    """
+    import pandas as pd
+
+    for name, df in (("A", df_a), ("B", df_b)):
+        missing = [c for c in [*KEY, f"metrics.{metric}"] if c not in df.columns]
+        if missing:
+            raise ValueError(f"CSV {name} lacks columns: {', '.join(missing)}")
+    a_ok = df_a[df_a["status"] == "ok"].set_index(KEY)
+    b_ok = df_b[df_b["status"] == "ok"].set_index(KEY)
+    common = a_ok.index.intersection(b_ok.index)
+    if len(common) == 0:
+        raise ValueError("no ok cell appears in both CSVs (matched on " + ", ".join(KEY) + ")")
+    rows = []
+    for key in common:
+        ra, rb = a_ok.loc[key], b_ok.loc[key]
+        ra = ra.iloc[0] if getattr(ra, "ndim", 1) > 1 else ra
+        rb = rb.iloc[0] if getattr(rb, "ndim", 1) > 1 else rb
+        va, vb = repeat_values(ra, metric), repeat_values(rb, metric)
+        res = test_pair(va, vb, alpha, threshold)
+        rows.append({**dict(zip(KEY, key, strict=True)), f"a_{metric}": ra[f"metrics.{metric}"],
+                     f"b_{metric}": rb[f"metrics.{metric}"], **res})
+    return pd.DataFrame(rows)
+
+
+def only_in(df_a, df_b) -> list[tuple]:
+    """Cell keys present in A but not in B."""
+    a = set(itertools.starmap(lambda *k: k, df_a[KEY].itertuples(index=False)))
+    b = set(itertools.starmap(lambda *k: k, df_b[KEY].itertuples(index=False)))
+    return sorted(a - b)

@@ -1,0 +1,338 @@
+"""``bench report RUN.csv``: a Markdown report with PNG plots from a collected CSV.
+
+Sections: the run's provenance (GPU, driver, versions, date), the classic suite's ms/step table, and
+the tuning study (per stack: out-of-the-box vs best configuration, the full grid beside the
+reference's published time, plots, and which of the study's findings hold on our data). Cells that
+are not ``ok`` are shown with their status and their reason in a footnote.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bench.knobs import variant_name
+from bench.stacks import STACKS, get_stack
+from bench.sweep import normalise
+
+REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
+REFERENCE_STACKS = {"keras3-tensorflow": "keras3-tf", "pytorch": "pytorch"}
+
+
+def _num(v) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def fmt(v, digits: int = 1, unit: str = "") -> str:
+    f = _num(v)
+    return "n/a" if f is None else f"{f:.{digits}f}{unit}"
+
+
+# ---- the reference's published tuning times -------------------------------------------------------
+
+def reference_settings(row: dict[str, str]) -> list[tuple[dict[str, Any], float]]:
+    """(settings, published seconds for 41 epochs) pairs of one reference row; a PyTorch
+    tensor_dataset row gives a second pair for its time_preload_s column (preload=True)."""
+    stack = REFERENCE_STACKS.get(row["stack"])
+    if stack is None:
+        return []
+    engine = get_stack(stack).engine
+    if engine == "keras":
+        jit = {"false": False, "true": True, "auto": "auto"}[row["jit"]]
+        s = {"data_pipeline": row["data_pipeline"], "steps_per_execution": int(row["steps_per_execution"]),
+             "jit_compile": jit, "precision": row["precision"]}
+    else:
+        s = {"data_pipeline": row["data_pipeline"],
+             "num_workers": int(row["num_workers"] or 0), "compile": row["jit"], "precision": row["precision"],
+             "grad_scaler": row["grad_scaler"] == "true", "matmul_precision": row["matmul_precision"] or "highest"}
+    out = []
+    if _num(row["time_s"]) is not None:
+        out.append((normalise(engine, s), float(row["time_s"])))
+    if engine == "torch" and row["data_pipeline"] == "tensor_dataset" and _num(row["time_preload_s"]) is not None:
+        out.append((normalise(engine, {**s, "preload": True}), float(row["time_preload_s"])))
+    return out
+
+
+def reference_times() -> dict[tuple[str, str], float]:
+    """(stack id, variant name) -> published whole-training seconds (41 epochs, RTX 4060 Ti)."""
+    text = resources.files("bench.sweeps").joinpath(REFERENCE_CSV).read_text()
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    out = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        for settings, seconds in reference_settings(row):
+            out[(REFERENCE_STACKS[row["stack"]], variant_name(settings))] = seconds
+    return out
+
+
+# ---- sections -------------------------------------------------------------------------------------
+
+def provenance(df) -> list[str]:
+    def uniq(col: str) -> str:
+        if col not in df.columns:
+            return "n/a"
+        vals = sorted({str(v) for v in df[col].dropna() if str(v) not in ("", "nan")})
+        return ", ".join(vals) or "n/a"
+
+    lines = ["## Provenance", "",
+             f"- Run date (UTC): {uniq('finished_utc')[:10] if 'finished_utc' in df.columns else 'n/a'} "
+             f"(cells finished between {df['finished_utc'].dropna().min()} and {df['finished_utc'].dropna().max()})"
+             if "finished_utc" in df.columns and df["finished_utc"].notna().any() else "- Run date: n/a",
+             f"- Device: {uniq('device')}; GPU: {uniq('env.gpu.name')}; driver: {uniq('env.gpu.driver')}",
+             f"- CPU: {uniq('env.cpu_model')}; host: {uniq('env.host')}; images: {uniq('env.image')}",
+             f"- bench git commit: {uniq('env.git_commit')}"]
+    for sid in STACKS:
+        rows = df[df["stack"] == sid]
+        if rows.empty:
+            continue
+        pk = [c for c in rows.columns if c.startswith("env.packages.") and rows[c].notna().any()]
+        versions = ", ".join(f"{c.removeprefix('env.packages.')} {rows[c].dropna().iloc[0]}" for c in pk
+                             if c.removeprefix("env.packages.") in ("tensorflow", "tf-keras", "keras", "jax",
+                                                                    "jaxlib", "torch"))
+        py = rows["env.python"].dropna() if "env.python" in rows else []
+        lines.append(f"- {sid}: {versions or 'n/a'}; Python {py.iloc[0] if len(py) else 'n/a'}")
+    if (df["device"] == "cpu").any():
+        lines.append("- **CPU rows are smoke tests of the harness, not GPU benchmarks.**")
+    return lines + [""]
+
+
+class Footnotes:
+    """Collects reasons of cells that are not ok; ``ref`` returns the marker to put in a table."""
+
+    def __init__(self):
+        self.items: list[str] = []
+
+    def ref(self, row) -> str:
+        self.items.append(f"{row['stack']} {row['workload']} {row['variant']}: {row['status']}: {row.get('reason')}")
+        return f"{row['status']} [^{len(self.items)}]"
+
+    def lines(self) -> list[str]:
+        return [f"[^{i}]: {text}" for i, text in enumerate(self.items, 1)]
+
+
+def classic_section(df, notes: Footnotes) -> list[str]:
+    rows = df[df["suite"] == "classic"]
+    if rows.empty:
+        return []
+    stacks = [s for s in STACKS if s in set(rows["stack"])]
+    out = ["## Classic suite: ms/step (mean over steady-state steps)", "",
+           "| workload | task | " + " | ".join(stacks) + " |", "|---|---|" + "---|" * len(stacks)]
+    for (w, t), g in rows.groupby(["workload", "task"], sort=False):
+        cells = []
+        for s in stacks:
+            r = g[g["stack"] == s]
+            if r.empty:
+                cells.append("-")
+            else:
+                r = r.iloc[0]
+                cells.append(fmt(r.get("metrics.ms_per_step_mean"), 2) if r["status"] == "ok" else notes.ref(r))
+        out.append(f"| {w} | {t} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def _final_loss(row) -> float | None:
+    import json
+
+    text = row.get("history.loss")
+    try:
+        vals = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return float(vals[-1]) if vals else None
+
+
+def tuning_frame(df):
+    rows = df[df["suite"] == "tuning"].copy()
+    if rows.empty:
+        return rows
+    ref = reference_times()
+    rows["time_s"] = rows.get("metrics.total_train_s")
+    rows["reference_time_s"] = [ref.get((s, v)) for s, v in zip(rows["stack"], rows["variant"], strict=True)]
+    rows["final_loss"] = [_final_loss(r) for _, r in rows.iterrows()]
+    return rows
+
+
+def _col(r, name):
+    return r[name] if name in r.index else None
+
+
+def _bool(v) -> bool | None:
+    """A CSV boolean (True/False, 'True'/'False'); None when missing."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v in ("True", "False"):
+        return v == "True"
+    return None
+
+
+def tuning_section(rows, notes: Footnotes, plots: dict[str, str]) -> list[str]:
+    if rows.empty:
+        return []
+    out = ["## Tuning study (MNIST CNN)", "",
+           "Time = training steps of all epochs, compilation included, validation excluded (the study's "
+           "whole-training seconds). Reference = the published time on an RTX 4060 Ti (other hardware: "
+           "compare shapes, not absolute values). J/epoch from the NVML energy counter.", "",
+           "### Out of the box vs best, per stack", "",
+           "| stack | out-of-the-box | time (s) | best configuration | time (s) | speedup | GPU util % | "
+           "power W | J/epoch | final loss |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for sid in [s for s in STACKS if s in set(rows["stack"])]:
+        g = rows[rows["stack"] == sid]
+        ok = g[g["status"] == "ok"].dropna(subset=["time_s"])
+        base = g[g["baseline"].map(_bool) == True]  # noqa: E712  (pandas column comparison)
+        if ok.empty:
+            out.append(f"| {sid} | " + " | ".join(["n/a"] * 9) + " |")
+            continue
+        best = ok.loc[ok["time_s"].idxmin()]
+        b = base.iloc[0] if not base.empty else None
+        b_time = _num(b["time_s"]) if b is not None and b["status"] == "ok" else None
+        speed = f"{b_time / best['time_s']:.2f}x" if b_time else "n/a"
+        if b is None:
+            b_name, b_text = "n/a", "n/a"
+        else:
+            b_name, b_text = b["variant"], fmt(b_time) if b["status"] == "ok" else notes.ref(b)
+        out.append(f"| {sid} | {b_name} | {b_text} | {best['variant']} | {fmt(best['time_s'])} | {speed} | "
+                   f"{fmt(_col(best, 'telemetry.gpu_util_pct.mean'))} | {fmt(_col(best, 'telemetry.power_w.mean'))} | "
+                   f"{fmt(_col(best, 'metrics.j_per_epoch'))} | {fmt(best['final_loss'], 4)} |")
+    out += ["", "### Full grid", "",
+            "| stack | configuration | status | time (s) | reference (s) | ms/step p50 | GPU util % | power W | "
+            "J/epoch | throttled |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in rows.sort_values(["stack", "variant"]).iterrows():
+        status = "ok" if r["status"] == "ok" else notes.ref(r)
+        thr = {True: "yes", False: "no"}.get(_bool(_col(r, "telemetry.throttled")), "n/a")
+        name = f"{r['variant']}{' (baseline)' if _bool(r['baseline']) else ''}"
+        out.append(f"| {r['stack']} | {name} | {status} | {fmt(r['time_s'])} | {fmt(r['reference_time_s'])} | "
+                   f"{fmt(_col(r, 'metrics.ms_per_step_p50'), 2)} | {fmt(_col(r, 'telemetry.gpu_util_pct.mean'))} | "
+                   f"{fmt(_col(r, 'telemetry.power_w.mean'))} | {fmt(_col(r, 'metrics.j_per_epoch'))} | {thr} |")
+    out += ["", "### What the study found, checked on our data", "", *findings(rows), ""]
+    for title, name in plots.items():
+        out.append(f"![{title}]({name})")
+    return out + [""]
+
+
+def _setting(r, key, default):
+    v = r.get(f"settings_requested.{key}")
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def findings(rows) -> list[str]:
+    """Sentences that say, from our data, whether two of the study's findings hold."""
+    ok = rows[(rows["status"] == "ok") & rows["time_s"].notna()]
+    out = []
+    keras = ok[ok["stack"].map(lambda s: get_stack(s).engine == "keras")]
+    pairs = []
+    for _, r in keras.iterrows():
+        if int(_setting(r, "steps_per_execution", 1)) != 512:
+            continue
+        twin = variant_name({k: v for k, v in _settings_of(r).items() if k != "steps_per_execution"})
+        m = keras[(keras["stack"] == r["stack"]) & (keras["variant"] == twin)]
+        if not m.empty:
+            pairs.append(float(m.iloc[0]["time_s"]) / float(r["time_s"]))
+    if pairs:
+        import numpy as np
+
+        med = float(np.median(pairs))
+        verdict = "holds" if med > 1.1 else "does not hold"
+        out.append(f"- *steps_per_execution matters a lot for Keras*: {verdict} here: steps_per_execution=512 "
+                   f"is {med:.2f}x faster than 1 (median over {len(pairs)} otherwise identical pairs).")
+    else:
+        out.append("- *steps_per_execution matters a lot for Keras*: no ok pair of runs to judge.")
+    tf = ok[ok["stack"] == "keras3-tf"]
+    if not tf.empty:
+        best = tf.loc[tf["time_s"].idxmin()]
+        s = _settings_of(best)
+        mixed_jit = s.get("precision") == "mixed_float16" and s.get("jit_compile") in (True, "auto")
+        verdict = "holds" if mixed_jit else "does not hold"
+        out.append(f"- *mixed precision + jit gives Keras/TF its best time*: {verdict} here: the fastest "
+                   f"keras3-tf configuration is `{best['variant']}` ({fmt(best['time_s'])} s).")
+    else:
+        out.append("- *mixed precision + jit gives Keras/TF its best time*: no ok keras3-tf run to judge.")
+    return out
+
+
+def _settings_of(r) -> dict[str, Any]:
+    out = {}
+    for col in r.index:
+        if col.startswith("settings_requested.") and r[col] is not None and not (
+                isinstance(r[col], float) and math.isnan(r[col])):
+            v = r[col]
+            key = col.removeprefix("settings_requested.")
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if isinstance(v, str) and v in ("True", "False"):
+                v = v == "True"
+            out[key] = v
+    return out
+
+
+def tuning_plots(rows, out_dir: Path) -> dict[str, str]:
+    """time per configuration (one panel per stack) and energy vs time; returns {title: file name}."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = rows[(rows["status"] == "ok") & rows["time_s"].notna()]
+    if ok.empty:
+        return {}
+    stacks = [s for s in STACKS if s in set(ok["stack"])]
+    fig, axes = plt.subplots(len(stacks), 1, figsize=(10, 0.32 * len(ok) + 1.5 * len(stacks)), squeeze=False)
+    for ax, sid in zip(axes[:, 0], stacks, strict=True):
+        g = ok[ok["stack"] == sid].sort_values("time_s")
+        ax.barh(g["variant"], g["time_s"], color=["tab:orange" if _bool(b) else "tab:blue" for b in g["baseline"]])
+        ax.set_title(f"{sid} (orange: out of the box)", fontsize=9)
+        ax.tick_params(axis="y", labelsize=6)
+        ax.set_xlabel("training time (s)")
+        ax.invert_yaxis()
+    fig.tight_layout()
+    files = {"Training time per configuration": "tuning_time.png"}
+    fig.savefig(out_dir / "tuning_time.png", dpi=110)
+    plt.close(fig)
+    if "metrics.j_per_epoch" in ok and ok["metrics.j_per_epoch"].notna().any():
+        fig, ax = plt.subplots(figsize=(7, 5))
+        for sid in stacks:
+            g = ok[ok["stack"] == sid]
+            ax.scatter(g["time_s"], g["metrics.j_per_epoch"], label=sid)
+        ax.set_xlabel("training time (s)")
+        ax.set_ylabel("energy per epoch (J)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "tuning_energy_vs_time.png", dpi=110)
+        plt.close(fig)
+        files["Energy per epoch vs training time"] = "tuning_energy_vs_time.png"
+    return files
+
+
+def write_report(csv_path: Path, out_dir: Path) -> Path:
+    """Write ``out_dir/report.md`` (and its PNGs) from a collected CSV; returns the report's path.
+
+    Raises:
+        FileNotFoundError: the CSV does not exist. ValueError: it has no ``stack``/``status`` columns.
+    """
+    import pandas as pd
+
+    df = pd.read_csv(csv_path)
+    for col in ("stack", "suite", "workload", "variant", "status"):
+        if col not in df.columns:
+            raise ValueError(f"{csv_path} is not a bench CSV (no {col!r} column)")
+    if "baseline" not in df.columns:
+        df["baseline"] = False
+    out_dir.mkdir(parents=True, exist_ok=True)
+    notes = Footnotes()
+    tuning = tuning_frame(df)
+    plots = tuning_plots(tuning, out_dir) if not tuning.empty else {}
+    lines = [f"# Benchmark report: {Path(csv_path).name}", "", *provenance(df), *classic_section(df, notes),
+             *tuning_section(tuning, notes, plots)]
+    if notes.items:
+        lines += ["## Cells that did not run", "", *notes.lines(), ""]
+    path = out_dir / "report.md"
+    tmp = path.with_name(".report.md.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,259 @@
+"""The NVML sampler against a fake ``pynvml``: controllable clock, NotSupported metrics, counters that
+wrap, stall or reset, throttle reasons, and the null-with-reason paths."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from bench import telemetry
+from bench.telemetry import ENERGY_COUNTER_MODULUS, Telemetry, counter_energy_j, for_device
+
+
+class NotSupported(Exception):
+    pass
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, dt: float) -> None:
+        self.t += dt
+
+
+class FakeNvml(types.SimpleNamespace):
+    """Power is constant ``watts``; the energy counter integrates it from ``start_mj`` (optionally stalled)."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 0
+    NVML_FI_DEV_POWER_INSTANT = 186
+    nvmlClocksEventReasonGpuIdle = 0x1
+    nvmlClocksEventReasonSwPowerCap = 0x4
+    nvmlClocksEventReasonHwSlowdown = 0x8
+    nvmlClocksEventReasonHwThermalSlowdown = 0x40
+    nvmlClocksEventReasonHwPowerBrakeSlowdown = 0x80
+    nvmlClocksEventReasonSwThermalSlowdown = 0x20
+
+    def __init__(self, clock: FakeClock, watts: float = 200.0, start_mj: int = 0, unsupported=(),
+                 stall: bool = False, reasons: int = 0, instant: bool = True):
+        super().__init__()
+        self.clock, self.watts, self.start_mj, self.t0 = clock, watts, start_mj, clock()
+        self.unsupported, self.stall, self.reasons, self.instant = set(unsupported), stall, reasons, instant
+
+    def _check(self, metric):
+        if metric in self.unsupported:
+            raise NotSupported("Not Supported")
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return ("h", i)
+
+    def nvmlDeviceGetHandleByUUID(self, u):
+        return ("h", u)
+
+    def nvmlDeviceGetName(self, h):
+        return b"Fake H100"
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        self._check("util")
+        return types.SimpleNamespace(gpu=90, memory=40)
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        return types.SimpleNamespace(used=int(1e9 + 1e6 * (self.clock() - self.t0)), total=int(80e9))
+
+    def nvmlDeviceGetFieldValues(self, h, ids):
+        ret = 0 if self.instant else 3
+        return [types.SimpleNamespace(nvmlReturn=ret, value=types.SimpleNamespace(uiVal=int(self.watts * 1000)))]
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        self._check("power")
+        return int(self.watts * 1000)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        self._check("energy")
+        if self.stall:
+            return self.start_mj
+        return (self.start_mj + int(self.watts * (self.clock() - self.t0) * 1000)) % ENERGY_COUNTER_MODULUS
+
+    def nvmlDeviceGetClockInfo(self, h, which):
+        self._check("clocks")
+        return 1980 if which == 0 else 2619
+
+    def nvmlDeviceGetTemperature(self, h, sensor):
+        return 60
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        self._check("reasons")
+        return self.reasons
+
+
+def drive(tel: Telemetry, clock: FakeClock, epochs: int = 3, epoch_s: float = 4.0, dt: float = 0.5) -> None:
+    """Run the window protocol by hand: a mark per epoch, samples every ``dt``, then stop."""
+    tel.measure_idle(1.0)
+    for _ in range(epochs):
+        tel.mark()
+        for _ in range(int(epoch_s / dt)):
+            clock.advance(dt)
+            tel.sample_once()
+    tel.stop()
+
+
+def make(clock, **kw) -> Telemetry:
+    nv = FakeNvml(clock, **kw)
+    return Telemetry(nv, index=0, interval_s=0.5, clock=clock, sleep=lambda s: clock.advance(s), background=False)
+
+
+def test_energy_from_counter_matches_power_and_derived_figures():
+    clock = FakeClock()
+    tel = make(clock, watts=200.0)
+    drive(tel, clock, epochs=3, epoch_s=4.0)
+    s = tel.summary(steps_per_epoch=100, examples_per_epoch=25600)
+    assert s["available"] and s["gpu_name"] == "Fake H100"
+    assert s["window"] == "epochs 2..N" and s["window_s"] == pytest.approx(8.0)
+    assert s["energy_method"] == "counter"
+    assert s["energy_j"] == pytest.approx(1600.0, rel=1e-3)  # 200 W x 8 s of steady epochs
+    assert s["energy_integrated_j"] == pytest.approx(1600.0, rel=1e-3)
+    assert s["j_per_epoch"] == pytest.approx(800.0, rel=1e-3)
+    assert s["j_per_step"] == pytest.approx(8.0, rel=1e-3)
+    assert s["examples_per_j"] == pytest.approx(32.0, rel=1e-3)
+    assert s["idle_power_w"] == pytest.approx(200.0)
+    assert s["power_w"]["mean"] == pytest.approx(200.0) and s["power_source"] == "instant"
+    assert s["gpu_util_pct"]["max"] == 90 and s["sm_clock_mhz"]["p50"] == 1980
+    assert s["memory_used_peak_bytes"] > 1e9
+    assert s["throttled"] is False and s["unsupported"] == {}
+
+
+def test_counter_that_wraps_is_unwrapped():
+    clock = FakeClock()
+    # 1 s idle, epoch 1 from 1 s to 6 s, epoch 2 (the steady window) from 6 s to 11 s; wrap at 8 s
+    tel = make(clock, watts=100.0, start_mj=ENERGY_COUNTER_MODULUS - 800_000)
+    drive(tel, clock, epochs=2, epoch_s=5.0)
+    s = tel.summary(10, 100)
+    assert s["energy_method"] == "counter"
+    assert "wrapped" in s["energy_note"]
+    assert s["energy_j"] == pytest.approx(500.0, rel=1e-3)
+    assert s["energy_per_epoch_j"] == pytest.approx([500.0, 500.0], rel=1e-3)
+
+
+def test_counter_that_stalls_falls_back_to_integrated_power_with_reason():
+    clock = FakeClock()
+    tel = make(clock, watts=150.0, stall=True)
+    drive(tel, clock, epochs=2, epoch_s=4.0)
+    s = tel.summary(10, 100)
+    assert s["energy_counter_j"] is None
+    assert "stalled" in s["energy_note"]
+    assert s["energy_method"] == "integrated_power"
+    assert s["energy_j"] == pytest.approx(600.0, rel=1e-3)
+
+
+def test_counter_reset_is_not_taken_as_energy():
+    j, note = counter_energy_j([(0.0, 5_000_000), (1.0, 1_000)])
+    assert j is None and "reset" in note
+
+
+def test_not_supported_metrics_are_null_with_reason_and_cell_goes_on():
+    clock = FakeClock()
+    tel = make(clock, unsupported={"energy", "util", "reasons"})
+    drive(tel, clock, epochs=2)
+    s = tel.summary(10, 100)
+    assert s["available"]
+    assert s["gpu_util_pct"] == {"mean": None, "p50": None, "max": None}
+    assert set(s["unsupported"]) == {"energy", "utilization", "clocks_event_reasons"}
+    assert "Not Supported" in s["unsupported"]["energy"]
+    assert s["energy_method"] == "integrated_power" and s["energy_j"] == pytest.approx(800.0, rel=1e-3)
+    assert s["throttled"] is None
+
+
+def test_no_power_and_no_energy_gives_null_energy():
+    clock = FakeClock()
+    tel = make(clock, unsupported={"energy", "power"}, instant=False)
+    drive(tel, clock, epochs=2)
+    s = tel.summary(10, 100)
+    assert s["energy_j"] is None and s["energy_method"] is None and s["j_per_step"] is None
+    assert s["idle_power_w"] is None and "power" in s["unsupported"]
+    assert s["power_source"] == "average"
+
+
+def test_throttle_reasons_flag_the_window():
+    clock = FakeClock()
+    tel = make(clock, reasons=FakeNvml.nvmlClocksEventReasonSwPowerCap | FakeNvml.nvmlClocksEventReasonGpuIdle)
+    drive(tel, clock, epochs=2)
+    s = tel.summary(10, 100)
+    assert s["throttled"] is True and s["throttle_reasons"] == ["SwPowerCap"]
+    assert s["throttle_fraction"] == pytest.approx(1.0)
+
+
+def test_idle_reasons_alone_are_not_throttling():
+    clock = FakeClock()
+    tel = make(clock, reasons=FakeNvml.nvmlClocksEventReasonGpuIdle)
+    drive(tel, clock, epochs=2)
+    assert tel.summary(10, 100)["throttled"] is False
+
+
+def test_short_window_and_single_epoch_are_noted():
+    clock = FakeClock()
+    tel = make(clock)
+    drive(tel, clock, epochs=1, epoch_s=0.5)
+    s = tel.summary(10, 100)
+    assert s["window"] == "whole run (one epoch)"
+    assert any("shorter than" in n for n in s["notes"])
+
+
+def test_background_thread_samples_with_real_clock():
+    import time
+
+    nv = FakeNvml(FakeClock())
+    nv.clock = time.perf_counter
+    nv.t0 = time.perf_counter()
+    tel = Telemetry(nv, interval_s=0.01)
+    tel.mark()
+    time.sleep(0.2)
+    tel.stop()
+    assert len(tel.samples) >= 5
+    assert tel.summary(1, 1)["samples"] >= 5
+
+
+def test_for_device_never_raises():
+    assert for_device("cpu").summary(1, 1)["reason"] == "CPU run: no GPU telemetry"
+
+    class Broken:
+        def nvmlInit(self):
+            raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+
+    s = for_device("gpu", nvml=Broken()).summary(1, 1)
+    assert s["available"] is False and "NVML unavailable" in s["reason"]
+    assert set(s) == set(telemetry.empty_summary("x"))
+
+
+def test_null_telemetry_still_measures_process_cpu():
+    t = for_device("cpu")
+    t.mark()
+    sum(i * i for i in range(200_000))
+    t.stop()
+    s = t.summary(1, 1)
+    assert s["cpu_util_pct"] is not None and s["cpu_util_pct"] > 0
+
+
+def test_nvml_index_follows_cuda_visible_devices():
+    assert telemetry.nvml_index({"CUDA_VISIBLE_DEVICES": "3,1"}) == 3
+    assert telemetry.nvml_index({"CUDA_VISIBLE_DEVICES": "GPU-abc"}) == "GPU-abc"
+    assert telemetry.nvml_index({}) == 0
+
+
+def test_raw_samples_csv(tmp_path):
+    clock = FakeClock()
+    tel = make(clock)
+    drive(tel, clock, epochs=2, epoch_s=1.0)
+    tel.write_samples(tmp_path / "s.csv")
+    lines = (tmp_path / "s.csv").read_text().splitlines()
+    assert lines[0].split(",") == list(telemetry.SAMPLE_FIELDS)
+    assert len(lines) == len(tel.samples) + 1

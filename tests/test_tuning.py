@@ -1,0 +1,220 @@
+"""Knobs, sweep grids, the tuning suite's default grid, bench compare and the report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from bench import knobs, plan, report, sweep
+from bench.cli import main
+from bench.collect import collect
+from bench.compare import compare, min_attainable_p
+from bench.record import Cell, new_record, result_path, write_json_atomic
+from bench.stacks import get_stack
+from tests.conftest import needs_torch
+
+
+def test_knob_checks_give_reasons():
+    assert knobs.check(get_stack("keras3-jax"), {"data_pipeline": "tf_data_numpy"}).startswith("tf_data_numpy needs")
+    assert "Keras 3" in knobs.check(get_stack("keras2-tf"), {"jit_compile": "auto"})
+    assert "steps_per_execution=1" in knobs.check(get_stack("keras3-torch"), {"steps_per_execution": 512})
+    assert knobs.check(get_stack("keras3-tf"), {"data_pipeline": "tf_data_numpy", "jit_compile": "auto",
+                                                "steps_per_execution": 512}) is None
+    assert "float16 autocast" in knobs.check(get_stack("pytorch"), {"grad_scaler": True})
+    assert "does not apply" in knobs.check(get_stack("pytorch"), {"jit_compile": True})
+    assert "not valid" in knobs.check(get_stack("pytorch"), {"compile": "fast"})
+    assert "not valid" in knobs.check(get_stack("keras3-tf"), {"steps_per_execution": 0})
+
+
+def test_default_grid_has_every_reference_row_for_its_stack():
+    """Each row of the reference CSV (and its preload column) is a variant of the matching stack."""
+    variants = {sid: {v.name for v in sweep.default_grid("tuning").variants(sid)} for sid in ("keras3-tf", "pytorch")}
+    ref = report.reference_times()
+    assert len(ref) == 33 + 8  # 33 rows, 8 of them PyTorch tensor_dataset rows with a preload time
+    missing = [key for key in ref if key[1] not in variants[key[0]]]
+    assert not missing
+
+
+def test_default_grid_baselines_and_dedup():
+    grid = sweep.default_grid("tuning")
+    torch_v = grid.variants("pytorch")
+    assert torch_v[0].baseline and torch_v[0].settings == {"data_pipeline": "torchvision_dataset_transforms"}
+    assert sum(v.baseline for v in torch_v) == 1
+    assert len({v.name for v in torch_v}) == len(torch_v)
+    keras_v = grid.variants("keras3-jax")
+    assert keras_v[0].name == "default" and keras_v[0].baseline
+
+
+def test_tuning_suite_plans_one_cell_per_variant():
+    cells = plan.expand(["keras3-jax", "pytorch"], "tuning", "smoke", "cpu")
+    assert {c.workload for c in cells} == {"mnist_cnn"}
+    assert len([c for c in cells if c.baseline]) == 2
+    assert len({c.id for c in cells}) == len(cells)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("workload: [", "not valid YAML"),
+    ("- a\n- b", "is a mapping"),
+    ("workload: mnist_cnn\ntask: fit", "no 'engines' or 'stacks'"),
+    ("workload: mnist_cnn\ntask: fit\nengines: {jax: {grid: []}}", "neither an engine"),
+    ("workload: mnist_cnn\ntask: fit\nengines: {torch: {grid: [{compile: none}]}}", "non-empty list"),
+])
+def test_bad_grid_files_are_clear_errors(tmp_path, capsys, text, message):
+    f = tmp_path / "g.yaml"
+    f.write_text(text)
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", str(f), "--stack", "pytorch", "--device", "cpu"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_unknown_workload_in_grid_is_a_usage_error(tmp_path, capsys):
+    f = tmp_path / "g.yaml"
+    f.write_text("workload: resnet\ntask: fit\nengines: {torch: {grid: []}}")
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", str(f), "--stack", "pytorch", "--device", "cpu"])
+    assert e.value.code == 2 and "unknown workload 'resnet'" in capsys.readouterr().err
+
+
+@needs_torch
+def test_sweep_runs_and_skips_invalid_combinations_with_reason(tmp_path):
+    grid = tmp_path / "g.yaml"
+    grid.write_text(
+        "name: mini\nworkload: mnist_cnn\ntask: fit\nengines:\n  torch:\n"
+        "    baseline: {data_pipeline: torchvision_dataset_transforms, num_workers: 0}\n"
+        "    grid:\n      - {data_pipeline: [tensor_dataset], preload: [false, true]}\n"
+        "      - {data_pipeline: [tensors_on_device], grad_scaler: [true]}\n")
+    p = subprocess.run([sys.executable, "-m", "bench", "sweep", str(grid), "--stack", "pytorch", "--device", "cpu",
+                        "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    recs = {json.loads(f.read_text())["variant"]: json.loads(f.read_text())
+            for f in (tmp_path / "run" / "pytorch").glob("*.json")}
+    assert set(recs) == {"data_pipeline=torchvision_dataset_transforms", "data_pipeline=tensor_dataset",
+                         "data_pipeline=tensor_dataset+preload=true", "grad_scaler=true"}
+    assert recs["grad_scaler=true"]["status"] == "unsupported"
+    assert "float16 autocast" in recs["grad_scaler=true"]["reason"]
+    base = recs["data_pipeline=torchvision_dataset_transforms"]
+    assert base["status"] == "ok" and base["baseline"] is True
+    assert base["settings"]["data_pipeline"] == "torchvision_dataset_transforms"
+    assert recs["data_pipeline=tensor_dataset+preload=true"]["settings"]["preload"] is True
+    # the per-item pipeline feeds the same values: equal first-epoch loss up to shuffling order is not
+    # guaranteed, but the model and data sizes are
+    assert base["metrics"]["steps_per_epoch"] == recs["data_pipeline=tensor_dataset"]["metrics"]["steps_per_epoch"]
+
+
+# ---- compare ------------------------------------------------------------------------------------------
+
+def frame(values_by_variant: dict[str, list[float]]):
+    rows = []
+    for variant, values in values_by_variant.items():
+        rows.append({"stack": "pytorch", "suite": "tuning", "workload": "mnist_cnn", "task": "fit", "size": "full",
+                     "variant": variant, "device": "gpu", "status": "ok",
+                     "metrics.ms_per_step_mean": float(pd.Series(values).median()),
+                     "repeats.ms_per_step_mean.values": json.dumps(values)})
+    return pd.DataFrame(rows)
+
+
+def test_compare_flags_real_changes_and_not_noise():
+    a = frame({"x": [10.0, 10.1, 9.9, 10.0, 10.05], "y": [5.0, 5.2, 4.9, 5.1, 5.0], "z": [1.0, 1.0, 1.0]})
+    b = frame({"x": [12.0, 12.1, 11.9, 12.2, 12.0], "y": [5.1, 4.9, 5.0, 5.2, 5.05], "z": [2.0, 2.0, 2.0]})
+    t = compare(a, b).set_index("variant")
+    assert t.loc["x", "verdict"] == "higher" and t.loc["x", "ratio"] == pytest.approx(1.2)
+    assert t.loc["x", "p_value"] < 0.05
+    assert t.loc["y", "verdict"] == "noise"
+    assert t.loc["z", "verdict"] == "underpowered"  # 3 vs 3 repeats cannot reach p < 0.05
+    assert min_attainable_p(3, 3) == pytest.approx(0.1)
+
+
+def test_compare_cli(tmp_path, capsys):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    frame({"x": [10.0, 10.1, 9.9, 10.0, 10.05]}).to_csv(a, index=False)
+    frame({"x": [8.0, 8.1, 7.9, 8.0, 8.05]}).to_csv(b, index=False)
+    with pytest.raises(SystemExit) as e:
+        main(["compare", str(a), str(b), "-o", str(tmp_path / "c.csv")])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "lower" in out and "1 changed beyond noise" in out
+    assert pd.read_csv(tmp_path / "c.csv")["verdict"].tolist() == ["lower"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("foo,bar\n1,2\n")
+    with pytest.raises(SystemExit) as e:
+        main(["compare", str(a), str(bad)])
+    assert e.value.code == 2 and "lacks columns" in capsys.readouterr().err
+
+
+# ---- report -------------------------------------------------------------------------------------------
+
+def fake_record(stack, variant, settings, time_s, status="ok", baseline=False, gpu=True):
+    c = Cell(stack=stack, suite="tuning", workload="mnist_cnn", task="fit", size="full", device="gpu",
+             variant=variant, settings=settings, baseline=baseline)
+    r = new_record(c)
+    r["status"] = status
+    r["finished_utc"] = "2026-11-21T10:00:00+00:00"
+    if status == "ok":
+        r["metrics"] = {"total_train_s": time_s, "ms_per_step_mean": time_s, "ms_per_step_p50": time_s,
+                        "j_per_epoch": 100.0 * time_s if gpu else None}
+        r["telemetry"] = {"gpu_util_pct": {"mean": 90.0}, "power_w": {"mean": 300.0}, "throttled": False}
+        r["history"] = {"loss": [0.5, 0.1]}
+    else:
+        r["reason"] = "needs tf.data"
+    r["env"] = {"gpu": {"name": "Fake H100", "driver": "999.1"}, "python": "3.11.9"}
+    return c, r
+
+
+def test_report_renders_tuning_section_with_findings_and_plots(tmp_path):
+    recs = [
+        fake_record("keras3-tf", "default", {}, 60.0, baseline=True),
+        fake_record("keras3-tf", "jit_compile=false", {"jit_compile": False}, 65.0),
+        fake_record("keras3-tf", "jit_compile=false+steps_per_execution=512",
+                    {"jit_compile": False, "steps_per_execution": 512}, 40.0),
+        fake_record("keras3-tf", "jit_compile=auto+precision=mixed_float16+steps_per_execution=512",
+                    {"jit_compile": "auto", "precision": "mixed_float16", "steps_per_execution": 512}, 15.0),
+        fake_record("keras3-jax", "data_pipeline=tf_data_numpy+jit_compile=false",
+                    {"data_pipeline": "tf_data_numpy", "jit_compile": False}, None, status="unsupported"),
+        fake_record("pytorch", "data_pipeline=torchvision_dataset_transforms",
+                    {"data_pipeline": "torchvision_dataset_transforms"}, 300.0, baseline=True),
+        fake_record("pytorch", "data_pipeline=tensor_dataset", {"data_pipeline": "tensor_dataset"}, 30.0),
+    ]
+    run = tmp_path / "run"
+    for c, r in recs:
+        write_json_atomic(result_path(run, c), r)
+    collect(run, tmp_path / "run.csv")
+    path = report.write_report(tmp_path / "run.csv", tmp_path / "out")
+    text = path.read_text()
+    assert "Fake H100" in text and "999.1" in text
+    # out of the box vs best, with the speedup
+    assert "| pytorch | data_pipeline=torchvision_dataset_transforms | 300.0 | data_pipeline=tensor_dataset | " \
+           "30.0 | 10.00x |" in text
+    assert "| keras3-tf | default | 60.0 | jit_compile=auto+precision=mixed_float16+steps_per_execution=512 | " \
+           "15.0 | 4.00x |" in text
+    # reference beside ours: the published 65.5 s for numpy_fit, spe 1, jit false, float32
+    assert "| keras3-tf | jit_compile=false | ok | 65.0 | 65.5 |" in text
+    assert "*steps_per_execution matters a lot for Keras*: holds here" in text
+    assert "*mixed precision + jit gives Keras/TF its best time*: holds here" in text
+    assert "unsupported [^1]" in text and "[^1]: keras3-jax mnist_cnn" in text and "needs tf.data" in text
+    assert (tmp_path / "out" / "tuning_time.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "tuning_energy_vs_time.png").exists()
+
+
+def test_report_cli_rejects_a_non_bench_csv(tmp_path, capsys):
+    f = tmp_path / "x.csv"
+    f.write_text("a,b\n1,2\n")
+    with pytest.raises(SystemExit) as e:
+        main(["report", str(f)])
+    assert e.value.code == 2 and "not a bench CSV" in capsys.readouterr().err
+
+
+def test_reference_rows_parse():
+    row = next(csv.DictReader(io.StringIO(
+        "stack,data_pipeline,num_workers,steps_per_execution,jit,precision,grad_scaler,matmul_precision,time_s,"
+        "time_preload_s,gpu_util_pct,power_w\npytorch,tensor_dataset,0,,none,float32,,,38,35,99,138\n")))
+    pairs = report.reference_settings(row)
+    assert pairs == [({"data_pipeline": "tensor_dataset"}, 38.0),
+                     ({"data_pipeline": "tensor_dataset", "preload": True}, 35.0)]
