@@ -1,8 +1,8 @@
 # Benchmark matrix: build the five stack images and the collector, run the stacks one after another,
 # collect the results. `make` alone lists the targets.
 #
-# Knobs: STACKS, SUITE, SIZE, DEVICE (auto|cpu|gpu), RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE,
-#        TORCH_INDEX_URL, DOCKER, COMPOSE.
+# Knobs: STACKS, SUITE (classic|tuning), SIZE, DEVICE (auto|cpu|gpu), REPEATS (default: 3 on GPU, 1 on
+#        CPU), TELEMETRY_SAMPLES=1, RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
 
 SHELL := /bin/bash
 comma := ,
@@ -11,6 +11,8 @@ comma := ,
 ALL_STACKS := keras2-tf keras3-tf keras3-jax keras3-torch pytorch
 STACKS ?= $(ALL_STACKS)
 SUITE ?= classic
+REPEATS ?=
+TELEMETRY_SAMPLES ?=
 DEVICE ?= auto
 RESULTS_DIR ?= $(CURDIR)/results
 BASE_IMAGE ?=
@@ -58,7 +60,7 @@ BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_
 
 FIDELITY_WORKLOAD ?= cifar10_cnn
 
-.PHONY: help configure build bench-all collect fidelity test test-unit test-e2e lint lock clean
+.PHONY: help configure build bench-all collect report compare fidelity test test-unit test-e2e lint lock clean
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -87,7 +89,8 @@ build-%: ## Build one image: build-<stack> or build-collector
 bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)
 	@mkdir -p $(RESULTS_DIR)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
-	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(VARIANT) --out /results/runs/$(RUN)
+	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(VARIANT) --out /results/runs/$(RUN) \
+	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(TELEMETRY_SAMPLES),--telemetry-samples)
 
 bench-all: build ## Build, run every stack one after another, then collect results/$(RUN).csv
 	@if [ "$(VARIANT)" = cpu ]; then \
@@ -97,9 +100,18 @@ bench-all: build ## Build, run every stack one after another, then collect resul
 	$(MAKE) --no-print-directory collect || failed="$$failed collect"; \
 	if [ -n "$$failed" ]; then echo "not all cells succeeded in:$$failed" >&2; exit 1; fi
 
-collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (collector container)
+collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv, then write its report (collector container)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
 	  bench collect /results/runs/$(RUN) -o /results/$(RUN).csv
+	$(MAKE) --no-print-directory report
+
+report: ## Markdown report + PNG plots of results/$(RUN).csv into results/reports/$(RUN)/
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
+	  bench report /results/$(RUN).csv -o /results/reports/$(RUN)
+
+compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.csv B=run2.csv (under results/)
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench compare /results/$(A) /results/$(B)
 
 fidelity: ## Harness ms/step vs a hand-timed loop, per stack (writes results/fidelity/<stack>-<variant>.json)
 	@mkdir -p $(RESULTS_DIR)/fidelity

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: telemetry, repeats, settings_requested, baseline
 
 #: Statuses a cell can end in. Only ``ok`` carries timings.
 STATUSES = ("ok", "failed", "timeout", "oom", "unsupported")
@@ -29,10 +29,39 @@ FIELDS: dict[str, str] = {
     "batch_size": "examples per step",
     "data.source": "real (the published dataset) or synthetic (same shapes and dtypes, random values)",
     "settings.*": "every precision/compile setting in effect: requested and effective values",
+    "settings_requested.*": "the knobs the cell asked for (its variant), before the framework resolved them",
+    "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",
+    "repeat": "1-based repeat index in a per-repeat record (null in the aggregated cell record)",
     "metrics.first_epoch_s": "seconds of the first epoch: includes tracing/compilation (s)",
     "metrics.steady_epoch_s": "mean seconds per epoch over epochs 2..N, training steps only (s)",
     "metrics.ms_per_step_*": "mean/p50/p90/std/min/max of per-step wall time over steady epochs (ms)",
     "metrics.samples_per_s": "training examples per second over steady epochs",
+    "metrics.total_train_s": "training steps of all epochs, compilation included, validation excluded (s)",
+    "metrics.j_per_step / j_per_epoch / examples_per_j": "energy per step and per steady epoch (J), and "
+                                                          "training examples per joule (null without NVML)",
+    "repeats.n / ok / statuses / rule": "number of independent repeats, how many were ok, their statuses, and "
+                                        "the aggregation rule (median per metric, no best-of-N)",
+    "repeats.<metric>.values / median / min / max / cv": "per-repeat values of a metric and their spread "
+                                                         "(cv = sample std / mean)",
+    "telemetry.available / reason": "whether NVML telemetry was recorded; why not (CPU run, no NVML)",
+    "telemetry.window / window_s / samples / interval_s": "the summarised window (steady epochs 2..N, or the whole "
+                                                          "run with one epoch), its length (s), sample count, period",
+    "telemetry.gpu_util_pct / mem_util_pct .mean/p50/max": "NVML utilisation rates over the window (%)",
+    "telemetry.power_w .mean/p50/max; power_source": "board power (W); 'instant' (NVML_FI_DEV_POWER_INSTANT) or "
+                                                      "'average' (nvmlDeviceGetPowerUsage, 1-s average on GA100+)",
+    "telemetry.sm_clock_mhz / mem_clock_mhz / temperature_c": "clocks (MHz) and GPU temperature (degC), mean/p50/max",
+    "telemetry.memory_used_peak_bytes": "peak device memory in use as NVML sees it, all processes (bytes)",
+    "telemetry.idle_power_w": "mean power over 1 s before the workload started (W)",
+    "telemetry.energy_j / energy_method": "energy over the window (J): the total-energy counter delta between "
+                                          "synchronised edges, or integrated sampled power when the counter is "
+                                          "unusable (method says which)",
+    "telemetry.energy_counter_j / energy_integrated_j / energy_note": "both estimates, and why the counter was "
+                                                                      "not used (stalled, reset) or was unwrapped",
+    "telemetry.energy_per_epoch_j": "energy of each epoch, from epoch start to the next (J)",
+    "telemetry.throttled / throttle_reasons / throttle_fraction": "whether thermal or power clock-event reasons "
+                                                                  "were active, which, and in what share of samples",
+    "telemetry.cpu_util_pct": "CPU time of the cell's process over the window, % of one core (also on CPU runs)",
+    "telemetry.unsupported": "metric -> NVML error for each metric the GPU or driver does not offer (null fields)",
     "history.*": "per-epoch train loss/accuracy and validation loss/accuracy where the source had them",
     "model.params_total / params_trainable": "parameter counts as the framework reports them",
     "memory.host_peak_rss_bytes": "peak resident memory of the cell's own process (bytes)",

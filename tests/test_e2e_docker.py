@@ -104,3 +104,26 @@ def test_device_gpu_without_gpu_is_a_clear_error(bench_all, make_args):
     if not shutil.which("nvidia-smi"):
         m = sh(["make", "bench-pytorch", "DEVICE=gpu"], check=False)
         assert m.returncode != 0 and "DEVICE=gpu but nvidia-smi finds no NVIDIA GPU" in m.stderr
+
+
+def test_tuning_sweep_in_every_image(bench_all, make_args):
+    """The tuning suite's default grid at smoke size on CPU in all five images, then its report."""
+    args, results = make_args
+    p = sh(["make", "bench-all", "SUITE=tuning", *args], check=False)
+    df = pd.read_csv(results / "tuning-smoke-cpu.csv")
+    bad = df[~df.status.isin(["ok", "unsupported"])]
+    assert p.returncode == 0 and bad.empty, bad[["stack", "variant", "status", "reason"]].to_string()
+    assert set(df.stack) == set(STACKS)
+    assert (df.groupby("stack")["baseline"].sum() == 1).all()
+    assert df[df.status == "unsupported"]["reason"].notna().all()
+    ok = df[df.status == "ok"]
+    assert ok.groupby("stack").size().min() >= 4  # every stack ran its baseline and several knobs
+    assert (ok["metrics.total_train_s"] > 0).all()
+    # telemetry fields are present on every ok row: null with the reason on CPU
+    assert (ok["telemetry.available"] == False).all()  # noqa: E712
+    assert (ok["telemetry.reason"] == "CPU run: no GPU telemetry").all()
+    assert ok["metrics.j_per_step"].isna().all() and (ok["telemetry.cpu_util_pct"] > 0).all()
+    report = (results / "reports" / "tuning-smoke-cpu" / "report.md").read_text()
+    assert "## Tuning study" in report and "CPU rows are smoke tests" in report
+    assert (results / "reports" / "tuning-smoke-cpu" / "tuning_time.png").exists()
+    assert (results / "reports" / "classic-smoke-cpu" / "report.md").exists()
