@@ -57,6 +57,8 @@ FIELDS: dict[str, str] = {
                                           "unusable (method says which)",
     "telemetry.energy_counter_j / energy_integrated_j / energy_note": "both estimates, and why the counter was "
                                                                       "not used (stalled, reset) or was unwrapped",
+    "telemetry.energy_counter_vs_integrated": "counter energy / integrated power energy (a check: ~1.0 over "
+                                              "windows of 10 s or more)",
     "telemetry.energy_per_epoch_j": "energy of each epoch, from epoch start to the next (J)",
     "telemetry.throttled / throttle_reasons / throttle_fraction": "whether thermal or power clock-event reasons "
                                                                   "were active, which, and in what share of samples",

@@ -332,6 +332,7 @@ class Telemetry:
             "energy_counter_j": counter_j,
             "energy_integrated_j": integrated_j,
             "energy_note": note,
+            "energy_counter_vs_integrated": counter_j / integrated_j if counter_j and integrated_j else None,
             "energy_per_epoch_j": epochs_j,
             "j_per_epoch": j_epoch,
             "j_per_step": j_epoch / steps_per_epoch if j_epoch and steps_per_epoch else None,
@@ -360,7 +361,8 @@ def empty_summary(reason: str | None) -> dict[str, Any]:
                            "window_s": None, "samples": 0, "memory_used_peak_bytes": None,
                            "throttled": None, "throttle_reasons": None, "throttle_fraction": None,
                            "energy_j": None, "energy_method": None, "energy_counter_j": None,
-                           "energy_integrated_j": None, "energy_note": None, "energy_per_epoch_j": [],
+                           "energy_integrated_j": None, "energy_note": None,
+                           "energy_counter_vs_integrated": None, "energy_per_epoch_j": [],
                            "j_per_epoch": None, "j_per_step": None, "examples_per_j": None,
                            "cpu_util_pct": None, "notes": [], "unsupported": {}}
     for key in SUMMARISED:

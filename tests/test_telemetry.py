@@ -122,6 +122,7 @@ def test_energy_from_counter_matches_power_and_derived_figures():
     assert s["energy_method"] == "counter"
     assert s["energy_j"] == pytest.approx(1600.0, rel=1e-3)  # 200 W x 8 s of steady epochs
     assert s["energy_integrated_j"] == pytest.approx(1600.0, rel=1e-3)
+    assert s["energy_counter_vs_integrated"] == pytest.approx(1.0, rel=1e-3)
     assert s["j_per_epoch"] == pytest.approx(800.0, rel=1e-3)
     assert s["j_per_step"] == pytest.approx(8.0, rel=1e-3)
     assert s["examples_per_j"] == pytest.approx(32.0, rel=1e-3)
