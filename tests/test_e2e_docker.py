@@ -113,7 +113,7 @@ def test_tuning_sweep_in_every_image(bench_all, make_args):
     df = pd.read_csv(results / "tuning-smoke-cpu.csv")
     bad = df[~df.status.isin(["ok", "unsupported"])]
     assert p.returncode == 0 and bad.empty, bad[["stack", "variant", "status", "reason"]].to_string()
-    assert set(df.stack) == set(STACKS)
+    assert set(df["stack"]) == set(STACKS)
     assert (df.groupby("stack")["baseline"].sum() == 1).all()
     assert df[df.status == "unsupported"]["reason"].notna().all()
     ok = df[df.status == "ok"]
