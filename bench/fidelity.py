@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from bench import telemetry
 from bench.engines import engine_for
 from bench.stacks import get_stack
 from bench.timing import clock, make_barrier
@@ -93,7 +94,9 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
                         device=device))
     batch, steps = w.batch_size, -(-ds.n_train // w.batch_size)
     hand = (_hand_keras if stack.engine == "keras" else _hand_torch)(stack, w, ds, device, epochs, batch)
-    harness = engine_for(stack.engine).fit(stack, w, ds, device, epochs, batch, {})["metrics"]
+    # the harness as cells run it, GPU telemetry sampler included (its cost is part of the overhead)
+    tel = telemetry.for_device(device)
+    harness = engine_for(stack.engine).fit(stack, w, ds, device, epochs, batch, {}, telemetry=tel)["metrics"]
     hand_ms = 1000.0 * sum(hand[1:]) / (len(hand[1:]) * steps)
     ratio = harness["ms_per_step_mean"] / hand_ms
     return {"stack": stack_id, "workload": workload, "device": device, "size": size, "epochs": epochs,
