@@ -1,6 +1,8 @@
 """``bench report RUN.csv``: a Markdown report with PNG plots from a collected CSV.
 
-Sections: the run's provenance (GPU, driver, versions, date), the classic suite's ms/step table, and
+Sections: the run's provenance (GPU, driver, versions, date), the Keras 3 benchmark's Table 2 (suite
+``paper``: ours beside the published A100 value, Figure 1's speedup plot), the classic suite's ms/step
+table, and
 the tuning study (per stack: out-of-the-box vs best configuration, the full grid beside the
 reference's published time, plots, and which of the study's findings hold on our data). Cells that
 are not ``ok`` are shown with their status and their reason in a footnote.
@@ -8,18 +10,21 @@ are not ``ok`` are shown with their status and their reason in a footnote.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from bench import reference
 from bench.knobs import variant_name
 from bench.stacks import STACKS, get_stack
 from bench.sweep import normalise
 
 REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
+PAPER_CSV = "keras_io_benchmarks_2024.csv"
+PAPER_STACKS = {"keras2-tensorflow": "keras2-tf", "keras3-tensorflow": "keras3-tf", "keras3-jax": "keras3-jax",
+                "keras3-torch": "keras3-torch"}
+KERAS3 = ("keras3-tf", "keras3-jax", "keras3-torch")
+PAPER_COLUMNS = ("keras2-tf", *KERAS3)
 REFERENCE_STACKS = {"keras3-tensorflow": "keras3-tf", "pytorch": "pytorch"}
 
 
@@ -63,10 +68,8 @@ def reference_settings(row: dict[str, str]) -> list[tuple[dict[str, Any], float]
 
 def reference_times() -> dict[tuple[str, str], float]:
     """(stack id, variant name) -> published whole-training seconds (41 epochs, RTX 4060 Ti)."""
-    text = resources.files("bench.sweeps").joinpath(REFERENCE_CSV).read_text()
-    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
     out = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+    for row in reference.read_csv(REFERENCE_CSV):
         for settings, seconds in reference_settings(row):
             out[(REFERENCE_STACKS[row["stack"]], variant_name(settings))] = seconds
     return out
@@ -312,6 +315,151 @@ def tuning_plots(rows, out_dir: Path) -> dict[str, str]:
     return files
 
 
+# ---- the Keras 3 benchmark (suite ``paper``) ------------------------------------------------------------
+
+def published_ms() -> dict[tuple[str, str, int, str], float | None]:
+    """(model, task, batch size, stack id) -> published A100 ms/step (None where the source says NA)."""
+    return {(r["model"], r["task"], int(r["batch_size"]), PAPER_STACKS[r["stack"]]): _num(r["ms_per_step"])
+            for r in reference.read_csv(PAPER_CSV)}
+
+
+def paper_rows(df) -> list[dict[str, Any]]:
+    """One entry per published row (model, task, batch) plus any extra row we ran, each with our cell per
+    stack (the CSV row or None) and the published value per stack."""
+    pub = published_ms()
+    keys = list(dict.fromkeys((m, t, b) for m, t, b, _ in pub))
+    ours = df[df["suite"] == "paper"] if "suite" in df.columns else df.iloc[0:0]
+    for _, r in ours.iterrows():
+        key = (r["workload"], r["task"], int(r["batch_size"]) if _num(r.get("batch_size")) is not None else -1)
+        if key not in keys:
+            keys.append(key)
+    rows = []
+    for m, t, b in keys:
+        cells = {}
+        for sid in (*PAPER_COLUMNS, "pytorch"):
+            hit = ours[(ours["workload"] == m) & (ours["task"] == t) & (ours["stack"] == sid)
+                       & (ours["batch_size"].map(_num) == b)] if not ours.empty else ours
+            cells[sid] = hit.iloc[0] if len(hit) else None
+        rows.append({"model": m, "task": t, "batch": b, "ours": cells,
+                     "published": {sid: pub.get((m, t, b, sid)) for sid in PAPER_COLUMNS}})
+    return rows
+
+
+def _ours_ms(cell) -> float | None:
+    return _num(cell["metrics.ms_per_step_mean"]) if cell is not None and cell["status"] == "ok" else None
+
+
+def _best_keras3(values: dict[str, float | None]) -> tuple[str | None, float | None]:
+    ok = {s: v for s, v in values.items() if s in KERAS3 and v is not None}
+    if not ok:
+        return None, None
+    sid = min(ok, key=ok.get)
+    return sid, ok[sid]
+
+
+def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
+    """Table 2 of the Keras 3 benchmark with our value beside the published one (ours / A100, ratio)."""
+    if "suite" not in df.columns or not (df["suite"] == "paper").any():
+        return []
+    rows = paper_rows(df)
+    head = ["model", "task", "batch", "Keras 2 (TF)", "Keras 3 TF", "Keras 3 JAX", "Keras 3 PyTorch",
+            "Keras 3 best", "PyTorch"]
+    out = ["## Keras 3 benchmark (Table 2 layout)", "",
+           "ms/step (mean over the timed steps, lower is better). Each cell: ours / published A100 value "
+           "(ours divided by published). Bold: our fastest Keras 3 stack. The published table has no plain "
+           "PyTorch column.", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        ours = {sid: _ours_ms(c) for sid, c in row["ours"].items()}
+        best_sid, best = _best_keras3(ours)
+        _, pub_best = _best_keras3(row["published"])
+        cells = []
+        for sid in PAPER_COLUMNS:
+            cell, pub = row["ours"][sid], row["published"][sid]
+            pub_text = fmt(pub, 2) if pub is not None else "NA"
+            if cell is None:
+                text = f"not run / {pub_text}"
+            elif cell["status"] != "ok":
+                text = f"{notes.ref(cell)} / {pub_text}"
+            else:
+                mine = fmt(ours[sid], 2)
+                mine = f"**{mine}**" if sid == best_sid else mine
+                ratio = f" ({ours[sid] / pub:.2f}x)" if pub else ""
+                text = f"{mine} / {pub_text}{ratio}"
+            cells.append(text)
+        best_text = f"{fmt(best, 2)} / {fmt(pub_best, 2)}" if best is not None else f"n/a / {fmt(pub_best, 2)}"
+        torch_cell = row["ours"]["pytorch"]
+        if torch_cell is None:
+            torch_text = "not run"
+        elif torch_cell["status"] != "ok":
+            torch_text = notes.ref(torch_cell)
+        else:
+            torch_text = fmt(ours["pytorch"], 2)
+        out.append(f"| {row['model']} | {row['task']} | {row['batch']} | " + " | ".join(cells)
+                   + f" | {best_text} | {torch_text} |")
+    out.append("")
+    for title, name in plots.items():
+        out.append(f"![{title}]({name})")
+    return out + [""]
+
+
+def paper_plots(df, out_dir: Path) -> dict[str, str]:
+    """Figure 1 (Keras 3 best vs Keras 2 throughput speedup per row, ours beside published) and ms/step
+    per stack per row. Rows without the needed ok values are left out of a plot, not invented."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = paper_rows(df)
+    files: dict[str, str] = {}
+    labels, ours_sp, pub_sp = [], [], []
+    for row in rows:
+        ours = {sid: _ours_ms(c) for sid, c in row["ours"].items()}
+        _, best = _best_keras3(ours)
+        _, pub_best = _best_keras3(row["published"])
+        k2, pub_k2 = ours.get("keras2-tf"), row["published"].get("keras2-tf")
+        if best is None or k2 is None:
+            continue
+        labels.append(f"{row['model']} {row['task']} {row['batch']}")
+        ours_sp.append(k2 / best)
+        pub_sp.append(pub_k2 / pub_best if pub_k2 and pub_best else np.nan)
+    if labels:
+        fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.5))
+        y = np.arange(len(labels))
+        ax.barh(y - 0.2, ours_sp, height=0.4, label="ours")
+        ax.barh(y + 0.2, pub_sp, height=0.4, label="published (A100)")
+        ax.set_yticks(y, labels, fontsize=8)
+        ax.axvline(1.0, color="grey", lw=0.8)
+        ax.set_xlabel("throughput speedup, Keras 3 best over Keras 2")
+        ax.invert_yaxis()
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "paper_speedup.png", dpi=110)
+        plt.close(fig)
+        files["Keras 3 best vs Keras 2 speedup (Figure 1)"] = "paper_speedup.png"
+    stacks = (*PAPER_COLUMNS, "pytorch")
+    data = [(f"{r['model']} {r['task']} {r['batch']}", [_ours_ms(r["ours"][s]) for s in stacks]) for r in rows]
+    data = [(name, vals) for name, vals in data if any(v is not None for v in vals)]
+    if data:
+        fig, ax = plt.subplots(figsize=(9, 0.6 * len(data) + 1.5))
+        y = np.arange(len(data))
+        h = 0.8 / len(stacks)
+        for i, sid in enumerate(stacks):
+            vals = [np.nan if v[i] is None else v[i] for _, v in data]
+            ax.barh(y + (i - len(stacks) / 2 + 0.5) * h, vals, height=h, label=sid)
+        ax.set_yticks(y, [name for name, _ in data], fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlabel("ms/step (log scale, lower is better)")
+        ax.invert_yaxis()
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out_dir / "paper_ms_per_step.png", dpi=110)
+        plt.close(fig)
+        files["ms/step per stack"] = "paper_ms_per_step.png"
+    return files
+
+
 def write_report(csv_path: Path, out_dir: Path) -> Path:
     """Write ``out_dir/report.md`` (and its PNGs) from a collected CSV; returns the report's path.
 
@@ -330,7 +478,9 @@ def write_report(csv_path: Path, out_dir: Path) -> Path:
     notes = Footnotes()
     tuning = tuning_frame(df)
     plots = tuning_plots(tuning, out_dir) if not tuning.empty else {}
-    lines = [f"# Benchmark report: {Path(csv_path).name}", "", *provenance(df), *classic_section(df, notes),
+    has_paper = (df["suite"] == "paper").any()
+    paper = paper_section(df, notes, paper_plots(df, out_dir) if has_paper else {})
+    lines = [f"# Benchmark report: {Path(csv_path).name}", "", *provenance(df), *paper, *classic_section(df, notes),
              *tuning_section(tuning, notes, plots)]
     if notes.items:
         lines += ["## Cells that did not run", "", *notes.lines(), ""]

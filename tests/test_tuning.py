@@ -218,3 +218,54 @@ def test_reference_rows_parse():
     pairs = report.reference_settings(row)
     assert pairs == [({"data_pipeline": "tensor_dataset"}, 38.0),
                      ({"data_pipeline": "tensor_dataset", "preload": True}, 35.0)]
+
+
+# ---- report: the Keras 3 benchmark's Table 2 ---------------------------------------------------------
+
+def paper_record(stack, workload, task, batch, ms=None, status="ok", reason=None):
+    c = Cell(stack=stack, suite="paper", workload=workload, task=task, size="full", device="gpu",
+             batch_size=batch)
+    r = new_record(c)
+    r.update(status=status, reason=reason, finished_utc="2026-11-21T10:00:00+00:00",
+             env={"gpu": {"name": "Fake H100", "driver": "999.1"}})
+    if status == "ok":
+        r["metrics"] = {"ms_per_step_mean": ms}
+    return c, r
+
+
+def test_report_renders_table2_with_published_values_and_every_status(tmp_path):
+    recs = [
+        paper_record("keras2-tf", "bert", "fit", 32, 400.0),
+        paper_record("keras3-tf", "bert", "fit", 32, 200.0),
+        paper_record("keras3-jax", "bert", "fit", 32, 100.0),
+        paper_record("keras3-torch", "bert", "fit", 32, status="failed", reason="RuntimeError: boom"),
+        paper_record("pytorch", "bert", "fit", 32, 150.0),
+        paper_record("keras2-tf", "gemma", "generate", 1, status="unsupported",
+                     reason="GemmaBackbone requires Keras 3"),
+        paper_record("keras3-jax", "gemma", "generate", 1, status="oom", reason="killed by SIGKILL"),
+    ]
+    run = tmp_path / "run"
+    for c, r in recs:
+        write_json_atomic(result_path(run, c), r)
+    collect(run, tmp_path / "run.csv")
+    text = report.write_report(tmp_path / "run.csv", tmp_path / "out").read_text()
+    assert "## Keras 3 benchmark (Table 2 layout)" in text
+    # published bert fit 32: keras2 486.00, keras3 TF 214.49, JAX 222.37, torch 808.68; best 214.49
+    row = next(ln for ln in text.splitlines() if ln.startswith("| bert | fit | 32 |"))
+    assert "400.00 / 486.00 (0.82x)" in row and "200.00 / 214.49 (0.93x)" in row
+    assert "**100.00** / 222.37 (0.45x)" in row  # our fastest Keras 3 stack in bold
+    assert "failed [^" in row and "/ 808.68" in row
+    assert row.endswith("| 100.00 / 214.49 | 150.00 |")  # Keras 3 best, then plain PyTorch
+    gemma = next(ln for ln in text.splitlines() if ln.startswith("| gemma | generate | 1 |"))
+    assert "unsupported [^" in gemma and "/ NA" in gemma and "oom [^" in gemma and "not run" in gemma
+    assert "GemmaBackbone requires Keras 3" in text and "RuntimeError: boom" in text
+    # every published row is in the table, run or not
+    assert sum(ln.startswith("| ") and " | " in ln for ln in text.splitlines()) >= 12
+    assert (tmp_path / "out" / "paper_speedup.png").exists() and (tmp_path / "out" / "paper_ms_per_step.png").exists()
+
+
+def test_published_table_is_complete():
+    pub = report.published_ms()
+    assert len(pub) == 48
+    assert pub[("gemma", "fit", 8, "keras2-tf")] is None  # NA in the source
+    assert pub[("mistral", "generate", 1, "keras3-jax")] == 679.30
