@@ -46,7 +46,7 @@ DOCS: dict[str, str] = {
                      "tf_data_tensors (tf.data from arrays or tensors, shuffle, batch and prefetch with AUTOTUNE), "
                      "tensors_fit (backend tensors preloaded on the device, to fit), tensors_on_device (PyTorch: "
                      "tensors on the device, a shuffled index per step), tensor_dataset (TensorDataset + "
-                     "DataLoader), torchvision_dataset_transforms (a per-item dataset doing ToTensor + Normalize)",
+                     "DataLoader), torchvision_dataset_transforms (a per-item dataset with a ToTensor-style transform)",
     "num_workers": "DataLoader worker processes (PyTorch)",
     "preload": "tensor_dataset: tensors placed on the device before training (the study's time_preload)",
     "steps_per_execution": "Keras: steps run per call of the compiled train function (Keras caps it at the epoch)",
