@@ -152,20 +152,14 @@ def stack_list(stacks) -> list[str]:
 def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
             suite, workloads, tasks) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
-    from dataclasses import replace
-
     stack_ids = stack_list(stacks)
-    kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s}
+    kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples}
     try:  # validate everything before probing a framework
         planning.expand(stack_ids, suite, "smoke", "cpu", workloads, tasks, **kw)
     except planning.PlanError as e:
         fail(str(e))
-
-    def make_cells(sz, dev):
-        cells = planning.expand(stack_ids, suite, sz, dev, workloads, tasks, **kw)
-        return [replace(c, telemetry_samples=telemetry_samples) for c in cells]
-
-    execute(stack_ids, suite, make_cells, size, device, out_dir, force, repeats)
+    execute(stack_ids, suite, lambda sz, dev: planning.expand(stack_ids, suite, sz, dev, workloads, tasks, **kw),
+            size, device, out_dir, force, repeats)
 
 
 @cli.command("sweep")
@@ -178,10 +172,7 @@ def sweep_cmd(grid_file, stacks, size, device, out_dir, force, repeats, batch_si
     from bench import sweep
 
     stack_ids = stack_list(stacks)
-    for sid in stack_ids:
-        if sid not in STACKS:
-            fail(f"unknown stack {sid!r}; known: {', '.join(STACKS)}")
-    try:
+    try:  # validate everything before probing a framework
         grid = sweep.load(grid_file)
         kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s,
               "telemetry_samples": telemetry_samples}

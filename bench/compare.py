@@ -9,7 +9,6 @@ below alpha (3 vs 3 repeats: p >= 0.1); such rows say ``underpowered`` instead o
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from typing import Any
@@ -82,9 +81,3 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = 0.05, t
                      f"b_{metric}": rb[f"metrics.{metric}"], **res})
     return pd.DataFrame(rows)
 
-
-def only_in(df_a, df_b) -> list[tuple]:
-    """Cell keys present in A but not in B."""
-    a = set(itertools.starmap(lambda *k: k, df_a[KEY].itertuples(index=False)))
-    b = set(itertools.starmap(lambda *k: k, df_b[KEY].itertuples(index=False)))
-    return sorted(a - b)

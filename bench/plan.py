@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bench import sweep
 from bench.record import Cell
 from bench.stacks import STACKS
 from bench.workloads import SIZES, SUITES, WORKLOADS
@@ -30,8 +31,9 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
            workloads: Sequence[str] = (), tasks: Sequence[str] = (), *,
            variant: str = "default", settings: dict[str, Any] | None = None,
            batch_size: int | None = None, epochs: int | None = None,
-           timeout_s: float | None = None) -> list[Cell]:
-    """All cells of the selection, in a stable order (stack, then workload, then task).
+           timeout_s: float | None = None, telemetry_samples: bool = False) -> list[Cell]:
+    """All cells of the selection, in a stable order (stack, then workload, then task; a suite with a
+    default grid, like ``tuning``, gives one cell per stack and variant of that grid).
 
     Raises:
         PlanError: unknown stack/suite/workload/task/size/device, a workload outside the suite, or an
@@ -51,27 +53,21 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     for name, value in (("batch size", batch_size), ("epochs", epochs), ("timeout", timeout_s)):
         if value is not None and value <= 0:
             raise PlanError(f"{name} must be positive, got {value}")
-    common = {"size": size, "device": device, "batch_size": batch_size, "epochs": epochs,
-              "timeout_s": timeout_s or DEFAULT_TIMEOUT_S[size]}
-    from bench import sweep
-
     if suite in sweep.DEFAULT_GRIDS:
-        cells = sweep_cells(sweep.default_grid(suite), stacks, suite=suite, **common)
-        if workloads or tasks:
-            cells = [c for c in cells if (not workloads or c.workload in workloads)
-                     and (not tasks or c.task in tasks)]
-        if not cells:
-            raise PlanError("the selection contains no cell")
-        return cells
-    cells = [
-        Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=variant,
-             settings=dict(settings or {}), batch_size=batch_size, epochs=epochs,
-             timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size])
-        for s in stacks
-        for w in (workloads or SUITES[suite])
-        for t in WORKLOADS[w].tasks
-        if not tasks or t in tasks
-    ]
+        cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
+                                        batch_size=batch_size, epochs=epochs, timeout_s=timeout_s,
+                                        telemetry_samples=telemetry_samples)
+                 if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]
+    else:
+        cells = [
+            Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=variant,
+                 settings=dict(settings or {}), batch_size=batch_size, epochs=epochs,
+                 timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples)
+            for s in stacks
+            for w in (workloads or SUITES[suite])
+            for t in WORKLOADS[w].tasks
+            if not tasks or t in tasks
+        ]
     if not cells:
         raise PlanError("the selection contains no cell")
     return cells
@@ -83,8 +79,11 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
     """One cell per (stack, variant) of a ``bench.sweep.Grid``, baseline first within each stack.
 
     Raises:
-        PlanError: the grid's workload or task is unknown, or it has no variant for any selected stack.
+        PlanError: an unknown stack, the grid's workload or task is unknown, or it has no variant for any
+            selected stack.
     """
+    for s in stacks:
+        _check("stack", s, list(STACKS))
     _check("workload", grid.workload, list(WORKLOADS))
     if grid.task not in WORKLOADS[grid.workload].tasks:
         raise PlanError(f"workload {grid.workload!r} has no task {grid.task!r}")

@@ -45,8 +45,9 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
     out["repeat"] = None
     block: dict[str, Any] = {"n": len(records), "ok": len(records) - len(bad), "rule": RULE,
                              "statuses": [r["status"] for r in records]}
-    if bad and len(records) > 1:
-        out["reason"] = f"repeat {bad[0].get('repeat') or 1} of {len(records)}: {bad[0].get('reason')}"
+    if bad:
+        if len(records) > 1:
+            out["reason"] = f"repeat {bad[0].get('repeat') or 1} of {len(records)}: {bad[0].get('reason')}"
     else:
         for key in AGGREGATED:
             values = [r["metrics"].get(key) for r in records]
@@ -54,7 +55,7 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
                 continue
             block[key] = spread(values)
             out["metrics"][key] = block[key]["median"]
-        walls = [r.get("process", {}).get("wall_s") for r in records]
-        block["process_wall_s"] = [w for w in walls if w is not None]
+    walls = [r.get("process", {}).get("wall_s") for r in records]
+    block["process_wall_s"] = [w for w in walls if w is not None]
     out["repeats"] = block
     return out

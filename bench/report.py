@@ -222,11 +222,6 @@ def tuning_section(rows, notes: Footnotes, plots: dict[str, str]) -> list[str]:
     return out + [""]
 
 
-def _setting(r, key, default):
-    v = r.get(f"settings_requested.{key}")
-    return default if v is None or (isinstance(v, float) and math.isnan(v)) else v
-
-
 def findings(rows) -> list[str]:
     """Sentences that say, from our data, whether two of the study's findings hold."""
     ok = rows[(rows["status"] == "ok") & rows["time_s"].notna()]
@@ -234,7 +229,7 @@ def findings(rows) -> list[str]:
     keras = ok[ok["stack"].map(lambda s: get_stack(s).engine == "keras")]
     pairs = []
     for _, r in keras.iterrows():
-        if int(_setting(r, "steps_per_execution", 1)) != 512:
+        if int(_settings_of(r).get("steps_per_execution", 1)) != 512:
             continue
         twin = variant_name({k: v for k, v in _settings_of(r).items() if k != "steps_per_execution"})
         m = keras[(keras["stack"] == r["stack"]) & (keras["variant"] == twin)]
@@ -263,17 +258,16 @@ def findings(rows) -> list[str]:
 
 
 def _settings_of(r) -> dict[str, Any]:
+    """The requested settings of a CSV row, with CSV floats and 'True'/'False' texts turned back."""
     out = {}
     for col in r.index:
-        if col.startswith("settings_requested.") and r[col] is not None and not (
-                isinstance(r[col], float) and math.isnan(r[col])):
-            v = r[col]
-            key = col.removeprefix("settings_requested.")
-            if isinstance(v, float) and v.is_integer():
-                v = int(v)
-            if isinstance(v, str) and v in ("True", "False"):
-                v = v == "True"
-            out[key] = v
+        v = r[col]
+        if not col.startswith("settings_requested.") or v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        flag = _bool(v) if isinstance(v, str) else None
+        out[col.removeprefix("settings_requested.")] = v if flag is None else flag
     return out
 
 

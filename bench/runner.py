@@ -132,8 +132,8 @@ def run_one(cell: Cell, out_dir: Path) -> dict[str, Any]:
     return rec
 
 
-def existing_status(cell: Cell, out_dir: Path, repeats: int = 1) -> str | None:
-    """Status of a valid record already on disk for ``cell`` (with ``repeats`` repeats), else None."""
+def existing_record(cell: Cell, out_dir: Path, repeats: int = 1) -> dict[str, Any] | None:
+    """A valid record already on disk for ``cell`` (aggregated over ``repeats`` repeats), else None."""
     path = result_path(out_dir, cell)
     if not path.exists():
         return None
@@ -143,7 +143,13 @@ def existing_status(cell: Cell, out_dir: Path, repeats: int = 1) -> str | None:
         return None
     if (rec.get("repeats") or {}).get("n", 1) != repeats:
         return None
-    return rec["status"]
+    return rec
+
+
+def existing_status(cell: Cell, out_dir: Path, repeats: int = 1) -> str | None:
+    """Status of a valid record already on disk for ``cell`` (with ``repeats`` repeats), else None."""
+    rec = existing_record(cell, out_dir, repeats)
+    return None if rec is None else rec["status"]
 
 
 def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False) -> dict[str, Any]:
@@ -152,11 +158,8 @@ def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False) -
     records = []
     for k in range(1, repeats + 1):
         rcell = replace(cell, repeat=k)
-        done = existing_status(rcell, out_dir)
-        if done in FINAL_STATUSES and not force:
-            records.append(read_record(result_path(out_dir, rcell)))
-        else:
-            records.append(run_one(rcell, out_dir))
+        done = None if force else existing_record(rcell, out_dir)
+        records.append(done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir))
     rec = aggregate(records)
     write_json_atomic(result_path(out_dir, cell), rec)
     return rec

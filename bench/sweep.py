@@ -73,13 +73,18 @@ def normalise(engine: str, settings: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if not is_default(k, v)}
 
 
+def _blocks(data: dict[str, Any]) -> dict[str, Any]:
+    """Engine blocks, then stack blocks (a stack id's block replaces its engine's for that stack)."""
+    return {**(data.get("engines") or {}), **(data.get("stacks") or {})}
+
+
 def _check_structure(data: Any, source: str) -> None:
     if not isinstance(data, dict):
         raise GridError(f"{source}: a grid file is a mapping with workload, task and engines/stacks")
     for key in ("workload", "task"):
         if not isinstance(data.get(key), str):
             raise GridError(f"{source}: missing or invalid {key!r}")
-    blocks = {**(data.get("engines") or {}), **(data.get("stacks") or {})}
+    blocks = _blocks(data)
     if not blocks:
         raise GridError(f"{source}: no 'engines' or 'stacks' block")
     for name, block in blocks.items():
@@ -102,8 +107,7 @@ def parse(text: str, source: str) -> Grid:
     except yaml.YAMLError as e:
         raise GridError(f"{source}: not valid YAML ({str(e).splitlines()[0]})") from None
     _check_structure(data, source)
-    blocks = {**(data.get("engines") or {}), **(data.get("stacks") or {})}
-    return Grid(str(data.get("name") or Path(source).stem), data["workload"], data["task"], blocks, source)
+    return Grid(str(data.get("name") or Path(source).stem), data["workload"], data["task"], _blocks(data), source)
 
 
 def load(path: Path) -> Grid:

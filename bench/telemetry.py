@@ -163,6 +163,7 @@ class Telemetry:
         self.marks: list[tuple[float, int | None]] = []
         self.stopped_at: tuple[float, int | None] | None = None
         self.idle_power_w: float | None = None
+        self.cpu_util_pct: float | None = None
         self.cpu = CpuMeter(clock)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -291,7 +292,7 @@ class Telemetry:
         out["memory_used_peak_bytes"] = max(used) if used else None
         out.update(self._throttle(window))
         out.update(self._energy(edges, steady, t0, t1, steps_per_epoch, examples_per_epoch))
-        out["cpu_util_pct"] = getattr(self, "cpu_util_pct", None)
+        out["cpu_util_pct"] = self.cpu_util_pct
         notes = []
         if out["window_s"] < MIN_WINDOW_S:
             notes.append(f"window {out['window_s']:.2f} s is shorter than {MIN_WINDOW_S:g} s: energy counter "

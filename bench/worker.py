@@ -75,8 +75,7 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         try:
             out = engine_for(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, dict(cell.settings),
                                                telemetry=tel)
-        finally:
-            tel.stop()
+        finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
             if samples_csv is not None:
                 tel.write_samples(samples_csv)
         rec["settings"] = {**cell.settings, **out["settings"]}

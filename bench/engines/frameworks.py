@@ -57,6 +57,13 @@ def set_tf32(backend: str, enabled: bool) -> dict[str, Any]:
     return out
 
 
+def cpp_compiler_missing() -> bool:
+    """True when no C++ compiler is on PATH: torch.compile (inductor) cannot build CPU kernels then."""
+    import shutil
+
+    return not any(shutil.which(c) for c in ("c++", "g++", "clang++"))
+
+
 def device_peak_bytes(backend: str, device: str) -> int | None:
     """Peak device memory allocated by the framework in this process (bytes), None on CPU or unknown."""
     if device != "gpu":

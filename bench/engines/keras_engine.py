@@ -7,7 +7,6 @@ each clock read (``bench.timing.make_barrier``).
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import numpy as np
@@ -101,7 +100,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     policy name), ``data_pipeline`` (default numpy_fit).
     """
     if (stack.backend == "torch" and settings.get("jit_compile") is True and device == "cpu"
-            and not any(shutil.which(c) for c in ("c++", "g++", "clang++"))):
+            and frameworks.cpp_compiler_missing()):
         raise Unsupported("jit_compile=True on Keras' PyTorch backend uses torch.compile, which needs a C++ "
                           "compiler on CPU; this image has none")
     keras = import_keras(stack)

@@ -72,12 +72,6 @@ class TransformDataset:
         return x, int(self.labels[i])
 
 
-def _compiler_missing() -> bool:
-    import shutil
-
-    return not any(shutil.which(c) for c in ("c++", "g++", "clang++"))
-
-
 def make_batches(torch, pipeline: str, settings: dict[str, Any], ds: Dataset, workload: Workload,
                  batch_size: int, dev):
     """An epoch-iterable of (inputs tuple, labels) on ``dev`` for the chosen data pipeline."""
@@ -134,7 +128,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     pipeline = settings.get("data_pipeline", "tensors_on_device")
     mode = settings.get("compile", "none")
     precision = settings.get("precision", "float32")
-    if mode != "none" and device == "cpu" and _compiler_missing():
+    if mode != "none" and device == "cpu" and frameworks.cpp_compiler_missing():
         raise Unsupported("torch.compile on CPU needs a C++ compiler for inductor; this image has none")
     effective: dict[str, Any] = {"torch_version": torch.__version__, "precision": precision, "compile": mode,
                                  "data_pipeline": pipeline, "num_workers": int(settings.get("num_workers", 0)),
