@@ -14,7 +14,7 @@ import click
 from bench import plan as planning
 from bench.record import FIELDS
 from bench.stacks import STACKS, get_stack
-from bench.workloads import SIZES, SUITES, WORKLOADS
+from bench.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
 
 USAGE_EXIT = 2
 BANNER_WIDTH = 78
@@ -45,8 +45,12 @@ def list_cmd(only_stacks: bool) -> None:
         click.echo(f"  {suite}: {', '.join(names)}")
     click.echo("workloads:")
     for w in WORKLOADS.values():
-        click.echo(f"  {w.name:<24} tasks {','.join(w.tasks):<8} batch {w.batch_size:<4} "
-                   f"{w.optimizer} lr {w.learning_rate:g}; {w.source}")
+        if isinstance(w, StepWorkload):
+            cells = ", ".join(f"{t} {b}" for t, b in w.cells)
+            click.echo(f"  {w.name:<24} {cells}; {w.source}")
+        else:
+            click.echo(f"  {w.name:<24} tasks {','.join(w.tasks):<8} batch {w.batch_size:<4} "
+                       f"{w.optimizer} lr {w.learning_rate:g}; {w.source}")
     click.echo(f"tasks: {', '.join(planning.all_tasks())}")
     click.echo(f"sizes: {', '.join(SIZES)}")
 
@@ -149,11 +153,16 @@ def stack_list(stacks) -> list[str]:
 @click.option("--suite", default="classic", show_default=True, help="Suite to run (tuning = the default sweep).")
 @click.option("--workload", "workloads", multiple=True, help="Only these workloads; repeatable.")
 @click.option("--task", "tasks", multiple=True, help="Only these tasks (fit, ...); repeatable.")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="paper suite: timed steps after the first [default: 100 full, 3 smoke].")
+@click.option("--seq-len", type=click.IntRange(min=1), default=None,
+              help="paper suite: sequence length of BERT/Gemma/Mistral fit and predict [default: published].")
 def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
-            suite, workloads, tasks) -> None:
+            suite, workloads, tasks, steps, seq_len) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
     stack_ids = stack_list(stacks)
-    kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples}
+    kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples,
+          "steps": steps, "seq_len": seq_len}
     try:  # validate everything before probing a framework
         planning.expand(stack_ids, suite, "smoke", "cpu", workloads, tasks, **kw)
     except planning.PlanError as e:

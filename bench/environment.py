@@ -19,7 +19,8 @@ from typing import Any
 
 import bench
 
-DISTRIBUTIONS = ("tensorflow", "tf-keras", "keras", "jax", "jaxlib", "jax-cuda12-plugin", "torch",
+DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-keras", "keras", "keras-hub", "keras-nlp", "keras-cv", "jax",
+                 "jaxlib", "jax-cuda12-plugin", "torch", "transformers", "diffusers", "peft",
                  "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cuda-runtime-cu12",
                  "nvidia-cuda-runtime", "nvidia-ml-py", "click", "pooch")
 ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "TF_FORCE_GPU_ALLOW_GROWTH",

@@ -8,7 +8,7 @@ from typing import Any
 from bench import sweep
 from bench.record import Cell
 from bench.stacks import STACKS
-from bench.workloads import SIZES, SUITES, WORKLOADS
+from bench.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
 
 #: Per-cell process time limit by size (s); overridable with ``bench run --timeout``.
 DEFAULT_TIMEOUT_S = {"smoke": 600.0, "full": 3600.0}
@@ -31,9 +31,11 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
            workloads: Sequence[str] = (), tasks: Sequence[str] = (), *,
            variant: str = "default", settings: dict[str, Any] | None = None,
            batch_size: int | None = None, epochs: int | None = None,
-           timeout_s: float | None = None, telemetry_samples: bool = False) -> list[Cell]:
+           timeout_s: float | None = None, telemetry_samples: bool = False, steps: int | None = None,
+           seq_len: int | None = None) -> list[Cell]:
     """All cells of the selection, in a stable order (stack, then workload, then task; a suite with a
-    default grid, like ``tuning``, gives one cell per stack and variant of that grid).
+    default grid, like ``tuning``, gives one cell per stack and variant of that grid). A step-timed
+    workload (the ``paper`` suite) gives one cell per published batch size of a task, variant ``bs<N>``.
 
     Raises:
         PlanError: unknown stack/suite/workload/task/size/device, a workload outside the suite, or an
@@ -50,7 +52,8 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
             raise PlanError(f"workload {w!r} is not in suite {suite!r}; it has: {', '.join(SUITES[suite])}")
     for t in tasks:
         _check("task", t, all_tasks())
-    for name, value in (("batch size", batch_size), ("epochs", epochs), ("timeout", timeout_s)):
+    for name, value in (("batch size", batch_size), ("epochs", epochs), ("timeout", timeout_s), ("steps", steps),
+                        ("sequence length", seq_len)):
         if value is not None and value <= 0:
             raise PlanError(f"{name} must be positive, got {value}")
     if suite in sweep.DEFAULT_GRIDS:
@@ -60,17 +63,35 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
                  if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]
     else:
         cells = [
-            Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=variant,
-                 settings=dict(settings or {}), batch_size=batch_size, epochs=epochs,
-                 timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples)
+            Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=v,
+                 settings=dict(settings or {}), batch_size=b, epochs=epochs,
+                 timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples,
+                 steps=steps, seq_len=seq_len)
             for s in stacks
             for w in (workloads or SUITES[suite])
             for t in WORKLOADS[w].tasks
             if not tasks or t in tasks
+            for b, v in _batches(WORKLOADS[w], t, size, batch_size, variant)
         ]
     if not cells:
         raise PlanError("the selection contains no cell")
     return cells
+
+
+#: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.
+SMOKE_MAX_BATCH = 2
+
+
+def _batches(w, task: str, size: str, batch_size: int | None, variant: str) -> list[tuple[int | None, str]]:
+    """(batch size, variant) of each cell of ``task``: the published batch sizes of a step-timed workload
+    (variant ``bs<N>``; capped at ``SMOKE_MAX_BATCH`` at smoke size), else the one override (or None: the
+    workload's default)."""
+    if isinstance(w, StepWorkload):
+        sizes = [batch_size] if batch_size else w.batch_sizes(task)
+        if size == "smoke" and not batch_size:
+            sizes = list(dict.fromkeys(min(b, SMOKE_MAX_BATCH) for b in sizes))
+        return [(b, f"bs{b}") for b in sizes]
+    return [(batch_size, variant)]
 
 
 def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: str, device: str,

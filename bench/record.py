@@ -21,7 +21,7 @@ FINAL_STATUSES = ("ok", "unsupported")
 
 FIELDS: dict[str, str] = {
     "schema_version": "integer version of this record layout",
-    "cell_id": "stack__suite__workload__task__size__variant; also the file name",
+    "cell_id": "stack__suite__workload__task__size__variant; also the file name (paper suite: variant bs<N>)",
     "stack / suite / workload / task / size / variant": "the cell's coordinates",
     "device": "cpu or gpu, as resolved for the run",
     "status": "ok | failed | timeout | oom | unsupported",
@@ -30,6 +30,8 @@ FIELDS: dict[str, str] = {
     "data.source": "real (the published dataset) or synthetic (same shapes and dtypes, random values)",
     "settings.*": "every precision/compile setting in effect: requested and effective values",
     "settings_requested.*": "the knobs the cell asked for (its variant), before the framework resolved them",
+    "settings.generated_tokens": "paper suite, generate: tokens produced per sequence per call (fixed length)",
+    "settings.model_config": "paper suite: the architecture config built (full: the published one; smoke: tiny)",
     "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",
     "repeat": "1-based repeat index in a per-repeat record (null in the aggregated cell record)",
     "metrics.first_epoch_s": "seconds of the first epoch: includes tracing/compilation (s)",
@@ -37,6 +39,15 @@ FIELDS: dict[str, str] = {
     "metrics.ms_per_step_*": "mean/p50/p90/std/min/max of per-step wall time over steady epochs (ms)",
     "metrics.samples_per_s": "training examples per second over steady epochs",
     "metrics.total_train_s": "training steps of all epochs, compilation included, validation excluded (s)",
+    "metrics.first_step_s": "paper suite: the first step alone, model build and compilation included (s)",
+    "metrics.steps / steady_s": "paper suite: timed steps after the first (default 100), and their total (s)",
+    "metrics.examples_per_s / tokens_per_s": "paper suite: examples (sequences, images) per second over the timed "
+                                             "steps; generated tokens per second for generate",
+    "metrics.flops_per_step / flops_method": "paper suite: model FLOPs of one step (null outside the table: smoke "
+                                             "size, another sequence length) and how they were counted",
+    "metrics.achieved_tflops / mfu": "paper suite: FLOPs per step / mean step time (TFLOP/s), and that over the "
+                                     "GPU's dense peak for the dtype in use (null without a known peak)",
+    "metrics.peak_flops / peak_source": "the dense peak used for MFU (FLOP/s) and its source, or why it is null",
     "metrics.j_per_step / j_per_epoch / examples_per_j": "energy per step and per steady epoch (J), and "
                                                           "training examples per joule (null without NVML)",
     "repeats.n / ok / statuses / rule": "number of independent repeats, how many were ok, their statuses, and "
@@ -89,6 +100,8 @@ class Cell:
         baseline: this variant is the stack's out-of-the-box configuration in a sweep.
         repeat: 1-based index of an independent repeat (None when the cell is not repeated).
         telemetry_samples: also write the raw GPU telemetry samples to ``<run_id>.telemetry.csv``.
+        steps / seq_len: overrides of a step-timed workload's timed steps and sequence length (None keeps
+            the published values).
     """
 
     stack: str
@@ -105,6 +118,8 @@ class Cell:
     baseline: bool = False
     repeat: int | None = None
     telemetry_samples: bool = False
+    steps: int | None = None
+    seq_len: int | None = None
 
     @property
     def id(self) -> str:

@@ -204,6 +204,10 @@ def describe(rec: dict[str, Any]) -> str:
         ms_text += f", median of {reps['n']} repeats" + (f" (cv {100 * cv:.1f} %)" if cv is not None else "")
     energy = m.get("j_per_epoch")
     energy_text = f", {energy:.1f} J/epoch" if energy is not None else ""
+    if m.get("mfu") is not None:
+        energy_text += f", MFU {100 * m['mfu']:.1f} %"
     wall = (rec.get("process") or {}).get("wall_s")
-    return (f"ok  {ms_text}, first epoch {m['first_epoch_s']:.1f} s{energy_text}"
+    first = (f"first step {m['first_step_s']:.1f} s" if "first_epoch_s" not in m
+             else f"first epoch {m['first_epoch_s']:.1f} s")
+    return (f"ok  {ms_text}, {first}{energy_text}"
             + (f", process {wall:.1f} s" if wall is not None else "") + f", data={rec['data'].get('source')}")

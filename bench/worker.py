@@ -13,12 +13,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench import datasets, knobs, telemetry
-from bench.engines import Unsupported, engine_for
+from bench import datasets, flops, knobs, telemetry
+from bench.engines import Unsupported, engine_for, steps_engine_for
 from bench.environment import capture, utc_now
 from bench.record import Cell, new_record, write_json_atomic
 from bench.stacks import get_stack
-from bench.workloads import get_workload
+from bench.workloads import StepWorkload, get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
 
@@ -60,32 +60,10 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         stack, w = get_stack(cell.stack), get_workload(cell.workload)
         if cell.task not in w.tasks:
             raise Unsupported(f"{w.name} has no task {cell.task!r}")
-        batch = cell.batch_size or w.batch_size
-        epochs = cell.epochs or w.epochs[cell.size]
-        rec["batch_size"] = batch
-        reason = knobs.check(stack, dict(cell.settings))
-        if reason:
-            raise Unsupported(reason)
-        ds = load_data(cell)
-        rec["data"] = ds.record()
-        if ds.source == "synthetic":
-            rec["notes"].append("data=synthetic: " + (ds.reason or ""))
-        tel = telemetry.for_device(cell.device)
-        tel.measure_idle()
-        try:
-            out = engine_for(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, dict(cell.settings),
-                                               telemetry=tel)
-        finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
-            if samples_csv is not None:
-                tel.write_samples(samples_csv)
-        rec["settings"] = {**cell.settings, **out["settings"]}
-        for key in ("metrics", "history", "model", "memory"):
-            rec[key] = out[key]
-        rec["telemetry"] = tel.summary(rec["metrics"].get("steps_per_epoch"), ds.n_train)
-        add_energy_metrics(rec)
-        if rec["telemetry"].get("throttled"):
-            rec["notes"].append("GPU throttled during the timed window: "
-                                + ", ".join(rec["telemetry"]["throttle_reasons"] or []))
+        if isinstance(w, StepWorkload):
+            run_steps(rec, cell, stack, w, samples_csv)
+        else:
+            run_epochs(rec, cell, stack, w, samples_csv)
         rec["status"] = "ok"
     except Unsupported as e:
         rec["status"], rec["reason"] = "unsupported", str(e)
@@ -99,9 +77,97 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         rec["env"] = capture()
     except Exception as e:
         rec["env"] = {"error": f"{type(e).__name__}: {e}"}
+    if rec["status"] == "ok" and isinstance(get_workload(cell.workload), StepWorkload):
+        add_mfu(rec)
     rec["memory"]["host_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     rec["finished_utc"] = utc_now()
     return rec
+
+
+def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | None) -> None:
+    """A classic workload: ``fit`` on its dataset for some epochs (``bench.engines.*_engine.fit``)."""
+    batch = cell.batch_size or w.batch_size
+    epochs = cell.epochs or w.epochs[cell.size]
+    rec["batch_size"] = batch
+    reason = knobs.check(stack, dict(cell.settings))
+    if reason:
+        raise Unsupported(reason)
+    ds = load_data(cell)
+    rec["data"] = ds.record()
+    if ds.source == "synthetic":
+        rec["notes"].append("data=synthetic: " + (ds.reason or ""))
+    tel = telemetry.for_device(cell.device)
+    tel.measure_idle()
+    try:
+        out = engine_for(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, dict(cell.settings),
+                                           telemetry=tel)
+    finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
+        if samples_csv is not None:
+            tel.write_samples(samples_csv)
+    rec["settings"] = {**cell.settings, **out["settings"]}
+    for key in ("metrics", "history", "model", "memory"):
+        rec[key] = out[key]
+    rec["telemetry"] = tel.summary(rec["metrics"].get("steps_per_epoch"), ds.n_train)
+    finish_telemetry(rec)
+
+
+def finish_telemetry(rec: dict[str, Any]) -> None:
+    add_energy_metrics(rec)
+    if rec["telemetry"].get("throttled"):
+        rec["notes"].append("GPU throttled during the timed window: "
+                            + ", ".join(rec["telemetry"]["throttle_reasons"] or []))
+
+
+def step_metrics(timer, batch: int, steps: int, generated_tokens: int | None) -> dict[str, Any]:
+    """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput."""
+    s = timer.summary(batch, batch * steps)
+    out = {k: v for k, v in s.items() if k.startswith("ms_per_step_")}
+    out.update(first_step_s=s["first_epoch_s"], steps=s["steps"], steady_s=s["steady_epoch_s"],
+               examples_per_s=s["samples_per_s"])
+    out["tokens_per_s"] = s["samples_per_s"] * generated_tokens if s["samples_per_s"] and generated_tokens else None
+    return out
+
+
+def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_csv: Path | None) -> None:
+    """A step-timed workload (``paper`` suite): ``steps`` timed steps after a first one, random inputs."""
+    from bench.workloads.paper import check_supported
+
+    batch = cell.batch_size or w.batch_sizes(cell.task)[0]
+    steps = cell.steps or w.steps[cell.size]
+    cfg = w.model.config(cell.size)
+    if cell.seq_len:
+        cfg["seq_len"] = cell.seq_len
+    rec["batch_size"] = batch
+    rec["data"] = {"source": "synthetic", "reason": "random inputs of the published shapes (the source's method)"}
+    check_supported(w, stack, cell.task, dict(cell.settings))
+    tel = telemetry.for_device(cell.device)
+    tel.measure_idle()
+    try:
+        out = steps_engine_for(stack.engine).run(stack, w, cell.task, cfg, batch, steps, cell.device,
+                                                  dict(cell.settings), telemetry=tel)
+    finally:
+        if samples_csv is not None:
+            tel.write_samples(samples_csv)
+    rec["settings"] = {**cell.settings, **out["settings"], "model_config": cfg}
+    rec["metrics"] = step_metrics(out["timer"], batch, steps, out["settings"].get("generated_tokens"))
+    rec["model"], rec["memory"] = out["model"], out["memory"]
+    per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
+    rec["metrics"].update(flops_per_step=per_ex * batch if per_ex else None, flops_method=method)
+    rec["telemetry"] = tel.summary(steps, batch * steps)
+    finish_telemetry(rec)
+
+
+def add_mfu(rec: dict[str, Any]) -> None:
+    """MFU = model FLOPs per step / step time / the GPU's dense peak for the dtype in use (null + reason)."""
+    m, s = rec["metrics"], rec["settings"]
+    tf32 = any(s.get(k) is True for k in ("tf_tensor_float_32_execution", "torch_matmul_allow_tf32")) or \
+        s.get("jax_default_matmul_precision") == "tensorfloat32"
+    peak, why = flops.peak_flops((rec["env"].get("gpu") or {}).get("name") if rec["device"] == "gpu" else None,
+                                 s.get("precision", "float32"), tf32)
+    fl, ms = m.get("flops_per_step"), m.get("ms_per_step_mean")
+    m["peak_flops"], m["peak_source"] = peak, why
+    m["achieved_tflops"] = fl / (ms / 1000) / 1e12 if fl and ms else None
+    m["mfu"] = fl / (ms / 1000) / peak if fl and ms and peak else None
 
 
 def main(argv: list[str]) -> int:

@@ -4,6 +4,9 @@ import os
 import pytest
 
 os.environ.setdefault("BENCH_OFFLINE", "1")  # tests never wait on a download
+# In-process Keras tests use the torch backend (the meta device builds full-size models without memory);
+# TensorFlow, now installed beside keras-hub, would otherwise be Keras' default.
+os.environ.setdefault("KERAS_BACKEND", "torch")
 
 
 def has(module: str) -> bool:

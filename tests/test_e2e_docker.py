@@ -127,3 +127,32 @@ def test_tuning_sweep_in_every_image(bench_all, make_args):
     assert "## Tuning study" in report and "CPU rows are smoke tests" in report
     assert (results / "reports" / "tuning-smoke-cpu" / "tuning_time.png").exists()
     assert (results / "reports" / "classic-smoke-cpu" / "report.md").exists()
+
+
+def test_paper_suite_in_every_image(bench_all, make_args):
+    """The Keras 3 benchmark suite at smoke size in all five images: every cell ok, except the ones the
+    source could not run on Keras 2, which are unsupported with a reason; then its report."""
+    args, results = make_args
+    p = sh(["make", "bench-all", "SUITE=paper", *args], check=False)
+    df = pd.read_csv(results / "paper-smoke-cpu.csv")
+    assert p.returncode == 0, df[df.status != "ok"][["stack", "workload", "task", "reason"]].to_string()
+    assert len(df) == 5 * 12 and set(df["stack"]) == set(STACKS)
+    unsupported = df[df.status == "unsupported"]
+    assert set(zip(unsupported["stack"], unsupported["workload"], strict=True)) == {
+        ("keras2-tf", "gemma"), ("keras2-tf", "mistral")}
+    assert unsupported["reason"].str.len().gt(10).all()
+    ok = df[df.status == "ok"]
+    assert len(ok) == 60 - 6
+    for col in ("metrics.ms_per_step_mean", "metrics.ms_per_step_p90", "metrics.first_step_s",
+                "metrics.examples_per_s", "model.params_total"):
+        assert (ok[col] > 0).all(), col
+    assert (ok["metrics.steps"] == 3).all()
+    gen = ok[ok.task == "generate"]
+    assert len(gen) == 4 * 4 and (gen["settings.generated_tokens"] == 7).all()
+    # one architecture on every stack: SAM's and the SD encoder's counts agree across Keras 2, 3 and PyTorch
+    for wl, task in (("segment_anything", "predict"), ("segment_anything", "fit"), ("bert", "fit")):
+        counts = ok[(ok.workload == wl) & (ok.task == task)]["model.params_total"]
+        assert counts.nunique() == 1, (wl, task, counts.tolist())
+    report = (results / "reports" / "paper-smoke-cpu" / "report.md").read_text()
+    assert "## Keras 3 benchmark (Table 2 layout)" in report
+    assert "GemmaBackbone requires Keras 3" in report  # the footnote of an unsupported cell

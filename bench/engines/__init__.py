@@ -22,3 +22,16 @@ def engine_for(engine: str) -> ModuleType:
 
         return torch_engine
     raise ValueError(f"unknown engine {engine!r}")
+
+
+def steps_engine_for(engine: str) -> ModuleType:
+    """The step-timed engine (``paper`` suite) for a stack's ``engine`` field; imports it lazily."""
+    if engine == "keras":
+        from bench.engines import keras_steps
+
+        return keras_steps
+    if engine == "torch":
+        from bench.engines import torch_steps
+
+        return torch_steps
+    raise ValueError(f"unknown engine {engine!r}")

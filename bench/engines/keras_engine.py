@@ -27,14 +27,19 @@ def import_keras(stack: Stack):
     return keras
 
 
-def make_timing_callback(keras, timer: EpochTimer):
+def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
     """Keras calls the batch hooks once per execution: begin with its first step index, end with its
-    last (which can overshoot the epoch's last step; Keras then runs fewer steps)."""
+    last (which can overshoot the epoch's last step; Keras then runs fewer steps). ``predict`` is timed
+    the same way, as one epoch. ``split_first``: the first step (build + compile) becomes an epoch of its
+    own, so the timer's and telemetry's steady window is steps 2..N (the step-timed suite)."""
 
     class StepTimer(keras.callbacks.Callback):
         first = 0
 
         def on_epoch_begin(self, epoch, logs=None):
+            timer.begin_epoch()
+
+        def on_predict_begin(self, logs=None):
             timer.begin_epoch()
 
         def on_train_batch_begin(self, batch, logs=None):
@@ -43,6 +48,11 @@ def make_timing_callback(keras, timer: EpochTimer):
         def on_train_batch_end(self, batch, logs=None):
             total = (self.params or {}).get("steps") or batch + 1
             timer.end_step(min(batch, total - 1) - self.first + 1)
+            if split_first and len(timer.epochs) == 1:
+                timer.begin_epoch()
+
+        on_predict_batch_begin = on_train_batch_begin
+        on_predict_batch_end = on_train_batch_end
 
     return StepTimer()
 

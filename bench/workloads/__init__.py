@@ -52,12 +52,67 @@ class Workload:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-WORKLOADS: dict[str, Workload] = {}
+@dataclass
+class Job:
+    """What an engine times for one task of a ``StepWorkload`` on one stack (built inside the cell).
+
+    Attributes:
+        model: the framework model (``keras.Model`` or ``torch.nn.Module``): its parameters are counted,
+            and for ``fit`` trained.
+        inputs / targets: one batch of host arrays for Keras ``fit``/``predict`` (None with ``call``).
+        loss: Keras loss for ``fit``. optimizer: ``adamw`` or ``adam`` (Keras' defaults on every stack).
+        call: ``call(model) -> result`` for one timed step when the step is not a Keras ``fit``/``predict``
+            step: a PyTorch step (loss for ``fit``, which the engine back-propagates; outputs otherwise),
+            a ``generate`` call (returns tokens generated per sequence), an SD denoising step.
+        precision: ``float32`` or ``bfloat16`` (the dtype the weights and compute use).
+        generated_tokens: tokens each ``generate`` call must produce per sequence (fixed length).
+    """
+
+    model: Any
+    inputs: Any = None
+    targets: Any = None
+    loss: Any = None
+    optimizer: str | None = None
+    call: Callable[[Any], Any] | None = None
+    precision: str = "float32"
+    generated_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class StepWorkload:
+    """A model timed step by step on random inputs of the published shapes (the Keras 3 benchmark's method).
+
+    Attributes:
+        name / suite / source: as for ``Workload``.
+        cells: the published (task, batch size) pairs; one cell each.
+        model: the model class instance (``bench.workloads.paper``): ``config(size)``, ``keras_job``,
+            ``torch_job``, ``torch_model`` and ``published_params``.
+        steps: timed steps after the first (build + compile) step, per size.
+    """
+
+    name: str
+    suite: str
+    cells: tuple[tuple[str, int], ...]
+    model: Any
+    steps: dict[str, int] = field(default_factory=lambda: {"smoke": 3, "full": 100})
+    source: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t for t, _ in self.cells))
+
+    def batch_sizes(self, task: str) -> list[int]:
+        """The published batch sizes of ``task`` (several for generate)."""
+        return [b for t, b in self.cells if t == task]
+
+
+WORKLOADS: dict[str, Workload | StepWorkload] = {}
 SUITES: dict[str, list[str]] = {}
 SIZES = ("smoke", "full")
 
 
-def register(w: Workload) -> Workload:
+def register(w: Workload | StepWorkload) -> Workload | StepWorkload:
     """Add ``w`` to the registry (and its suite). Raises ValueError on a duplicate name."""
     if w.name in WORKLOADS:
         raise ValueError(f"workload {w.name!r} registered twice")
@@ -74,7 +129,7 @@ def add_to_suite(suite: str, name: str) -> None:
 
 
 def _load_families() -> None:
-    from bench.workloads import classic  # noqa: F401  (registers on import)
+    from bench.workloads import classic, paper  # noqa: F401  (register on import)
 
     add_to_suite("tuning", "mnist_cnn")  # the tuning study's sweep (bench/sweeps/tuning.yaml)
 
@@ -82,7 +137,7 @@ def _load_families() -> None:
 _load_families()
 
 
-def get_workload(name: str) -> Workload:
+def get_workload(name: str) -> Workload | StepWorkload:
     """Raises KeyError with the known names when ``name`` is unknown."""
     try:
         return WORKLOADS[name]

@@ -1,0 +1,119 @@
+"""Step-timed tasks (fit / predict / generate) of the ``paper`` suite on the four Keras stacks.
+
+The Keras 3 benchmark's method (keras-benchmarks v0.0.5): ``fit`` and ``predict`` run one epoch of
+``steps + 1`` batches with a callback that overrides the batch-end hooks; ``generate`` and SD's
+denoising step are timed as whole calls. Here every clock read follows a device barrier
+(``bench.timing.make_barrier``), so each step gets its own time and the first step (build + compile)
+is reported apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bench.engines import Unsupported, frameworks
+from bench.engines.keras_engine import import_keras, make_timing_callback
+from bench.stacks import Stack
+from bench.timing import EpochTimer, make_barrier
+from bench.workloads import Job, StepWorkload
+
+
+def _set_precision(keras, stack: Stack, precision: str) -> str:
+    if stack.keras_major == 2:
+        keras.mixed_precision.set_global_policy(precision)
+        return keras.mixed_precision.global_policy().name
+    keras.config.set_dtype_policy(precision)
+    return keras.config.dtype_policy().name
+
+
+def _optimizer(keras, name: str):
+    """Keras' defaults (learning rate 1e-3), as the source compiled with ``optimizer="adam"`` / ``AdamW()``."""
+    return {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW}[name]()
+
+
+def _repeat(batch, n: int, backend: str):
+    """``n`` copies of one batch as a tf.data pipeline, as the source fed ``fit``/``predict`` (keras-hub
+    tasks convert their input to tf.data themselves and reject Python generators). On the JAX and torch
+    backends TensorFlow is only the input pipeline: the GPU is hidden from it so it allocates nothing there."""
+    import tensorflow as tf
+
+    if backend != "tensorflow":
+        tf.config.set_visible_devices([], "GPU")
+    return tf.data.Dataset.from_tensors(batch).repeat(n)
+
+
+def time_calls(job: Job, steps: int, timer: EpochTimer) -> Any:
+    """Time ``steps + 1`` calls of ``job.call``: the first (build/compile) as the timer's first epoch, the
+    others as its second. Returns the last call's result."""
+    timer.begin_epoch()
+    job.call(job.model)
+    timer.end_step()
+    timer.begin_epoch()
+    out = None
+    for _ in range(steps):
+        out = job.call(job.model)
+        timer.end_step()
+    return out
+
+
+def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
+        settings: dict[str, Any], telemetry=None) -> dict[str, Any]:
+    """Build ``w``'s Keras model for ``task``, time ``steps`` steps after the first, return the record blocks.
+
+    Settings honoured: ``jit_compile`` (default: True except on Keras' torch backend, as the source),
+    ``tf32`` (default False).
+
+    Raises:
+        Unsupported: ``jit_compile=True`` on Keras' torch backend on CPU without a C++ compiler.
+        RuntimeError: ``generate`` stopped before the fixed length.
+    """
+    jit = settings.get("jit_compile", stack.backend != "torch")
+    if stack.backend == "torch" and jit is True and device == "cpu" and frameworks.cpp_compiler_missing():
+        raise Unsupported("jit_compile=True on Keras' PyTorch backend uses torch.compile, which needs a C++ "
+                          "compiler on CPU; this image has none")
+    keras = import_keras(stack)
+    effective: dict[str, Any] = {"keras_version": keras.__version__, "keras_backend": keras.backend.backend(),
+                                 "jit_compile": jit, "steps": steps}
+    effective.update(frameworks.set_tf32(stack.backend, bool(settings.get("tf32", False))))
+    effective["precision"] = _set_precision(keras, stack, getattr(w.model, "precision", "float32"))
+    keras.utils.set_random_seed(0)
+    job = w.model.keras_job(stack, keras, task, cfg, batch, {**settings, "jit_compile": jit})
+
+    barrier = make_barrier(stack.backend, device)
+    timer = EpochTimer(barrier, telemetry.mark if telemetry else None)
+    result = None
+    try:
+        if job.call is not None:
+            result = time_calls(job, steps, timer)
+        elif task == "fit":
+            job.model.compile(optimizer=_optimizer(keras, job.optimizer), loss=job.loss, jit_compile=jit)
+            job.model.fit(_repeat((job.inputs, job.targets), steps + 1, stack.backend), epochs=1,
+                          verbose=0, callbacks=[make_timing_callback(keras, timer, split_first=True)])
+        else:
+            job.model.compile(jit_compile=jit)
+            job.model.predict(_repeat(job.inputs, steps + 1, stack.backend), verbose=0,
+                              callbacks=[make_timing_callback(keras, timer, split_first=True)])
+        barrier()
+    finally:
+        if telemetry:
+            telemetry.stop()
+    effective["generated_tokens"] = check_generated(job, result)
+    trainable = int(sum(np.prod(v.shape) for v in job.model.trainable_weights))
+    return {
+        "settings": effective,
+        "timer": timer,
+        "model": {"params_total": int(job.model.count_params()), "params_trainable": trainable},
+        "memory": {"device_peak_bytes": frameworks.device_peak_bytes(stack.backend, device)},
+    }
+
+
+def check_generated(job: Job, result: Any) -> int | None:
+    """Tokens the last ``generate`` call produced per sequence; RuntimeError when short of the fixed length."""
+    if job.generated_tokens is None:
+        return None
+    if result != job.generated_tokens:
+        raise RuntimeError(f"generate produced {result} tokens per sequence, expected {job.generated_tokens} "
+                           "(generation must run to the fixed length)")
+    return int(result)

@@ -1,0 +1,157 @@
+"""Model FLOPs per example for the ``paper`` suite, and MFU against the GPU's dense peak.
+
+Method: ``torch.utils.flop_counter.FlopCounterMode`` over the Hugging Face / diffusers model of each
+workload, built on the meta device (no memory, no compute), at the published shapes with batch 1:
+forward + backward of the training loss for ``fit`` (LoRA: only the gradients PEFT computes), one
+forward for ``predict`` (SD: one denoising step, a UNet pass on the conditional and unconditional
+latent), and greedy decoding with a KV cache for ``generate`` (prefill of the 5-token prompt, then one
+token at a time to the fixed length). The counter counts matrix products, convolutions and attention,
+not element-wise work: the usual model-FLOPs convention for MFU. The Keras stacks run the same
+architectures, so the same counts apply to them. ``python -m bench.flops`` rewrites the committed table
+(``bench/reference/paper_flops.csv``); a test recomputes it.
+
+Peaks (dense, no sparsity; TFLOP/s) are the vendors' datasheet values. A GPU not in the table, or one
+whose vendor publishes no dense peak (A10G), gets MFU ``null`` with the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+from typing import Any
+
+FLOPS_CSV = Path(__file__).parent / "reference" / "paper_flops.csv"
+METHOD = "torch FlopCounterMode, Hugging Face model on the meta device, batch 1"
+
+#: Dense peak TFLOP/s by GPU and math mode (NVIDIA datasheets: A100 40/80GB, H100 SXM5 and PCIe, H200 SXM,
+#: L4; the datasheets quote tensor peaks with sparsity, halved here). ``float32`` is non-tensor FP32 (TF32
+#: off, as the reference runs); ``tf32`` the TF32 tensor peak.
+PEAK_TFLOPS: dict[str, dict[str, float] | None] = {
+    "A100": {"float32": 19.5, "tf32": 156.0, "bfloat16": 312.0, "float16": 312.0},
+    "H100 SXM": {"float32": 67.0, "tf32": 494.5, "bfloat16": 989.5, "float16": 989.5},
+    "H100 PCIe": {"float32": 51.0, "tf32": 378.0, "bfloat16": 756.5, "float16": 756.5},
+    "H200": {"float32": 67.0, "tf32": 494.5, "bfloat16": 989.5, "float16": 989.5},
+    "L4": {"float32": 30.3, "tf32": 60.0, "bfloat16": 121.0, "float16": 121.0},
+    "A10G": None,  # AWS's A10G: NVIDIA publishes no tensor-core peak for it; the A10's does not apply
+}
+
+
+def gpu_family(name: str | None) -> str | None:
+    """The ``PEAK_TFLOPS`` key for an NVML device name (e.g. ``NVIDIA H100 80GB HBM3`` -> ``H100 SXM``),
+    None when the GPU is not in the table (H100/H200 NVL have other clocks and are left out)."""
+    if not name:
+        return None
+    n = name.upper()
+    if "NVL" in n:
+        return None
+    if "A100" in n:
+        return "A100"
+    if "H100" in n:
+        return "H100 PCIe" if "PCIE" in n else "H100 SXM"
+    if "H200" in n:
+        return "H200"
+    if "A10G" in n:
+        return "A10G"
+    if n.replace("NVIDIA", "").strip() == "L4":
+        return "L4"
+    return None
+
+
+def peak_flops(gpu_name: str | None, precision: str, tf32: bool) -> tuple[float | None, str]:
+    """Dense peak FLOP/s of ``gpu_name`` for the math in use, and where it comes from (or why None).
+
+    ``precision``: ``float32``, ``bfloat16`` or ``float16``; ``tf32``: whether TF32 tensor math was on
+    for float32 work.
+    """
+    fam = gpu_family(gpu_name)
+    if fam is None:
+        return None, f"no peak table entry for GPU {gpu_name!r}"
+    peaks = PEAK_TFLOPS[fam]
+    if peaks is None:
+        return None, f"{fam}: the vendor publishes no dense tensor peak"
+    mode = "tf32" if precision == "float32" and tf32 else precision
+    if mode not in peaks:
+        return None, f"no {mode} peak for {fam}"
+    return peaks[mode] * 1e12, f"{fam} dense {mode} peak {peaks[mode]:g} TFLOP/s (datasheet)"
+
+
+def read_table(path: Path = FLOPS_CSV) -> dict[tuple[str, str], dict[str, Any]]:
+    """(workload, task) -> row of the committed table (``flops_per_example`` as float)."""
+    if not path.exists():
+        return {}
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    return {(r["workload"], r["task"]): {**r, "flops_per_example": float(r["flops_per_example"])} for r in rows}
+
+
+def flops_per_example(workload: str, task: str, size: str, cfg: dict[str, Any]) -> tuple[float | None, str]:
+    """FLOPs per example of a cell (one sequence for generate; one image for an SD denoising step), and the
+    method; None with the reason where the table does not cover the cell's shapes (smoke size, an
+    overridden sequence length)."""
+    if size != "full":
+        return None, "FLOPs are tabulated for the full-size models only"
+    row = read_table().get((workload, task))
+    if row is None:
+        return None, f"no FLOPs entry for {workload} {task}"
+    if "seq_len" in cfg and str(cfg["seq_len"]) != row["seq_len"]:
+        return None, f"FLOPs tabulated at sequence length {row['seq_len']}, the cell used {cfg['seq_len']}"
+    return row["flops_per_example"], row["method"]
+
+
+def count(workload: str, task: str) -> float:
+    """Count FLOPs per example of ``workload``'s ``task`` at full size on the meta device (see module doc)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from bench.workloads import get_workload
+    from bench.workloads.paper import PROMPT_TOKENS, CausalLM, _tokens
+
+    w = get_workload(workload)
+    cfg = w.model.config("full")
+    meta = torch.device("meta")
+    with FlopCounterMode(display=False) as fc:
+        if task == "generate" and isinstance(w.model, CausalLM):
+            model = w.model.torch_model(cfg, torch.bfloat16, meta)
+            ids = torch.from_numpy(_tokens(1, PROMPT_TOKENS, cfg["vocab"])).long().to(meta)
+            out = model(input_ids=ids, use_cache=True)
+            for _ in range(cfg["max_length"] - PROMPT_TOKENS):
+                tok = out.logits[:, -1:].argmax(-1)
+                out = model(input_ids=tok, past_key_values=out.past_key_values, use_cache=True)
+        else:
+            job = w.model.torch_job(task, cfg, 1, meta, {})
+            if task == "fit":
+                job.model.train()
+                job.call(job.model).backward()
+            else:  # no torch.no_grad(): FlopCounterMode's module tracker fails under it (SAM)
+                job.call(job.model)
+    return float(fc.get_total_flops())
+
+
+def write_table(path: Path = FLOPS_CSV) -> list[dict[str, Any]]:
+    """Recount every paper cell and rewrite the table; returns the rows."""
+    import torch
+    import transformers
+
+    from bench.workloads import SUITES, get_workload
+
+    rows = []
+    for name in SUITES["paper"]:
+        w = get_workload(name)
+        cfg = w.model.config("full")
+        for task in w.tasks:
+            rows.append({"workload": name, "task": task, "seq_len": cfg.get("seq_len", ""),
+                         "flops_per_example": f"{count(name, task):.6g}",
+                         "method": f"{METHOD}; torch {torch.__version__.split('+')[0]}, "
+                                   f"transformers {transformers.__version__}"})
+            print(f"{name:18} {task:9} {float(rows[-1]['flops_per_example']):.4g}", file=sys.stderr)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(rows[0]))
+        wr.writeheader()
+        wr.writerows(rows)
+    return rows
+
+
+if __name__ == "__main__":
+    write_table()

@@ -1,0 +1,218 @@
+"""The paper suite (Keras 3 benchmark): cells, full-size parameter counts without allocating weights,
+FLOPs and MFU, unsupported cells, and smoke runs of the real code path on PyTorch and Keras' torch backend."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bench import flops, plan
+from bench.record import Cell
+from bench.workloads import SUITES, get_workload
+from tests.conftest import has
+
+needs_hf = pytest.mark.skipif(not all(has(m) for m in ("torch", "transformers", "diffusers", "peft")),
+                              reason="torch + transformers/diffusers/peft not installed")
+needs_hub = pytest.mark.skipif(not all(has(m) for m in ("torch", "keras", "keras_hub", "keras_cv")),
+                               reason="keras + keras-hub/keras-cv + torch not installed")
+
+#: Published cells of Table 2 (keras.io Keras 3 benchmarks).
+PUBLISHED = {("segment_anything", "fit", 1), ("segment_anything", "predict", 4), ("stable_diffusion", "fit", 8),
+             ("stable_diffusion", "predict", 13), ("bert", "fit", 32), ("bert", "predict", 256),
+             ("gemma", "fit", 8), ("gemma", "generate", 32), ("gemma", "generate", 1), ("mistral", "fit", 8),
+             ("mistral", "generate", 32), ("mistral", "generate", 1)}
+
+
+def test_full_plan_has_exactly_the_published_cells():
+    cells = plan.expand(["keras3-jax", "pytorch"], "paper", "full", "gpu")
+    assert {(c.workload, c.task, c.batch_size) for c in cells} == PUBLISHED
+    assert len(cells) == 2 * len(PUBLISHED)
+    assert len({c.id for c in cells}) == len(cells)  # the two generate batch sizes are distinct cells
+    assert {c.variant for c in cells if c.workload == "gemma" and c.task == "generate"} == {"bs32", "bs1"}
+
+
+def test_smoke_plan_caps_batches_and_overrides_pass_through():
+    smoke = plan.expand(["pytorch"], "paper", "smoke", "cpu")
+    assert max(c.batch_size for c in smoke) == plan.SMOKE_MAX_BATCH
+    assert {(c.workload, c.batch_size) for c in smoke if c.task == "generate"} == {
+        ("gemma", 2), ("gemma", 1), ("mistral", 2), ("mistral", 1)}
+    one = plan.expand(["pytorch"], "paper", "full", "gpu", ["bert"], ["fit"], batch_size=4, steps=7, seq_len=128)
+    assert [(c.batch_size, c.variant, c.steps, c.seq_len) for c in one] == [(4, "bs4", 7, 128)]
+    with pytest.raises(plan.PlanError, match="steps"):
+        plan.expand(["pytorch"], "paper", "full", "gpu", steps=0)
+
+
+@pytest.mark.parametrize("workload,reason", [("gemma", "requires Keras 3"), ("mistral", "bfloat16")])
+def test_keras2_cells_the_source_could_not_run_are_unsupported_with_reason(workload, reason):
+    from bench.worker import run_cell
+
+    task = get_workload(workload).tasks[0]
+    rec = run_cell(Cell(stack="keras2-tf", suite="paper", workload=workload, task=task, size="smoke", device="cpu"))
+    assert rec["status"] == "unsupported"
+    assert reason in rec["reason"]
+
+
+# ---- parameter counts of the full-size models, built without weights -------------------------------------
+
+@needs_hf
+@pytest.mark.parametrize("workload,key", [("bert", "total"), ("gemma", "total"), ("mistral", "total"),
+                                          ("segment_anything", "total"), ("stable_diffusion", "unet")])
+def test_hugging_face_models_match_published_parameter_counts_on_meta(workload, key):
+    import torch
+
+    m = get_workload(workload).model
+    model = m.torch_model(m.config("full"), torch.float32, "meta")
+    assert sum(p.numel() for p in model.parameters()) == m.published_params[key]
+
+
+@needs_hf
+def test_sd_vae_encoder_and_sam_image_encoder_counts_on_meta():
+    sd, sam = get_workload("stable_diffusion").model, get_workload("segment_anything").model
+    enc = sd.torch_vae(sd.config("full"), "meta").encoder
+    assert sum(p.numel() for p in enc.parameters()) == sd.published_params["vae_encoder"]
+    vit = sam.torch_model(sam.config("full"), None, "meta").vision_encoder
+    assert sum(p.numel() for p in vit.parameters()) == sam.published_params["image_encoder"]
+
+
+@needs_hf
+def test_lora_rank4_on_q_and_v_trains_only_the_adapters():
+    import torch
+
+    from bench.workloads.paper import LORA_RANK
+
+    m = get_workload("mistral").model
+    job = m.torch_job("fit", m.config("full"), 1, torch.device("meta"), {})
+    trainable = sum(p.numel() for p in job.model.parameters() if p.requires_grad)
+    cfg = m.config("full")
+    kv = cfg["hidden"] // cfg["q_heads"] * cfg["kv_heads"]
+    # per layer: q (4096 -> 4096) and v (4096 -> 1024) adapters, r x (in + out) each
+    assert trainable == cfg["layers"] * LORA_RANK * ((cfg["hidden"] * 2) + (cfg["hidden"] + kv))
+
+
+@pytest.fixture
+def keras_torch_backend():
+    """Keras on its torch backend in this process; the global dtype policy a cell sets is restored after."""
+    if os.environ.get("KERAS_BACKEND", "torch") != "torch":
+        pytest.skip("the meta device needs Keras' torch backend")
+    os.environ["KERAS_BACKEND"] = "torch"
+    yield
+    import keras
+
+    keras.config.set_dtype_policy("float32")
+
+
+@needs_hub
+@pytest.mark.parametrize("workload,task,key", [
+    ("bert", "fit", "total"), ("gemma", "generate", "total"), ("mistral", "generate", "total"),
+    ("segment_anything", "predict", "total"), ("segment_anything", "fit", "image_encoder"),
+    ("stable_diffusion", "fit", "vae_encoder")])
+def test_keras_models_match_published_parameter_counts_on_meta(keras_torch_backend, workload, task, key):
+    import keras
+
+    from bench.stacks import get_stack
+
+    w = get_workload(workload)
+    with keras.device("meta"):  # Keras' torch backend creates every variable on the meta device: no memory
+        job = w.model.keras_job(get_stack("keras3-torch"), keras, task, w.model.config("full"), 1, {})
+        assert job.model.count_params() == w.model.published_params[key]
+
+
+# ---- FLOPs and MFU -------------------------------------------------------------------------------------
+
+def test_flops_table_covers_every_paper_task():
+    table = flops.read_table()
+    for name in SUITES["paper"]:
+        for task in get_workload(name).tasks:
+            assert table[(name, task)]["flops_per_example"] > 0
+    # published orders of magnitude (workloads.md): BERT fwd ~97 GFLOP, Mistral LoRA train ~3.7 TFLOP
+    assert table[("bert", "predict")]["flops_per_example"] == pytest.approx(97e9, rel=0.02)
+    assert table[("mistral", "fit")]["flops_per_example"] == pytest.approx(3.7e12, rel=0.02)
+
+
+@needs_hf
+@pytest.mark.parametrize("workload,task", [("bert", "fit"), ("gemma", "generate")])
+def test_flops_table_matches_a_recount(workload, task):
+    assert flops.count(workload, task) == pytest.approx(flops.read_table()[(workload, task)]["flops_per_example"],
+                                                        rel=1e-4)
+
+
+def test_flops_are_null_with_a_reason_outside_the_table():
+    value, why = flops.flops_per_example("bert", "fit", "smoke", {"seq_len": 16})
+    assert value is None and "full-size" in why
+    value, why = flops.flops_per_example("bert", "fit", "full", {"seq_len": 128})
+    assert value is None and "512" in why
+    value, method = flops.flops_per_example("bert", "fit", "full", {"seq_len": 512})
+    assert value > 0 and "FlopCounterMode" in method
+
+
+@pytest.mark.parametrize("name,family", [
+    ("NVIDIA A100-SXM4-40GB", "A100"), ("NVIDIA A100 80GB PCIe", "A100"), ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+    ("NVIDIA H100 PCIe", "H100 PCIe"), ("NVIDIA H100 NVL", None), ("NVIDIA H200", "H200"), ("NVIDIA L4", "L4"),
+    ("NVIDIA A10G", "A10G"), ("NVIDIA L40S", None), ("Tesla T4", None), (None, None)])
+def test_gpu_family_from_nvml_names(name, family):
+    assert flops.gpu_family(name) == family
+
+
+def test_peak_depends_on_dtype_and_tf32_and_is_null_with_reason_when_unknown():
+    assert flops.peak_flops("NVIDIA A100-SXM4-40GB", "bfloat16", False)[0] == 312e12
+    assert flops.peak_flops("NVIDIA A100-SXM4-40GB", "float32", False)[0] == 19.5e12
+    assert flops.peak_flops("NVIDIA A100-SXM4-40GB", "float32", True)[0] == 156e12
+    peak, why = flops.peak_flops("NVIDIA A10G", "bfloat16", False)
+    assert peak is None and "publishes no" in why
+    peak, why = flops.peak_flops(None, "float32", False)
+    assert peak is None and "no peak" in why
+
+
+def test_mfu_is_flops_over_time_over_peak():
+    from bench.worker import add_mfu
+
+    rec = {"device": "gpu", "env": {"gpu": {"name": "NVIDIA H100 80GB HBM3"}},
+           "settings": {"precision": "bfloat16", "torch_matmul_allow_tf32": False},
+           "metrics": {"flops_per_step": 989.5e12 * 0.25, "ms_per_step_mean": 500.0}}
+    add_mfu(rec)
+    assert rec["metrics"]["mfu"] == pytest.approx(0.5)
+    assert rec["metrics"]["achieved_tflops"] == pytest.approx(989.5 / 2)
+    rec["device"] = "cpu"
+    add_mfu(rec)
+    assert rec["metrics"]["mfu"] is None and rec["metrics"]["peak_source"]
+
+
+# ---- smoke runs of the real code path --------------------------------------------------------------------
+
+def _run(stack: str, workload: str, task: str, batch: int):
+    from bench.worker import run_cell
+
+    return run_cell(Cell(stack=stack, suite="paper", workload=workload, task=task, size="smoke", device="cpu",
+                         batch_size=batch, variant=f"bs{batch}", steps=2))
+
+
+@needs_hf
+@pytest.mark.parametrize("workload,task", [("bert", "fit"), ("gemma", "fit"), ("mistral", "generate"),
+                                           ("segment_anything", "predict"), ("stable_diffusion", "predict")])
+def test_pytorch_smoke_cells_time_every_step(workload, task):
+    rec = _run("pytorch", workload, task, 2)
+    assert rec["status"] == "ok", rec.get("traceback")
+    m = rec["metrics"]
+    assert m["steps"] == 2 and m["ms_per_step_mean"] > 0 and m["first_step_s"] > 0
+    assert m["examples_per_s"] == pytest.approx(2 / (m["ms_per_step_mean"] / 1000), rel=0.05)
+    assert rec["model"]["params_total"] > 0 and m["flops_per_step"] is None  # smoke: not tabulated
+    if task == "generate":
+        assert rec["settings"]["generated_tokens"] == get_workload(workload).model.config("smoke")["max_length"] - 5
+        assert m["tokens_per_s"] == pytest.approx(m["examples_per_s"] * rec["settings"]["generated_tokens"])
+    if workload == "gemma":
+        assert 0 < rec["model"]["params_trainable"] < rec["model"]["params_total"]  # LoRA
+
+
+@needs_hub
+@pytest.mark.parametrize("workload,task", [("bert", "predict"), ("gemma", "generate"), ("mistral", "fit")])
+def test_keras_torch_backend_smoke_cells(keras_torch_backend, workload, task):
+    rec = _run("keras3-torch", workload, task, 1)
+    assert rec["status"] == "ok", rec.get("traceback")
+    assert rec["metrics"]["steps"] == 2 and rec["metrics"]["ms_per_step_mean"] > 0
+    assert rec["settings"]["jit_compile"] is False  # the source's setting on Keras' torch backend
+    if task == "generate":
+        assert rec["settings"]["generated_tokens"] == 7
+    if task == "fit":
+        assert rec["settings"]["precision"] == "bfloat16"
+        assert 0 < rec["model"]["params_trainable"] < rec["model"]["params_total"]
