@@ -60,7 +60,7 @@ BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_
 
 FIDELITY_WORKLOAD ?= cifar10_cnn
 
-.PHONY: help configure build bench-all collect report compare fidelity test test-unit test-e2e lint lock clean
+.PHONY: help configure build bench-all collect report compare fidelity flops test test-unit test-e2e lint lock clean
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -133,6 +133,9 @@ lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-s
 	$(PYTHON) -m ruff check bench tests
 	hadolint images/*/Dockerfile
 	check-jsonschema --builtin-schema vendor.compose-spec compose.yaml compose.gpu.yaml
+
+flops: ## Recount the paper suite's FLOPs per example on the meta device (bench/reference/paper_flops.csv)
+	$(PYTHON) -m bench.flops
 
 lock: ## Regenerate every image's locked, hashed requirements (needs uv)
 	images/lock.sh

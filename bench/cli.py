@@ -157,12 +157,17 @@ def stack_list(stacks) -> list[str]:
               help="paper suite: timed steps after the first [default: 100 full, 3 smoke].")
 @click.option("--seq-len", type=click.IntRange(min=1), default=None,
               help="paper suite: sequence length of BERT/Gemma/Mistral fit and predict [default: published].")
+@click.option("--compile", "compile_mode", type=click.Choice(["default", "reduce-overhead", "max-autotune"]),
+              default=None, help="plain PyTorch: run under torch.compile in this mode (variant compile-<mode>; "
+                                 "other stacks record the cell as unsupported).")
 def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
-            suite, workloads, tasks, steps, seq_len) -> None:
+            suite, workloads, tasks, steps, seq_len, compile_mode) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
     stack_ids = stack_list(stacks)
     kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples,
           "steps": steps, "seq_len": seq_len}
+    if compile_mode:
+        kw.update(settings={"compile": compile_mode}, variant=f"compile-{compile_mode}")
     try:  # validate everything before probing a framework
         planning.expand(stack_ids, suite, "smoke", "cpu", workloads, tasks, **kw)
     except planning.PlanError as e:

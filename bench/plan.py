@@ -84,13 +84,13 @@ SMOKE_MAX_BATCH = 2
 
 def _batches(w, task: str, size: str, batch_size: int | None, variant: str) -> list[tuple[int | None, str]]:
     """(batch size, variant) of each cell of ``task``: the published batch sizes of a step-timed workload
-    (variant ``bs<N>``; capped at ``SMOKE_MAX_BATCH`` at smoke size), else the one override (or None: the
-    workload's default)."""
+    (variant ``bs<N>``, or ``bs<N>-<variant>`` for a non-default variant; capped at ``SMOKE_MAX_BATCH`` at
+    smoke size), else the one override (or None: the workload's default)."""
     if isinstance(w, StepWorkload):
         sizes = [batch_size] if batch_size else w.batch_sizes(task)
         if size == "smoke" and not batch_size:
             sizes = list(dict.fromkeys(min(b, SMOKE_MAX_BATCH) for b in sizes))
-        return [(b, f"bs{b}") for b in sizes]
+        return [(b, f"bs{b}" if variant == "default" else f"bs{b}-{variant}") for b in sizes]
     return [(batch_size, variant)]
 
 

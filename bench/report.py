@@ -391,10 +391,36 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
             torch_text = fmt(ours["pytorch"], 2)
         out.append(f"| {row['model']} | {row['task']} | {row['batch']} | " + " | ".join(cells)
                    + f" | {best_text} | {torch_text} |")
-    out.append("")
+    out += ["", *paper_throughput(rows)]
     for title, name in plots.items():
         out.append(f"![{title}]({name})")
     return out + [""]
+
+
+def paper_throughput(rows: list[dict[str, Any]]) -> list[str]:
+    """Throughput (examples/s; tokens/s for generate) and MFU per stack for every row we ran."""
+    stacks = (*PAPER_COLUMNS, "pytorch")
+    lines = []
+    for row in rows:
+        cells = []
+        for sid in stacks:
+            c = row["ours"][sid]
+            if c is None or c["status"] != "ok":
+                cells.append("")
+                continue
+            key = "metrics.tokens_per_s" if row["task"] == "generate" else "metrics.examples_per_s"
+            rate = fmt(_num(c.get(key)), 1, " tok/s" if row["task"] == "generate" else "/s")
+            mfu = _num(c.get("metrics.mfu"))
+            cells.append(rate + (f", MFU {100 * mfu:.1f} %" if mfu is not None else ""))
+        if any(cells):
+            lines.append(f"| {row['model']} | {row['task']} | {row['batch']} | " + " | ".join(cells) + " |")
+    if not lines:
+        return []
+    head = ["model", "task", "batch", *stacks]
+    return ["Throughput (examples/s; generated tokens/s for generate) and MFU (model FLOPs from "
+            "`bench/reference/paper_flops.csv` over the GPU's dense peak for the dtype in use; blank where "
+            "the GPU or the shapes are not tabulated):", "", "| " + " | ".join(head) + " |",
+            "|" + "---|" * len(head), *lines, ""]
 
 
 def paper_plots(df, out_dir: Path) -> dict[str, str]:

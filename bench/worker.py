@@ -21,6 +21,8 @@ from bench.stacks import get_stack
 from bench.workloads import StepWorkload, get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
+#: Settings the step-timed engines (paper suite) honour, per engine (see bench.engines.*_steps.run).
+STEP_KNOBS = {"keras": ("jit_compile", "tf32"), "torch": ("compile", "tf32")}
 
 
 def load_data(cell: Cell):
@@ -140,6 +142,13 @@ def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_c
     rec["batch_size"] = batch
     rec["data"] = {"source": "synthetic", "reason": "random inputs of the published shapes (the source's method)"}
     check_supported(w, stack, cell.task, dict(cell.settings))
+    ignored = sorted(set(cell.settings) - set(STEP_KNOBS[stack.engine]))
+    if ignored:
+        raise Unsupported(f"setting(s) {', '.join(ignored)} not honoured by the step-timed {stack.engine} engine "
+                          f"(it takes: {', '.join(STEP_KNOBS[stack.engine])})")
+    reason = knobs.check(stack, dict(cell.settings))
+    if reason:
+        raise Unsupported(reason)
     tel = telemetry.for_device(cell.device)
     tel.measure_idle()
     try:

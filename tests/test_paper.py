@@ -216,3 +216,28 @@ def test_keras_torch_backend_smoke_cells(keras_torch_backend, workload, task):
     if task == "fit":
         assert rec["settings"]["precision"] == "bfloat16"
         assert 0 < rec["model"]["params_trainable"] < rec["model"]["params_total"]
+
+
+def test_compile_variant_is_pytorch_only_and_other_knobs_are_refused():
+    cells = plan.expand(["pytorch", "keras3-jax"], "paper", "full", "gpu", ["bert"], ["fit"],
+                        variant="compile-default", settings={"compile": "default"})
+    assert [c.variant for c in cells] == ["bs32-compile-default", "bs32-compile-default"]
+    from bench.worker import run_cell
+
+    rec = run_cell(Cell(stack="keras3-jax", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
+                        settings={"compile": "default"}))
+    assert rec["status"] == "unsupported" and "not honoured" in rec["reason"]
+    rec = run_cell(Cell(stack="pytorch", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
+                        settings={"data_pipeline": "tensor_dataset"}))
+    assert rec["status"] == "unsupported" and "data_pipeline" in rec["reason"]
+
+
+@needs_hf
+@pytest.mark.skipif(not __import__("shutil").which("c++"), reason="torch.compile on CPU needs a C++ compiler")
+def test_pytorch_compile_variant_runs_generate_to_fixed_length():
+    from bench.worker import run_cell
+
+    rec = run_cell(Cell(stack="pytorch", suite="paper", workload="gemma", task="generate", size="smoke", device="cpu",
+                        batch_size=1, steps=2, settings={"compile": "default"}, variant="bs1-compile-default"))
+    assert rec["status"] == "ok", rec.get("traceback")
+    assert rec["settings"]["compile"] == "default" and rec["settings"]["generated_tokens"] == 7

@@ -222,14 +222,14 @@ def test_reference_rows_parse():
 
 # ---- report: the Keras 3 benchmark's Table 2 ---------------------------------------------------------
 
-def paper_record(stack, workload, task, batch, ms=None, status="ok", reason=None):
+def paper_record(stack, workload, task, batch, ms=None, status="ok", reason=None, mfu=None):
     c = Cell(stack=stack, suite="paper", workload=workload, task=task, size="full", device="gpu",
              batch_size=batch)
     r = new_record(c)
     r.update(status=status, reason=reason, finished_utc="2026-11-21T10:00:00+00:00",
              env={"gpu": {"name": "Fake H100", "driver": "999.1"}})
     if status == "ok":
-        r["metrics"] = {"ms_per_step_mean": ms}
+        r["metrics"] = {"ms_per_step_mean": ms, "examples_per_s": batch / ms * 1000, "mfu": mfu}
     return c, r
 
 
@@ -237,7 +237,7 @@ def test_report_renders_table2_with_published_values_and_every_status(tmp_path):
     recs = [
         paper_record("keras2-tf", "bert", "fit", 32, 400.0),
         paper_record("keras3-tf", "bert", "fit", 32, 200.0),
-        paper_record("keras3-jax", "bert", "fit", 32, 100.0),
+        paper_record("keras3-jax", "bert", "fit", 32, 100.0, mfu=0.25),
         paper_record("keras3-torch", "bert", "fit", 32, status="failed", reason="RuntimeError: boom"),
         paper_record("pytorch", "bert", "fit", 32, 150.0),
         paper_record("keras2-tf", "gemma", "generate", 1, status="unsupported",
@@ -259,6 +259,9 @@ def test_report_renders_table2_with_published_values_and_every_status(tmp_path):
     gemma = next(ln for ln in text.splitlines() if ln.startswith("| gemma | generate | 1 |"))
     assert "unsupported [^" in gemma and "/ NA" in gemma and "oom [^" in gemma and "not run" in gemma
     assert "GemmaBackbone requires Keras 3" in text and "RuntimeError: boom" in text
+    # throughput and MFU table: 32 examples / 100 ms = 320 examples/s at 25 % MFU on keras3-jax
+    rate = [ln for ln in text.splitlines() if ln.startswith("| bert | fit | 32 |")][1]
+    assert "320.0/s, MFU 25.0 %" in rate and "| 160.0/s |" in rate
     # every published row is in the table, run or not
     assert sum(ln.startswith("| ") and " | " in ln for ln in text.splitlines()) >= 12
     assert (tmp_path / "out" / "paper_speedup.png").exists() and (tmp_path / "out" / "paper_ms_per_step.png").exists()
