@@ -154,7 +154,7 @@ def test_paper_suite_in_every_image(bench_all, make_args):
         counts = ok[(ok.workload == wl) & (ok.task == task)]["model.params_total"]
         assert counts.nunique() == 1, (wl, task, counts.tolist())
     # keras-cv's SD 1.4 parts keep their full architecture at smoke size: the published counts, on every Keras stack
-    keras_sd = ok[(ok.workload == "stable_diffusion") & (ok.stack != "pytorch")]
+    keras_sd = ok[(ok.workload == "stable_diffusion") & (ok["stack"] != "pytorch")]
     assert (keras_sd[keras_sd.task == "predict"]["model.params_total"] == 859_520_964).all()
     assert (keras_sd[keras_sd.task == "fit"]["model.params_total"] == 34_163_592).all()
     report = (results / "reports" / "paper-smoke-cpu" / "report.md").read_text()
