@@ -69,9 +69,21 @@ def _valid_value(allowed, value) -> bool:
     return any(value == a and type(value) is type(a) for a in allowed)
 
 
-def check(stack: Stack, settings: dict[str, Any]) -> str | None:
-    """Why ``settings`` cannot run on ``stack`` (None when they can). Pure: imports no framework."""
+#: The knobs the step-timed engines (``paper`` suite, ``bench.engines.*_steps``) honour, per engine.
+STEP_KNOBS = {"keras": ("jit_compile", "tf32"), "torch": ("compile", "tf32")}
+
+
+def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> str | None:
+    """Why ``settings`` cannot run on ``stack`` (None when they can). Pure: imports no framework.
+
+    ``step_timed``: the cell is a step-timed workload, whose engines honour only ``STEP_KNOBS``.
+    """
     allowed = KNOBS[stack.engine]
+    if step_timed:
+        ignored = sorted(set(settings) - set(STEP_KNOBS[stack.engine]))
+        if ignored:
+            return (f"setting(s) {', '.join(ignored)} not honoured by the step-timed {stack.engine} engine "
+                    f"(it takes: {', '.join(STEP_KNOBS[stack.engine])})")
     for key, value in settings.items():
         if key not in allowed:
             return f"setting {key!r} does not apply to the {stack.engine} engine (it knows: {', '.join(allowed)})"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -131,3 +132,18 @@ class EpochTimer:
             "samples_per_s": (n_train / steady_s) if steady_s else None,
             **step_stats_ms(steps),
         }
+
+
+def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:
+    """Time ``steps + 1`` calls of ``call``: the first (build/compile) as the timer's first epoch, the others
+    as its second, so ``timer.summary`` reports the first apart and its statistics cover steps 2..N.
+    Returns the last call's result."""
+    timer.begin_epoch()
+    call()
+    timer.end_step()
+    timer.begin_epoch()
+    out = None
+    for _ in range(steps):
+        out = call()
+        timer.end_step()
+    return out

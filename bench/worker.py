@@ -14,15 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import datasets, flops, knobs, telemetry
-from bench.engines import Unsupported, engine_for, steps_engine_for
+from bench.engines import Unsupported, engine_for
 from bench.environment import capture, utc_now
 from bench.record import Cell, new_record, write_json_atomic
 from bench.stacks import get_stack
 from bench.workloads import StepWorkload, get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
-#: Settings the step-timed engines (paper suite) honour, per engine (see bench.engines.*_steps.run).
-STEP_KNOBS = {"keras": ("jit_compile", "tf32"), "torch": ("compile", "tf32")}
 
 
 def load_data(cell: Cell):
@@ -62,7 +60,13 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         stack, w = get_stack(cell.stack), get_workload(cell.workload)
         if cell.task not in w.tasks:
             raise Unsupported(f"{w.name} has no task {cell.task!r}")
-        if isinstance(w, StepWorkload):
+        step_timed = isinstance(w, StepWorkload)
+        rec["batch_size"] = cell.batch_size or (w.batch_sizes(cell.task)[0] if step_timed else w.batch_size)
+        reason = (w.model.unsupported(stack) if step_timed else None) or \
+            knobs.check(stack, dict(cell.settings), step_timed)
+        if reason:
+            raise Unsupported(reason)
+        if step_timed:
             run_steps(rec, cell, stack, w, samples_csv)
         else:
             run_epochs(rec, cell, stack, w, samples_csv)
@@ -79,7 +83,7 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         rec["env"] = capture()
     except Exception as e:
         rec["env"] = {"error": f"{type(e).__name__}: {e}"}
-    if rec["status"] == "ok" and isinstance(get_workload(cell.workload), StepWorkload):
+    if rec["status"] == "ok" and "flops_per_step" in rec["metrics"]:  # a step-timed cell: needs env's GPU name
         add_mfu(rec)
     rec["memory"]["host_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     rec["finished_utc"] = utc_now()
@@ -88,12 +92,8 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
 
 def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | None) -> None:
     """A classic workload: ``fit`` on its dataset for some epochs (``bench.engines.*_engine.fit``)."""
-    batch = cell.batch_size or w.batch_size
+    batch = rec["batch_size"]
     epochs = cell.epochs or w.epochs[cell.size]
-    rec["batch_size"] = batch
-    reason = knobs.check(stack, dict(cell.settings))
-    if reason:
-        raise Unsupported(reason)
     ds = load_data(cell)
     rec["data"] = ds.record()
     if ds.source == "synthetic":
@@ -132,27 +132,16 @@ def step_metrics(timer, batch: int, steps: int, generated_tokens: int | None) ->
 
 def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_csv: Path | None) -> None:
     """A step-timed workload (``paper`` suite): ``steps`` timed steps after a first one, random inputs."""
-    from bench.workloads.paper import check_supported
-
-    batch = cell.batch_size or w.batch_sizes(cell.task)[0]
+    batch = rec["batch_size"]
     steps = cell.steps or w.steps[cell.size]
     cfg = w.model.config(cell.size)
     if cell.seq_len:
         cfg["seq_len"] = cell.seq_len
-    rec["batch_size"] = batch
     rec["data"] = {"source": "synthetic", "reason": "random inputs of the published shapes (the source's method)"}
-    check_supported(w, stack, cell.task, dict(cell.settings))
-    ignored = sorted(set(cell.settings) - set(STEP_KNOBS[stack.engine]))
-    if ignored:
-        raise Unsupported(f"setting(s) {', '.join(ignored)} not honoured by the step-timed {stack.engine} engine "
-                          f"(it takes: {', '.join(STEP_KNOBS[stack.engine])})")
-    reason = knobs.check(stack, dict(cell.settings))
-    if reason:
-        raise Unsupported(reason)
     tel = telemetry.for_device(cell.device)
     tel.measure_idle()
     try:
-        out = steps_engine_for(stack.engine).run(stack, w, cell.task, cfg, batch, steps, cell.device,
+        out = engine_for(stack.engine, "steps").run(stack, w, cell.task, cfg, batch, steps, cell.device,
                                                   dict(cell.settings), telemetry=tel)
     finally:
         if samples_csv is not None:

@@ -1,9 +1,12 @@
 """Engines run a task of a workload on a stack inside the cell's own process.
 
-``keras_engine`` drives ``model.fit`` for the four Keras stacks, ``torch_engine`` a plain PyTorch loop.
-Both return the same record blocks: settings, metrics, history, model, memory.
+Epoch engines (``keras_engine``: ``model.fit`` on the four Keras stacks; ``torch_engine``: a plain PyTorch
+loop) train a classic workload on its dataset and return settings, metrics, history, model, memory.
+Step engines (``keras_steps``, ``torch_steps``) time the tasks of a step-timed workload (``paper`` suite)
+and return settings, timer, model, memory.
 """
 
+import importlib
 from types import ModuleType
 
 
@@ -11,27 +14,19 @@ class Unsupported(Exception):
     """The cell cannot run on this stack or with these settings; the message is the reason."""
 
 
-def engine_for(engine: str) -> ModuleType:
-    """The engine module for a stack's ``engine`` field (``keras`` or ``torch``); imports it lazily."""
-    if engine == "keras":
-        from bench.engines import keras_engine
-
-        return keras_engine
-    if engine == "torch":
-        from bench.engines import torch_engine
-
-        return torch_engine
-    raise ValueError(f"unknown engine {engine!r}")
+_MODULES = {"epochs": {"keras": "keras_engine", "torch": "torch_engine"},
+            "steps": {"keras": "keras_steps", "torch": "torch_steps"}}
 
 
-def steps_engine_for(engine: str) -> ModuleType:
-    """The step-timed engine (``paper`` suite) for a stack's ``engine`` field; imports it lazily."""
-    if engine == "keras":
-        from bench.engines import keras_steps
+def engine_for(engine: str, kind: str = "epochs") -> ModuleType:
+    """The engine module for a stack's ``engine`` field (``keras`` or ``torch``) and a workload ``kind``
+    (``epochs`` or ``steps``); imports it lazily.
 
-        return keras_steps
-    if engine == "torch":
-        from bench.engines import torch_steps
-
-        return torch_steps
-    raise ValueError(f"unknown engine {engine!r}")
+    Raises:
+        ValueError: unknown engine or kind.
+    """
+    try:
+        name = _MODULES[kind][engine]
+    except KeyError:
+        raise ValueError(f"unknown engine {engine!r} or kind {kind!r}") from None
+    return importlib.import_module(f"bench.engines.{name}")

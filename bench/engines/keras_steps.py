@@ -16,8 +16,8 @@ import numpy as np
 from bench.engines import Unsupported, frameworks
 from bench.engines.keras_engine import import_keras, make_timing_callback
 from bench.stacks import Stack
-from bench.timing import EpochTimer, make_barrier
-from bench.workloads import Job, StepWorkload
+from bench.timing import EpochTimer, make_barrier, time_calls
+from bench.workloads import StepWorkload
 
 
 def _set_precision(keras, stack: Stack, precision: str) -> str:
@@ -44,20 +44,6 @@ def _repeat(batch, n: int, backend: str):
     return tf.data.Dataset.from_tensors(batch).repeat(n)
 
 
-def time_calls(job: Job, steps: int, timer: EpochTimer) -> Any:
-    """Time ``steps + 1`` calls of ``job.call``: the first (build/compile) as the timer's first epoch, the
-    others as its second. Returns the last call's result."""
-    timer.begin_epoch()
-    job.call(job.model)
-    timer.end_step()
-    timer.begin_epoch()
-    out = None
-    for _ in range(steps):
-        out = job.call(job.model)
-        timer.end_step()
-    return out
-
-
 def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
         settings: dict[str, Any], telemetry=None) -> dict[str, Any]:
     """Build ``w``'s Keras model for ``task``, time ``steps`` steps after the first, return the record blocks.
@@ -77,7 +63,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     effective: dict[str, Any] = {"keras_version": keras.__version__, "keras_backend": keras.backend.backend(),
                                  "jit_compile": jit, "steps": steps}
     effective.update(frameworks.set_tf32(stack.backend, bool(settings.get("tf32", False))))
-    effective["precision"] = _set_precision(keras, stack, getattr(w.model, "precision", "float32"))
+    effective["precision"] = _set_precision(keras, stack, w.model.precision)
     keras.utils.set_random_seed(0)
     job = w.model.keras_job(stack, keras, task, cfg, batch, {**settings, "jit_compile": jit})
 
@@ -86,7 +72,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     result = None
     try:
         if job.call is not None:
-            result = time_calls(job, steps, timer)
+            result = time_calls(lambda: job.call(job.model), steps, timer)
         elif task == "fit":
             job.model.compile(optimizer=_optimizer(keras, job.optimizer), loss=job.loss, jit_compile=jit)
             job.model.fit(_repeat((job.inputs, job.targets), steps + 1, stack.backend), epochs=1,
@@ -99,7 +85,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     finally:
         if telemetry:
             telemetry.stop()
-    effective["generated_tokens"] = check_generated(job, result)
+    effective["generated_tokens"] = job.checked_tokens(result)
     trainable = int(sum(np.prod(v.shape) for v in job.model.trainable_weights))
     return {
         "settings": effective,
@@ -108,12 +94,3 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         "memory": {"device_peak_bytes": frameworks.device_peak_bytes(stack.backend, device)},
     }
 
-
-def check_generated(job: Job, result: Any) -> int | None:
-    """Tokens the last ``generate`` call produced per sequence; RuntimeError when short of the fixed length."""
-    if job.generated_tokens is None:
-        return None
-    if result != job.generated_tokens:
-        raise RuntimeError(f"generate produced {result} tokens per sequence, expected {job.generated_tokens} "
-                           "(generation must run to the fixed length)")
-    return int(result)

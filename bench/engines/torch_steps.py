@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from bench.engines import Unsupported, frameworks
-from bench.engines.keras_steps import check_generated, time_calls
 from bench.stacks import Stack
-from bench.timing import EpochTimer, make_barrier
+from bench.timing import EpochTimer, make_barrier, time_calls
 from bench.workloads import Job, StepWorkload
 
 
@@ -50,7 +49,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     if mode != "none" and device == "cpu" and frameworks.cpp_compiler_missing():
         raise Unsupported("torch.compile on CPU needs a C++ compiler for inductor; this image has none")
     effective: dict[str, Any] = {"torch_version": torch.__version__, "compile": mode, "steps": steps,
-                                 "precision": getattr(w.model, "precision", "float32")}
+                                 "precision": w.model.precision}
     effective.update(frameworks.set_tf32("torch", bool(settings.get("tf32", False))))
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
@@ -61,26 +60,26 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     if task == "fit":
         opt = _optimizer(torch, job.optimizer, [p for p in model.parameters() if p.requires_grad])
 
-        def step(_m):
+        def step():
             loss = job.call(step_model)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             return loss
     else:
-        def step(_m):
+        def step():
             with torch.inference_mode():
                 return job.call(step_model)
 
     barrier = make_barrier("torch", device)
     timer = EpochTimer(barrier, telemetry.mark if telemetry else None)
     try:
-        result = time_calls(Job(model=model, call=step), steps, timer)
+        result = time_calls(step, steps, timer)
         barrier()
     finally:
         if telemetry:
             telemetry.stop()
-    effective["generated_tokens"] = check_generated(job, result)
+    effective["generated_tokens"] = job.checked_tokens(result)
     return {
         "settings": effective,
         "timer": timer,

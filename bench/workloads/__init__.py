@@ -77,6 +77,20 @@ class Job:
     precision: str = "float32"
     generated_tokens: int | None = None
 
+    def checked_tokens(self, produced: Any) -> int | None:
+        """``produced`` (tokens per sequence of the last ``generate`` call) when it is the fixed length, None
+        for a task that generates nothing.
+
+        Raises:
+            RuntimeError: generation stopped short of (or ran past) ``generated_tokens``.
+        """
+        if self.generated_tokens is None:
+            return None
+        if produced != self.generated_tokens:
+            raise RuntimeError(f"generate produced {produced} tokens per sequence, expected {self.generated_tokens} "
+                               "(generation must run to the fixed length)")
+        return int(produced)
+
 
 @dataclass(frozen=True)
 class StepWorkload:
@@ -85,8 +99,9 @@ class StepWorkload:
     Attributes:
         name / suite / source: as for ``Workload``.
         cells: the published (task, batch size) pairs; one cell each.
-        model: the model class instance (``bench.workloads.paper``): ``config(size)``, ``keras_job``,
-            ``torch_job``, ``torch_model`` and ``published_params``.
+        model: the model class instance (a ``bench.workloads.paper.PaperModel``): ``config(size)``,
+            ``keras_job``, ``torch_job``, ``torch_model``, ``unsupported(stack)``, ``precision`` and
+            ``published_params``.
         steps: timed steps after the first (build + compile) step, per size.
     """
 

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from bench.engines import Unsupported
 from bench.workloads import Job, StepWorkload, register
 
 PROMPT_TOKENS = 5  # keras-benchmarks: 5-word prompts (NUM_WORDS)
@@ -71,9 +70,22 @@ def _hf_build(cls, config, dtype, dev):
         return cls._from_config(config, dtype=dtype)
 
 
+class PaperModel:
+    """What every model of the suite shares: its published cells and parameter counts, the dtype it runs in,
+    and which stacks cannot run it."""
+
+    cells: tuple[tuple[str, int], ...] = ()
+    published_params: dict[str, int] = {}
+    precision = "float32"
+
+    def unsupported(self, stack) -> str | None:
+        """Why ``stack`` cannot run this model (None when it can)."""
+        return None
+
+
 # ---- BERT base (bert_base_en) ------------------------------------------------------------------------
 
-class Bert:
+class Bert(PaperModel):
     cells = (("fit", 32), ("predict", 256))
     published_params = {"total": 108_311_810, "backbone": 108_310_272}
 
@@ -122,12 +134,11 @@ class Bert:
 
 # ---- Gemma 7B and Mistral 7B: causal LMs, bfloat16, LoRA rank 4 for fit -------------------------------
 
-class CausalLM:
+class CausalLM(PaperModel):
     """Shared by Gemma and Mistral: fit (LoRA) at seq len 128, greedy generate of 5-token prompts to 50."""
 
     name = ""
     cells = (("fit", 8), ("generate", 32), ("generate", 1))
-    published_params: dict[str, int] = {}
     precision = "bfloat16"
 
     def keras_backbone(self, nlp, cfg):
@@ -196,6 +207,11 @@ class Gemma(CausalLM):
         return dict(vocab=128, layers=2, q_heads=2, kv_heads=2, hidden=16, inter=64, head_dim=8,
                     seq_len=16, max_length=12)
 
+    def unsupported(self, stack) -> str | None:
+        if stack.keras_major == 2:
+            return "GemmaBackbone requires Keras 3 (keras-nlp 0.8.2 refuses tf.keras); the published table has NA"
+        return None
+
     def keras_lm(self, nlp):
         return nlp.models.GemmaCausalLM
 
@@ -226,6 +242,12 @@ class Mistral(CausalLM):
         return dict(vocab=128, layers=2, q_heads=4, kv_heads=2, hidden=16, inter=32, window=4096,
                     seq_len=16, max_length=12)
 
+    def unsupported(self, stack) -> str | None:
+        if stack.keras_major == 2 and self.precision == "bfloat16":
+            return ("Mistral in bfloat16 fails on Keras 2 (keras-nlp 0.8.2 RotaryEmbedding); the published table "
+                    "has NA")
+        return None
+
     def keras_lm(self, nlp):
         return nlp.models.MistralCausalLM
 
@@ -246,7 +268,7 @@ class Mistral(CausalLM):
 
 # ---- SegmentAnything (SAM huge) -----------------------------------------------------------------------
 
-class SegmentAnything:
+class SegmentAnything(PaperModel):
     cells = (("fit", 1), ("predict", 4))
     published_params = {"total": 641_090_864, "image_encoder": 637_026_048}
 
@@ -361,7 +383,7 @@ def timestep_embedding(t: int, batch: int, dim: int = 320, max_period: float = 1
     return np.repeat(emb[None], batch, 0)
 
 
-class StableDiffusion:
+class StableDiffusion(PaperModel):
     cells = (("fit", 8), ("predict", 13))
     published_params = {"unet": 859_520_964, "text_encoder": 123_060_480, "vae_decoder": 49_490_199,
                         "vae_encoder": 34_163_592}
@@ -409,20 +431,22 @@ class StableDiffusion:
 
     def torch_unet(self, cfg, dev="cpu"):
         import diffusers
+        import torch
 
         kw = dict(sample_size=cfg["image"] // 8, cross_attention_dim=cfg["text_dim"])
         if cfg["tiny"]:
             kw.update(block_out_channels=(32, 64), layers_per_block=1, norm_num_groups=8, attention_head_dim=2,
                       down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
                       up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"))
-        with __import__("torch").device(dev):
+        with torch.device(dev):
             return diffusers.UNet2DConditionModel(**kw)
 
     def torch_vae(self, cfg, dev="cpu"):
         import diffusers
+        import torch
 
         chans = (8, 16) if cfg["tiny"] else (128, 256, 512, 512)
-        with __import__("torch").device(dev):
+        with torch.device(dev):
             return diffusers.AutoencoderKL(
                 in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * len(chans),
                 up_block_types=("UpDecoderBlock2D",) * len(chans), block_out_channels=chans, layers_per_block=2,
@@ -464,22 +488,6 @@ class StableDiffusion:
             return state["latent"]
 
         return Job(model=unet, call=denoise_step)
-
-
-def _unsupported(stack, task: str, settings: dict[str, Any], model) -> str | None:
-    if stack.keras_major == 2 and isinstance(model, Gemma):
-        return "GemmaBackbone requires Keras 3 (keras-nlp 0.8.2 refuses tf.keras); the published table has NA"
-    if stack.keras_major == 2 and isinstance(model, Mistral) and model.precision == "bfloat16":
-        return ("Mistral in bfloat16 fails on Keras 2 (keras-nlp 0.8.2 RotaryEmbedding); the published table "
-                "has NA")
-    return None
-
-
-def check_supported(w: StepWorkload, stack, task: str, settings: dict[str, Any]) -> None:
-    """Raises Unsupported with the reason when ``stack`` cannot run ``task`` of ``w``."""
-    reason = _unsupported(stack, task, settings, w.model)
-    if reason:
-        raise Unsupported(reason)
 
 
 for _name, _model, _src in (
