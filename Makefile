@@ -1,7 +1,7 @@
 # Benchmark matrix: build the five stack images and the collector, run the stacks one after another,
 # collect the results. `make` alone lists the targets.
 #
-# Knobs: STACKS, SUITE (classic|tuning), SIZE, DEVICE (auto|cpu|gpu), REPEATS (default: 3 on GPU, 1 on
+# Knobs: STACKS, SUITE (classic|tuning|paper), SIZE, DEVICE (auto|cpu|gpu), REPEATS (default: 3 on GPU, 1 on
 #        CPU), TELEMETRY_SAMPLES=1, RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
 
 SHELL := /bin/bash
@@ -100,14 +100,13 @@ bench-all: build ## Build, run every stack one after another, then collect resul
 	$(MAKE) --no-print-directory collect || failed="$$failed collect"; \
 	if [ -n "$$failed" ]; then echo "not all cells succeeded in:$$failed" >&2; exit 1; fi
 
-collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv, then write its report (collector container)
+collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv, then rewrite results/report.md (collector container)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
 	  bench collect /results/runs/$(RUN) -o /results/$(RUN).csv
 	$(MAKE) --no-print-directory report
 
-report: ## Markdown report + PNG plots of results/$(RUN).csv into results/reports/$(RUN)/
-	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
-	  bench report /results/$(RUN).csv -o /results/reports/$(RUN)
+report: ## results/report.md (one section per collected results/*.csv) + PNG plots in results/plots/<run>/
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench report /results -o /results
 
 compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.csv B=run2.csv (under results/)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }

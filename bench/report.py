@@ -1,11 +1,13 @@
-"""``bench report RUN.csv``: a Markdown report with PNG plots from a collected CSV.
+"""``bench report RUN.csv|DIR ...``: a Markdown report with PNG plots from collected CSVs.
 
-Sections: the run's provenance (GPU, driver, versions, date), the Keras 3 benchmark's Table 2 (suite
-``paper``: ours beside the published A100 value, Figure 1's speedup plot), the classic suite's ms/step
-table, and
-the tuning study (per stack: out-of-the-box vs best configuration, the full grid beside the
-reference's published time, plots, and which of the study's findings hold on our data). Cells that
-are not ``ok`` are shown with their status and their reason in a footnote.
+One CSV gives one run's report; several (or a directory: every bench CSV in it, as ``make report``
+passes ``results/``) give one ``report.md`` with a section per run, so the committed
+``results/report.md`` covers every suite that was collected. Per run: its provenance (GPU, driver,
+versions, date), the Keras 3 benchmark's Table 2 (suite ``paper``: ours beside the published A100
+value, Figure 1's speedup plot), the classic suite's ms/step table, and the tuning study (per stack:
+out-of-the-box vs best configuration, the full grid beside the reference's published time, plots, and
+which of the study's findings hold on our data). Cells that are not ok are shown with their status and
+their reason in a footnote.
 """
 
 from __future__ import annotations
@@ -77,6 +79,23 @@ def reference_times() -> dict[tuple[str, str], float]:
 
 # ---- sections -------------------------------------------------------------------------------------
 
+def run_span(df) -> str:
+    """The run's date and span: first cell start to last cell end (UTC), and the cells' own process time
+    (what the runner measured per cell; the span also holds container starts and image checks)."""
+    import pandas as pd
+
+    end = pd.to_datetime(df["finished_utc"], utc=True, errors="coerce") if "finished_utc" in df else None
+    if end is None or end.isna().all():
+        return "- Run date: n/a"
+    start = pd.to_datetime(df["started_utc"], utc=True, errors="coerce") if "started_utc" in df else end
+    first, last = start.min() if start.notna().any() else end.min(), end.max()
+    text = (f"- Run date (UTC): {first:%Y-%m-%d}; cells ran from {first:%H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} "
+            f"({(last - first).total_seconds() / 60:.1f} min")
+    if "process.wall_s" in df and df["process.wall_s"].notna().any():
+        text += f"; cell processes {df['process.wall_s'].sum() / 60:.1f} min in all"
+    return text + ")"
+
+
 def provenance(df) -> list[str]:
     def uniq(col: str) -> str:
         if col not in df.columns:
@@ -84,10 +103,7 @@ def provenance(df) -> list[str]:
         vals = sorted({str(v) for v in df[col].dropna() if str(v) not in ("", "nan")})
         return ", ".join(vals) or "n/a"
 
-    lines = ["## Provenance", "",
-             f"- Run date (UTC): {uniq('finished_utc')[:10] if 'finished_utc' in df.columns else 'n/a'} "
-             f"(cells finished between {df['finished_utc'].dropna().min()} and {df['finished_utc'].dropna().max()})"
-             if "finished_utc" in df.columns and df["finished_utc"].notna().any() else "- Run date: n/a",
+    lines = ["## Provenance", "", run_span(df),
              f"- Device: {uniq('device')}; GPU: {uniq('env.gpu.name')}; driver: {uniq('env.gpu.driver')}",
              f"- CPU: {uniq('env.cpu_model')}; host: {uniq('env.host')}; images: {uniq('env.image')}",
              f"- bench git commit: {uniq('env.git_commit')}"]
@@ -107,17 +123,20 @@ def provenance(df) -> list[str]:
 
 
 class Footnotes:
-    """Collects reasons of cells that are not ok; ``ref`` returns the marker to put in a table."""
+    """Collects reasons of cells that are not ok; ``ref`` returns the marker to put in a table.
 
-    def __init__(self):
+    ``prefix`` keeps the labels of several runs in one document apart (``[^paper-full-gpu-1]``)."""
+
+    def __init__(self, prefix: str = ""):
+        self.prefix = prefix
         self.items: list[str] = []
 
     def ref(self, row) -> str:
         self.items.append(f"{row['stack']} {row['workload']} {row['variant']}: {row['status']}: {row.get('reason')}")
-        return f"{row['status']} [^{len(self.items)}]"
+        return f"{row['status']} [^{self.prefix}{len(self.items)}]"
 
     def lines(self) -> list[str]:
-        return [f"[^{i}]: {text}" for i, text in enumerate(self.items, 1)]
+        return [f"[^{self.prefix}{i}]: {text}" for i, text in enumerate(self.items, 1)]
 
 
 def classic_section(df, notes: Footnotes) -> list[str]:
@@ -481,30 +500,99 @@ def paper_plots(df, out_dir: Path) -> dict[str, str]:
     return files
 
 
-def write_report(csv_path: Path, out_dir: Path) -> Path:
-    """Write ``out_dir/report.md`` (and its PNGs) from a collected CSV; returns the report's path.
+def read_bench_csv(csv_path: Path):
+    """A collected CSV as a DataFrame.
 
     Raises:
-        FileNotFoundError: the CSV does not exist. ValueError: it has no ``stack``/``status`` columns.
+        FileNotFoundError: the CSV does not exist. ValueError: it is not a bench CSV (a required column
+        is missing, or it cannot be parsed).
     """
     import pandas as pd
 
-    df = pd.read_csv(csv_path)
+    try:
+        df = pd.read_csv(csv_path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise ValueError(f"{csv_path} is not a bench CSV ({e})") from e
     for col in ("stack", "suite", "workload", "variant", "status"):
         if col not in df.columns:
             raise ValueError(f"{csv_path} is not a bench CSV (no {col!r} column)")
     if "baseline" not in df.columns:
         df["baseline"] = False
-    out_dir.mkdir(parents=True, exist_ok=True)
-    notes = Footnotes()
+    return df
+
+
+def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes) -> list[str]:
+    """One run's sections (headings from ``##``), its PNGs written to ``plot_dir`` and linked as
+    ``link_prefix + file name``; cells that are not ok land in ``notes``."""
     tuning = tuning_frame(df)
-    plots = tuning_plots(tuning, out_dir) if not tuning.empty else {}
-    has_paper = (df["suite"] == "paper").any()
-    paper = paper_section(df, notes, paper_plots(df, out_dir) if has_paper else {})
-    lines = [f"# Benchmark report: {Path(csv_path).name}", "", *provenance(df), *paper, *classic_section(df, notes),
-             *tuning_section(tuning, notes, plots)]
+    has_paper = bool((df["suite"] == "paper").any())
+    if has_paper or not tuning.empty:
+        plot_dir.mkdir(parents=True, exist_ok=True)
+    plots = tuning_plots(tuning, plot_dir) if not tuning.empty else {}
+    paper_files = paper_plots(df, plot_dir) if has_paper else {}
+
+    def linked(files: dict[str, str]) -> dict[str, str]:
+        return {title: link_prefix + name for title, name in files.items()}
+
+    lines = [*provenance(df), *paper_section(df, notes, linked(paper_files)), *classic_section(df, notes),
+             *tuning_section(tuning, notes, linked(plots))]
     if notes.items:
         lines += ["## Cells that did not run", "", *notes.lines(), ""]
+    return lines
+
+
+def bench_csvs(paths: list[Path]) -> tuple[list[Path], list[str]]:
+    """The CSVs named, a directory standing for every ``*.csv`` directly in it (sorted by name).
+
+    Returns (CSV paths, warnings): a CSV found in a directory that is not a bench CSV (for example a
+    ``bench compare --out`` table) is left out with a warning; one named explicitly raises.
+
+    Raises:
+        ValueError: an explicitly named file is not a bench CSV, or no CSV is found at all.
+    """
+    found, warnings = [], []
+    for p in paths:
+        if p.is_dir():
+            for f in sorted(p.glob("*.csv")):
+                try:
+                    read_bench_csv(f)
+                except ValueError as e:
+                    warnings.append(f"skipped {e}")
+                    continue
+                found.append(f)
+        else:
+            read_bench_csv(p)
+            found.append(p)
+    found = list(dict.fromkeys(found))
+    if not found:
+        raise ValueError(f"no bench CSV in {', '.join(map(str, paths))} (run `make collect` first)")
+    return found, warnings
+
+
+def write_report(csv_paths: Path | list[Path], out_dir: Path) -> Path:
+    """Write ``out_dir/report.md`` from one or more collected CSVs; returns the report's path.
+
+    Each run's PNGs go to ``out_dir/plots/<run>/`` (``<run>`` = the CSV's file name without ``.csv``).
+    With several CSVs the report has one ``## Run `<run>``` section per CSV, in the order given.
+
+    Raises:
+        FileNotFoundError: a CSV does not exist. ValueError: a CSV is not a bench CSV.
+    """
+    paths = [csv_paths] if isinstance(csv_paths, Path) else list(csv_paths)
+    frames = [(p.stem, read_bench_csv(p)) for p in paths]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if len(frames) == 1:
+        run, df = frames[0]
+        lines = [f"# Benchmark report: {run}", "",
+                 *run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes())]
+    else:
+        lines = ["# Benchmark report", "", "Runs (one section each, from `results/<run>.csv`):", ""]
+        lines += [f"- [{run}](#run-{run.replace('.', '')}): {len(df)} cells, "
+                  f"{int((df['status'] == 'ok').sum())} ok" for run, df in frames]
+        lines.append("")
+        for run, df in frames:
+            body = run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes(f"{run}-"))
+            lines += [f"## Run {run}", "", *("#" + ln if ln.startswith("#") else ln for ln in body)]
     path = out_dir / "report.md"
     tmp = path.with_name(".report.md.tmp")
     tmp.write_text("\n".join(lines) + "\n")

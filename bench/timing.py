@@ -112,7 +112,8 @@ class EpochTimer:
             ``epochs``, ``steps_per_epoch``, ``first_epoch_s`` (includes compilation), ``total_train_s``
             (training steps of all epochs, compilation included, validation excluded: the tuning study's
             "time for 41 epochs"),
-            ``steady_epoch_s`` (mean of epochs 2..N; None with one epoch), ``samples_per_s``
+            ``epoch_s`` (each epoch's training steps, s: a sporadic epoch-start stall of the framework
+            shows here), ``steady_epoch_s`` (mean of epochs 2..N; None with one epoch), ``samples_per_s``
             (steady epochs; None with one epoch), and the ``ms_per_step_*`` statistics over steady
             steps (over the first epoch's steps after its first one if there is only one epoch).
         """
@@ -128,6 +129,7 @@ class EpochTimer:
             "first_epoch_s": epoch_s[0],
             "total_train_s": float(sum(epoch_s)),
             "first_step_s": self.epochs[0][0] if self.epochs[0] else None,
+            "epoch_s": epoch_s,
             "steady_epoch_s": steady_s,
             "samples_per_s": (n_train / steady_s) if steady_s else None,
             **step_stats_ms(steps),

@@ -123,10 +123,12 @@ def test_tuning_sweep_in_every_image(bench_all, make_args):
     assert (ok["telemetry.available"] == False).all()  # noqa: E712
     assert (ok["telemetry.reason"] == "CPU run: no GPU telemetry").all()
     assert ok["metrics.j_per_step"].isna().all() and (ok["telemetry.cpu_util_pct"] > 0).all()
-    report = (results / "reports" / "tuning-smoke-cpu" / "report.md").read_text()
-    assert "## Tuning study" in report and "CPU rows are smoke tests" in report
-    assert (results / "reports" / "tuning-smoke-cpu" / "tuning_time.png").exists()
-    assert (results / "reports" / "classic-smoke-cpu" / "report.md").exists()
+    # make report: one results/report.md with a section per collected run so far
+    report = (results / "report.md").read_text()
+    assert "## Run classic-smoke-cpu" in report and "## Run tuning-smoke-cpu" in report
+    assert "### Tuning study" in report and "CPU rows are smoke tests" in report
+    assert "](plots/tuning-smoke-cpu/tuning_time.png)" in report
+    assert (results / "plots" / "tuning-smoke-cpu" / "tuning_time.png").exists()
 
 
 def test_paper_suite_in_every_image(bench_all, make_args):
@@ -157,6 +159,6 @@ def test_paper_suite_in_every_image(bench_all, make_args):
     keras_sd = ok[(ok.workload == "stable_diffusion") & (ok["stack"] != "pytorch")]
     assert (keras_sd[keras_sd.task == "predict"]["model.params_total"] == 859_520_964).all()
     assert (keras_sd[keras_sd.task == "fit"]["model.params_total"] == 34_163_592).all()
-    report = (results / "reports" / "paper-smoke-cpu" / "report.md").read_text()
-    assert "## Keras 3 benchmark (Table 2 layout)" in report
+    report = (results / "report.md").read_text()
+    assert "## Run paper-smoke-cpu" in report and "### Keras 3 benchmark (Table 2 layout)" in report
     assert "GemmaBackbone requires Keras 3" in report  # the footnote of an unsupported cell

@@ -40,6 +40,7 @@ def test_epoch_timer_syncs_before_every_clock_read_and_splits_first_epoch(monkey
     assert s["first_epoch_s"] == pytest.approx(11.0)
     assert s["first_step_s"] == pytest.approx(10.0)
     assert s["steady_epoch_s"] == pytest.approx(3.0)
+    assert s["epoch_s"] == pytest.approx([11.0, 3.0])
     assert s["samples_per_s"] == pytest.approx(8 / 3.0)
     assert s["ms_per_step_mean"] == pytest.approx(1500.0)
     assert s["steps"] == 2 and s["epochs"] == 2 and s["steps_per_epoch"] == 2

@@ -199,8 +199,9 @@ def test_report_renders_tuning_section_with_findings_and_plots(tmp_path):
     assert "*steps_per_execution matters a lot for Keras*: holds here" in text
     assert "*mixed precision + jit gives Keras/TF its best time*: holds here" in text
     assert "unsupported [^1]" in text and "[^1]: keras3-jax mnist_cnn" in text and "needs tf.data" in text
-    assert (tmp_path / "out" / "tuning_time.png").stat().st_size > 1000
-    assert (tmp_path / "out" / "tuning_energy_vs_time.png").exists()
+    assert "![Training time per configuration](plots/run/tuning_time.png)" in text
+    assert (tmp_path / "out" / "plots" / "run" / "tuning_time.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "plots" / "run" / "tuning_energy_vs_time.png").exists()
 
 
 def test_report_cli_rejects_a_non_bench_csv(tmp_path, capsys):
@@ -264,7 +265,49 @@ def test_report_renders_table2_with_published_values_and_every_status(tmp_path):
     assert "320.0/s, MFU 25.0 %" in rate and "| 160.0/s |" in rate
     # every published row is in the table, run or not
     assert sum(ln.startswith("| ") and " | " in ln for ln in text.splitlines()) >= 12
-    assert (tmp_path / "out" / "paper_speedup.png").exists() and (tmp_path / "out" / "paper_ms_per_step.png").exists()
+    plots = tmp_path / "out" / "plots" / "run"
+    assert (plots / "paper_speedup.png").exists() and (plots / "paper_ms_per_step.png").exists()
+
+
+def test_report_of_a_directory_has_one_section_per_run(tmp_path, capsys):
+    """`make report` passes results/: every bench CSV there becomes a section of one report.md, with
+    footnote labels kept apart per run; a CSV that is not a bench CSV is skipped with a warning."""
+    results = tmp_path / "results"
+    for run, recs in (("classic-full-gpu", [paper_record("pytorch", "bert", "fit", 32, status="failed",
+                                                         reason="CUDA out of memory")]),
+                      ("paper-full-gpu", [paper_record("keras3-jax", "bert", "fit", 32, 100.0),
+                                          paper_record("keras2-tf", "gemma", "generate", 1, status="unsupported",
+                                                       reason="GemmaBackbone requires Keras 3")])):
+        for c, r in recs:
+            write_json_atomic(result_path(tmp_path / "runs" / run, c), r)
+        collect(tmp_path / "runs" / run, results / f"{run}.csv")
+    (results / "compare.csv").write_text("cell,ratio\nx,1.0\n")
+    main_ok(["report", str(results)])
+    captured = capsys.readouterr()
+    assert "warning: skipped" in captured.err and "compare.csv" in captured.err
+    text = (results / "report.md").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "# Benchmark report"
+    assert "- [classic-full-gpu](#run-classic-full-gpu): 1 cells, 0 ok" in lines
+    assert lines.index("## Run classic-full-gpu") < lines.index("## Run paper-full-gpu")
+    assert "- Run date (UTC): 2026-11-21; cells ran from 10:00:00 to 2026-11-21 10:00:00 (0.0 min" in text
+    assert "### Keras 3 benchmark (Table 2 layout)" in lines and "## Keras 3 benchmark (Table 2 layout)" not in lines
+    assert "failed [^classic-full-gpu-1]" in text and "[^classic-full-gpu-1]: pytorch bert" in text
+    assert "unsupported [^paper-full-gpu-1]" in text and "[^paper-full-gpu-1]: keras2-tf gemma" in text
+    assert "(plots/paper-full-gpu/paper_ms_per_step.png)" in text
+    assert (results / "plots" / "paper-full-gpu" / "paper_ms_per_step.png").exists()
+
+
+def test_report_cli_fails_cleanly_without_any_bench_csv(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["report", str(tmp_path)])
+    assert e.value.code == 2 and "no bench CSV" in capsys.readouterr().err
+
+
+def main_ok(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 0
 
 
 def test_published_table_is_complete():
