@@ -11,6 +11,8 @@ step. Two ratios, harness / hand-timed, over the steady epochs (2..N):
   Keras 3 on TensorFlow with NumPy input was seen (CPU, 2 cores) to spend 15 s in the first step of
   some epochs and 0.4 s in others, which moves a mean over two epochs by 40 % either way. The minimum
   over repeats is the usual estimator of a fixed cost under such noise (Python's ``timeit`` docs).
+  The hand-timed loop runs first; order inside a process was seen to move CPU epochs by a few percent
+  (results/fidelity/README.md).
 
 Targets (issue "matrix"): |ratio - 1| <= 2 %, overhead <= 1 % on a GPU, where step cost dominates.
 """
