@@ -316,15 +316,15 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
 def report_cmd(sources, out_dir) -> None:
     """Markdown report with plots from collected CSVs (a directory: every bench CSV in it, one section each)."""
     try:
-        from bench.report import bench_csvs, write_report
+        from bench.report import load_runs, write_report
     except ImportError as e:
         fail(f"report needs pandas and matplotlib ({e}); install dlbench[collect] or use the collector image")
     try:
-        csvs, warnings = bench_csvs(list(sources))
+        runs, warnings = load_runs(list(sources))
         for w in warnings:
             click.echo(f"warning: {w}", err=True)
         first = sources[0]
-        path = write_report(csvs, out_dir or (first if first.is_dir() else first.parent))
+        path = write_report(runs, out_dir or (first if first.is_dir() else first.parent))
     except ValueError as e:
         fail(str(e))
     click.echo(f"wrote {path}")

@@ -36,7 +36,7 @@ FIELDS: dict[str, str] = {
     "repeat": "1-based repeat index in a per-repeat record (null in the aggregated cell record)",
     "metrics.first_epoch_s": "seconds of the first epoch: includes tracing/compilation (s)",
     "metrics.steady_epoch_s": "mean seconds per epoch over epochs 2..N, training steps only (s)",
-    "metrics.epoch_s": "seconds of each epoch's training steps, the first included (JSON list; s)",
+    "metrics.epoch_s": "seconds of each epoch's training steps, the first included (JSON list; s; repeat 1's)",
     "metrics.ms_per_step_*": "mean/p50/p90/std/min/max of per-step wall time over steady epochs (ms)",
     "metrics.samples_per_s": "training examples per second over steady epochs",
     "metrics.total_train_s": "training steps of all epochs, compilation included, validation excluded (s)",

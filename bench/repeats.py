@@ -4,8 +4,9 @@ Rule (fixed in advance, no best-of-N): each repeat runs in its own process. The 
 when every repeat is ``ok``; otherwise it takes the status and reason of its first repeat that is not.
 For an ``ok`` cell every metric in ``metrics`` is the median across repeats of that metric (so
 ``ms_per_step_p50`` is the median of the within-run p50s), and ``repeats.<metric>`` keeps the values,
-their median, min, max and coefficient of variation (sample std / mean). Environment, settings and
-history come from repeat 1. The per-repeat records stay on disk under ``<stack>/repeats/``.
+their median, min, max and coefficient of variation (sample std / mean). Environment, settings,
+history and the per-epoch list ``metrics.epoch_s`` come from repeat 1. The per-repeat records stay on
+disk under ``<stack>/repeats/``.
 """
 
 from __future__ import annotations

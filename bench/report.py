@@ -541,56 +541,52 @@ def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes) -> list
     return lines
 
 
-def bench_csvs(paths: list[Path]) -> tuple[list[Path], list[str]]:
-    """The CSVs named, a directory standing for every ``*.csv`` directly in it (sorted by name).
+def load_runs(paths: list[Path]) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The collected runs named by ``paths``, each CSV read once; a directory stands for every ``*.csv``
+    directly in it (sorted by name).
 
-    Returns (CSV paths, warnings): a CSV found in a directory that is not a bench CSV (for example a
-    ``bench compare --out`` table) is left out with a warning; one named explicitly raises.
+    Returns ``([(run, DataFrame)], warnings)`` with ``run`` the CSV's file name without ``.csv``: a CSV
+    found in a directory that is not a bench CSV (for example a ``bench compare --out`` table) is left
+    out with a warning; one named explicitly raises.
 
     Raises:
         ValueError: an explicitly named file is not a bench CSV, or no CSV is found at all.
     """
-    found, warnings = [], []
+    runs: dict[Path, tuple[str, Any]] = {}
+    warnings: list[str] = []
     for p in paths:
-        if p.is_dir():
-            for f in sorted(p.glob("*.csv")):
-                try:
-                    read_bench_csv(f)
-                except ValueError as e:
-                    warnings.append(f"skipped {e}")
-                    continue
-                found.append(f)
-        else:
-            read_bench_csv(p)
-            found.append(p)
-    found = list(dict.fromkeys(found))
-    if not found:
+        if not p.is_dir():
+            runs.setdefault(p.resolve(), (p.stem, read_bench_csv(p)))
+            continue
+        for f in sorted(p.glob("*.csv")):
+            if f.resolve() in runs:
+                continue
+            try:
+                runs[f.resolve()] = (f.stem, read_bench_csv(f))
+            except ValueError as e:
+                warnings.append(f"skipped {e}")
+    if not runs:
         raise ValueError(f"no bench CSV in {', '.join(map(str, paths))} (run `make collect` first)")
-    return found, warnings
+    return list(runs.values()), warnings
 
 
-def write_report(csv_paths: Path | list[Path], out_dir: Path) -> Path:
-    """Write ``out_dir/report.md`` from one or more collected CSVs; returns the report's path.
+def write_report(runs: list[tuple[str, Any]], out_dir: Path) -> Path:
+    """Write ``out_dir/report.md`` from collected runs (``load_runs``); returns the report's path.
 
-    Each run's PNGs go to ``out_dir/plots/<run>/`` (``<run>`` = the CSV's file name without ``.csv``).
-    With several CSVs the report has one ``## Run `<run>``` section per CSV, in the order given.
-
-    Raises:
-        FileNotFoundError: a CSV does not exist. ValueError: a CSV is not a bench CSV.
+    Each run's PNGs go to ``out_dir/plots/<run>/``. With several runs the report has one
+    ``## Run <run>`` section per run, in the order given.
     """
-    paths = [csv_paths] if isinstance(csv_paths, Path) else list(csv_paths)
-    frames = [(p.stem, read_bench_csv(p)) for p in paths]
     out_dir.mkdir(parents=True, exist_ok=True)
-    if len(frames) == 1:
-        run, df = frames[0]
+    if len(runs) == 1:
+        run, df = runs[0]
         lines = [f"# Benchmark report: {run}", "",
                  *run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes())]
     else:
         lines = ["# Benchmark report", "", "Runs (one section each, from `results/<run>.csv`):", ""]
         lines += [f"- [{run}](#run-{run.replace('.', '')}): {len(df)} cells, "
-                  f"{int((df['status'] == 'ok').sum())} ok" for run, df in frames]
+                  f"{int((df['status'] == 'ok').sum())} ok" for run, df in runs]
         lines.append("")
-        for run, df in frames:
+        for run, df in runs:
             body = run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes(f"{run}-"))
             lines += [f"## Run {run}", "", *("#" + ln if ln.startswith("#") else ln for ln in body)]
     path = out_dir / "report.md"

@@ -186,7 +186,7 @@ def test_report_renders_tuning_section_with_findings_and_plots(tmp_path):
     for c, r in recs:
         write_json_atomic(result_path(run, c), r)
     collect(run, tmp_path / "run.csv")
-    path = report.write_report(tmp_path / "run.csv", tmp_path / "out")
+    path = report.write_report(report.load_runs([tmp_path / "run.csv"])[0], tmp_path / "out")
     text = path.read_text()
     assert "Fake H100" in text and "999.1" in text
     # out of the box vs best, with the speedup
@@ -249,7 +249,7 @@ def test_report_renders_table2_with_published_values_and_every_status(tmp_path):
     for c, r in recs:
         write_json_atomic(result_path(run, c), r)
     collect(run, tmp_path / "run.csv")
-    text = report.write_report(tmp_path / "run.csv", tmp_path / "out").read_text()
+    text = report.write_report(report.load_runs([tmp_path / "run.csv"])[0], tmp_path / "out").read_text()
     assert "## Keras 3 benchmark (Table 2 layout)" in text
     # published bert fit 32: keras2 486.00, keras3 TF 214.49, JAX 222.37, torch 808.68; best 214.49
     row = next(ln for ln in text.splitlines() if ln.startswith("| bert | fit | 32 |"))
