@@ -1,8 +1,10 @@
 # Benchmark matrix: build the five stack images and the collector, run the stacks one after another,
 # collect the results. `make` alone lists the targets.
 #
-# Knobs: STACKS, SUITE (classic|tuning|paper), SIZE, DEVICE (auto|cpu|gpu), REPEATS (default: 3 on GPU, 1 on
-#        CPU), TELEMETRY_SAMPLES=1, RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
+# Knobs: STACKS, SUITE (classic|tuning|paper), SIZE, DEVICE (auto|cpu|gpu), VARIANT (image variant, default:
+#        the device's; VARIANT=gpu DEVICE=cpu runs the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on
+#        CPU), TIMEOUT (per-cell limit, s), TELEMETRY_SAMPLES=1, RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE,
+#        TORCH_INDEX_URL, DOCKER, COMPOSE.
 
 SHELL := /bin/bash
 comma := ,
@@ -12,6 +14,7 @@ ALL_STACKS := keras2-tf keras3-tf keras3-jax keras3-torch pytorch
 STACKS ?= $(ALL_STACKS)
 SUITE ?= classic
 REPEATS ?=
+TIMEOUT ?=
 TELEMETRY_SAMPLES ?=
 DEVICE ?= auto
 RESULTS_DIR ?= $(CURDIR)/results
@@ -33,21 +36,30 @@ ifeq ($(DEVICE),gpu)
   ifneq ($(HAS_GPU),1)
     $(if $(filter bench-% build configure,$(MAKECMDGOALS)),$(error DEVICE=gpu but nvidia-smi finds no NVIDIA GPU on this host))
   endif
-  VARIANT := gpu
+  RUN_DEVICE := gpu
 else ifeq ($(DEVICE),cpu)
-  VARIANT := cpu
+  RUN_DEVICE := cpu
 else ifeq ($(DEVICE),auto)
-  VARIANT := $(if $(HAS_GPU),gpu,cpu)
+  RUN_DEVICE := $(if $(HAS_GPU),gpu,cpu)
 else
   $(error DEVICE must be auto, cpu or gpu (got '$(DEVICE)'))
 endif
-SIZE ?= $(if $(filter gpu,$(VARIANT)),full,smoke)
-RUN ?= $(SUITE)-$(SIZE)-$(VARIANT)
+# The image variant follows the device; VARIANT=gpu DEVICE=cpu runs the GPU images on the CPU (what CI
+# does to exercise the artefacts GPU users pull: CUDA builds of the frameworks run on a CPU too).
+VARIANT ?= $(RUN_DEVICE)
+ifeq ($(filter cpu gpu,$(VARIANT)),)
+  $(error VARIANT must be cpu or gpu (got '$(VARIANT)'))
+endif
+ifeq ($(VARIANT)-$(RUN_DEVICE),cpu-gpu)
+  $(error VARIANT=cpu images cannot use a GPU; use VARIANT=gpu or DEVICE=cpu)
+endif
+SIZE ?= $(if $(filter gpu,$(RUN_DEVICE)),full,smoke)
+RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(VARIANT)),-$(VARIANT)-images)
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-COMPOSE_FILES := -f compose.yaml $(if $(filter gpu,$(VARIANT)),-f compose.gpu.yaml)
+COMPOSE_FILES := -f compose.yaml $(if $(filter gpu,$(RUN_DEVICE)),-f compose.gpu.yaml)
 
 export BENCH_VARIANT := $(VARIANT)
-export BENCH_DEVICE := $(VARIANT)
+export BENCH_DEVICE := $(RUN_DEVICE)
 export BENCH_RESULTS := $(RESULTS_DIR)
 export BENCH_UID := $(shell id -u)
 export BENCH_GID := $(shell id -g)
@@ -59,8 +71,13 @@ BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_
 	$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE))
 
 FIDELITY_WORKLOAD ?= cifar10_cnn
+# The doctor's Container Toolkit check runs `nvidia-smi -L` in this image with --gpus all.
+TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
+DOCTOR := $(PYTHON) -m bench.doctor host --device $(RUN_DEVICE) --variant $(VARIANT) --stacks "$(STACKS)" \
+	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
-.PHONY: help configure build bench-all collect report compare fidelity flops test test-unit test-e2e lint lock clean
+.PHONY: help configure preflight doctor build bench-all collect report compare fidelity flops test test-unit test-e2e \
+	lint lock clean
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -69,13 +86,13 @@ help: ## List the targets
 	@echo
 	@grep -hE '^[a-zA-Z0-9%_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 	@echo
-	@echo "Now: DEVICE=$(DEVICE) -> variant $(VARIANT), SIZE=$(SIZE), SUITE=$(SUITE), RUN=$(RUN)"
+	@echo "Now: DEVICE=$(DEVICE) -> device $(RUN_DEVICE), images $(VARIANT), SIZE=$(SIZE), SUITE=$(SUITE), RUN=$(RUN)"
 	@echo "     STACKS=$(STACKS)"
 
 configure: ## Write .env so that `docker compose run <service>` uses this host's variant (cpu/gpu)
 	@printf '%s\n' "# written by make configure" \
-	  "COMPOSE_FILE=compose.yaml$(if $(filter gpu,$(VARIANT)),:compose.gpu.yaml)" \
-	  "BENCH_VARIANT=$(VARIANT)" "BENCH_DEVICE=$(VARIANT)" "BENCH_RESULTS=$(RESULTS_DIR)" \
+	  "COMPOSE_FILE=compose.yaml$(if $(filter gpu,$(RUN_DEVICE)),:compose.gpu.yaml)" \
+	  "BENCH_VARIANT=$(VARIANT)" "BENCH_DEVICE=$(RUN_DEVICE)" "BENCH_RESULTS=$(RESULTS_DIR)" \
 	  "BENCH_UID=$(BENCH_UID)" "BENCH_GID=$(BENCH_GID)" > .env
 	@echo "wrote .env (variant $(VARIANT))"
 
@@ -89,11 +106,25 @@ build-%: ## Build one image: build-<stack> or build-collector
 bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)
 	@mkdir -p $(RESULTS_DIR)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
-	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(VARIANT) --out /results/runs/$(RUN) \
-	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(TELEMETRY_SAMPLES),--telemetry-samples)
+	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
+	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+	  $(if $(TELEMETRY_SAMPLES),--telemetry-samples)
 
-bench-all: build ## Build, run every stack one after another, then collect results/$(RUN).csv
-	@if [ "$(VARIANT)" = cpu ]; then \
+preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): bench-all stops on a problem
+	@$(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json
+
+doctor: ## Host checks, then each built image's (GPU seen, a matmul, GEMM TFLOP/s): table + results/doctor/*.json
+	@status=0; $(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json || status=1; \
+	for s in $(STACKS); do $(MAKE) --no-print-directory doctor-$$s || status=1; done; exit $$status
+
+doctor-%:
+	@if ! $(DOCKER) image inspect dlbench/$*:$(VARIANT) >/dev/null 2>&1; then \
+	  echo "$*: image dlbench/$*:$(VARIANT) not built yet (make build): its checks skipped"; \
+	else mkdir -p $(RESULTS_DIR)/doctor && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
+	  bench doctor --stack $* --device $(RUN_DEVICE) --out /results/doctor/$*-$(VARIANT).json; fi
+
+bench-all: preflight build ## Preflight, build, run every stack one after another, then collect results/$(RUN).csv
+	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
 	@failed=""; for s in $(STACKS); do \
 	  $(MAKE) --no-print-directory bench-$$s || failed="$$failed $$s"; done; \
@@ -118,7 +149,7 @@ fidelity: ## Harness ms/step vs a hand-timed loop, per stack (writes results/fid
 
 fidelity-%:
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) bench fidelity --stack $* \
-	  --workload $(FIDELITY_WORKLOAD) --size $(SIZE) --device $(VARIANT) --out /results/fidelity/$*-$(VARIANT).json
+	  --workload $(FIDELITY_WORKLOAD) --size $(SIZE) --device $(RUN_DEVICE) --out /results/fidelity/$*-$(RUN_DEVICE).json
 
 test: lint test-unit test-e2e ## Lint, unit tests, then the Docker end-to-end test
 

@@ -49,7 +49,8 @@ def list_cmd(only_stacks: bool) -> None:
             cells = ", ".join(f"{t} {b}" for t, b in w.cells)
             click.echo(f"  {w.name:<24} {cells}; {w.source}")
         else:
-            click.echo(f"  {w.name:<24} tasks {','.join(w.tasks):<8} batch {w.batch_size:<4} "
+            smoke = f" (smoke {w.smoke_batch_size})" if w.smoke_batch_size else ""
+            click.echo(f"  {w.name:<24} tasks {','.join(w.tasks):<8} batch {w.batch_size:<4}{smoke} "
                        f"{w.optimizer} lr {w.learning_rate:g}; {w.source}")
     click.echo(f"tasks: {', '.join(planning.all_tasks())}")
     click.echo(f"sizes: {', '.join(SIZES)}")
@@ -252,6 +253,27 @@ def fidelity_cmd(stack_id, workload, size, device, epochs, out_file) -> None:
                f"ratio {r['ratio_mean']:.4f}")
     if out_file:
         write_json_atomic(out_file, {**r, "utc": utc_now(), "env": capture()})
+
+
+@cli.command("doctor")
+@click.option("--stack", "stack_id", default=lambda: os.environ.get("BENCH_STACK"), required=True,
+              help="Stack id [default: this image's, $BENCH_STACK].")
+@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
+              envvar="BENCH_DEVICE", help="gpu makes a missing GPU a failed check.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also save the checks and the measured GEMM TFLOP/s as JSON.")
+def doctor_cmd(stack_id, device, out_file) -> None:
+    """Preflight inside an image: the framework sees the GPU and runs a matmul; measured GEMM TFLOP/s."""
+    from bench import doctor
+
+    if stack_id not in STACKS:
+        fail(f"unknown stack {stack_id!r}; known: {', '.join(STACKS)}")
+    checks, extra = doctor.image_checks(stack_id, device)
+    click.echo(doctor.table(checks))
+    if out_file:
+        doctor.save(out_file, "image", checks, extra)
+    if any(c.state == "fail" for c in checks):
+        sys.exit(1)
 
 
 @cli.command("fields")

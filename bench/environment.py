@@ -23,7 +23,7 @@ DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-keras", "keras", "keras-hub
                  "jaxlib", "jax-cuda12-plugin", "torch", "transformers", "diffusers", "peft",
                  "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cuda-runtime-cu12",
                  "nvidia-cuda-runtime", "nvidia-ml-py", "click", "pooch")
-ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "TF_FORCE_GPU_ALLOW_GROWTH",
+ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_CACHE_PATH",
             "KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "CUDA_VISIBLE_DEVICES", "BENCH_OFFLINE")
 
 
@@ -67,8 +67,10 @@ def framework_cuda() -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "tensorflow" in sys.modules:
         info = sys.modules["tensorflow"].sysconfig.get_build_info()
+        tf = sys.modules["tensorflow"]
         out["tensorflow"] = {"cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
-                             "is_cuda_build": info.get("is_cuda_build")}
+                             "is_cuda_build": info.get("is_cuda_build"),
+                             "visible_gpus": [d.name for d in tf.config.get_visible_devices("GPU")]}
     if "torch" in sys.modules:
         torch = sys.modules["torch"]
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
@@ -81,6 +83,17 @@ def framework_cuda() -> dict[str, Any]:
         except Exception as e:  # the field says why instead of failing the cell
             out["jax"] = {"error": f"{type(e).__name__}: {e}"}
     return out
+
+
+def mig_mode(nv, handle) -> bool | None:
+    """Whether the GPU is in MIG mode (its current mode; None where NVML does not say, e.g. GPUs without
+    MIG). In MIG mode a container gets one slice, but NVML's power, energy and utilisation are the parent
+    GPU's: MFU against the whole GPU's peak and energy per step are not comparable with a full GPU's."""
+    try:
+        current, _pending = nv.nvmlDeviceGetMigMode(handle)
+    except Exception:  # NotSupported on GPUs without MIG, FunctionNotFound on old drivers
+        return None
+    return int(current) == int(getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1))
 
 
 def gpu_info() -> dict[str, Any]:
@@ -105,12 +118,39 @@ def gpu_info() -> dict[str, Any]:
             "driver": nv.nvmlSystemGetDriverVersion(),
             "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
             "memory_total_bytes": int(nv.nvmlDeviceGetMemoryInfo(h).total),
+            "mig_mode": mig_mode(nv, h),
         }
     except Exception as e:
         return {"available": False, "reason": f"NVML query failed: {type(e).__name__}: {e}"}
     finally:
         with contextlib.suppress(Exception):
             nv.nvmlShutdown()
+
+
+def cuda_cache_bytes() -> int | None:
+    """Bytes in the CUDA JIT cache (``CUDA_CACHE_PATH``), None when the variable is unset.
+
+    The driver JIT-compiles PTX for GPUs a wheel has no machine code for (TensorFlow 2.21 on H100/H200)
+    and keeps the result there; compose puts it on a volume so that it outlives ``--rm`` containers.
+    """
+    root = os.environ.get("CUDA_CACHE_PATH")
+    if not root:
+        return None
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(os.path.join(dirpath, name))
+    return total
+
+
+def cuda_cache_block(bytes_before: int | None) -> dict[str, Any]:
+    """The record's ``env.cuda_cache``: path, size limit, bytes before and after the cell, and whether the
+    cell JIT-compiled PTX (the cache grew: its first step or epoch includes that compilation)."""
+    after = cuda_cache_bytes()
+    grew = None if bytes_before is None or after is None else after > bytes_before
+    return {"path": os.environ.get("CUDA_CACHE_PATH"), "maxsize": os.environ.get("CUDA_CACHE_MAXSIZE"),
+            "bytes_before": bytes_before, "bytes_after": after, "jit_compiled": grew}
 
 
 def capture() -> dict[str, Any]:

@@ -23,14 +23,14 @@ import os
 from typing import Any
 
 from bench import telemetry
-from bench.engines import engine_for
+from bench.engines import engine_for, frameworks
+from bench.runner import cell_env
 from bench.stacks import get_stack
 from bench.timing import clock, make_barrier
 from bench.workloads import get_workload
 
 
 def _hand_keras(stack, w, ds, device, epochs, batch) -> list[float]:
-    from bench.engines import frameworks
     from bench.engines.keras_engine import _inputs, import_keras, make_optimizer
 
     keras = import_keras(stack)
@@ -58,7 +58,6 @@ def _hand_keras(stack, w, ds, device, epochs, batch) -> list[float]:
 def _hand_torch(stack, w, ds, device, epochs, batch) -> list[float]:
     import torch
 
-    from bench.engines import frameworks
     from bench.engines.torch_engine import make_optimizer, to_tensors
 
     frameworks.set_tf32("torch", False)
@@ -100,14 +99,15 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     from bench.worker import load_data
 
     stack, w = get_stack(stack_id), get_workload(workload)
-    os.environ.update(stack.env)  # e.g. KERAS_BACKEND, before any framework import
-    if device == "cpu":
-        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    os.environ.update(cell_env(stack, device))  # as a default cell's process: before any framework import
+    if stack.backend != "tensorflow":
+        frameworks.hide_gpus_from_tensorflow()
     from bench.record import Cell
 
     ds = load_data(Cell(stack=stack_id, suite=w.suite, workload=workload, task="fit", size=size,
                         device=device))
-    batch, steps = w.batch_size, -(-ds.n_train // w.batch_size)
+    batch = w.batch_for(size)
+    steps = -(-ds.n_train // batch)
     hand = (_hand_keras if stack.engine == "keras" else _hand_torch)(stack, w, ds, device, epochs, batch)
     # the harness as cells run it, GPU telemetry sampler included (its cost is part of the overhead)
     tel = telemetry.for_device(device)

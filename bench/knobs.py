@@ -61,6 +61,12 @@ DOCS: dict[str, str] = {
 TF_ONLY_PIPELINES = ("tf_data_numpy", "tf_data_tensors")
 
 
+def tf32_requested(settings: dict[str, Any]) -> bool:
+    """Whether a cell's knobs ask for TF32 math: ``tf32: true``, or PyTorch's ``matmul_precision`` 'high' or
+    'medium' (which let float32 matmuls use TF32). Off unless asked, as the reference runs."""
+    return settings.get("tf32") is True or settings.get("matmul_precision") in ("high", "medium")
+
+
 def _valid_value(allowed, value) -> bool:
     if allowed is int:
         return isinstance(value, int) and not isinstance(value, bool) and value > 0

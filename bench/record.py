@@ -30,6 +30,10 @@ FIELDS: dict[str, str] = {
     "data.source": "real (the published dataset) or synthetic (same shapes and dtypes, random values)",
     "settings.*": "every precision/compile setting in effect: requested and effective values",
     "settings_requested.*": "the knobs the cell asked for (its variant), before the framework resolved them",
+    "settings.NVIDIA_TF32_OVERRIDE": "as the cell's process had it: '0' (cuBLAS/cuDNN never use TF32) unless the "
+                                     "cell asked for TF32 (tf32: true, matmul_precision high/medium), then unset",
+    "settings.tf32_in_effect": "float32 math could use TF32: a GPU cell with no override and a framework switch on "
+                               "(MFU then divides by the TF32 peak)",
     "settings.generated_tokens": "paper suite, generate: tokens produced per sequence per call (fixed length)",
     "settings.model_config": "paper suite: the architecture config built (full: the published one; smoke: tiny)",
     "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",
@@ -37,7 +41,10 @@ FIELDS: dict[str, str] = {
     "metrics.first_epoch_s": "seconds of the first epoch: includes tracing/compilation (s)",
     "metrics.steady_epoch_s": "mean seconds per epoch over epochs 2..N, training steps only (s)",
     "metrics.epoch_s": "seconds of each epoch's training steps, the first included (JSON list; s; repeat 1's)",
-    "metrics.ms_per_step_*": "mean/p50/p90/std/min/max of per-step wall time over steady epochs (ms)",
+    "metrics.ms_per_step_*": "mean/p50/p90/std/min/max of per-step wall time over steady epochs (ms); with "
+                             "steps_per_execution > 1, p50..max are over executions (null with fewer than two)",
+    "metrics.ms_per_step_basis / executions": "'step' (every step timed) or 'execution' (only whole executions "
+                                              "of steps_per_execution steps are timed), and how many were timed",
     "metrics.samples_per_s": "training examples per second over steady epochs",
     "metrics.total_train_s": "training steps of all epochs, compilation included, validation excluded (s)",
     "metrics.first_step_s": "paper suite: the first step alone, model build and compilation included (s)",
@@ -82,6 +89,10 @@ FIELDS: dict[str, str] = {
     "memory.device_peak_bytes": "peak device memory the framework allocated (bytes; null on CPU)",
     "process.wall_s": "wall time of the whole cell process, imports included (s)",
     "env.*": "Python, framework and CUDA/cuDNN versions, GPU and driver (NVML), CPU, image, git commit, host",
+    "env.gpu.mig_mode": "the GPU is in MIG mode (null where NVML does not say); then a note says MFU and energy "
+                        "are the whole GPU's and not comparable",
+    "env.cuda_cache.*": "the CUDA JIT cache (CUDA_CACHE_PATH, a compose volume): bytes before/after the cell, and "
+                        "jit_compiled = it grew (the first step/epoch paid for compiling PTX for this GPU)",
     "notes": "warnings that travel with the row (e.g. a CPU run is not a GPU benchmark)",
 }
 

@@ -119,7 +119,21 @@ def provenance(df) -> list[str]:
         lines.append(f"- {sid}: {versions or 'n/a'}; Python {py.iloc[0] if len(py) else 'n/a'}")
     if (df["device"] == "cpu").any():
         lines.append("- **CPU rows are smoke tests of the harness, not GPU benchmarks.**")
+    if _flagged(df, "env.gpu.mig_mode"):
+        lines.append("- **MIG mode: the GPU was partitioned; power, energy and MFU are the whole GPU's figures, "
+                     "not comparable with a full GPU's.**")
+    jit = _flagged(df, "env.cuda_cache.jit_compiled")
+    if jit:
+        lines.append(f"- {jit} cell(s) paid for the driver's PTX JIT compilation (the CUDA cache grew): their "
+                     "first step/epoch includes it; steady-state figures do not.")
     return lines + [""]
+
+
+def _flagged(df, col: str) -> int:
+    """How many rows have ``col`` true (0 when the column is absent)."""
+    if col not in df.columns:
+        return 0
+    return int(df[col].map(lambda v: str(v).lower() == "true").sum())
 
 
 class Footnotes:

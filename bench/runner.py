@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bench.knobs import tf32_requested
 from bench.record import (
     FINAL_STATUSES,
     Cell,
@@ -35,29 +37,74 @@ from bench.stacks import Stack, get_stack
 WORKER = [sys.executable, "-m", "bench.worker"]
 
 
-def cell_env(stack: Stack, device: str) -> dict[str, str]:
-    """Environment of a cell's process: the stack's variables, and no visible GPU on a CPU run."""
+def cell_env(stack: Stack, device: str, settings: dict[str, Any] | None = None) -> dict[str, str]:
+    """Environment of a cell's process: the stack's variables, and no visible GPU on a CPU run.
+
+    ``NVIDIA_TF32_OVERRIDE=0`` (cuBLAS/cuDNN never use TF32, whatever a framework switch says; the
+    reference runs set it) unless the cell's own ``settings`` ask for TF32 (``knobs.tf32_requested``):
+    then it is removed, so the framework's switch decides. Whatever the caller's environment held.
+    """
     env = {**os.environ, **stack.env, "PYTHONUNBUFFERED": "1"}
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
+    if tf32_requested(settings or {}):
+        env.pop("NVIDIA_TF32_OVERRIDE", None)
+    else:
+        env["NVIDIA_TF32_OVERRIDE"] = "0"
     return env
 
 
+#: The probe: import the framework, list its GPUs (keeping its warnings: torch reports an old driver as a
+#: warning and zero devices), and run one matmul on the first, so driver or PTX problems show here.
+PROBE_CODE = """\
+import json, warnings
+from bench.engines import frameworks
+frameworks.import_backend({backend!r})
+print("IMPORTED", flush=True)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    gpus = frameworks.gpu_devices({backend!r})
+    if gpus:
+        frameworks.gpu_matmul({backend!r})
+print("PROBE" + json.dumps({{"gpus": gpus, "warnings": [str(w.message) for w in caught]}}))
+"""
+
+#: How CUDA, the frameworks and the driver say that the driver is older than the CUDA in the image.
+DRIVER_TOO_OLD = re.compile(r"driver.{0,40}(too old|insufficient)|insufficient.{0,20}driver|"
+                            r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|cudaErrorInsufficientDriver", re.IGNORECASE)
+
+
+def gpu_failure(stack: Stack, text: str) -> str:
+    """One line for a framework that imports but cannot use the GPU; names the driver the image needs
+    when ``text`` says the driver is too old (``Stack.gpu_cuda``, ``Stack.min_driver``)."""
+    msg = f"the {stack.backend} framework of stack {stack.id} cannot use the GPU: {text}"
+    if DRIVER_TOO_OLD.search(text):
+        msg += (f" -- this image bundles CUDA {stack.gpu_cuda}, which needs NVIDIA driver R{stack.min_driver} or "
+                "newer: update the driver (README, 'Drivers')")
+    return msg
+
+
 def probe_gpus(stack: Stack, timeout_s: float = 300.0) -> list[str]:
-    """GPUs the stack's framework sees, asked of a separate process (the runner imports none).
+    """GPUs the stack's framework sees and can run a matmul on, asked of a separate process (the runner
+    imports none). Empty when it sees none.
 
     Raises:
-        RuntimeError: the probe process failed (e.g. the framework is not installed).
+        RuntimeError: the framework cannot be imported, or it imports but fails on the GPU or reports a
+            driver too old for the image's CUDA (``gpu_failure``).
     """
-    code = ("import json, sys; from bench.engines.frameworks import gpu_devices; "
-            f"print('PROBE' + json.dumps(gpu_devices({stack.backend!r})))")
-    p = subprocess.run([sys.executable, "-c", code], env=cell_env(stack, "gpu"), capture_output=True,
-                       text=True, timeout=timeout_s)
+    p = subprocess.run([sys.executable, "-c", PROBE_CODE.format(backend=stack.backend)],
+                       env=cell_env(stack, "gpu"), capture_output=True, text=True, timeout=timeout_s)
     for line in p.stdout.splitlines():
         if line.startswith("PROBE"):
-            return json.loads(line[5:])
+            found = json.loads(line[5:])
+            old = [w for w in found["warnings"] if DRIVER_TOO_OLD.search(w)]
+            if not found["gpus"] and old:
+                raise RuntimeError(gpu_failure(stack, old[0].splitlines()[0]))
+            return found["gpus"]
     tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
-    raise RuntimeError(f"cannot import the {stack.backend} framework of stack {stack.id}: {tail}")
+    if "IMPORTED" not in p.stdout:
+        raise RuntimeError(f"cannot import the {stack.backend} framework of stack {stack.id}: {tail}")
+    raise RuntimeError(gpu_failure(stack, tail))
 
 
 @dataclass
@@ -94,7 +141,8 @@ def run_one(cell: Cell, out_dir: Path) -> dict[str, Any]:
     start = time.perf_counter()
     with open(log_file, "w") as log:
         proc = subprocess.Popen([*WORKER, str(cell_file), str(worker_out), *samples],
-                                stdout=log, stderr=subprocess.STDOUT, env=cell_env(stack, cell.device),
+                                stdout=log, stderr=subprocess.STDOUT,
+                                env=cell_env(stack, cell.device, cell.settings),
                                 start_new_session=True)
 
         def kill() -> None:
@@ -197,7 +245,8 @@ def describe(rec: dict[str, Any]) -> str:
         return f"{rec['status'].upper()}: {rec.get('reason')}"
     m = rec["metrics"]
     ms = m.get("ms_per_step_mean")
-    ms_text = f"{ms:.2f} ms/step (p90 {m['ms_per_step_p90']:.2f})" if ms is not None else "n/a"
+    p90 = m.get("ms_per_step_p90")
+    ms_text = "n/a" if ms is None else f"{ms:.2f} ms/step" + (f" (p90 {p90:.2f})" if p90 is not None else "")
     reps = rec.get("repeats") or {}
     if reps.get("n", 1) > 1:
         cv = (reps.get("ms_per_step_mean") or {}).get("cv")

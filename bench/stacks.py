@@ -16,6 +16,10 @@ class Stack:
         engine: ``keras`` (model.fit on a Keras model) or ``torch`` (a plain PyTorch loop).
         backend: the array framework doing the work: ``tensorflow``, ``jax`` or ``torch``.
         env: environment variables the worker process needs before importing the framework.
+        gpu_cuda: the CUDA version the gpu image's wheels bundle.
+        min_driver: the oldest NVIDIA driver branch that runs them (CUDA 12.x wheels: R525 through
+            minor-version compatibility; CUDA 13.0: R580). TensorFlow on H100/H200 also JIT-compiles its
+            CUDA 12.5 PTX, which needs R555 (README, "Drivers").
     """
 
     id: str
@@ -24,6 +28,8 @@ class Stack:
     engine: str
     backend: str
     env: dict[str, str] = field(default_factory=dict)
+    gpu_cuda: str = "12.9"
+    min_driver: int = 525
 
     @property
     def keras_major(self) -> int | None:
@@ -43,8 +49,9 @@ STACKS: dict[str, Stack] = {
         Stack("keras3-jax", "jax-bench", "Keras 3, JAX backend", "keras", "jax",
               {"KERAS_BACKEND": "jax"}),
         Stack("keras3-torch", "torch-bench", "Keras 3, PyTorch backend", "keras", "torch",
-              {"KERAS_BACKEND": "torch"}),
-        Stack("pytorch", "pytorch-bench", "plain PyTorch, no Keras", "torch", "torch"),
+              {"KERAS_BACKEND": "torch"}, gpu_cuda="13.0", min_driver=580),
+        Stack("pytorch", "pytorch-bench", "plain PyTorch, no Keras", "torch", "torch",
+              gpu_cuda="13.0", min_driver=580),
     )
 }
 

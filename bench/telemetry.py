@@ -7,8 +7,10 @@ synchronised window edges. Every metric a GPU or driver does not offer is null w
 
 Window protocol (the engines follow it through ``bench.timing.EpochTimer``): the caller synchronises
 the device, then calls ``mark()`` at the start of every epoch (the first mark opens the window and
-starts the sampler) and ``stop()`` after the last one. Summaries cover the steady epochs (2..N) when
-there are at least two, else the whole window.
+starts the sampler), ``end_epoch()`` right after the epoch's last training step (before validation),
+and ``stop()`` after the last one. An epoch without ``end_epoch`` ends at the next mark (or at stop).
+Summaries and energy cover the training steps of the steady epochs (2..N) when there are at least two,
+else of the whole run: exactly the steps the time metrics cover, never validation.
 """
 
 from __future__ import annotations
@@ -161,6 +163,7 @@ class Telemetry:
         self.unsupported: dict[str, str] = {}
         self.samples: list[Sample] = []
         self.marks: list[tuple[float, int | None]] = []
+        self.ends: list[tuple[float, int | None] | None] = []
         self.stopped_at: tuple[float, int | None] | None = None
         self.idle_power_w: float | None = None
         self.cpu_util_pct: float | None = None
@@ -249,10 +252,25 @@ class Telemetry:
         if not self.marks:
             self.cpu.start()
         self.marks.append((self.clock(), self.energy_mj()))
+        self.ends.append(None)
         self.sample_once()
         if self.background and self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="nvml-sampler", daemon=True)
             self._thread.start()
+
+    def end_epoch(self) -> None:
+        """Edge after the epoch's last training step (call after a device barrier): what follows until the
+        next mark (validation) is outside the window. A second call in the same epoch does nothing."""
+        if self.marks and self.ends[-1] is None and self.stopped_at is None:
+            self.sample_once()
+            self.ends[-1] = (self.clock(), self.energy_mj())
+
+    def intervals(self) -> list[tuple[tuple[float, int | None], tuple[float, int | None]]]:
+        """(start edge, end edge) of each epoch's training steps; an edge is (t s, energy counter mJ)."""
+        if self.stopped_at is None:
+            return []
+        nxt = [*self.marks[1:], self.stopped_at]
+        return [(m, e if e is not None else n) for m, e, n in zip(self.marks, self.ends, nxt, strict=True)]
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -278,20 +296,19 @@ class Telemetry:
         if not self.marks or self.stopped_at is None:
             out.update(available=False, reason="no timed window was recorded")
             return out
-        edges = [*self.marks, self.stopped_at]
-        steady = len(self.marks) >= 2
-        t0 = self.marks[1][0] if steady else self.marks[0][0]
-        t1 = self.stopped_at[0]
-        window = [s for s in self.samples if t0 <= s.t <= t1]
+        epochs = self.intervals()
+        steady = len(epochs) >= 2
+        used = epochs[1:] if steady else epochs
+        window = [s for s in self.samples if any(a[0] <= s.t <= b[0] for a, b in used)]
         out["window"] = "epochs 2..N" if steady else "whole run (one epoch)"
-        out["window_s"] = t1 - t0
+        out["window_s"] = sum(b[0] - a[0] for a, b in used)
         out["samples"] = len(window)
         for key in SUMMARISED:
             out[key] = stats([getattr(s, key) for s in window if getattr(s, key) is not None])
         used = [s.memory_used_bytes for s in self.samples if s.memory_used_bytes is not None]
         out["memory_used_peak_bytes"] = max(used) if used else None
         out.update(self._throttle(window))
-        out.update(self._energy(edges, steady, t0, t1, steps_per_epoch, examples_per_epoch))
+        out.update(self._energy(epochs, steady, steps_per_epoch, examples_per_epoch))
         out["cpu_util_pct"] = self.cpu_util_pct
         notes = []
         if out["window_s"] < MIN_WINDOW_S:
@@ -312,16 +329,20 @@ class Telemetry:
         seen = sorted({n for n, b in bits.items() if b and any(m & b for m in masks)})
         return {"throttled": bool(hit), "throttle_reasons": seen, "throttle_fraction": len(hit) / len(masks)}
 
-    def _energy(self, edges, steady: bool, t0: float, t1: float, steps_per_epoch, examples) -> dict[str, Any]:
-        readings = [(t, e) for t, e in edges if e is not None]
-        counter_j, note = counter_energy_j([r for r in readings if t0 <= r[0] <= t1])
-        integrated_j = integrated_energy_j(self.samples, t0, t1)
+    def _energy(self, epochs, steady: bool, steps_per_epoch, examples) -> dict[str, Any]:
+        """Energy over the training steps of the used epochs: counter deltas between each epoch's edges,
+        and integrated sampled power over the same intervals (validation between them excluded)."""
+        used = epochs[1:] if steady else epochs
+        counter = [counter_energy_j([a, b]) if a[1] is not None and b[1] is not None
+                   else (None, "no energy-counter reading at an epoch edge") for a, b in used]
+        counter_j = sum(j for j, _ in counter) if all(j is not None for j, _ in counter) else None
+        note = next((n for j, n in counter if j is None), None) or next((n for _, n in counter if n), None)
+        integrated = [integrated_energy_j(self.samples, a[0], b[0]) for a, b in used]
+        integrated_j = sum(integrated) if all(j is not None for j in integrated) else None
         epochs_j = []
-        for (ta, ea), (tb, eb) in zip(edges, edges[1:], strict=False):
-            j = counter_energy_j([(ta, ea), (tb, eb)])[0] if ea is not None and eb is not None else None
-            if j is None:
-                j = integrated_energy_j(self.samples, ta, tb)
-            epochs_j.append(j)
+        for a, b in epochs:
+            j = counter_energy_j([a, b])[0] if a[1] is not None and b[1] is not None else None
+            epochs_j.append(j if j is not None else integrated_energy_j(self.samples, a[0], b[0]))
         energy, method = (counter_j, "counter") if counter_j is not None else (integrated_j, "integrated_power")
         if energy is None:
             method = None
@@ -389,6 +410,9 @@ class NullTelemetry:
         if not self.started:
             self.started = True
             self.cpu.start()
+
+    def end_epoch(self) -> None:
+        return None
 
     def stop(self) -> None:
         if self.started and self.cpu_util_pct is None:

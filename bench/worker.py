@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from bench import datasets, flops, knobs, telemetry
-from bench.engines import Unsupported, engine_for
-from bench.environment import capture, utc_now
+from bench.engines import Unsupported, engine_for, frameworks
+from bench.environment import capture, cuda_cache_block, cuda_cache_bytes, utc_now
 from bench.record import Cell, new_record, write_json_atomic
 from bench.stacks import get_stack
 from bench.workloads import StepWorkload, get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
+MIG_NOTE = ("MIG mode: the cell ran on a GPU slice while NVML reports the whole GPU; MFU and energy are not "
+            "comparable with a full GPU's")
 
 
 def load_data(cell: Cell):
@@ -54,6 +56,7 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
     """
     rec = new_record(cell)
     rec["started_utc"] = utc_now()
+    cache_before = cuda_cache_bytes()
     if cell.device == "cpu":
         rec["notes"].append(CPU_NOTE)
     try:
@@ -61,28 +64,35 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         if cell.task not in w.tasks:
             raise Unsupported(f"{w.name} has no task {cell.task!r}")
         step_timed = isinstance(w, StepWorkload)
-        rec["batch_size"] = cell.batch_size or (w.batch_sizes(cell.task)[0] if step_timed else w.batch_size)
+        rec["batch_size"] = cell.batch_size or (w.batch_sizes(cell.task)[0] if step_timed else w.batch_for(cell.size))
         reason = (w.model.unsupported(stack) if step_timed else None) or \
             knobs.check(stack, dict(cell.settings), step_timed)
         if reason:
             raise Unsupported(reason)
+        if stack.backend != "tensorflow":
+            frameworks.hide_gpus_from_tensorflow()
         if step_timed:
             run_steps(rec, cell, stack, w, samples_csv)
         else:
             run_epochs(rec, cell, stack, w, samples_csv)
+        rec["settings"]["tf32_in_effect"] = frameworks.tf32_in_effect(rec["settings"], cell.device)
         rec["status"] = "ok"
     except Unsupported as e:
         rec["status"], rec["reason"] = "unsupported", str(e)
     except BaseException as e:  # every failure becomes a record
-        from bench.engines.frameworks import is_oom
-
-        rec["status"] = "oom" if is_oom(e) else "failed"
+        rec["status"] = "oom" if frameworks.is_oom(e) else "failed"
         rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
         rec["traceback"] = traceback.format_exc()[-4000:]
     try:
         rec["env"] = capture()
     except Exception as e:
         rec["env"] = {"error": f"{type(e).__name__}: {e}"}
+    if (rec["env"].get("gpu") or {}).get("mig_mode") and cell.device == "gpu":
+        rec["notes"].append(MIG_NOTE)
+    rec["env"]["cuda_cache"] = cuda_cache_block(cache_before)
+    if rec["env"]["cuda_cache"]["jit_compiled"]:
+        rec["notes"].append("the CUDA JIT cache grew during this cell: its first step/epoch includes the driver "
+                            "compiling PTX for this GPU (later cells reuse the cache)")
     if rec["status"] == "ok" and "flops_per_step" in rec["metrics"]:  # a step-timed cell: needs env's GPU name
         add_mfu(rec)
     rec["memory"]["host_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -158,10 +168,8 @@ def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_c
 def add_mfu(rec: dict[str, Any]) -> None:
     """MFU = model FLOPs per step / step time / the GPU's dense peak for the dtype in use (null + reason)."""
     m, s = rec["metrics"], rec["settings"]
-    tf32 = any(s.get(k) is True for k in ("tf_tensor_float_32_execution", "torch_matmul_allow_tf32")) or \
-        s.get("jax_default_matmul_precision") == "tensorfloat32"
     peak, why = flops.peak_flops((rec["env"].get("gpu") or {}).get("name") if rec["device"] == "gpu" else None,
-                                 s.get("precision", "float32"), tf32)
+                                 s.get("precision", "float32"), frameworks.tf32_in_effect(s, rec["device"]))
     fl, ms = m.get("flops_per_step"), m.get("ms_per_step_mean")
     m["peak_flops"], m["peak_source"] = peak, why
     m["achieved_tflops"] = fl / (ms / 1000) / 1e12 if fl and ms else None

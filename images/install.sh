@@ -3,8 +3,10 @@
 #   install.sh LOCKFILE
 # Optional inputs:
 #   /run/secrets/ca_bundle  a CA bundle (BuildKit secret `ca_bundle`) for TLS-intercepting proxies
-#   /wheelhouse/*.whl       local wheels (e.g. the CPU build of torch); hashes are still checked
+#   /wheelhouse/*.whl       local wheels for the cpu variant (the CPU build of torch); hashes are still
+#                           checked. Never offered to a gpu lock: uv would take an unhashed +cpu torch
 #   TORCH_INDEX_URL         extra index for the CPU build of torch (empty: wheelhouse only)
+#   VARIANT                 cpu or gpu (the Dockerfile's build argument)
 set -eu
 lock="$1"
 if [ -s /run/secrets/ca_bundle ]; then
@@ -14,7 +16,7 @@ python3 -m venv /opt/venv
 /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --require-hashes \
     -r /tmp/req/uv.lock.txt
 set -- --require-hashes --python /opt/venv/bin/python --no-cache
-if ls /wheelhouse/*.whl >/dev/null 2>&1; then
+if [ "${VARIANT:-}" = cpu ] && ls /wheelhouse/*.whl >/dev/null 2>&1; then
     set -- "$@" --find-links /wheelhouse
 fi
 if [ -n "${TORCH_INDEX_URL:-}" ]; then

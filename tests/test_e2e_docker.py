@@ -21,6 +21,11 @@ COMPOSE = os.environ.get("COMPOSE", "docker-compose")
 BASE = os.environ.get("BENCH_BASE_IMAGE", "dlbench-base:bookworm")
 STACKS = ["keras2-tf", "keras3-tf", "keras3-jax", "keras3-torch", "pytorch"]
 WORKLOADS = ["mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"]
+#: A smoke cell tests a code path: every one must finish within this, imports included, on any x86-64 CPU
+#: (process.wall_s). Measured on a 2-core AMD EPYC: the slowest cell of each suite is listed by -s.
+SMOKE_CELL_LIMIT_S = 60
+#: The runner kills a cell past this (a `timeout` record), so one slow path cannot eat the CI budget.
+CELL_TIMEOUT_S = 2 * SMOKE_CELL_LIMIT_S
 
 
 def sh(cmd, timeout=3600, env=None, check=True):
@@ -48,8 +53,17 @@ def make_args(tmp_path_factory):
     if Path(ca).is_file():
         args.append(f"CA_BUNDLE={ca}")
     results = tmp_path_factory.mktemp("results")
-    args.append(f"RESULTS_DIR={results}")
+    args += [f"RESULTS_DIR={results}", f"TIMEOUT={CELL_TIMEOUT_S}"]
     return args, results
+
+
+def check_cell_times(df: pd.DataFrame, suite: str) -> None:
+    """Every smoke cell within SMOKE_CELL_LIMIT_S; the failure names each slow cell. Prints the slowest."""
+    cols = ["stack", "workload", "task", "variant", "status", "process.wall_s"]
+    slowest = df.sort_values("process.wall_s", ascending=False)[cols]
+    print(f"slowest {suite} smoke cells (s):\n{slowest.head(5).to_string(index=False)}")
+    slow = slowest[slowest["process.wall_s"] > SMOKE_CELL_LIMIT_S]
+    assert slow.empty, f"{suite} smoke cells over {SMOKE_CELL_LIMIT_S} s:\n{slow.to_string(index=False)}"
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +75,10 @@ def bench_all(make_args):
 
 def test_bench_all_cpu_smoke_matrix(bench_all):
     p, results = bench_all
+    df = pd.read_csv(results / "classic-smoke-cpu.csv")
+    check_cell_times(df, "classic")
     assert p.returncode == 0
     assert "CPU MODE" in p.stdout + p.stderr
-    df = pd.read_csv(results / "classic-smoke-cpu.csv")
     assert len(df) == 25
     assert sorted(zip(df["stack"], df["workload"], strict=True)) == sorted((s, w) for s in STACKS for w in WORKLOADS)
     assert (df.status == "ok").all(), df[df.status != "ok"][["stack", "workload", "reason"]]
@@ -111,6 +126,7 @@ def test_tuning_sweep_in_every_image(bench_all, make_args):
     args, results = make_args
     p = sh(["make", "bench-all", "SUITE=tuning", *args], check=False)
     df = pd.read_csv(results / "tuning-smoke-cpu.csv")
+    check_cell_times(df, "tuning")
     bad = df[~df.status.isin(["ok", "unsupported"])]
     assert p.returncode == 0 and bad.empty, bad[["stack", "variant", "status", "reason"]].to_string()
     assert set(df["stack"]) == set(STACKS)
@@ -137,6 +153,7 @@ def test_paper_suite_in_every_image(bench_all, make_args):
     args, results = make_args
     p = sh(["make", "bench-all", "SUITE=paper", *args], check=False)
     df = pd.read_csv(results / "paper-smoke-cpu.csv")
+    check_cell_times(df, "paper")
     assert p.returncode == 0, df[df.status != "ok"][["stack", "workload", "task", "reason"]].to_string()
     assert len(df) == 5 * 12 and set(df["stack"]) == set(STACKS)
     unsupported = df[df.status == "unsupported"]
@@ -162,3 +179,35 @@ def test_paper_suite_in_every_image(bench_all, make_args):
     report = (results / "report.md").read_text()
     assert "## Run paper-smoke-cpu" in report and "### Keras 3 benchmark (Table 2 layout)" in report
     assert "GemmaBackbone requires Keras 3" in report  # the footnote of an unsupported cell
+
+
+def test_gpu_images_run_on_cpu(bench_all, make_args):
+    """The GPU variant of all five images, from the locks GPU users get (CUDA wheels, with the CPU torch
+    wheel still in images/wheelhouse/), built here and run on the CPU: the classic smoke suite, then
+    `--device gpu` in each fails with one clear line, and the torch images carry torch.compile's toolchain."""
+    args, results = make_args
+    p = sh(["make", "bench-all", "VARIANT=gpu", "DEVICE=cpu", *args], check=False)
+    df = pd.read_csv(results / "classic-smoke-cpu-gpu-images.csv")
+    check_cell_times(df, "classic (gpu images)")
+    assert p.returncode == 0, df[df.status != "ok"][["stack", "workload", "reason"]].to_string()
+    assert len(df) == 25 and (df.status == "ok").all() and (df.device == "cpu").all()
+    assert (df["env.image"] == df["stack"].map(lambda s: f"dlbench/{s}:gpu")).all()
+    assert (df["env.image_variant"] == "gpu").all()
+    torch_rows = df[df["stack"].isin(["pytorch", "keras3-torch"])]
+    assert (torch_rows["env.packages.torch"] == "2.13.0").all()  # PyPI's CUDA 13.0 build, not +cpu
+    tf_rows = df[df["stack"].isin(["keras2-tf", "keras3-tf"])]
+    assert tf_rows["env.framework_cuda.tensorflow.is_cuda_build"].astype(bool).all()
+    env = {"BENCH_RESULTS": str(results), "BENCH_VARIANT": "gpu", "BENCH_UID": str(os.getuid()),
+           "BENCH_GID": str(os.getgid())}
+    services = {"keras2-tf": "keras2-bench", "keras3-tf": "tf-bench", "keras3-jax": "jax-bench",
+                "keras3-torch": "torch-bench", "pytorch": "pytorch-bench"}
+    for stack, service in services.items():
+        g = sh([COMPOSE, "-f", "compose.yaml", "run", "--rm", "-T", service, "bench", "run", "--stack", stack,
+                "--device", "gpu"], env=env, check=False, timeout=900)
+        errors = [line for line in g.stderr.splitlines() if line.startswith("bench: error")]
+        assert g.returncode == 2 and len(errors) == 1 and "sees no GPU" in errors[0], (stack, g.stderr)
+        assert "Traceback" not in g.stderr
+    for stack in ("pytorch", "keras3-torch"):
+        c = sh([DOCKER, "run", "--rm", f"dlbench/{stack}:gpu", "python", "-c",
+                "from bench.engines.frameworks import torch_compile_blocker as b; print('BLOCKER', b('gpu'))"])
+        assert "BLOCKER None" in c.stdout, (stack, c.stdout)

@@ -43,7 +43,9 @@ def test_pytorch_cell(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "CPU MODE" in p.stderr
     rec = check_ok(tmp_path / "pytorch" / "pytorch__classic__mnist_cnn__fit__smoke__default.json", "pytorch")
-    assert rec["model"]["params_total"] == 563_018 and rec["batch_size"] == 256
+    # smoke size: the smoke batch (8), 4 steps per epoch; the model is the full one
+    assert rec["model"]["params_total"] == 563_018 and rec["batch_size"] == 8
+    assert rec["metrics"]["steps_per_epoch"] == 4
     again = bench_run(tmp_path, "--stack", "pytorch", "--workload", "mnist_cnn")
     assert "already ok, skipped" in again.stdout
 

@@ -24,6 +24,20 @@ def test_registry():
         get_workload("lenet")
 
 
+def test_smoke_batch_keeps_float16_cells_cheap():
+    """The tuning sweep's model at smoke size: a small batch (float16 convolutions are emulated on some
+    CPUs at ~0.1 s per image), at least two steps per epoch so that step statistics exist; full size keeps
+    the published batch. Every other classic workload keeps its published batch at smoke size."""
+    cnn = get_workload("mnist_cnn")
+    assert (cnn.batch_for("full"), cnn.batch_for("smoke")) == (256, 8)
+    assert cnn.samples["smoke"] * cnn.epochs["smoke"] <= 64
+    assert cnn.samples["smoke"] // cnn.batch_for("smoke") >= 2
+    for name in SUITES["classic"]:
+        w = WORKLOADS[name]
+        assert w.batch_for("full") == w.batch_size
+        assert w.batch_for("smoke") == (w.smoke_batch_size or w.batch_size)
+
+
 @needs_torch
 @pytest.mark.parametrize("name", SUITES["classic"])
 def test_torch_forward_shapes(name):

@@ -5,6 +5,7 @@ Each function imports its framework lazily; call them only inside a cell or prob
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
@@ -29,11 +30,86 @@ def gpu_devices(backend: str) -> list[str]:
     raise ValueError(f"unknown backend {backend!r}")
 
 
+def import_backend(backend: str) -> None:
+    """Import the framework (ImportError when the image lacks it)."""
+    importlib.import_module({"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}[backend])
+
+
+def gpu_matmul(backend: str) -> float:
+    """One 256x256 float32 matmul on the framework's first GPU; returns the sum of the result.
+
+    A real operation, so a PTX/driver mismatch fails here rather than in the first cell.
+    """
+    import numpy as np
+
+    a = np.ones((256, 256), np.float32)
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        with tf.device("/GPU:0"):
+            return float(tf.reduce_sum(tf.matmul(a, a)).numpy())
+    if backend == "jax":
+        import jax
+
+        x = jax.device_put(a, jax.devices("gpu")[0])
+        return float((x @ x).sum())
+    import torch
+
+    x = torch.from_numpy(a).cuda()
+    return float((x @ x).sum().item())
+
+
+def gemm_tflops(backend: str, dtype: str, n: int = 8192, reps: int = 30, device: str = "gpu") -> float:
+    """Achieved dense GEMM throughput (TFLOP/s) of ``reps`` n x n matmuls in ``dtype`` (``bfloat16`` or
+    ``float32``; whether float32 may use TF32 is the caller's ``set_tf32`` and NVIDIA_TF32_OVERRIDE),
+    after 3 warm-up calls, with a device barrier before each clock read. The "measured peak" beside the
+    datasheet's, as mamf-finder measures it (one large square shape here, not its search over shapes).
+    """
+    import time
+
+    from bench.timing import make_barrier
+
+    sync = make_barrier(backend, device)
+    if backend == "torch":
+        import torch
+
+        dev = "cuda" if device == "gpu" else "cpu"
+        a = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
+        b = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
+        call = lambda: a @ b  # noqa: E731
+    elif backend == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        put = lambda x: jax.device_put(x, jax.devices(device)[0])  # noqa: E731
+        a = put(jnp.ones((n, n), dtype=dtype))
+        b = put(jnp.ones((n, n), dtype=dtype))
+        mm = jax.jit(jnp.matmul)
+        call = lambda: mm(a, b)  # noqa: E731
+    else:
+        import tensorflow as tf
+
+        with tf.device("/GPU:0" if device == "gpu" else "/CPU:0"):
+            a = tf.random.normal((n, n), dtype=dtype)
+            b = tf.random.normal((n, n), dtype=dtype)
+        mm = tf.function(tf.matmul)
+        call = lambda: mm(a, b)  # noqa: E731
+    for _ in range(3):
+        call()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        call()
+    sync()
+    return 2.0 * n**3 * reps / (time.perf_counter() - t0) / 1e12
+
+
 def set_tf32(backend: str, enabled: bool) -> dict[str, Any]:
     """Set the framework's TF32 switches and return the effective values.
 
-    The reference runs used ``NVIDIA_TF32_OVERRIDE=0`` (set in compose); the framework switches are set
-    as well because their defaults differ (TF and JAX on, PyTorch matmul off, cuDNN on).
+    The runner sets ``NVIDIA_TF32_OVERRIDE=0`` for every cell that does not ask for TF32 (as the reference
+    runs); the framework switches are set as well because their defaults differ (TF and JAX on, PyTorch
+    matmul off, cuDNN on). ``tf32_in_effect`` combines both.
     """
     out: dict[str, Any] = {"NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE")}
     if backend == "tensorflow":
@@ -57,11 +133,66 @@ def set_tf32(backend: str, enabled: bool) -> dict[str, Any]:
     return out
 
 
-def cpp_compiler_missing() -> bool:
-    """True when no C++ compiler is on PATH: torch.compile (inductor) cannot build CPU kernels then."""
-    import shutil
+def hide_gpus_from_tensorflow() -> bool:
+    """In a non-TensorFlow stack, keep TensorFlow off the GPU: when anything imports it (keras-hub through
+    tensorflow-text, Keras' tf.data adapters, the paper suite's input pipelines), its GPUs are made
+    invisible before it can initialise them, so it neither allocates GPU memory beside JAX or PyTorch
+    nor competes for the device. Uses wrapt's post-import hook (installed with TensorFlow).
 
-    return not any(shutil.which(c) for c in ("c++", "g++", "clang++"))
+    Returns False when TensorFlow is not installed (nothing to hide), True once the hook is registered.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("tensorflow") is None:
+        return False
+    import wrapt
+
+    def hide(tf) -> None:
+        tf.config.set_visible_devices([], "GPU")
+
+    wrapt.register_post_import_hook(hide, "tensorflow")
+    return True
+
+
+#: Effective-setting keys (``set_tf32`` and the torch engines) whose value lets float32 math use TF32.
+TF32_SWITCHES = {"tf_tensor_float_32_execution": (True,), "torch_matmul_allow_tf32": (True,),
+                 "torch_cudnn_allow_tf32": (True,), "torch_float32_matmul_precision": ("high", "medium"),
+                 "jax_default_matmul_precision": ("tensorfloat32",)}
+
+
+def tf32_in_effect(effective: dict[str, Any], device: str) -> bool:
+    """Whether float32 matmuls/convolutions of a cell could run as TF32: on a GPU, with no
+    ``NVIDIA_TF32_OVERRIDE=0`` in the process and a framework switch allowing it (``effective``: the
+    record's ``settings`` block). TF32 is a tensor-core mode: never on a CPU."""
+    if device != "gpu" or effective.get("NVIDIA_TF32_OVERRIDE") == "0":
+        return False
+    return any(effective.get(k) in ok for k, ok in TF32_SWITCHES.items())
+
+
+def torch_compile_blocker(device: str) -> str | None:
+    """Why ``torch.compile`` cannot run in this process on ``device`` (``cpu`` or ``gpu``); None when it can.
+
+    CPU: inductor writes C++ kernels and builds them with a C++ compiler. GPU: inductor's kernels are
+    Triton kernels, and Triton compiles a small C launcher for each at run time with a C compiler
+    (``$CC``, else cc/gcc/clang) against Python's headers (triton/runtime/build.py), so an image without
+    them fails at the first compiled step. Checked on every device (``../shared/docs/platform.md``).
+    """
+    import shutil
+    import sysconfig
+    from pathlib import Path
+
+    if device == "cpu":
+        if any(shutil.which(c) for c in ("c++", "g++", "clang++")):
+            return None
+        return "torch.compile on CPU needs a C++ compiler for inductor's kernels; this image has none"
+    compilers = [os.environ["CC"]] if os.environ.get("CC") else ["cc", "gcc", "clang"]
+    if not any(shutil.which(c) for c in compilers):
+        return ("torch.compile on GPU needs a C compiler (Triton builds its kernel launcher at run time); this "
+                "image has none: install gcc and libc6-dev")
+    include = sysconfig.get_paths()["include"]
+    if not Path(include, "Python.h").is_file():
+        return f"torch.compile on GPU needs Python's headers for Triton's launcher; {include}/Python.h is missing"
+    return None
 
 
 def device_peak_bytes(backend: str, device: str) -> int | None:
@@ -92,3 +223,13 @@ def is_oom(exc: BaseException) -> bool:
     text = f"{type(exc).__name__}: {exc}".lower()
     return isinstance(exc, MemoryError) or any(
         s in text for s in ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhausted"))
+
+
+def require_torch_compile(device: str, what: str) -> None:
+    """Raise ``Unsupported`` naming ``what`` (the setting that asked for torch.compile) when
+    ``torch_compile_blocker(device)`` finds the toolchain missing."""
+    from bench.engines import Unsupported
+
+    reason = torch_compile_blocker(device)
+    if reason:
+        raise Unsupported(f"{what}: {reason}")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from bench.datasets import Dataset
-from bench.engines import Unsupported, frameworks
+from bench.engines import frameworks
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier
 from bench.workloads import Workload
@@ -38,6 +38,12 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
 
         def on_epoch_begin(self, epoch, logs=None):
             timer.begin_epoch()
+
+        def on_test_begin(self, logs=None):  # fit's validation: after the epoch's last training step
+            timer.end_epoch()
+
+        def on_epoch_end(self, epoch, logs=None):
+            timer.end_epoch()
 
         def on_predict_begin(self, logs=None):
             timer.begin_epoch()
@@ -69,14 +75,23 @@ def _inputs(xs: tuple[np.ndarray, ...]):
     return xs[0] if len(xs) == 1 else list(xs)
 
 
+#: Where each pipeline's training batches are produced (``settings.train_data_placement``). tf.data runs on
+#: the host whatever its source: ``tf_data_tensors`` builds it from ``tf.constant``s (which TensorFlow may
+#: put on the GPU), but slicing, shuffling and batching are host ops and every batch is copied to the
+#: device as with NumPy input.
+PLACEMENT = {"numpy_fit": "host", "tf_data_numpy": "host (tf.data)", "tf_data_tensors": "host (tf.data)",
+             "tensors_fit": "backend tensors (device)"}
+
+
 def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> tuple[dict[str, Any], str]:
-    """``fit`` arguments for the data pipeline, and where the training tensors live.
+    """``fit`` arguments for the data pipeline, and where the training batches come from (``PLACEMENT``).
 
     tf.data pipelines shuffle each epoch, batch with parallel calls and prefetch, both AUTOTUNE (the
     tuning study's setup); ``tensors_fit`` hands ``fit`` backend tensors already on the device.
     """
     if pipeline == "numpy_fit":
-        return {"x": _inputs(ds.x_train), "y": ds.y_train, "batch_size": batch_size, "shuffle": True}, "host"
+        fit_kw = {"x": _inputs(ds.x_train), "y": ds.y_train, "batch_size": batch_size, "shuffle": True}
+        return fit_kw, PLACEMENT[pipeline]
     if pipeline in ("tf_data_numpy", "tf_data_tensors"):
         import tensorflow as tf
 
@@ -86,12 +101,12 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> tuple[dict
         auto = tf.data.AUTOTUNE
         data = (tf.data.Dataset.from_tensor_slices((x, y)).shuffle(ds.n_train, reshuffle_each_iteration=True)
                 .batch(batch_size, num_parallel_calls=auto).prefetch(auto))
-        return {"x": data}, "tf tensors (device)" if pipeline == "tf_data_tensors" else "host"
+        return {"x": data}, PLACEMENT[pipeline]
     if pipeline == "tensors_fit":
         conv = keras.ops.convert_to_tensor if hasattr(keras, "ops") else _tf_constant
         xs = [conv(x) for x in ds.x_train]
         return {"x": xs[0] if len(xs) == 1 else xs, "y": conv(ds.y_train), "batch_size": batch_size,
-                "shuffle": True}, "backend tensors (device)"
+                "shuffle": True}, PLACEMENT[pipeline]
     raise ValueError(f"unknown data_pipeline {pipeline!r}")
 
 
@@ -109,10 +124,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     when absent), ``steps_per_execution`` (default 1), ``precision`` (``float32`` or a Keras mixed
     policy name), ``data_pipeline`` (default numpy_fit).
     """
-    if (stack.backend == "torch" and settings.get("jit_compile") is True and device == "cpu"
-            and frameworks.cpp_compiler_missing()):
-        raise Unsupported("jit_compile=True on Keras' PyTorch backend uses torch.compile, which needs a C++ "
-                          "compiler on CPU; this image has none")
+    if stack.backend == "torch" and settings.get("jit_compile") is True:
+        frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
     effective: dict[str, Any] = {"keras_version": keras.__version__}
     effective.update(frameworks.set_tf32(stack.backend, bool(settings.get("tf32", False))))
@@ -139,7 +152,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     effective["train_data_placement"] = placement
 
     barrier = make_barrier(stack.backend, device)
-    timer = EpochTimer(barrier, telemetry.mark if telemetry else None)
+    timer = EpochTimer(barrier, telemetry)
     try:
         history = model.fit(**fit_kw, epochs=epochs, validation_data=(_inputs(ds.x_val), ds.y_val),
                             verbose=0, callbacks=[make_timing_callback(keras, timer)])

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.engines import Unsupported, frameworks
+from bench.engines import frameworks
 from bench.engines.keras_engine import import_keras, make_timing_callback
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier, time_calls
@@ -33,14 +33,13 @@ def _optimizer(keras, name: str):
     return {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW}[name]()
 
 
-def _repeat(batch, n: int, backend: str):
+def _repeat(batch, n: int):
     """``n`` copies of one batch as a tf.data pipeline, as the source fed ``fit``/``predict`` (keras-hub
     tasks convert their input to tf.data themselves and reject Python generators). On the JAX and torch
-    backends TensorFlow is only the input pipeline: the GPU is hidden from it so it allocates nothing there."""
+    backends TensorFlow is only the input pipeline, kept off the GPU by the worker
+    (``frameworks.hide_gpus_from_tensorflow``)."""
     import tensorflow as tf
 
-    if backend != "tensorflow":
-        tf.config.set_visible_devices([], "GPU")
     return tf.data.Dataset.from_tensors(batch).repeat(n)
 
 
@@ -52,13 +51,13 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     ``tf32`` (default False).
 
     Raises:
-        Unsupported: ``jit_compile=True`` on Keras' torch backend on CPU without a C++ compiler.
+        Unsupported: ``jit_compile=True`` on Keras' torch backend without torch.compile's toolchain
+            (``frameworks.torch_compile_blocker``).
         RuntimeError: ``generate`` stopped before the fixed length.
     """
     jit = settings.get("jit_compile", stack.backend != "torch")
-    if stack.backend == "torch" and jit is True and device == "cpu" and frameworks.cpp_compiler_missing():
-        raise Unsupported("jit_compile=True on Keras' PyTorch backend uses torch.compile, which needs a C++ "
-                          "compiler on CPU; this image has none")
+    if stack.backend == "torch" and jit is True:
+        frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
     effective: dict[str, Any] = {"keras_version": keras.__version__, "keras_backend": keras.backend.backend(),
                                  "jit_compile": jit, "steps": steps}
@@ -68,18 +67,18 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     job = w.model.keras_job(stack, keras, task, cfg, batch, {**settings, "jit_compile": jit})
 
     barrier = make_barrier(stack.backend, device)
-    timer = EpochTimer(barrier, telemetry.mark if telemetry else None)
+    timer = EpochTimer(barrier, telemetry)
     result = None
     try:
         if job.call is not None:
             result = time_calls(lambda: job.call(job.model), steps, timer)
         elif task == "fit":
             job.model.compile(optimizer=_optimizer(keras, job.optimizer), loss=job.loss, jit_compile=jit)
-            job.model.fit(_repeat((job.inputs, job.targets), steps + 1, stack.backend), epochs=1,
+            job.model.fit(_repeat((job.inputs, job.targets), steps + 1), epochs=1,
                           verbose=0, callbacks=[make_timing_callback(keras, timer, split_first=True)])
         else:
             job.model.compile(jit_compile=jit)
-            job.model.predict(_repeat(job.inputs, steps + 1, stack.backend), verbose=0,
+            job.model.predict(_repeat(job.inputs, steps + 1), verbose=0,
                               callbacks=[make_timing_callback(keras, timer, split_first=True)])
         barrier()
     finally:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from bench.datasets import Dataset
-from bench.engines import Unsupported, frameworks
+from bench.engines import frameworks
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier
 from bench.workloads import Workload
@@ -72,6 +72,18 @@ class TransformDataset:
         return x, int(self.labels[i])
 
 
+def loader_kwargs(torch, batch_size: int, workers: int, dev) -> dict[str, Any]:
+    """``DataLoader`` arguments shared by the loader pipelines: shuffled every epoch, seeded.
+
+    The shuffle generator lives on the CPU whatever ``dev`` is: torch's ``RandomSampler`` draws its
+    permutation on the CPU and raises "Expected a 'cpu' device type for generator" when given a CUDA
+    one (torch 2.13). Tensors preloaded on the GPU are indexed with those CPU indices, which works.
+    """
+    return {"batch_size": batch_size, "shuffle": True, "num_workers": workers,
+            "persistent_workers": workers > 0, "pin_memory": dev.type == "cuda" and workers > 0,
+            "generator": torch.Generator(device="cpu").manual_seed(0)}
+
+
 def make_batches(torch, pipeline: str, settings: dict[str, Any], ds: Dataset, workload: Workload,
                  batch_size: int, dev):
     """An epoch-iterable of (inputs tuple, labels) on ``dev`` for the chosen data pipeline."""
@@ -87,15 +99,11 @@ def make_batches(torch, pipeline: str, settings: dict[str, Any], ds: Dataset, wo
                 yield tuple(x[idx] for x in xs), y[idx]
 
         return epoch
-    workers = int(settings.get("num_workers", 0))
-    loader_kw = {"batch_size": batch_size, "shuffle": True, "num_workers": workers,
-                 "persistent_workers": workers > 0, "pin_memory": dev.type == "cuda" and workers > 0}
+    loader_kw = loader_kwargs(torch, batch_size, int(settings.get("num_workers", 0)), dev)
     if pipeline == "tensor_dataset":
         target = dev if settings.get("preload") else torch.device("cpu")
         xs = to_tensors(torch, ds.x_train, workload.torch_layout, target)
         y = torch.from_numpy(ds.y_train).long().to(target)
-        if settings.get("preload"):
-            loader_kw["generator"] = torch.Generator(device=dev)
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*xs, y), **loader_kw)
     elif pipeline == "torchvision_dataset_transforms":
         if len(ds.x_train) != 1 or ds.x_train[0].ndim != 4:
@@ -121,15 +129,16 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     ``num_workers``, ``preload``, ``compile``, ``matmul_precision``, ``precision``, ``grad_scaler``.
 
     Raises:
-        Unsupported: ``torch.compile`` on CPU without a C++ compiler (inductor needs one).
+        Unsupported: ``compile`` asked for and the image lacks torch.compile's toolchain
+            (``frameworks.torch_compile_blocker``: a C++ compiler on CPU, a C compiler on GPU).
     """
     import torch
 
     pipeline = settings.get("data_pipeline", "tensors_on_device")
     mode = settings.get("compile", "none")
     precision = settings.get("precision", "float32")
-    if mode != "none" and device == "cpu" and frameworks.cpp_compiler_missing():
-        raise Unsupported("torch.compile on CPU needs a C++ compiler for inductor; this image has none")
+    if mode != "none":
+        frameworks.require_torch_compile(device, f"compile={mode}")
     effective: dict[str, Any] = {"torch_version": torch.__version__, "precision": precision, "compile": mode,
                                  "data_pipeline": pipeline, "num_workers": int(settings.get("num_workers", 0)),
                                  "preload": bool(settings.get("preload", pipeline == "tensors_on_device"))}
@@ -151,7 +160,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     yv = torch.from_numpy(ds.y_val).long().to(dev)
     n = ds.n_train
     barrier = make_barrier("torch", device)
-    timer = EpochTimer(barrier, telemetry.mark if telemetry else None)
+    timer = EpochTimer(barrier, telemetry)
     hist: dict[str, list[float]] = {"accuracy": [], "loss": [], "val_accuracy": [], "val_loss": []}
 
     try:
@@ -177,6 +186,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
                 loss_sum += batch_loss
                 correct += int(batch_correct)
                 timer.end_step()
+            timer.end_epoch()
             val_loss, val_acc = _evaluate(torch, model, loss_fn, xv, yv, batch_size)
             hist["loss"].append(loss_sum / n)
             hist["accuracy"].append(correct / n)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.engines import Unsupported, frameworks
+from bench.engines import frameworks
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier, time_calls
 from bench.workloads import Job, StepWorkload
@@ -40,14 +40,14 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     Settings honoured: ``compile`` (none/default/reduce-overhead/max-autotune; default none), ``tf32``.
 
     Raises:
-        Unsupported: ``compile`` on CPU without a C++ compiler.
+        Unsupported: ``compile`` without torch.compile's toolchain (``frameworks.torch_compile_blocker``).
         RuntimeError: ``generate`` stopped before the fixed length.
     """
     import torch
 
     mode = settings.get("compile", "none")
-    if mode != "none" and device == "cpu" and frameworks.cpp_compiler_missing():
-        raise Unsupported("torch.compile on CPU needs a C++ compiler for inductor; this image has none")
+    if mode != "none":
+        frameworks.require_torch_compile(device, f"compile={mode}")
     effective: dict[str, Any] = {"torch_version": torch.__version__, "compile": mode, "steps": steps,
                                  "precision": w.model.precision}
     effective.update(frameworks.set_tf32("torch", bool(settings.get("tf32", False))))
@@ -72,7 +72,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
                 return job.call(step_model)
 
     barrier = make_barrier("torch", device)
-    timer = EpochTimer(barrier, telemetry.mark if telemetry else None)
+    timer = EpochTimer(barrier, telemetry)
     try:
         result = time_calls(step, steps, timer)
         barrier()

@@ -21,9 +21,13 @@ class Workload:
     Attributes:
         name: workload id (CLI, CSV). suite: suite it belongs to. tasks: tasks it supports.
         dataset: dataset name for ``bench.datasets.load``.
-        batch_size: examples per step. optimizer: ``rmsprop`` or ``adam``. learning_rate: initial LR.
+        batch_size: examples per step, as published (``full`` size). optimizer: ``rmsprop`` or ``adam``.
+        learning_rate: initial LR.
         epochs: epochs per size (``smoke`` / ``full``).
         samples: training examples per size (None: the whole dataset); validation uses a quarter.
+        smoke_batch_size: examples per step at ``smoke`` size when smaller than ``batch_size`` (None: the
+            published batch). A smoke cell tests a code path, so its cost must not depend on how fast the
+            CPU does a precision: float16 convolutions are emulated on CPUs without AVX512-FP16.
         build_keras: ``(keras_module, meta) -> keras.Model`` returning softmax probabilities.
         build_torch: ``(meta) -> torch.nn.Module`` returning logits.
         prepare: optional ``Dataset -> Dataset`` reshaping step shared by all stacks.
@@ -48,8 +52,13 @@ class Workload:
     prepare: Callable[[Dataset], Dataset] | None = None
     torch_layout: tuple[tuple[int, ...] | None, ...] | None = None
     validation_split: float | None = None
+    smoke_batch_size: int | None = None
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def batch_for(self, size: str) -> int:
+        """Examples per step at ``size`` (``smoke`` or ``full``)."""
+        return self.smoke_batch_size if size == "smoke" and self.smoke_batch_size else self.batch_size
 
 
 @dataclass

@@ -167,8 +167,10 @@ _w("mnist_mlp", dataset="mnist", batch_size=128, optimizer="rmsprop", learning_r
    epochs={"smoke": 2, "full": 20}, samples={"smoke": 1024, "full": None},
    build_keras=mlp_keras, build_torch=mlp_torch, prepare=_flatten_images,
    source="keras/examples/mnist_mlp.py (Keras 2.0.8): 669,706 params, RMSprop, batch 128, 20 epochs")
+# Smoke: 4 steps of 8 per epoch. The tuning sweep runs this model in mixed_float16 / float16 autocast,
+# whose convolutions some CPUs emulate at ~0.1 s per image (a 256 batch: 14-34 s per step).
 _w("mnist_cnn", dataset="mnist", batch_size=256, optimizer="rmsprop", learning_rate=1e-4,
-   epochs={"smoke": 2, "full": 41}, samples={"smoke": 2048, "full": None},
+   epochs={"smoke": 2, "full": 41}, samples={"smoke": 32, "full": None}, smoke_batch_size=8,
    build_keras=cnn_keras, build_torch=cnn_torch, torch_layout=(NHWC_TO_NCHW,),
    source="MNIST CNN tuning study (4060 Ti, 2025): 4 Conv2D + 2 Dense, ~563k params, RMSprop 1e-4, "
           "batch 256, 41 epochs",

@@ -1,0 +1,388 @@
+"""The GPU path without a GPU: each test exercises the logic of a branch that only a GPU run takes
+(issue "Ready for a real GPU"), through fakes, the pinned libraries' documented behaviour, or CPU stand-ins."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import needs_keras_torch, needs_torch
+
+
+@needs_torch
+def test_loader_shuffle_generator_is_on_the_cpu_for_a_cuda_device():
+    """torch 2.13's RandomSampler draws on the CPU: a CUDA generator raises "Expected a 'cpu' device type
+    for generator" (tensor_dataset + preload on a GPU). The loader's generator is a seeded CPU one."""
+    import torch
+
+    from bench.engines.torch_engine import loader_kwargs
+
+    kw = loader_kwargs(torch, 4, 0, torch.device("cuda"))
+    assert kw["generator"].device.type == "cpu" and kw["shuffle"] is True
+    ds = torch.utils.data.TensorDataset(torch.arange(10.0), torch.arange(10))
+    first = [yb.tolist() for _, yb in torch.utils.data.DataLoader(ds, **kw)]
+    cpu_kw = loader_kwargs(torch, 4, 0, torch.device("cpu"))
+    again = [yb.tolist() for _, yb in torch.utils.data.DataLoader(ds, **cpu_kw)]
+    assert sorted(sum(first, [])) == list(range(10)) and first == again  # shuffled, same seed on every device
+    assert first != [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+@pytest.mark.parametrize("device, on_path, blocked", [
+    ("gpu", [], "C compiler"),             # a slim image: Triton cannot build its launcher
+    ("gpu", ["gcc"], None),
+    ("cpu", ["gcc"], "C++ compiler"),      # inductor's CPU kernels are C++
+    ("cpu", ["g++"], None),
+])
+def test_torch_compile_toolchain_is_checked_on_every_device(tmp_path, monkeypatch, device, on_path, blocked):
+    from bench.engines import Unsupported, frameworks
+
+    for name in on_path:
+        exe = tmp_path / name
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CC", raising=False)
+    reason = frameworks.torch_compile_blocker(device)
+    assert (reason is None) if blocked is None else (blocked in reason)
+    if blocked:
+        with pytest.raises(Unsupported, match=f"compile=default: .*{re.escape(blocked)}"):
+            frameworks.require_torch_compile(device, "compile=default")
+
+
+def test_torch_compile_on_gpu_needs_python_headers(tmp_path, monkeypatch):
+    import sysconfig
+
+    from bench.engines import frameworks
+
+    (tmp_path / "cc").write_text("#!/bin/sh\n")
+    (tmp_path / "cc").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(sysconfig, "get_paths", lambda: {"include": str(tmp_path / "include")})
+    assert "Python.h is missing" in frameworks.torch_compile_blocker("gpu")
+
+
+@pytest.mark.parametrize("settings, override", [
+    ({}, "0"),                                   # off unless asked, as the reference runs
+    ({"tf32": False}, "0"),
+    ({"tf32": True}, None),                      # the cell asked: the framework switch decides
+    ({"matmul_precision": "high"}, None),
+    ({"matmul_precision": "highest"}, "0"),
+])
+def test_tf32_override_is_set_per_cell(monkeypatch, settings, override):
+    from bench.runner import cell_env
+    from bench.stacks import get_stack
+
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")  # e.g. left in a user's shell or an old compose file
+    env = cell_env(get_stack("pytorch"), "gpu", settings)
+    assert env.get("NVIDIA_TF32_OVERRIDE") == override
+
+
+def test_compose_leaves_the_tf32_override_to_the_runner():
+    from pathlib import Path
+
+    import yaml
+
+    compose = yaml.safe_load(Path("compose.yaml").read_text())
+    for name, service in compose["services"].items():
+        assert "NVIDIA_TF32_OVERRIDE" not in (service.get("environment") or {}), name
+
+
+@pytest.mark.parametrize("effective, device, expected", [
+    ({"NVIDIA_TF32_OVERRIDE": "0", "torch_matmul_allow_tf32": True}, "gpu", False),  # the override wins
+    ({"NVIDIA_TF32_OVERRIDE": None, "torch_matmul_allow_tf32": True}, "gpu", True),
+    ({"NVIDIA_TF32_OVERRIDE": None, "torch_float32_matmul_precision": "high"}, "gpu", True),
+    ({"NVIDIA_TF32_OVERRIDE": None, "torch_matmul_allow_tf32": False,
+      "torch_float32_matmul_precision": "highest"}, "gpu", False),
+    ({"NVIDIA_TF32_OVERRIDE": None, "jax_default_matmul_precision": "tensorfloat32"}, "gpu", True),
+    ({"NVIDIA_TF32_OVERRIDE": None, "tf_tensor_float_32_execution": True}, "cpu", False),
+])
+def test_tf32_in_effect(effective, device, expected):
+    from bench.engines.frameworks import tf32_in_effect
+
+    assert tf32_in_effect(effective, device) is expected
+
+
+def test_mfu_divides_by_the_peak_of_the_math_mode_in_effect():
+    """A cell that asked for TF32 but ran under NVIDIA_TF32_OVERRIDE=0 measured FP32: its MFU uses the FP32 peak."""
+    from bench.worker import add_mfu
+
+    def rec(override):
+        s = {"precision": "float32", "torch_matmul_allow_tf32": True, "NVIDIA_TF32_OVERRIDE": override}
+        r = {"device": "gpu", "settings": s, "env": {"gpu": {"name": "NVIDIA A100-SXM4-80GB"}},
+             "metrics": {"flops_per_step": 1e12, "ms_per_step_mean": 100.0}}
+        add_mfu(r)
+        return r["metrics"]["peak_flops"]
+
+    assert rec("0") == 19.5e12 and rec(None) == 156e12
+
+
+def test_energy_window_excludes_validation():
+    """Epochs of 4 s of training at 200 W, each followed by 3 s of validation at 400 W: energy and the
+    window cover the steady epochs' training steps only (2 x 4 s x 200 W), as the time metrics do."""
+    from tests.test_telemetry import FakeClock, make
+
+    clock = FakeClock()
+    tel = make(clock, watts=200.0)
+    tel.measure_idle(1.0)
+    for _ in range(3):
+        tel.mark()
+        for _ in range(8):
+            clock.advance(0.5)
+            tel.sample_once()
+        tel.end_epoch()
+        tel.nv.watts = 400.0  # validation
+        for _ in range(6):
+            clock.advance(0.5)
+            tel.sample_once()
+        clock.advance(0.1)  # the next epoch starts after the last validation sample
+        tel.nv.watts = 200.0
+    tel.stop()
+    s = tel.summary(steps_per_epoch=10, examples_per_epoch=100)
+    assert s["window_s"] == pytest.approx(8.0)
+    assert s["energy_method"] == "counter" and s["energy_j"] == pytest.approx(1600.0, rel=1e-2)
+    assert s["energy_integrated_j"] == pytest.approx(1600.0, rel=2e-2)
+    assert s["energy_per_epoch_j"] == pytest.approx([800.0] * 3, rel=1e-2)
+    assert s["j_per_step"] == pytest.approx(80.0, rel=1e-2)
+    assert s["power_w"]["max"] == pytest.approx(200.0)  # no validation sample in the window
+
+
+class Window:
+    """Records the window protocol as the engines drive it."""
+
+    def __init__(self, events):
+        self.events = events
+
+    def mark(self):
+        self.events.append("mark")
+
+    def end_epoch(self):
+        self.events.append("end")
+
+    def stop(self):
+        self.events.append("stop")
+
+
+@needs_torch
+def test_torch_engine_closes_each_epoch_before_validation(monkeypatch):
+    from bench import datasets
+    from bench.engines import torch_engine
+    from bench.stacks import get_stack
+    from bench.workloads import get_workload
+
+    events: list[str] = []
+    real = torch_engine._evaluate
+    monkeypatch.setattr(torch_engine, "_evaluate", lambda *a: (events.append("validate"), real(*a))[1])
+    w = get_workload("mnist_mlp")
+    ds = w.prepare(datasets.synthetic("mnist", 16, 8, "test"))
+    torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 2, 8, {}, telemetry=Window(events))
+    assert events == ["mark", "end", "validate", "mark", "end", "validate", "stop"]
+
+
+@needs_keras_torch
+def test_keras_timing_callback_closes_the_epoch_when_validation_begins():
+    """Keras' fit runs validation through evaluate() with the same callbacks, which calls on_test_begin."""
+    import keras
+
+    from bench.engines.keras_engine import make_timing_callback
+    from bench.timing import EpochTimer
+
+    events: list[str] = []
+    cb = make_timing_callback(keras, EpochTimer(lambda: None, Window(events)))
+    cb.on_epoch_begin(0)
+    cb.on_train_batch_begin(0)
+    cb.on_train_batch_end(0)
+    cb.on_test_begin()
+    cb.on_epoch_end(0)  # after validation: already closed
+    cb.on_epoch_begin(1)
+    cb.on_train_batch_begin(0)
+    cb.on_train_batch_end(0)
+    cb.on_epoch_end(1)  # no validation data: closed here
+    assert events == ["mark", "end", "mark", "end"]
+
+
+def test_tf_data_pipelines_are_labelled_host():
+    """tf.data slices, shuffles and batches on the host even when built from tf tensors."""
+    from bench.engines.keras_engine import PLACEMENT
+    from bench.knobs import KNOBS
+
+    assert set(PLACEMENT) == set(KNOBS["keras"]["data_pipeline"])
+    assert PLACEMENT["tf_data_tensors"] == PLACEMENT["tf_data_numpy"] == "host (tf.data)"
+
+
+def test_steps_per_execution_spread_is_over_executions(monkeypatch):
+    """steps_per_execution=4: Keras reports one batch-end per execution. One execution per steady epoch
+    has no spread to report (null, not four copies of its mean); two give statistics over executions."""
+    import bench.timing as timing
+    from bench.timing import EpochTimer
+
+    t = iter([0.0, 8.0, 10.0, 12.0, 20.0, 22.0, 26.0])
+    monkeypatch.setattr(timing, "clock", lambda: next(t))
+    timer = EpochTimer(lambda: None)
+    timer.begin_epoch()
+    timer.end_step(4)             # epoch 1: 8 s (compile)
+    timer.begin_epoch()
+    timer.end_step(4)             # epoch 2: one execution, 2 s
+    one = timer.summary(4, 16)
+    assert one["ms_per_step_basis"] == "execution" and one["executions"] == 1 and one["steps"] == 4
+    assert one["ms_per_step_mean"] == pytest.approx(500.0)
+    assert all(one[f"ms_per_step_{k}"] is None for k in ("p50", "p90", "std", "min", "max"))
+    timer.begin_epoch()
+    timer.end_step(4)             # epoch 3: 2 s
+    timer.end_step(4)             # and 4 s
+    two = timer.summary(4, 16)
+    assert two["executions"] == 3 and two["steps"] == 12
+    assert two["ms_per_step_mean"] == pytest.approx(8000.0 / 12)
+    assert two["ms_per_step_min"] == pytest.approx(500.0) and two["ms_per_step_max"] == pytest.approx(1000.0)
+
+
+def test_one_step_per_execution_keeps_per_step_statistics():
+    from bench.timing import execution_stats
+
+    s = execution_stats([(0.001, 1), (0.003, 1)])
+    assert s["ms_per_step_basis"] == "step" and s["ms_per_step_p50"] == pytest.approx(2.0) and s["steps"] == 2
+
+
+def test_tensorflow_is_kept_off_the_gpu_in_non_tf_stacks(tmp_path):
+    """Whoever imports TensorFlow in a JAX or PyTorch cell (keras-hub via tensorflow-text, tf.data), its GPUs
+    are hidden right after the import, before it can initialise them. A fake tensorflow records the call."""
+    import os
+    import subprocess
+    import sys
+
+    fake = tmp_path / "tensorflow"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        "calls = []\nclass config:\n    @staticmethod\n    def set_visible_devices(devices, kind):\n"
+        "        calls.append((devices, kind))\n")
+    code = ("from bench.engines.frameworks import hide_gpus_from_tensorflow as hide\nassert hide()\n"
+            "import tensorflow\nprint(tensorflow.calls)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[([], 'GPU')]"
+
+
+FAKE_TORCH = '''\
+import os, warnings
+MODE = os.environ["FAKE_TORCH"]
+OLD = "The NVIDIA driver on your system is too old (found version 12040). Please update your GPU driver"
+if MODE == "broken":
+    raise ImportError("libcudnn.so.9: cannot open shared object file")
+class cuda:
+    @staticmethod
+    def device_count():
+        if MODE == "warn":  # torch's lazy init reports an old driver as a warning and zero devices
+            warnings.warn("CUDA initialization: " + OLD)
+            return 0
+        return 1
+    @staticmethod
+    def get_device_name(i):
+        if MODE == "raise":  # NVML counts the GPU, the first CUDA call fails
+            raise RuntimeError(OLD)
+        return "Fake H100"
+class _T:
+    def cuda(self): return self
+    def __matmul__(self, other): return self
+    def sum(self): return self
+    def item(self): return 16777216.0
+def from_numpy(a): return _T()
+'''
+
+
+@pytest.mark.parametrize("mode, expected", [
+    ("raise", "R580 or newer"),
+    ("warn", "R580 or newer"),
+    ("broken", "cannot import the torch framework"),
+    ("ok", ["Fake H100"]),
+])
+def test_gpu_probe_names_the_driver_an_image_needs(tmp_path, monkeypatch, mode, expected):
+    """torch 2.13.0 (CUDA 13.0) on an R535-R570 driver: the error says which driver the image needs, and is
+    not mislabelled as an import failure."""
+    from bench.runner import probe_gpus
+    from bench.stacks import get_stack
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("FAKE_TORCH", mode)
+    if isinstance(expected, list):
+        assert probe_gpus(get_stack("pytorch")) == expected
+        return
+    with pytest.raises(RuntimeError) as e:
+        probe_gpus(get_stack("pytorch"))
+    assert expected in str(e.value)
+    if mode != "broken":
+        assert "cannot import" not in str(e.value) and "CUDA 13.0" in str(e.value)
+
+
+def test_cuda_jit_cache_growth_is_recorded(tmp_path, monkeypatch):
+    from bench.environment import cuda_cache_block, cuda_cache_bytes
+
+    monkeypatch.delenv("CUDA_CACHE_PATH", raising=False)
+    assert cuda_cache_bytes() is None and cuda_cache_block(None)["jit_compiled"] is None
+    monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "cuda"))
+    before = cuda_cache_bytes()
+    assert before == 0  # not created yet: the driver makes it at the first JIT
+    (tmp_path / "cuda" / "ab").mkdir(parents=True)
+    (tmp_path / "cuda" / "ab" / "kernel.bin").write_bytes(b"x" * 1000)  # what the driver leaves after a JIT
+    block = cuda_cache_block(before)
+    assert block["bytes_after"] == 1000 and block["jit_compiled"] is True
+    assert cuda_cache_block(1000)["jit_compiled"] is False  # a warm cache: nothing compiled
+
+
+def test_compose_persists_the_cuda_jit_cache():
+    from pathlib import Path
+
+    import yaml
+
+    compose = yaml.safe_load(Path("compose.yaml").read_text())
+    assert "cuda-cache" in compose["volumes"]
+    for name, service in compose["services"].items():
+        if name == "collector":
+            continue
+        env = service["environment"]
+        assert env["CUDA_CACHE_PATH"].startswith("/cache/") and int(env["CUDA_CACHE_MAXSIZE"]) == 4 * 2**30
+        assert "cuda-cache:/cache" in service["volumes"], name
+
+
+def fake_pynvml(mig):
+    import types
+
+    class NotSupported(Exception):
+        pass
+
+    def get_mig(h):
+        if mig is None:
+            raise NotSupported("Not Supported")
+        return (1 if mig else 0, 0)
+
+    return types.SimpleNamespace(
+        NVML_DEVICE_MIG_ENABLE=1, nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+        nvmlDeviceGetHandleByIndex=lambda i: "h", nvmlSystemGetCudaDriverVersion_v2=lambda: 13000,
+        nvmlDeviceGetCount=lambda: 1, nvmlDeviceGetName=lambda h: "NVIDIA A100-SXM4-40GB",
+        nvmlDeviceGetUUID=lambda h: "GPU-1", nvmlSystemGetDriverVersion=lambda: "580.65.06",
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=40 * 2**30), nvmlDeviceGetMigMode=get_mig)
+
+
+@pytest.mark.parametrize("mig, expected", [(True, True), (False, False), (None, None)])
+def test_mig_mode_is_recorded(monkeypatch, mig, expected):
+    import sys
+
+    from bench.environment import gpu_info
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(mig))
+    info = gpu_info()
+    assert info["available"] and info["mig_mode"] is expected and info["cuda_driver"] == "13.0"
+
+
+def test_report_says_when_a_run_used_mig_or_paid_for_ptx_jit():
+    pd = pytest.importorskip("pandas")
+    from bench.report import provenance
+
+    df = pd.DataFrame({"stack": ["pytorch", "keras3-tf"], "device": ["gpu", "gpu"],
+                       "env.gpu.mig_mode": [True, True], "env.cuda_cache.jit_compiled": [False, True]})
+    text = "\n".join(provenance(df))
+    assert "MIG mode" in text and "1 cell(s) paid for the driver's PTX JIT" in text
+    clean = "\n".join(provenance(df.assign(**{"env.gpu.mig_mode": [False, None]})))
+    assert "MIG mode" not in clean
