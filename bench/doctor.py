@@ -20,6 +20,7 @@ as JSON with the time and host, for provenance.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -252,6 +253,36 @@ def image_checks(stack_id: str, device: str = "gpu",
         checks.append(Check(f"{stack_id}: GEMM {name}", "ok" if value else "fail",
                             f"{value:.1f} TFLOP/s measured ({GEMM_N}^3)" if value else why))
     return checks, {"stack": stack_id, "gpu": gpus[0], "measured_tflops": measured}
+
+
+def gemm_mode(precision: str, tf32: bool) -> str | None:
+    """The ``GEMM_MODES`` name that matches a cell's math (None for float16, which is not measured)."""
+    if precision == "bfloat16":
+        return "bf16"
+    if precision == "float32":
+        return "tf32" if tf32 else "fp32"
+    return None
+
+
+def measured_peak(results_dir: Path, stack_id: str, variant: str, gpu_name: str | None, precision: str,
+                  tf32: bool) -> tuple[float | None, str]:
+    """The GEMM FLOP/s ``make doctor`` measured for this stack's image on this GPU model and math mode,
+    from ``results_dir/doctor/<stack>-<variant>.json``; (None, why) when there is none or it was measured
+    on another GPU model."""
+    path = results_dir / "doctor" / f"{stack_id}-{variant}.json"
+    mode = gemm_mode(precision, tf32)
+    if mode is None:
+        return None, f"no measured peak for {precision}"
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None, f"no measurement: run `make doctor` on this GPU first ({path.name})"
+    if not gpu_name or saved.get("gpu") != gpu_name:
+        return None, f"{path.name} was measured on {saved.get('gpu')!r}, not {gpu_name!r}"
+    value = (saved.get("measured_tflops") or {}).get(mode)
+    if not value:
+        return None, f"{path.name} has no {mode} measurement"
+    return value * 1e12, f"{path.name} ({saved.get('utc')}), {mode} GEMM {GEMM_N}^3"
 
 
 def _num(text: str) -> float | None:

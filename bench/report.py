@@ -443,8 +443,9 @@ def paper_throughput(rows: list[dict[str, Any]]) -> list[str]:
                 continue
             key = "metrics.tokens_per_s" if row["task"] == "generate" else "metrics.examples_per_s"
             rate = fmt(_num(c.get(key)), 1, " tok/s" if row["task"] == "generate" else "/s")
-            mfu = _num(c.get("metrics.mfu"))
-            cells.append(rate + (f", MFU {100 * mfu:.1f} %" if mfu is not None else ""))
+            mfu, measured = _num(c.get("metrics.mfu")), _num(c.get("metrics.mfu_measured"))
+            cells.append(rate + (f", MFU {100 * mfu:.1f} %" if mfu is not None else "")
+                         + (f" ({100 * measured:.1f} % of measured peak)" if measured is not None else ""))
         if any(cells):
             lines.append(f"| {row['model']} | {row['task']} | {row['batch']} | " + " | ".join(cells) + " |")
     if not lines:
@@ -452,7 +453,8 @@ def paper_throughput(rows: list[dict[str, Any]]) -> list[str]:
     head = ["model", "task", "batch", *stacks]
     return ["Throughput (examples/s; generated tokens/s for generate) and MFU (model FLOPs from "
             "`bench/reference/paper_flops.csv` over the GPU's dense peak for the dtype in use; blank where "
-            "the GPU or the shapes are not tabulated):", "", "| " + " | ".join(head) + " |",
+            "the GPU or the shapes are not tabulated; in brackets, over the GEMM peak `make doctor` measured "
+            "in that image on that GPU):", "", "| " + " | ".join(head) + " |",
             "|" + "---|" * len(head), *lines, ""]
 
 

@@ -7,6 +7,7 @@ the parent can see (exit code, wall time, peak RSS) and writes the final record.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 import traceback
@@ -166,14 +167,25 @@ def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_c
 
 
 def add_mfu(rec: dict[str, Any]) -> None:
-    """MFU = model FLOPs per step / step time / the GPU's dense peak for the dtype in use (null + reason)."""
+    """MFU = model FLOPs per step / step time / the GPU's dense peak for the dtype in use (null + reason);
+    ``mfu_measured`` divides by the GEMM peak ``make doctor`` measured in this image on this GPU model
+    (``bench.doctor.measured_peak``; null + reason without one)."""
+    from bench.doctor import measured_peak
+
     m, s = rec["metrics"], rec["settings"]
-    peak, why = flops.peak_flops((rec["env"].get("gpu") or {}).get("name") if rec["device"] == "gpu" else None,
-                                 s.get("precision", "float32"), frameworks.tf32_in_effect(s, rec["device"]))
+    gpu = (rec["env"].get("gpu") or {}).get("name") if rec["device"] == "gpu" else None
+    precision, tf32 = s.get("precision", "float32"), frameworks.tf32_in_effect(s, rec["device"])
+    peak, why = flops.peak_flops(gpu, precision, tf32)
     fl, ms = m.get("flops_per_step"), m.get("ms_per_step_mean")
     m["peak_flops"], m["peak_source"] = peak, why
     m["achieved_tflops"] = fl / (ms / 1000) / 1e12 if fl and ms else None
     m["mfu"] = fl / (ms / 1000) / peak if fl and ms and peak else None
+    results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
+    stack = rec.get("stack")
+    measured, source = measured_peak(results, stack, os.environ.get("BENCH_VARIANT", rec["device"]), gpu,
+                                     precision, tf32) if gpu and stack else (None, "no GPU in this record")
+    m["measured_peak_flops"], m["measured_peak_source"] = measured, source
+    m["mfu_measured"] = fl / (ms / 1000) / measured if fl and ms and measured else None
 
 
 def main(argv: list[str]) -> int:

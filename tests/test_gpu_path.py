@@ -31,6 +31,7 @@ def test_loader_shuffle_generator_is_on_the_cpu_for_a_cuda_device():
 @pytest.mark.parametrize("device, on_path, blocked", [
     ("gpu", [], "C compiler"),             # a slim image: Triton cannot build its launcher
     ("gpu", ["gcc"], None),
+    ("gpu", ["cc"], "C compiler"),         # Triton looks for $CC, gcc or clang, not cc
     ("cpu", ["gcc"], "C++ compiler"),      # inductor's CPU kernels are C++
     ("cpu", ["g++"], None),
 ])
@@ -55,8 +56,8 @@ def test_torch_compile_on_gpu_needs_python_headers(tmp_path, monkeypatch):
 
     from bench.engines import frameworks
 
-    (tmp_path / "cc").write_text("#!/bin/sh\n")
-    (tmp_path / "cc").chmod(0o755)
+    (tmp_path / "gcc").write_text("#!/bin/sh\n")
+    (tmp_path / "gcc").chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(sysconfig, "get_paths", lambda: {"include": str(tmp_path / "include")})
     assert "Python.h is missing" in frameworks.torch_compile_blocker("gpu")
@@ -386,3 +387,32 @@ def test_report_says_when_a_run_used_mig_or_paid_for_ptx_jit():
     assert "MIG mode" in text and "1 cell(s) paid for the driver's PTX JIT" in text
     clean = "\n".join(provenance(df.assign(**{"env.gpu.mig_mode": [False, None]})))
     assert "MIG mode" not in clean
+
+
+def test_mfu_against_the_measured_gemm_peak(tmp_path, monkeypatch):
+    """make doctor saved the GEMM peak of this image on this GPU: the record adds MFU against it; another GPU
+    model's measurement, or none, gives null with the reason."""
+    import json
+
+    from bench.worker import add_mfu
+
+    (tmp_path / "doctor").mkdir()
+    (tmp_path / "doctor" / "pytorch-gpu.json").write_text(json.dumps(
+        {"part": "image", "utc": "2026-11-22T00:00:00+00:00", "gpu": "NVIDIA H100 80GB HBM3",
+         "measured_tflops": {"bf16": 700.0, "fp32": 50.0, "tf32": 350.0}}))
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("BENCH_VARIANT", "gpu")
+
+    def rec(gpu, precision="bfloat16"):
+        r = {"stack": "pytorch", "device": "gpu", "env": {"gpu": {"name": gpu}},
+             "settings": {"precision": precision, "NVIDIA_TF32_OVERRIDE": "0"},
+             "metrics": {"flops_per_step": 350e12, "ms_per_step_mean": 1000.0}}
+        add_mfu(r)
+        return r["metrics"]
+
+    m = rec("NVIDIA H100 80GB HBM3")
+    assert m["mfu_measured"] == pytest.approx(0.5) and m["mfu"] == pytest.approx(350 / 989.5)
+    assert "pytorch-gpu.json" in m["measured_peak_source"] and "bf16" in m["measured_peak_source"]
+    assert rec("NVIDIA H100 80GB HBM3", "float32")["mfu_measured"] == pytest.approx(7.0)  # fp32: override on
+    other = rec("NVIDIA A100-SXM4-80GB")
+    assert other["mfu_measured"] is None and "measured on" in other["measured_peak_source"]

@@ -173,9 +173,9 @@ def torch_compile_blocker(device: str) -> str | None:
     """Why ``torch.compile`` cannot run in this process on ``device`` (``cpu`` or ``gpu``); None when it can.
 
     CPU: inductor writes C++ kernels and builds them with a C++ compiler. GPU: inductor's kernels are
-    Triton kernels, and Triton compiles a small C launcher for each at run time with a C compiler
-    (``$CC``, else cc/gcc/clang) against Python's headers (triton/runtime/build.py), so an image without
-    them fails at the first compiled step. Checked on every device (``../shared/docs/platform.md``).
+    Triton kernels, and Triton compiles a small C launcher for each at run time with ``$CC``, else gcc,
+    else clang, against Python's headers (triton/runtime/build.py), so an image without them fails at
+    the first compiled step. Checked on every device (``../shared/docs/platform.md``).
     """
     import shutil
     import sysconfig
@@ -185,7 +185,7 @@ def torch_compile_blocker(device: str) -> str | None:
         if any(shutil.which(c) for c in ("c++", "g++", "clang++")):
             return None
         return "torch.compile on CPU needs a C++ compiler for inductor's kernels; this image has none"
-    compilers = [os.environ["CC"]] if os.environ.get("CC") else ["cc", "gcc", "clang"]
+    compilers = [os.environ["CC"]] if os.environ.get("CC") else ["gcc", "clang"]
     if not any(shutil.which(c) for c in compilers):
         return ("torch.compile on GPU needs a C compiler (Triton builds its kernel launcher at run time); this "
                 "image has none: install gcc and libc6-dev")
