@@ -65,8 +65,9 @@ FIELDS: dict[str, str] = {
     "repeats.<metric>.values / median / min / max / cv": "per-repeat values of a metric and their spread "
                                                          "(cv = sample std / mean)",
     "telemetry.available / reason": "whether NVML telemetry was recorded; why not (CPU run, no NVML)",
-    "telemetry.window / window_s / samples / interval_s": "the summarised window (steady epochs 2..N, or the whole "
-                                                          "run with one epoch), its length (s), sample count, period",
+    "telemetry.window / window_s / samples / interval_s": "the summarised window (the training steps of "
+                                                          "epochs 2..N, validation excluded, or of the whole run with "
+                                                          "one epoch), its length (s), sample count, period",
     "telemetry.gpu_util_pct / mem_util_pct .mean/p50/max": "NVML utilisation rates over the window (%)",
     "telemetry.power_w .mean/p50/max; power_source": "board power (W); 'instant' (NVML_FI_DEV_POWER_INSTANT) or "
                                                       "'average' (nvmlDeviceGetPowerUsage, 1-s average on GA100+)",

@@ -305,8 +305,8 @@ class Telemetry:
         out["samples"] = len(window)
         for key in SUMMARISED:
             out[key] = stats([getattr(s, key) for s in window if getattr(s, key) is not None])
-        used = [s.memory_used_bytes for s in self.samples if s.memory_used_bytes is not None]
-        out["memory_used_peak_bytes"] = max(used) if used else None
+        memory = [s.memory_used_bytes for s in self.samples if s.memory_used_bytes is not None]
+        out["memory_used_peak_bytes"] = max(memory) if memory else None
         out.update(self._throttle(window))
         out.update(self._energy(epochs, steady, steps_per_epoch, examples_per_epoch))
         out["cpu_util_pct"] = self.cpu_util_pct
@@ -335,8 +335,9 @@ class Telemetry:
         used = epochs[1:] if steady else epochs
         counter = [counter_energy_j([a, b]) if a[1] is not None and b[1] is not None
                    else (None, "no energy-counter reading at an epoch edge") for a, b in used]
-        counter_j = sum(j for j, _ in counter) if all(j is not None for j, _ in counter) else None
-        note = next((n for j, n in counter if j is None), None) or next((n for _, n in counter if n), None)
+        failed = [n for j, n in counter if j is None]
+        counter_j = None if failed else sum(j for j, _ in counter)
+        note = failed[0] if failed else next((n for _, n in counter if n), None)  # e.g. "wrapped"
         integrated = [integrated_energy_j(self.samples, a[0], b[0]) for a, b in used]
         integrated_j = sum(integrated) if all(j is not None for j in integrated) else None
         epochs_j = []

@@ -84,6 +84,17 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         rec["status"] = "oom" if frameworks.is_oom(e) else "failed"
         rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
         rec["traceback"] = traceback.format_exc()[-4000:]
+    add_env(rec, cell, cache_before)
+    if rec["status"] == "ok" and "flops_per_step" in rec["metrics"]:  # a step-timed cell: needs env's GPU name
+        add_mfu(rec)
+    rec["memory"]["host_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rec["finished_utc"] = utc_now()
+    return rec
+
+
+def add_env(rec: dict[str, Any], cell: Cell, cache_before: int | None) -> None:
+    """The record's ``env`` block, the CUDA JIT cache's growth since ``cache_before`` (bytes), and the notes
+    they imply: MIG mode, and a first step or epoch that paid for the driver's PTX JIT."""
     try:
         rec["env"] = capture()
     except Exception as e:
@@ -94,11 +105,6 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
     if rec["env"]["cuda_cache"]["jit_compiled"]:
         rec["notes"].append("the CUDA JIT cache grew during this cell: its first step/epoch includes the driver "
                             "compiling PTX for this GPU (later cells reuse the cache)")
-    if rec["status"] == "ok" and "flops_per_step" in rec["metrics"]:  # a step-timed cell: needs env's GPU name
-        add_mfu(rec)
-    rec["memory"]["host_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    rec["finished_utc"] = utc_now()
-    return rec
 
 
 def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | None) -> None:

@@ -416,3 +416,17 @@ def test_mfu_against_the_measured_gemm_peak(tmp_path, monkeypatch):
     assert rec("NVIDIA H100 80GB HBM3", "float32")["mfu_measured"] == pytest.approx(7.0)  # fp32: override on
     other = rec("NVIDIA A100-SXM4-80GB")
     assert other["mfu_measured"] is None and "measured on" in other["measured_peak_source"]
+
+
+def test_gpu_record_notes_mig_and_ptx_jit(tmp_path, monkeypatch):
+    from bench import worker
+    from bench.record import Cell, new_record
+
+    monkeypatch.setattr(worker, "capture", lambda: {"gpu": {"name": "NVIDIA A100-SXM4-40GB", "mig_mode": True}})
+    monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path))
+    cell = Cell(stack="keras3-tf", suite="classic", workload="mnist_cnn", task="fit", size="full", device="gpu")
+    rec = new_record(cell)
+    (tmp_path / "k.bin").write_bytes(b"x" * 10)  # the driver cached a JIT-compiled kernel during the cell
+    worker.add_env(rec, cell, cache_before=0)
+    assert worker.MIG_NOTE in rec["notes"] and any("CUDA JIT cache grew" in n for n in rec["notes"])
+    assert rec["env"]["cuda_cache"]["jit_compiled"] is True
