@@ -156,8 +156,8 @@ test: lint test-unit test-e2e ## Lint, unit tests, then the Docker end-to-end te
 test-unit: ## Unit tests (no Docker)
 	$(PYTHON) -m pytest -m "not docker" -q
 
-test-e2e: ## Build all six images on a local base image and run bench-all at smoke size on CPU
-	$(PYTHON) -m pytest -m docker -q -s
+test-e2e: ## Build the CPU and GPU images on a local base image, run the suites at smoke size on CPU
+	$(PYTHON) -m pytest -m docker -q -s --durations=0
 
 lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema
 	$(PYTHON) -m ruff check bench tests
