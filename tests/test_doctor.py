@@ -65,7 +65,7 @@ def test_good_gpu_host_passes(host):
     assert checks["Docker engine"].value == "20.10.24" and checks["BuildKit"].state == "ok"
     assert checks["NVIDIA Container Toolkit"].state == "ok"
     assert checks["Persistence mode"].state == "ok" and checks["Power limit"].state == "ok"
-    assert "~46 GB" in checks["Disk for images"].value  # 5 gpu images to build + the collector
+    assert "~41 GB" in checks["Disk for images"].value  # 5 gpu images to build + the collector
 
 
 def test_old_driver_fails_the_cuda_13_images_only(host):
