@@ -50,8 +50,7 @@ def make_args(tmp_path_factory):
         if os.environ.get("BENCH_REQUIRE_DOCKER") == "1":
             pytest.fail("BENCH_REQUIRE_DOCKER=1 but no Docker engine answers")
         pytest.skip("no Docker engine")
-    root = sh([DOCKER, "info", "--format", "{{.DockerRootDir}}"]).stdout.strip()
-    if shutil.disk_usage(root).free < E2E_BYTES:  # earlier runs' images and cache: rebuilding beats a full disk
+    if docker_free_bytes() < E2E_BYTES:  # earlier runs' images and cache: rebuilding beats a full disk
         sh([DOCKER, "builder", "prune", "-af"])
         sh([DOCKER, "image", "prune", "-af"])
     sh(["tests/e2e/base-image.sh", BASE], timeout=900)
@@ -66,6 +65,11 @@ def make_args(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     args += [f"RESULTS_DIR={results}", f"TIMEOUT={CELL_TIMEOUT_S}"]
     return args, results
+
+
+def docker_free_bytes() -> int:
+    """Free disk under the Docker engine's root directory (bytes)."""
+    return shutil.disk_usage(sh([DOCKER, "info", "--format", "{{.DockerRootDir}}"]).stdout.strip()).free
 
 
 def check_cell_times(df: pd.DataFrame, suite: str) -> None:
@@ -201,8 +205,7 @@ def test_gpu_images_run_on_cpu(bench_all, make_args):
     wheel still in images/wheelhouse/), built here and run on the CPU: the classic smoke suite, then
     `--device gpu` in each fails with one clear line, and the torch images carry torch.compile's toolchain."""
     args, results = make_args
-    root = sh([DOCKER, "info", "--format", "{{.DockerRootDir}}"]).stdout.strip()
-    if shutil.disk_usage(root).free < GPU_STAGE_BYTES:  # the CPU stage's cache and images are done with
+    if docker_free_bytes() < GPU_STAGE_BYTES:  # the CPU stage's cache and images are done with
         sh([DOCKER, "builder", "prune", "-af"])
         sh([DOCKER, "image", "rm", *(f"dlbench/{s}:cpu" for s in STACKS)], check=False)
         sh([DOCKER, "image", "prune", "-f"])
