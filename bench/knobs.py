@@ -99,7 +99,10 @@ def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> s
     get = settings.get
     if stack.engine == "keras":
         if get("data_pipeline") in TF_ONLY_PIPELINES and stack.backend != "tensorflow":
-            return f"{get('data_pipeline')} needs tf.data; the {stack.id} image does not install TensorFlow"
+            # Every Keras 3 image carries TensorFlow (keras-hub needs it), but off the GPU: a tf.data
+            # pipeline there would feed from the host, which is not what the source measured.
+            return (f"{get('data_pipeline')} needs tf.data on the TensorFlow backend (the source ran it only "
+                    f"there); {stack.id} keeps TensorFlow off the GPU")
         if get("steps_per_execution", 1) > 1 and stack.backend == "torch":
             return "Keras' PyTorch backend requires steps_per_execution=1"
         if get("jit_compile") == "auto" and stack.keras_major == 2:

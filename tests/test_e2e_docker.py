@@ -72,6 +72,24 @@ def docker_free_bytes() -> int:
     return shutil.disk_usage(sh([DOCKER, "info", "--format", "{{.DockerRootDir}}"]).stdout.strip()).free
 
 
+#: The stack's framework, imported beside the worker by the bytecode check.
+FRAMEWORK = {"keras2-tf": "tf_keras", "keras3-tf": "keras", "keras3-jax": "keras", "keras3-torch": "keras",
+             "pytorch": "torch"}
+#: Lists the loaded modules of the venv whose bytecode is missing (so compiled from source in every cell).
+NO_PYC = ("import importlib.util, os, sys, bench.worker, {module}; "
+          "m = [f for f in (getattr(v, '__file__', None) for v in list(sys.modules.values())) "
+          "if f and f.endswith('.py') and f.startswith(sys.prefix) "
+          "and not os.path.exists(importlib.util.cache_from_source(f))]; print('NO-PYC', len(m), m[:5])")
+
+
+def check_bytecode(variant: str) -> None:
+    """Each stack image of ``variant`` ships the bytecode of what a cell imports (framework and harness)."""
+    for stack in STACKS:
+        p = sh([DOCKER, "run", "--rm", f"dlbench/{stack}:{variant}", "python", "-c",
+                NO_PYC.format(module=FRAMEWORK[stack])])
+        assert "NO-PYC 0 []" in p.stdout, (stack, variant, p.stdout[-2000:])
+
+
 def check_cell_times(df: pd.DataFrame, suite: str) -> None:
     """Every smoke cell within its limit (SMOKE_CELL_LIMIT_S; FIXED_ARCH_LIMIT_S for keras-cv's SD 1.4);
     the failure names each slow cell. Prints the slowest."""
@@ -99,6 +117,7 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
     assert p.returncode == 0
     assert "CPU MODE" in p.stdout + p.stderr
     assert len(df) == 25
+    check_bytecode("cpu")
     assert sorted(zip(df["stack"], df["workload"], strict=True)) == sorted((s, w) for s in STACKS for w in WORKLOADS)
     assert (df.status == "ok").all(), df[df.status != "ok"][["stack", "workload", "reason"]]
     for col in ("metrics.ms_per_step_mean", "metrics.ms_per_step_p50", "metrics.first_epoch_s",
@@ -214,6 +233,7 @@ def test_gpu_images_run_on_cpu(bench_all, make_args):
     check_cell_times(df, "classic (gpu images)")
     assert p.returncode == 0, df[df.status != "ok"][["stack", "workload", "reason"]].to_string()
     assert len(df) == 25 and (df.status == "ok").all() and (df.device == "cpu").all()
+    check_bytecode("gpu")
     assert (df["env.image"] == df["stack"].map(lambda s: f"dlbench/{s}:gpu")).all()
     assert (df["env.image_variant"] == "gpu").all()
     torch_rows = df[df["stack"].isin(["pytorch", "keras3-torch"])]
