@@ -1,17 +1,18 @@
 # Benchmark matrix: build the five stack images and the collector, run the stacks one after another,
 # collect the results. `make` alone lists the targets.
 #
-# Knobs: STACKS, SUITE (classic|tuning|paper), SIZE, DEVICE (auto|cpu|gpu), VARIANT (image variant, default:
-#        the device's; VARIANT=gpu DEVICE=cpu runs the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on
-#        CPU), TIMEOUT (per-cell limit, s), TELEMETRY_SAMPLES=1, RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE,
-#        TORCH_INDEX_URL, DOCKER, COMPOSE.
+# Knobs: STACKS (default: DEFAULT_STACKS in images/stacks.mk), SUITE (classic|tuning|paper), SIZE,
+#        DEVICE (auto|cpu|gpu), VARIANT (image variant, default: the device's; VARIANT=gpu DEVICE=cpu runs
+#        the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on CPU), TIMEOUT (per-cell limit, s),
+#        TELEMETRY_SAMPLES=1, RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
 
 SHELL := /bin/bash
 comma := ,
 .DEFAULT_GOAL := help
 
-ALL_STACKS := keras2-tf keras3-tf keras3-jax keras3-torch pytorch
-STACKS ?= $(ALL_STACKS)
+# The stack lists, services and Dockerfiles: written from bench/stacks.py by `make stacks`.
+include images/stacks.mk
+STACKS ?= $(DEFAULT_STACKS)
 SUITE ?= classic
 REPEATS ?=
 TIMEOUT ?=
@@ -24,12 +25,6 @@ TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 DOCKER ?= docker
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 PYTHON ?= python3
-
-service_keras2-tf := keras2-bench
-service_keras3-tf := tf-bench
-service_keras3-jax := jax-bench
-service_keras3-torch := torch-bench
-service_pytorch := pytorch-bench
 
 HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
 ifeq ($(DEVICE),gpu)
@@ -52,6 +47,19 @@ ifeq ($(filter cpu gpu,$(VARIANT)),)
 endif
 ifeq ($(VARIANT)-$(RUN_DEVICE),cpu-gpu)
   $(error VARIANT=cpu images cannot use a GPU; use VARIANT=gpu or DEVICE=cpu)
+endif
+unknown_stacks := $(filter-out $(ALL_STACKS),$(STACKS))
+ifneq ($(unknown_stacks),)
+  $(error unknown stack(s) $(unknown_stacks); known: $(ALL_STACKS))
+endif
+named_stacks := $(STACKS) $(patsubst build-%,%,$(filter build-%,$(MAKECMDGOALS))) \
+	$(patsubst bench-%,%,$(filter-out bench-all,$(filter bench-%,$(MAKECMDGOALS))))
+gpu_only_stacks := $(sort $(filter-out $(CPU_STACKS) collector,$(named_stacks)))
+ifeq ($(VARIANT),cpu)
+  ifneq ($(gpu_only_stacks),)
+    $(if $(filter bench-% build build-% doctor,$(MAKECMDGOALS)),$(error $(gpu_only_stacks): gpu image only \
+      (no CPU build of its framework can be locked); add VARIANT=gpu (it runs on a CPU too)))
+  endif
 endif
 SIZE ?= $(if $(filter gpu,$(RUN_DEVICE)),full,smoke)
 RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(VARIANT)),-$(VARIANT)-images)
@@ -77,7 +85,7 @@ DOCTOR := $(PYTHON) -m bench.doctor host --device $(RUN_DEVICE) --variant $(VARI
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
 .PHONY: help configure preflight doctor build bench-all collect report compare fidelity flops test test-unit test-e2e \
-	lint lock clean
+	lint lock stacks clean
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -99,7 +107,7 @@ configure: ## Write .env so that `docker compose run <service>` uses this host's
 build: configure $(addprefix build-,$(STACKS)) build-collector ## Build the stack images and the collector
 
 build-%: ## Build one image: build-<stack> or build-collector
-	$(DOCKER) build -f images/$*/Dockerfile $(BUILD_ARGS) \
+	$(DOCKER) build -f $(or $(dockerfile_$*),images/$*/Dockerfile) $(BUILD_ARGS) $(if $(dockerfile_$*),--build-arg STACK=$*) \
 	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) \
 	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) .
 
@@ -161,6 +169,7 @@ test-e2e: ## Build the CPU and GPU images on a local base image, run the suites 
 
 lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema
 	$(PYTHON) -m ruff check bench tests
+	$(PYTHON) -m bench.stackfiles --check
 	hadolint images/*/Dockerfile
 	check-jsonschema --builtin-schema vendor.compose-spec compose.yaml compose.gpu.yaml
 
@@ -169,6 +178,9 @@ flops: ## Recount the paper suite's FLOPs per example on the meta device (bench/
 
 lock: ## Regenerate every image's locked, hashed requirements (needs uv)
 	images/lock.sh
+
+stacks: ## Rewrite compose.yaml, compose.gpu.yaml and images/stacks.mk from bench/stacks.py (the one stack list)
+	$(PYTHON) -m bench.stackfiles
 
 clean: ## Remove scratch files of interrupted cells and Python caches (results are kept)
 	find $(RESULTS_DIR) -name .work -type d -prune -exec rm -rf {} + 2>/dev/null || true

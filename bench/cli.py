@@ -13,7 +13,7 @@ import click
 
 from bench import plan as planning
 from bench.record import FIELDS
-from bench.stacks import STACKS, get_stack
+from bench.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
 
 USAGE_EXIT = 2
@@ -91,8 +91,9 @@ def banner(lines: list[str]) -> None:
 def run_options(f):
     """Options shared by ``run`` and ``sweep``."""
     opts = [
-        click.option("--stack", "stacks", multiple=True, required=True, metavar="STACK",
-                     help=f"Stack id ({', '.join(STACKS)}) or 'all'; repeatable."),
+        click.option("--stack", "stacks", multiple=True, required=True, metavar="STACK", envvar="BENCH_STACK",
+                     help=f"Stack id ({', '.join(STACKS)}) or 'all' (the default stacks); repeatable "
+                          "[default: this image's, $BENCH_STACK]."),
         click.option("--size", type=click.Choice(["auto", *SIZES]), default="auto", show_default=True,
                      help="smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU."),
         click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
@@ -146,7 +147,7 @@ def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str
 
 
 def stack_list(stacks) -> list[str]:
-    return list(STACKS) if "all" in stacks else list(dict.fromkeys(stacks))
+    return list(DEFAULT_STACKS) if "all" in stacks else list(dict.fromkeys(stacks))
 
 
 @cli.command("run")

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.stacks import STACKS
+from bench.stacks import DEFAULT_STACKS, STACKS
 
 MARKS = {"ok": "✓", "fail": "✗", "warn": "!", "info": "·"}
 #: Disk an image needs when it is built (bytes): measured, GPU images 5.7-8.5 GB (36.6 GB for five), CPU
@@ -125,9 +125,14 @@ def driver_checks(gpu: dict[str, str], stacks: Sequence[str]) -> list[Check]:
     for sid in stacks:
         s = STACKS[sid]
         ok = major >= s.min_driver
+        fix = "" if ok else f"update the NVIDIA driver to R{s.min_driver} or newer (README, 'Drivers')"
+        # the same engine and framework on an older CUDA, when a stack offers one
+        alt = [t.id for t in STACKS.values() if t.id != sid and (t.engine, t.backend) == (s.engine, s.backend)
+               and "gpu" in t.variants and major >= t.min_driver]
+        if alt:
+            fix += f", or run {' / '.join(alt)} instead (STACKS=...)"
         out.append(Check(f"Driver for {sid}", "ok" if ok else "fail",
-                         f"{driver}; the image bundles CUDA {s.gpu_cuda}: needs R{s.min_driver}+",
-                         "" if ok else f"update the NVIDIA driver to R{s.min_driver} or newer (README, 'Drivers')"))
+                         f"{driver}; the image bundles CUDA {s.gpu_cuda}: needs R{s.min_driver}+", fix))
         hopper = any(h in gpu["name"] for h in ("H100", "H200", "GH200"))
         if s.backend == "tensorflow" and hopper and major < TF_PTX_MIN_DRIVER:
             out.append(Check(f"TF PTX for {sid}", "fail", f"{gpu['name']}, driver {driver}",
@@ -318,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("part", choices=["host"])
     ap.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     ap.add_argument("--variant", choices=["cpu", "gpu"], default="cpu")
-    ap.add_argument("--stacks", default=" ".join(STACKS), help="space-separated stack ids")
+    ap.add_argument("--stacks", default=" ".join(DEFAULT_STACKS), help="space-separated stack ids")
     ap.add_argument("--docker", default=os.environ.get("DOCKER", "docker"))
     ap.add_argument("--compose", default=os.environ.get("COMPOSE", "docker compose"))
     ap.add_argument("--toolkit-image", default="dlbench-base:bookworm",

@@ -23,11 +23,16 @@ from bench.sweep import normalise
 
 REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
 PAPER_CSV = "keras_io_benchmarks_2024.csv"
-PAPER_STACKS = {"keras2-tensorflow": "keras2-tf", "keras3-tensorflow": "keras3-tf", "keras3-jax": "keras3-jax",
-                "keras3-torch": "keras3-torch"}
-KERAS3 = ("keras3-tf", "keras3-jax", "keras3-torch")
-PAPER_COLUMNS = ("keras2-tf", *KERAS3)
-REFERENCE_STACKS = {"keras3-tensorflow": "keras3-tf", "pytorch": "pytorch"}
+#: A stack's name in the published tables -> our stack id (``Stack.reference``).
+REFERENCE_STACKS = {s.reference: s.id for s in STACKS.values() if s.reference}
+
+
+def paper_columns(df) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The paper table's stack columns: (Keras stacks, the published ones; other stacks), in ``STACKS``
+    order, each a default stack or one that has paper rows in ``df``."""
+    ran = set(df.loc[df["suite"] == "paper", "stack"]) if {"suite", "stack"} <= set(df.columns) else set()
+    shown = [s for s in STACKS.values() if s.default or s.id in ran]
+    return (tuple(s.id for s in shown if s.engine == "keras"), tuple(s.id for s in shown if s.engine != "keras"))
 
 
 def _num(v) -> float | None:
@@ -346,7 +351,7 @@ def tuning_plots(rows, out_dir: Path) -> dict[str, str]:
 
 def published_ms() -> dict[tuple[str, str, int, str], float | None]:
     """(model, task, batch size, stack id) -> published A100 ms/step (None where the source says NA)."""
-    return {(r["model"], r["task"], int(r["batch_size"]), PAPER_STACKS[r["stack"]]): _num(r["ms_per_step"])
+    return {(r["model"], r["task"], int(r["batch_size"]), REFERENCE_STACKS[r["stack"]]): _num(r["ms_per_step"])
             for r in reference.read_csv(PAPER_CSV)}
 
 
@@ -363,12 +368,12 @@ def paper_rows(df) -> list[dict[str, Any]]:
     rows = []
     for m, t, b in keys:
         cells = {}
-        for sid in (*PAPER_COLUMNS, "pytorch"):
+        for sid in STACKS:
             hit = ours[(ours["workload"] == m) & (ours["task"] == t) & (ours["stack"] == sid)
                        & (ours["batch_size"].map(_num) == b)] if not ours.empty else ours
             cells[sid] = hit.iloc[0] if len(hit) else None
         rows.append({"model": m, "task": t, "batch": b, "ours": cells,
-                     "published": {sid: pub.get((m, t, b, sid)) for sid in PAPER_COLUMNS}})
+                     "published": {sid: pub.get((m, t, b, sid)) for sid in STACKS}})
     return rows
 
 
@@ -377,7 +382,7 @@ def _ours_ms(cell) -> float | None:
 
 
 def _best_keras3(values: dict[str, float | None]) -> tuple[str | None, float | None]:
-    ok = {s: v for s, v in values.items() if s in KERAS3 and v is not None}
+    ok = {s: v for s, v in values.items() if STACKS[s].keras_major == 3 and v is not None}
     if not ok:
         return None, None
     sid = min(ok, key=ok.get)
@@ -389,8 +394,9 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
     if "suite" not in df.columns or not (df["suite"] == "paper").any():
         return []
     rows = paper_rows(df)
-    head = ["model", "task", "batch", "Keras 2 (TF)", "Keras 3 TF", "Keras 3 JAX", "Keras 3 PyTorch",
-            "Keras 3 best", "PyTorch"]
+    keras_cols, other_cols = paper_columns(df)
+    head = ["model", "task", "batch", *(STACKS[s].label for s in keras_cols), "Keras 3 best",
+            *(STACKS[s].label for s in other_cols)]
     out = ["## Keras 3 benchmark (Table 2 layout)", "",
            "ms/step (mean over the timed steps, lower is better). Each cell: ours / published A100 value "
            "(ours divided by published; only for full-size GPU rows). Bold: our fastest Keras 3 stack. The "
@@ -400,7 +406,7 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
         best_sid, best = _best_keras3(ours)
         _, pub_best = _best_keras3(row["published"])
         cells = []
-        for sid in PAPER_COLUMNS:
+        for sid in keras_cols:
             cell, pub = row["ours"][sid], row["published"][sid]
             pub_text = fmt(pub, 2) if pub is not None else "NA"
             if cell is None:
@@ -415,24 +421,21 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
                 text = f"{mine} / {pub_text}{ratio}"
             cells.append(text)
         best_text = f"{fmt(best, 2)} / {fmt(pub_best, 2)}" if best is not None else f"n/a / {fmt(pub_best, 2)}"
-        torch_cell = row["ours"]["pytorch"]
-        if torch_cell is None:
-            torch_text = "not run"
-        elif torch_cell["status"] != "ok":
-            torch_text = notes.ref(torch_cell)
-        else:
-            torch_text = fmt(ours["pytorch"], 2)
+        others = []
+        for sid in other_cols:
+            cell = row["ours"][sid]
+            others.append("not run" if cell is None else notes.ref(cell) if cell["status"] != "ok"
+                          else fmt(ours[sid], 2))
         out.append(f"| {row['model']} | {row['task']} | {row['batch']} | " + " | ".join(cells)
-                   + f" | {best_text} | {torch_text} |")
-    out += ["", *paper_throughput(rows)]
+                   + f" | {best_text} | " + " | ".join(others) + " |")
+    out += ["", *paper_throughput(rows, keras_cols + other_cols)]
     for title, name in plots.items():
         out.append(f"![{title}]({name})")
     return out + [""]
 
 
-def paper_throughput(rows: list[dict[str, Any]]) -> list[str]:
-    """Throughput (examples/s; tokens/s for generate) and MFU per stack for every row we ran."""
-    stacks = (*PAPER_COLUMNS, "pytorch")
+def paper_throughput(rows: list[dict[str, Any]], stacks: tuple[str, ...]) -> list[str]:
+    """Throughput (examples/s; tokens/s for generate) and MFU per stack (``stacks``) for every row we ran."""
     lines = []
     for row in rows:
         cells = []
@@ -494,7 +497,8 @@ def paper_plots(df, out_dir: Path) -> dict[str, str]:
         fig.savefig(out_dir / "paper_speedup.png", dpi=110)
         plt.close(fig)
         files["Keras 3 best vs Keras 2 speedup (Figure 1)"] = "paper_speedup.png"
-    stacks = (*PAPER_COLUMNS, "pytorch")
+    keras_cols, other_cols = paper_columns(df)
+    stacks = keras_cols + other_cols
     data = [(f"{r['model']} {r['task']} {r['batch']}", [_ours_ms(r["ours"][s]) for s in stacks]) for r in rows]
     data = [(name, vals) for name, vals in data if any(v is not None for v in vals)]
     if data:

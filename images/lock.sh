@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates every image's locked, hashed requirements (make lock). Needs uv and PyPI.
-# The CPU locks of the torch stacks pin torch==X+cpu: uv finds it in images/wheelhouse/ or on
-# TORCH_INDEX_URL (default: the PyTorch CPU index).
+# Regenerates every image's locked, hashed requirements (make lock). Needs uv, PyPI and python3.
+# The stacks and their variants come from bench/stacks.py. The CPU locks of the torch stacks pin
+# torch==X+cpu: uv finds it in images/wheelhouse/ or on TORCH_INDEX_URL (default: the PyTorch CPU index).
 set -euo pipefail
 cd "$(dirname "$0")"
 TORCH_INDEX_URL=${TORCH_INDEX_URL-https://download.pytorch.org/whl/cpu}
@@ -14,10 +14,13 @@ torch_cpu=(--find-links wheelhouse)
 [ -n "$TORCH_INDEX_URL" ] && torch_cpu+=(--extra-index-url "$TORCH_INDEX_URL" --index-strategy unsafe-best-match)
 compile uv.in uv.lock.txt
 compile collector/requirements.in collector/requirements.lock
-for s in keras2-tf keras3-tf keras3-jax keras3-torch pytorch; do
-    compile "$s/requirements-gpu.in" "$s/requirements-gpu.lock"
-    case $s in
-        keras3-torch|pytorch) compile "$s/requirements-cpu.in" "$s/requirements-cpu.lock" "${torch_cpu[@]}" ;;
-        *) compile "$s/requirements-cpu.in" "$s/requirements-cpu.lock" ;;
-    esac
+# one "<stack> <variant> <backend>" line per image
+PYTHONPATH=.. python3 -c 'from bench.stacks import STACKS
+for s in STACKS.values():
+    for v in s.variants: print(s.id, v, s.backend)' | while read -r s v backend; do
+    if [ "$v-$backend" = cpu-torch ]; then
+        compile "$s/requirements-$v.in" "$s/requirements-$v.lock" "${torch_cpu[@]}"
+    else
+        compile "$s/requirements-$v.in" "$s/requirements-$v.lock"
+    fi
 done

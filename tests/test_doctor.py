@@ -45,11 +45,11 @@ def host(tmp_path, monkeypatch):
     Usage = collections.namedtuple("Usage", "total used free")
     monkeypatch.setattr(doctor.shutil, "disk_usage", lambda p: Usage(500e9, 100e9, 400e9))
 
-    def run(gpu_csv="", apps="", toolkit="1", device="auto", variant="gpu"):
+    def run(gpu_csv="", apps="", toolkit="1", device="auto", variant="gpu", stacks=doctor.DEFAULT_STACKS):
         monkeypatch.setenv("FAKE_GPU_CSV", gpu_csv)
         monkeypatch.setenv("FAKE_APPS", apps)
         monkeypatch.setenv("FAKE_TOOLKIT", toolkit)
-        checks = doctor.host_checks(device, variant, list(doctor.STACKS), docker="docker")
+        checks = doctor.host_checks(device, variant, list(stacks), docker="docker")
         return {c.name: c for c in checks}
 
     return run
@@ -73,6 +73,11 @@ def test_old_driver_fails_the_cuda_13_images_only(host):
     assert failed(checks) == ["Driver for keras3-torch", "Driver for pytorch"]
     assert "R580" in checks["Driver for pytorch"].fix and "CUDA 13.0" in checks["Driver for pytorch"].value
     assert checks["Driver for keras3-jax"].state == "ok"
+    # plain PyTorch has a CUDA 12 stack for this driver; Keras 3 on PyTorch has none
+    assert "run pytorch-cu12 instead" in checks["Driver for pytorch"].fix
+    assert "instead" not in checks["Driver for keras3-torch"].fix
+    cu12 = host(A100.format(driver="535.183.01", mig="Disabled"), stacks=["pytorch-cu12"])
+    assert cu12["Driver for pytorch-cu12"].state == "ok" and "CUDA 12.8" in cu12["Driver for pytorch-cu12"].value
 
 
 def test_hopper_needs_a_driver_that_jits_tensorflows_ptx(host):

@@ -13,13 +13,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from bench.stacks import DEFAULT_STACKS
+from bench.stacks import STACKS as ALL_STACKS
+
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = os.environ.get("DOCKER", "docker")
 COMPOSE = os.environ.get("COMPOSE", "docker-compose")
 BASE = os.environ.get("BENCH_BASE_IMAGE", "dlbench-base:bookworm")
-STACKS = ["keras2-tf", "keras3-tf", "keras3-jax", "keras3-torch", "pytorch"]
+STACKS = list(DEFAULT_STACKS)
+#: The GPU image stage also builds and runs the gpu-only stacks (pytorch-cu12).
+GPU_STACKS = [s.id for s in ALL_STACKS.values() if s.default or s.variants == ("gpu",)]
 WORKLOADS = ["mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"]
 #: A smoke cell tests a code path: every one must finish within this, imports included, on any x86-64 CPU
 #: (process.wall_s). Measured on a 2-core AMD EPYC: the slowest cell of each suite is listed by -s.
@@ -29,9 +34,9 @@ SMOKE_CELL_LIMIT_S = 60
 FIXED_ARCH_LIMIT_S = 120
 #: The runner kills a cell past this (a `timeout` record), so one slow path cannot eat the CI budget.
 CELL_TIMEOUT_S = 180
-#: Free disk the GPU image stage wants (five images of 5.7-8.5 GB, 36.6 GB in all, and their downloads),
+#: Free disk the GPU image stage wants (six images of 5.7-8.7 GB, ~43 GB in all, and their downloads),
 #: and the whole run (the CPU images and their build cache first, ~30 GB, then pruned for the GPU stage).
-GPU_STAGE_BYTES = 50 * 10**9
+GPU_STAGE_BYTES = 56 * 10**9
 E2E_BYTES = 55 * 10**9
 
 
@@ -73,8 +78,8 @@ def docker_free_bytes() -> int:
 
 
 #: The stack's framework, imported beside the worker by the bytecode check.
-FRAMEWORK = {"keras2-tf": "tf_keras", "keras3-tf": "keras", "keras3-jax": "keras", "keras3-torch": "keras",
-             "pytorch": "torch"}
+FRAMEWORK = {s.id: "tf_keras" if s.keras_major == 2 else "keras" if s.engine == "keras" else "torch"
+             for s in ALL_STACKS.values()}
 #: Lists the loaded modules of the venv whose bytecode is missing (so compiled from source in every cell).
 NO_PYC = ("import importlib.util, os, sys, bench.worker, {module}; "
           "m = [f for f in (getattr(v, '__file__', None) for v in list(sys.modules.values())) "
@@ -82,9 +87,9 @@ NO_PYC = ("import importlib.util, os, sys, bench.worker, {module}; "
           "and not os.path.exists(importlib.util.cache_from_source(f))]; print('NO-PYC', len(m), m[:5])")
 
 
-def check_bytecode(variant: str) -> None:
+def check_bytecode(variant: str, stacks: list[str]) -> None:
     """Each stack image of ``variant`` ships the bytecode of what a cell imports (framework and harness)."""
-    for stack in STACKS:
+    for stack in stacks:
         p = sh([DOCKER, "run", "--rm", f"dlbench/{stack}:{variant}", "python", "-c",
                 NO_PYC.format(module=FRAMEWORK[stack])])
         assert "NO-PYC 0 []" in p.stdout, (stack, variant, p.stdout[-2000:])
@@ -96,7 +101,8 @@ def check_cell_times(df: pd.DataFrame, suite: str) -> None:
     cols = ["stack", "workload", "task", "variant", "status", "process.wall_s"]
     slowest = df.sort_values("process.wall_s", ascending=False)[cols]
     print(f"slowest {suite} smoke cells (s):\n{slowest.head(5).to_string(index=False)}")
-    fixed = (slowest["workload"] == "stable_diffusion") & (slowest["stack"] != "pytorch")
+    keras = slowest["stack"].map(lambda s: ALL_STACKS[s].engine == "keras")
+    fixed = (slowest["workload"] == "stable_diffusion") & keras
     limit = fixed.map({True: FIXED_ARCH_LIMIT_S, False: SMOKE_CELL_LIMIT_S})
     slow = slowest[slowest["process.wall_s"] > limit]
     assert slow.empty, f"{suite} smoke cells over their limit ({SMOKE_CELL_LIMIT_S} s; keras-cv SD " \
@@ -117,7 +123,7 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
     assert p.returncode == 0
     assert "CPU MODE" in p.stdout + p.stderr
     assert len(df) == 25
-    check_bytecode("cpu")
+    check_bytecode("cpu", STACKS)
     assert sorted(zip(df["stack"], df["workload"], strict=True)) == sorted((s, w) for s in STACKS for w in WORKLOADS)
     assert (df.status == "ok").all(), df[df.status != "ok"][["stack", "workload", "reason"]]
     for col in ("metrics.ms_per_step_mean", "metrics.ms_per_step_p50", "metrics.first_epoch_s",
@@ -220,31 +226,33 @@ def test_paper_suite_in_every_image(bench_all, make_args):
 
 
 def test_gpu_images_run_on_cpu(bench_all, make_args):
-    """The GPU variant of all five images, from the locks GPU users get (CUDA wheels, with the CPU torch
-    wheel still in images/wheelhouse/), built here and run on the CPU: the classic smoke suite, then
-    `--device gpu` in each fails with one clear line, and the torch images carry torch.compile's toolchain."""
+    """The GPU variant of all five images and the gpu-only pytorch-cu12, from the locks GPU users get (CUDA
+    wheels, with the CPU torch wheel still in images/wheelhouse/), built here and run on the CPU: the classic
+    smoke suite, then `--device gpu` in each fails with one clear line, and the torch images carry
+    torch.compile's toolchain."""
     args, results = make_args
     if docker_free_bytes() < GPU_STAGE_BYTES:  # the CPU stage's cache and images are done with
         sh([DOCKER, "builder", "prune", "-af"])
         sh([DOCKER, "image", "rm", *(f"dlbench/{s}:cpu" for s in STACKS)], check=False)
         sh([DOCKER, "image", "prune", "-f"])
-    p = sh(["make", "bench-all", "VARIANT=gpu", "DEVICE=cpu", *args], check=False)
+    p = sh(["make", "bench-all", "VARIANT=gpu", "DEVICE=cpu", f"STACKS={' '.join(GPU_STACKS)}", *args], check=False)
     df = pd.read_csv(results / "classic-smoke-cpu-gpu-images.csv")
     check_cell_times(df, "classic (gpu images)")
     assert p.returncode == 0, df[df.status != "ok"][["stack", "workload", "reason"]].to_string()
-    assert len(df) == 25 and (df.status == "ok").all() and (df.device == "cpu").all()
-    check_bytecode("gpu")
+    assert len(df) == 5 * len(GPU_STACKS) == 30 and (df.status == "ok").all() and (df.device == "cpu").all()
+    check_bytecode("gpu", GPU_STACKS)
     assert (df["env.image"] == df["stack"].map(lambda s: f"dlbench/{s}:gpu")).all()
     assert (df["env.image_variant"] == "gpu").all()
     torch_rows = df[df["stack"].isin(["pytorch", "keras3-torch"])]
     assert (torch_rows["env.packages.torch"] == "2.13.0").all()  # PyPI's CUDA 13.0 build, not +cpu
+    cu12 = df[df["stack"] == "pytorch-cu12"]
+    assert (cu12["env.packages.torch"] == "2.10.0").all() and (cu12["env.image"] == "dlbench/pytorch-cu12:gpu").all()
     tf_rows = df[df["stack"].isin(["keras2-tf", "keras3-tf"])]
     assert tf_rows["env.framework_cuda.tensorflow.is_cuda_build"].astype(bool).all()
     env = {"BENCH_RESULTS": str(results), "BENCH_VARIANT": "gpu", "BENCH_UID": str(os.getuid()),
            "BENCH_GID": str(os.getgid())}
-    services = {"keras2-tf": "keras2-bench", "keras3-tf": "tf-bench", "keras3-jax": "jax-bench",
-                "keras3-torch": "torch-bench", "pytorch": "pytorch-bench"}
-    for stack, service in services.items():
+    for stack in GPU_STACKS:
+        service = ALL_STACKS[stack].service
         g = sh([COMPOSE, "-f", "compose.yaml", "run", "--rm", "-T", service, "bench", "run", "--stack", stack,
                 "--device", "gpu"], env=env, check=False, timeout=900)
         errors = [line for line in g.stderr.splitlines() if line.startswith("bench: error")]
@@ -254,7 +262,7 @@ def test_gpu_images_run_on_cpu(bench_all, make_args):
     launcher = ('printf "#include <Python.h>\\nint launch(void) { return Py_IsInitialized(); }\\n" > /tmp/l.c && '
                 'gcc -O3 -shared -fPIC -I"$(python -c "import sysconfig; print(sysconfig.get_paths()[\'include\'])")" '
                 '/tmp/l.c -o /tmp/l.so && echo LAUNCHER-BUILT')
-    for stack in ("pytorch", "keras3-torch"):
+    for stack in ("pytorch", "keras3-torch", "pytorch-cu12"):
         c = sh([DOCKER, "run", "--rm", f"dlbench/{stack}:gpu", "python", "-c",
                 "from bench.engines.frameworks import torch_compile_blocker as b; print('BLOCKER', b('gpu'))"])
         assert "BLOCKER None" in c.stdout, (stack, c.stdout)

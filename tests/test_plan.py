@@ -1,10 +1,10 @@
 import pytest
 
 from bench.plan import PlanError, expand
-from bench.stacks import STACKS, get_stack
+from bench.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.workloads import SUITES
 
-ALL = list(STACKS)
+ALL = list(DEFAULT_STACKS)
 
 
 def test_classic_matrix_is_25_cells_in_stable_order():
@@ -40,7 +40,7 @@ def test_bad_selection(kw, msg):
 
 def test_stack_names_are_consistent():
     assert {s.service for s in STACKS.values()} == {
-        "keras2-bench", "tf-bench", "jax-bench", "torch-bench", "pytorch-bench"}
+        "keras2-bench", "tf-bench", "jax-bench", "torch-bench", "pytorch-bench", "pytorch-cu12-bench"}
     assert get_stack("keras2-tf").keras_major == 2
     assert get_stack("keras3-jax").keras_major == 3
     assert get_stack("pytorch").keras_major is None

@@ -1,0 +1,95 @@
+"""One stack list: bench/stacks.py. The files that name stacks are written from it and kept current, and a
+stack added through that one entry reaches the plan, compose, the Makefile's lists and the report."""
+
+import subprocess
+import sys
+
+import pytest
+
+from bench import stackfiles
+from bench.collect import collect
+from bench.plan import expand
+from bench.record import result_path, write_json_atomic
+from bench.stacks import DEFAULT_STACKS, STACKS, Stack
+from tests.test_tuning import paper_record
+
+ROOT = stackfiles.ROOT
+
+
+def test_generated_files_are_current():
+    assert stackfiles.stale() == [], "run `make stacks`"
+    p = subprocess.run([sys.executable, "-m", "bench.stackfiles", "--check"], cwd=ROOT, capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def test_check_names_a_stale_file_and_make_stacks_rewrites_it(tmp_path):
+    for name, render in stackfiles.FILES.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(render())
+    (tmp_path / "compose.yaml").write_text("services: {}\n")
+    check = [sys.executable, "-m", "bench.stackfiles", "--check", "--root", str(tmp_path)]
+    p = subprocess.run(check, cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 1 and "compose.yaml is stale: run `make stacks`" in p.stderr
+    subprocess.run(check[:3] + check[4:], cwd=ROOT, check=True, capture_output=True)
+    assert subprocess.run(check, cwd=ROOT).returncode == 0
+
+
+def test_every_stack_has_its_locks_and_dockerfile():
+    for s in STACKS.values():
+        assert (ROOT / s.dockerfile).is_file(), s.id
+        assert f"ARG STACK={s.id}" in (ROOT / s.dockerfile).read_text() or s.dockerfile != f"images/{s.id}/Dockerfile"
+        for v in s.variants:
+            assert (ROOT / "images" / s.id / f"requirements-{v}.lock").is_file(), (s.id, v)
+    assert {s.reference for s in STACKS.values() if s.reference} == {
+        "keras2-tensorflow", "keras3-tensorflow", "keras3-jax", "keras3-torch", "pytorch"}
+
+
+def test_the_cuda_12_torch_stack_is_an_extra_gpu_image():
+    cu12 = STACKS["pytorch-cu12"]
+    assert cu12.variants == ("gpu",) and not cu12.default and cu12.min_driver < STACKS["pytorch"].min_driver
+    assert "pytorch-cu12" not in DEFAULT_STACKS and len(DEFAULT_STACKS) == 5
+    lock = (ROOT / "images" / "pytorch-cu12" / "requirements-gpu.lock").read_text()
+    assert "\ntorch==2.10.0 " in lock and "nvidia-cublas-cu12==12.8" in lock and "cu13" not in lock
+    assert 'image: "dlbench/pytorch-cu12:gpu"' in stackfiles.render_compose()
+
+
+@pytest.fixture
+def extra_stack(monkeypatch):
+    """A throwaway stack added the public way: one entry in STACKS (here: a second Keras 3 JAX image)."""
+    s = Stack("keras3-jax-next", "jax-next-bench", "Keras 3, JAX backend, next release", "keras", "jax",
+              "Keras 3 JAX next", {"KERAS_BACKEND": "jax"}, dockerfile="images/keras3-jax/Dockerfile",
+              default=False)
+    monkeypatch.setitem(STACKS, s.id, s)
+    return s
+
+
+def test_a_new_stack_reaches_plan_compose_and_make(extra_stack):
+    cells = expand([extra_stack.id], "classic", "smoke", "cpu")
+    assert len(cells) == 5 and {c.stack for c in cells} == {extra_stack.id}
+    compose = stackfiles.render_compose()
+    assert "  jax-next-bench:\n" in compose and "STACK: keras3-jax-next}" in compose
+    assert "  jax-next-bench: *gpu\n" in stackfiles.render_compose_gpu()
+    mk = stackfiles.render_makevars()
+    assert "keras3-jax-next" in mk.split("ALL_STACKS := ")[1].splitlines()[0]
+    assert "keras3-jax-next" not in mk.split("DEFAULT_STACKS := ")[1].splitlines()[0]
+    assert "service_keras3-jax-next := jax-next-bench" in mk
+    assert stackfiles.stale() == ["compose.yaml", "compose.gpu.yaml", "images/stacks.mk"]
+
+
+def test_a_new_stack_gets_its_column_in_the_paper_table(extra_stack, tmp_path):
+    from bench import report
+
+    recs = [paper_record("keras3-jax", "bert", "fit", 32, 100.0),
+            paper_record(extra_stack.id, "bert", "fit", 32, 90.0)]
+    run = tmp_path / "run"
+    for c, r in recs:
+        write_json_atomic(result_path(run, c), r)
+    collect(run, tmp_path / "run.csv")
+    text = report.write_report(report.load_runs([tmp_path / "run.csv"])[0], tmp_path / "out").read_text()
+    head = next(ln for ln in text.splitlines() if ln.startswith("| model | task | batch |"))
+    assert "| Keras 3 JAX | Keras 3 PyTorch | Keras 3 JAX next | Keras 3 best | PyTorch |" in head
+    row = next(ln for ln in text.splitlines() if ln.startswith("| bert | fit | 32 |"))
+    assert "**90.00** / NA" in row  # the fastest Keras 3 stack, with no published value of its own
+    # a stack that ran no paper row and is not a default one gets no column
+    assert "PyTorch 2.10 (CUDA 12.8)" not in head
