@@ -107,7 +107,7 @@ configure: ## Write .env so that `docker compose run <service>` uses this host's
 build: configure $(addprefix build-,$(STACKS)) build-collector ## Build the stack images and the collector
 
 build-%: ## Build one image: build-<stack> or build-collector
-	$(DOCKER) build -f $(or $(dockerfile_$*),images/$*/Dockerfile) $(BUILD_ARGS) $(if $(dockerfile_$*),--build-arg STACK=$*) \
+	$(DOCKER) build -f $(or $(dockerfile_$*),images/$*/Dockerfile) $(BUILD_ARGS) $(build_args_$*) \
 	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) \
 	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) .
 
@@ -170,7 +170,7 @@ test-e2e: ## Build the CPU and GPU images on a local base image, run the suites 
 lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema
 	$(PYTHON) -m ruff check bench tests
 	$(PYTHON) -m bench.stackfiles --check
-	hadolint images/*/Dockerfile
+	hadolint images/Dockerfile images/collector/Dockerfile
 	check-jsonschema --builtin-schema vendor.compose-spec compose.yaml compose.gpu.yaml
 
 flops: ## Recount the paper suite's FLOPs per example on the meta device (bench/reference/paper_flops.csv)

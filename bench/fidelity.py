@@ -23,7 +23,8 @@ import os
 from typing import Any
 
 from bench import telemetry
-from bench.engines import engine_for, frameworks
+from bench.engines import epoch_engine, frameworks
+from bench.knobs import settings_class
 from bench.runner import cell_env
 from bench.stacks import get_stack
 from bench.timing import clock, make_barrier
@@ -31,7 +32,7 @@ from bench.workloads import get_workload
 
 
 def _hand_keras(stack, w, ds, device, epochs, batch) -> list[float]:
-    from bench.engines.keras_engine import _inputs, import_keras, make_optimizer
+    from bench.engines.keras_engine import import_keras, make_optimizer, model_inputs
 
     keras = import_keras(stack)
     frameworks.set_tf32(stack.backend, False)
@@ -50,7 +51,7 @@ def _hand_keras(stack, w, ds, device, epochs, batch) -> list[float]:
             barrier()
             edges[-1].append(clock())
 
-    model.fit(_inputs(ds.x_train), ds.y_train, batch_size=batch, epochs=epochs, shuffle=True, verbose=0,
+    model.fit(model_inputs(ds.x_train), ds.y_train, batch_size=batch, epochs=epochs, shuffle=True, verbose=0,
               callbacks=[EpochEdges()])
     return [b - a for a, b in edges]
 
@@ -96,22 +97,18 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     """
     if epochs < 2:
         raise ValueError("fidelity needs at least 2 epochs (the first one compiles)")
-    from bench.worker import load_data
-
     stack, w = get_stack(stack_id), get_workload(workload)
     os.environ.update(cell_env(stack, device))  # as a default cell's process: before any framework import
     if stack.backend != "tensorflow":
         frameworks.hide_gpus_from_tensorflow()
-    from bench.record import Cell
-
-    ds = load_data(Cell(stack=stack_id, suite=w.suite, workload=workload, task="fit", size=size,
-                        device=device))
+    ds = w.load_data(size)
     batch = w.batch_for(size)
     steps = -(-ds.n_train // batch)
     hand = (_hand_keras if stack.engine == "keras" else _hand_torch)(stack, w, ds, device, epochs, batch)
     # the harness as cells run it, GPU telemetry sampler included (its cost is part of the overhead)
     tel = telemetry.for_device(device)
-    harness = engine_for(stack.engine).fit(stack, w, ds, device, epochs, batch, {}, telemetry=tel)["metrics"]
+    defaults = settings_class(stack.engine)()
+    harness = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch, defaults, telemetry=tel)["metrics"]
     hand_ms = 1000.0 * sum(hand[1:]) / (len(hand[1:]) * steps)
     ratio = min(harness["epoch_s"][1:]) / min(hand[1:])
     return {"stack": stack_id, "workload": workload, "device": device, "size": size, "epochs": epochs,

@@ -7,56 +7,160 @@ record with the reason (a sweep never crashes on one).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
 
 from bench.stacks import Stack
 
-#: Allowed values per knob and engine; ``int`` means any positive integer, ``bool`` true/false.
-KNOBS: dict[str, dict[str, Any]] = {
-    "keras": {
-        "data_pipeline": ("numpy_fit", "tf_data_numpy", "tf_data_tensors", "tensors_fit"),
-        "steps_per_execution": int,
-        "jit_compile": (False, True, "auto"),
-        "precision": ("float32", "mixed_float16", "mixed_bfloat16"),
-        "tf32": bool,
-    },
-    "torch": {
-        "data_pipeline": ("tensors_on_device", "tensor_dataset", "torchvision_dataset_transforms"),
-        "num_workers": int,
-        "preload": bool,
-        "compile": ("none", "default", "reduce-overhead", "max-autotune"),
-        "matmul_precision": ("highest", "high", "medium"),
-        "precision": ("float32", "float16_autocast", "bfloat16_autocast"),
-        "grad_scaler": bool,
-        "tf32": bool,
-    },
+_PIPELINE = ("how batches reach the model: numpy_fit (NumPy arrays to fit), tf_data_numpy / tf_data_tensors "
+             "(tf.data from arrays or tensors, shuffle, batch and prefetch with AUTOTUNE), tensors_fit (backend "
+             "tensors preloaded on the device, to fit), tensors_on_device (PyTorch: tensors on the device, a "
+             "shuffled index per step), tensor_dataset (TensorDataset + DataLoader), torchvision_dataset_transforms "
+             "(a per-item dataset with a ToTensor-style transform)")
+_PRECISION = "float32, Keras mixed_float16/mixed_bfloat16 policies, or PyTorch autocast fp16/bf16"
+_TF32 = "TF32 for float32 matmuls/convolutions (off by default, as the reference runs)"
+_JIT = "Keras: XLA compilation of the train step (False, True, or Keras 3's 'auto')"
+_COMPILE = "PyTorch: torch.compile mode applied to the model (none = eager)"
+
+
+def knob(default: Any, allowed: Any, help: str) -> Any:
+    """A settings field: its default, its allowed values (a tuple; ``int``: any positive integer; ``bool``)
+    and its help text. A default of None means "the engine's own default for the stack" (documented)."""
+    return field(default=default, metadata={"allowed": allowed, "help": help})
+
+
+class SettingsError(ValueError):
+    """A setting that does not exist for the engine, or a value it does not allow (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The typed settings of one engine family: each field is a knob with its default, allowed values and
+    help (``knob``). ``from_dict`` validates a cell's settings; the record's ``settings`` block holds what
+    took effect."""
+
+    engine: ClassVar[str] = ""
+
+    @classmethod
+    def allowed(cls) -> dict[str, Any]:
+        """Knob name -> allowed values (a tuple, ``int`` or ``bool``)."""
+        return {f.name: f.metadata["allowed"] for f in fields(cls)}
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """The fixed defaults (a field whose default is None depends on the stack and is left out)."""
+        return {f.name: f.default for f in fields(cls) if f.default is not MISSING and f.default is not None}
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        """Knob name -> what it means."""
+        return {f.name: f.metadata["help"] for f in fields(cls)}
+
+    @classmethod
+    def problem(cls, settings: dict[str, Any]) -> str | None:
+        """Why ``settings`` are not valid for this engine (None when they are)."""
+        allowed = cls.allowed()
+        for key, value in settings.items():
+            if key not in allowed:
+                return f"setting {key!r} does not apply to the {cls.engine} engine (it knows: {', '.join(allowed)})"
+            if not _valid_value(allowed[key], value):
+                want = allowed[key].__name__ if isinstance(allowed[key], type) else ", ".join(map(repr, allowed[key]))
+                return f"{key}={value!r} is not valid; expected {want}"
+        return None
+
+    @classmethod
+    def from_dict(cls, settings: dict[str, Any]):
+        """The typed settings of a cell (unset knobs take their defaults).
+
+        Raises:
+            SettingsError: an unknown knob or a value it does not allow.
+        """
+        reason = cls.problem(settings)
+        if reason:
+            raise SettingsError(reason)
+        return cls(**settings)
+
+
+@dataclass(frozen=True)
+class KerasFitSettings(Settings):
+    """``model.fit`` on a Keras stack (``bench.engines.keras_engine``), as the tuning study varied it."""
+
+    engine: ClassVar[str] = "keras"
+    data_pipeline: str = knob("numpy_fit", ("numpy_fit", "tf_data_numpy", "tf_data_tensors", "tensors_fit"),
+                              _PIPELINE)
+    steps_per_execution: int = knob(
+        1, int, "Keras: steps run per call of the compiled train function (Keras caps it at the epoch)")
+    # None: Keras' own default, which differs between Keras 2 (off) and Keras 3 ('auto')
+    jit_compile: bool | str | None = knob(None, (False, True, "auto"), _JIT)
+    precision: str = knob("float32", ("float32", "mixed_float16", "mixed_bfloat16"), _PRECISION)
+    tf32: bool = knob(False, bool, _TF32)
+
+
+@dataclass(frozen=True)
+class TorchFitSettings(Settings):
+    """A plain PyTorch training loop (``bench.engines.torch_engine``), as the tuning study varied it."""
+
+    engine: ClassVar[str] = "torch"
+    data_pipeline: str = knob("tensors_on_device",
+                              ("tensors_on_device", "tensor_dataset", "torchvision_dataset_transforms"), _PIPELINE)
+    num_workers: int = knob(0, int, "DataLoader worker processes (PyTorch)")
+    preload: bool = knob(False, bool, "tensor_dataset: tensors placed on the device before training "
+                                      "(the study's time_preload)")
+    compile: str = knob("none", ("none", "default", "reduce-overhead", "max-autotune"), _COMPILE)
+    matmul_precision: str = knob("highest", ("highest", "high", "medium"),
+                                 "PyTorch: torch.set_float32_matmul_precision ('high' allows TF32)")
+    precision: str = knob("float32", ("float32", "float16_autocast", "bfloat16_autocast"), _PRECISION)
+    grad_scaler: bool = knob(False, bool, "PyTorch: torch.amp.GradScaler with float16 autocast")
+    tf32: bool = knob(False, bool, _TF32)
+
+
+@dataclass(frozen=True)
+class KerasStepSettings(Settings):
+    """A step-timed Keras task (``paper`` suite, ``bench.engines.keras_steps``)."""
+
+    engine: ClassVar[str] = "keras"
+    # None: on, except on Keras' PyTorch backend (as the source ran it)
+    jit_compile: bool | str | None = knob(None, (False, True, "auto"), _JIT)
+    tf32: bool = knob(False, bool, _TF32)
+
+
+@dataclass(frozen=True)
+class TorchStepSettings(Settings):
+    """A step-timed PyTorch task (``paper`` suite, ``bench.engines.torch_steps``)."""
+
+    engine: ClassVar[str] = "torch"
+    compile: str = knob("none", ("none", "default", "reduce-overhead", "max-autotune"), _COMPILE)
+    tf32: bool = knob(False, bool, _TF32)
+
+
+#: (engine, kind) -> its settings class; kind ``epochs`` (classic and tuning suites) or ``steps`` (paper).
+SETTINGS: dict[tuple[str, str], type[Settings]] = {
+    ("keras", "epochs"): KerasFitSettings, ("torch", "epochs"): TorchFitSettings,
+    ("keras", "steps"): KerasStepSettings, ("torch", "steps"): TorchStepSettings,
 }
 
+
+def settings_class(engine: str, kind: str = "epochs") -> type[Settings]:
+    """The settings class of an engine (``keras`` or ``torch``) and kind (``epochs`` or ``steps``).
+
+    Raises:
+        ValueError: unknown engine or kind.
+    """
+    try:
+        return SETTINGS[(engine, kind)]
+    except KeyError:
+        raise ValueError(f"unknown engine {engine!r} or kind {kind!r}") from None
+
+
+#: Allowed values per knob and engine (from the settings classes); ``int``: any positive integer.
+KNOBS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].allowed() for e in ("keras", "torch")}
 #: Values a knob takes when a cell does not set it (settings equal to these are dropped from variant names).
 #: Keras' jit_compile has no entry: its default differs between Keras 2 (off) and Keras 3 ('auto').
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": False},
-    "torch": {"data_pipeline": "tensors_on_device", "num_workers": 0, "preload": False, "compile": "none",
-              "matmul_precision": "highest", "precision": "float32", "grad_scaler": False, "tf32": False},
-}
-
-#: What each knob means (README and ``bench fields``).
-DOCS: dict[str, str] = {
-    "data_pipeline": "how batches reach the model: numpy_fit (NumPy arrays to fit), tf_data_numpy / "
-                     "tf_data_tensors (tf.data from arrays or tensors, shuffle, batch and prefetch with AUTOTUNE), "
-                     "tensors_fit (backend tensors preloaded on the device, to fit), tensors_on_device (PyTorch: "
-                     "tensors on the device, a shuffled index per step), tensor_dataset (TensorDataset + "
-                     "DataLoader), torchvision_dataset_transforms (a per-item dataset with a ToTensor-style transform)",
-    "num_workers": "DataLoader worker processes (PyTorch)",
-    "preload": "tensor_dataset: tensors placed on the device before training (the study's time_preload)",
-    "steps_per_execution": "Keras: steps run per call of the compiled train function (Keras caps it at the epoch)",
-    "jit_compile": "Keras: XLA compilation of the train step (False, True, or Keras 3's 'auto')",
-    "precision": "float32, Keras mixed_float16/mixed_bfloat16 policies, or PyTorch autocast fp16/bf16",
-    "compile": "PyTorch: torch.compile mode applied to the model (none = eager)",
-    "matmul_precision": "PyTorch: torch.set_float32_matmul_precision ('high' allows TF32)",
-    "grad_scaler": "PyTorch: torch.amp.GradScaler with float16 autocast",
-    "tf32": "TF32 for float32 matmuls/convolutions (off by default, as the reference runs)",
-}
+DEFAULTS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].defaults() for e in ("keras", "torch")}
+#: What each knob means (``bench knobs``, README).
+DOCS: dict[str, str] = {k: v for cls in SETTINGS.values() for k, v in cls.help().items()}
+#: The knobs the step-timed engines (``paper`` suite) honour, per engine.
+STEP_KNOBS = {e: tuple(SETTINGS[(e, "steps")].allowed()) for e in ("keras", "torch")}
 
 TF_ONLY_PIPELINES = ("tf_data_numpy", "tf_data_tensors")
 
@@ -75,47 +179,39 @@ def _valid_value(allowed, value) -> bool:
     return any(value == a and type(value) is type(a) for a in allowed)
 
 
-#: The knobs the step-timed engines (``paper`` suite, ``bench.engines.*_steps``) honour, per engine.
-STEP_KNOBS = {"keras": ("jit_compile", "tf32"), "torch": ("compile", "tf32")}
-
-
 def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> str | None:
     """Why ``settings`` cannot run on ``stack`` (None when they can). Pure: imports no framework.
 
     ``step_timed``: the cell is a step-timed workload, whose engines honour only ``STEP_KNOBS``.
     """
-    allowed = KNOBS[stack.engine]
     if step_timed:
         ignored = sorted(set(settings) - set(STEP_KNOBS[stack.engine]))
         if ignored:
             return (f"setting(s) {', '.join(ignored)} not honoured by the step-timed {stack.engine} engine "
                     f"(it takes: {', '.join(STEP_KNOBS[stack.engine])})")
-    for key, value in settings.items():
-        if key not in allowed:
-            return f"setting {key!r} does not apply to the {stack.engine} engine (it knows: {', '.join(allowed)})"
-        if not _valid_value(allowed[key], value):
-            want = allowed[key].__name__ if isinstance(allowed[key], type) else ", ".join(map(repr, allowed[key]))
-            return f"{key}={value!r} is not valid; expected {want}"
-    get = settings.get
-    if stack.engine == "keras":
-        if get("data_pipeline") in TF_ONLY_PIPELINES and stack.backend != "tensorflow":
+    cls = settings_class(stack.engine, "steps" if step_timed else "epochs")
+    reason = cls.problem(settings)
+    if reason:
+        return reason
+    s = cls(**settings)
+    if getattr(s, "jit_compile", None) == "auto" and stack.keras_major == 2:
+        return "jit_compile='auto' exists only in Keras 3 (tf.keras takes True or False)"
+    if isinstance(s, KerasFitSettings):
+        if s.data_pipeline in TF_ONLY_PIPELINES and stack.backend != "tensorflow":
             # Every Keras 3 image carries TensorFlow (keras-hub needs it), but off the GPU: a tf.data
             # pipeline there would feed from the host, which is not what the source measured.
-            return (f"{get('data_pipeline')} needs tf.data on the TensorFlow backend (the source ran it only "
+            return (f"{s.data_pipeline} needs tf.data on the TensorFlow backend (the source ran it only "
                     f"there); {stack.id} keeps TensorFlow off the GPU")
-        if get("steps_per_execution", 1) > 1 and stack.backend == "torch":
+        if s.steps_per_execution > 1 and stack.backend == "torch":
             return "Keras' PyTorch backend requires steps_per_execution=1"
-        if get("jit_compile") == "auto" and stack.keras_major == 2:
-            return "jit_compile='auto' exists only in Keras 3 (tf.keras takes True or False)"
-    else:
-        if get("grad_scaler") and get("precision", "float32") != "float16_autocast":
+    if isinstance(s, TorchFitSettings):
+        if s.grad_scaler and s.precision != "float16_autocast":
             return "grad_scaler only applies to float16 autocast"
-        pipeline = get("data_pipeline", "tensors_on_device")
-        if get("num_workers") and pipeline == "tensors_on_device":
+        if s.num_workers and s.data_pipeline == "tensors_on_device":
             return "num_workers needs a DataLoader pipeline"
-        if get("preload") and pipeline != "tensor_dataset":
+        if s.preload and s.data_pipeline != "tensor_dataset":
             return "preload applies to the tensor_dataset pipeline only"
-        if get("preload") and get("num_workers"):
+        if s.preload and s.num_workers:
             return "DataLoader workers cannot share tensors already on the GPU (preload with num_workers > 0)"
     return None
 

@@ -88,26 +88,32 @@ def compose_service(s: Stack) -> str:
     """One stack's service in ``compose.yaml`` (YAML text)."""
     v = _variant(s)
     command = f'["bench", "run", "--stack", "{s.id}", "--suite", "${{BENCH_SUITE:-classic}}"]'
+    args = "".join(f'        {k}: "{val}"\n' for k, val in s.build_args().items())
     return (f"  {s.service}:\n    <<: *bench\n    image: \"dlbench/{s.id}:{v}\"\n    build:\n      context: .\n"
-            f"      dockerfile: {s.dockerfile}\n      args: {{VARIANT: \"{v}\", STACK: {s.id}}}\n"
+            f"      dockerfile: {s.dockerfile}\n      args:\n        VARIANT: \"{v}\"\n{args}"
             f"    command: {command}\n\n")
 
 
 def render_compose() -> str:
+    """``compose.yaml``: the shared service block, one service per stack, the collector, the volumes."""
     return COMPOSE_HEAD + "".join(compose_service(s) for s in STACKS.values()) + COMPOSE_TAIL
 
 
 def render_compose_gpu() -> str:
+    """``compose.gpu.yaml``: one NVIDIA GPU reserved for every stack service that has a gpu image."""
     return GPU_HEAD + "".join(f"  {s.service}: *gpu\n" for s in STACKS.values() if "gpu" in s.variants)
 
 
 def render_makevars() -> str:
-    """``images/stacks.mk``: ALL_STACKS, DEFAULT_STACKS, CPU_STACKS and per stack its service and Dockerfile."""
+    """``images/stacks.mk``: ALL_STACKS, DEFAULT_STACKS, CPU_STACKS and per stack its service, Dockerfile and
+    build arguments."""
     ids = lambda pred: " ".join(s.id for s in STACKS.values() if pred(s))  # noqa: E731
     lines = [f"# {GENERATED}.", f"ALL_STACKS := {ids(lambda s: True)}",
              f"DEFAULT_STACKS := {ids(lambda s: s.default)}", f"CPU_STACKS := {ids(lambda s: 'cpu' in s.variants)}"]
     for s in STACKS.values():
-        lines += [f"service_{s.id} := {s.service}", f"dockerfile_{s.id} := {s.dockerfile}"]
+        args = " ".join(f"--build-arg {k}={val}" for k, val in s.build_args().items())
+        lines += [f"service_{s.id} := {s.service}", f"dockerfile_{s.id} := {s.dockerfile}",
+                  f"build_args_{s.id} := {args}"]
     return "\n".join(lines) + "\n"
 
 
@@ -122,6 +128,7 @@ def stale(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: write the stale files (or, with ``--check``, name them and return 1)."""
     ap = argparse.ArgumentParser(prog="python3 -m bench.stackfiles", description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 naming each stale file; write nothing")
     ap.add_argument("--root", type=Path, default=ROOT, help="repository root [default: this checkout]")

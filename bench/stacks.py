@@ -1,14 +1,17 @@
 """The stacks of the matrix: the one list. Standard library only (the host's preflight imports it).
 
-Adding a stack is one entry here, its locks under ``images/<id>/`` (``make lock``) and, when no existing
-Dockerfile fits, a Dockerfile; ``make stacks`` then writes ``compose.yaml``, ``compose.gpu.yaml`` and
-``images/stacks.mk`` (the Makefile's stack list) from this list, and a unit test fails while they are stale.
-The plan, the CLI, the doctor and the report read this list directly.
+Adding a stack is one entry here and its locks under ``images/<id>/`` (``make lock``); ``make stacks`` then
+writes ``compose.yaml``, ``compose.gpu.yaml`` and ``images/stacks.mk`` (the Makefile's stack lists and build
+arguments) from this list, and a unit test fails while they are stale. ``images/Dockerfile`` builds every
+stack from its ``build_args``. The plan, the CLI, the doctor and the report read this list directly.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+#: The environment variables a stack may set; images/Dockerfile sets each from a build argument.
+IMAGE_ENV = ("KERAS_BACKEND", "TF_USE_LEGACY_KERAS")
 
 
 @dataclass(frozen=True)
@@ -29,8 +32,9 @@ class Stack:
             CUDA 12.5 PTX, which needs R555 (README, "Drivers").
         reference: the stack's name in the published reference tables (``bench/reference/``), None when
             the references have no such column; one stack per name.
-        dockerfile: the Dockerfile that builds its image (build argument ``STACK`` = ``id``); its locks are
-            ``images/<id>/requirements-<variant>.lock``.
+        imports: the modules its image build imports as a check (framework, model libraries).
+        dockerfile: the Dockerfile that builds its image (``build_args``); its locks are
+            ``images/<id>/requirements-<variant>.lock``. One Dockerfile serves every stack today.
         variants: the image variants it has: ``cpu`` and ``gpu``, or ``gpu`` alone where no CPU build of
             its framework can be locked (it then runs on a CPU only from its gpu image).
         default: part of ``make bench-all``'s default ``STACKS``; an extra stack is run by naming it.
@@ -46,13 +50,17 @@ class Stack:
     gpu_cuda: str = "12.9"
     min_driver: int = 525
     reference: str | None = None
-    dockerfile: str = ""
+    imports: tuple[str, ...] = ()
+    dockerfile: str = "images/Dockerfile"
     variants: tuple[str, ...] = ("cpu", "gpu")
     default: bool = True
 
-    def __post_init__(self) -> None:
-        if not self.dockerfile:
-            object.__setattr__(self, "dockerfile", f"images/{self.id}/Dockerfile")
+    def build_args(self) -> dict[str, str]:
+        """The Dockerfile's build arguments for this stack (the variant aside): its id, the environment the
+        image sets (``IMAGE_ENV``; empty where the stack sets none), the C toolchain that torch.compile
+        needs on GPU (torch backends), and the modules the build imports as its check."""
+        return {"STACK": self.id, **{k: self.env.get(k, "") for k in IMAGE_ENV},
+                "TOOLCHAIN": "1" if self.backend == "torch" else "0", "IMPORTS": ",".join(self.imports)}
 
     def image(self, variant: str) -> str:
         """The local image tag of ``variant`` (``dlbench/<id>:<variant>``)."""
@@ -70,20 +78,24 @@ STACKS: dict[str, Stack] = {
     s.id: s
     for s in (
         Stack("keras2-tf", "keras2-bench", "Keras 2 (tf-keras) on TensorFlow", "keras", "tensorflow",
-              "Keras 2 (TF)", {"TF_USE_LEGACY_KERAS": "1"}, reference="keras2-tensorflow"),
+              "Keras 2 (TF)", {"TF_USE_LEGACY_KERAS": "1"}, reference="keras2-tensorflow",
+              imports=("tensorflow", "tf_keras", "keras_nlp", "keras_cv")),
         Stack("keras3-tf", "tf-bench", "Keras 3, TensorFlow backend", "keras", "tensorflow", "Keras 3 TF",
-              {"KERAS_BACKEND": "tensorflow"}, reference="keras3-tensorflow"),
+              {"KERAS_BACKEND": "tensorflow"}, reference="keras3-tensorflow",
+              imports=("keras", "tensorflow", "keras_hub", "keras_cv")),
         Stack("keras3-jax", "jax-bench", "Keras 3, JAX backend", "keras", "jax", "Keras 3 JAX",
-              {"KERAS_BACKEND": "jax"}, reference="keras3-jax"),
+              {"KERAS_BACKEND": "jax"}, reference="keras3-jax", imports=("keras", "jax", "keras_hub", "keras_cv")),
         Stack("keras3-torch", "torch-bench", "Keras 3, PyTorch backend", "keras", "torch", "Keras 3 PyTorch",
-              {"KERAS_BACKEND": "torch"}, gpu_cuda="13.0", min_driver=580, reference="keras3-torch"),
+              {"KERAS_BACKEND": "torch"}, gpu_cuda="13.0", min_driver=580, reference="keras3-torch",
+              imports=("keras", "torch", "keras_hub", "keras_cv")),
         Stack("pytorch", "pytorch-bench", "plain PyTorch, no Keras", "torch", "torch", "PyTorch",
-              gpu_cuda="13.0", min_driver=580, reference="pytorch"),
+              gpu_cuda="13.0", min_driver=580, reference="pytorch",
+              imports=("torch", "transformers", "diffusers", "peft")),
         # PyPI's last CUDA 12 build of torch (2.10.0, CUDA 12.8) for R525-R575 drivers, which cannot run
         # the CUDA 13.0 torch 2.13.0 of `pytorch`; gpu only: PyPI has no CPU build of it.
         Stack("pytorch-cu12", "pytorch-cu12-bench", "plain PyTorch 2.10 on CUDA 12.8, for older drivers",
               "torch", "torch", "PyTorch 2.10 (CUDA 12.8)", gpu_cuda="12.8", min_driver=525,
-              dockerfile="images/pytorch/Dockerfile", variants=("gpu",), default=False),
+              imports=("torch", "transformers", "diffusers", "peft"), variants=("gpu",), default=False),
     )
 }
 

@@ -26,26 +26,14 @@ def make_barrier(backend: str, device: str) -> Callable[[], None]:
 
     TensorFlow: ``tf.test.experimental.sync_devices()``. JAX: ``block_until_ready`` on every live
     array (JAX dispatches asynchronously on CPU too). PyTorch: ``torch.cuda.synchronize()`` on GPU;
-    CPU kernels run synchronously, so the barrier is a no-op there.
+    CPU kernels run synchronously, so the barrier is a no-op there (``bench.engines.frameworks``).
+
+    Raises:
+        ValueError: unknown backend.
     """
-    if backend == "tensorflow":
-        import tensorflow as tf
+    from bench.engines.frameworks import framework
 
-        return tf.test.experimental.sync_devices
-    if backend == "jax":
-        import jax
-
-        def jax_barrier() -> None:
-            jax.block_until_ready(jax.live_arrays())
-
-        return jax_barrier
-    if backend == "torch":
-        import torch
-
-        if device == "gpu" and torch.cuda.is_available():
-            return torch.cuda.synchronize
-        return lambda: None
-    raise ValueError(f"unknown backend {backend!r}")
+    return framework(backend).barrier(device)
 
 
 def step_stats_ms(durations_s: Sequence[float]) -> dict[str, float | int | None]:

@@ -6,6 +6,7 @@ the parent can see (exit code, wall time, peak RSS) and writes the final record.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -14,8 +15,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench import datasets, flops, knobs, telemetry
-from bench.engines import Unsupported, engine_for, frameworks
+from bench import flops, knobs, telemetry
+from bench.engines import Unsupported, epoch_engine, frameworks, step_engine
 from bench.environment import capture, cuda_cache_block, cuda_cache_bytes, utc_now
 from bench.record import Cell, new_record, write_json_atomic
 from bench.stacks import get_stack
@@ -24,23 +25,6 @@ from bench.workloads import StepWorkload, get_workload
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
 MIG_NOTE = ("MIG mode: the cell ran on a GPU slice while NVML reports the whole GPU; MFU and energy are not "
             "comparable with a full GPU's")
-
-
-def load_data(cell: Cell):
-    """The cell's dataset: its size's example count, prepared and split as the workload says."""
-    w = get_workload(cell.workload)
-    n = w.samples[cell.size]
-    n_val = None if n is None else max(n // 4, 1)
-    if w.validation_split:
-        # The source held out the tail of the training data (Keras' validation_split).
-        ds = datasets.load(w.dataset, n, 0)
-        k = max(int(ds.n_train * w.validation_split), 1)
-        ds = datasets.Dataset(ds.name, tuple(x[:-k] for x in ds.x_train), ds.y_train[:-k],
-                              tuple(x[-k:] for x in ds.x_train), ds.y_train[-k:], ds.meta, ds.source,
-                              ds.reason, ds.sha256)
-    else:
-        ds = datasets.load(w.dataset, n, n_val)
-    return w.prepare(ds) if w.prepare else ds
 
 
 def add_energy_metrics(rec: dict[str, Any]) -> None:
@@ -111,19 +95,19 @@ def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | No
     """A classic workload: ``fit`` on its dataset for some epochs (``bench.engines.*_engine.fit``)."""
     batch = rec["batch_size"]
     epochs = cell.epochs or w.epochs[cell.size]
-    ds = load_data(cell)
+    ds = w.load_data(cell.size)
     rec["data"] = ds.record()
     if ds.source == "synthetic":
         rec["notes"].append("data=synthetic: " + (ds.reason or ""))
     tel = telemetry.for_device(cell.device)
     tel.measure_idle()
     try:
-        out = engine_for(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, dict(cell.settings),
-                                           telemetry=tel)
+        settings = knobs.settings_class(stack.engine, "epochs").from_dict(dict(cell.settings))
+        out = epoch_engine(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, settings, telemetry=tel)
     finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
         if samples_csv is not None:
             tel.write_samples(samples_csv)
-    rec["settings"] = {**cell.settings, **out["settings"]}
+    rec["settings"] = {**dataclasses.asdict(settings), **out["settings"]}  # every knob, then what took effect
     for key in ("metrics", "history", "model", "memory"):
         rec[key] = out[key]
     rec["telemetry"] = tel.summary(rec["metrics"].get("steps_per_epoch"), ds.n_train)
@@ -158,12 +142,13 @@ def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_c
     tel = telemetry.for_device(cell.device)
     tel.measure_idle()
     try:
-        out = engine_for(stack.engine, "steps").run(stack, w, cell.task, cfg, batch, steps, cell.device,
-                                                  dict(cell.settings), telemetry=tel)
+        settings = knobs.settings_class(stack.engine, "steps").from_dict(dict(cell.settings))
+        out = step_engine(stack.engine).run(stack, w, cell.task, cfg, batch, steps, cell.device, settings,
+                                            telemetry=tel)
     finally:
         if samples_csv is not None:
             tel.write_samples(samples_csv)
-    rec["settings"] = {**cell.settings, **out["settings"], "model_config": cfg}
+    rec["settings"] = {**dataclasses.asdict(settings), **out["settings"], "model_config": cfg}
     rec["metrics"] = step_metrics(out["timer"], batch, steps, out["settings"].get("generated_tokens"))
     rec["model"], rec["memory"] = out["model"], out["memory"]
     per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)

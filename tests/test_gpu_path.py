@@ -168,6 +168,7 @@ class Window:
 def test_torch_engine_closes_each_epoch_before_validation(monkeypatch):
     from bench import datasets
     from bench.engines import torch_engine
+    from bench.knobs import TorchFitSettings
     from bench.stacks import get_stack
     from bench.workloads import get_workload
 
@@ -176,7 +177,7 @@ def test_torch_engine_closes_each_epoch_before_validation(monkeypatch):
     monkeypatch.setattr(torch_engine, "_evaluate", lambda *a: (events.append("validate"), real(*a))[1])
     w = get_workload("mnist_mlp")
     ds = w.prepare(datasets.synthetic("mnist", 16, 8, "test"))
-    torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 2, 8, {}, telemetry=Window(events))
+    torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 2, 8, TorchFitSettings(), telemetry=Window(events))
     assert events == ["mark", "end", "validate", "mark", "end", "validate", "stop"]
 
 

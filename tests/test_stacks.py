@@ -10,7 +10,7 @@ from bench import stackfiles
 from bench.collect import collect
 from bench.plan import expand
 from bench.record import result_path, write_json_atomic
-from bench.stacks import DEFAULT_STACKS, STACKS, Stack
+from bench.stacks import DEFAULT_STACKS, IMAGE_ENV, STACKS, Stack
 from tests.test_tuning import paper_record
 
 ROOT = stackfiles.ROOT
@@ -35,10 +35,14 @@ def test_check_names_a_stale_file_and_make_stacks_rewrites_it(tmp_path):
     assert subprocess.run(check, cwd=ROOT).returncode == 0
 
 
-def test_every_stack_has_its_locks_and_dockerfile():
+def test_every_stack_has_its_locks_and_one_dockerfile_takes_its_build_args():
     for s in STACKS.values():
-        assert (ROOT / s.dockerfile).is_file(), s.id
-        assert f"ARG STACK={s.id}" in (ROOT / s.dockerfile).read_text() or s.dockerfile != f"images/{s.id}/Dockerfile"
+        dockerfile = (ROOT / s.dockerfile).read_text()
+        assert s.dockerfile == "images/Dockerfile", s.id
+        for arg in s.build_args():
+            assert f"\nARG {arg}" in dockerfile, (s.id, arg)
+        assert set(s.env) <= set(IMAGE_ENV), s.id  # the image sets the stack's environment too
+        assert s.imports, s.id
         for v in s.variants:
             assert (ROOT / "images" / s.id / f"requirements-{v}.lock").is_file(), (s.id, v)
     assert {s.reference for s in STACKS.values() if s.reference} == {
@@ -58,8 +62,7 @@ def test_the_cuda_12_torch_stack_is_an_extra_gpu_image():
 def extra_stack(monkeypatch):
     """A throwaway stack added the public way: one entry in STACKS (here: a second Keras 3 JAX image)."""
     s = Stack("keras3-jax-next", "jax-next-bench", "Keras 3, JAX backend, next release", "keras", "jax",
-              "Keras 3 JAX next", {"KERAS_BACKEND": "jax"}, dockerfile="images/keras3-jax/Dockerfile",
-              default=False)
+              "Keras 3 JAX next", {"KERAS_BACKEND": "jax"}, imports=("keras", "jax"), default=False)
     monkeypatch.setitem(STACKS, s.id, s)
     return s
 
@@ -68,12 +71,13 @@ def test_a_new_stack_reaches_plan_compose_and_make(extra_stack):
     cells = expand([extra_stack.id], "classic", "smoke", "cpu")
     assert len(cells) == 5 and {c.stack for c in cells} == {extra_stack.id}
     compose = stackfiles.render_compose()
-    assert "  jax-next-bench:\n" in compose and "STACK: keras3-jax-next}" in compose
+    assert "  jax-next-bench:\n" in compose and 'STACK: "keras3-jax-next"\n        KERAS_BACKEND: "jax"' in compose
     assert "  jax-next-bench: *gpu\n" in stackfiles.render_compose_gpu()
     mk = stackfiles.render_makevars()
     assert "keras3-jax-next" in mk.split("ALL_STACKS := ")[1].splitlines()[0]
     assert "keras3-jax-next" not in mk.split("DEFAULT_STACKS := ")[1].splitlines()[0]
     assert "service_keras3-jax-next := jax-next-bench" in mk
+    assert "build_args_keras3-jax-next := --build-arg STACK=keras3-jax-next --build-arg KERAS_BACKEND=jax" in mk
     assert stackfiles.stale() == ["compose.yaml", "compose.gpu.yaml", "images/stacks.mk"]
 
 

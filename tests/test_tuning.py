@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import subprocess
@@ -30,6 +31,27 @@ def test_knob_checks_give_reasons():
     assert "does not apply" in knobs.check(get_stack("pytorch"), {"jit_compile": True})
     assert "not valid" in knobs.check(get_stack("pytorch"), {"compile": "fast"})
     assert "not valid" in knobs.check(get_stack("keras3-tf"), {"steps_per_execution": 0})
+
+
+def test_settings_are_typed_with_one_default_each():
+    s = knobs.TorchFitSettings.from_dict({"data_pipeline": "tensor_dataset", "preload": True})
+    assert (s.data_pipeline, s.preload, s.num_workers, s.compile) == ("tensor_dataset", True, 0, "none")
+    with pytest.raises(knobs.SettingsError, match="num_workers=-1 is not valid; expected int"):
+        knobs.TorchFitSettings.from_dict({"num_workers": -1})
+    with pytest.raises(knobs.SettingsError, match="does not apply to the keras engine"):
+        knobs.KerasFitSettings.from_dict({"preload": True})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.preload = False
+    # the tables the CLI, the sweeps and the variant names read come from the classes
+    assert knobs.DEFAULTS == {
+        "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": False},
+        "torch": {"data_pipeline": "tensors_on_device", "num_workers": 0, "preload": False, "compile": "none",
+                  "matmul_precision": "highest", "precision": "float32", "grad_scaler": False, "tf32": False}}
+    assert knobs.KNOBS["keras"]["jit_compile"] == (False, True, "auto")
+    assert knobs.STEP_KNOBS == {"keras": ("jit_compile", "tf32"), "torch": ("compile", "tf32")}
+    assert set(knobs.DOCS) == set(knobs.KNOBS["keras"]) | set(knobs.KNOBS["torch"])
+    # jit_compile has no fixed default: None means the engine's own for the stack (documented on the field)
+    assert knobs.KerasFitSettings().jit_compile is None and knobs.KerasStepSettings().jit_compile is None
 
 
 def test_default_grid_has_every_reference_row_for_its_stack():
@@ -104,6 +126,10 @@ def test_sweep_runs_and_skips_invalid_combinations_with_reason(tmp_path):
     assert base["status"] == "ok" and base["baseline"] is True
     assert base["settings"]["data_pipeline"] == "torchvision_dataset_transforms"
     assert recs["data_pipeline=tensor_dataset+preload=true"]["settings"]["preload"] is True
+    # every knob is in the record, the unset ones at their defaults (one source: bench.knobs.TorchFitSettings)
+    assert set(knobs.KNOBS["torch"]) <= set(base["settings"])
+    assert base["settings"]["matmul_precision"] == "highest" and base["settings"]["tf32"] is False
+    assert base["settings_requested"] == {"data_pipeline": "torchvision_dataset_transforms"}  # defaults dropped
     # the per-item pipeline feeds the same values: equal first-epoch loss up to shuffling order is not
     # guaranteed, but the model and data sizes are
     assert base["metrics"]["steps_per_epoch"] == recs["data_pipeline=tensor_dataset"]["metrics"]["steps_per_epoch"]

@@ -1,32 +1,110 @@
 """Engines run a task of a workload on a stack inside the cell's own process.
 
-Epoch engines (``keras_engine``: ``model.fit`` on the four Keras stacks; ``torch_engine``: a plain PyTorch
-loop) train a classic workload on its dataset and return settings, metrics, history, model, memory.
-Step engines (``keras_steps``, ``torch_steps``) time the tasks of a step-timed workload (``paper`` suite)
-and return settings, timer, model, memory.
+Two declared shapes, each implemented by one module per engine family (``keras`` or ``torch``):
+
+- ``EpochEngine`` (``keras_engine``: ``model.fit`` on the Keras stacks; ``torch_engine``: a plain PyTorch
+  loop) trains a classic workload on its dataset and returns an ``EpochResult``.
+- ``StepEngine`` (``keras_steps``, ``torch_steps``) times the tasks of a step-timed workload (``paper``
+  suite) and returns a ``StepResult``.
+
+The framework specifics they share (barrier, TF32, GPU visibility, peak memory) live in
+``bench.engines.frameworks``, one class per framework.
 """
 
+from __future__ import annotations
+
 import importlib
-from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
+
+if TYPE_CHECKING:
+    from bench.datasets import Dataset
+    from bench.stacks import Stack
+    from bench.telemetry import NullTelemetry, Telemetry
+    from bench.timing import EpochTimer
+    from bench.workloads import StepWorkload, Workload
 
 
 class Unsupported(Exception):
     """The cell cannot run on this stack or with these settings; the message is the reason."""
 
 
+class EpochResult(TypedDict):
+    """What an epoch engine returns: the record blocks it owns.
+
+    settings: the settings in effect (framework versions, precision policy, TF32 switches, pipeline...).
+    metrics: ``EpochTimer.summary``: ms/step statistics, first and steady epoch (s), samples/s.
+    history: per-epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy``.
+    model: ``params_total``, ``params_trainable`` (and ``params_effective`` where counted).
+    memory: ``device_peak_bytes`` (bytes; None on CPU).
+    """
+
+    settings: dict[str, Any]
+    metrics: dict[str, Any]
+    history: dict[str, list[float]]
+    model: dict[str, Any]
+    memory: dict[str, Any]
+
+
+class StepResult(TypedDict):
+    """What a step engine returns: the settings in effect, the timer holding the first step apart from the
+    timed ones (the worker derives ms/step and throughput from it), model counts and peak memory."""
+
+    settings: dict[str, Any]
+    timer: EpochTimer
+    model: dict[str, Any]
+    memory: dict[str, Any]
+
+
+class EpochEngine(Protocol):
+    """What ``keras_engine`` and ``torch_engine`` implement (modules satisfy it through their ``fit``)."""
+
+    def fit(self, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
+            settings: dict[str, Any], telemetry: Telemetry | NullTelemetry | None = None) -> EpochResult:
+        """Train ``workload`` on ``ds`` for ``epochs`` epochs of ``batch_size`` examples on ``device``.
+
+        Raises:
+            Unsupported: the settings cannot run on this stack or in this image.
+        """
+
+
+class StepEngine(Protocol):
+    """What ``keras_steps`` and ``torch_steps`` implement (modules satisfy it through their ``run``)."""
+
+    def run(self, stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int,
+            device: str, settings: dict[str, Any],
+            telemetry: Telemetry | NullTelemetry | None = None) -> StepResult:
+        """Build ``w``'s model for ``task`` from ``cfg``, run one step, then time ``steps`` more.
+
+        Raises:
+            Unsupported: the settings cannot run on this stack or in this image.
+        """
+
+
 _MODULES = {"epochs": {"keras": "keras_engine", "torch": "torch_engine"},
             "steps": {"keras": "keras_steps", "torch": "torch_steps"}}
 
 
-def engine_for(engine: str, kind: str = "epochs") -> ModuleType:
-    """The engine module for a stack's ``engine`` field (``keras`` or ``torch``) and a workload ``kind``
-    (``epochs`` or ``steps``); imports it lazily.
-
-    Raises:
-        ValueError: unknown engine or kind.
-    """
+def _module(engine: str, kind: str):
     try:
         name = _MODULES[kind][engine]
     except KeyError:
         raise ValueError(f"unknown engine {engine!r} or kind {kind!r}") from None
     return importlib.import_module(f"bench.engines.{name}")
+
+
+def epoch_engine(engine: str) -> EpochEngine:
+    """The epoch engine of a stack's ``engine`` field (``keras`` or ``torch``); imported lazily.
+
+    Raises:
+        ValueError: unknown engine.
+    """
+    return cast(EpochEngine, _module(engine, "epochs"))
+
+
+def step_engine(engine: str) -> StepEngine:
+    """The step engine of a stack's ``engine`` field (``keras`` or ``torch``); imported lazily.
+
+    Raises:
+        ValueError: unknown engine.
+    """
+    return cast(StepEngine, _module(engine, "steps"))

@@ -1,38 +1,217 @@
-"""Per-backend switches and read-outs: GPU visibility, TF32, peak device memory.
-
-Each function imports its framework lazily; call them only inside a cell or probe process.
+"""Per-framework switches and read-outs: GPUs seen, a GPU matmul, GEMM throughput, TF32, peak device memory and
+the device barrier, one class per framework (``TensorFlow``, ``Jax``, ``Torch``) behind ``Framework``, as
+Zeus keeps each GPU vendor behind one class. ``framework(backend)`` picks one; the module-level functions
+are the same calls by backend name. Each method imports its framework lazily: call them only inside a
+cell or probe process.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 
-def gpu_devices(backend: str) -> list[str]:
-    """Names of the GPUs the framework itself can use (empty when none)."""
-    if backend == "tensorflow":
+class Framework(ABC):
+    """One array framework as the harness uses it. ``module``: its import name."""
+
+    module = ""
+
+    def import_module(self) -> None:
+        """Import the framework (ImportError when the image lacks it)."""
+        importlib.import_module(self.module)
+
+    @abstractmethod
+    def gpu_devices(self) -> list[str]:
+        """Names of the GPUs the framework itself can use (empty when none)."""
+
+    @abstractmethod
+    def gpu_matmul(self, a) -> float:
+        """Sum of ``a @ a`` (a NumPy float32 matrix) computed on the framework's first GPU."""
+
+    @abstractmethod
+    def gemm_call(self, dtype: str, n: int, device: str) -> Callable[[], Any]:
+        """A call that runs one n x n x n matmul in ``dtype`` on ``device`` (inputs already placed there)."""
+
+    @abstractmethod
+    def set_tf32(self, enabled: bool) -> dict[str, Any]:
+        """Set the framework's TF32 switches; returns their effective values (record keys)."""
+
+    @abstractmethod
+    def peak_bytes(self) -> int | None:
+        """Peak GPU memory the framework allocated in this process (bytes), None when it has no counter."""
+
+    @abstractmethod
+    def barrier(self, device: str) -> Callable[[], None]:
+        """A function that blocks until all queued work on ``device`` (``cpu`` or ``gpu``) is done."""
+
+
+class TensorFlow(Framework):
+    """TensorFlow: ``tf.config`` GPU list, TF32 switch and memory info; ``sync_devices`` as the barrier."""
+
+    module = "tensorflow"
+
+    def gpu_devices(self) -> list[str]:
         import tensorflow as tf
 
         return [d.name for d in tf.config.list_physical_devices("GPU")]
-    if backend == "jax":
+
+    def gpu_matmul(self, a) -> float:
+        import tensorflow as tf
+
+        with tf.device("/GPU:0"):
+            return float(tf.reduce_sum(tf.matmul(a, a)).numpy())
+
+    def gemm_call(self, dtype: str, n: int, device: str) -> Callable[[], Any]:
+        import tensorflow as tf
+
+        with tf.device("/GPU:0" if device == "gpu" else "/CPU:0"):
+            a = tf.random.normal((n, n), dtype=dtype)
+            b = tf.random.normal((n, n), dtype=dtype)
+        mm = tf.function(tf.matmul)
+        return lambda: mm(a, b)
+
+    def set_tf32(self, enabled: bool) -> dict[str, Any]:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_tensor_float_32_execution(enabled)
+        return {"tf_tensor_float_32_execution": tf.config.experimental.tensor_float_32_execution_enabled()}
+
+    def peak_bytes(self) -> int | None:
+        import tensorflow as tf
+
+        return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
+
+    def barrier(self, device: str) -> Callable[[], None]:
+        """``tf.test.experimental.sync_devices()``."""
+        import tensorflow as tf
+
+        return tf.test.experimental.sync_devices
+
+
+class Jax(Framework):
+    """JAX: ``jax.devices('gpu')``, ``jax_default_matmul_precision``, ``memory_stats``; ``block_until_ready``."""
+
+    module = "jax"
+
+    def gpu_devices(self) -> list[str]:
         import jax
 
         try:
             return [str(d) for d in jax.devices("gpu")]
         except RuntimeError:  # no GPU backend initialised
             return []
-    if backend == "torch":
+
+    def gpu_matmul(self, a) -> float:
+        import jax
+
+        x = jax.device_put(a, jax.devices("gpu")[0])
+        return float((x @ x).sum())
+
+    def gemm_call(self, dtype: str, n: int, device: str) -> Callable[[], Any]:
+        import jax
+        import jax.numpy as jnp
+
+        put = lambda x: jax.device_put(x, jax.devices(device)[0])  # noqa: E731
+        a = put(jnp.ones((n, n), dtype=dtype))
+        b = put(jnp.ones((n, n), dtype=dtype))
+        mm = jax.jit(jnp.matmul)
+        return lambda: mm(a, b)
+
+    def set_tf32(self, enabled: bool) -> dict[str, Any]:
+        import jax
+
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if enabled else "highest")
+        return {"jax_default_matmul_precision": jax.config.jax_default_matmul_precision}
+
+    def peak_bytes(self) -> int | None:
+        import jax
+
+        stats = jax.devices()[0].memory_stats() or {}
+        return stats.get("peak_bytes_in_use")
+
+    def barrier(self, device: str) -> Callable[[], None]:
+        """``block_until_ready`` on every live array (JAX dispatches asynchronously on CPU too)."""
+        import jax
+
+        def jax_barrier() -> None:
+            jax.block_until_ready(jax.live_arrays())
+
+        return jax_barrier
+
+
+class Torch(Framework):
+    """PyTorch: ``torch.cuda`` devices, the matmul/cuDNN TF32 flags, ``max_memory_allocated``; ``synchronize``."""
+
+    module = "torch"
+
+    def gpu_devices(self) -> list[str]:
         import torch
 
         return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    raise ValueError(f"unknown backend {backend!r}")
+
+    def gpu_matmul(self, a) -> float:
+        import torch
+
+        x = torch.from_numpy(a).cuda()
+        return float((x @ x).sum().item())
+
+    def gemm_call(self, dtype: str, n: int, device: str) -> Callable[[], Any]:
+        import torch
+
+        dev = "cuda" if device == "gpu" else "cpu"
+        a = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
+        b = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
+        return lambda: a @ b
+
+    def set_tf32(self, enabled: bool) -> dict[str, Any]:
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = enabled
+        torch.backends.cudnn.allow_tf32 = enabled
+        return {"torch_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+                "torch_cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+                "torch_float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+    def peak_bytes(self) -> int | None:
+        import torch
+
+        return int(torch.cuda.max_memory_allocated())
+
+    def barrier(self, device: str) -> Callable[[], None]:
+        """``torch.cuda.synchronize()`` on GPU; CPU kernels run synchronously, so a no-op there."""
+        import torch
+
+        if device == "gpu" and torch.cuda.is_available():
+            return torch.cuda.synchronize
+        return lambda: None
+
+
+FRAMEWORKS: dict[str, Framework] = {"tensorflow": TensorFlow(), "jax": Jax(), "torch": Torch()}
+
+
+def framework(backend: str) -> Framework:
+    """The framework of a stack's ``backend`` (``tensorflow``, ``jax`` or ``torch``).
+
+    Raises:
+        ValueError: unknown backend.
+    """
+    try:
+        return FRAMEWORKS[backend]
+    except KeyError:
+        raise ValueError(f"unknown backend {backend!r}") from None
+
+
+def gpu_devices(backend: str) -> list[str]:
+    """Names of the GPUs the framework itself can use (empty when none)."""
+    return framework(backend).gpu_devices()
 
 
 def import_backend(backend: str) -> None:
     """Import the framework (ImportError when the image lacks it)."""
-    importlib.import_module({"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}[backend])
+    framework(backend).import_module()
 
 
 def gpu_matmul(backend: str) -> float:
@@ -42,21 +221,7 @@ def gpu_matmul(backend: str) -> float:
     """
     import numpy as np
 
-    a = np.ones((256, 256), np.float32)
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        with tf.device("/GPU:0"):
-            return float(tf.reduce_sum(tf.matmul(a, a)).numpy())
-    if backend == "jax":
-        import jax
-
-        x = jax.device_put(a, jax.devices("gpu")[0])
-        return float((x @ x).sum())
-    import torch
-
-    x = torch.from_numpy(a).cuda()
-    return float((x @ x).sum().item())
+    return framework(backend).gpu_matmul(np.ones((256, 256), np.float32))
 
 
 def gemm_tflops(backend: str, dtype: str, n: int = 8192, reps: int = 30, device: str = "gpu") -> float:
@@ -67,33 +232,9 @@ def gemm_tflops(backend: str, dtype: str, n: int = 8192, reps: int = 30, device:
     """
     import time
 
-    from bench.timing import make_barrier
-
-    sync = make_barrier(backend, device)
-    if backend == "torch":
-        import torch
-
-        dev = "cuda" if device == "gpu" else "cpu"
-        a = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
-        b = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
-        call = lambda: a @ b  # noqa: E731
-    elif backend == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        put = lambda x: jax.device_put(x, jax.devices(device)[0])  # noqa: E731
-        a = put(jnp.ones((n, n), dtype=dtype))
-        b = put(jnp.ones((n, n), dtype=dtype))
-        mm = jax.jit(jnp.matmul)
-        call = lambda: mm(a, b)  # noqa: E731
-    else:
-        import tensorflow as tf
-
-        with tf.device("/GPU:0" if device == "gpu" else "/CPU:0"):
-            a = tf.random.normal((n, n), dtype=dtype)
-            b = tf.random.normal((n, n), dtype=dtype)
-        mm = tf.function(tf.matmul)
-        call = lambda: mm(a, b)  # noqa: E731
+    fw = framework(backend)
+    sync = fw.barrier(device)
+    call = fw.gemm_call(dtype, n, device)
     for _ in range(3):
         call()
     sync()
@@ -111,26 +252,7 @@ def set_tf32(backend: str, enabled: bool) -> dict[str, Any]:
     runs); the framework switches are set as well because their defaults differ (TF and JAX on, PyTorch
     matmul off, cuDNN on). ``tf32_in_effect`` combines both.
     """
-    out: dict[str, Any] = {"NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE")}
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        tf.config.experimental.enable_tensor_float_32_execution(enabled)
-        out["tf_tensor_float_32_execution"] = tf.config.experimental.tensor_float_32_execution_enabled()
-    elif backend == "jax":
-        import jax
-
-        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if enabled else "highest")
-        out["jax_default_matmul_precision"] = jax.config.jax_default_matmul_precision
-    elif backend == "torch":
-        import torch
-
-        torch.backends.cuda.matmul.allow_tf32 = enabled
-        torch.backends.cudnn.allow_tf32 = enabled
-        out["torch_matmul_allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
-        out["torch_cudnn_allow_tf32"] = torch.backends.cudnn.allow_tf32
-        out["torch_float32_matmul_precision"] = torch.get_float32_matmul_precision()
-    return out
+    return {"NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE"), **framework(backend).set_tf32(enabled)}
 
 
 def hide_gpus_from_tensorflow() -> bool:
@@ -200,22 +322,9 @@ def device_peak_bytes(backend: str, device: str) -> int | None:
     if device != "gpu":
         return None
     try:
-        if backend == "tensorflow":
-            import tensorflow as tf
-
-            return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
-        if backend == "jax":
-            import jax
-
-            stats = jax.devices()[0].memory_stats() or {}
-            return stats.get("peak_bytes_in_use")
-        if backend == "torch":
-            import torch
-
-            return int(torch.cuda.max_memory_allocated())
+        return framework(backend).peak_bytes()
     except Exception:  # a missing counter is recorded as null, never a failed cell
         return None
-    return None
 
 
 def is_oom(exc: BaseException) -> bool:

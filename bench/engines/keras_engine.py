@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from bench.datasets import Dataset
-from bench.engines import frameworks
+from bench.engines import EpochResult, frameworks
+from bench.knobs import KerasFitSettings
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier
 from bench.workloads import Workload
@@ -71,7 +72,8 @@ def make_optimizer(keras, workload: Workload):
     raise ValueError(f"unknown optimizer {workload.optimizer!r}")
 
 
-def _inputs(xs: tuple[np.ndarray, ...]):
+def model_inputs(xs: tuple[np.ndarray, ...]):
+    """What ``fit``/``predict`` take for a model's inputs: the array itself for one input, a list for several."""
     return xs[0] if len(xs) == 1 else list(xs)
 
 
@@ -90,7 +92,7 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> tuple[dict
     tuning study's setup); ``tensors_fit`` hands ``fit`` backend tensors already on the device.
     """
     if pipeline == "numpy_fit":
-        fit_kw = {"x": _inputs(ds.x_train), "y": ds.y_train, "batch_size": batch_size, "shuffle": True}
+        fit_kw = {"x": model_inputs(ds.x_train), "y": ds.y_train, "batch_size": batch_size, "shuffle": True}
         return fit_kw, PLACEMENT[pipeline]
     if pipeline in ("tf_data_numpy", "tf_data_tensors"):
         import tensorflow as tf
@@ -117,36 +119,34 @@ def _tf_constant(x):
 
 
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: dict[str, Any], telemetry=None) -> dict[str, Any]:
+        settings: KerasFitSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` on ``ds`` for ``epochs`` and return the record blocks.
 
-    Settings honoured (see ``bench.knobs``): ``tf32`` (default False), ``jit_compile`` (Keras' default
-    when absent), ``steps_per_execution`` (default 1), ``precision`` (``float32`` or a Keras mixed
-    policy name), ``data_pipeline`` (default numpy_fit).
+    ``settings``: ``bench.knobs.KerasFitSettings`` (defaults, allowed values and meaning there).
     """
-    if stack.backend == "torch" and settings.get("jit_compile") is True:
+    if stack.backend == "torch" and settings.jit_compile is True:
         frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
     effective: dict[str, Any] = {"keras_version": keras.__version__}
-    effective.update(frameworks.set_tf32(stack.backend, bool(settings.get("tf32", False))))
-    precision = settings.get("precision", "float32")
+    effective.update(frameworks.set_tf32(stack.backend, settings.tf32))
+    precision = settings.precision
     keras.mixed_precision.set_global_policy(precision)
     keras.utils.set_random_seed(0)
 
     model = workload.build_keras(keras, ds.meta)
-    compile_kw: dict[str, Any] = {"steps_per_execution": int(settings.get("steps_per_execution", 1))}
-    if "jit_compile" in settings:
-        compile_kw["jit_compile"] = settings["jit_compile"]
+    compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
+    if settings.jit_compile is not None:  # else Keras' own default (Keras 2: off; Keras 3: 'auto')
+        compile_kw["jit_compile"] = settings.jit_compile
     model.compile(optimizer=make_optimizer(keras, workload), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"], **compile_kw)
     jit = getattr(model, "jit_compile", getattr(model, "_jit_compile", None))
     effective.update({
         "precision": keras.mixed_precision.global_policy().name,
-        "jit_compile_requested": settings.get("jit_compile", "keras default"),
+        "jit_compile_requested": "keras default" if settings.jit_compile is None else settings.jit_compile,
         "jit_compile": jit,
         "steps_per_execution": compile_kw["steps_per_execution"],
         "keras_backend": keras.backend.backend(),
-        "data_pipeline": settings.get("data_pipeline", "numpy_fit"),
+        "data_pipeline": settings.data_pipeline,
     })
     fit_kw, placement = train_data(keras, effective["data_pipeline"], ds, batch_size)
     effective["train_data_placement"] = placement
@@ -154,7 +154,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry)
     try:
-        history = model.fit(**fit_kw, epochs=epochs, validation_data=(_inputs(ds.x_val), ds.y_val),
+        history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
                             verbose=0, callbacks=[make_timing_callback(keras, timer)])
         barrier()
     finally:

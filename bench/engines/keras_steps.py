@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.engines import frameworks
+from bench.engines import StepResult, frameworks
 from bench.engines.keras_engine import import_keras, make_timing_callback
+from bench.knobs import KerasStepSettings
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier, time_calls
 from bench.workloads import StepWorkload
@@ -44,27 +45,27 @@ def _repeat(batch, n: int):
 
 
 def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
-        settings: dict[str, Any], telemetry=None) -> dict[str, Any]:
+        settings: KerasStepSettings, telemetry=None) -> StepResult:
     """Build ``w``'s Keras model for ``task``, time ``steps`` steps after the first, return the record blocks.
 
-    Settings honoured: ``jit_compile`` (default: True except on Keras' torch backend, as the source),
-    ``tf32`` (default False).
+    ``settings``: ``bench.knobs.KerasStepSettings``; ``jit_compile`` unset means on, except on Keras' torch
+    backend (as the source).
 
     Raises:
         Unsupported: ``jit_compile=True`` on Keras' torch backend without torch.compile's toolchain
             (``frameworks.torch_compile_blocker``).
         RuntimeError: ``generate`` stopped before the fixed length.
     """
-    jit = settings.get("jit_compile", stack.backend != "torch")
+    jit = settings.jit_compile if settings.jit_compile is not None else stack.backend != "torch"
     if stack.backend == "torch" and jit is True:
         frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
     effective: dict[str, Any] = {"keras_version": keras.__version__, "keras_backend": keras.backend.backend(),
                                  "jit_compile": jit, "steps": steps}
-    effective.update(frameworks.set_tf32(stack.backend, bool(settings.get("tf32", False))))
+    effective.update(frameworks.set_tf32(stack.backend, settings.tf32))
     effective["precision"] = _set_precision(keras, stack, w.model.precision)
     keras.utils.set_random_seed(0)
-    job = w.model.keras_job(stack, keras, task, cfg, batch, {**settings, "jit_compile": jit})
+    job = w.model.keras_job(stack, keras, task, cfg, batch, {"jit_compile": jit, "tf32": settings.tf32})
 
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry)

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from bench.datasets import Dataset
-from bench.engines import frameworks
+from bench.engines import EpochResult, frameworks
+from bench.knobs import TorchFitSettings
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier
 from bench.workloads import Workload
@@ -84,7 +85,7 @@ def loader_kwargs(torch, batch_size: int, workers: int, dev) -> dict[str, Any]:
             "generator": torch.Generator(device="cpu").manual_seed(0)}
 
 
-def make_batches(torch, pipeline: str, settings: dict[str, Any], ds: Dataset, workload: Workload,
+def make_batches(torch, pipeline: str, settings: TorchFitSettings, ds: Dataset, workload: Workload,
                  batch_size: int, dev):
     """An epoch-iterable of (inputs tuple, labels) on ``dev`` for the chosen data pipeline."""
     n = ds.n_train
@@ -99,9 +100,9 @@ def make_batches(torch, pipeline: str, settings: dict[str, Any], ds: Dataset, wo
                 yield tuple(x[idx] for x in xs), y[idx]
 
         return epoch
-    loader_kw = loader_kwargs(torch, batch_size, int(settings.get("num_workers", 0)), dev)
+    loader_kw = loader_kwargs(torch, batch_size, settings.num_workers, dev)
     if pipeline == "tensor_dataset":
-        target = dev if settings.get("preload") else torch.device("cpu")
+        target = dev if settings.preload else torch.device("cpu")
         xs = to_tensors(torch, ds.x_train, workload.torch_layout, target)
         y = torch.from_numpy(ds.y_train).long().to(target)
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*xs, y), **loader_kw)
@@ -122,11 +123,10 @@ def make_batches(torch, pipeline: str, settings: dict[str, Any], ds: Dataset, wo
 
 
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: dict[str, Any], telemetry=None) -> dict[str, Any]:
+        settings: TorchFitSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` with a plain PyTorch loop and return the record blocks.
 
-    Settings honoured (see ``bench.knobs``): ``tf32``, ``data_pipeline`` (default tensors_on_device),
-    ``num_workers``, ``preload``, ``compile``, ``matmul_precision``, ``precision``, ``grad_scaler``.
+    ``settings``: ``bench.knobs.TorchFitSettings`` (defaults, allowed values and meaning there).
 
     Raises:
         Unsupported: ``compile`` asked for and the image lacks torch.compile's toolchain
@@ -134,17 +134,15 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     """
     import torch
 
-    pipeline = settings.get("data_pipeline", "tensors_on_device")
-    mode = settings.get("compile", "none")
-    precision = settings.get("precision", "float32")
+    pipeline, mode, precision = settings.data_pipeline, settings.compile, settings.precision
     if mode != "none":
         frameworks.require_torch_compile(device, f"compile={mode}")
     effective: dict[str, Any] = {"torch_version": torch.__version__, "precision": precision, "compile": mode,
-                                 "data_pipeline": pipeline, "num_workers": int(settings.get("num_workers", 0)),
-                                 "preload": bool(settings.get("preload", pipeline == "tensors_on_device"))}
-    effective.update(frameworks.set_tf32("torch", bool(settings.get("tf32", False))))
-    if "matmul_precision" in settings:
-        torch.set_float32_matmul_precision(settings["matmul_precision"])
+                                 "data_pipeline": pipeline, "num_workers": settings.num_workers,
+                                 # tensors_on_device holds the data on the device whatever preload says
+                                 "preload": settings.preload or pipeline == "tensors_on_device"}
+    effective.update(frameworks.set_tf32("torch", settings.tf32))
+    torch.set_float32_matmul_precision(settings.matmul_precision)
     effective["torch_float32_matmul_precision"] = torch.get_float32_matmul_precision()
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
@@ -153,7 +151,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     loss_fn = torch.nn.CrossEntropyLoss()
     step_model = model if mode == "none" else torch.compile(model, **({} if mode == "default" else {"mode": mode}))
     amp_dtype = {"float16_autocast": torch.float16, "bfloat16_autocast": torch.bfloat16}.get(precision)
-    scaler = torch.amp.GradScaler(dev.type) if settings.get("grad_scaler") else None
+    scaler = torch.amp.GradScaler(dev.type) if settings.grad_scaler else None
     effective["grad_scaler"] = scaler is not None
     batches = make_batches(torch, pipeline, settings, ds, workload, batch_size, dev)
     xv = to_tensors(torch, ds.x_val, workload.torch_layout, dev)

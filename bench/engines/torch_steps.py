@@ -7,9 +7,11 @@ AdamW/Adam with Keras' default hyper-parameters so both sides run the same updat
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from bench.engines import frameworks
+from bench.engines import StepResult, frameworks
+from bench.knobs import TorchStepSettings
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier, time_calls
 from bench.workloads import Job, StepWorkload
@@ -34,10 +36,11 @@ def _compiled(torch, job: Job, task: str, mode: str):
 
 
 def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
-        settings: dict[str, Any], telemetry=None) -> dict[str, Any]:
+        settings: TorchStepSettings, telemetry=None) -> StepResult:
     """Build ``w``'s PyTorch model for ``task``, time ``steps`` steps after the first, return the record blocks.
 
-    Settings honoured: ``compile`` (none/default/reduce-overhead/max-autotune; default none), ``tf32``.
+    ``settings``: ``bench.knobs.TorchStepSettings`` (``compile``: none, default, reduce-overhead,
+    max-autotune; ``tf32``).
 
     Raises:
         Unsupported: ``compile`` without torch.compile's toolchain (``frameworks.torch_compile_blocker``).
@@ -45,15 +48,15 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     """
     import torch
 
-    mode = settings.get("compile", "none")
+    mode = settings.compile
     if mode != "none":
         frameworks.require_torch_compile(device, f"compile={mode}")
     effective: dict[str, Any] = {"torch_version": torch.__version__, "compile": mode, "steps": steps,
                                  "precision": w.model.precision}
-    effective.update(frameworks.set_tf32("torch", bool(settings.get("tf32", False))))
+    effective.update(frameworks.set_tf32("torch", settings.tf32))
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
-    job = w.model.torch_job(task, cfg, batch, dev, settings)
+    job = w.model.torch_job(task, cfg, batch, dev, dataclasses.asdict(settings))
     model = job.model
     model.train(task == "fit")
     step_model = _compiled(torch, job, task, mode)

@@ -60,6 +60,26 @@ class Workload:
         """Examples per step at ``size`` (``smoke`` or ``full``)."""
         return self.smoke_batch_size if size == "smoke" and self.smoke_batch_size else self.batch_size
 
+    def load_data(self, size: str) -> Dataset:
+        """The workload's dataset at ``size`` (``samples[size]`` training examples; None: all), split and
+        prepared as the source did: the tail of the training data held out (Keras' ``validation_split``)
+        when ``validation_split`` is set, else a validation set of a quarter the training size.
+
+        Raises:
+            whatever ``bench.datasets.load`` raises for an unknown dataset or an unreadable file.
+        """
+        from bench import datasets
+
+        n = self.samples[size]
+        if self.validation_split:
+            ds = datasets.load(self.dataset, n, 0)
+            k = max(int(ds.n_train * self.validation_split), 1)
+            ds = Dataset(ds.name, tuple(x[:-k] for x in ds.x_train), ds.y_train[:-k],
+                         tuple(x[-k:] for x in ds.x_train), ds.y_train[-k:], ds.meta, ds.source, ds.reason, ds.sha256)
+        else:
+            ds = datasets.load(self.dataset, n, None if n is None else max(n // 4, 1))
+        return self.prepare(ds) if self.prepare else ds
+
 
 @dataclass
 class Job:

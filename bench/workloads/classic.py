@@ -24,6 +24,7 @@ def _flatten_images(ds: Dataset) -> Dataset:
 # ---- mnist_mlp: keras/examples/mnist_mlp.py (2017) -------------------------------------------------
 
 def mlp_keras(keras, meta):
+    """Keras MLP: (B, 784) float32 pixels -> 512 -> 512 (ReLU, dropout 0.2) -> softmax over ``num_classes``."""
     L = keras.layers
     return keras.Sequential([
         keras.Input((784,)),
@@ -34,6 +35,7 @@ def mlp_keras(keras, meta):
 
 
 def mlp_torch(meta):
+    """The same MLP in PyTorch: (B, 784) -> logits (B, ``num_classes``)."""
     from torch import nn
 
     return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Dropout(0.2),
@@ -44,6 +46,7 @@ def mlp_torch(meta):
 # ---- mnist_cnn: the tuning study's 4 Conv2D + 2 Dense CNN (563,018 parameters) ---------------------
 
 def cnn_keras(keras, meta):
+    """Keras CNN: (B, 28, 28, 1) -> 4 Conv2D (32, 32, 32, 64; one 2x2 max-pool) -> 128 -> softmax; 563,018 params."""
     L = keras.layers
     return keras.Sequential([
         keras.Input((28, 28, 1)),
@@ -55,6 +58,7 @@ def cnn_keras(keras, meta):
 
 
 def cnn_torch(meta):
+    """The same CNN in PyTorch: (B, 1, 28, 28) NCHW -> logits (B, ``num_classes``)."""
     from torch import nn
 
     return nn.Sequential(
@@ -66,6 +70,7 @@ def cnn_torch(meta):
 # ---- mnist_hierarchical_rnn: keras/examples/mnist_hierarchical_rnn.py (2017) -----------------------
 
 def hrnn_keras(keras, meta):
+    """Keras hierarchical RNN: (B, 28, 28, 1) -> LSTM(128) over each row's pixels -> LSTM(128) over rows -> softmax."""
     L = keras.layers
     x = keras.Input((28, 28, 1))
     rows = L.TimeDistributed(L.LSTM(128))(x)  # each row: 28 pixels, one feature each
@@ -74,9 +79,12 @@ def hrnn_keras(keras, meta):
 
 
 def hrnn_torch(meta):
+    """The same hierarchical RNN in PyTorch: (B, 28, 28, 1) -> logits (B, ``num_classes``)."""
     from torch import nn
 
     class HierarchicalRNN(nn.Module):
+        """Row LSTM, then column LSTM over the rows' last hidden states, then a linear head."""
+
         def __init__(self):
             super().__init__()
             self.row_lstm = nn.LSTM(1, 128, batch_first=True)
@@ -95,6 +103,7 @@ def hrnn_torch(meta):
 # ---- cifar10_cnn: keras/examples/cifar10_cnn.py (2017), no augmentation ------------------------------
 
 def cifar_keras(keras, meta):
+    """Keras CIFAR-10 CNN: (B, 32, 32, 3) -> 2x(2 Conv2D + max-pool + dropout) -> 512 -> softmax; 1,250,858 params."""
     L = keras.layers
     return keras.Sequential([
         keras.Input((32, 32, 3)),
@@ -108,6 +117,7 @@ def cifar_keras(keras, meta):
 
 
 def cifar_torch(meta):
+    """The same CIFAR-10 CNN in PyTorch: (B, 3, 32, 32) NCHW -> logits (B, ``num_classes``)."""
     from torch import nn
 
     return nn.Sequential(
@@ -125,6 +135,8 @@ EMBED = 50
 
 
 def babi_keras(keras, meta):
+    """Keras bAbI model: story (B, ``story_maxlen``) and question (B, ``query_maxlen``) int32 token ids -> embeddings
+    (50), question LSTM repeated over the story, added, LSTM -> softmax over ``vocab_size``."""
     L = keras.layers
     story = keras.Input((meta["story_maxlen"],), dtype="int32")
     question = keras.Input((meta["query_maxlen"],), dtype="int32")
@@ -137,9 +149,12 @@ def babi_keras(keras, meta):
 
 
 def babi_torch(meta):
+    """The same bAbI model in PyTorch: (story, question) int64 token ids -> logits (B, ``vocab_size``)."""
     from torch import nn
 
     class BabiRNN(nn.Module):
+        """Story and question embeddings, the question's last LSTM state added to every story step, an LSTM, a head."""
+
         def __init__(self):
             super().__init__()
             self.story_emb = nn.Embedding(meta["vocab_size"], EMBED)

@@ -1,0 +1,131 @@
+"""``bench report RUN.csv|DIR ...``: a Markdown report with PNG plots from collected CSVs.
+
+One CSV gives one run's report; several (or a directory: every bench CSV in it, as ``make report``
+passes ``results/``) give one ``report.md`` with a section per run, so the committed
+``results/report.md`` covers every suite that was collected. Per run: its provenance (GPU, driver,
+versions, date), the Keras 3 benchmark's Table 2 (suite ``paper``: ours beside the published A100
+value, Figure 1's speedup plot), the classic suite's ms/step table, and the tuning study (per stack:
+out-of-the-box vs best configuration, the full grid beside the reference's published time, plots, and
+which of the study's findings hold on our data). Cells that are not ok are shown with their status and
+their reason in a footnote.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.report.classic import classic_section
+from bench.report.common import REFERENCE_STACKS, Footnotes, fmt
+from bench.report.paper import PAPER_CSV, paper_columns, paper_rows, paper_section, published_ms
+from bench.report.plots import paper_plots, tuning_plots
+from bench.report.provenance import provenance, run_span
+from bench.report.tuning import (
+    REFERENCE_CSV,
+    findings,
+    reference_settings,
+    reference_times,
+    tuning_frame,
+    tuning_section,
+)
+
+__all__ = ["PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "Footnotes", "classic_section", "findings", "fmt",
+           "load_runs", "paper_columns", "paper_plots", "paper_rows", "paper_section", "provenance",
+           "published_ms", "read_bench_csv", "reference_settings", "reference_times", "run_sections",
+           "run_span", "tuning_frame", "tuning_plots", "tuning_section", "write_report"]
+
+
+def read_bench_csv(csv_path: Path):
+    """A collected CSV as a DataFrame.
+
+    Raises:
+        FileNotFoundError: the CSV does not exist. ValueError: it is not a bench CSV (a required column
+        is missing, or it cannot be parsed).
+    """
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(csv_path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise ValueError(f"{csv_path} is not a bench CSV ({e})") from e
+    for col in ("stack", "suite", "workload", "variant", "status"):
+        if col not in df.columns:
+            raise ValueError(f"{csv_path} is not a bench CSV (no {col!r} column)")
+    if "baseline" not in df.columns:
+        df["baseline"] = False
+    return df
+
+
+def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes) -> list[str]:
+    """One run's sections (headings from ``##``), its PNGs written to ``plot_dir`` and linked as
+    ``link_prefix + file name``; cells that are not ok land in ``notes``."""
+    tuning = tuning_frame(df)
+    has_paper = bool((df["suite"] == "paper").any())
+    if has_paper or not tuning.empty:
+        plot_dir.mkdir(parents=True, exist_ok=True)
+    plots = tuning_plots(tuning, plot_dir) if not tuning.empty else {}
+    paper_files = paper_plots(df, plot_dir) if has_paper else {}
+
+    def linked(files: dict[str, str]) -> dict[str, str]:
+        return {title: link_prefix + name for title, name in files.items()}
+
+    lines = [*provenance(df), *paper_section(df, notes, linked(paper_files)), *classic_section(df, notes),
+             *tuning_section(tuning, notes, linked(plots))]
+    if notes.items:
+        lines += ["## Cells that did not run", "", *notes.lines(), ""]
+    return lines
+
+
+def load_runs(paths: list[Path]) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The collected runs named by ``paths``, each CSV read once; a directory stands for every ``*.csv``
+    directly in it (sorted by name).
+
+    Returns ``([(run, DataFrame)], warnings)`` with ``run`` the CSV's file name without ``.csv``: a CSV
+    found in a directory that is not a bench CSV (for example a ``bench compare --out`` table) is left
+    out with a warning; one named explicitly raises.
+
+    Raises:
+        ValueError: an explicitly named file is not a bench CSV, or no CSV is found at all.
+    """
+    runs: dict[Path, tuple[str, Any]] = {}
+    warnings: list[str] = []
+    for p in paths:
+        if not p.is_dir():
+            runs.setdefault(p.resolve(), (p.stem, read_bench_csv(p)))
+            continue
+        for f in sorted(p.glob("*.csv")):
+            if f.resolve() in runs:
+                continue
+            try:
+                runs[f.resolve()] = (f.stem, read_bench_csv(f))
+            except ValueError as e:
+                warnings.append(f"skipped {e}")
+    if not runs:
+        raise ValueError(f"no bench CSV in {', '.join(map(str, paths))} (run `make collect` first)")
+    return list(runs.values()), warnings
+
+
+def write_report(runs: list[tuple[str, Any]], out_dir: Path) -> Path:
+    """Write ``out_dir/report.md`` from collected runs (``load_runs``); returns the report's path.
+
+    Each run's PNGs go to ``out_dir/plots/<run>/``. With several runs the report has one
+    ``## Run <run>`` section per run, in the order given.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if len(runs) == 1:
+        run, df = runs[0]
+        lines = [f"# Benchmark report: {run}", "",
+                 *run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes())]
+    else:
+        lines = ["# Benchmark report", "", "Runs (one section each, from `results/<run>.csv`):", ""]
+        lines += [f"- [{run}](#run-{run.replace('.', '')}): {len(df)} cells, "
+                  f"{int((df['status'] == 'ok').sum())} ok" for run, df in runs]
+        lines.append("")
+        for run, df in runs:
+            body = run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes(f"{run}-"))
+            lines += [f"## Run {run}", "", *("#" + ln if ln.startswith("#") else ln for ln in body)]
+    path = out_dir / "report.md"
+    tmp = path.with_name(".report.md.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+    return path
