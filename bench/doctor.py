@@ -98,7 +98,7 @@ def disk_check(run: Runner, docker: str, variant: str, stacks: Sequence[str]) ->
     while not path.exists() and path != path.parent:
         path = path.parent
     free = shutil.disk_usage(path).free
-    missing = [s for s in stacks if run([docker, "image", "inspect", f"dlbench/{s}:{variant}"]).returncode != 0]
+    missing = [s for s in stacks if run([docker, "image", "inspect", STACKS[s].image(variant)]).returncode != 0]
     need = len(missing) * IMAGE_BYTES[variant]
     if run([docker, "image", "inspect", "dlbench/collector:latest"]).returncode != 0:
         need += IMAGE_BYTES["collector"]

@@ -89,7 +89,7 @@ def compose_service(s: Stack) -> str:
     v = _variant(s)
     command = f'["bench", "run", "--stack", "{s.id}", "--suite", "${{BENCH_SUITE:-classic}}"]'
     args = "".join(f'        {k}: "{val}"\n' for k, val in s.build_args().items())
-    return (f"  {s.service}:\n    <<: *bench\n    image: \"dlbench/{s.id}:{v}\"\n    build:\n      context: .\n"
+    return (f"  {s.service}:\n    <<: *bench\n    image: \"{s.image(v)}\"\n    build:\n      context: .\n"
             f"      dockerfile: {s.dockerfile}\n      args:\n        VARIANT: \"{v}\"\n{args}"
             f"    command: {command}\n\n")
 

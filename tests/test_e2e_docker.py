@@ -262,7 +262,7 @@ def test_gpu_images_run_on_cpu(bench_all, make_args):
     launcher = ('printf "#include <Python.h>\\nint launch(void) { return Py_IsInitialized(); }\\n" > /tmp/l.c && '
                 'gcc -O3 -shared -fPIC -I"$(python -c "import sysconfig; print(sysconfig.get_paths()[\'include\'])")" '
                 '/tmp/l.c -o /tmp/l.so && echo LAUNCHER-BUILT')
-    for stack in ("pytorch", "keras3-torch", "pytorch-cu12"):
+    for stack in (s for s in GPU_STACKS if ALL_STACKS[s].backend == "torch"):  # pytorch, keras3-torch, cu12
         c = sh([DOCKER, "run", "--rm", f"dlbench/{stack}:gpu", "python", "-c",
                 "from bench.engines.frameworks import torch_compile_blocker as b; print('BLOCKER', b('gpu'))"])
         assert "BLOCKER None" in c.stdout, (stack, c.stdout)
