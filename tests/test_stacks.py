@@ -97,3 +97,13 @@ def test_a_new_stack_gets_its_column_in_the_paper_table(extra_stack, tmp_path):
     assert "**90.00** / NA" in row  # the fastest Keras 3 stack, with no published value of its own
     # a stack that ran no paper row and is not a default one gets no column
     assert "PyTorch 2.10 (CUDA 12.8)" not in head
+
+
+def test_make_refuses_a_cpu_build_of_a_gpu_only_stack_and_builds_its_gpu_image_with_its_args():
+    make = ["make", "-n", "--no-print-directory", "DEVICE=cpu", "DOCKER=docker", "COMPOSE=docker-compose"]
+    cpu = subprocess.run([*make, "build-pytorch-cu12"], cwd=ROOT, capture_output=True, text=True)
+    assert cpu.returncode != 0 and "pytorch-cu12: gpu image only" in cpu.stderr and "VARIANT=gpu" in cpu.stderr
+    gpu = subprocess.run([*make, "VARIANT=gpu", "build-pytorch-cu12"], cwd=ROOT, capture_output=True, text=True)
+    assert gpu.returncode == 0, gpu.stderr
+    assert "-f images/Dockerfile" in gpu.stdout and "--build-arg STACK=pytorch-cu12" in gpu.stdout
+    assert "--build-arg TOOLCHAIN=1" in gpu.stdout and "-t dlbench/pytorch-cu12:gpu" in gpu.stdout
