@@ -4,7 +4,8 @@
 # Knobs: STACKS (default: DEFAULT_STACKS in images/stacks.mk), SUITE (classic|tuning|paper), SIZE,
 #        DEVICE (auto|cpu|gpu), VARIANT (image variant, default: the device's; VARIANT=gpu DEVICE=cpu runs
 #        the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on CPU), TIMEOUT (per-cell limit, s),
-#        TELEMETRY_SAMPLES=1, RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
+#        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), RUN, RESULTS_DIR,
+#        BASE_IMAGE, CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
 
 SHELL := /bin/bash
 comma := ,
@@ -17,6 +18,7 @@ SUITE ?= classic
 REPEATS ?=
 TIMEOUT ?=
 TELEMETRY_SAMPLES ?=
+SYNC ?=
 DEVICE ?= auto
 RESULTS_DIR ?= $(CURDIR)/results
 BASE_IMAGE ?=
@@ -116,7 +118,7 @@ bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
 	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
-	  $(if $(TELEMETRY_SAMPLES),--telemetry-samples)
+	  $(if $(TELEMETRY_SAMPLES),--telemetry-samples) $(if $(SYNC),--sync $(SYNC))
 
 preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): bench-all stops on a problem
 	@$(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json

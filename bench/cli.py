@@ -162,12 +162,16 @@ def stack_list(stacks) -> list[str]:
 @click.option("--compile", "compile_mode", type=click.Choice(["default", "reduce-overhead", "max-autotune"]),
               default=None, help="plain PyTorch: run under torch.compile in this mode (variant compile-<mode>; "
                                  "other stacks record the cell as unsupported).")
+@click.option("--sync", default=None, envvar="BENCH_SYNC",
+              help="classic and tuning suites: timing cadence, a device barrier and clock read at epoch edges "
+                   "only ('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper "
+                   "suite always times steps]. A cadence other than epoch adds 'sync-<cadence>' to the variant.")
 def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
-            suite, workloads, tasks, steps, seq_len, compile_mode) -> None:
+            suite, workloads, tasks, steps, seq_len, compile_mode, sync) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
     stack_ids = stack_list(stacks)
     kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples,
-          "steps": steps, "seq_len": seq_len}
+          "steps": steps, "seq_len": seq_len, "sync": sync}
     if compile_mode:
         kw.update(settings={"compile": compile_mode}, variant=f"compile-{compile_mode}")
     try:  # validate everything before probing a framework
@@ -228,11 +232,11 @@ def collect_cmd(results_dir: Path, out_csv: Path) -> None:
 @click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
               envvar="BENCH_DEVICE")
 @click.option("--epochs", type=click.IntRange(min=2), default=4, show_default=True,
-              help="Epochs per side; the first compiles, the fastest of the others gives the ratio.")
+              help="Epochs per run; the first compiles, the others give the steady ms/step.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the result as JSON (with the environment).")
 def fidelity_cmd(stack_id, workload, size, device, epochs, out_file) -> None:
-    """Harness ms/step against a hand-timed loop (same model, data and synchronisation)."""
+    """Harness ms/step under each timing cadence against a free-running loop (same model and data)."""
     from bench.environment import capture, utc_now
     from bench.fidelity import measure
     from bench.record import write_json_atomic
@@ -247,11 +251,11 @@ def fidelity_cmd(stack_id, workload, size, device, epochs, out_file) -> None:
         r = measure(stack_id, workload, dev, size, epochs)
     except Exception as e:  # one line, not a traceback wall
         raise click.ClickException(f"fidelity run failed: {type(e).__name__}: {e}".splitlines()[0]) from e
-    click.echo(f"{stack_id} {workload} ({size}, {dev}): fastest steady epoch: harness "
-               f"{min(r['harness_epoch_s'][1:]):.3f} s, hand-timed loop {min(r['handloop_epoch_s'][1:]):.3f} s, "
-               f"ratio {r['ratio']:.4f} ({r['overhead_pct']:+.2f} %); mean ms/step: harness "
-               f"{r['harness_ms_per_step']:.3f}, hand-timed {r['handloop_ms_per_step']:.3f}, "
-               f"ratio {r['ratio_mean']:.4f}")
+    click.echo(f"{stack_id} {workload} ({size}, {dev}), order {', '.join(r['order'])}: free-running loop "
+               f"{r['handloop_ms_per_step']:.3f} ms/step")
+    for cadence, c in r["cadences"].items():
+        click.echo(f"  sync={cadence:<8} {c['ms_per_step']:.3f} ms/step, ratio {c['ratio']:.4f} "
+                   f"({c['overhead_pct']:+.2f} %)")
     if out_file:
         write_json_atomic(out_file, {**r, "utc": utc_now(), "env": capture()})
 
@@ -287,12 +291,12 @@ def fields_cmd() -> None:
 @cli.command("knobs")
 def knobs_cmd() -> None:
     """The settings a cell or sweep may set, per engine, with their values."""
-    from bench.knobs import DOCS, KNOBS
+    from bench.knobs import DOCS, KNOBS, describe_allowed
 
     for engine, knobs in KNOBS.items():
         click.echo(f"{engine}:")
         for name, allowed in knobs.items():
-            values = allowed.__name__ if isinstance(allowed, type) else ", ".join(map(repr, allowed))
+            values = describe_allowed(allowed)
             click.echo(f"  {name:<20} {values}")
     click.echo("meaning:")
     for name, text in DOCS.items():

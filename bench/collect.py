@@ -15,7 +15,7 @@ from bench.record import REPEATS_DIR, RecordError, read_record
 
 #: Columns that lead every CSV, in this order; the rest follow alphabetically.
 LEADING = ("stack", "suite", "workload", "task", "size", "variant", "device", "status", "reason",
-           "batch_size", "data.source", "metrics.ms_per_step_mean", "metrics.ms_per_step_p50",
+           "batch_size", "data.source", "settings.sync", "metrics.ms_per_step_mean", "metrics.ms_per_step_p50",
            "metrics.ms_per_step_p90", "metrics.ms_per_step_std", "metrics.first_epoch_s",
            "metrics.steady_epoch_s", "metrics.samples_per_s", "metrics.total_train_s", "metrics.j_per_epoch",
            "repeats.n", "repeats.ms_per_step_mean.cv", "telemetry.gpu_util_pct.mean", "telemetry.power_w.mean",

@@ -1,18 +1,18 @@
-"""Fidelity of the harness: its ms/step against a hand-timed loop on the same model and data.
+"""Fidelity of the harness: its ms/step under each timing cadence against a free-running loop.
 
-The hand-timed run trains the same model for the same steps with a device barrier and a clock read
-only at epoch edges (Keras: a callback with epoch hooks only, so Keras keeps its asynchronous batch
-path; PyTorch: the bare loop). The harness adds a barrier, a clock read and a loss read-back at every
-step. Two ratios, harness / hand-timed, over the steady epochs (2..N):
+The free-running ("hand") run trains the same model on the same data with no hooks at all: one
+epoch to compile, then a device barrier and a clock read around the remaining epochs as one block
+(Keras: a second ``fit`` call with no callbacks; PyTorch: the bare loop, no loss read-back). The
+harness runs as cells run it (``bench.engines``, GPU telemetry sampler included) once per cadence
+(``bench.timing.Cadence``: ``step``, ``every:N``, ``epoch``). Order: hand, each cadence, each cadence
+again in reverse, hand (an ABBA design: a drift inside the process, like the few percent seen on
+keras3-torch when the hand loop always ran first, results/fidelity/README.md, falls equally on both
+sides of every comparison).
 
-- ``ratio_mean``: mean ms/step, the statistic the harness reports;
-- ``ratio``: the fastest steady epoch on each side (overhead = ratio - 1). The harness's own cost is in
-  every epoch, so the minimum keeps it, while it drops what the framework does only in some epochs:
-  Keras 3 on TensorFlow with NumPy input was seen (CPU, 2 cores) to spend 15 s in the first step of
-  some epochs and 0.4 s in others, which moves a mean over two epochs by 40 % either way. The minimum
-  over repeats is the usual estimator of a fixed cost under such noise (Python's ``timeit`` docs).
-  The hand-timed loop runs first; order inside a process was seen to move CPU epochs by a few percent
-  (results/fidelity/README.md).
+Per cadence: ``ms_per_step`` (steady epochs 2..N, mean of its two runs) and ``ratio`` = that over the
+hand runs' mean ms/step; ``overhead_pct`` = 100 * (ratio - 1). A CPU cannot tell the cadences apart
+where step cost dominates; the GPU run, with sub-millisecond steps, is the one that shows what a
+per-step barrier costs.
 
 Targets (issue "matrix"): |ratio - 1| <= 2 %, overhead <= 1 % on a GPU, where step cost dominates.
 """
@@ -27,11 +27,11 @@ from bench.engines import epoch_engine, frameworks
 from bench.knobs import settings_class
 from bench.runner import cell_env
 from bench.stacks import get_stack
-from bench.timing import clock, make_barrier
+from bench.timing import Cadence, clock, make_barrier
 from bench.workloads import get_workload
 
 
-def _hand_keras(stack, w, ds, device, epochs, batch) -> list[float]:
+def _hand_keras(stack, w, ds, device, epochs, batch) -> dict[str, float]:
     from bench.engines.keras_engine import import_keras, make_optimizer, model_inputs
 
     keras = import_keras(stack)
@@ -40,23 +40,18 @@ def _hand_keras(stack, w, ds, device, epochs, batch) -> list[float]:
     model = w.build_keras(keras, ds.meta)
     model.compile(optimizer=make_optimizer(keras, w), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"])
-    barrier, edges = make_barrier(stack.backend, device), []
-
-    class EpochEdges(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            barrier()
-            edges.append([clock()])
-
-        def on_epoch_end(self, epoch, logs=None):
-            barrier()
-            edges[-1].append(clock())
-
-    model.fit(model_inputs(ds.x_train), ds.y_train, batch_size=batch, epochs=epochs, shuffle=True, verbose=0,
-              callbacks=[EpochEdges()])
-    return [b - a for a, b in edges]
+    barrier = make_barrier(stack.backend, device)
+    x = model_inputs(ds.x_train)
+    t0 = clock()
+    model.fit(x, ds.y_train, batch_size=batch, epochs=1, shuffle=True, verbose=0)
+    barrier()
+    t1 = clock()
+    model.fit(x, ds.y_train, batch_size=batch, epochs=epochs - 1, shuffle=True, verbose=0)
+    barrier()
+    return {"first_epoch_s": t1 - t0, "steady_s": clock() - t1}
 
 
-def _hand_torch(stack, w, ds, device, epochs, batch) -> list[float]:
+def _hand_torch(stack, w, ds, device, epochs, batch) -> dict[str, float]:
     import torch
 
     from bench.engines.torch_engine import make_optimizer, to_tensors
@@ -67,10 +62,9 @@ def _hand_torch(stack, w, ds, device, epochs, batch) -> list[float]:
     model = w.build_torch(ds.meta).to(dev)
     opt, loss_fn = make_optimizer(torch, model.parameters(), w), torch.nn.CrossEntropyLoss()
     xs, y = to_tensors(torch, ds.x_train, w.torch_layout, dev), torch.from_numpy(ds.y_train).long().to(dev)
-    barrier, n, times = make_barrier("torch", device), ds.n_train, []
-    for _ in range(epochs):
-        barrier()
-        t0 = clock()
+    barrier, n = make_barrier("torch", device), ds.n_train
+
+    def epoch():
         model.train()
         order = torch.randperm(n, device=dev)
         for i in range(0, n, batch):
@@ -79,24 +73,38 @@ def _hand_torch(stack, w, ds, device, epochs, batch) -> list[float]:
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-        barrier()
-        times.append(clock() - t0)
-    return times
+
+    barrier()
+    t0 = clock()
+    epoch()
+    barrier()
+    t1 = clock()
+    for _ in range(epochs - 1):
+        epoch()
+    barrier()
+    return {"first_epoch_s": t1 - t0, "steady_s": clock() - t1}
 
 
-def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 4) -> dict[str, Any]:
-    """Run the hand-timed loop, then the harness, on ``workload``; returns both ms/step and the ratios.
+CADENCES = ("step", "every:8", "epoch")
+
+
+def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 4,
+            cadences: tuple[str, ...] = CADENCES) -> dict[str, Any]:
+    """Run hand, each cadence, each cadence in reverse, hand on ``workload``; returns ms/step and ratios.
 
     Returns:
-        ``handloop_ms_per_step`` / ``harness_ms_per_step`` (mean over the steady epochs, ms),
-        ``ratio_mean`` (their quotient), ``handloop_epoch_s`` / ``harness_epoch_s`` (every epoch, s),
-        ``ratio`` (fastest steady epoch, harness / hand) and ``overhead_pct`` (100 * (ratio - 1)).
+        ``order`` (the runs as they ran), ``handloop_ms_per_step`` (steady epochs, mean of the two hand
+        runs, ms) and ``handloop_runs_ms`` (each), ``cadences``: per cadence ``ms_per_step`` (mean of its
+        two runs), ``runs_ms`` (each), ``epoch_s`` (each run's epochs, s), ``barriers`` and ``clock_reads``
+        (per run), ``ratio`` (over the hand runs) and ``overhead_pct`` (100 * (ratio - 1)).
 
     Raises:
-        KeyError: unknown stack or workload. ValueError: fewer than 2 epochs.
+        KeyError: unknown stack or workload. ValueError: fewer than 2 epochs or an invalid cadence.
     """
     if epochs < 2:
         raise ValueError("fidelity needs at least 2 epochs (the first one compiles)")
+    for c in cadences:
+        Cadence.parse(c)
     stack, w = get_stack(stack_id), get_workload(workload)
     os.environ.update(cell_env(stack, device))  # as a default cell's process: before any framework import
     if stack.backend != "tensorflow":
@@ -104,16 +112,27 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     ds = w.load_data(size)
     batch = w.batch_for(size)
     steps = -(-ds.n_train // batch)
-    hand = (_hand_keras if stack.engine == "keras" else _hand_torch)(stack, w, ds, device, epochs, batch)
-    # the harness as cells run it, GPU telemetry sampler included (its cost is part of the overhead)
-    tel = telemetry.for_device(device)
-    defaults = settings_class(stack.engine)()
-    harness = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch, defaults, telemetry=tel)["metrics"]
-    hand_ms = 1000.0 * sum(hand[1:]) / (len(hand[1:]) * steps)
-    ratio = min(harness["epoch_s"][1:]) / min(hand[1:])
+    hand_fn = _hand_keras if stack.engine == "keras" else _hand_torch
+    settings_cls = settings_class(stack.engine)
+    order = ["hand", *cadences, *reversed(cadences), "hand"]
+    hand_ms: list[float] = []
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in cadences}
+    for name in order:
+        if name == "hand":
+            h = hand_fn(stack, w, ds, device, epochs, batch)
+            hand_ms.append(1000.0 * h["steady_s"] / ((epochs - 1) * steps))
+            continue
+        tel = telemetry.for_device(device)  # the harness as cells run it, sampler included
+        runs[name].append(epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
+                                                        settings_cls(sync=name), telemetry=tel)["metrics"])
+    hand_mean = sum(hand_ms) / len(hand_ms)
+    per_cadence = {}
+    for c, ms in runs.items():
+        each = [1000.0 * sum(m["epoch_s"][1:]) / ((epochs - 1) * steps) for m in ms]
+        mean = sum(each) / len(each)
+        per_cadence[c] = {"ms_per_step": mean, "runs_ms": each, "epoch_s": [m["epoch_s"] for m in ms],
+                          "barriers": [m["barriers"] for m in ms], "clock_reads": [m["clock_reads"] for m in ms],
+                          "ratio": mean / hand_mean, "overhead_pct": 100.0 * (mean / hand_mean - 1.0)}
     return {"stack": stack_id, "workload": workload, "device": device, "size": size, "epochs": epochs,
-            "steps_per_epoch": steps, "batch_size": batch, "handloop_ms_per_step": hand_ms,
-            "harness_ms_per_step": harness["ms_per_step_mean"], "harness_ms_per_step_p50":
-            harness["ms_per_step_p50"], "ratio_mean": harness["ms_per_step_mean"] / hand_ms,
-            "handloop_epoch_s": hand, "harness_epoch_s": harness["epoch_s"], "ratio": ratio,
-            "overhead_pct": 100.0 * (ratio - 1.0), "data_source": ds.source}
+            "steps_per_epoch": steps, "batch_size": batch, "order": order, "handloop_ms_per_step": hand_mean,
+            "handloop_runs_ms": hand_ms, "cadences": per_cadence, "data_source": ds.source}

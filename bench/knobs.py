@@ -11,6 +11,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
 from bench.stacks import Stack
+from bench.timing import Cadence
 
 _PIPELINE = ("how batches reach the model: numpy_fit (NumPy arrays to fit), tf_data_numpy / tf_data_tensors "
              "(tf.data from arrays or tensors, shuffle, batch and prefetch with AUTOTUNE), tensors_fit (backend "
@@ -21,11 +22,18 @@ _PRECISION = "float32, Keras mixed_float16/mixed_bfloat16 policies, or PyTorch a
 _TF32 = "TF32 for float32 matmuls/convolutions (off by default, as the reference runs)"
 _JIT = "Keras: XLA compilation of the train step (False, True, or Keras 3's 'auto')"
 _COMPILE = "PyTorch: torch.compile mode applied to the model (none = eager)"
+_SYNC = ("timing cadence: a device barrier and a clock read at epoch edges only (epoch), after every N steps "
+         "(every:N: the spread is over windows) or after every step (step; the PyTorch loop also reads the loss "
+         "back each step, and Keras, given a batch hook, reads its logs each step under every:N too)")
+
+
+_STEP_SYNC = "paper suite: a barrier and a clock read after every step, as its source timed them"
 
 
 def knob(default: Any, allowed: Any, help: str) -> Any:
-    """A settings field: its default, its allowed values (a tuple; ``int``: any positive integer; ``bool``)
-    and its help text. A default of None means "the engine's own default for the stack" (documented)."""
+    """A settings field: its default, its allowed values (a tuple; ``int``: any positive integer; ``bool``;
+    ``Cadence``: a cadence string) and its help text. A default of None means "the engine's own default for the
+    stack" (documented)."""
     return field(default=default, metadata={"allowed": allowed, "help": help})
 
 
@@ -64,8 +72,7 @@ class Settings:
             if key not in allowed:
                 return f"setting {key!r} does not apply to the {cls.engine} engine (it knows: {', '.join(allowed)})"
             if not _valid_value(allowed[key], value):
-                want = allowed[key].__name__ if isinstance(allowed[key], type) else ", ".join(map(repr, allowed[key]))
-                return f"{key}={value!r} is not valid; expected {want}"
+                return f"{key}={value!r} is not valid; expected {describe_allowed(allowed[key])}"
         return None
 
     @classmethod
@@ -94,6 +101,7 @@ class KerasFitSettings(Settings):
     jit_compile: bool | str | None = knob(None, (False, True, "auto"), _JIT)
     precision: str = knob("float32", ("float32", "mixed_float16", "mixed_bfloat16"), _PRECISION)
     tf32: bool = knob(False, bool, _TF32)
+    sync: str = knob("epoch", Cadence, _SYNC)
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,7 @@ class TorchFitSettings(Settings):
     precision: str = knob("float32", ("float32", "float16_autocast", "bfloat16_autocast"), _PRECISION)
     grad_scaler: bool = knob(False, bool, "PyTorch: torch.amp.GradScaler with float16 autocast")
     tf32: bool = knob(False, bool, _TF32)
+    sync: str = knob("epoch", Cadence, _SYNC)
 
 
 @dataclass(frozen=True)
@@ -122,6 +131,7 @@ class KerasStepSettings(Settings):
     # None: on, except on Keras' PyTorch backend (as the source ran it)
     jit_compile: bool | str | None = knob(None, (False, True, "auto"), _JIT)
     tf32: bool = knob(False, bool, _TF32)
+    sync: str = knob("step", ("step",), _STEP_SYNC)
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,7 @@ class TorchStepSettings(Settings):
     engine: ClassVar[str] = "torch"
     compile: str = knob("none", ("none", "default", "reduce-overhead", "max-autotune"), _COMPILE)
     tf32: bool = knob(False, bool, _TF32)
+    sync: str = knob("step", ("step",), _STEP_SYNC)
 
 
 #: (engine, kind) -> its settings class; kind ``epochs`` (classic and tuning suites) or ``steps`` (paper).
@@ -158,7 +169,8 @@ KNOBS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].allowed() for e i
 #: Keras' jit_compile has no entry: its default differs between Keras 2 (off) and Keras 3 ('auto').
 DEFAULTS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].defaults() for e in ("keras", "torch")}
 #: What each knob means (``bench knobs``, README).
-DOCS: dict[str, str] = {k: v for cls in SETTINGS.values() for k, v in cls.help().items()}
+#: A knob both kinds know keeps the fit engines' text (the step engines' sync takes one value).
+DOCS: dict[str, str] = {k: v for cls in reversed(SETTINGS.values()) for k, v in cls.help().items()}
 #: The knobs the step-timed engines (``paper`` suite) honour, per engine.
 STEP_KNOBS = {e: tuple(SETTINGS[(e, "steps")].allowed()) for e in ("keras", "torch")}
 
@@ -171,7 +183,16 @@ def tf32_requested(settings: dict[str, Any]) -> bool:
     return settings.get("tf32") is True or settings.get("matmul_precision") in ("high", "medium")
 
 
+def describe_allowed(allowed: Any) -> str:
+    """A knob's allowed values as text (``bench knobs``, error messages)."""
+    if allowed is Cadence:
+        return Cadence.SYNTAX
+    return allowed.__name__ if isinstance(allowed, type) else ", ".join(map(repr, allowed))
+
+
 def _valid_value(allowed, value) -> bool:
+    if allowed is Cadence:
+        return Cadence.accepts(value)
     if allowed is int:
         return isinstance(value, int) and not isinstance(value, bool) and value > 0
     if allowed is bool:

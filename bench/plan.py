@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from bench import sweep
+from bench.knobs import KerasFitSettings
 from bench.record import Cell
 from bench.stacks import STACKS
+from bench.timing import Cadence
 from bench.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
 
 #: Per-cell process time limit by size (s); overridable with ``bench run --timeout``.
@@ -32,14 +35,19 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
            variant: str = "default", settings: dict[str, Any] | None = None,
            batch_size: int | None = None, epochs: int | None = None,
            timeout_s: float | None = None, telemetry_samples: bool = False, steps: int | None = None,
-           seq_len: int | None = None) -> list[Cell]:
+           seq_len: int | None = None, sync: str | None = None) -> list[Cell]:
     """All cells of the selection, in a stable order (stack, then workload, then task; a suite with a
     default grid, like ``tuning``, gives one cell per stack and variant of that grid). A step-timed
     workload (the ``paper`` suite) gives one cell per published batch size of a task, variant ``bs<N>``.
 
+    ``sync``: the timing cadence of every cell of a fit suite (``bench.timing.Cadence``; None: the
+    settings' default, ``epoch``); a cadence other than the default is added to the variant name
+    (``sync-step``, ``sync-every8``) so its records sit beside the default ones.
+
     Raises:
-        PlanError: unknown stack/suite/workload/task/size/device, a workload outside the suite, or an
-            empty selection.
+        PlanError: unknown stack/suite/workload/task/size/device, a workload outside the suite, a
+            ``sync`` that is not a cadence or is given to the step-timed paper suite, or an empty
+            selection.
     """
     for s in stacks:
         _check("stack", s, list(STACKS))
@@ -56,6 +64,8 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
                         ("sequence length", seq_len)):
         if value is not None and value <= 0:
             raise PlanError(f"{name} must be positive, got {value}")
+    if sync is not None:
+        _check_sync(sync, suite)
     if suite in sweep.DEFAULT_GRIDS:
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
                                         batch_size=batch_size, epochs=epochs, timeout_s=timeout_s,
@@ -75,7 +85,18 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
         ]
     if not cells:
         raise PlanError("the selection contains no cell")
+    if sync is not None and sync != KerasFitSettings.sync:
+        tag = "sync-" + sync.replace(":", "")
+        cells = [dataclasses.replace(c, settings={**c.settings, "sync": sync},
+                                     variant=tag if c.variant == "default" else f"{c.variant}+{tag}") for c in cells]
     return cells
+
+
+def _check_sync(sync: str, suite: str) -> None:
+    if not Cadence.accepts(sync):
+        raise PlanError(f"--sync {sync!r} is not valid; expected {Cadence.SYNTAX}")
+    if any(isinstance(WORKLOADS[w], StepWorkload) for w in SUITES[suite]) and sync != "step":
+        raise PlanError(f"suite {suite!r} times every step, as its source did; --sync applies to the fit suites")
 
 
 #: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.

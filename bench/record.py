@@ -41,13 +41,18 @@ FIELDS: dict[str, str] = {
     "metrics.first_epoch_s": "seconds of the first epoch: includes tracing/compilation (s)",
     "metrics.steady_epoch_s": "mean seconds per epoch over epochs 2..N, training steps only (s)",
     "metrics.epoch_s": "seconds of each epoch's training steps, the first included (JSON list; s; repeat 1's)",
-    "metrics.ms_per_step_*": "mean/p50/p90/std/min/max of per-step wall time over steady epochs (ms); with "
-                             "steps_per_execution > 1, p50..max are over executions (null with fewer than two)",
-    "metrics.ms_per_step_basis / executions": "'step' (every step timed) or 'execution' (only whole executions "
-                                              "of steps_per_execution steps are timed), and how many were timed",
+    "metrics.ms_per_step_*": "mean/p50/p90/std/min/max of per-step wall time over steady epochs (ms); the mean "
+                             "is total time / steps; p50..max are over the timed intervals' mean step times "
+                             "(metrics.ms_per_step_basis; null with fewer than two intervals)",
+    "metrics.ms_per_step_basis / executions": "what one timed interval is: 'step', 'execution' (steps_per_execution "
+                                              "> 1 under sync=step), 'window' (sync=every:N) or 'epoch' "
+                                              "(sync=epoch), and how many steady intervals were timed",
+    "metrics.sync / barriers / clock_reads": "the timing cadence in effect (settings.sync: epoch, every:N or step) "
+                                             "and how many device barriers and clock reads the timer made",
     "metrics.samples_per_s": "training examples per second over steady epochs",
     "metrics.total_train_s": "training steps of all epochs, compilation included, validation excluded (s)",
-    "metrics.first_step_s": "paper suite: the first step alone, model build and compilation included (s)",
+    "metrics.first_step_s": "the first step alone, model build and compilation included (s; paper suite, and fit "
+                            "cells under sync=step; null otherwise)",
     "metrics.steps / steady_s": "paper suite: timed steps after the first (default 100), and their total (s)",
     "metrics.examples_per_s / tokens_per_s": "paper suite: examples (sequences, images) per second over the timed "
                                              "steps; generated tokens per second for generate",

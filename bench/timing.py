@@ -1,8 +1,8 @@
-"""Clocks, device barriers and the statistics reported for step times.
+"""Clocks, device barriers, the synchronisation cadence and the statistics reported for step times.
 
 Rule: on a GPU, synchronise the device before every clock read (see ../shared/docs/workloads.md,
 "Timing inside Keras fit/predict": Keras never synchronises, so begin-only timestamps measure
-dispatch, not compute).
+dispatch, not compute), and only as often as the cell's ``sync`` setting says (``Cadence``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -63,14 +64,69 @@ def step_stats_ms(durations_s: Sequence[float]) -> dict[str, float | int | None]
     return {**{f"ms_per_step_{k}": v for k, v in values.items()}, "steps": len(ms)}
 
 
-def execution_stats(executions: Sequence[tuple[float, int]]) -> dict[str, Any]:
-    """``step_stats_ms`` over timed executions: (duration s, steps it ran) pairs.
+@dataclass(frozen=True)
+class Cadence:
+    """How often a timer synchronises the device and reads the clock (the ``sync`` setting of a cell).
 
-    One step per execution: the statistics are over steps (``ms_per_step_basis`` "step"). With
-    ``steps_per_execution`` > 1 only whole executions are timed (Keras calls the batch hooks once per
-    execution), so p50/p90/std/min/max are over executions' mean step times (basis "execution"), and
-    null with fewer than two executions, where a spread would only restate the mean; the mean is total
-    time over total steps either way. ``executions`` counts the timed executions.
+    ``every``: steps per timed window; None times epoch edges only. ``step`` is ``every=1``.
+    Every barrier is a point where the host waits for the device, so it changes what is measured: with
+    a barrier per step the host can no longer queue step N+1 while the device runs step N. The fit
+    suites default to ``epoch``, as their sources timed whole epochs (keras-team/keras-benchmarks' 2017
+    study: s/epoch) and whole trainings (the tuning study's 41 epochs); the paper suite times steps, as
+    its source did (steps of hundreds of ms).
+    """
+
+    every: int | None
+
+    SYNTAX: ClassVar[str] = "'epoch', 'step' or 'every:N' (N a positive integer)"
+
+    @classmethod
+    def parse(cls, text: str) -> Cadence:
+        """``epoch``, ``step`` or ``every:N``.
+
+        Raises:
+            ValueError: anything else (the message gives the syntax).
+        """
+        if text == "epoch":
+            return cls(None)
+        if text == "step":
+            return cls(1)
+        head, _, n = str(text).partition(":")
+        if head == "every" and n.isdigit() and int(n) > 0:
+            return cls(int(n))
+        raise ValueError(f"sync={text!r} is not valid; expected {cls.SYNTAX}")
+
+    @classmethod
+    def accepts(cls, value: Any) -> bool:
+        """Whether ``value`` is a valid cadence string."""
+        try:
+            cls.parse(value)
+        except (ValueError, TypeError):
+            return False
+        return isinstance(value, str)
+
+    def __str__(self) -> str:
+        return "epoch" if self.every is None else "step" if self.every == 1 else f"every:{self.every}"
+
+    @property
+    def basis(self) -> str:
+        """What one timed interval is: ``step``, ``window`` (every:N) or ``epoch``."""
+        return "epoch" if self.every is None else "step" if self.every == 1 else "window"
+
+
+STEP = Cadence(1)
+EPOCH = Cadence(None)
+
+
+def execution_stats(executions: Sequence[tuple[float, int]], basis: str = "execution") -> dict[str, Any]:
+    """``step_stats_ms`` over timed intervals: (duration s, steps it ran) pairs.
+
+    One step per interval: the statistics are over steps (``ms_per_step_basis`` "step"). Otherwise
+    p50/p90/std/min/max are over the intervals' mean step times, with ``basis`` naming what an interval
+    is: ``execution`` (``steps_per_execution`` > 1: Keras calls the batch hooks once per execution),
+    ``window`` (``sync=every:N``) or ``epoch`` (``sync=epoch``). They are null with fewer than two
+    intervals, where a spread would only restate the mean; the mean is total time over total steps
+    either way. ``executions`` counts the intervals.
     """
     if all(k == 1 for _, k in executions):
         return {**step_stats_ms([d for d, _ in executions]), "ms_per_step_basis": "step",
@@ -78,62 +134,85 @@ def execution_stats(executions: Sequence[tuple[float, int]]) -> dict[str, Any]:
     out = step_stats_ms([d / k for d, k in executions])
     steps = sum(k for _, k in executions)
     out.update(ms_per_step_mean=1000.0 * sum(d for d, _ in executions) / steps, steps=steps,
-               ms_per_step_basis="execution", executions=len(executions))
+               ms_per_step_basis=basis, executions=len(executions))
     if len(executions) < 2:
         out.update({f"ms_per_step_{k}": None for k in ("p50", "p90", "std", "min", "max")})
     return out
 
 
 class EpochTimer:
-    """Collects step timestamps per epoch, with a device barrier before each clock read.
+    """Times epochs of steps, with a device barrier before each clock read, at a ``Cadence``.
 
     Call ``begin_epoch()`` before the first step of an epoch, ``end_step()`` after each step (or
-    ``end_step(k)`` after an execution of k steps, as Keras reports with ``steps_per_execution`` > 1:
-    the execution's time is split evenly over its steps), and ``end_epoch()`` after the epoch's last
-    training step, before any validation. ``summary`` separates the first epoch (tracing/compilation)
-    from the steady ones. ``window`` (a ``bench.telemetry`` sampler, or None) gets ``mark()`` at each
-    epoch start, after the barrier and before the clock read (its own cost is not counted in any step),
-    and ``end_epoch()`` after the barrier that ends the epoch's training steps: the energy window holds
-    exactly the steps that the time metrics hold.
+    ``end_step(k)`` after an execution of k steps, as Keras reports with ``steps_per_execution`` > 1),
+    and ``end_epoch()`` after the epoch's last training step, before any validation (``end_epoch(steps)``
+    when the caller did not report its steps: Keras without batch hooks). A barrier and a clock read
+    happen at ``begin_epoch``, whenever a window of ``cadence.every`` steps is full, and at
+    ``end_epoch`` for the steps not yet timed; so per epoch of S steps: ``step`` 1 + S, ``every:N``
+    1 + ceil(S/N), ``epoch`` 2 (``barriers`` and ``clock_reads`` count them, and go in the record).
+    ``summary`` separates the first epoch (tracing/compilation) from the steady ones. ``window`` (a
+    ``bench.telemetry`` sampler, or None) gets ``mark()`` at each epoch start, after the barrier and
+    before the clock read (its own cost is not counted in any step), and ``end_epoch()`` after the
+    barrier that ends the epoch's training steps: the energy window holds exactly the steps that the
+    time metrics hold, under every cadence.
     """
 
-    def __init__(self, barrier: Callable[[], None], window: Any = None):
+    def __init__(self, barrier: Callable[[], None], window: Any = None, cadence: Cadence = STEP):
         self._barrier = barrier
         self._window = window
+        self.cadence = cadence
         self._last = 0.0
         self._open = False
-        #: per epoch: each step's duration (s; an execution of k steps counts k times its mean)
-        self.epochs: list[list[float]] = []
-        #: per epoch: each execution's (duration s, steps it ran)
-        self.executions: list[list[tuple[float, int]]] = []
+        self._pending = 0
+        self.barriers = 0
+        self.clock_reads = 0
+        #: per epoch: each timed interval's (duration s, steps it ran)
+        self.intervals: list[list[tuple[float, int]]] = []
+
+    def _sync(self) -> None:
+        self._barrier()
+        self.barriers += 1
+
+    def _read(self) -> float:
+        self.clock_reads += 1
+        return clock()
 
     def begin_epoch(self) -> None:
-        self._barrier()
+        self._sync()
         if self._window is not None:
             self._window.mark()
-        self._last = clock()
-        self.epochs.append([])
-        self.executions.append([])
+        self._last = self._read()
+        self.intervals.append([])
+        self._pending = 0
         self._open = True
 
-    def end_epoch(self) -> None:
-        """Close the current epoch's training steps (a no-op when no epoch is open)."""
+    def _close_interval(self) -> None:
+        self._sync()
+        now = self._read()
+        self.intervals[-1].append((now - self._last, self._pending))
+        self._last, self._pending = now, 0
+
+    def end_step(self, steps: int = 1) -> None:
+        self._pending += max(int(steps), 1)
+        if self.cadence.every is not None and self._pending >= self.cadence.every:
+            self._close_interval()
+
+    def end_epoch(self, steps: int | None = None) -> None:
+        """Close the current epoch's training steps (a no-op when no epoch is open). ``steps``: the epoch's
+        step count, for a caller that did not report them through ``end_step``."""
         if not self._open:
             return
         self._open = False
+        if steps is not None:
+            self._pending = max(steps - sum(k for _, k in self.intervals[-1]), self._pending)
+        if self._pending:
+            self._close_interval()
+        elif self._window is not None:
+            self._sync()
         if self._window is not None:
-            self._barrier()
             self._window.end_epoch()
 
-    def end_step(self, steps: int = 1) -> None:
-        self._barrier()
-        now = clock()
-        steps = max(int(steps), 1)
-        self.epochs[-1].extend([(now - self._last) / steps] * steps)
-        self.executions[-1].append((now - self._last, steps))
-        self._last = now
-
-    def summary(self, batch_size: int, n_train: int) -> dict[str, float | int | None]:
+    def summary(self, batch_size: int, n_train: int) -> dict[str, Any]:
         """Metrics over the recorded epochs.
 
         Returns:
@@ -142,26 +221,35 @@ class EpochTimer:
             "time for 41 epochs"),
             ``epoch_s`` (each epoch's training steps, s: a sporadic epoch-start stall of the framework
             shows here), ``steady_epoch_s`` (mean of epochs 2..N; None with one epoch), ``samples_per_s``
-            (steady epochs; None with one epoch), and ``execution_stats`` over the steady executions
-            (over the first epoch's after its first one if there is only one epoch).
+            (steady epochs; None with one epoch), ``first_step_s`` (``step`` cadence only, else None),
+            ``sync`` (the cadence), ``barriers`` and ``clock_reads`` (how many the timer made), and
+            ``execution_stats`` over the steady intervals (over the first epoch's after its first one if
+            there is only one epoch: none under ``epoch`` cadence, whose statistics are then None).
+
+        Raises:
+            ValueError: no epoch was recorded.
         """
-        if not self.epochs:
+        if not self.intervals:
             raise ValueError("no epoch recorded")
-        epoch_s = [sum(e) for e in self.epochs]
-        steady = self.epochs[1:]
-        execs = self.executions or [[(d, 1) for d in e] for e in self.epochs]
-        timed = [x for e in execs[1:] for x in e] if steady else execs[0][1:]
+        epoch_s = [sum(d for d, _ in e) for e in self.intervals]
+        steady = self.intervals[1:]
+        timed = [x for e in steady for x in e] if steady else self.intervals[0][1:]
         steady_s = float(np.mean(epoch_s[1:])) if steady else None
+        first = self.intervals[0][0] if self.intervals[0] else None
+        basis = "execution" if self.cadence.every == 1 else self.cadence.basis
         return {
-            "epochs": len(self.epochs),
-            "steps_per_epoch": len(self.epochs[0]),
+            "epochs": len(self.intervals),
+            "steps_per_epoch": sum(k for _, k in self.intervals[0]),
             "first_epoch_s": epoch_s[0],
             "total_train_s": float(sum(epoch_s)),
-            "first_step_s": self.epochs[0][0] if self.epochs[0] else None,
+            "first_step_s": first[0] / first[1] if first and self.cadence.every == 1 else None,
             "epoch_s": epoch_s,
             "steady_epoch_s": steady_s,
             "samples_per_s": (n_train / steady_s) if steady_s else None,
-            **execution_stats(timed),
+            "sync": str(self.cadence),
+            "barriers": self.barriers,
+            "clock_reads": self.clock_reads,
+            **execution_stats(timed, basis),
         }
 
 

@@ -5,17 +5,23 @@ from tests.conftest import needs_torch
 
 
 @needs_torch
-def test_fidelity_compares_the_same_steps():
-    r = measure("pytorch", "mnist_mlp", "cpu", "smoke", epochs=2)
+def test_fidelity_runs_each_cadence_twice_between_two_free_running_loops():
+    r = measure("pytorch", "mnist_mlp", "cpu", "smoke", epochs=2, cadences=("step", "every:3", "epoch"))
     assert r["steps_per_epoch"] == 8 and r["batch_size"] == 128
-    assert r["harness_ms_per_step"] > 0 and r["handloop_ms_per_step"] > 0
-    assert r["ratio_mean"] == pytest.approx(r["harness_ms_per_step"] / r["handloop_ms_per_step"])
-    # the check's ratio: fastest steady epoch on each side (the first epoch compiles and is left out)
-    assert len(r["harness_epoch_s"]) == len(r["handloop_epoch_s"]) == 2
-    assert r["ratio"] == pytest.approx(r["harness_epoch_s"][1] / r["handloop_epoch_s"][1])
-    assert r["overhead_pct"] == pytest.approx(100 * (r["ratio"] - 1))
+    assert r["order"] == ["hand", "step", "every:3", "epoch", "epoch", "every:3", "step", "hand"]
+    assert len(r["handloop_runs_ms"]) == 2 and r["handloop_ms_per_step"] == pytest.approx(
+        sum(r["handloop_runs_ms"]) / 2)
+    reads = {"step": 2 * (1 + 8), "every:3": 2 * (1 + 3), "epoch": 2 * 2}  # 2 epochs of 8 steps
+    for cadence, c in r["cadences"].items():
+        assert len(c["runs_ms"]) == 2 and c["ms_per_step"] == pytest.approx(sum(c["runs_ms"]) / 2)
+        assert c["ms_per_step"] == pytest.approx(sum(e[1] for e in c["epoch_s"]) / 2 / 8 * 1000)
+        assert c["clock_reads"] == [reads[cadence]] * 2
+        assert c["ratio"] == pytest.approx(c["ms_per_step"] / r["handloop_ms_per_step"])
+        assert c["overhead_pct"] == pytest.approx(100 * (c["ratio"] - 1))
 
 
-def test_fidelity_needs_two_epochs():
+def test_fidelity_needs_two_epochs_and_valid_cadences():
     with pytest.raises(ValueError, match="2 epochs"):
         measure("pytorch", "mnist_mlp", "cpu", "smoke", epochs=1)
+    with pytest.raises(ValueError, match="every:N"):
+        measure("pytorch", "mnist_mlp", "cpu", "smoke", cadences=("often",))

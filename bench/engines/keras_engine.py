@@ -1,8 +1,9 @@
-"""``model.fit`` on the four Keras stacks, timed with a device barrier at every step edge.
+"""``model.fit`` on the four Keras stacks, timed by a callback at the cell's ``sync`` cadence.
 
-Timing follows the reference pattern (keras-benchmarks v0.0.5): a callback that overrides
+``sync=step`` follows the reference pattern (keras-benchmarks v0.0.5): a callback that overrides
 ``on_train_batch_end`` (so Keras hands it concrete logs), plus an explicit backend barrier before
-each clock read (``bench.timing.make_barrier``).
+each clock read (``bench.timing.make_barrier``). ``sync=epoch`` (the default) hooks only the epoch
+edges, so Keras' own batch path runs as it does without us.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from bench.datasets import Dataset
 from bench.engines import EpochResult, frameworks
 from bench.knobs import KerasFitSettings
 from bench.stacks import Stack
-from bench.timing import EpochTimer, make_barrier
+from bench.timing import Cadence, EpochTimer, make_barrier
 from bench.workloads import Workload
 
 
@@ -29,21 +30,37 @@ def import_keras(stack: Stack):
 
 
 def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
-    """Keras calls the batch hooks once per execution: begin with its first step index, end with its
-    last (which can overshoot the epoch's last step; Keras then runs fewer steps). ``predict`` is timed
-    the same way, as one epoch. ``split_first``: the first step (build + compile) becomes an epoch of its
-    own, so the timer's and telemetry's steady window is steps 2..N (the step-timed suite)."""
+    """The timing callback for ``timer``'s cadence.
 
-    class StepTimer(keras.callbacks.Callback):
-        first = 0
+    ``sync=epoch``: a callback with epoch hooks only. It overrides no batch hook, so Keras keeps its own
+    batch path: Keras 3 dispatches batch-end work to a thread pool (``CallbackList._async_train``) and
+    tf.keras skips the batch hooks; neither waits for the device between steps. It passes the epoch's
+    step count (``params['steps']``) to ``end_epoch``.
+    Otherwise it also overrides the batch hooks, so Keras hands it concrete logs after every step (a
+    host-device synchronisation of its own on every step, ``every:N`` included). Keras calls them once
+    per execution: begin with its first step index, end with its last (which can overshoot the epoch's
+    last step; Keras then runs fewer steps). ``predict`` is timed the same way, as one epoch.
+    ``split_first``: the first step (build + compile) becomes an epoch of its own, so the timer's and
+    telemetry's steady window is steps 2..N (the step-timed suite, ``step`` cadence only).
+    """
 
+    class EpochEdges(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             timer.begin_epoch()
 
         def on_test_begin(self, logs=None):  # fit's validation: after the epoch's last training step
-            timer.end_epoch()
+            self.close()
 
         def on_epoch_end(self, epoch, logs=None):
+            self.close()
+
+        def close(self):
+            timer.end_epoch((self.params or {}).get("steps"))
+
+    class StepTimer(EpochEdges):
+        first = 0
+
+        def close(self):
             timer.end_epoch()
 
         def on_predict_begin(self, logs=None):
@@ -55,13 +72,15 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
         def on_train_batch_end(self, batch, logs=None):
             total = (self.params or {}).get("steps") or batch + 1
             timer.end_step(min(batch, total - 1) - self.first + 1)
-            if split_first and len(timer.epochs) == 1:
+            if split_first and len(timer.intervals) == 1:
                 timer.begin_epoch()
 
         on_predict_batch_begin = on_train_batch_begin
         on_predict_batch_end = on_train_batch_end
 
-    return StepTimer()
+    if split_first and timer.cadence.every != 1:
+        raise ValueError("split_first needs the step cadence")
+    return EpochEdges() if timer.cadence.every is None else StepTimer()
 
 
 def make_optimizer(keras, workload: Workload):
@@ -152,7 +171,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     effective["train_data_placement"] = placement
 
     barrier = make_barrier(stack.backend, device)
-    timer = EpochTimer(barrier, telemetry)
+    timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
     try:
         history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
                             verbose=0, callbacks=[make_timing_callback(keras, timer)])

@@ -12,7 +12,7 @@ from bench.datasets import Dataset
 from bench.engines import EpochResult, frameworks
 from bench.knobs import TorchFitSettings
 from bench.stacks import Stack
-from bench.timing import EpochTimer, make_barrier
+from bench.timing import Cadence, EpochTimer, make_barrier
 from bench.workloads import Workload
 
 
@@ -158,7 +158,11 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     yv = torch.from_numpy(ds.y_val).long().to(dev)
     n = ds.n_train
     barrier = make_barrier("torch", device)
-    timer = EpochTimer(barrier, telemetry)
+    cadence = Cadence.parse(settings.sync)
+    timer = EpochTimer(barrier, telemetry, cadence)
+    # sync=step reads the loss back every step, as Keras does for its progress logs; the other cadences
+    # add it up on the device and read it once per epoch, after the timed steps
+    read_every_step = cadence.every == 1
     hist: dict[str, list[float]] = {"accuracy": [], "loss": [], "val_accuracy": [], "val_loss": []}
 
     try:
@@ -166,6 +170,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
             timer.begin_epoch()
             model.train()
             loss_sum, correct = 0.0, 0
+            totals = torch.zeros(2, device=dev)
             for xb, yb in batches():
                 with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype is not None):
                     out = step_model(*xb)
@@ -178,13 +183,18 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
                 else:
                     loss.backward()
                     opt.step()
-                # read back the loss every step, as Keras does for its progress logs
-                batch_loss, batch_correct = torch.stack(
-                    [loss.detach().float() * yb.numel(), (out.argmax(1) == yb).sum().float()]).tolist()
-                loss_sum += batch_loss
-                correct += int(batch_correct)
+                batch_totals = torch.stack([loss.detach().float() * yb.numel(), (out.argmax(1) == yb).sum().float()])
+                if read_every_step:
+                    batch_loss, batch_correct = batch_totals.tolist()
+                    loss_sum += batch_loss
+                    correct += int(batch_correct)
+                else:
+                    totals += batch_totals
                 timer.end_step()
             timer.end_epoch()
+            if not read_every_step:
+                epoch_loss, epoch_correct = totals.tolist()
+                loss_sum, correct = epoch_loss, int(epoch_correct)
             val_loss, val_acc = _evaluate(torch, model, loss_fn, xv, yv, batch_size)
             hist["loss"].append(loss_sum / n)
             hist["accuracy"].append(correct / n)
