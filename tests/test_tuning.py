@@ -44,11 +44,13 @@ def test_settings_are_typed_with_one_default_each():
         s.preload = False
     # the tables the CLI, the sweeps and the variant names read come from the classes
     assert knobs.DEFAULTS == {
-        "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": False},
+        "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": False,
+                  "sync": "epoch"},
         "torch": {"data_pipeline": "tensors_on_device", "num_workers": 0, "preload": False, "compile": "none",
-                  "matmul_precision": "highest", "precision": "float32", "grad_scaler": False, "tf32": False}}
+                  "matmul_precision": "highest", "precision": "float32", "grad_scaler": False, "tf32": False,
+                  "sync": "epoch"}}
     assert knobs.KNOBS["keras"]["jit_compile"] == (False, True, "auto")
-    assert knobs.STEP_KNOBS == {"keras": ("jit_compile", "tf32"), "torch": ("compile", "tf32")}
+    assert knobs.STEP_KNOBS == {"keras": ("jit_compile", "tf32", "sync"), "torch": ("compile", "tf32", "sync")}
     assert set(knobs.DOCS) == set(knobs.KNOBS["keras"]) | set(knobs.KNOBS["torch"])
     # jit_compile has no fixed default: None means the engine's own for the stack (documented on the field)
     assert knobs.KerasFitSettings().jit_compile is None and knobs.KerasStepSettings().jit_compile is None
