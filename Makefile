@@ -1,11 +1,11 @@
-# Benchmark matrix: build the five stack images and the collector, run the stacks one after another,
-# collect the results. `make` alone lists the targets.
+# Benchmark matrix: build the five stack images and the collector, run the stacks in rounds (every stack
+# once per round, in a shuffled order), collect the results. `make` alone lists the targets.
 #
 # Knobs: STACKS (default: DEFAULT_STACKS in images/stacks.mk), SUITE (classic|tuning|paper), SIZE,
 #        DEVICE (auto|cpu|gpu), VARIANT (image variant, default: the device's; VARIANT=gpu DEVICE=cpu runs
 #        the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on CPU), TIMEOUT (per-cell limit, s),
-#        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), RUN, RESULTS_DIR,
-#        BASE_IMAGE, CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
+#        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SEED (the rounds'
+#        shuffle, default 1), RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
 
 SHELL := /bin/bash
 comma := ,
@@ -19,6 +19,7 @@ REPEATS ?=
 TIMEOUT ?=
 TELEMETRY_SAMPLES ?=
 SYNC ?=
+SEED ?= 1
 DEVICE ?= auto
 RESULTS_DIR ?= $(CURDIR)/results
 BASE_IMAGE ?=
@@ -41,6 +42,9 @@ else ifeq ($(DEVICE),auto)
 else
   $(error DEVICE must be auto, cpu or gpu (got '$(DEVICE)'))
 endif
+# Rounds of make bench-all: REPEATS, or bench's own default (3 on GPU, 1 on CPU). Round r runs every stack once,
+# in an order shuffled with SEED (bench/rounds.py); a rerun with the same plan resumes where it stopped.
+ROUNDS = $(or $(REPEATS),$(if $(filter gpu,$(RUN_DEVICE)),3,1))
 # The image variant follows the device; VARIANT=gpu DEVICE=cpu runs the GPU images on the CPU (what CI
 # does to exercise the artefacts GPU users pull: CUDA builds of the frameworks run on a CPU too).
 VARIANT ?= $(RUN_DEVICE)
@@ -117,7 +121,8 @@ bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax
 	@mkdir -p $(RESULTS_DIR)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
-	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)", \
+	    $(if $(REPEATS),--repeats $(REPEATS))) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 	  $(if $(TELEMETRY_SAMPLES),--telemetry-samples) $(if $(SYNC),--sync $(SYNC))
 
 preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): bench-all stops on a problem
@@ -133,11 +138,14 @@ doctor-%:
 	else mkdir -p $(RESULTS_DIR)/doctor && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
 	  bench doctor --stack $* --device $(RUN_DEVICE) --out /results/doctor/$*-$(VARIANT).json; fi
 
-bench-all: preflight build ## Preflight, build, run every stack one after another, then collect results/$(RUN).csv
+bench-all: preflight build ## Preflight, build, run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
-	@failed=""; for s in $(STACKS); do \
-	  $(MAKE) --no-print-directory bench-$$s || failed="$$failed $$s"; done; \
+	@failed=""; for r in $$(seq $(ROUNDS)); do \
+	  order=$$($(PYTHON) -m bench.rounds --seed $(SEED) --round $$r $(STACKS)) || exit 2; \
+	  echo "== round $$r of $(ROUNDS) (seed $(SEED)): $$order"; \
+	  for s in $$order; do $(MAKE) --no-print-directory bench-$$s ROUND=$$r || failed="$$failed $$s(round $$r)"; done; \
+	done; \
 	$(MAKE) --no-print-directory collect || failed="$$failed collect"; \
 	if [ -n "$$failed" ]; then echo "not all cells succeeded in:$$failed" >&2; exit 1; fi
 

@@ -110,14 +110,39 @@ def run_options(f):
                      help="Per-cell time limit in seconds [default: 600 smoke, 3600 full]."),
         click.option("--telemetry-samples", is_flag=True,
                      help="Also write each cell's raw GPU telemetry samples to <cell>.telemetry.csv."),
+        click.option("--round", "round_", type=click.IntRange(min=1), default=None,
+                     help="Rounds (make bench-all): run only repeat ROUND of each cell; the cell's record is "
+                          "written once all --repeats rounds are on disk."),
+        click.option("--round-stacks", default=None,
+                     help="With --round: every stack of the run (space-separated), shuffled per round with --seed; "
+                          "each record keeps the round's order and this stack's position [default: --stack]."),
+        click.option("--seed", type=int, default=None, help="With --round: the shuffle's seed [default: 1]."),
     ]
     for opt in reversed(opts):
         f = opt(f)
     return f
 
 
+def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str | None, seed: int | None,
+                    repeats: int) -> dict[str, dict]:
+    """Each stack's ``schedule`` block for ``--round`` (empty without it); exits with a clear error on bad input."""
+    from bench import rounds
+
+    if round_ is None:
+        if round_stacks is not None or seed is not None:
+            fail("--round-stacks and --seed go with --round")
+        return {}
+    stacks = round_stacks.split() if round_stacks else stack_ids
+    try:
+        return {s: rounds.schedule(s, stacks, rounds.DEFAULT_SEED if seed is None else seed, round_, repeats)
+                for s in stack_ids}
+    except ValueError as e:
+        fail(f"--round: {e} (--repeats sets the number of rounds)")
+
+
 def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str, out_dir: Path | None,
-            force: bool, repeats: int | None) -> None:
+            force: bool, repeats: int | None, round_: int | None = None, round_stacks: str | None = None,
+            seed: int | None = None) -> None:
     """Resolve device and size, build the cells with ``make_cells(size, device)``, run them, summarise."""
     from bench.runner import run_cells
 
@@ -128,14 +153,21 @@ def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str
     except planning.PlanError as e:
         fail(str(e))
     repeats = repeats or (3 if dev == "gpu" else 1)
+    schedules = round_schedules(stack_ids, round_, round_stacks, seed, repeats)
     root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     out = out_dir or root / "runs" / f"{suite}-{size}-{dev}"
     if dev == "cpu":
         banner([f"CPU MODE: no GPU in use (--device {device}). Size: {size}.",
                 "These numbers are smoke tests of the harness, NOT GPU benchmarks.",
                 "Every result row carries device=cpu and this note."])
-    click.echo(f"run: {len(cells)} cells x {repeats} repeat(s) -> {out}")
-    outcomes = run_cells(cells, out, force=force, repeats=repeats, echo=click.echo)
+    if round_ is None:
+        click.echo(f"run: {len(cells)} cells x {repeats} repeat(s) -> {out}")
+    else:
+        sched = schedules[stack_ids[0]]
+        click.echo(f"run: {len(cells)} cells, round {round_} of {repeats} (seed {sched['seed']}, order "
+                   f"{' '.join(sched['order'])}) -> {out}")
+    outcomes = run_cells(cells, out, force=force, repeats=repeats, echo=click.echo, round_=round_,
+                         schedules=schedules)
     bad = [o for o in outcomes if o.status not in ("ok", "unsupported")]
     counts: dict[str, int] = {}
     for o in outcomes:
@@ -167,7 +199,7 @@ def stack_list(stacks) -> list[str]:
                    "only ('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper "
                    "suite always times steps]. A cadence other than epoch adds 'sync-<cadence>' to the variant.")
 def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
-            suite, workloads, tasks, steps, seq_len, compile_mode, sync) -> None:
+            round_, round_stacks, seed, suite, workloads, tasks, steps, seq_len, compile_mode, sync) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
     stack_ids = stack_list(stacks)
     kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples,
@@ -179,14 +211,14 @@ def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, t
     except planning.PlanError as e:
         fail(str(e))
     execute(stack_ids, suite, lambda sz, dev: planning.expand(stack_ids, suite, sz, dev, workloads, tasks, **kw),
-            size, device, out_dir, force, repeats)
+            size, device, out_dir, force, repeats, round_, round_stacks, seed)
 
 
 @cli.command("sweep")
 @click.argument("grid_file", type=click.Path(dir_okay=False, path_type=Path))
 @run_options
 def sweep_cmd(grid_file, stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s,
-              telemetry_samples) -> None:
+              telemetry_samples, round_, round_stacks, seed) -> None:
     """Run a YAML grid of settings (see bench/sweeps/tuning.yaml); invalid combinations become
     'unsupported' records with the reason."""
     from bench import sweep
@@ -200,7 +232,7 @@ def sweep_cmd(grid_file, stacks, size, device, out_dir, force, repeats, batch_si
     except (sweep.GridError, planning.PlanError) as e:
         fail(str(e))
     execute(stack_ids, grid.name, lambda sz, dev: planning.sweep_cells(grid, stack_ids, size=sz, device=dev, **kw),
-            size, device, out_dir, force, repeats)
+            size, device, out_dir, force, repeats, round_, round_stacks, seed)
 
 
 @cli.command("collect")

@@ -38,6 +38,8 @@ FIELDS: dict[str, str] = {
     "settings.model_config": "paper suite: the architecture config built (full: the published one; smoke: tiny)",
     "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",
     "repeat": "1-based repeat index in a per-repeat record (null in the aggregated cell record)",
+    "schedule.*": "rounds (make bench-all): seed, round of rounds, the round's shuffled stack order and this "
+                  "stack's position in it (repeat 1's; repeats.schedule lists every repeat's)",
     "metrics.first_epoch_s": "seconds of the first epoch: includes tracing/compilation (s)",
     "metrics.steady_epoch_s": "mean seconds per epoch over epochs 2..N, training steps only (s)",
     "metrics.epoch_s": "seconds of each epoch's training steps, the first included (JSON list; s; repeat 1's)",
@@ -122,6 +124,8 @@ class Cell:
         telemetry_samples: also write the raw GPU telemetry samples to ``<run_id>.telemetry.csv``.
         steps / seq_len: overrides of a step-timed workload's timed steps and sequence length (None keeps
             the published values).
+        schedule: where this repeat ran in ``make bench-all``'s rounds (``bench.rounds.schedule``: seed,
+            round, rounds, the round's stack order, position), None outside rounds.
     """
 
     stack: str
@@ -140,6 +144,7 @@ class Cell:
     telemetry_samples: bool = False
     steps: int | None = None
     seq_len: int | None = None
+    schedule: dict[str, Any] | None = field(default=None, hash=False, compare=False)
 
     @property
     def id(self) -> str:
@@ -179,6 +184,7 @@ def new_record(cell: Cell) -> dict[str, Any]:
         "settings_requested": dict(cell.settings),
         "baseline": cell.baseline,
         "repeat": cell.repeat,
+        "schedule": cell.schedule,
         "metrics": {},
         "telemetry": {},
         "history": {},

@@ -56,6 +56,8 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
                 continue
             block[key] = spread(values)
             out["metrics"][key] = block[key]["median"]
+    if any(r.get("schedule") for r in records):  # rounds: where each repeat ran, for the drift check
+        block["schedule"] = [{k: (r.get("schedule") or {}).get(k) for k in ("round", "position")} for r in records]
     walls = [r.get("process", {}).get("wall_s") for r in records]
     block["process_wall_s"] = [w for w in walls if w is not None]
     out["repeats"] = block

@@ -213,12 +213,31 @@ def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False) -
     return rec
 
 
+def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: dict[str, Any],
+              force: bool = False) -> dict[str, Any]:
+    """Run repeat ``round_`` of ``cell`` (``bench.rounds``; reused when already final unless ``force``).
+    Once all ``repeats`` repeats are on disk, write and return the aggregated record; before that, return
+    this repeat's record."""
+    rcell = replace(cell, repeat=round_, schedule=schedule)
+    done = None if force else existing_record(rcell, out_dir)
+    rec = done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir)
+    records = [existing_record(replace(cell, repeat=k), out_dir) for k in range(1, repeats + 1)]
+    if any(r is None for r in records):
+        return rec
+    agg = aggregate(records)  # type: ignore[arg-type]
+    write_json_atomic(result_path(out_dir, cell), agg)
+    return agg
+
+
 def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: int = 1,
-              echo: Callable[[str], None] = print) -> list[Outcome]:
+              echo: Callable[[str], None] = print, round_: int | None = None,
+              schedules: dict[str, dict[str, Any]] | None = None) -> list[Outcome]:
     """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early.
 
     With ``repeats`` > 1 each cell runs that many times, each in its own process, and its record is
     the aggregate (``bench.repeats.RULE``). A single run still carries a one-value ``repeats`` block.
+    ``round_``: run only that repeat of each cell (``make bench-all``'s rounds, ``run_round``), with
+    ``schedules[stack]`` as its record's ``schedule``.
     """
     outcomes = []
     for i, cell in enumerate(cells, 1):
@@ -229,7 +248,11 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
             echo(f"{head}: already {done}, skipped (use --force to run again)")
             outcomes.append(Outcome(cell, done, skipped=True))
             continue
-        if repeats > 1:
+        if round_ is not None:
+            rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force)
+            if rec.get("repeat") is not None:
+                head += f" round {round_}/{repeats}"
+        elif repeats > 1:
             rec = run_repeated(cell, out_dir, repeats, force)
         else:
             rec = aggregate([run_one(cell, out_dir)])

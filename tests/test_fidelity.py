@@ -1,7 +1,7 @@
 import pytest
 
 from bench.fidelity import measure
-from tests.conftest import needs_torch
+from tests.conftest import needs_keras_torch, needs_torch
 
 
 @needs_torch
@@ -25,3 +25,11 @@ def test_fidelity_needs_two_epochs_and_valid_cadences():
         measure("pytorch", "mnist_mlp", "cpu", "smoke", epochs=1)
     with pytest.raises(ValueError, match="every:N"):
         measure("pytorch", "mnist_mlp", "cpu", "smoke", cadences=("often",))
+
+
+@needs_keras_torch
+def test_keras_free_running_loop_cancels_the_cost_of_each_fit_call():
+    r = measure("keras3-torch", "mnist_mlp", "cpu", "smoke", epochs=2, cadences=("epoch",))
+    assert r["order"] == ["hand", "epoch", "epoch", "hand"]
+    assert len(r["handloop_fit_call_overhead_s"]) == 2 and r["handloop_ms_per_step"] > 0
+    assert r["cadences"]["epoch"]["clock_reads"] == [4, 4]

@@ -126,3 +126,47 @@ def test_a_failed_repeat_fails_the_cell_and_only_it_reruns(tmp_path, fake_worker
     runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
     assert read_record(result_path(tmp_path, cell()))["status"] == "ok"
     assert r1.stat().st_mtime_ns == before  # finished repeats are reused, not rerun
+
+
+def test_rounds_shuffle_every_round_from_the_seed_alone():
+    from bench import rounds
+
+    stacks = ["keras2-tf", "keras3-tf", "keras3-jax", "keras3-torch", "pytorch"]
+    orders = [rounds.order(stacks, 1, r) for r in range(1, 7)]
+    assert all(sorted(o) == sorted(stacks) for o in orders)
+    assert len({tuple(o) for o in orders}) > 1  # not one fixed order
+    assert orders == [rounds.order(stacks, 1, r) for r in range(1, 7)]  # a resumed run recomputes the plan
+    assert orders != [rounds.order(stacks, 2, r) for r in range(1, 7)]
+    s = rounds.schedule("pytorch", stacks, 1, 2, 3)
+    assert s["order"] == orders[1] and s["order"][s["position"] - 1] == "pytorch" and s["rounds"] == 3
+    for bad in (lambda: rounds.schedule("pytorch", stacks, 1, 4, 3), lambda: rounds.schedule("x", stacks, 1, 1, 3),
+                lambda: rounds.order(stacks, 1, 0), lambda: rounds.order(["a", "a"], 1, 1)):
+        with pytest.raises(ValueError):
+            bad()
+
+
+def test_rounds_write_the_cell_record_once_every_round_ran_and_resume(tmp_path, fake_worker):
+    from bench import rounds
+
+    fake_worker("ok")
+    stacks = ["keras3-jax", "pytorch"]
+    for r in (1, 2):
+        sched = {"pytorch": rounds.schedule("pytorch", stacks, 7, r, 3)}
+        out = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None, round_=r, schedules=sched)
+        assert out[0].status == "ok" and not result_path(tmp_path, cell()).exists()  # 3 rounds not done yet
+    r1 = tmp_path / "pytorch" / "repeats" / f"{cell().id}__r1.json"
+    before = r1.stat().st_mtime_ns
+    sched = {"pytorch": rounds.schedule("pytorch", stacks, 7, 1, 3)}
+    runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None, round_=1, schedules=sched)
+    assert r1.stat().st_mtime_ns == before  # resumed: round 1 is on disk
+    sched = {"pytorch": rounds.schedule("pytorch", stacks, 7, 3, 3)}
+    runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None, round_=3, schedules=sched)
+    rec = read_record(result_path(tmp_path, cell()))
+    assert rec["status"] == "ok" and rec["repeats"]["n"] == 3
+    assert rec["repeats"]["ms_per_step_mean"]["values"] == [2.0, 3.0, 4.0]  # ordered by round
+    assert [s["round"] for s in rec["repeats"]["schedule"]] == [1, 2, 3]
+    assert [s["position"] for s in rec["repeats"]["schedule"]] == [
+        rounds.order(stacks, 7, r).index("pytorch") + 1 for r in (1, 2, 3)]
+    assert rec["schedule"]["seed"] == 7 and rec["schedule"]["round"] == 1
+    again = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None, round_=3, schedules=sched)
+    assert again[0].skipped
