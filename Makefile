@@ -5,7 +5,9 @@
 #        DEVICE (auto|cpu|gpu), VARIANT (image variant, default: the device's; VARIANT=gpu DEVICE=cpu runs
 #        the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on CPU), TIMEOUT (per-cell limit, s),
 #        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SEED (the rounds'
-#        shuffle, default 1), RUN, RESULTS_DIR, BASE_IMAGE, CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
+#        shuffle, default 1), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
+#        idle + 3 degC), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
+#        CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
 
 SHELL := /bin/bash
 comma := ,
@@ -20,6 +22,8 @@ TIMEOUT ?=
 TELEMETRY_SAMPLES ?=
 SYNC ?=
 SEED ?= 1
+COOLDOWN ?=
+DATA ?=
 DEVICE ?= auto
 RESULTS_DIR ?= $(CURDIR)/results
 BASE_IMAGE ?=
@@ -123,7 +127,8 @@ bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
 	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)", \
 	    $(if $(REPEATS),--repeats $(REPEATS))) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
-	  $(if $(TELEMETRY_SAMPLES),--telemetry-samples) $(if $(SYNC),--sync $(SYNC))
+	  $(if $(TELEMETRY_SAMPLES),--telemetry-samples) $(if $(SYNC),--sync $(SYNC)) \
+	  $(if $(COOLDOWN),--cooldown $(COOLDOWN)) $(if $(DATA),--data $(DATA))
 
 preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): bench-all stops on a problem
 	@$(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json

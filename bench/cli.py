@@ -117,6 +117,14 @@ def run_options(f):
                      help="With --round: every stack of the run (space-separated), shuffled per round with --seed; "
                           "each record keeps the round's order and this stack's position [default: --stack]."),
         click.option("--seed", type=int, default=None, help="With --round: the shuffle's seed [default: 1]."),
+        click.option("--data", type=click.Choice(["auto", "real", "synthetic"]), default="auto", show_default=True,
+                     envvar="BENCH_DATA",
+                     help="Fit suites' data: auto = the real dataset, falling back to a synthetic one of the same "
+                          "shapes only at smoke size (a full-size cell fails when it cannot read the real data); "
+                          "real = always required; synthetic = as asked. Recorded in data.source/data.requested."),
+        click.option("--cooldown", "cooldown_s", type=click.FloatRange(min=0), default=0.0, envvar="BENCH_COOLDOWN",
+                     help="GPU: before each cell, wait up to this many seconds for the GPU to be back within 3 °C "
+                          "of its temperature at the run's start; recorded per row [default: 0, off]."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -142,7 +150,7 @@ def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str 
 
 def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str, out_dir: Path | None,
             force: bool, repeats: int | None, round_: int | None = None, round_stacks: str | None = None,
-            seed: int | None = None) -> None:
+            seed: int | None = None, cooldown_s: float = 0.0) -> None:
     """Resolve device and size, build the cells with ``make_cells(size, device)``, run them, summarise."""
     from bench.runner import run_cells
 
@@ -166,8 +174,16 @@ def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str
         sched = schedules[stack_ids[0]]
         click.echo(f"run: {len(cells)} cells, round {round_} of {repeats} (seed {sched['seed']}, order "
                    f"{' '.join(sched['order'])}) -> {out}")
+    cooldown = None
+    if cooldown_s and dev == "gpu":
+        from bench.gpu_state import Cooldown
+
+        cooldown = Cooldown(cooldown_s)
+        click.echo(f"cooldown: up to {cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C")
+    elif cooldown_s:
+        click.echo("cooldown: GPU runs only; ignored on CPU")
     outcomes = run_cells(cells, out, force=force, repeats=repeats, echo=click.echo, round_=round_,
-                         schedules=schedules)
+                         schedules=schedules, cooldown=cooldown)
     bad = [o for o in outcomes if o.status not in ("ok", "unsupported")]
     counts: dict[str, int] = {}
     for o in outcomes:
@@ -199,11 +215,12 @@ def stack_list(stacks) -> list[str]:
                    "only ('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper "
                    "suite always times steps]. A cadence other than epoch adds 'sync-<cadence>' to the variant.")
 def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
-            round_, round_stacks, seed, suite, workloads, tasks, steps, seq_len, compile_mode, sync) -> None:
+            round_, round_stacks, seed, data, cooldown_s, suite, workloads, tasks, steps, seq_len, compile_mode,
+            sync) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
     stack_ids = stack_list(stacks)
     kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples,
-          "steps": steps, "seq_len": seq_len, "sync": sync}
+          "steps": steps, "seq_len": seq_len, "sync": sync, "data": data}
     if compile_mode:
         kw.update(settings={"compile": compile_mode}, variant=f"compile-{compile_mode}")
     try:  # validate everything before probing a framework
@@ -211,14 +228,14 @@ def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, t
     except planning.PlanError as e:
         fail(str(e))
     execute(stack_ids, suite, lambda sz, dev: planning.expand(stack_ids, suite, sz, dev, workloads, tasks, **kw),
-            size, device, out_dir, force, repeats, round_, round_stacks, seed)
+            size, device, out_dir, force, repeats, round_, round_stacks, seed, cooldown_s)
 
 
 @cli.command("sweep")
 @click.argument("grid_file", type=click.Path(dir_okay=False, path_type=Path))
 @run_options
 def sweep_cmd(grid_file, stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s,
-              telemetry_samples, round_, round_stacks, seed) -> None:
+              telemetry_samples, round_, round_stacks, seed, data, cooldown_s) -> None:
     """Run a YAML grid of settings (see bench/sweeps/tuning.yaml); invalid combinations become
     'unsupported' records with the reason."""
     from bench import sweep
@@ -227,12 +244,12 @@ def sweep_cmd(grid_file, stacks, size, device, out_dir, force, repeats, batch_si
     try:  # validate everything before probing a framework
         grid = sweep.load(grid_file)
         kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s,
-              "telemetry_samples": telemetry_samples}
+              "telemetry_samples": telemetry_samples, "data": data}
         planning.sweep_cells(grid, stack_ids, size="smoke", device="cpu", **kw)
     except (sweep.GridError, planning.PlanError) as e:
         fail(str(e))
     execute(stack_ids, grid.name, lambda sz, dev: planning.sweep_cells(grid, stack_ids, size=sz, device=dev, **kw),
-            size, device, out_dir, force, repeats, round_, round_stacks, seed)
+            size, device, out_dir, force, repeats, round_, round_stacks, seed, cooldown_s)
 
 
 @cli.command("collect")

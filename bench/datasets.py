@@ -241,20 +241,38 @@ def fetch(name: str, cache_dir: Path, timeout_s: float = 30.0) -> Path:
                                downloader=downloader))
 
 
+#: Where a cell's data may come from (``bench run --data``). ``auto``: the real dataset, falling back to the
+#: synthetic stand-in only at ``smoke`` size (a full-size run on synthetic data does not measure the
+#: published task, so it fails instead); ``real``: the real dataset or a failed cell; ``synthetic``: the
+#: stand-in, as asked.
+DATA_CHOICES = ("auto", "real", "synthetic")
+
+
+class DataUnavailable(RuntimeError):
+    """The real dataset was required (``--data real``, or ``auto`` at full size) and could not be read."""
+
+
 def load(name: str, n_train: int | None = None, n_val: int | None = None,
-         cache_dir: Path | None = None, offline: bool | None = None) -> Dataset:
-    """Load dataset ``name`` (``mnist``, ``cifar10``, ``babi``), real if possible, else synthetic.
+         cache_dir: Path | None = None, offline: bool | None = None, source: str = "fallback") -> Dataset:
+    """Load dataset ``name`` (``mnist``, ``cifar10``, ``babi``).
 
     Args:
         n_train / n_val: keep only the first examples (None: all).
         cache_dir: download cache (default ``$BENCH_DATA_DIR`` or ``~/.cache/dlbench``).
         offline: skip downloading (default ``$BENCH_OFFLINE == "1"``); a cached file is still used.
+        source: ``fallback`` (real if possible, else synthetic with the reason), ``real`` (real or
+            ``DataUnavailable``) or ``synthetic`` (the stand-in, reason "asked").
 
     Raises:
-        KeyError: unknown dataset name.
+        KeyError: unknown dataset name. ValueError: unknown ``source``. DataUnavailable: ``source="real"``
+        and the file could not be fetched or read (the message says why).
     """
     if name not in READERS:
         raise KeyError(f"unknown dataset {name!r}")
+    if source not in ("fallback", "real", "synthetic"):
+        raise ValueError(f"unknown data source {source!r}")
+    if source == "synthetic":
+        return synthetic(name, n_train, n_val, "asked for (--data synthetic)")
     cache = Path(cache_dir or os.environ.get("BENCH_DATA_DIR") or Path.home() / ".cache" / "dlbench")
     if offline is None:
         offline = os.environ.get("BENCH_OFFLINE") == "1"
@@ -268,4 +286,7 @@ def load(name: str, n_train: int | None = None, n_val: int | None = None,
         return ds.subset(n_train, n_val)
     except Exception as e:  # any failure to get the real data falls back, and says why
         reason = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        if source == "real":
+            raise DataUnavailable(f"the real {name} dataset is required and could not be read ({reason}); "
+                                  f"put {REMOTES[name].filename} in {cache} or run with --data synthetic") from e
         return synthetic(name, n_train, n_val, reason)

@@ -121,7 +121,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     os.environ.update(cell_env(stack, device))  # as a default cell's process: before any framework import
     if stack.backend != "tensorflow":
         frameworks.hide_gpus_from_tensorflow()
-    ds = w.load_data(size)
+    ds = w.load_data(size, data="fallback")  # times the harness: synthetic data of the real shapes will do
     batch = w.batch_for(size)
     steps = -(-ds.n_train // batch)
     hand_fn = _hand_keras if stack.engine == "keras" else _hand_torch

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench import sweep
+from bench.datasets import DATA_CHOICES
 from bench.knobs import KerasFitSettings
 from bench.record import Cell
 from bench.stacks import STACKS
@@ -35,11 +36,13 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
            variant: str = "default", settings: dict[str, Any] | None = None,
            batch_size: int | None = None, epochs: int | None = None,
            timeout_s: float | None = None, telemetry_samples: bool = False, steps: int | None = None,
-           seq_len: int | None = None, sync: str | None = None) -> list[Cell]:
+           seq_len: int | None = None, sync: str | None = None, data: str = "auto") -> list[Cell]:
     """All cells of the selection, in a stable order (stack, then workload, then task; a suite with a
     default grid, like ``tuning``, gives one cell per stack and variant of that grid). A step-timed
     workload (the ``paper`` suite) gives one cell per published batch size of a task, variant ``bs<N>``.
 
+    ``data``: where the fit suites' data may come from (``bench.datasets.DATA_CHOICES``); the paper suite
+    times random inputs and takes only ``auto``.
     ``sync``: the timing cadence of every cell of a fit suite (``bench.timing.Cadence``; None: the
     settings' default, ``epoch``); a cadence other than the default is added to the variant name
     (``sync-step``, ``sync-every8``) so its records sit beside the default ones.
@@ -66,17 +69,21 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
             raise PlanError(f"{name} must be positive, got {value}")
     if sync is not None:
         _check_sync(sync, suite)
+    _check("data source", data, DATA_CHOICES)
+    if data != "auto" and any(isinstance(WORKLOADS[w], StepWorkload) for w in SUITES[suite]):
+        raise PlanError(f"suite {suite!r} times random inputs (its source's step times do not depend on the data); "
+                        "--data applies to the fit suites")
     if suite in sweep.DEFAULT_GRIDS:
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
                                         batch_size=batch_size, epochs=epochs, timeout_s=timeout_s,
-                                        telemetry_samples=telemetry_samples)
+                                        telemetry_samples=telemetry_samples, data=data)
                  if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]
     else:
         cells = [
             Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=v,
                  settings=dict(settings or {}), batch_size=b, epochs=epochs,
                  timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples,
-                 steps=steps, seq_len=seq_len)
+                 steps=steps, seq_len=seq_len, data=data)
             for s in stacks
             for w in (workloads or SUITES[suite])
             for t in WORKLOADS[w].tasks
@@ -117,22 +124,24 @@ def _batches(w, task: str, size: str, batch_size: int | None, variant: str) -> l
 
 def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: str, device: str,
                 batch_size: int | None = None, epochs: int | None = None, timeout_s: float | None = None,
-                telemetry_samples: bool = False) -> list[Cell]:
+                telemetry_samples: bool = False, data: str = "auto") -> list[Cell]:
     """One cell per (stack, variant) of a ``bench.sweep.Grid``, baseline first within each stack.
 
     Raises:
-        PlanError: an unknown stack, the grid's workload or task is unknown, or it has no variant for any
-            selected stack.
+        PlanError: an unknown stack, the grid's workload or task is unknown, it has no variant for any
+            selected stack, or ``data`` is not one of ``DATA_CHOICES``.
     """
     for s in stacks:
         _check("stack", s, list(STACKS))
+    _check("data source", data, DATA_CHOICES)
     _check("workload", grid.workload, list(WORKLOADS))
     if grid.task not in WORKLOADS[grid.workload].tasks:
         raise PlanError(f"workload {grid.workload!r} has no task {grid.task!r}")
     cells = [
         Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,
              device=device, variant=v.name, settings=v.settings, baseline=v.baseline, batch_size=batch_size,
-             epochs=epochs, timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples)
+             epochs=epochs, timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples,
+             data=data)
         for s in stacks
         for v in grid.variants(s)
     ]

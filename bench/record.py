@@ -27,7 +27,9 @@ FIELDS: dict[str, str] = {
     "status": "ok | failed | timeout | oom | unsupported",
     "reason": "why a cell is not ok (null when ok)",
     "batch_size": "examples per step",
-    "data.source": "real (the published dataset) or synthetic (same shapes and dtypes, random values)",
+    "data.source": "real (the published dataset) or synthetic (same shapes and dtypes, random values; fit suites: "
+                   "only at smoke size or when asked)",
+    "data.requested": "fit suites: the --data policy (auto: real, synthetic only at smoke; real; synthetic)",
     "settings.*": "every precision/compile setting in effect: requested and effective values",
     "settings_requested.*": "the knobs the cell asked for (its variant), before the framework resolved them",
     "settings.NVIDIA_TF32_OVERRIDE": "as the cell's process had it: '0' (cuBLAS/cuDNN never use TF32) unless the "
@@ -38,6 +40,10 @@ FIELDS: dict[str, str] = {
     "settings.model_config": "paper suite: the architecture config built (full: the published one; smoke: tiny)",
     "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",
     "repeat": "1-based repeat index in a per-repeat record (null in the aggregated cell record)",
+    "gpu_before.*": "GPU cells: the GPU as the cell started: processes (other compute processes NVML lists), "
+                    "process_memory_bytes, temperature_c; a busy GPU also puts a note in the row",
+    "cooldown.*": "GPU cells with --cooldown: idle_c (at the run's start), target_c, start_c, end_c, waited_s and "
+                  "whether the target was reached before the cap max_s",
     "schedule.*": "rounds (make bench-all): seed, round of rounds, the round's shuffled stack order and this "
                   "stack's position in it (repeat 1's; repeats.schedule lists every repeat's)",
     "metrics.first_epoch_s": "seconds of the first epoch: includes tracing/compilation (s)",
@@ -89,8 +95,14 @@ FIELDS: dict[str, str] = {
     "telemetry.energy_counter_vs_integrated": "counter energy / integrated power energy (a check: ~1.0 over "
                                               "windows of 10 s or more)",
     "telemetry.energy_per_epoch_j": "energy of each epoch, from epoch start to the next (J)",
-    "telemetry.throttled / throttle_reasons / throttle_fraction": "whether thermal or power clock-event reasons "
-                                                                  "were active, which, and in what share of samples",
+    "telemetry.throttled / throttle_reasons / throttle_fraction": "whether thermal or hardware clock-event "
+        "reasons (HwSlowdown, HwThermalSlowdown, HwPowerBrakeSlowdown, SwThermalSlowdown) were active, every reason "
+        "seen (SwPowerCap included), and the share of samples under the thermal/hardware ones",
+    "telemetry.power_capped_fraction": "share of samples with SwPowerCap (clocks held to the power limit: the normal "
+                                       "state of a loaded A100/H100, so not counted as throttling)",
+    "telemetry.energy_above_idle_j / j_per_step_above_idle / metrics.j_per_step_above_idle": "energy minus idle power "
+        "x the window's time (J), and per step: what the work added to an idle GPU's draw (MLPerf power's "
+        "convention); energy_method (counter or integrated_power) and interval_s (sampling period) say how",
     "telemetry.cpu_util_pct": "CPU time of the cell's process over the window, % of one core (also on CPU runs)",
     "telemetry.unsupported": "metric -> NVML error for each metric the GPU or driver does not offer (null fields)",
     "history.*": "per-epoch train loss/accuracy and validation loss/accuracy where the source had them",
@@ -124,6 +136,8 @@ class Cell:
         telemetry_samples: also write the raw GPU telemetry samples to ``<run_id>.telemetry.csv``.
         steps / seq_len: overrides of a step-timed workload's timed steps and sequence length (None keeps
             the published values).
+        data: where a fit cell's data may come from (``bench.datasets.DATA_CHOICES``; ``auto``: real, and
+            synthetic only at smoke size).
         schedule: where this repeat ran in ``make bench-all``'s rounds (``bench.rounds.schedule``: seed,
             round, rounds, the round's stack order, position), None outside rounds.
     """
@@ -145,6 +159,7 @@ class Cell:
     steps: int | None = None
     seq_len: int | None = None
     schedule: dict[str, Any] | None = field(default=None, hash=False, compare=False)
+    data: str = "auto"
 
     @property
     def id(self) -> str:

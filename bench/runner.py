@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bench import gpu_state
+from bench.gpu_state import Cooldown
 from bench.knobs import tf32_requested
 from bench.record import (
     FINAL_STATUSES,
@@ -125,9 +127,23 @@ def _tail(path: Path, lines: int = 5) -> str:
     return " | ".join(text[-lines:])[-600:]
 
 
-def run_one(cell: Cell, out_dir: Path) -> dict[str, Any]:
-    """Run ``cell`` in a child process and write its final record; returns the record."""
+def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
+    """GPU cells: the record's ``gpu_before`` (other processes on the GPU, temperature) and, with a
+    ``cooldown``, its ``cooldown`` block, taken after the wait. Empty on CPU."""
+    if cell.device != "gpu":
+        return {}
+    out: dict[str, Any] = {}
+    if cooldown is not None:
+        out["cooldown"] = cooldown.wait()
+    out["gpu_before"] = gpu_state.snapshot()
+    return out
+
+
+def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict[str, Any]:
+    """Run ``cell`` in a child process and write its final record; returns the record. On a GPU, first
+    the optional ``cooldown`` and the check for other processes on the GPU (``bench.gpu_state``)."""
     stack = get_stack(cell.stack)
+    before = before_cell(cell, cooldown)
     final = result_path(out_dir, cell)
     work = final.parent / ".work"
     work.mkdir(parents=True, exist_ok=True)
@@ -174,6 +190,10 @@ def run_one(cell: Cell, out_dir: Path) -> dict[str, Any]:
     rec["process"] = {"exit_code": proc.returncode, "wall_s": wall, "timeout_s": cell.timeout_s,
                       "max_rss_bytes": usage.ru_maxrss * 1024, "log": log_file.name}
     rec.setdefault("memory", {}).setdefault("host_peak_rss_bytes", usage.ru_maxrss * 1024)
+    rec.update(before)
+    note = gpu_state.busy_note(before.get("gpu_before") or {})
+    if note:
+        rec.setdefault("notes", []).append(note)
     write_json_atomic(final, rec)
     worker_out.unlink(missing_ok=True)
     cell_file.unlink(missing_ok=True)
@@ -200,27 +220,28 @@ def existing_status(cell: Cell, out_dir: Path, repeats: int = 1) -> str | None:
     return None if rec is None else rec["status"]
 
 
-def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False) -> dict[str, Any]:
+def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False,
+                 cooldown: Cooldown | None = None) -> dict[str, Any]:
     """Run ``repeats`` independent processes of ``cell`` (reusing finished repeats unless ``force``),
     then write and return the aggregated record (see ``bench.repeats``)."""
     records = []
     for k in range(1, repeats + 1):
         rcell = replace(cell, repeat=k)
         done = None if force else existing_record(rcell, out_dir)
-        records.append(done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir))
+        records.append(done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir, cooldown))
     rec = aggregate(records)
     write_json_atomic(result_path(out_dir, cell), rec)
     return rec
 
 
 def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: dict[str, Any],
-              force: bool = False) -> dict[str, Any]:
+              force: bool = False, cooldown: Cooldown | None = None) -> dict[str, Any]:
     """Run repeat ``round_`` of ``cell`` (``bench.rounds``; reused when already final unless ``force``).
     Once all ``repeats`` repeats are on disk, write and return the aggregated record; before that, return
     this repeat's record."""
     rcell = replace(cell, repeat=round_, schedule=schedule)
     done = None if force else existing_record(rcell, out_dir)
-    rec = done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir)
+    rec = done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir, cooldown)
     records = [existing_record(replace(cell, repeat=k), out_dir) for k in range(1, repeats + 1)]
     if any(r is None for r in records):
         return rec
@@ -231,13 +252,14 @@ def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: di
 
 def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: int = 1,
               echo: Callable[[str], None] = print, round_: int | None = None,
-              schedules: dict[str, dict[str, Any]] | None = None) -> list[Outcome]:
+              schedules: dict[str, dict[str, Any]] | None = None, cooldown: Cooldown | None = None) -> list[Outcome]:
     """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early.
 
     With ``repeats`` > 1 each cell runs that many times, each in its own process, and its record is
     the aggregate (``bench.repeats.RULE``). A single run still carries a one-value ``repeats`` block.
     ``round_``: run only that repeat of each cell (``make bench-all``'s rounds, ``run_round``), with
-    ``schedules[stack]`` as its record's ``schedule``.
+    ``schedules[stack]`` as its record's ``schedule``. ``cooldown``: wait before each GPU cell
+    (``bench.gpu_state.Cooldown``).
     """
     outcomes = []
     for i, cell in enumerate(cells, 1):
@@ -249,13 +271,13 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
             outcomes.append(Outcome(cell, done, skipped=True))
             continue
         if round_ is not None:
-            rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force)
+            rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force, cooldown)
             if rec.get("repeat") is not None:
                 head += f" round {round_}/{repeats}"
         elif repeats > 1:
-            rec = run_repeated(cell, out_dir, repeats, force)
+            rec = run_repeated(cell, out_dir, repeats, force, cooldown)
         else:
-            rec = aggregate([run_one(cell, out_dir)])
+            rec = aggregate([run_one(cell, out_dir, cooldown)])
             write_json_atomic(result_path(out_dir, cell), rec)
         echo(f"{head}: {describe(rec)}")
         outcomes.append(Outcome(cell, rec["status"], record=rec))

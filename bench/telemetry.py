@@ -38,6 +38,9 @@ IDLE_WINDOW_S = 1.0
 
 #: Clock-event reasons that mean the GPU slowed itself for heat or power (names without the prefix).
 THROTTLE_REASONS = ("HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "SwThermalSlowdown", "SwPowerCap")
+#: SwPowerCap (clocks held down to stay under the power limit) is the normal state of a loaded A100/H100, so it
+#: is reported as its own share of samples (``power_capped_fraction``); ``throttled`` comes from the others.
+POWER_CAP_REASONS = ("SwPowerCap",)
 ALL_REASONS = (*THROTTLE_REASONS, "GpuIdle", "ApplicationsClocksSetting", "SyncBoost", "DisplayClockSetting")
 
 
@@ -323,11 +326,16 @@ class Telemetry:
     def _throttle(self, window: list[Sample]) -> dict[str, Any]:
         masks = [s.clocks_event_reasons for s in window if s.clocks_event_reasons is not None]
         if not masks:
-            return {"throttled": None, "throttle_reasons": None, "throttle_fraction": None}
+            return {"throttled": None, "throttle_reasons": None, "throttle_fraction": None,
+                    "power_capped_fraction": None}
         bits = {name: getattr(self.nv, f"nvmlClocksEventReason{name}", 0) for name in THROTTLE_REASONS}
-        hit = [m for m in masks if any(m & b for b in bits.values() if b)]
+        thermal_hw = [b for n, b in bits.items() if b and n not in POWER_CAP_REASONS]
+        cap = [b for n, b in bits.items() if b and n in POWER_CAP_REASONS]
+        hit = [m for m in masks if any(m & b for b in thermal_hw)]
+        capped = [m for m in masks if any(m & b for b in cap)]
         seen = sorted({n for n, b in bits.items() if b and any(m & b for m in masks)})
-        return {"throttled": bool(hit), "throttle_reasons": seen, "throttle_fraction": len(hit) / len(masks)}
+        return {"throttled": bool(hit), "throttle_reasons": seen, "throttle_fraction": len(hit) / len(masks),
+                "power_capped_fraction": len(capped) / len(masks)}
 
     def _energy(self, epochs, steady: bool, steps_per_epoch, examples) -> dict[str, Any]:
         """Energy over the training steps of the used epochs: counter deltas between each epoch's edges,
@@ -349,6 +357,11 @@ class Telemetry:
             method = None
         per_epoch = [j for j in (epochs_j[1:] if steady else epochs_j) if j is not None]
         j_epoch = float(np.mean(per_epoch)) if per_epoch else None
+        # above idle (MLPerf power's convention, mlcommons/inference #2558): what the work added to the
+        # power the GPU draws doing nothing, over the same window
+        idle = self.idle_power_w
+        epoch_s = float(np.mean([b[0] - a[0] for a, b in used])) if used else None
+        above_epoch = j_epoch - idle * epoch_s if j_epoch is not None and idle is not None and epoch_s else None
         return {
             "energy_j": energy,
             "energy_method": method,
@@ -360,6 +373,10 @@ class Telemetry:
             "j_per_epoch": j_epoch,
             "j_per_step": j_epoch / steps_per_epoch if j_epoch and steps_per_epoch else None,
             "examples_per_j": examples / j_epoch if j_epoch and examples else None,
+            "energy_above_idle_j": (energy - idle * sum(b[0] - a[0] for a, b in used)
+                                    if energy is not None and idle is not None else None),
+            "j_per_step_above_idle": above_epoch / steps_per_epoch if above_epoch is not None and steps_per_epoch
+            else None,
         }
 
     def write_samples(self, path: Path) -> None:
@@ -383,6 +400,8 @@ def empty_summary(reason: str | None) -> dict[str, Any]:
                            "interval_s": None, "power_source": None, "idle_power_w": None, "window": None,
                            "window_s": None, "samples": 0, "memory_used_peak_bytes": None,
                            "throttled": None, "throttle_reasons": None, "throttle_fraction": None,
+                           "power_capped_fraction": None, "energy_above_idle_j": None,
+                           "j_per_step_above_idle": None,
                            "energy_j": None, "energy_method": None, "energy_counter_j": None,
                            "energy_integrated_j": None, "energy_note": None,
                            "energy_counter_vs_integrated": None, "energy_per_epoch_j": [],

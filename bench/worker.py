@@ -31,7 +31,8 @@ def add_energy_metrics(rec: dict[str, Any]) -> None:
     """Copy the derived energy figures into ``metrics`` (J/step, J/epoch, examples/J; None without NVML)."""
     t = rec["telemetry"]
     rec["metrics"].update({"j_per_step": t.get("j_per_step"), "j_per_epoch": t.get("j_per_epoch"),
-                           "examples_per_j": t.get("examples_per_j")})
+                           "examples_per_j": t.get("examples_per_j"),
+                           "j_per_step_above_idle": t.get("j_per_step_above_idle")})
 
 
 def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
@@ -95,8 +96,8 @@ def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | No
     """A classic workload: ``fit`` on its dataset for some epochs (``bench.engines.*_engine.fit``)."""
     batch = rec["batch_size"]
     epochs = cell.epochs or w.epochs[cell.size]
-    ds = w.load_data(cell.size)
-    rec["data"] = ds.record()
+    ds = w.load_data(cell.size, cell.data)
+    rec["data"] = {**ds.record(), "requested": cell.data}
     if ds.source == "synthetic":
         rec["notes"].append("data=synthetic: " + (ds.reason or ""))
     tel = telemetry.for_device(cell.device)

@@ -113,3 +113,36 @@ def test_failed_download_falls_back(tmp_path, monkeypatch):
 def test_unknown_dataset():
     with pytest.raises(KeyError):
         datasets.load("imagenet")
+
+
+def test_data_policy_auto_falls_back_only_at_smoke_size(tmp_path, monkeypatch):
+    """--data auto: synthetic only at smoke size; a full-size cell needs the real data (issue: data provenance)."""
+    from bench.datasets import DataUnavailable
+    from bench.workloads import get_workload
+
+    monkeypatch.setenv("BENCH_DATA_DIR", str(tmp_path))  # empty cache, and BENCH_OFFLINE=1 (conftest)
+    w = get_workload("mnist_mlp")
+    smoke = w.load_data("smoke")
+    assert smoke.source == "synthetic" and "offline" in smoke.reason
+    with pytest.raises(DataUnavailable, match="required.*--data synthetic"):
+        w.load_data("full")
+    with pytest.raises(DataUnavailable):
+        w.load_data("smoke", "real")
+    asked = w.load_data("full", "synthetic")
+    assert asked.source == "synthetic" and asked.reason == "asked for (--data synthetic)" and asked.n_train == 60000
+    assert w.load_data("full", "fallback").source == "synthetic"  # the fidelity check's policy
+
+
+def test_data_policy_reads_the_real_file_when_it_is_there(tmp_path, monkeypatch):
+    import numpy as np
+
+    from bench.workloads import get_workload
+
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "mnist.npz", x_train=rng.integers(0, 255, (100, 28, 28), dtype=np.uint8),
+             y_train=rng.integers(0, 10, 100, dtype=np.uint8),
+             x_test=rng.integers(0, 255, (20, 28, 28), dtype=np.uint8), y_test=rng.integers(0, 10, 20, dtype=np.uint8))
+    monkeypatch.setenv("BENCH_DATA_DIR", str(tmp_path))
+    for data in ("auto", "real"):
+        ds = get_workload("mnist_mlp").load_data("full", data)
+        assert ds.source == "real" and ds.sha256

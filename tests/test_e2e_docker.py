@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from bench.report import correctness_flags
 from bench.stacks import DEFAULT_STACKS
 from bench.stacks import STACKS as ALL_STACKS
 
@@ -132,6 +133,10 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
     # default cadence: a barrier and a clock read at the 2 epochs' edges only; no spread from one steady epoch
     assert (df["settings.sync"] == "epoch").all() and (df["metrics.clock_reads"] == 4).all()
     assert df["metrics.ms_per_step_p50"].isna().all() and (df["metrics.ms_per_step_basis"] == "epoch").all()
+    # rounds: one on CPU, every record knows its place; and every stack's model learned (its loss fell)
+    assert (df["schedule.rounds"] == 1).all() and (df["schedule.seed"] == 1).all()
+    assert sorted(df["schedule.position"].unique()) == list(range(1, len(STACKS) + 1))
+    assert correctness_flags(df) == []
     assert (df.device == "cpu").all() and (df["size"] == "smoke").all()
     assert df.notes.str.contains("CPU run").all()
     for col in ("env.python", "env.cpu_model", "env.host", "env.image", "env.git_commit",

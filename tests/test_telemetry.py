@@ -184,13 +184,35 @@ def test_no_power_and_no_energy_gives_null_energy():
     assert s["power_source"] == "average"
 
 
-def test_throttle_reasons_flag_the_window():
+def test_a_power_cap_is_reported_apart_from_throttling():
+    """SwPowerCap is a loaded A100/H100's normal state: its own share, not a throttling flag."""
     clock = FakeClock()
     tel = make(clock, reasons=FakeNvml.nvmlClocksEventReasonSwPowerCap | FakeNvml.nvmlClocksEventReasonGpuIdle)
     drive(tel, clock, epochs=2)
     s = tel.summary(10, 100)
-    assert s["throttled"] is True and s["throttle_reasons"] == ["SwPowerCap"]
-    assert s["throttle_fraction"] == pytest.approx(1.0)
+    assert s["throttled"] is False and s["throttle_reasons"] == ["SwPowerCap"]
+    assert s["throttle_fraction"] == 0.0 and s["power_capped_fraction"] == pytest.approx(1.0)
+
+
+def test_thermal_and_hardware_reasons_flag_the_window():
+    clock = FakeClock()
+    reasons = FakeNvml.nvmlClocksEventReasonSwThermalSlowdown | FakeNvml.nvmlClocksEventReasonSwPowerCap
+    tel = make(clock, reasons=reasons)
+    drive(tel, clock, epochs=2)
+    s = tel.summary(10, 100)
+    assert s["throttled"] is True and s["throttle_reasons"] == ["SwPowerCap", "SwThermalSlowdown"]
+    assert s["throttle_fraction"] == pytest.approx(1.0) and s["power_capped_fraction"] == pytest.approx(1.0)
+
+
+def test_energy_above_idle_subtracts_idle_power_over_the_same_window():
+    clock = FakeClock()
+    tel = make(clock, watts=200.0)
+    drive(tel, clock, epochs=3, epoch_s=4.0)
+    tel.idle_power_w = 50.0  # as if the GPU idled at 50 W before the cell
+    s = tel.summary(100, 1000)
+    assert s["energy_j"] == pytest.approx(1600.0, rel=1e-3)  # 200 W x 8 s of steady epochs
+    assert s["energy_above_idle_j"] == pytest.approx(1600.0 - 50.0 * 8.0, rel=1e-3)
+    assert s["j_per_step_above_idle"] == pytest.approx((800.0 - 50.0 * 4.0) / 100, rel=1e-3)
 
 
 def test_idle_reasons_alone_are_not_throttling():

@@ -3,7 +3,8 @@
 One CSV gives one run's report; several (or a directory: every bench CSV in it, as ``make report``
 passes ``results/``) give one ``report.md`` with a section per run, so the committed
 ``results/report.md`` covers every suite that was collected. Per run: its provenance (GPU, driver,
-versions, date), the Keras 3 benchmark's Table 2 (suite ``paper``: ours beside the published A100
+versions, date), the Method (timing cadence, rounds and drift, settings in effect, data, the
+correctness gate), the Keras 3 benchmark's Table 2 (suite ``paper``: ours beside the published A100
 value, Figure 1's speedup plot), the classic suite's ms/step table, and the tuning study (per stack:
 out-of-the-box vs best configuration, the full grid beside the reference's published time, plots, and
 which of the study's findings hold on our data). Cells that are not ok are shown with their status and
@@ -17,6 +18,7 @@ from typing import Any
 
 from bench.report.classic import classic_section
 from bench.report.common import REFERENCE_STACKS, Footnotes, fmt
+from bench.report.method import correctness_flags, method_section, round_drift
 from bench.report.paper import PAPER_CSV, paper_columns, paper_rows, paper_section, published_ms
 from bench.report.plots import paper_plots, tuning_plots
 from bench.report.provenance import provenance, run_span
@@ -29,10 +31,11 @@ from bench.report.tuning import (
     tuning_section,
 )
 
-__all__ = ["PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "Footnotes", "classic_section", "findings", "fmt",
-           "load_runs", "paper_columns", "paper_plots", "paper_rows", "paper_section", "provenance",
-           "published_ms", "read_bench_csv", "reference_settings", "reference_times", "run_sections",
-           "run_span", "tuning_frame", "tuning_plots", "tuning_section", "write_report"]
+__all__ = ["PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "Footnotes", "classic_section", "correctness_flags",
+           "findings", "fmt", "load_runs", "method_section", "paper_columns", "paper_plots", "paper_rows",
+           "paper_section", "provenance", "published_ms", "read_bench_csv", "reference_settings", "reference_times",
+           "round_drift", "run_sections", "run_span", "tuning_frame", "tuning_plots", "tuning_section",
+           "write_report"]
 
 
 def read_bench_csv(csv_path: Path):
@@ -69,8 +72,8 @@ def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes) -> list
     def linked(files: dict[str, str]) -> dict[str, str]:
         return {title: link_prefix + name for title, name in files.items()}
 
-    lines = [*provenance(df), *paper_section(df, notes, linked(paper_files)), *classic_section(df, notes),
-             *tuning_section(tuning, notes, linked(plots))]
+    lines = [*provenance(df), *method_section(df), *paper_section(df, notes, linked(paper_files)),
+             *classic_section(df, notes), *tuning_section(tuning, notes, linked(plots))]
     if notes.items:
         lines += ["## Cells that did not run", "", *notes.lines(), ""]
     return lines

@@ -60,24 +60,28 @@ class Workload:
         """Examples per step at ``size`` (``smoke`` or ``full``)."""
         return self.smoke_batch_size if size == "smoke" and self.smoke_batch_size else self.batch_size
 
-    def load_data(self, size: str) -> Dataset:
+    def load_data(self, size: str, data: str = "auto") -> Dataset:
         """The workload's dataset at ``size`` (``samples[size]`` training examples; None: all), split and
         prepared as the source did: the tail of the training data held out (Keras' ``validation_split``)
         when ``validation_split`` is set, else a validation set of a quarter the training size.
 
+        ``data``: ``bench.datasets.DATA_CHOICES`` (``auto``: real, synthetic only at smoke size), or
+        ``fallback`` (real, else synthetic at any size: the fidelity check, which times the harness).
+
         Raises:
-            whatever ``bench.datasets.load`` raises for an unknown dataset or an unreadable file.
+            whatever ``bench.datasets.load`` raises: an unknown dataset, ``DataUnavailable``.
         """
         from bench import datasets
 
+        source = {"auto": "fallback" if size == "smoke" else "real"}.get(data, data)
         n = self.samples[size]
         if self.validation_split:
-            ds = datasets.load(self.dataset, n, 0)
+            ds = datasets.load(self.dataset, n, 0, source=source)
             k = max(int(ds.n_train * self.validation_split), 1)
             ds = Dataset(ds.name, tuple(x[:-k] for x in ds.x_train), ds.y_train[:-k],
                          tuple(x[-k:] for x in ds.x_train), ds.y_train[-k:], ds.meta, ds.source, ds.reason, ds.sha256)
         else:
-            ds = datasets.load(self.dataset, n, None if n is None else max(n // 4, 1))
+            ds = datasets.load(self.dataset, n, None if n is None else max(n // 4, 1), source=source)
         return self.prepare(ds) if self.prepare else ds
 
 

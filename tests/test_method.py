@@ -1,0 +1,55 @@
+"""The report's Method section: cadence, rounds and drift, and the correctness gate, from records only."""
+
+import json
+
+import pandas as pd
+
+from bench.report import correctness_flags, method_section, round_drift
+
+
+def row(stack, acc, loss=(2.0, 1.0), size="full", source="real", ms=(10.0, 10.0), workload="mnist_cnn"):
+    return {"stack": stack, "suite": "classic", "workload": workload, "task": "fit", "size": size,
+            "variant": "default", "batch_size": 128, "status": "ok", "data.source": source,
+            "history.loss": json.dumps(list(loss)), "history.val_accuracy": json.dumps([0.5, acc]),
+            "settings.sync": "epoch", "metrics.ms_per_step_basis": "epoch", "settings.tf32_in_effect": False,
+            "schedule.seed": 1, "schedule.rounds": len(ms), "repeats.ms_per_step_mean.values": json.dumps(list(ms))}
+
+
+def test_a_stack_that_learns_less_than_the_others_is_flagged_with_the_median():
+    df = pd.DataFrame([row("keras3-tf", 0.990), row("keras3-jax", 0.988), row("keras3-torch", 0.880),
+                       row("pytorch", 0.991)])
+    flags = correctness_flags(df)
+    assert [(f["stack"], f["check"]) for f in flags] == [("keras3-torch", "val_accuracy")]
+    assert flags[0]["median"] == "0.9890"
+    text = "\n".join(method_section(df))
+    assert "| keras3-torch | mnist_cnn | default | val_accuracy | 0.8800 | 0.9890 |" in text
+    assert "did not learn like the others" in text
+
+
+def test_accuracy_is_only_compared_at_full_size_on_real_data_and_loss_must_fall_everywhere():
+    smoke = [row(s, a, size="smoke", source="synthetic") for s, a in
+             (("keras3-tf", 0.1), ("keras3-jax", 0.5), ("pytorch", 0.9))]
+    assert correctness_flags(pd.DataFrame(smoke)) == []
+    flat = row("keras2-tf", 0.1, loss=(2.3, 2.31), size="smoke", source="synthetic")
+    flags = correctness_flags(pd.DataFrame([*smoke, flat]))
+    assert [(f["stack"], f["check"]) for f in flags] == [("keras2-tf", "loss did not fall")]
+    text = "\n".join(method_section(pd.DataFrame(smoke)))
+    assert "only the loss check applied" in text and "No row flagged." in text
+
+
+def test_drift_compares_each_stacks_last_round_with_its_first():
+    df = pd.DataFrame([row("keras3-jax", 0.99, ms=(10.0, 10.5, 11.0)), row("pytorch", 0.99, ms=(8.0, 8.0, 8.0)),
+                       row("pytorch", 0.99, ms=(4.0, 4.0, 5.0), workload="mnist_mlp")])
+    assert round_drift(df) == [("keras3-jax", 1, 1.1), ("pytorch", 2, 1.125)]
+    text = "\n".join(method_section(df))
+    assert "3 round(s), every stack once per round in an order shuffled with seed 1" in text
+    assert "keras3-jax 1.100 (1 cells)" in text
+    assert "`epoch` 3" in text  # cadence counts from settings.sync
+
+
+def test_records_without_rounds_or_cadence_say_so():
+    df = pd.DataFrame([{"stack": "pytorch", "suite": "classic", "workload": "mnist_mlp", "task": "fit",
+                        "size": "smoke", "variant": "default", "status": "ok", "data.source": "synthetic"}])
+    text = "\n".join(method_section(df))
+    assert "not run in rounds" in text and "cadence (`settings.sync`: where the timer waits for the device): " \
+                                           "not recorded" in text
