@@ -40,6 +40,8 @@ FIELDS: dict[str, str] = {
     "settings.model_config": "paper suite: the architecture config built (full: the published one; smoke: tiny)",
     "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",
     "repeat": "1-based repeat index in a per-repeat record (null in the aggregated cell record)",
+    "output.shapes / finite": "paper suite: the shapes of the last step's output (predict: the model's, torch fit: "
+                              "the loss) and that it holds no NaN/Inf (a non-finite output fails the cell)",
     "gpu_before.*": "GPU cells: the GPU as the cell started: processes (other compute processes NVML lists), "
                     "process_memory_bytes, temperature_c; a busy GPU also puts a note in the row",
     "cooldown.*": "GPU cells with --cooldown: idle_c (at the run's start), target_c, start_c, end_c, waited_s and "

@@ -202,6 +202,11 @@ def test_pytorch_smoke_cells_time_every_step(workload, task):
         assert m["tokens_per_s"] == pytest.approx(m["examples_per_s"] * rec["settings"]["generated_tokens"])
     if workload == "gemma":
         assert 0 < rec["model"]["params_trainable"] < rec["model"]["params_total"]  # LoRA
+    if task == "generate":
+        assert rec["output"] is None
+    else:  # predict: the model's output; fit: the loss
+        assert rec["output"]["finite"] is True and rec["output"]["shapes"]
+        assert rec["output"]["shapes"][0][:1] == ([2] if task == "predict" else [])
 
 
 @needs_hub
@@ -211,6 +216,8 @@ def test_keras_torch_backend_smoke_cells(keras_torch_backend, workload, task):
     assert rec["status"] == "ok", rec.get("traceback")
     assert rec["metrics"]["steps"] == 2 and rec["metrics"]["ms_per_step_mean"] > 0
     assert rec["settings"]["jit_compile"] is False  # the source's setting on Keras' torch backend
+    if task == "predict":  # Keras predict: every step's output, concatenated (2 steps of batch 1)
+        assert rec["output"]["finite"] is True and rec["output"]["shapes"][0][0] == 2
     if task == "generate":
         assert rec["settings"]["generated_tokens"] == 7
     if task == "fit":
@@ -241,3 +248,17 @@ def test_pytorch_compile_variant_runs_generate_to_fixed_length():
                         batch_size=1, steps=2, settings={"compile": "default"}, variant="bs1-compile-default"))
     assert rec["status"] == "ok", rec.get("traceback")
     assert rec["settings"]["compile"] == "default" and rec["settings"]["generated_tokens"] == 7
+
+
+def test_outputs_are_checked_for_shape_and_finiteness():
+    import numpy as np
+    import torch
+
+    from bench.workloads import check_output
+
+    out = check_output("predict", {"masks": np.zeros((2, 3, 4)), "iou": torch.ones(2, 3), "n": 5})
+    assert out == {"shapes": [[2, 3, 4], [2, 3]], "finite": True}
+    assert check_output("fit", torch.tensor(0.5)) == {"shapes": [[]], "finite": True}
+    assert check_output("generate", 50) is None and check_output("fit", None) is None
+    with pytest.raises(RuntimeError, match="non-finite"):
+        check_output("predict", (np.array([1.0, np.nan]),))

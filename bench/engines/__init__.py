@@ -47,8 +47,10 @@ class EpochResult(TypedDict):
 
 class StepResult(TypedDict):
     """What a step engine returns: the settings in effect, the timer holding the first step apart from the
-    timed ones (the worker derives ms/step and throughput from it), model counts and peak memory."""
+    timed ones (the worker derives ms/step and throughput from it), model counts, peak memory, and the
+    last step's output shapes and finiteness (``bench.workloads.check_output``; None without an array)."""
 
+    output: dict[str, Any] | None
     settings: dict[str, Any]
     timer: EpochTimer
     model: dict[str, Any]

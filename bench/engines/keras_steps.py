@@ -18,7 +18,7 @@ from bench.engines.keras_engine import import_keras, make_timing_callback
 from bench.knobs import KerasStepSettings
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier, time_calls
-from bench.workloads import StepWorkload
+from bench.workloads import StepWorkload, check_output
 
 
 def _set_precision(keras, stack: Stack, precision: str) -> str:
@@ -79,8 +79,8 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
                           verbose=0, callbacks=[make_timing_callback(keras, timer, split_first=True)])
         else:
             job.model.compile(jit_compile=jit)
-            job.model.predict(_repeat(job.inputs, steps + 1), verbose=0,
-                              callbacks=[make_timing_callback(keras, timer, split_first=True)])
+            result = job.model.predict(_repeat(job.inputs, steps + 1), verbose=0,
+                                       callbacks=[make_timing_callback(keras, timer, split_first=True)])
         barrier()
     finally:
         if telemetry:
@@ -88,6 +88,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     effective["generated_tokens"] = job.checked_tokens(result)
     trainable = int(sum(np.prod(v.shape) for v in job.model.trainable_weights))
     return {
+        "output": check_output(task, result),
         "settings": effective,
         "timer": timer,
         "model": {"params_total": int(job.model.count_params()), "params_trainable": trainable},

@@ -14,7 +14,7 @@ from bench.engines import StepResult, frameworks
 from bench.knobs import TorchStepSettings
 from bench.stacks import Stack
 from bench.timing import EpochTimer, make_barrier, time_calls
-from bench.workloads import Job, StepWorkload
+from bench.workloads import Job, StepWorkload, check_output
 
 
 def _optimizer(torch, name: str, params):
@@ -84,6 +84,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
             telemetry.stop()
     effective["generated_tokens"] = job.checked_tokens(result)
     return {
+        "output": check_output(task, result),
         "settings": effective,
         "timer": timer,
         "model": {"params_total": int(sum(p.numel() for p in model.parameters())),

@@ -125,6 +125,46 @@ class Job:
         return int(produced)
 
 
+def _arrays(x: Any) -> list[Any]:
+    """The arrays inside a step's output: an array or tensor, or a dict/tuple/list (or a model output with
+    ``values()``, like transformers' ModelOutput) of them; other leaves are left out."""
+    if x is None or isinstance(x, (int, float, str)):
+        return []
+    if isinstance(x, dict) or (hasattr(x, "values") and callable(x.values) and not hasattr(x, "shape")):
+        return [a for v in x.values() for a in _arrays(v)]
+    if isinstance(x, (tuple, list)):
+        return [a for v in x for a in _arrays(v)]
+    return [x] if hasattr(x, "shape") else []
+
+
+def check_output(task: str, produced: Any) -> dict[str, Any] | None:
+    """Shapes and finiteness of the last step's output (``predict``: the model's output; ``fit`` on a loop
+    that returns it: the loss). None when the step returned no array (Keras ``fit``, ``generate``).
+
+    Returns:
+        ``{"shapes": [[...], ...], "finite": True}``.
+
+    Raises:
+        RuntimeError: an output holds NaN or Inf (the model did not compute what it should; the cell fails).
+    """
+    import numpy as np
+
+    arrays = _arrays(produced)
+    if task == "generate" or not arrays:
+        return None
+    shapes, finite = [], True
+    for a in arrays:
+        if hasattr(a, "detach"):  # torch
+            a = a.detach().float().cpu().numpy()
+        a = np.asarray(a)
+        shapes.append([int(d) for d in a.shape])
+        if a.dtype.kind in "fc":
+            finite = finite and bool(np.isfinite(a.astype(np.float32)).all())
+    if not finite:
+        raise RuntimeError(f"{task} produced non-finite values (NaN or Inf) in an output of shapes {shapes}")
+    return {"shapes": shapes, "finite": True}
+
+
 @dataclass(frozen=True)
 class StepWorkload:
     """A model timed step by step on random inputs of the published shapes (the Keras 3 benchmark's method).
