@@ -17,6 +17,13 @@ from typing import Any
 ACCURACY_TOLERANCE = 0.02
 
 
+def _col(df, name: str):
+    """Column ``name`` as text, empty where the CSV has no such column (older records)."""
+    import pandas as pd
+
+    return df[name].astype(str) if name in df.columns else pd.Series("", index=df.index)
+
+
 def _json_list(value: Any) -> list[float] | None:
     if not isinstance(value, str) or not value.startswith("["):
         return None
@@ -42,7 +49,7 @@ def correctness_flags(df) -> list[dict[str, Any]]:
 
     if "history.loss" not in df.columns:
         return []
-    fit = df[(df["status"] == "ok") & (df.get("task") == "fit")]
+    fit = df[(df["status"] == "ok") & (_col(df, "task") == "fit")]
     flags: list[dict[str, Any]] = []
     for _, r in fit.iterrows():
         loss = _json_list(r.get("history.loss"))
@@ -51,7 +58,7 @@ def correctness_flags(df) -> list[dict[str, Any]]:
                           "check": "loss did not fall", "value": f"{loss[0]:.4g} -> {loss[-1]:.4g}"})
     if "history.val_accuracy" not in fit.columns:
         return flags
-    full = fit[(fit["size"] == "full") & (fit["data.source"] == "real")].copy()
+    full = fit[(_col(fit, "size") == "full") & (_col(fit, "data.source") == "real")].copy()
     full["final_val_acc"] = full["history.val_accuracy"].map(lambda v: (_json_list(v) or [None])[-1])
     for _, group in full.groupby(["suite", "workload", "variant", "batch_size"], dropna=False):
         accs = group["final_val_acc"].dropna()
@@ -130,11 +137,11 @@ def method_section(df) -> list[str]:
     per_stack = _per_stack(ok, ("settings.jit_compile", "settings.compile", "settings.precision"))
     if per_stack:
         lines += ["- Compile and precision settings in effect, per stack:", *per_stack]
-    synthetic = (ok.get("data.source") == "synthetic").any()
+    synthetic = (_col(ok, "data.source") == "synthetic").any()
     lines.append(f"- Data (`data.source`): {_counts(ok, 'data.source')}"
                  + (" (synthetic rows do not measure the published task)" if synthetic else ""))
     flags = correctness_flags(df)
-    full_real = ((ok.get("size") == "full") & (ok.get("data.source") == "real")).any()
+    full_real = ((_col(ok, "size") == "full") & (_col(ok, "data.source") == "real")).any()
     lines.append(f"- Correctness gate: every fit row's training loss must fall; at full size on real data, final "
                  f"val_accuracy within {ACCURACY_TOLERANCE:.0%} (absolute) of the stacks' median"
                  + ("" if full_real else " (no full-size real-data rows here: only the loss check applied)"))
