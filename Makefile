@@ -99,7 +99,7 @@ DOCTOR := $(PYTHON) -m bench.doctor host --device $(RUN_DEVICE) --variant $(VARI
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
-	@echo "make bench-all   build all images, run every stack one after another, collect a CSV"
+	@echo "make bench-all   build all images, run every stack in rounds (shuffled order), collect a CSV"
 	@echo "make test        unit tests + Docker end-to-end test (smoke size, CPU)"
 	@echo
 	@grep -hE '^[a-zA-Z0-9%_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -166,7 +166,7 @@ compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.cs
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench compare /results/$(A) /results/$(B)
 
-fidelity: ## Harness ms/step vs a hand-timed loop, per stack (writes results/fidelity/<stack>-<variant>.json)
+fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<variant>.json)
 	@mkdir -p $(RESULTS_DIR)/fidelity
 	@for s in $(STACKS); do $(MAKE) --no-print-directory fidelity-$$s || exit 1; done
 
