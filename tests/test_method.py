@@ -53,3 +53,24 @@ def test_records_without_rounds_or_cadence_say_so():
     text = "\n".join(method_section(df))
     assert "not run in rounds" in text and "cadence (`settings.sync`: where the timer waits for the device): " \
                                            "not recorded" in text
+
+
+def test_rows_that_break_a_rule_are_listed_and_flagged_cells_are_marked_in_the_table():
+    from bench.report import Footnotes, classic_section
+
+    rows = [row("keras3-tf", 0.990), row("keras3-jax", 0.988), row("keras3-torch", 0.880), row("pytorch", 0.991)]
+    rows[0].update({"gpu_before.processes": 2, "telemetry.throttled": False, "env.gpu.mig_mode": False,
+                    "metrics.ms_per_step_mean": 3.0})
+    rows[1].update({"gpu_before.processes": 0, "telemetry.throttled": True, "metrics.ms_per_step_mean": 2.0})
+    rows[2].update({"metrics.ms_per_step_mean": 1.0})
+    rows[3].update({"metrics.ms_per_step_mean": 4.0, "data.source": "synthetic"})
+    df = pd.DataFrame(rows)
+    text = "\n".join(method_section(df))
+    assert "  - GPU busy: another process was on the GPU: keras3-tf mnist_cnn default" in text
+    assert ("  - throttled: thermal or hardware clock-event reasons in the timed window: "
+            "keras3-jax mnist_cnn default") in text
+    assert "MIG" not in text.split("Rows that break a rule")[1].split("Correctness")[0]
+    table = "\n".join(classic_section(df, Footnotes()))
+    assert "| 3.00 | 2.00 | 1.00 ⚠ | 4.00 (syn) |" in table.replace("| mnist_cnn | fit ", "")
+    assert "⚠: flagged by the correctness gate" in table and "(syn): synthetic data" in table
+    assert "No row broke a rule" in "\n".join(method_section(pd.DataFrame([row("pytorch", 0.99)])))

@@ -92,6 +92,36 @@ def round_drift(df) -> list[tuple[str, int, float]]:
     return out
 
 
+#: Rows that break a rule of a valid GPU measurement: (column, what it means).
+RULES = (("gpu_before.processes", "GPU busy: another process was on the GPU"),
+         ("env.gpu.mig_mode", "MIG mode: a GPU slice, while power and MFU are the whole GPU's"),
+         ("telemetry.throttled", "throttled: thermal or hardware clock-event reasons in the timed window"))
+
+
+def _set(value: Any) -> bool:
+    """True for a true flag or a positive count (a CSV cell: bool, number or their text; NaN is unset)."""
+    text = str(value).lower()
+    if text == "true":
+        return True
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
+
+
+def rule_breaks(df) -> list[tuple[str, list[str]]]:
+    """Per rule of ``RULES`` that some ok row breaks: (what it means, ["stack workload variant", ...])."""
+    ok = df[df["status"] == "ok"]
+    out = []
+    for col, meaning in RULES:
+        if col not in ok.columns:
+            continue
+        hit = ok[ok[col].map(_set)]
+        if not hit.empty:
+            out.append((meaning, [f"{r.stack} {r.workload} {r.variant}" for r in hit.itertuples()]))
+    return out
+
+
 def _counts(df, col: str) -> str:
     if col not in df.columns or df[col].isna().all():
         return "not recorded"
@@ -140,6 +170,12 @@ def method_section(df) -> list[str]:
     synthetic = (_col(ok, "data.source") == "synthetic").any()
     lines.append(f"- Data (`data.source`): {_counts(ok, 'data.source')}"
                  + (" (synthetic rows do not measure the published task)" if synthetic else ""))
+    breaks = rule_breaks(df)
+    if breaks:
+        lines.append("- **Rows that break a rule** (their numbers are not comparable with the others'):")
+        lines += [f"  - {meaning}: {', '.join(rows)}" for meaning, rows in breaks]
+    else:
+        lines.append("- No row broke a rule (GPU busy, MIG, thermal/hardware throttling).")
     flags = correctness_flags(df)
     full_real = ((_col(ok, "size") == "full") & (_col(ok, "data.source") == "real")).any()
     lines.append(f"- Correctness gate: every fit row's training loss must fall; at full size on real data, final "
