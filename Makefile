@@ -7,7 +7,7 @@
 #        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SEED (the rounds'
 #        shuffle, default 1), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
 #        idle + 3 degC), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
-#        CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE.
+#        CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report).
 
 SHELL := /bin/bash
 comma := ,
@@ -24,6 +24,7 @@ SYNC ?=
 SEED ?= 1
 COOLDOWN ?=
 DATA ?=
+PRICE_PER_HOUR ?=
 DEVICE ?= auto
 RESULTS_DIR ?= $(CURDIR)/results
 BASE_IMAGE ?=
@@ -160,7 +161,8 @@ collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv, then rewrite resu
 	$(MAKE) --no-print-directory report
 
 report: ## results/report.md (one section per collected results/*.csv) + PNG plots in results/plots/<run>/
-	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench report /results -o /results
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench report /results -o /results \
+	  $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR))
 
 compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.csv B=run2.csv (under results/)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }

@@ -389,7 +389,10 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
                 type=click.Path(exists=True, path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for report.md and plots/<run>/*.png [default: the first source's directory].")
-def report_cmd(sources, out_dir) -> None:
+@click.option("--price-per-hour", type=click.FloatRange(min=0), default=None, envvar="BENCH_PRICE_PER_HOUR",
+              help="$ per GPU-hour: the report adds each run's cost beside its GPU-hours [default: none, never "
+                   "guessed].")
+def report_cmd(sources, out_dir, price_per_hour) -> None:
     """Markdown report with plots from collected CSVs (a directory: every bench CSV in it, one section each)."""
     try:
         from bench.report import load_runs, write_report
@@ -400,7 +403,7 @@ def report_cmd(sources, out_dir) -> None:
         for w in warnings:
             click.echo(f"warning: {w}", err=True)
         first = sources[0]
-        path = write_report(runs, out_dir or (first if first.is_dir() else first.parent))
+        path = write_report(runs, out_dir or (first if first.is_dir() else first.parent), price_per_hour)
     except ValueError as e:
         fail(str(e))
     click.echo(f"wrote {path}")

@@ -42,6 +42,8 @@ FIELDS: dict[str, str] = {
     "repeat": "1-based repeat index in a per-repeat record (null in the aggregated cell record)",
     "output.shapes / finite": "paper suite: the shapes of the last step's output (predict: the model's, torch fit: "
                               "the loss) and that it holds no NaN/Inf (a non-finite output fails the cell)",
+    "process.gpu_s / repeats.gpu_s": "GPU-seconds: the cell process's wall time on a GPU (0 on CPU), and the sum "
+                                     "over the cell's repeats (the report's GPU-hours and cost)",
     "gpu_before.*": "GPU cells: the GPU as the cell started: processes (other compute processes NVML lists), "
                     "process_memory_bytes, temperature_c; a busy GPU also puts a note in the row",
     "cooldown.*": "GPU cells with --cooldown: idle_c (at the run's start), target_c, start_c, end_c, waited_s and "

@@ -60,5 +60,6 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
         block["schedule"] = [{k: (r.get("schedule") or {}).get(k) for k in ("round", "position")} for r in records]
     walls = [r.get("process", {}).get("wall_s") for r in records]
     block["process_wall_s"] = [w for w in walls if w is not None]
+    block["gpu_s"] = sum(r.get("process", {}).get("gpu_s") or 0.0 for r in records)
     out["repeats"] = block
     return out

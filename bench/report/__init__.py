@@ -18,6 +18,7 @@ from typing import Any
 
 from bench.report.classic import classic_section
 from bench.report.common import REFERENCE_STACKS, Footnotes, fmt
+from bench.report.gpus import cost_line, gpu_comparison, gpu_groups, gpu_seconds, slug
 from bench.report.method import correctness_flags, method_section, round_drift
 from bench.report.paper import PAPER_CSV, paper_columns, paper_rows, paper_section, published_ms
 from bench.report.plots import paper_plots, tuning_plots
@@ -31,11 +32,11 @@ from bench.report.tuning import (
     tuning_section,
 )
 
-__all__ = ["PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "Footnotes", "classic_section", "correctness_flags",
-           "findings", "fmt", "load_runs", "method_section", "paper_columns", "paper_plots", "paper_rows",
-           "paper_section", "provenance", "published_ms", "read_bench_csv", "reference_settings", "reference_times",
-           "round_drift", "run_sections", "run_span", "tuning_frame", "tuning_plots", "tuning_section",
-           "write_report"]
+__all__ = ["Footnotes", "PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "classic_section", "correctness_flags",
+           "findings", "fmt", "gpu_comparison", "gpu_groups", "gpu_seconds", "load_runs", "method_section",
+           "paper_columns", "paper_plots", "paper_rows", "paper_section", "provenance", "published_ms",
+           "read_bench_csv", "reference_settings", "reference_times", "round_drift", "run_sections", "run_span",
+           "tuning_frame", "tuning_plots", "tuning_section", "write_report"]
 
 
 def read_bench_csv(csv_path: Path):
@@ -59,9 +60,26 @@ def read_bench_csv(csv_path: Path):
     return df
 
 
-def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes) -> list[str]:
+def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes,
+                 price_per_hour: float | None = None) -> list[str]:
     """One run's sections (headings from ``##``), its PNGs written to ``plot_dir`` and linked as
-    ``link_prefix + file name``; cells that are not ok land in ``notes``."""
+    ``link_prefix + file name``; cells that are not ok land in ``notes``. Rows from several GPUs get a
+    "GPUs" comparison and one section per GPU (``bench.report.gpus``), never one table together.
+    ``price_per_hour``: $ per GPU-hour, for the cost line (None: GPU-hours only)."""
+    groups = gpu_groups(df)
+    if len(groups) == 1:
+        return _sections(df, plot_dir, link_prefix, notes, price_per_hour)
+    lines = ["## GPUs", "", f"This run holds cells from {len(groups)} GPUs (or the CPU): each has its own section "
+             "below, since cells measured on different GPUs are never compared in one table.", ""]
+    cost = cost_line(df, price_per_hour)
+    lines += ([cost, ""] if cost else []) + gpu_comparison(df)
+    for label, rows in groups:
+        body = _sections(rows, plot_dir / slug(label), f"{link_prefix}{slug(label)}/", notes, price_per_hour)
+        lines += [f"## GPU: {label}", "", *("#" + ln if ln.startswith("#") else ln for ln in body)]
+    return lines
+
+
+def _sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes, price_per_hour: float | None) -> list[str]:
     tuning = tuning_frame(df)
     has_paper = bool((df["suite"] == "paper").any())
     if has_paper or not tuning.empty:
@@ -72,7 +90,9 @@ def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes) -> list
     def linked(files: dict[str, str]) -> dict[str, str]:
         return {title: link_prefix + name for title, name in files.items()}
 
-    lines = [*provenance(df), *method_section(df), *paper_section(df, notes, linked(paper_files)),
+    cost = cost_line(df, price_per_hour)
+    lines = [*provenance(df), *([cost, ""] if cost else []), *method_section(df),
+             *paper_section(df, notes, linked(paper_files)),
              *classic_section(df, notes), *tuning_section(tuning, notes, linked(plots))]
     if notes.items:
         lines += ["## Cells that did not run", "", *notes.lines(), ""]
@@ -108,24 +128,25 @@ def load_runs(paths: list[Path]) -> tuple[list[tuple[str, Any]], list[str]]:
     return list(runs.values()), warnings
 
 
-def write_report(runs: list[tuple[str, Any]], out_dir: Path) -> Path:
+def write_report(runs: list[tuple[str, Any]], out_dir: Path, price_per_hour: float | None = None) -> Path:
     """Write ``out_dir/report.md`` from collected runs (``load_runs``); returns the report's path.
 
     Each run's PNGs go to ``out_dir/plots/<run>/``. With several runs the report has one
-    ``## Run <run>`` section per run, in the order given.
+    ``## Run <run>`` section per run, in the order given. ``price_per_hour``: $ per GPU-hour for the cost
+    lines (None: GPU-hours only; a price is never guessed).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     if len(runs) == 1:
         run, df = runs[0]
         lines = [f"# Benchmark report: {run}", "",
-                 *run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes())]
+                 *run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes(), price_per_hour)]
     else:
         lines = ["# Benchmark report", "", "Runs (one section each, from `results/<run>.csv`):", ""]
         lines += [f"- [{run}](#run-{run.replace('.', '')}): {len(df)} cells, "
                   f"{int((df['status'] == 'ok').sum())} ok" for run, df in runs]
         lines.append("")
         for run, df in runs:
-            body = run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes(f"{run}-"))
+            body = run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes(f"{run}-"), price_per_hour)
             lines += [f"## Run {run}", "", *("#" + ln if ln.startswith("#") else ln for ln in body)]
     path = out_dir / "report.md"
     tmp = path.with_name(".report.md.tmp")

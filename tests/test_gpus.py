@@ -1,0 +1,60 @@
+"""Results from two machines: one CSV, a report that keeps the GPUs apart, GPU-hours and cost."""
+
+import json
+
+import pandas as pd
+
+from bench.collect import collect
+from bench.record import Cell, new_record, result_path, write_json_atomic
+from bench.report import gpu_groups, gpu_seconds, load_runs, write_report
+
+
+def machine(root, gpu, uuid, ms_by_stack, wall=100.0):
+    """A result tree as one cloud job writes it: one ok classic cell per stack on one GPU."""
+    for stack, ms in ms_by_stack.items():
+        cell = Cell(stack=stack, suite="classic", workload="mnist_cnn", task="fit", size="full", device="gpu")
+        rec = new_record(cell)
+        rec.update(status="ok", batch_size=128, data={"source": "real"},
+                   metrics={"ms_per_step_mean": ms, "first_epoch_s": 1.0},
+                   env={"gpu": {"available": True, "name": gpu, "uuid": uuid}},
+                   process={"wall_s": wall, "gpu_s": wall},
+                   repeats={"n": 1, "gpu_s": wall, "process_wall_s": [wall]})
+        write_json_atomic(result_path(root, cell), rec)
+
+
+def test_two_machines_give_one_csv_and_a_report_that_never_mixes_their_gpus(tmp_path):
+    runs = tmp_path / "runs" / "classic-full-gpu"
+    machine(runs / "a100", "NVIDIA A100-SXM4-80GB", "GPU-aaaaaaaa-1111", {"keras3-jax": 2.0, "pytorch": 3.0})
+    machine(runs / "h100", "NVIDIA H100 80GB HBM3", "GPU-bbbbbbbb-2222", {"keras3-jax": 1.0, "pytorch": 1.2})
+    df, bad = collect(runs, tmp_path / "classic-full-gpu.csv")
+    assert len(df) == 4 and not bad
+    groups = gpu_groups(df)
+    assert [label for label, _ in groups] == ["NVIDIA A100-SXM4-80GB (GPU-aaaaaaaa)",
+                                              "NVIDIA H100 80GB HBM3 (GPU-bbbbbbbb)"]
+    assert gpu_seconds(df) == 400.0
+    report = write_report(load_runs([tmp_path / "classic-full-gpu.csv"])[0], tmp_path, price_per_hour=4.0)
+    text = report.read_text()
+    assert "## GPUs" in text and "never compared in one table" in text
+    assert "- GPU time: 0.11 GPU-hours" in text and "$0.44 at $4 per GPU-hour (as given)" in text
+    # the cross-GPU table: H100 / A100 per cell
+    assert "| classic | mnist_cnn | fit | default | keras3-jax | 2.00 | 1.00 | 0.500 |" in text
+    assert "| classic | mnist_cnn | fit | default | pytorch | 3.00 | 1.20 | 0.400 |" in text
+    # one classic table per GPU, each with that GPU's numbers only
+    a100, h100 = text.split("## GPU: NVIDIA A100")[1].split("## GPU: NVIDIA H100")
+    assert "| mnist_cnn | fit | 2.00 | 3.00 |" in a100 and "1.20" not in a100.split("Classic suite")[1]
+    assert "| mnist_cnn | fit | 1.00 | 1.20 |" in h100
+
+
+def test_one_gpu_keeps_one_section_and_no_price_is_guessed(tmp_path):
+    runs = tmp_path / "runs"
+    machine(runs, "NVIDIA H100 80GB HBM3", "GPU-bbbbbbbb-2222", {"keras3-jax": 1.0})
+    df, _ = collect(runs, tmp_path / "one.csv")
+    assert len(gpu_groups(df)) == 1
+    text = write_report(load_runs([tmp_path / "one.csv"])[0], tmp_path).read_text()
+    assert "## GPUs" not in text and "- GPU time: 0.03 GPU-hours" in text and "$" not in text.split("GPU time")[1][:80]
+
+
+def test_older_records_count_gpu_time_from_their_process_walls():
+    df = pd.DataFrame([{"device": "gpu", "repeats.process_wall_s": json.dumps([30.0, 60.0])},
+                       {"device": "cpu", "repeats.process_wall_s": json.dumps([99.0])}])
+    assert gpu_seconds(df) == 90.0
