@@ -96,7 +96,7 @@ DOCTOR := $(PYTHON) -m bench.doctor host --device $(RUN_DEVICE) --variant $(VARI
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
 .PHONY: help configure preflight doctor build bench-all collect report compare fidelity flops test test-unit test-e2e \
-	lint lock stacks clean
+	lint lock stacks clean cloud cloud-k8s cloud-collect
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -167,6 +167,30 @@ report: ## results/report.md (one section per collected results/*.csv) + PNG plo
 compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.csv B=run2.csv (under results/)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench compare /results/$(A) /results/$(B)
+
+# Cloud (bench/cloud.py, cloud/dlbench.sky.yaml): one SkyPilot managed job per GPU type, each running every stack
+# of SUITE on one GPU; results on a bucket. CLOUD_RUN names the run (a folder of the bucket).
+GPUS ?=
+BUCKET ?=
+REGISTRY ?=
+GPU_PRODUCT ?=
+CLOUD_RUN ?= dlbench-$(SUITE)-$(shell date -u +%Y%m%d-%H%M)
+CLOUD_SIZE = $(if $(filter smoke,$(SIZE)),$(if $(filter command line,$(origin SIZE)),smoke,full),$(SIZE))
+
+cloud: ## SkyPilot jobs, one per GPU type: make cloud SUITE=paper GPUS="A100 H100" BUCKET=name [SPOT=1] [DRY_RUN=1]
+	$(PYTHON) -m bench.cloud launch --suite $(SUITE) --gpus "$(GPUS)" --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
+	  --repeats $(or $(REPEATS),3) --seed $(SEED) --bucket "$(BUCKET)" --run-name "$(CLOUD_RUN)" \
+	  $(if $(SPOT),--spot) $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR)) $(if $(DRY_RUN),--dry-run)
+
+cloud-k8s: ## A Kubernetes Job (no SkyPilot): make cloud-k8s REGISTRY=ghcr.io/o/dlbench GPU_PRODUCT=NVIDIA-H100-80GB-HBM3
+	@$(PYTHON) -m bench.cloud k8s --suite $(SUITE) --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
+	  --repeats $(or $(REPEATS),3) --seed $(SEED) --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)"
+
+cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<CLOUD_RUN> (gs://, or a folder); CSV + report
+	@test -n "$(FROM)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }
+	$(PYTHON) -m bench.cloud collect --source "$(FROM)" --dest "$(RESULTS_DIR)/cloud/$(notdir $(FROM))" $(if $(DRY_RUN),--dry-run)
+	$(if $(DRY_RUN),@echo "(dry run: collect and report skipped)",$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
+	  bench collect /results/cloud/$(notdir $(FROM)) -o /results/$(notdir $(FROM)).csv && $(MAKE) --no-print-directory report)
 
 fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<variant>.json)
 	@mkdir -p $(RESULTS_DIR)/fidelity

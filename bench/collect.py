@@ -41,7 +41,8 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def find_records(root: Path) -> list[Path]:
     """Every cell record under ``root``: not scratch files of running cells, not per-repeat records."""
-    return sorted(p for p in Path(root).rglob("*.json") if ".work" not in p.parts and REPEATS_DIR not in p.parts)
+    skip = (".work", REPEATS_DIR, "doctor")  # doctor/: preflight tables beside a cloud job's runs
+    return sorted(p for p in Path(root).rglob("*.json") if not any(s in p.parts for s in skip))
 
 
 def load_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:

@@ -1,0 +1,197 @@
+"""Cloud and Kubernetes runs: the ``sky jobs launch`` commands of ``make cloud``, the Kubernetes Job of one
+comparison, and ``make cloud-collect``.
+
+The unit of fan-out keeps comparisons honest: one job runs every stack of a comparison on one GPU (in
+rounds, ``bench.rounds``), and jobs split by GPU type (or suite), never by stack: two stacks measured
+on two machines would compare the machines. SkyPilot (``cloud/dlbench.sky.yaml``) provisions the VM on
+any cloud or Kubernetes cluster it is configured for; managed jobs resume after a spot preemption, and
+the runner's resume skips the cells already in the results bucket. For clusters without SkyPilot,
+``k8s_job`` writes one ``batch/v1`` Job per comparison: the stacks run one after another as init
+containers of one pod holding one GPU, then the collector writes the CSV and report on the volume.
+
+``python -m bench.cloud launch|k8s|collect ...`` (the Makefile's ``cloud``, ``cloud-k8s`` and
+``cloud-collect`` targets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import rounds
+from bench.stacks import DEFAULT_STACKS, STACKS
+
+TASK_YAML = "cloud/dlbench.sky.yaml"
+
+
+def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size: str, repeats: int,
+                    bucket: str, run_name: str, spot: bool = False, seed: int = rounds.DEFAULT_SEED,
+                    price_per_hour: float | None = None) -> list[list[str]]:
+    """One ``sky jobs launch`` per GPU type, each running every stack of the comparison on one GPU.
+
+    Raises:
+        ValueError: no GPU, an unknown stack, repeats < 1, or an empty bucket/run name.
+    """
+    if not gpus:
+        raise ValueError("name at least one GPU type (GPUS=\"A100 H100\")")
+    unknown = [s for s in stacks if s not in STACKS]
+    if unknown:
+        raise ValueError(f"unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}")
+    if repeats < 1 or not bucket or not run_name:
+        raise ValueError("repeats must be >= 1, and BUCKET and RUN_NAME must be set")
+    out = []
+    for gpu in gpus:
+        accel = gpu if ":" in gpu else f"{gpu}:1"
+        envs = {"SUITE": suite, "STACKS": " ".join(stacks), "SIZE": size, "REPEATS": str(repeats),
+                "SEED": str(seed), "RUN_NAME": run_name, "BUCKET": bucket,
+                "PRICE_PER_HOUR": "" if price_per_hour is None else f"{price_per_hour:g}"}
+        cmd = ["sky", "jobs", "launch", TASK_YAML, "--gpus", accel, "-n",
+               f"dlbench-{suite}-{accel.split(':')[0].lower()}", "-y"]
+        if spot:
+            cmd.append("--use-spot")
+        for k, v in envs.items():
+            cmd += ["--env", f"{k}={v}"]
+        out.append(cmd)
+    return out
+
+
+def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, repeats: int = 3,
+            size: str = "full", seed: int = rounds.DEFAULT_SEED, claim: str = "dlbench-results",
+            name: str | None = None, shm_gib: int = 16) -> dict[str, Any]:
+    """A ``batch/v1`` Job running one comparison on one GPU of a node labelled ``nvidia.com/gpu.product``
+    = ``gpu_product``: per round, every stack in that round's shuffled order as an init container (init
+    containers run one at a time, so the stacks never share the GPU), then the collector.
+
+    Images: ``<registry>/<stack>:gpu`` and ``<registry>/collector:latest`` (``make push REGISTRY=...``).
+    Results go to the PersistentVolumeClaim ``claim`` at /results; /dev/shm is memory-backed
+    (``shm_gib`` GiB: PyTorch's DataLoader workers and XLA use it).
+
+    Raises:
+        ValueError: an unknown stack, repeats < 1, or an empty registry or GPU product.
+    """
+    if not registry or not gpu_product:
+        raise ValueError("set REGISTRY (where the images were pushed) and GPU_PRODUCT (the node label value)")
+    unknown = [s for s in stacks if s not in STACKS]
+    if unknown or repeats < 1:
+        raise ValueError(f"unknown stack(s) {', '.join(unknown)} or repeats < 1")
+    run = f"{suite}-{size}-gpu"
+    mounts = [{"name": "results", "mountPath": "/results"}, {"name": "shm", "mountPath": "/dev/shm"}]
+    gpu = {"limits": {"nvidia.com/gpu": 1}}
+    init = []
+    for r in range(1, repeats + 1):
+        for stack in rounds.order(stacks, seed, r):
+            s = STACKS[stack]
+            args = ["bench", "run", "--stack", stack, "--suite", suite, "--size", size, "--device", "gpu",
+                    "--out", f"/results/runs/{run}", "--round", str(r), "--repeats", str(repeats),
+                    "--seed", str(seed), "--round-stacks", " ".join(stacks)]
+            init.append({"name": f"r{r}-{stack}", "image": f"{registry}/{stack}:gpu", "args": args,
+                         "env": [{"name": k, "value": v} for k, v in s.env.items()],
+                         "resources": gpu, "volumeMounts": mounts})
+    collector = {"name": "collect", "image": f"{registry}/collector:latest",
+                 "command": ["sh", "-c", f"bench collect /results/runs/{run} -o /results/{run}.csv && "
+                                         "bench report /results -o /results"],
+                 "volumeMounts": [mounts[0]]}
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name or f"dlbench-{suite}", "labels": {"app": "dlbench"}},
+        "spec": {
+            "backoffLimit": 2,  # a retried pod resumes: finished cells are on the volume
+            "template": {
+                "metadata": {"labels": {"app": "dlbench"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": {"nvidia.com/gpu.product": gpu_product},
+                    "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001},
+                    "initContainers": init,
+                    "containers": [collector],
+                    "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": claim}},
+                                {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_gib}Gi"}}],
+                },
+            },
+        },
+    }
+
+
+def collect_from(source: str, dest: Path) -> list[str]:
+    """The command that copies a results bucket (``s3://``, ``gs://``) or folder into ``dest``.
+
+    Raises:
+        ValueError: a URL scheme this does not know.
+    """
+    if source.startswith("s3://"):
+        return ["aws", "s3", "sync", source, str(dest)]
+    if source.startswith("gs://"):
+        return ["gcloud", "storage", "rsync", "--recursive", source, str(dest)]
+    if "://" in source:
+        raise ValueError(f"cannot copy from {source!r}: use s3://, gs:// or a local folder (a mounted bucket)")
+    return ["cp", "-r", f"{source.rstrip('/')}/.", str(dest)]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.cloud", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    la = sub.add_parser("launch", help="print (--dry-run) or run the sky jobs launch commands")
+    la.add_argument("--suite", default="classic")
+    la.add_argument("--gpus", required=True, help='GPU types, space-separated: "A100 H100" (A100-80GB, L4, ...)')
+    la.add_argument("--stacks", default=" ".join(DEFAULT_STACKS))
+    la.add_argument("--size", default="full")
+    la.add_argument("--repeats", type=int, default=3)
+    la.add_argument("--seed", type=int, default=rounds.DEFAULT_SEED)
+    la.add_argument("--bucket", default="")
+    la.add_argument("--run-name", default="")
+    la.add_argument("--spot", action="store_true")
+    la.add_argument("--price-per-hour", type=float, default=None)
+    la.add_argument("--dry-run", action="store_true")
+    k8 = sub.add_parser("k8s", help="print a batch/v1 Job (YAML) for one comparison")
+    k8.add_argument("--suite", default="classic")
+    k8.add_argument("--stacks", default=" ".join(DEFAULT_STACKS))
+    k8.add_argument("--size", default="full")
+    k8.add_argument("--repeats", type=int, default=3)
+    k8.add_argument("--seed", type=int, default=rounds.DEFAULT_SEED)
+    k8.add_argument("--registry", default="")
+    k8.add_argument("--gpu-product", default="")
+    k8.add_argument("--claim", default="dlbench-results")
+    co = sub.add_parser("collect", help="copy a results bucket or folder into results/cloud/<run>")
+    co.add_argument("--source", required=True)
+    co.add_argument("--dest", type=Path, required=True)
+    co.add_argument("--dry-run", action="store_true")
+    a = p.parse_args(argv)
+    try:
+        if a.cmd == "launch":
+            cmds = launch_commands(a.suite, a.gpus.split(), a.stacks.split(), a.size, a.repeats, a.bucket,
+                                   a.run_name, a.spot, a.seed, a.price_per_hour)
+            _run(cmds, a.dry_run, "sky", "pip install skypilot, then `sky check` (README \"Run on the cloud\")")
+        elif a.cmd == "k8s":
+            import yaml
+
+            job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim)
+            sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
+        else:
+            a.dest.mkdir(parents=True, exist_ok=True)
+            cmd = collect_from(a.source, a.dest)
+            _run([cmd], a.dry_run, cmd[0], f"install the {cmd[0]} CLI, or mount the bucket and pass its folder")
+    except ValueError as e:
+        p.error(str(e))
+
+
+def _run(cmds: list[list[str]], dry_run: bool, tool: str, how: str) -> None:
+    for cmd in cmds:
+        print(shlex.join(cmd))
+    if dry_run:
+        return
+    if not shutil.which(tool):
+        sys.exit(f"bench.cloud: {tool!r} is not installed: {how}")
+    for cmd in cmds:
+        rc = subprocess.run(cmd).returncode
+        if rc:
+            sys.exit(f"bench.cloud: {shlex.join(cmd[:3])} ... exited with status {rc}")
+
+
+if __name__ == "__main__":
+    main()

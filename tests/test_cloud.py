@@ -1,0 +1,84 @@
+"""Cloud and Kubernetes runs, offline: the sky commands, the task spec, the Kubernetes Job, collecting."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench import cloud, rounds
+from bench.stacks import DEFAULT_STACKS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_one_job_per_gpu_type_each_with_every_stack():
+    cmds = cloud.launch_commands("paper", ["A100", "H100:1"], DEFAULT_STACKS, "full", 3, "bkt", "run1", spot=True)
+    assert len(cmds) == 2
+    for cmd, accel in zip(cmds, ("A100:1", "H100:1"), strict=True):
+        assert cmd[:4] == ["sky", "jobs", "launch", cloud.TASK_YAML] and cmd[cmd.index("--gpus") + 1] == accel
+        assert "--use-spot" in cmd and f"STACKS={' '.join(DEFAULT_STACKS)}" in cmd  # never split by stack
+        assert "BUCKET=bkt" in cmd and "RUN_NAME=run1" in cmd and "REPEATS=3" in cmd
+    for bad in (lambda: cloud.launch_commands("paper", [], DEFAULT_STACKS, "full", 3, "b", "r"),
+                lambda: cloud.launch_commands("paper", ["H100"], ["mxnet"], "full", 3, "b", "r"),
+                lambda: cloud.launch_commands("paper", ["H100"], DEFAULT_STACKS, "full", 3, "", "r")):
+        with pytest.raises(ValueError):
+            bad()
+
+
+def test_make_cloud_dry_run_prints_the_exact_commands():
+    p = subprocess.run(["make", "-s", "cloud", "SUITE=paper", "GPUS=A100 H100", "BUCKET=my-bucket",
+                        "CLOUD_RUN=paper-1", "DRY_RUN=1", f"PYTHON={sys.executable}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("sky ")]
+    assert lines == [" ".join(__import__("shlex").quote(a) for a in c) for c in cloud.launch_commands(
+        "paper", ["A100", "H100"], DEFAULT_STACKS, "full", 3, "my-bucket", "paper-1")]
+    p = subprocess.run(["make", "-s", "cloud", "SUITE=paper", "DRY_RUN=1", f"PYTHON={sys.executable}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "GPU type" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_skypilot_task_spec_validates_with_skypilots_own_parser():
+    sky = pytest.importorskip("sky")
+    spec = yaml.safe_load((ROOT / cloud.TASK_YAML).read_text())
+    task = sky.Task.from_yaml_config(spec, env_overrides=[("BUCKET", "dlbench-test"), ("SUITE", "paper")])
+    assert task.envs["SUITE"] == "paper" and "make bench-all" in task.run
+    (res,) = task.resources
+    assert res.accelerators == {"H100": 1} and res.disk_size == 256
+
+
+def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():
+    job = cloud.k8s_job("classic", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-H100-80GB-HBM3", repeats=2)
+    pod = job["spec"]["template"]["spec"]
+    names = [c["name"] for c in pod["initContainers"]]
+    assert names == [f"r{r}-{s}" for r in (1, 2) for s in rounds.order(DEFAULT_STACKS, 1, r)]
+    assert all(c["resources"]["limits"]["nvidia.com/gpu"] == 1 for c in pod["initContainers"])
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in pod["volumes"]
+    assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "dlbench-results"
+    first = pod["initContainers"][0]
+    assert first["image"] == f"ghcr.io/o/dlbench/{first['name'].split('-', 1)[1]}:gpu"
+    assert first["args"][first["args"].index("--round") + 1] == "1"
+    assert pod["containers"][0]["image"] == "ghcr.io/o/dlbench/collector:latest"
+    with pytest.raises(ValueError):
+        cloud.k8s_job("classic", DEFAULT_STACKS, "", "NVIDIA-H100-80GB-HBM3")
+
+
+def test_the_kubernetes_job_validates_against_the_kubernetes_schema():
+    kv = pytest.importorskip("kubernetes_validate")
+    job = cloud.k8s_job("paper", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-A100-SXM4-80GB")
+    kv.validate(job, "1.30", strict=True)
+
+
+def test_collect_copies_a_folder_and_names_the_bucket_tools(tmp_path):
+    assert cloud.collect_from("s3://b/run", tmp_path) == ["aws", "s3", "sync", "s3://b/run", str(tmp_path)]
+    assert cloud.collect_from("gs://b/run", tmp_path)[:3] == ["gcloud", "storage", "rsync"]
+    with pytest.raises(ValueError):
+        cloud.collect_from("ftp://x", tmp_path)
+    src = tmp_path / "bucket" / "run1" / "NVIDIA-H100" / "runs"
+    src.mkdir(parents=True)
+    (src / "a.json").write_text("{}")
+    cloud.main(["collect", "--source", str(tmp_path / "bucket" / "run1"), "--dest", str(tmp_path / "home")])
+    assert (tmp_path / "home" / "NVIDIA-H100" / "runs" / "a.json").exists()
