@@ -96,7 +96,7 @@ DOCTOR := $(PYTHON) -m bench.doctor host --device $(RUN_DEVICE) --variant $(VARI
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
 .PHONY: help configure preflight doctor build bench-all collect report compare fidelity flops test test-unit test-e2e \
-	lint lock stacks clean cloud cloud-k8s cloud-collect
+	lint lock stacks clean cloud cloud-k8s cloud-collect push
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -168,6 +168,20 @@ compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.cs
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench compare /results/$(A) /results/$(B)
 
+# Registry: make push tags the built images of VARIANT as $(REGISTRY)/<stack>:<VARIANT>-<TAG> (and the collector)
+# and pushes them; each pushed image's digest goes to results/images/<VARIANT>-<TAG>.txt.
+TAG ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+PUSH_STACKS = $(if $(filter cpu,$(VARIANT)),$(CPU_STACKS),$(ALL_STACKS))
+
+push: ## Push the built images: make push REGISTRY=ghcr.io/<owner>/dlbench VARIANT=gpu [TAG=...]
+	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=<registry>/<prefix> [VARIANT=cpu|gpu] [TAG=...]" >&2; exit 2; }
+	@mkdir -p $(RESULTS_DIR)/images
+	@set -eo pipefail; for i in $(addsuffix :$(VARIANT),$(PUSH_STACKS)) collector:latest; do \
+	  name=$${i%%:*}; ref=$(REGISTRY)/$$name:$${i#*:}-$(TAG); \
+	  $(DOCKER) tag dlbench/$$i $$ref; $(DOCKER) push $$ref >/dev/null; \
+	  $(DOCKER) image inspect --format '{{index .RepoDigests 0}}' $$ref; \
+	done | tee $(RESULTS_DIR)/images/$(VARIANT)-$(TAG).txt
+
 # Cloud (bench/cloud.py, cloud/dlbench.sky.yaml): one SkyPilot managed job per GPU type, each running every stack
 # of SUITE on one GPU; results on a bucket. CLOUD_RUN names the run (a folder of the bucket).
 GPUS ?=
@@ -182,9 +196,9 @@ cloud: ## SkyPilot jobs, one per GPU type: make cloud SUITE=paper GPUS="A100 H10
 	  --repeats $(or $(REPEATS),3) --seed $(SEED) --bucket "$(BUCKET)" --run-name "$(CLOUD_RUN)" \
 	  $(if $(SPOT),--spot) $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR)) $(if $(DRY_RUN),--dry-run)
 
-cloud-k8s: ## A Kubernetes Job (no SkyPilot): make cloud-k8s REGISTRY=ghcr.io/o/dlbench GPU_PRODUCT=NVIDIA-H100-80GB-HBM3
+cloud-k8s: ## A Kubernetes Job (no SkyPilot) on images make push pushed: make cloud-k8s REGISTRY=... TAG=... GPU_PRODUCT=...
 	@$(PYTHON) -m bench.cloud k8s --suite $(SUITE) --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
-	  --repeats $(or $(REPEATS),3) --seed $(SEED) --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)"
+	  --repeats $(or $(REPEATS),3) --seed $(SEED) --registry "$(REGISTRY)" --tag "$(TAG)" --gpu-product "$(GPU_PRODUCT)"
 
 cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<CLOUD_RUN> (gs://, or a folder); CSV + report
 	@test -n "$(FROM)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }

@@ -63,18 +63,20 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
 
 def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, repeats: int = 3,
             size: str = "full", seed: int = rounds.DEFAULT_SEED, claim: str = "dlbench-results",
-            name: str | None = None, shm_gib: int = 16) -> dict[str, Any]:
+            name: str | None = None, shm_gib: int = 16, tag: str = "") -> dict[str, Any]:
     """A ``batch/v1`` Job running one comparison on one GPU of a node labelled ``nvidia.com/gpu.product``
     = ``gpu_product``: per round, every stack in that round's shuffled order as an init container (init
     containers run one at a time, so the stacks never share the GPU), then the collector.
 
-    Images: ``<registry>/<stack>:gpu`` and ``<registry>/collector:latest`` (``make push REGISTRY=...``).
+    Images: ``<registry>/<stack>:gpu-<tag>`` and ``<registry>/collector:latest-<tag>``, as ``make push
+    REGISTRY=... TAG=...`` names them (no ``-<tag>`` with an empty tag).
     Results go to the PersistentVolumeClaim ``claim`` at /results; /dev/shm is memory-backed
     (``shm_gib`` GiB: PyTorch's DataLoader workers and XLA use it).
 
     Raises:
         ValueError: an unknown stack, repeats < 1, or an empty registry or GPU product.
     """
+    suffix = f"-{tag}" if tag else ""
     if not registry or not gpu_product:
         raise ValueError("set REGISTRY (where the images were pushed) and GPU_PRODUCT (the node label value)")
     unknown = [s for s in stacks if s not in STACKS]
@@ -90,10 +92,10 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
             args = ["bench", "run", "--stack", stack, "--suite", suite, "--size", size, "--device", "gpu",
                     "--out", f"/results/runs/{run}", "--round", str(r), "--repeats", str(repeats),
                     "--seed", str(seed), "--round-stacks", " ".join(stacks)]
-            init.append({"name": f"r{r}-{stack}", "image": f"{registry}/{stack}:gpu", "args": args,
+            init.append({"name": f"r{r}-{stack}", "image": f"{registry}/{stack}:gpu{suffix}", "args": args,
                          "env": [{"name": k, "value": v} for k, v in s.env.items()],
                          "resources": gpu, "volumeMounts": mounts})
-    collector = {"name": "collect", "image": f"{registry}/collector:latest",
+    collector = {"name": "collect", "image": f"{registry}/collector:latest{suffix}",
                  "command": ["sh", "-c", f"bench collect /results/runs/{run} -o /results/{run}.csv && "
                                          "bench report /results -o /results"],
                  "volumeMounts": [mounts[0]]}
@@ -157,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     k8.add_argument("--registry", default="")
     k8.add_argument("--gpu-product", default="")
     k8.add_argument("--claim", default="dlbench-results")
+    k8.add_argument("--tag", default="")
     co = sub.add_parser("collect", help="copy a results bucket or folder into results/cloud/<run>")
     co.add_argument("--source", required=True)
     co.add_argument("--dest", type=Path, required=True)
@@ -170,7 +173,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif a.cmd == "k8s":
             import yaml
 
-            job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim)
+            job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim,
+                          tag=a.tag)
             sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
         else:
             a.dest.mkdir(parents=True, exist_ok=True)

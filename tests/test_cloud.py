@@ -50,7 +50,8 @@ def test_the_skypilot_task_spec_validates_with_skypilots_own_parser():
 
 
 def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():
-    job = cloud.k8s_job("classic", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-H100-80GB-HBM3", repeats=2)
+    job = cloud.k8s_job("classic", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-H100-80GB-HBM3", repeats=2,
+                        tag="abc123")
     pod = job["spec"]["template"]["spec"]
     names = [c["name"] for c in pod["initContainers"]]
     assert names == [f"r{r}-{s}" for r in (1, 2) for s in rounds.order(DEFAULT_STACKS, 1, r)]
@@ -59,9 +60,9 @@ def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():
     assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in pod["volumes"]
     assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "dlbench-results"
     first = pod["initContainers"][0]
-    assert first["image"] == f"ghcr.io/o/dlbench/{first['name'].split('-', 1)[1]}:gpu"
+    assert first["image"] == f"ghcr.io/o/dlbench/{first['name'].split('-', 1)[1]}:gpu-abc123"  # as make push tags
     assert first["args"][first["args"].index("--round") + 1] == "1"
-    assert pod["containers"][0]["image"] == "ghcr.io/o/dlbench/collector:latest"
+    assert pod["containers"][0]["image"] == "ghcr.io/o/dlbench/collector:latest-abc123"
     with pytest.raises(ValueError):
         cloud.k8s_job("classic", DEFAULT_STACKS, "", "NVIDIA-H100-80GB-HBM3")
 
@@ -82,3 +83,28 @@ def test_collect_copies_a_folder_and_names_the_bucket_tools(tmp_path):
     (src / "a.json").write_text("{}")
     cloud.main(["collect", "--source", str(tmp_path / "bucket" / "run1"), "--dest", str(tmp_path / "home")])
     assert (tmp_path / "home" / "NVIDIA-H100" / "runs" / "a.json").exists()
+
+
+def test_make_push_tags_every_built_image_and_records_its_digest(tmp_path):
+    log = tmp_path / "docker.log"
+    fake = tmp_path / "docker"
+    fake.write_text(f"""#!/bin/sh
+echo "$@" >> {log}
+if [ "$1" = image ]; then echo "${{5%%:*}}@sha256:0123"; fi
+""")
+    fake.chmod(0o755)
+    p = subprocess.run(["make", "-s", "push", "REGISTRY=ghcr.io/o/dlbench", "VARIANT=cpu", "TAG=t1", f"DOCKER={fake}",
+                        f"RESULTS_DIR={tmp_path}", f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    from bench.stacks import STACKS
+
+    cpu = [s for s in STACKS.values() if "cpu" in s.variants]
+    calls = log.read_text().splitlines()
+    assert f"tag dlbench/{cpu[0].id}:cpu ghcr.io/o/dlbench/{cpu[0].id}:cpu-t1" in calls
+    assert "push ghcr.io/o/dlbench/collector:latest-t1" in calls
+    digests = (tmp_path / "images" / "cpu-t1.txt").read_text().split()
+    want = [f"ghcr.io/o/dlbench/{s.id}@sha256:0123" for s in cpu] + ["ghcr.io/o/dlbench/collector@sha256:0123"]
+    assert digests == want
+    p = subprocess.run(["make", "-s", "push", f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 2 and "usage: make push REGISTRY=" in p.stderr
