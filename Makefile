@@ -7,7 +7,8 @@
 #        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SEED (the rounds'
 #        shuffle, default 1), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
 #        idle + 3 degC), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
-#        CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report).
+#        CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
+#        REGISTRY (pull images tagged by their inputs where it has them; make push).
 
 SHELL := /bin/bash
 comma := ,
@@ -96,7 +97,7 @@ DOCTOR := $(PYTHON) -m bench.doctor host --device $(RUN_DEVICE) --variant $(VARI
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
 .PHONY: help configure preflight doctor build bench-all collect report compare fidelity flops test test-unit test-e2e \
-	lint lock stacks clean cloud cloud-k8s cloud-collect push
+	lint lock stacks clean cloud cloud-k8s cloud-collect push images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -124,7 +125,8 @@ build-%: ## Build one image: build-<stack> or build-collector
 
 bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)
 	@mkdir -p $(RESULTS_DIR)
-	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T -e BENCH_IMAGE_DIGEST="$$($(DOCKER) image inspect --format \
+	  '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' dlbench/$*:$(VARIANT) 2>/dev/null)" $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
 	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)", \
 	    $(if $(REPEATS),--repeats $(REPEATS))) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
@@ -144,7 +146,7 @@ doctor-%:
 	else mkdir -p $(RESULTS_DIR)/doctor && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
 	  bench doctor --stack $* --device $(RUN_DEVICE) --out /results/doctor/$*-$(VARIANT).json; fi
 
-bench-all: preflight build ## Preflight, build, run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
+bench-all: preflight configure $(if $(REGISTRY),images,build) ## Preflight, build (or pull), run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
 	@failed=""; for r in $$(seq $(ROUNDS)); do \
@@ -168,19 +170,27 @@ compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.cs
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench compare /results/$(A) /results/$(B)
 
-# Registry: make push tags the built images of VARIANT as $(REGISTRY)/<stack>:<VARIANT>-<TAG> (and the collector)
-# and pushes them; each pushed image's digest goes to results/images/<VARIANT>-<TAG>.txt.
-TAG ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+# Registry (REGISTRY=ghcr.io/<owner>/dlbench): an image's tag names its variant and a hash of its build inputs
+# (bench/imagetag.py), so a changed lock, Dockerfile or harness is a new tag and a stale image is never reused.
 PUSH_STACKS = $(if $(filter cpu,$(VARIANT)),$(CPU_STACKS),$(ALL_STACKS))
+IMAGE_REF = $(REGISTRY)/$$i:$$($(PYTHON) -m bench.imagetag $$i $$v)
+for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo latest || echo $(VARIANT) );
+need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [VARIANT=cpu|gpu]" >&2; exit 2; }
 
-push: ## Push the built images: make push REGISTRY=ghcr.io/<owner>/dlbench VARIANT=gpu [TAG=...]
-	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=<registry>/<prefix> [VARIANT=cpu|gpu] [TAG=...]" >&2; exit 2; }
+push: ## Push the built images of VARIANT, tagged by their inputs: make push REGISTRY=ghcr.io/<owner>/dlbench VARIANT=gpu
+	$(need_registry)
 	@mkdir -p $(RESULTS_DIR)/images
-	@set -eo pipefail; for i in $(addsuffix :$(VARIANT),$(PUSH_STACKS)) collector:latest; do \
-	  name=$${i%%:*}; ref=$(REGISTRY)/$$name:$${i#*:}-$(TAG); \
-	  $(DOCKER) tag dlbench/$$i $$ref; $(DOCKER) push $$ref >/dev/null; \
+	@set -eo pipefail; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
+	  $(DOCKER) tag dlbench/$$i:$$v $$ref; $(DOCKER) push $$ref >/dev/null; \
 	  $(DOCKER) image inspect --format '{{index .RepoDigests 0}}' $$ref; \
-	done | tee $(RESULTS_DIR)/images/$(VARIANT)-$(TAG).txt
+	done | tee $(RESULTS_DIR)/images/$(VARIANT).txt
+
+images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
+	@$(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
+	  if [ -n "$(REGISTRY)" ] && $(DOCKER) pull -q $$ref >/dev/null 2>&1; then \
+	    $(DOCKER) tag $$ref dlbench/$$i:$$v && echo "$$i: pulled $$ref"; \
+	  else echo "$$i: $$ref not in the registry, building"; $(MAKE) --no-print-directory build-$$i || exit 1; fi; \
+	done
 
 # Cloud (bench/cloud.py, cloud/dlbench.sky.yaml): one SkyPilot managed job per GPU type, each running every stack
 # of SUITE on one GPU; results on a bucket. CLOUD_RUN names the run (a folder of the bucket).
@@ -194,11 +204,12 @@ CLOUD_SIZE = $(if $(filter smoke,$(SIZE)),$(if $(filter command line,$(origin SI
 cloud: ## SkyPilot jobs, one per GPU type: make cloud SUITE=paper GPUS="A100 H100" BUCKET=name [SPOT=1] [DRY_RUN=1]
 	$(PYTHON) -m bench.cloud launch --suite $(SUITE) --gpus "$(GPUS)" --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
 	  --repeats $(or $(REPEATS),3) --seed $(SEED) --bucket "$(BUCKET)" --run-name "$(CLOUD_RUN)" \
-	  $(if $(SPOT),--spot) $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR)) $(if $(DRY_RUN),--dry-run)
+	  $(if $(SPOT),--spot) $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR)) \
+	  $(if $(REGISTRY),--registry "$(REGISTRY)") $(if $(DRY_RUN),--dry-run)
 
-cloud-k8s: ## A Kubernetes Job (no SkyPilot) on images make push pushed: make cloud-k8s REGISTRY=... TAG=... GPU_PRODUCT=...
+cloud-k8s: ## A Kubernetes Job (no SkyPilot) on the images make push pushed: make cloud-k8s REGISTRY=... GPU_PRODUCT=...
 	@$(PYTHON) -m bench.cloud k8s --suite $(SUITE) --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
-	  --repeats $(or $(REPEATS),3) --seed $(SEED) --registry "$(REGISTRY)" --tag "$(TAG)" --gpu-product "$(GPU_PRODUCT)"
+	  --repeats $(or $(REPEATS),3) --seed $(SEED) --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)"
 
 cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<CLOUD_RUN> (gs://, or a folder); CSV + report
 	@test -n "$(FROM)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }

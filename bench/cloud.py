@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import rounds
+from bench import imagetag, rounds
 from bench.stacks import DEFAULT_STACKS, STACKS
 
 TASK_YAML = "cloud/dlbench.sky.yaml"
@@ -32,7 +32,7 @@ TASK_YAML = "cloud/dlbench.sky.yaml"
 
 def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size: str, repeats: int,
                     bucket: str, run_name: str, spot: bool = False, seed: int = rounds.DEFAULT_SEED,
-                    price_per_hour: float | None = None) -> list[list[str]]:
+                    price_per_hour: float | None = None, registry: str = "") -> list[list[str]]:
     """One ``sky jobs launch`` per GPU type, each running every stack of the comparison on one GPU.
 
     Raises:
@@ -50,7 +50,7 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
         accel = gpu if ":" in gpu else f"{gpu}:1"
         envs = {"SUITE": suite, "STACKS": " ".join(stacks), "SIZE": size, "REPEATS": str(repeats),
                 "SEED": str(seed), "RUN_NAME": run_name, "BUCKET": bucket,
-                "PRICE_PER_HOUR": "" if price_per_hour is None else f"{price_per_hour:g}"}
+                "PRICE_PER_HOUR": "" if price_per_hour is None else f"{price_per_hour:g}", "REGISTRY": registry}
         cmd = ["sky", "jobs", "launch", TASK_YAML, "--gpus", accel, "-n",
                f"dlbench-{suite}-{accel.split(':')[0].lower()}", "-y"]
         if spot:
@@ -63,20 +63,19 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
 
 def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, repeats: int = 3,
             size: str = "full", seed: int = rounds.DEFAULT_SEED, claim: str = "dlbench-results",
-            name: str | None = None, shm_gib: int = 16, tag: str = "") -> dict[str, Any]:
+            name: str | None = None, shm_gib: int = 16) -> dict[str, Any]:
     """A ``batch/v1`` Job running one comparison on one GPU of a node labelled ``nvidia.com/gpu.product``
     = ``gpu_product``: per round, every stack in that round's shuffled order as an init container (init
     containers run one at a time, so the stacks never share the GPU), then the collector.
 
-    Images: ``<registry>/<stack>:gpu-<tag>`` and ``<registry>/collector:latest-<tag>``, as ``make push
-    REGISTRY=... TAG=...`` names them (no ``-<tag>`` with an empty tag).
+    Images: ``<registry>/<stack>:gpu-<hash>`` and ``<registry>/collector:latest-<hash>``, tagged by their
+    build inputs as ``make push REGISTRY=... VARIANT=gpu`` pushed them (``bench.imagetag``).
     Results go to the PersistentVolumeClaim ``claim`` at /results; /dev/shm is memory-backed
     (``shm_gib`` GiB: PyTorch's DataLoader workers and XLA use it).
 
     Raises:
         ValueError: an unknown stack, repeats < 1, or an empty registry or GPU product.
     """
-    suffix = f"-{tag}" if tag else ""
     if not registry or not gpu_product:
         raise ValueError("set REGISTRY (where the images were pushed) and GPU_PRODUCT (the node label value)")
     unknown = [s for s in stacks if s not in STACKS]
@@ -92,10 +91,11 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
             args = ["bench", "run", "--stack", stack, "--suite", suite, "--size", size, "--device", "gpu",
                     "--out", f"/results/runs/{run}", "--round", str(r), "--repeats", str(repeats),
                     "--seed", str(seed), "--round-stacks", " ".join(stacks)]
-            init.append({"name": f"r{r}-{stack}", "image": f"{registry}/{stack}:gpu{suffix}", "args": args,
+            image = f"{registry}/{stack}:{imagetag.tag(stack, 'gpu')}"
+            init.append({"name": f"r{r}-{stack}", "image": image, "args": args,
                          "env": [{"name": k, "value": v} for k, v in s.env.items()],
                          "resources": gpu, "volumeMounts": mounts})
-    collector = {"name": "collect", "image": f"{registry}/collector:latest{suffix}",
+    collector = {"name": "collect", "image": f"{registry}/collector:{imagetag.tag('collector', 'latest')}",
                  "command": ["sh", "-c", f"bench collect /results/runs/{run} -o /results/{run}.csv && "
                                          "bench report /results -o /results"],
                  "volumeMounts": [mounts[0]]}
@@ -149,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     la.add_argument("--run-name", default="")
     la.add_argument("--spot", action="store_true")
     la.add_argument("--price-per-hour", type=float, default=None)
+    la.add_argument("--registry", default="", help="pull the images from here (make push) instead of building")
     la.add_argument("--dry-run", action="store_true")
     k8 = sub.add_parser("k8s", help="print a batch/v1 Job (YAML) for one comparison")
     k8.add_argument("--suite", default="classic")
@@ -159,7 +160,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     k8.add_argument("--registry", default="")
     k8.add_argument("--gpu-product", default="")
     k8.add_argument("--claim", default="dlbench-results")
-    k8.add_argument("--tag", default="")
     co = sub.add_parser("collect", help="copy a results bucket or folder into results/cloud/<run>")
     co.add_argument("--source", required=True)
     co.add_argument("--dest", type=Path, required=True)
@@ -168,13 +168,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if a.cmd == "launch":
             cmds = launch_commands(a.suite, a.gpus.split(), a.stacks.split(), a.size, a.repeats, a.bucket,
-                                   a.run_name, a.spot, a.seed, a.price_per_hour)
+                                   a.run_name, a.spot, a.seed, a.price_per_hour, a.registry)
             _run(cmds, a.dry_run, "sky", "pip install skypilot, then `sky check` (README \"Run on the cloud\")")
         elif a.cmd == "k8s":
             import yaml
 
-            job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim,
-                          tag=a.tag)
+            job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim)
             sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
         else:
             a.dest.mkdir(parents=True, exist_ok=True)

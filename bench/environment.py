@@ -164,6 +164,8 @@ def capture() -> dict[str, Any]:
         "bench_version": bench.__version__,
         "git_commit": git_commit(),
         "image": os.environ.get("BENCH_IMAGE"),
+        # the Makefile passes the image's registry digest (pulled) or its local ID (built here)
+        "image_digest": os.environ.get("BENCH_IMAGE_DIGEST") or None,
         "image_variant": os.environ.get("BENCH_VARIANT"),
         "in_container": Path("/.dockerenv").exists(),
         "packages": package_versions(),

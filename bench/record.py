@@ -44,6 +44,8 @@ FIELDS: dict[str, str] = {
                               "the loss) and that it holds no NaN/Inf (a non-finite output fails the cell)",
     "process.gpu_s / repeats.gpu_s": "GPU-seconds: the cell process's wall time on a GPU (0 on CPU), and the sum "
                                      "over the cell's repeats (the report's GPU-hours and cost)",
+    "env.image_digest": "the image the cell ran in: its registry digest when pulled (make bench-all REGISTRY=...), "
+                        "else its local image ID (null outside make)",
     "gpu_before.*": "GPU cells: the GPU as the cell started: processes (other compute processes NVML lists), "
                     "process_memory_bytes, temperature_c; a busy GPU also puts a note in the row",
     "cooldown.*": "GPU cells with --cooldown: idle_c (at the run's start), target_c, start_c, end_c, waited_s and "

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import cloud, rounds
+from bench import cloud, imagetag, rounds
 from bench.stacks import DEFAULT_STACKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,8 +50,7 @@ def test_the_skypilot_task_spec_validates_with_skypilots_own_parser():
 
 
 def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():
-    job = cloud.k8s_job("classic", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-H100-80GB-HBM3", repeats=2,
-                        tag="abc123")
+    job = cloud.k8s_job("classic", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-H100-80GB-HBM3", repeats=2)
     pod = job["spec"]["template"]["spec"]
     names = [c["name"] for c in pod["initContainers"]]
     assert names == [f"r{r}-{s}" for r in (1, 2) for s in rounds.order(DEFAULT_STACKS, 1, r)]
@@ -60,9 +59,10 @@ def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():
     assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in pod["volumes"]
     assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "dlbench-results"
     first = pod["initContainers"][0]
-    assert first["image"] == f"ghcr.io/o/dlbench/{first['name'].split('-', 1)[1]}:gpu-abc123"  # as make push tags
+    stack = first["name"].split("-", 1)[1]
+    assert first["image"] == f"ghcr.io/o/dlbench/{stack}:{imagetag.tag(stack, 'gpu')}"  # as make push tags it
     assert first["args"][first["args"].index("--round") + 1] == "1"
-    assert pod["containers"][0]["image"] == "ghcr.io/o/dlbench/collector:latest-abc123"
+    assert pod["containers"][0]["image"] == f"ghcr.io/o/dlbench/collector:{imagetag.tag('collector', 'latest')}"
     with pytest.raises(ValueError):
         cloud.k8s_job("classic", DEFAULT_STACKS, "", "NVIDIA-H100-80GB-HBM3")
 
@@ -85,26 +85,65 @@ def test_collect_copies_a_folder_and_names_the_bucket_tools(tmp_path):
     assert (tmp_path / "home" / "NVIDIA-H100" / "runs" / "a.json").exists()
 
 
-def test_make_push_tags_every_built_image_and_records_its_digest(tmp_path):
+def fake_docker(tmp_path, pullable=()):
+    """A docker that logs its calls, prints a digest for inspect, and can pull only ``pullable`` names."""
     log = tmp_path / "docker.log"
     fake = tmp_path / "docker"
     fake.write_text(f"""#!/bin/sh
 echo "$@" >> {log}
-if [ "$1" = image ]; then echo "${{5%%:*}}@sha256:0123"; fi
+case "$1" in
+  image) echo "${{5%%:*}}@sha256:0123";;
+  pull) case "$3" in {"|".join(f"*/{p}:*" for p in pullable) or "nothing"}) exit 0;; *) exit 1;; esac;;
+esac
 """)
     fake.chmod(0o755)
-    p = subprocess.run(["make", "-s", "push", "REGISTRY=ghcr.io/o/dlbench", "VARIANT=cpu", "TAG=t1", f"DOCKER={fake}",
-                        f"RESULTS_DIR={tmp_path}", f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=60)
+    return fake, log
+
+
+def make(*args):
+    return subprocess.run(["make", "-s", *args, f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_make_push_tags_every_built_image_by_its_inputs_and_records_its_digest(tmp_path):
+    fake, log = fake_docker(tmp_path)
+    p = make("push", "REGISTRY=ghcr.io/o/dlbench", "VARIANT=cpu", f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
     assert p.returncode == 0, p.stderr
     from bench.stacks import STACKS
 
-    cpu = [s for s in STACKS.values() if "cpu" in s.variants]
+    cpu = [s.id for s in STACKS.values() if "cpu" in s.variants]
     calls = log.read_text().splitlines()
-    assert f"tag dlbench/{cpu[0].id}:cpu ghcr.io/o/dlbench/{cpu[0].id}:cpu-t1" in calls
-    assert "push ghcr.io/o/dlbench/collector:latest-t1" in calls
-    digests = (tmp_path / "images" / "cpu-t1.txt").read_text().split()
-    want = [f"ghcr.io/o/dlbench/{s.id}@sha256:0123" for s in cpu] + ["ghcr.io/o/dlbench/collector@sha256:0123"]
-    assert digests == want
-    p = subprocess.run(["make", "-s", "push", f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True, text=True)
+    assert f"tag dlbench/{cpu[0]}:cpu ghcr.io/o/dlbench/{cpu[0]}:{imagetag.tag(cpu[0], 'cpu')}" in calls
+    assert f"push ghcr.io/o/dlbench/collector:{imagetag.tag('collector', 'latest')}" in calls
+    digests = (tmp_path / "images" / "cpu.txt").read_text().split()
+    assert digests == [f"ghcr.io/o/dlbench/{s}@sha256:0123" for s in [*cpu, "collector"]]
+    p = make("push")
     assert p.returncode == 2 and "usage: make push REGISTRY=" in p.stderr
+
+
+def test_images_pulls_what_the_registry_has_and_builds_the_rest(tmp_path):
+    fake, log = fake_docker(tmp_path, pullable=("keras3-jax", "collector"))
+    p = make("images", "REGISTRY=reg/x", "STACKS=keras3-jax pytorch", "VARIANT=cpu", "DEVICE=cpu",
+             f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
+    assert p.returncode == 0, p.stderr
+    calls = log.read_text().splitlines()
+    jax = f"reg/x/keras3-jax:{imagetag.tag('keras3-jax', 'cpu')}"
+    assert f"tag {jax} dlbench/keras3-jax:cpu" in calls and f"keras3-jax: pulled {jax}" in p.stdout
+    assert any(c.startswith("build ") and "STACK=pytorch" in c for c in calls)  # not in the registry: built
+    assert not any(c.startswith("build ") and "STACK=keras3-jax" in c for c in calls)
+
+
+def test_an_image_tag_changes_with_any_input_and_only_then(tmp_path):
+    import shutil
+
+    for rel in ("images", "bench", "pyproject.toml"):
+        src = ROOT / rel
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / rel)
+    before = imagetag.tag("pytorch", "gpu", tmp_path)
+    assert before == imagetag.tag("pytorch", "gpu", ROOT) and before.startswith("gpu-")
+    lock = tmp_path / "images" / "pytorch" / "requirements-gpu.lock"
+    lock.write_text(lock.read_text() + "\n# changed\n")
+    assert imagetag.tag("pytorch", "gpu", tmp_path) != before
+    assert imagetag.tag("keras3-jax", "gpu", tmp_path) == imagetag.tag("keras3-jax", "gpu", ROOT)  # not its lock
+    with pytest.raises(FileNotFoundError):
+        imagetag.tag("pytorch-cu12", "cpu")
