@@ -171,7 +171,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim)
             sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
         else:
-            a.dest.mkdir(parents=True, exist_ok=True)
+            if not a.dry_run:
+                a.dest.mkdir(parents=True, exist_ok=True)
             cmd = collect_from(a.source, a.dest)
             _run([cmd], a.dry_run, cmd[0], f"install the {cmd[0]} CLI, or mount the bucket and pass its folder")
     except ValueError as e:
