@@ -67,10 +67,11 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
                         ("sequence length", seq_len)):
         if value is not None and value <= 0:
             raise PlanError(f"{name} must be positive, got {value}")
+    step_timed = any(isinstance(WORKLOADS[w], StepWorkload) for w in SUITES[suite])
     if sync is not None:
-        _check_sync(sync, suite)
+        _check_sync(sync, step_timed, suite)
     _check("data source", data, DATA_CHOICES)
-    if data != "auto" and any(isinstance(WORKLOADS[w], StepWorkload) for w in SUITES[suite]):
+    if data != "auto" and step_timed:
         raise PlanError(f"suite {suite!r} times random inputs (its source's step times do not depend on the data); "
                         "--data applies to the fit suites")
     if suite in sweep.DEFAULT_GRIDS:
@@ -99,10 +100,10 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     return cells
 
 
-def _check_sync(sync: str, suite: str) -> None:
+def _check_sync(sync: str, step_timed: bool, suite: str) -> None:
     if not Cadence.accepts(sync):
         raise PlanError(f"--sync {sync!r} is not valid; expected {Cadence.SYNTAX}")
-    if any(isinstance(WORKLOADS[w], StepWorkload) for w in SUITES[suite]) and sync != "step":
+    if step_timed and sync != "step":
         raise PlanError(f"suite {suite!r} times every step, as its source did; --sync applies to the fit suites")
 
 

@@ -222,15 +222,17 @@ def existing_status(cell: Cell, out_dir: Path, repeats: int = 1) -> str | None:
     return None if rec is None else rec["status"]
 
 
+def reuse_or_run(rcell: Cell, out_dir: Path, force: bool, cooldown: Cooldown | None) -> dict[str, Any]:
+    """Repeat ``rcell``'s final record already on disk (ok/unsupported; unless ``force``), else a new run."""
+    done = None if force else existing_record(rcell, out_dir)
+    return done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir, cooldown)
+
+
 def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False,
                  cooldown: Cooldown | None = None) -> dict[str, Any]:
     """Run ``repeats`` independent processes of ``cell`` (reusing finished repeats unless ``force``),
     then write and return the aggregated record (see ``bench.repeats``)."""
-    records = []
-    for k in range(1, repeats + 1):
-        rcell = replace(cell, repeat=k)
-        done = None if force else existing_record(rcell, out_dir)
-        records.append(done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir, cooldown))
+    records = [reuse_or_run(replace(cell, repeat=k), out_dir, force, cooldown) for k in range(1, repeats + 1)]
     rec = aggregate(records)
     write_json_atomic(result_path(out_dir, cell), rec)
     return rec
@@ -241,9 +243,7 @@ def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: di
     """Run repeat ``round_`` of ``cell`` (``bench.rounds``; reused when already final unless ``force``).
     Once all ``repeats`` repeats are on disk, write and return the aggregated record; before that, return
     this repeat's record."""
-    rcell = replace(cell, repeat=round_, schedule=schedule)
-    done = None if force else existing_record(rcell, out_dir)
-    rec = done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir, cooldown)
+    rec = reuse_or_run(replace(cell, repeat=round_, schedule=schedule), out_dir, force, cooldown)
     records = [existing_record(replace(cell, repeat=k), out_dir) for k in range(1, repeats + 1)]
     if any(r is None for r in records):
         return rec

@@ -3,7 +3,9 @@ the published stack names."""
 
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
 from bench.stacks import STACKS
 
@@ -17,6 +19,18 @@ def _num(v) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(f) else f
+
+
+def json_list(value: Any) -> list | None:
+    """A list the collector stored as JSON text in a CSV cell (``history.loss``, ``repeats.*.values``), or None
+    when the cell holds no such list."""
+    if not isinstance(value, str) or not value.startswith("["):
+        return None
+    try:
+        out = json.loads(value)
+    except ValueError:
+        return None
+    return out if isinstance(out, list) else None
 
 
 def fmt(v, digits: int = 1, unit: str = "") -> str:

@@ -8,9 +8,10 @@ GPUs (``make cloud-collect`` of jobs on A100 and H100), the report gets one sect
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from bench.report.common import json_list
 
 
 def gpu_label(row) -> str:
@@ -70,9 +71,7 @@ def gpu_seconds(df) -> float:
         if value == value and value is not None:
             total += float(value)
             continue
-        walls = r.get("repeats.process_wall_s")
-        if isinstance(walls, str) and walls.startswith("["):
-            total += sum(json.loads(walls))
+        total += sum(json_list(r.get("repeats.process_wall_s")) or [])
     return total
 
 

@@ -7,8 +7,9 @@ hand-written: a line appears only when the CSV's columns back it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from bench.report.common import json_list
 
 #: Correctness gate: a stack's final validation accuracy may be this far (absolute) from the median of the
 #: stacks on the same workload and task before it is flagged. Full size, real data only: smoke and synthetic
@@ -22,16 +23,6 @@ def _col(df, name: str):
     import pandas as pd
 
     return df[name].astype(str) if name in df.columns else pd.Series("", index=df.index)
-
-
-def _json_list(value: Any) -> list[float] | None:
-    if not isinstance(value, str) or not value.startswith("["):
-        return None
-    try:
-        out = json.loads(value)
-    except ValueError:
-        return None
-    return out if isinstance(out, list) else None
 
 
 def correctness_flags(df) -> list[dict[str, Any]]:
@@ -52,14 +43,14 @@ def correctness_flags(df) -> list[dict[str, Any]]:
     fit = df[(df["status"] == "ok") & (_col(df, "task") == "fit")]
     flags: list[dict[str, Any]] = []
     for _, r in fit.iterrows():
-        loss = _json_list(r.get("history.loss"))
+        loss = json_list(r.get("history.loss"))
         if loss and len(loss) >= 2 and not loss[-1] < loss[0]:
             flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
                           "check": "loss did not fall", "value": f"{loss[0]:.4g} -> {loss[-1]:.4g}"})
     if "history.val_accuracy" not in fit.columns:
         return flags
     full = fit[(_col(fit, "size") == "full") & (_col(fit, "data.source") == "real")].copy()
-    full["final_val_acc"] = full["history.val_accuracy"].map(lambda v: (_json_list(v) or [None])[-1])
+    full["final_val_acc"] = full["history.val_accuracy"].map(lambda v: (json_list(v) or [None])[-1])
     for _, group in full.groupby(["suite", "workload", "variant", "batch_size"], dropna=False):
         accs = group["final_val_acc"].dropna()
         if accs.size < 3:
@@ -86,7 +77,7 @@ def round_drift(df) -> list[tuple[str, int, float]]:
         return []
     out = []
     for stack, rows in df[df["status"] == "ok"].groupby("stack", sort=True):
-        ratios = [v[-1] / v[0] for v in map(_json_list, rows[col]) if v and len(v) >= 2 and v[0]]
+        ratios = [v[-1] / v[0] for v in map(json_list, rows[col]) if v and len(v) >= 2 and v[0]]
         if ratios:
             out.append((stack, len(ratios), float(np.median(ratios))))
     return out

@@ -8,7 +8,7 @@ from typing import Any
 
 from bench import reference
 from bench.knobs import variant_name
-from bench.report.common import REFERENCE_STACKS, Footnotes, _num, fmt
+from bench.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list
 from bench.stacks import STACKS, get_stack
 from bench.sweep import normalise
 
@@ -50,13 +50,7 @@ def reference_times() -> dict[tuple[str, str], float]:
 
 
 def _final_loss(row) -> float | None:
-    import json
-
-    text = row.get("history.loss")
-    try:
-        vals = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
+    vals = json_list(row.get("history.loss"))
     return float(vals[-1]) if vals else None
 
 
