@@ -97,7 +97,7 @@ DOCTOR := $(PYTHON) -m bench.doctor host --device $(RUN_DEVICE) --variant $(VARI
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
 .PHONY: help configure preflight doctor build bench-all collect report compare fidelity flops test test-unit test-e2e \
-	lint lock stacks clean cloud cloud-k8s cloud-collect push images
+	lint lock stacks clean cloud cloud-k8s cloud-collect push images e2e-base e2e-images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -225,13 +225,25 @@ fidelity-%:
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) bench fidelity --stack $* \
 	  --workload $(FIDELITY_WORKLOAD) --size $(SIZE) --device $(RUN_DEVICE) --out /results/fidelity/$*-$(RUN_DEVICE).json
 
-test: lint test-unit test-e2e ## Lint, unit tests, then the Docker end-to-end test
+# The unit tests and the CPU image builds run as parallel jobs (builds wait on the network and the disk as much
+# as on the CPU); the end-to-end cells then run alone, one at a time, with every build a cache hit.
+E2E := $(PYTHON) -m pytest -m docker -q -s --durations=0 tests/test_e2e_docker.py
+
+test: lint ## Lint; unit tests beside the image builds; then the Docker end-to-end test
+	$(MAKE) -j2 --output-sync=target test-unit e2e-images
+	BENCH_E2E_PREPARED=1 $(MAKE) test-e2e
 
 test-unit: ## Unit tests (no Docker)
 	$(PYTHON) -m pytest -m "not docker" -q
 
 test-e2e: ## Build the CPU and GPU images on a local base image, run the suites at smoke size on CPU
-	$(PYTHON) -m pytest -m docker -q -s --durations=0
+	$(E2E)
+
+e2e-base:
+	$(E2E) -k test_base_image
+
+e2e-images: e2e-base
+	BENCH_E2E_PREPARED=1 $(E2E) -k test_cpu_images_build
 
 lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema
 	$(PYTHON) -m ruff check bench tests

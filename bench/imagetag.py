@@ -31,7 +31,8 @@ def inputs(image: str, variant: str, root: Path = ROOT) -> list[Path]:
         own = ["images/collector/Dockerfile", "images/collector/requirements.lock"]
     else:
         get_stack(image)  # KeyError for an unknown stack
-        own = ["images/Dockerfile", "images/c-toolchain.sh", f"images/{image}/requirements-{variant}.lock"]
+        own = ["images/Dockerfile", "images/c-toolchain.sh", "images/imports.py",
+               f"images/{image}/requirements-{variant}.lock"]
     files = [root / p for p in (*COMMON, *own)] + sorted((root / "bench").rglob("*.py"))
     for f in files:
         if not f.is_file():

@@ -3,6 +3,11 @@ smoke size on CPU, check the CSV; then `docker compose run jax-bench` and the GP
 
 Needs a running Docker engine (BuildKit-capable client) and debootstrap, or an existing base image.
 Skipped without Docker unless BENCH_REQUIRE_DOCKER=1 (CI), where a missing engine is a failure.
+
+`make test` builds the CPU images first, beside the unit tests (`test_base_image`, then
+`test_cpu_images_build`, a parallel make job: builds wait on the network and the disk as much as on the
+CPU), then runs this whole module with BENCH_E2E_PREPARED=1, where those builds are cache hits. The cells
+themselves always run one at a time: they are CPU-bound (two at once took as long as one after the other).
 """
 
 import os
@@ -39,6 +44,9 @@ CELL_TIMEOUT_S = 180
 #: and the whole run (the CPU images and their build cache first, ~30 GB, then pruned for the GPU stage).
 GPU_STAGE_BYTES = 56 * 10**9
 E2E_BYTES = 55 * 10**9
+#: Set by `make test` after `test_base_image` made room: the module's later runs must not prune what the
+#: parallel image build made.
+PREPARED = os.environ.get("BENCH_E2E_PREPARED") == "1"
 
 
 def sh(cmd, timeout=3600, env=None, check=True):
@@ -56,14 +64,14 @@ def make_args(tmp_path_factory):
         if os.environ.get("BENCH_REQUIRE_DOCKER") == "1":
             pytest.fail("BENCH_REQUIRE_DOCKER=1 but no Docker engine answers")
         pytest.skip("no Docker engine")
-    if docker_free_bytes() < E2E_BYTES:  # earlier runs' images and cache: rebuilding beats a full disk
+    if not PREPARED and docker_free_bytes() < E2E_BYTES:  # earlier runs' images and cache: rebuilding beats a full disk
         sh([DOCKER, "builder", "prune", "-af"])
         sh([DOCKER, "image", "prune", "-af"])
     sh(["tests/e2e/base-image.sh", BASE], timeout=900)
     args = [f"DOCKER={DOCKER}", f"COMPOSE={COMPOSE}", f"BASE_IMAGE={BASE}", "DEVICE=auto"]
     wheels = sorted(Path("/opt/wheels").glob("torch-*+cpu-*.whl"))
     if wheels:  # no PyTorch CPU index here: the wheelhouse provides the locked CPU build of torch
-        shutil.copy(wheels[-1], ROOT / "images" / "wheelhouse")
+        copy_if_changed(wheels[-1], ROOT / "images" / "wheelhouse" / wheels[-1].name)
         args.append("TORCH_INDEX_URL=")
     ca = os.environ.get("BENCH_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
     if Path(ca).is_file():
@@ -73,27 +81,24 @@ def make_args(tmp_path_factory):
     return args, results
 
 
+def copy_if_changed(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` unless it is there already, atomically: a parallel image build may be reading it."""
+    if dst.exists() and dst.stat().st_size == src.stat().st_size:
+        return
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}")
+    shutil.copy(src, tmp)
+    os.replace(tmp, dst)
+
+
+def images_present(variant: str, stacks: list[str]) -> bool:
+    """Whether ``dlbench/<stack>:<variant>`` exists for every stack."""
+    return all(subprocess.run([DOCKER, "image", "inspect", f"dlbench/{s}:{variant}"],
+                              capture_output=True).returncode == 0 for s in stacks)
+
+
 def docker_free_bytes() -> int:
     """Free disk under the Docker engine's root directory (bytes)."""
     return shutil.disk_usage(sh([DOCKER, "info", "--format", "{{.DockerRootDir}}"]).stdout.strip()).free
-
-
-#: The stack's framework, imported beside the worker by the bytecode check.
-FRAMEWORK = {s.id: "tf_keras" if s.keras_major == 2 else "keras" if s.engine == "keras" else "torch"
-             for s in ALL_STACKS.values()}
-#: Lists the loaded modules of the venv whose bytecode is missing (so compiled from source in every cell).
-NO_PYC = ("import importlib.util, os, sys, bench.worker, {module}; "
-          "m = [f for f in (getattr(v, '__file__', None) for v in list(sys.modules.values())) "
-          "if f and f.endswith('.py') and f.startswith(sys.prefix) "
-          "and not os.path.exists(importlib.util.cache_from_source(f))]; print('NO-PYC', len(m), m[:5])")
-
-
-def check_bytecode(variant: str, stacks: list[str]) -> None:
-    """Each stack image of ``variant`` ships the bytecode of what a cell imports (framework and harness)."""
-    for stack in stacks:
-        p = sh([DOCKER, "run", "--rm", f"dlbench/{stack}:{variant}", "python", "-c",
-                NO_PYC.format(module=FRAMEWORK[stack])])
-        assert "NO-PYC 0 []" in p.stdout, (stack, variant, p.stdout[-2000:])
 
 
 def check_cell_times(df: pd.DataFrame, suite: str) -> None:
@@ -110,6 +115,21 @@ def check_cell_times(df: pd.DataFrame, suite: str) -> None:
                        f"{FIXED_ARCH_LIMIT_S} s):\n{slow.to_string(index=False)}"
 
 
+def test_base_image(make_args):
+    """Docker answers, the disk has room and the local base image exists (the first step of `make test`)."""
+    assert sh([DOCKER, "image", "inspect", BASE], check=False).returncode == 0
+
+
+def test_cpu_images_build(make_args):
+    """Every stack image of the cpu variant builds from its lock, with the collector; each build imports its
+    framework and fails on a module without bytecode (images/imports.py). `make test` runs this beside the
+    unit tests; the GPU images are built in the GPU stage, after the CPU images and their build cache are
+    pruned (the disk does not hold both variants with BuildKit's cache)."""
+    args, _ = make_args
+    sh(["make", "build", "VARIANT=cpu", f"STACKS={' '.join(STACKS)}", *args], timeout=3600)
+    assert images_present("cpu", STACKS)
+
+
 @pytest.fixture(scope="module")
 def bench_all(make_args):
     args, results = make_args
@@ -124,7 +144,6 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
     assert p.returncode == 0
     assert "CPU MODE" in p.stdout + p.stderr
     assert len(df) == 25
-    check_bytecode("cpu", STACKS)
     assert sorted(zip(df["stack"], df["workload"], strict=True)) == sorted((s, w) for s in STACKS for w in WORKLOADS)
     assert (df.status == "ok").all(), df[df.status != "ok"][["stack", "workload", "reason"]]
     for col in ("metrics.ms_per_step_mean", "metrics.first_epoch_s",
@@ -249,7 +268,6 @@ def test_gpu_images_run_on_cpu(bench_all, make_args):
     check_cell_times(df, "classic (gpu images)")
     assert p.returncode == 0, df[df.status != "ok"][["stack", "workload", "reason"]].to_string()
     assert len(df) == 5 * len(GPU_STACKS) == 30 and (df.status == "ok").all() and (df.device == "cpu").all()
-    check_bytecode("gpu", GPU_STACKS)
     assert (df["env.image"] == df["stack"].map(lambda s: f"dlbench/{s}:gpu")).all()
     assert (df["env.image_variant"] == "gpu").all()
     torch_rows = df[df["stack"].isin(["pytorch", "keras3-torch"])]

@@ -120,3 +120,26 @@ def test_epoch_cadence_leaves_keras_its_asynchronous_batch_path():
     for cadence, async_train in ((EPOCH, True), (Cadence.parse("every:4"), False), (Cadence.parse("step"), False)):
         cb = make_timing_callback(keras, EpochTimer(lambda: None, cadence=cadence))
         assert CallbackList([cb], model=keras.Sequential())._async_train is async_train, cadence
+
+
+SEED_WITHOUT_TF = """
+import os, sys
+os.environ["KERAS_BACKEND"] = "torch"
+import keras
+from bench.engines.keras_engine import set_random_seed
+print("SEEDED", set_random_seed(keras, 7), "tensorflow" in sys.modules)
+from keras.src.utils import module_utils
+import tensorflow as tf
+from tensorflow.python.framework import random_seed
+print("TF", random_seed.get_seed(None)[0], module_utils.tensorflow.available)
+"""
+
+
+@needs_keras_torch
+def test_keras3_torch_seeds_without_importing_tensorflow():
+    """Keras' set_random_seed imports TensorFlow (~3 s) to seed it; on the torch backend the cell leaves it
+    unloaded, and TF gets the seed when a tf.data pipeline imports it."""
+    pytest.importorskip("tensorflow")
+    p = subprocess.run([sys.executable, "-c", SEED_WITHOUT_TF], capture_output=True, text=True, timeout=300)
+    assert "SEEDED False False" in p.stdout, p.stdout + p.stderr
+    assert "TF 7 True" in p.stdout, p.stdout + p.stderr

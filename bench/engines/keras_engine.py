@@ -29,6 +29,36 @@ def import_keras(stack: Stack):
     return keras
 
 
+def set_random_seed(keras, seed: int = 0) -> bool:
+    """``keras.utils.set_random_seed(seed)`` (Python, NumPy, the backend, Keras' global seed generator), except
+    that on Keras 3's JAX and PyTorch backends it does not import TensorFlow only to seed it. Keras seeds TF
+    whenever TF is installed, for tf.data pipelines, and importing it costs ~3 s of every cell; the seed is
+    instead set when something imports TF later (a ``tf.data`` pipeline), by a post-import hook, so a
+    pipeline shuffles as it would have.
+
+    Returns whether TensorFlow was seeded now (False: not loaded; seeded when it is)."""
+    import sys
+
+    if keras.__version__.startswith("2.") or keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
+        keras.utils.set_random_seed(seed)
+        return True
+    import wrapt
+    from keras.src.utils import module_utils
+
+    lazy_tf = module_utils.tensorflow
+    if lazy_tf._available is not None:  # Keras has looked already
+        keras.utils.set_random_seed(seed)
+        return "tensorflow" in sys.modules
+
+    lazy_tf._available = False  # Keras' own switch: "TensorFlow is not installed" for this one call
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        lazy_tf._available = None  # a later tf.data pipeline finds TensorFlow as usual
+    wrapt.register_post_import_hook(lambda tf: tf.random.set_seed(seed), "tensorflow")
+    return False
+
+
 def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
     """The timing callback for ``timer``'s cadence.
 
@@ -150,7 +180,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     effective.update(frameworks.set_tf32(stack.backend, settings.tf32))
     precision = settings.precision
     keras.mixed_precision.set_global_policy(precision)
-    keras.utils.set_random_seed(0)
+    set_random_seed(keras, 0)
 
     model = workload.build_keras(keras, ds.meta)
     compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
