@@ -234,7 +234,7 @@ test: lint ## Lint; unit tests beside the image builds; then the Docker end-to-e
 	BENCH_E2E_PREPARED=1 $(MAKE) test-e2e
 
 test-unit: ## Unit tests (no Docker)
-	$(PYTHON) -m pytest -m "not docker" -q
+	$(PYTHON) -m pytest -m "not docker" -q --durations=10
 
 test-e2e: ## Build the CPU and GPU images on a local base image, run the suites at smoke size on CPU
 	$(E2E)

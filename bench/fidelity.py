@@ -34,6 +34,11 @@ from bench.timing import Cadence, clock, make_barrier
 from bench.workloads import get_workload
 
 
+class NoisyMeasurement(RuntimeError):
+    """A free-running Keras run whose ``epochs``-epoch ``fit`` took no longer than its 1-epoch ``fit``: the
+    machine's noise exceeded the ``epochs - 1`` epochs it measures, so there is no ms/step to report."""
+
+
 def _hand_keras(stack, w, ds, device, epochs, batch) -> dict[str, float]:
     from bench.engines.keras_engine import import_keras, make_optimizer, model_inputs
 
@@ -58,6 +63,10 @@ def _hand_keras(stack, w, ds, device, epochs, batch) -> dict[str, float]:
     # call of 1 epoch and one of epochs-1+1: their difference is epochs-1 epochs, the per-call cost cancels
     one, many = timed_fit(1), timed_fit(epochs)
     steady = many - one
+    if steady <= 0:
+        raise NoisyMeasurement(f"fit({epochs} epochs) took {many:.3f} s, fit(1 epoch) {one:.3f} s: the machine's "
+                               f"noise exceeds its {epochs - 1} steady epoch(s); measure more epochs, on a quiet "
+                               "machine")
     return {"first_epoch_s": first, "steady_s": steady, "fit_call_overhead_s": one - steady / (epochs - 1)}
 
 
@@ -112,6 +121,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
 
     Raises:
         KeyError: unknown stack or workload. ValueError: fewer than 2 epochs or an invalid cadence.
+        NoisyMeasurement: a Keras free-running run measured no time for its steady epochs.
     """
     if epochs < 2:
         raise ValueError("fidelity needs at least 2 epochs (the first one compiles)")
