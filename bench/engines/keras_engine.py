@@ -45,16 +45,12 @@ def set_random_seed(keras, seed: int = 0) -> bool:
     import wrapt
     from keras.src.utils import module_utils
 
-    lazy_tf = module_utils.tensorflow
-    if lazy_tf._available is not None:  # Keras has looked already
-        keras.utils.set_random_seed(seed)
-        return "tensorflow" in sys.modules
-
+    lazy_tf, looked = module_utils.tensorflow, module_utils.tensorflow._available
     lazy_tf._available = False  # Keras' own switch: "TensorFlow is not installed" for this one call
     try:
         keras.utils.set_random_seed(seed)
     finally:
-        lazy_tf._available = None  # a later tf.data pipeline finds TensorFlow as usual
+        lazy_tf._available = looked  # a later tf.data pipeline finds TensorFlow as usual
     wrapt.register_post_import_hook(lambda tf: tf.random.set_seed(seed), "tensorflow")
     return False
 
