@@ -225,8 +225,8 @@ fidelity-%:
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) bench fidelity --stack $* \
 	  --workload $(FIDELITY_WORKLOAD) --size $(SIZE) --device $(RUN_DEVICE) --out /results/fidelity/$*-$(RUN_DEVICE).json
 
-# The unit tests and the CPU image builds run as parallel jobs (builds wait on the network and the disk as much
-# as on the CPU); the end-to-end cells then run alone, one at a time, with every build a cache hit.
+# The unit tests and the image builds (both variants) run as parallel jobs (builds wait on the network and the
+# disk as much as on the CPU); the end-to-end cells then run alone, one at a time, with every build a cache hit.
 E2E := $(PYTHON) -m pytest -m docker -q -s --durations=0 tests/test_e2e_docker.py
 
 test: lint ## Lint; unit tests beside the image builds; then the Docker end-to-end test
@@ -243,7 +243,7 @@ e2e-base:
 	$(E2E) -k test_base_image
 
 e2e-images: e2e-base
-	BENCH_E2E_PREPARED=1 $(E2E) -k test_cpu_images_build
+	BENCH_E2E_PREPARED=1 $(E2E) -k test_images_build
 
 lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema
 	$(PYTHON) -m ruff check bench tests

@@ -1,9 +1,9 @@
 """Registry tags named by what an image is built from, so that a stale image is never reused by mistake.
 
 An image's tag is ``<variant>-<12 hex>``: a SHA-256 over every input of its build (the Dockerfile, the
-install script and uv's own lock, the C-toolchain script, the stack's lock for the variant, the build
-arguments from ``bench/stacks.py``, and the bench package itself). A changed lock, Dockerfile or harness
-is a new tag; the same inputs always give the same tag, on any machine and in any checkout.
+install script and uv's own lock, the C-toolchain script, the stack's lock for the variant and its shared
+layer's lock, the build arguments from ``bench/stacks.py``, and the bench package itself). A changed lock,
+Dockerfile or harness is a new tag; the same inputs always give the same tag, on any machine and in any checkout.
 
 ``python -m bench.imagetag STACK|collector VARIANT`` prints the tag (the Makefile's ``push``/``pull``).
 """
@@ -30,9 +30,11 @@ def inputs(image: str, variant: str, root: Path = ROOT) -> list[Path]:
     if image == "collector":
         own = ["images/collector/Dockerfile", "images/collector/requirements.lock"]
     else:
-        get_stack(image)  # KeyError for an unknown stack
+        layer = get_stack(image).layer  # KeyError for an unknown stack
         own = ["images/Dockerfile", "images/c-toolchain.sh", "images/imports.py",
                f"images/{image}/requirements-{variant}.lock"]
+        if layer:
+            own.append(f"images/layers/{layer}-{variant}.lock")
     files = [root / p for p in (*COMMON, *own)] + sorted((root / "bench").rglob("*.py"))
     for f in files:
         if not f.is_file():

@@ -38,6 +38,11 @@ class Stack:
         variants: the image variants it has: ``cpu`` and ``gpu``, or ``gpu`` alone where no CPU build of
             its framework can be locked (it then runs on a CPU only from its gpu image).
         default: part of ``make bench-all``'s default ``STACKS``; an extra stack is run by naming it.
+        layer: the shared framework layer its image starts from (empty: none): every package that all the
+            stacks naming the same layer pin identically (same version and hashes) in their lock of a
+            variant, written to ``images/layers/<layer>-<variant>.lock`` by ``make stacks`` and installed
+            in one image layer before the stack's own lock. The images then share that layer (the
+            framework and its CUDA libraries: ~4-5 GB of each gpu image), built and stored once.
     """
 
     id: str
@@ -54,13 +59,15 @@ class Stack:
     dockerfile: str = "images/Dockerfile"
     variants: tuple[str, ...] = ("cpu", "gpu")
     default: bool = True
+    layer: str = ""
 
     def build_args(self) -> dict[str, str]:
         """The Dockerfile's build arguments for this stack (the variant aside): its id, the environment the
         image sets (``IMAGE_ENV``; empty where the stack sets none), the C toolchain that torch.compile
-        needs on GPU (torch backends), and the modules the build imports as its check."""
+        needs on GPU (torch backends), its shared ``layer`` and the modules the build imports as its check."""
         return {"STACK": self.id, **{k: self.env.get(k, "") for k in IMAGE_ENV},
-                "TOOLCHAIN": "1" if self.backend == "torch" else "0", "IMPORTS": ",".join(self.imports)}
+                "TOOLCHAIN": "1" if self.backend == "torch" else "0", "LAYER": self.layer,
+                "IMPORTS": ",".join(self.imports)}
 
     def image(self, variant: str) -> str:
         """The local image tag of ``variant`` (``dlbench/<id>:<variant>``)."""
@@ -79,18 +86,19 @@ STACKS: dict[str, Stack] = {
     for s in (
         Stack("keras2-tf", "keras2-bench", "Keras 2 (tf-keras) on TensorFlow", "keras", "tensorflow",
               "Keras 2 (TF)", {"TF_USE_LEGACY_KERAS": "1"}, reference="keras2-tensorflow",
-              imports=("tensorflow", "tf_keras", "keras_nlp", "keras_cv")),
+              imports=("tensorflow", "tf_keras", "keras_nlp", "keras_cv"), layer="tensorflow"),
         Stack("keras3-tf", "tf-bench", "Keras 3, TensorFlow backend", "keras", "tensorflow", "Keras 3 TF",
               {"KERAS_BACKEND": "tensorflow"}, reference="keras3-tensorflow",
-              imports=("keras", "tensorflow", "keras_hub", "keras_cv")),
+              imports=("keras", "tensorflow", "keras_hub", "keras_cv"), layer="tensorflow"),
         Stack("keras3-jax", "jax-bench", "Keras 3, JAX backend", "keras", "jax", "Keras 3 JAX",
-              {"KERAS_BACKEND": "jax"}, reference="keras3-jax", imports=("keras", "jax", "keras_hub", "keras_cv")),
+              {"KERAS_BACKEND": "jax"}, reference="keras3-jax", imports=("keras", "jax", "keras_hub", "keras_cv"),
+              layer="tensorflow"),  # TensorFlow for tf.data, and the same CUDA 12.9 libraries as TF's
         Stack("keras3-torch", "torch-bench", "Keras 3, PyTorch backend", "keras", "torch", "Keras 3 PyTorch",
               {"KERAS_BACKEND": "torch"}, gpu_cuda="13.0", min_driver=580, reference="keras3-torch",
-              imports=("keras", "torch", "keras_hub", "keras_cv")),
+              imports=("keras", "torch", "keras_hub", "keras_cv"), layer="torch"),
         Stack("pytorch", "pytorch-bench", "plain PyTorch, no Keras", "torch", "torch", "PyTorch",
               gpu_cuda="13.0", min_driver=580, reference="pytorch",
-              imports=("torch", "transformers", "diffusers", "peft")),
+              imports=("torch", "transformers", "diffusers", "peft"), layer="torch"),
         # PyPI's last CUDA 12 build of torch (2.10.0, CUDA 12.8) for R525-R575 drivers, which cannot run
         # the CUDA 13.0 torch 2.13.0 of `pytorch`; gpu only: PyPI has no CPU build of it.
         Stack("pytorch-cu12", "pytorch-cu12-bench", "plain PyTorch 2.10 on CUDA 12.8, for older drivers",

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs a locked, hashed requirements file into /opt/venv. Used by every image's Dockerfile.
-#   install.sh LOCKFILE   the venv and uv (when missing), then LOCKFILE with uv
-#   install.sh --uv       the venv and uv only (/tmp/req/uv.lock.txt): a layer every stack image shares
+#   install.sh LOCKFILE          the venv and uv (when missing), then LOCKFILE with uv (pip sync: exactly it)
+#   install.sh --uv              the venv and uv only (/tmp/req/uv.lock.txt): a layer every stack image shares
+#   install.sh --layer LOCKFILE  a shared layer's pins (images/layers/), added as they are (--no-deps: a
+#                                subset of each member stack's lock, which its own install completes)
 # Optional inputs:
 #   /run/secrets/ca_bundle  a CA bundle (BuildKit secret `ca_bundle`) for TLS-intercepting proxies
 #   /wheelhouse/*.whl       local wheels for the cpu variant (the CPU build of torch); hashes are still
@@ -9,6 +11,11 @@
 #   TORCH_INDEX_URL         extra index for the CPU build of torch (empty: wheelhouse only)
 #   VARIANT                 cpu or gpu (the Dockerfile's build argument)
 set -eu
+mode=sync
+if [ "$1" = --layer ]; then
+    mode=layer
+    shift
+fi
 lock="$1"
 if [ -s /run/secrets/ca_bundle ]; then
     export SSL_CERT_FILE=/run/secrets/ca_bundle PIP_CERT=/run/secrets/ca_bundle
@@ -28,6 +35,9 @@ if [ "${VARIANT:-}" = cpu ] && ls /wheelhouse/*.whl >/dev/null 2>&1; then
 fi
 if [ -n "${TORCH_INDEX_URL:-}" ]; then
     set -- "$@" --extra-index-url "$TORCH_INDEX_URL" --index-strategy unsafe-best-match
+fi
+if [ "$mode" = layer ]; then
+    exec /opt/venv/bin/uv pip install "$@" --no-deps -r "$lock"
 fi
 /opt/venv/bin/uv pip sync "$@" "$lock"
 

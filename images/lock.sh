@@ -24,3 +24,5 @@ for s in STACKS.values():
         compile "$s/requirements-$v.in" "$s/requirements-$v.lock"
     fi
 done
+# The shared layers' locks (images/layers/) are what the stacks' new locks pin identically.
+(cd .. && python3 -m bench.stackfiles)

@@ -145,5 +145,10 @@ def test_an_image_tag_changes_with_any_input_and_only_then(tmp_path):
     lock.write_text(lock.read_text() + "\n# changed\n")
     assert imagetag.tag("pytorch", "gpu", tmp_path) != before
     assert imagetag.tag("keras3-jax", "gpu", tmp_path) == imagetag.tag("keras3-jax", "gpu", ROOT)  # not its lock
+    # a shared layer's lock is an input of its stacks' images only
+    jax, cu12 = imagetag.tag("keras3-jax", "gpu", tmp_path), imagetag.tag("pytorch-cu12", "gpu", tmp_path)
+    layer = tmp_path / "images" / "layers" / "tensorflow-gpu.lock"
+    layer.write_text(layer.read_text() + "\n# changed\n")
+    assert imagetag.tag("keras3-jax", "gpu", tmp_path) != jax and imagetag.tag("pytorch-cu12", "gpu", tmp_path) == cu12
     with pytest.raises(FileNotFoundError):
         imagetag.tag("pytorch-cu12", "cpu")

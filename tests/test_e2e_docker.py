@@ -1,16 +1,18 @@
-"""End to end through Docker: build all six images on a local base image, run `make bench-all` at
-smoke size on CPU, check the CSV; then `docker compose run jax-bench` and the GPU checks.
+"""End to end through Docker: build every image (both variants) on a local base image, run `make bench-all`
+at smoke size on CPU, check the CSV; then `docker compose run jax-bench` and the GPU images' checks.
 
 Needs a running Docker engine (BuildKit-capable client) and debootstrap, or an existing base image.
 Skipped without Docker unless BENCH_REQUIRE_DOCKER=1 (CI), where a missing engine is a failure.
 
-`make test` builds the CPU images first, beside the unit tests (`test_base_image`, then
-`test_cpu_images_build`, a parallel make job: builds wait on the network and the disk as much as on the
+`make test` builds every image first, the CPU and the GPU variants, beside the unit tests (`test_base_image`,
+then `test_images_build`, a parallel make job: builds wait on the network and the disk as much as on the
 CPU), then runs this whole module with BENCH_E2E_PREPARED=1, where those builds are cache hits. The cells
 themselves always run one at a time: they are CPU-bound (two at once took as long as one after the other).
 """
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from bench import stackfiles
 from bench.report import correctness_flags
 from bench.stacks import DEFAULT_STACKS
 from bench.stacks import STACKS as ALL_STACKS
@@ -40,10 +43,9 @@ SMOKE_CELL_LIMIT_S = 60
 FIXED_ARCH_LIMIT_S = 120
 #: The runner kills a cell past this (a `timeout` record), so one slow path cannot eat the CI budget.
 CELL_TIMEOUT_S = 180
-#: Free disk the GPU image stage wants (six images of 5.7-8.7 GB, ~43 GB in all, and their downloads),
-#: and the whole run (the CPU images and their build cache first, ~30 GB, then pruned for the GPU stage).
-GPU_STAGE_BYTES = 56 * 10**9
-E2E_BYTES = 55 * 10**9
+#: Free disk the whole run wants: both variants' images, ~34 GB in all now that the stacks on one framework
+#: share its layer (images/layers/), plus a build's largest layer again while it is written.
+E2E_BYTES = 45 * 10**9
 #: Set by `make test` after `test_base_image` made room: the module's later runs must not prune what the
 #: parallel image build made.
 PREPARED = os.environ.get("BENCH_E2E_PREPARED") == "1"
@@ -120,14 +122,32 @@ def test_base_image(make_args):
     assert subprocess.run([DOCKER, "image", "inspect", BASE], capture_output=True).returncode == 0
 
 
-def test_cpu_images_build(make_args):
-    """Every stack image of the cpu variant builds from its lock, with the collector; each build imports its
-    framework and fails on a module without bytecode (images/imports.py). `make test` runs this beside the
-    unit tests; the GPU images are built in the GPU stage, after the CPU images are pruned when the disk is
-    short (~16 GB of CPU images and ~46 GB of GPU images did not fit beside each other on ~70 GB free)."""
+def test_images_build(make_args):
+    """Every stack image builds from its lock, the cpu variant of the default stacks and the gpu variant of
+    those and of the gpu-only stacks, with the collector; each build imports its framework and fails on a
+    module without bytecode (images/imports.py). `make test` runs this beside the unit tests. The stacks that
+    name one shared layer (images/layers/) build it once: their images share it on disk."""
     args, _ = make_args
     sh(["make", "build", "VARIANT=cpu", f"STACKS={' '.join(STACKS)}", *args], timeout=3600)
-    assert images_present("cpu", STACKS)
+    sh(["make", "build", "VARIANT=gpu", f"STACKS={' '.join(GPU_STACKS)}", *args], timeout=3600)
+    assert images_present("cpu", STACKS) and images_present("gpu", GPU_STACKS)
+    # the framework layer is stored once: without it a stack image shared only the base, toolchain and uv
+    # layers (<0.6 GB); measured with it: 1.7 GB (torch, cpu) to 7.0 GB (TensorFlow + CUDA 12.9, gpu)
+    shared = shared_bytes()
+    for _, variant, members in stackfiles.layers():
+        for s in members:
+            assert shared[s.image(variant)] > 1.2e9, (s.image(variant), shared)
+
+
+def shared_bytes() -> dict[str, float]:
+    """Per local image (``repo:tag``): bytes of its layers that another image also uses (``docker system df -v``)."""
+    units = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+    out = sh([DOCKER, "system", "df", "-v", "--format", "{{json .Images}}"]).stdout
+    sizes = {}
+    for image in json.loads(out.strip().splitlines()[0]):
+        m = re.fullmatch(r"([0-9.]+)\s*([kMGT]?B)", image["SharedSize"])
+        sizes[f"{image['Repository']}:{image['Tag']}"] = float(m[1]) * units[m[2]] if m else 0.0
+    return sizes
 
 
 @pytest.fixture(scope="module")
@@ -255,14 +275,10 @@ def test_paper_suite_in_every_image(bench_all, make_args):
 
 def test_gpu_images_run_on_cpu(bench_all, make_args):
     """The GPU variant of all five images and the gpu-only pytorch-cu12, from the locks GPU users get (CUDA
-    wheels, with the CPU torch wheel still in images/wheelhouse/), built here and run on the CPU: the classic
-    smoke suite, then `--device gpu` in each fails with one clear line, and the torch images carry
-    torch.compile's toolchain."""
+    wheels, with the CPU torch wheel still in images/wheelhouse/; built by `test_images_build`, else by
+    bench-all here) run on the CPU: the classic smoke suite, then `--device gpu` in each fails with one clear
+    line, and the torch images carry torch.compile's toolchain."""
     args, results = make_args
-    if docker_free_bytes() < GPU_STAGE_BYTES:  # the CPU stage's cache and images are done with
-        sh([DOCKER, "builder", "prune", "-af"])
-        sh([DOCKER, "image", "rm", *(f"dlbench/{s}:cpu" for s in STACKS)], check=False)
-        sh([DOCKER, "image", "prune", "-f"])
     p = sh(["make", "bench-all", "VARIANT=gpu", "DEVICE=cpu", f"STACKS={' '.join(GPU_STACKS)}", *args], check=False)
     df = pd.read_csv(results / "classic-smoke-cpu-gpu-images.csv")
     check_cell_times(df, "classic (gpu images)")

@@ -170,3 +170,26 @@ def test_rounds_write_the_cell_record_once_every_round_ran_and_resume(tmp_path, 
     assert rec["schedule"]["seed"] == 7 and rec["schedule"]["round"] == 1
     again = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None, round_=3, schedules=sched)
     assert again[0].skipped
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_cpu_worker_exits_without_teardown_after_its_record_and_a_gpu_one_exits_normally(tmp_path, device):
+    """bench.worker.main: the record is on disk, then a CPU cell's process ends without the interpreter's
+    teardown (no atexit handler runs); a GPU cell's exits normally (the CUDA driver's own teardown)."""
+    import json
+    import subprocess
+
+    c = Cell(stack="pytorch", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device=device)
+    (tmp_path / "cell.json").write_text(json.dumps(c.to_dict()))
+    marker, out = tmp_path / "teardown-ran", tmp_path / "out.json"
+    code = textwrap.dedent(f"""
+        import atexit, sys
+        from bench import worker
+        atexit.register(lambda: open({str(marker)!r}, "w").close())
+        worker.run_cell = lambda cell, samples=None: {{"status": "ok", "device": cell.device}}
+        sys.exit(worker.main([{str(tmp_path / "cell.json")!r}, {str(out)!r}]))
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text()) == {"status": "ok", "device": device}
+    assert marker.exists() == (device == "gpu")

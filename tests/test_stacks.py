@@ -24,15 +24,48 @@ def test_generated_files_are_current():
 
 
 def test_check_names_a_stale_file_and_make_stacks_rewrites_it(tmp_path):
-    for name, render in stackfiles.FILES.items():
+    for lock in ROOT.glob("images/*/requirements-*.lock"):
+        (tmp_path / lock.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / lock.relative_to(ROOT)).write_text(lock.read_text())
+    for name, text in stackfiles.files().items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(render())
+        (tmp_path / name).write_text(text)
     (tmp_path / "compose.yaml").write_text("services: {}\n")
+    (tmp_path / "images" / "layers" / "torch-gpu.lock").unlink()
     check = [sys.executable, "-m", "bench.stackfiles", "--check", "--root", str(tmp_path)]
     p = subprocess.run(check, cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 1 and "compose.yaml is stale: run `make stacks`" in p.stderr
+    assert "images/layers/torch-gpu.lock is stale" in p.stderr
     subprocess.run(check[:3] + check[4:], cwd=ROOT, check=True, capture_output=True)
     assert subprocess.run(check, cwd=ROOT).returncode == 0
+
+
+def test_a_shared_layer_is_what_its_stacks_pin_identically_and_follows_a_changed_lock(tmp_path):
+    """images/layers/<layer>-<variant>.lock: the framework and its CUDA libraries, each pin verbatim (version and
+    hashes) in every member's lock; a member whose lock moves a pin drops it from the layer."""
+    members = {layer: [s.id for s in stacks] for layer, _, stacks in stackfiles.layers()}
+    assert members == {"tensorflow": ["keras2-tf", "keras3-tf", "keras3-jax"], "torch": ["keras3-torch", "pytorch"]}
+    for layer, variant, stacks in stackfiles.layers():
+        pins = stackfiles.lock_pins((ROOT / "images" / "layers" / f"{layer}-{variant}.lock").read_text())
+        for s in stacks:
+            own = stackfiles.lock_pins((ROOT / "images" / s.id / f"requirements-{variant}.lock").read_text())
+            assert all(own[n] == pin for n, pin in pins.items()), (layer, variant, s.id)
+        assert layer in pins and "numpy" in pins, (layer, variant)
+    gpu = stackfiles.lock_pins((ROOT / "images" / "layers" / "tensorflow-gpu.lock").read_text())
+    assert {"nvidia-cudnn-cu12", "nvidia-cublas-cu12"} <= set(gpu)
+    assert gpu["tensorflow"].startswith("tensorflow==2.21.0")
+    assert "torch==2.13.0+cpu" in (ROOT / "images" / "layers" / "torch-cpu.lock").read_text()
+    # a member whose lock moves a pin (here keras3-tf's numpy) takes it out of the layer: its own install has it
+    for s in ("keras2-tf", "keras3-tf", "keras3-jax"):
+        lock = ROOT / "images" / s / "requirements-gpu.lock"
+        (tmp_path / "images" / s).mkdir(parents=True)
+        text = lock.read_text()
+        if s == "keras3-tf":
+            numpy = stackfiles.lock_pins(text)["numpy"]
+            text = text.replace(numpy, numpy.replace("==", "==9"), 1)
+        (tmp_path / "images" / s / "requirements-gpu.lock").write_text(text)
+    layer = stackfiles.render_layer("tensorflow", "gpu", [STACKS[s] for s in members["tensorflow"]], tmp_path)
+    assert "numpy" not in stackfiles.lock_pins(layer) and "tensorflow" in stackfiles.lock_pins(layer)
 
 
 def test_every_stack_has_its_locks_and_one_dockerfile_takes_its_build_args():
@@ -107,3 +140,4 @@ def test_make_refuses_a_cpu_build_of_a_gpu_only_stack_and_builds_its_gpu_image_w
     assert gpu.returncode == 0, gpu.stderr
     assert "-f images/Dockerfile" in gpu.stdout and "--build-arg STACK=pytorch-cu12" in gpu.stdout
     assert "--build-arg TOOLCHAIN=1" in gpu.stdout and "-t dlbench/pytorch-cu12:gpu" in gpu.stdout
+    assert "--build-arg LAYER= " in gpu.stdout  # its torch 2.10 shares nothing with the torch 2.13 images
