@@ -34,9 +34,13 @@ from typing import Any
 from bench.stacks import DEFAULT_STACKS, STACKS
 
 MARKS = {"ok": "✓", "fail": "✗", "warn": "!", "info": "·"}
-#: Disk an image needs when it is built (bytes): measured, GPU images 5.7-8.5 GB (36.6 GB for five), CPU
-#: 1.7-4.0 GB, collector 0.65 GB; rounded up for the wheels downloaded while building.
-IMAGE_BYTES = {"gpu": 8 * 10**9, "cpu": 4 * 10**9, "collector": 1 * 10**9}
+#: Disk an image build needs (bytes), measured with `docker system df -v` and rounded up for the wheels
+#: downloaded while building: a stack's own part (0.05-2.5 GB); its shared framework layer (``Stack.layer``:
+#: TensorFlow + CUDA 12.9 ~6.7 GB and torch + CUDA 13.0 ~5.2 GB on gpu, 2.4 and 1.2 GB on cpu), once for all
+#: the stacks naming it; a stack without one whole (pytorch-cu12: 8.4 GB); the collector 0.75 GB.
+OWN_BYTES = {"gpu": 3 * 10**9, "cpu": 3 * 10**9}
+LAYER_BYTES = {"gpu": 7 * 10**9, "cpu": 3 * 10**9}
+IMAGE_BYTES = {"gpu": 9 * 10**9, "cpu": 4 * 10**9, "collector": 1 * 10**9}
 #: TensorFlow 2.21 carries sm_90 only as CUDA 12.5 PTX: H100/H200 JIT it, which needs a R555+ driver.
 TF_PTX_MIN_DRIVER = 555
 NVSMI_FIELDS = ("name", "uuid", "driver_version", "persistence_mode", "mig.mode.current", "ecc.mode.current",
@@ -91,6 +95,15 @@ def docker_checks(run: Runner, docker: str, compose: Sequence[str]) -> tuple[lis
     return out, version
 
 
+def build_bytes(variant: str, missing: Sequence[str], built: set[str]) -> int:
+    """Disk the ``variant`` images of the ``missing`` stacks need (bytes): each one's own part, plus each shared
+    layer they name that no ``built`` stack's image holds yet, once; a stack without a layer its whole image."""
+    have = {STACKS[s].layer for s in built}
+    layers = {STACKS[s].layer for s in missing if STACKS[s].layer} - have
+    return (sum(OWN_BYTES[variant] if STACKS[s].layer else IMAGE_BYTES[variant] for s in missing)
+            + len(layers) * LAYER_BYTES[variant])
+
+
 def disk_check(run: Runner, docker: str, variant: str, stacks: Sequence[str]) -> Check:
     """Free disk under Docker's root against the images of ``stacks`` (and the collector) not yet built."""
     root = run([docker, "info", "--format", "{{.DockerRootDir}}"]).stdout.strip() or "/var/lib/docker"
@@ -98,8 +111,10 @@ def disk_check(run: Runner, docker: str, variant: str, stacks: Sequence[str]) ->
     while not path.exists() and path != path.parent:
         path = path.parent
     free = shutil.disk_usage(path).free
-    missing = [s for s in stacks if run([docker, "image", "inspect", STACKS[s].image(variant)]).returncode != 0]
-    need = len(missing) * IMAGE_BYTES[variant]
+    built = {s.id for s in STACKS.values() if variant in s.variants
+             and run([docker, "image", "inspect", s.image(variant)]).returncode == 0}
+    missing = [s for s in stacks if s not in built]
+    need = build_bytes(variant, missing, built)
     if run([docker, "image", "inspect", "dlbench/collector:latest"]).returncode != 0:
         need += IMAGE_BYTES["collector"]
     value = f"{free / 1e9:.0f} GB free at {path}; {len(missing)} {variant} image(s) to build need ~{need / 1e9:.0f} GB"

@@ -65,7 +65,16 @@ def test_good_gpu_host_passes(host):
     assert checks["Docker engine"].value == "20.10.24" and checks["BuildKit"].state == "ok"
     assert checks["NVIDIA Container Toolkit"].state == "ok"
     assert checks["Persistence mode"].state == "ok" and checks["Power limit"].state == "ok"
-    assert "~41 GB" in checks["Disk for images"].value  # 5 gpu images to build + the collector
+    # 5 gpu images to build (their own parts, the tensorflow and torch layers once each) + the collector
+    assert "5 gpu image(s) to build need ~30 GB" in checks["Disk for images"].value
+
+
+def test_disk_need_counts_a_shared_layer_once_and_not_at_all_once_built():
+    gb = lambda *a: doctor.build_bytes(*a) / 1e9  # noqa: E731
+    assert gb("gpu", ["keras2-tf", "keras3-tf", "keras3-jax"], set()) == 3 * 3 + 7
+    assert gb("gpu", ["keras3-tf"], {"keras2-tf"}) == 3  # the TensorFlow layer is on disk already
+    assert gb("gpu", ["pytorch-cu12"], set()) == 9  # no shared layer: its whole image
+    assert gb("cpu", ["pytorch", "keras3-jax"], {"keras3-torch"}) == 3 + 3 + 3  # only the tensorflow layer
 
 
 def test_old_driver_fails_the_cuda_13_images_only(host):
