@@ -174,9 +174,11 @@ def files(root: Path = ROOT) -> dict[str, str]:
     return out
 
 
-def stale(root: Path = ROOT) -> list[str]:
-    """The generated files under ``root`` whose text differs from what ``bench.stacks`` (and the locks) give."""
-    return [name for name, text in files(root).items()
+def stale(root: Path = ROOT, texts: dict[str, str] | None = None) -> list[str]:
+    """The generated files under ``root`` whose text differs from what ``bench.stacks`` (and the locks) give
+    (``texts``: ``files(root)`` when the caller has it already)."""
+    texts = files(root) if texts is None else texts
+    return [name for name, text in texts.items()
             if not (root / name).is_file() or (root / name).read_text() != text]
 
 
@@ -186,12 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 naming each stale file; write nothing")
     ap.add_argument("--root", type=Path, default=ROOT, help="repository root [default: this checkout]")
     args = ap.parse_args(argv)
-    old = stale(args.root)
+    texts = files(args.root)
+    old = stale(args.root, texts)
     if args.check:
         for name in old:
             print(f"stackfiles: {name} is stale: run `make stacks`", file=sys.stderr)
         return 1 if old else 0
-    texts = files(args.root)
     for name in old:
         (args.root / name).parent.mkdir(parents=True, exist_ok=True)
         (args.root / name).write_text(texts[name])

@@ -42,7 +42,7 @@ class Stack:
             stacks naming the same layer pin identically (same version and hashes) in their lock of a
             variant, written to ``images/layers/<layer>-<variant>.lock`` by ``make stacks`` and installed
             in one image layer before the stack's own lock. The images then share that layer (the
-            framework and its CUDA libraries: ~4-5 GB of each gpu image), built and stored once.
+            framework and its CUDA libraries: 5.2-6.7 GB of each gpu image), built and stored once.
     """
 
     id: str
