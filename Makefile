@@ -7,7 +7,7 @@
 #        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SEED (the rounds'
 #        shuffle, default 1), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
 #        idle + 3 degC), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
-#        CA_BUNDLE, TORCH_INDEX_URL, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
+#        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
 #        REGISTRY (pull images tagged by their inputs where it has them; make push).
 
 SHELL := /bin/bash
@@ -30,7 +30,6 @@ DEVICE ?= auto
 RESULTS_DIR ?= $(CURDIR)/results
 BASE_IMAGE ?=
 CA_BUNDLE ?=
-TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 DOCKER ?= docker
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 PYTHON ?= python3
@@ -86,7 +85,6 @@ export BENCH_GID := $(shell id -g)
 export DOCKER_BUILDKIT := 1
 
 BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_COMMIT) \
-	--build-arg TORCH_INDEX_URL=$(if $(filter cpu,$(VARIANT)),$(TORCH_INDEX_URL)) \
 	$(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) \
 	$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE))
 

@@ -98,12 +98,12 @@ STACKS: dict[str, Stack] = {
               imports=("keras", "torch", "keras_hub", "keras_cv"), layer="torch"),
         Stack("pytorch", "pytorch-bench", "plain PyTorch, no Keras", "torch", "torch", "PyTorch",
               gpu_cuda="13.0", min_driver=580, reference="pytorch",
-              imports=("torch", "transformers", "diffusers", "peft"), layer="torch"),
+              imports=("torch", "torchvision", "transformers", "diffusers", "peft"), layer="torch"),
         # PyPI's last CUDA 12 build of torch (2.10.0, CUDA 12.8) for R525-R575 drivers, which cannot run
         # the CUDA 13.0 torch 2.13.0 of `pytorch`; gpu only: PyPI has no CPU build of it.
         Stack("pytorch-cu12", "pytorch-cu12-bench", "plain PyTorch 2.10 on CUDA 12.8, for older drivers",
               "torch", "torch", "PyTorch 2.10 (CUDA 12.8)", gpu_cuda="12.8", min_driver=525,
-              imports=("torch", "transformers", "diffusers", "peft"), variants=("gpu",), default=False),
+              imports=("torch", "torchvision", "transformers", "diffusers", "peft"), variants=("gpu",), default=False),
     )
 }
 

@@ -4,12 +4,8 @@
 #   install.sh --uv              the venv and uv only (/tmp/req/uv.lock.txt): a layer every stack image shares
 #   install.sh --layer LOCKFILE  a shared layer's pins (images/layers/), added as they are (--no-deps: a
 #                                subset of each member stack's lock, which its own install completes)
-# Optional inputs:
+# Optional input:
 #   /run/secrets/ca_bundle  a CA bundle (BuildKit secret `ca_bundle`) for TLS-intercepting proxies
-#   /wheelhouse/*.whl       local wheels for the cpu variant (the CPU build of torch); hashes are still
-#                           checked. Never offered to a gpu lock: uv would take an unhashed +cpu torch
-#   TORCH_INDEX_URL         extra index for the CPU build of torch (empty: wheelhouse only)
-#   VARIANT                 cpu or gpu (the Dockerfile's build argument)
 set -eu
 mode=sync
 if [ "$1" = --layer ]; then
@@ -30,12 +26,6 @@ fi
 # without it every cell compiled its ~3000 imported modules from source (5-7 s of each smoke cell, and
 # modules imported lazily during the first epoch inflated first_epoch_s).
 set -- --require-hashes --python /opt/venv/bin/python --no-cache --compile-bytecode
-if [ "${VARIANT:-}" = cpu ] && ls /wheelhouse/*.whl >/dev/null 2>&1; then
-    set -- "$@" --find-links /wheelhouse
-fi
-if [ -n "${TORCH_INDEX_URL:-}" ]; then
-    set -- "$@" --extra-index-url "$TORCH_INDEX_URL" --index-strategy unsafe-best-match
-fi
 if [ "$mode" = layer ]; then
     exec /opt/venv/bin/uv pip install "$@" --no-deps -r "$lock"
 fi

@@ -16,7 +16,7 @@ dockerfile_keras3-torch := images/Dockerfile
 build_args_keras3-torch := --build-arg STACK=keras3-torch --build-arg KERAS_BACKEND=torch --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER=torch --build-arg IMPORTS=keras,torch,keras_hub,keras_cv
 service_pytorch := pytorch-bench
 dockerfile_pytorch := images/Dockerfile
-build_args_pytorch := --build-arg STACK=pytorch --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER=torch --build-arg IMPORTS=torch,transformers,diffusers,peft
+build_args_pytorch := --build-arg STACK=pytorch --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER=torch --build-arg IMPORTS=torch,torchvision,transformers,diffusers,peft
 service_pytorch-cu12 := pytorch-cu12-bench
 dockerfile_pytorch-cu12 := images/Dockerfile
-build_args_pytorch-cu12 := --build-arg STACK=pytorch-cu12 --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER= --build-arg IMPORTS=torch,transformers,diffusers,peft
+build_args_pytorch-cu12 := --build-arg STACK=pytorch-cu12 --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER= --build-arg IMPORTS=torch,torchvision,transformers,diffusers,peft

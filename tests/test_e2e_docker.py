@@ -72,10 +72,6 @@ def make_args(tmp_path_factory):
         sh([DOCKER, "image", "prune", "-af"])
     sh(["tests/e2e/base-image.sh", BASE], timeout=900)
     args = [f"DOCKER={DOCKER}", f"COMPOSE={COMPOSE}", f"BASE_IMAGE={BASE}", "DEVICE=auto"]
-    wheels = sorted(Path("/opt/wheels").glob("torch-*+cpu-*.whl"))
-    if wheels:  # no PyTorch CPU index here: the wheelhouse provides the locked CPU build of torch
-        copy_if_changed(wheels[-1], ROOT / "images" / "wheelhouse" / wheels[-1].name)
-        args.append("TORCH_INDEX_URL=")
     ca = os.environ.get("BENCH_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
     if Path(ca).is_file():
         args.append(f"CA_BUNDLE={ca}")
@@ -189,7 +185,8 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
     assert (df["env.git_commit"].str.len() == 40).all()
     keras2 = df[df["stack"] == "keras2-tf"]
     assert keras2["env.packages.tf-keras"].notna().all()
-    assert (df[df["stack"] == "pytorch"]["env.packages.torch"] == "2.13.0+cpu").all()
+    # PyPI's torch (a CUDA 13.0 build that runs on a CPU) in the cpu images too: PyPI has no CPU torchvision
+    assert (df[df["stack"] == "pytorch"]["env.packages.torch"] == "2.13.0").all()
     # one architecture on every stack
     params = df.pivot_table(index="workload", columns="stack", values="model.params_total")
     assert (params.nunique(axis=1) <= 2).all()  # torch LSTMs count a second bias: see test_workloads
@@ -278,7 +275,7 @@ def test_paper_suite_in_every_image(bench_all, make_args):
 
 def test_gpu_images_run_on_cpu(bench_all, make_args):
     """The GPU variant of all five images and the gpu-only pytorch-cu12, from the locks GPU users get (CUDA
-    wheels, with the CPU torch wheel still in images/wheelhouse/; built by `test_images_build`, else by
+    wheels; built by `test_images_build`, else by
     bench-all here) run on the CPU: the classic smoke suite, then `--device gpu` in each fails with one clear
     line, and the torch images carry torch.compile's toolchain."""
     args, results = make_args
