@@ -4,7 +4,8 @@
 # Knobs: STACKS (default: DEFAULT_STACKS in images/stacks.mk), SUITE (classic|tuning|paper), SIZE,
 #        DEVICE (auto|cpu|gpu), VARIANT (image variant, default: the device's; VARIANT=gpu DEVICE=cpu runs
 #        the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on CPU), TIMEOUT (per-cell limit, s),
-#        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SEED (the rounds'
+#        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
+#        cell, e.g. SET="tf32=off": `bench knobs`; the cells' variant is named after them), SEED (the rounds'
 #        shuffle, default 1), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
 #        idle + 3 degC), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
@@ -22,6 +23,7 @@ REPEATS ?=
 TIMEOUT ?=
 TELEMETRY_SAMPLES ?=
 SYNC ?=
+SET ?=
 SEED ?= 1
 COOLDOWN ?=
 DATA ?=
@@ -128,7 +130,7 @@ bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
 	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)", \
 	    $(if $(REPEATS),--repeats $(REPEATS))) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
-	  $(if $(TELEMETRY_SAMPLES),--telemetry-samples) $(if $(SYNC),--sync $(SYNC)) \
+	  $(if $(TELEMETRY_SAMPLES),--telemetry-samples) $(if $(SYNC),--sync $(SYNC)) $(foreach kv,$(SET),--set $(kv)) \
 	  $(if $(COOLDOWN),--cooldown $(COOLDOWN)) $(if $(DATA),--data $(DATA))
 
 preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): bench-all stops on a problem

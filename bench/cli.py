@@ -210,19 +210,33 @@ def stack_list(stacks) -> list[str]:
 @click.option("--compile", "compile_mode", type=click.Choice(["default", "reduce-overhead", "max-autotune"]),
               default=None, help="plain PyTorch: run under torch.compile in this mode (variant compile-<mode>; "
                                  "other stacks record the cell as unsupported).")
+@click.option("--set", "assignments", multiple=True, metavar="KNOB=VALUE", envvar="BENCH_SET",
+              help="Set a knob for every cell (`bench knobs` lists them), e.g. --set tf32=off (strict FP32); "
+                   "repeatable. The cells' variant is named after what is set (tf32=off); a knob a stack's engine "
+                   "lacks makes that cell 'unsupported' with the reason.")
 @click.option("--sync", default=None, envvar="BENCH_SYNC",
               help="classic and tuning suites: timing cadence, a device barrier and clock read at epoch edges "
                    "only ('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper "
                    "suite always times steps]. A cadence other than epoch adds 'sync-<cadence>' to the variant.")
 def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
             round_, round_stacks, seed, data, cooldown_s, suite, workloads, tasks, steps, seq_len, compile_mode,
-            sync) -> None:
+            assignments, sync) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
+    from bench.knobs import SettingsError, parse_assignment, variant_name
+
     stack_ids = stack_list(stacks)
     kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples,
           "steps": steps, "seq_len": seq_len, "sync": sync, "data": data}
+    try:
+        settings = dict(parse_assignment(a) for a in assignments)
+    except SettingsError as e:
+        fail(f"--set: {e}")
+    names = [variant_name(settings)] if settings else []
     if compile_mode:
-        kw.update(settings={"compile": compile_mode}, variant=f"compile-{compile_mode}")
+        settings["compile"] = compile_mode
+        names.insert(0, f"compile-{compile_mode}")
+    if settings:
+        kw.update(settings=settings, variant="+".join(names))
     try:  # validate everything before probing a framework
         planning.expand(stack_ids, suite, "smoke", "cpu", workloads, tasks, **kw)
     except planning.PlanError as e:

@@ -221,7 +221,7 @@ GEMM_MODES = (("bf16", "bfloat16", False), ("fp32", "float32", False), ("tf32", 
 GEMM_CODE = """\
 from bench.engines import frameworks
 frameworks.import_backend({backend!r})
-frameworks.set_tf32({backend!r}, {tf32!r})
+frameworks.set_tf32({backend!r}, {mode!r})
 print("TFLOPS", frameworks.gemm_tflops({backend!r}, {dtype!r}, n={n}, device={device!r}))
 """
 
@@ -237,9 +237,10 @@ def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: 
     from bench.runner import cell_env
 
     s = STACKS[stack_id]
-    code = GEMM_CODE.format(backend=s.backend, tf32=tf32, dtype=dtype, device=device, n=n)
+    mode = "on" if tf32 else "off"  # the knob values (bench.knobs.TF32_MODES): TF32 GEMMs, or strict FP32
+    code = GEMM_CODE.format(backend=s.backend, mode=mode, dtype=dtype, device=device, n=n)
     try:
-        p = subprocess.run([sys.executable, "-c", code], env=cell_env(s, device, {"tf32": tf32}),
+        p = subprocess.run([sys.executable, "-c", code], env=cell_env(s, device, {"tf32": mode}),
                            capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout_s:g} s"

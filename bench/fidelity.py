@@ -27,12 +27,15 @@ from typing import Any
 
 from bench import telemetry
 from bench.engines import epoch_engine, frameworks
-from bench.knobs import settings_class
+from bench.knobs import KerasFitSettings, settings_class
 from bench.runner import cell_env
 from bench.stacks import get_stack
 from bench.timing import Cadence, clock, make_barrier
 from bench.workloads import get_workload
 
+#: The free-running loops' math mode: the harness cell's default (each framework's shipped TF32 mode), so the
+#: two sides of the comparison differ only in how they are timed.
+TF32_AS_HARNESS = KerasFitSettings.tf32
 
 class NoisyMeasurement(RuntimeError):
     """A free-running Keras run whose ``epochs``-epoch ``fit`` took no longer than its 1-epoch ``fit``: the
@@ -43,7 +46,7 @@ def _hand_keras(stack, w, ds, device, epochs, batch) -> dict[str, float]:
     from bench.engines.keras_engine import import_keras, make_optimizer, model_inputs
 
     keras = import_keras(stack)
-    frameworks.set_tf32(stack.backend, False)
+    frameworks.set_tf32(stack.backend, TF32_AS_HARNESS)
     keras.utils.set_random_seed(0)
     model = w.build_keras(keras, ds.meta)
     model.compile(optimizer=make_optimizer(keras, w), loss="sparse_categorical_crossentropy",
@@ -75,7 +78,7 @@ def _hand_torch(stack, w, ds, device, epochs, batch) -> dict[str, float]:
 
     from bench.engines.torch_engine import make_optimizer, to_tensors
 
-    frameworks.set_tf32("torch", False)
+    frameworks.set_tf32("torch", TF32_AS_HARNESS)
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     model = w.build_torch(ds.meta).to(dev)
@@ -128,7 +131,10 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     for c in cadences:
         Cadence.parse(c)
     stack, w = get_stack(stack_id), get_workload(workload)
-    os.environ.update(cell_env(stack, device))  # as a default cell's process: before any framework import
+    env = cell_env(stack, device)  # as a default cell's process: before any framework import
+    for removed in set(os.environ) - set(env):  # cell_env drops what a cell must not inherit (a TF32 override)
+        del os.environ[removed]
+    os.environ.update(env)
     if stack.backend != "tensorflow":
         frameworks.hide_gpus_from_tensorflow()
     ds = w.load_data(size, data="fallback")  # times the harness: synthetic data of the real shapes will do

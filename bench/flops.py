@@ -25,8 +25,8 @@ FLOPS_CSV = Path(__file__).parent / "reference" / "paper_flops.csv"
 METHOD = "torch FlopCounterMode, Hugging Face model on the meta device, batch 1"
 
 #: Dense peak TFLOP/s by GPU and math mode (NVIDIA datasheets: A100 40/80GB, H100 SXM5 and PCIe, H200 SXM,
-#: L4; the datasheets quote tensor peaks with sparsity, halved here). ``float32`` is non-tensor FP32 (TF32
-#: off, as the reference runs); ``tf32`` the TF32 tensor peak.
+#: L4; the datasheets quote tensor peaks with sparsity, halved here). ``float32`` is non-tensor FP32 (strict FP32:
+#: TF32 off); ``tf32`` the TF32 tensor peak.
 PEAK_TFLOPS: dict[str, dict[str, float] | None] = {
     "A100": {"float32": 19.5, "tf32": 156.0, "bfloat16": 312.0, "float16": 312.0},
     "H100 SXM": {"float32": 67.0, "tf32": 494.5, "bfloat16": 989.5, "float16": 989.5},
@@ -58,11 +58,28 @@ def gpu_family(name: str | None) -> str | None:
     return None
 
 
-def peak_flops(gpu_name: str | None, precision: str, tf32: bool) -> tuple[float | None, str]:
-    """Dense peak FLOP/s of ``gpu_name`` for the math in use, and where it comes from (or why None).
+def combined_peak(matmul_peak: float, conv_peak: float, conv_fraction: float) -> float:
+    """The peak (FLOP/s) of work whose matmuls run at ``matmul_peak`` and whose convolutions at ``conv_peak``, with
+    ``conv_fraction`` (0..1) of its FLOPs in convolutions: the rate at which its FLOPs would take the least time,
+    ``1 / ((1 - c) / P_matmul + c / P_conv)``. MFU against it is the ideal time over the measured time.
 
-    ``precision``: ``float32``, ``bfloat16`` or ``float16``; ``tf32``: whether TF32 tensor math was on
-    for float32 work.
+    Raises:
+        ValueError: a fraction outside [0, 1] or a peak that is not positive.
+    """
+    if not 0.0 <= conv_fraction <= 1.0 or matmul_peak <= 0 or conv_peak <= 0:
+        raise ValueError(f"conv_fraction {conv_fraction} must be in [0, 1] and peaks positive")
+    return 1.0 / ((1.0 - conv_fraction) / matmul_peak + conv_fraction / conv_peak)
+
+
+def peak_flops(gpu_name: str | None, precision: str, tf32: bool, tf32_conv: bool | None = None,
+               conv_fraction: float | None = None) -> tuple[float | None, str]:
+    """Dense peak FLOP/s of ``gpu_name`` for the math in effect, and where it comes from (or why None).
+
+    ``precision``: ``float32``, ``bfloat16`` or ``float16``. For float32 work, ``tf32``: whether its matmuls could
+    use TF32, and ``tf32_conv`` whether its convolutions could (None: as the matmuls). Where the two differ
+    (PyTorch's shipped default: matmuls FP32, cuDNN convolutions TF32), the peak combines the FP32 and TF32 peaks
+    by ``conv_fraction``, the share of the cell's FLOPs in convolutions (``combined_peak``); None with the reason
+    when that share is unknown.
     """
     fam = gpu_family(gpu_name)
     if fam is None:
@@ -70,10 +87,21 @@ def peak_flops(gpu_name: str | None, precision: str, tf32: bool) -> tuple[float 
     peaks = PEAK_TFLOPS[fam]
     if peaks is None:
         return None, f"{fam}: the vendor publishes no dense tensor peak"
-    mode = "tf32" if precision == "float32" and tf32 else precision
-    if mode not in peaks:
-        return None, f"no {mode} peak for {fam}"
-    return peaks[mode] * 1e12, f"{fam} dense {mode} peak {peaks[mode]:g} TFLOP/s (datasheet)"
+    if precision != "float32":
+        if precision not in peaks:
+            return None, f"no {precision} peak for {fam}"
+        return peaks[precision] * 1e12, f"{fam} dense {precision} peak {peaks[precision]:g} TFLOP/s (datasheet)"
+    mm_mode = "tf32" if tf32 else "float32"
+    conv_mode = mm_mode if tf32_conv is None else "tf32" if tf32_conv else "float32"
+    if mm_mode == conv_mode:
+        return peaks[mm_mode] * 1e12, f"{fam} dense {mm_mode} peak {peaks[mm_mode]:g} TFLOP/s (datasheet)"
+    if conv_fraction is None:
+        return None, (f"matmuls ran in {mm_mode} and convolutions in {conv_mode}, and this cell's share of FLOPs in "
+                      "convolutions is not tabulated")
+    peak = combined_peak(peaks[mm_mode], peaks[conv_mode], conv_fraction)
+    return peak * 1e12, (f"{fam} dense peaks (datasheet): matmul {mm_mode} {peaks[mm_mode]:g}, convolution "
+                         f"{conv_mode} {peaks[conv_mode]:g} TFLOP/s, {100 * conv_fraction:.1f} % of the FLOPs in "
+                         f"convolutions: {peak:.4g} TFLOP/s")
 
 
 def read_table(path: Path = FLOPS_CSV) -> dict[tuple[str, str], dict[str, Any]]:
@@ -83,6 +111,13 @@ def read_table(path: Path = FLOPS_CSV) -> dict[tuple[str, str], dict[str, Any]]:
     with path.open() as f:
         rows = list(csv.DictReader(f))
     return {(r["workload"], r["task"]): {**r, "flops_per_example": float(r["flops_per_example"])} for r in rows}
+
+
+def conv_fraction(workload: str, task: str) -> float | None:
+    """The share (0..1) of a paper cell's model FLOPs in convolutions, from the committed table (None where the
+    table has no such column or row): what ``peak_flops`` weighs the convolution peak by."""
+    value = (read_table().get((workload, task)) or {}).get("conv_fraction")
+    return float(value) if value not in (None, "") else None
 
 
 def flops_per_example(workload: str, task: str, size: str, cfg: dict[str, Any]) -> tuple[float | None, str]:
@@ -101,6 +136,13 @@ def flops_per_example(workload: str, task: str, size: str, cfg: dict[str, Any]) 
 
 def count(workload: str, task: str) -> float:
     """Count FLOPs per example of ``workload``'s ``task`` at full size on the meta device (see module doc)."""
+    return count_split(workload, task)[0]
+
+
+def count_split(workload: str, task: str) -> tuple[float, float]:
+    """(FLOPs per example, the share of them in convolutions, 0..1) of ``workload``'s ``task`` at full size, from one
+    ``FlopCounterMode`` pass on the meta device (see module doc): the share weighs the convolution peak against
+    the matmul peak in MFU where their math modes differ (``peak_flops``)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -125,7 +167,9 @@ def count(workload: str, task: str) -> float:
                 job.call(job.model).backward()
             else:  # no torch.no_grad(): FlopCounterMode's module tracker fails under it (SAM)
                 job.call(job.model)
-    return float(fc.get_total_flops())
+    total = float(fc.get_total_flops())
+    conv = sum(n for op, n in fc.get_flop_counts().get("Global", {}).items() if "convolution" in str(op))
+    return total, (conv / total if total else 0.0)
 
 
 def write_table(path: Path = FLOPS_CSV) -> list[dict[str, Any]]:
@@ -140,8 +184,9 @@ def write_table(path: Path = FLOPS_CSV) -> list[dict[str, Any]]:
         w = get_workload(name)
         cfg = w.model.config("full")
         for task in w.tasks:
+            total, conv_share = count_split(name, task)
             rows.append({"workload": name, "task": task, "seq_len": cfg.get("seq_len", ""),
-                         "flops_per_example": f"{count(name, task):.6g}",
+                         "flops_per_example": f"{total:.6g}", "conv_fraction": f"{conv_share:.4f}",
                          "method": f"{METHOD}; torch {torch.__version__.split('+')[0]}, "
                                    f"transformers {transformers.__version__}"})
             print(f"{name:18} {task:9} {float(rows[-1]['flops_per_example']):.4g}", file=sys.stderr)

@@ -19,7 +19,14 @@ _PIPELINE = ("how batches reach the model: numpy_fit (NumPy arrays to fit), tf_d
              "shuffled index per step), tensor_dataset (TensorDataset + DataLoader), torchvision_dataset_transforms "
              "(a per-item dataset with a ToTensor-style transform)")
 _PRECISION = "float32, Keras mixed_float16/mixed_bfloat16 policies, or PyTorch autocast fp16/bf16"
-_TF32 = "TF32 for float32 matmuls/convolutions (off by default, as the reference runs)"
+_TF32 = ("TF32 for float32 matmuls and convolutions: default = each framework's shipped math mode (TensorFlow and "
+         "JAX: TF32 on; PyTorch: matmul off, cuDNN convolutions on), as the sources ran; off = strict FP32 "
+         "(NVIDIA_TF32_OVERRIDE=0 plus the framework switches); on = TF32 for matmuls and convolutions in every "
+         "framework (PyTorch: float32_matmul_precision 'high', the tuning study's knob)")
+#: The tf32 knob's values. ``default`` is the sources' method: keras-benchmarks v0.0.5 ``shell/run.sh`` sets no
+#: NVIDIA_TF32_OVERRIDE (it first appears in v0.0.6, commit f9792f0), the Keras 2.0.8 examples set nothing, and
+#: the tuning study changed only PyTorch's ``set_float32_matmul_precision`` (our ``on`` on that stack).
+TF32_MODES = ("default", "on", "off")
 _JIT = "Keras: XLA compilation of the train step (False, True, or Keras 3's 'auto')"
 _COMPILE = "PyTorch: torch.compile mode applied to the model (none = eager)"
 _SYNC = ("timing cadence: a device barrier and a clock read at epoch edges only (epoch), after every N steps "
@@ -72,7 +79,9 @@ class Settings:
             if key not in allowed:
                 return f"setting {key!r} does not apply to the {cls.engine} engine (it knows: {', '.join(allowed)})"
             if not _valid_value(allowed[key], value):
-                return f"{key}={value!r} is not valid; expected {describe_allowed(allowed[key])}"
+                hint = (" (YAML reads an unquoted on/off as a boolean: quote it)"
+                        if isinstance(value, bool) and isinstance(allowed[key], tuple) and "on" in allowed[key] else "")
+                return f"{key}={value!r} is not valid; expected {describe_allowed(allowed[key])}{hint}"
         return None
 
     @classmethod
@@ -100,7 +109,7 @@ class KerasFitSettings(Settings):
     # None: Keras' own default, which differs between Keras 2 (off) and Keras 3 ('auto')
     jit_compile: bool | str | None = knob(None, (False, True, "auto"), _JIT)
     precision: str = knob("float32", ("float32", "mixed_float16", "mixed_bfloat16"), _PRECISION)
-    tf32: bool = knob(False, bool, _TF32)
+    tf32: str = knob("default", TF32_MODES, _TF32)
     sync: str = knob("epoch", Cadence, _SYNC)
 
 
@@ -115,11 +124,11 @@ class TorchFitSettings(Settings):
     preload: bool = knob(False, bool, "tensor_dataset: tensors placed on the device before training "
                                       "(the study's time_preload)")
     compile: str = knob("none", ("none", "default", "reduce-overhead", "max-autotune"), _COMPILE)
-    matmul_precision: str = knob("highest", ("highest", "high", "medium"),
-                                 "PyTorch: torch.set_float32_matmul_precision ('high' allows TF32)")
     precision: str = knob("float32", ("float32", "float16_autocast", "bfloat16_autocast"), _PRECISION)
     grad_scaler: bool = knob(False, bool, "PyTorch: torch.amp.GradScaler with float16 autocast")
-    tf32: bool = knob(False, bool, _TF32)
+    # One knob for PyTorch's two: float32_matmul_precision and allow_tf32 are the same switch in torch 2.13
+    # (setting one rewrites the other), so a second knob could only undo the first.
+    tf32: str = knob("default", TF32_MODES, _TF32)
     sync: str = knob("epoch", Cadence, _SYNC)
 
 
@@ -130,7 +139,7 @@ class KerasStepSettings(Settings):
     engine: ClassVar[str] = "keras"
     # None: on, except on Keras' PyTorch backend (as the source ran it)
     jit_compile: bool | str | None = knob(None, (False, True, "auto"), _JIT)
-    tf32: bool = knob(False, bool, _TF32)
+    tf32: str = knob("default", TF32_MODES, _TF32)
     sync: str = knob("step", ("step",), _STEP_SYNC)
 
 
@@ -140,7 +149,7 @@ class TorchStepSettings(Settings):
 
     engine: ClassVar[str] = "torch"
     compile: str = knob("none", ("none", "default", "reduce-overhead", "max-autotune"), _COMPILE)
-    tf32: bool = knob(False, bool, _TF32)
+    tf32: str = knob("default", TF32_MODES, _TF32)
     sync: str = knob("step", ("step",), _STEP_SYNC)
 
 
@@ -177,10 +186,11 @@ STEP_KNOBS = {e: tuple(SETTINGS[(e, "steps")].allowed()) for e in ("keras", "tor
 TF_ONLY_PIPELINES = ("tf_data_numpy", "tf_data_tensors")
 
 
-def tf32_requested(settings: dict[str, Any]) -> bool:
-    """Whether a cell's knobs ask for TF32 math: ``tf32: true``, or PyTorch's ``matmul_precision`` 'high' or
-    'medium' (which let float32 matmuls use TF32). Off unless asked, as the reference runs."""
-    return settings.get("tf32") is True or settings.get("matmul_precision") in ("high", "medium")
+def tf32_override(settings: dict[str, Any]) -> str | None:
+    """The ``NVIDIA_TF32_OVERRIDE`` a cell's process gets: ``"0"`` (cuBLAS and cuDNN never use TF32, whatever a
+    framework switch says) for ``tf32: off``, else None: no override, so the framework's own switch decides, as
+    in the sources (``TF32_MODES``)."""
+    return "0" if settings.get("tf32") == "off" else None
 
 
 def describe_allowed(allowed: Any) -> str:
@@ -235,6 +245,27 @@ def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> s
         if s.preload and s.num_workers:
             return "DataLoader workers cannot share tensors already on the GPU (preload with num_workers > 0)"
     return None
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``KNOB=VALUE`` from the command line: the knob and its value typed as the settings classes declare it
+    (``true``/``false`` a bool, digits an int, else the text), checked against every engine that knows the knob.
+
+    Raises:
+        SettingsError: no ``=``, a knob no engine has, or a value no engine allows for it (the message lists them).
+    """
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key:
+        raise SettingsError(f"{text!r}: expected KNOB=VALUE (bench knobs lists them)")
+    value: Any = {"true": True, "false": False}.get(raw.lower(), int(raw) if raw.isdigit() else raw)
+    allowed = [cls.allowed()[key] for cls in SETTINGS.values() if key in cls.allowed()]
+    if not allowed:
+        known = sorted({k for cls in SETTINGS.values() for k in cls.allowed()})
+        raise SettingsError(f"unknown knob {key!r}; known: {', '.join(known)}")
+    if not any(_valid_value(a, value) for a in allowed):
+        raise SettingsError(f"{key}={raw} is not valid; expected {describe_allowed(allowed[0])}")
+    return key, value
 
 
 def variant_name(settings: dict[str, Any]) -> str:

@@ -32,10 +32,17 @@ FIELDS: dict[str, str] = {
     "data.requested": "fit suites: the --data policy (auto: real, synthetic only at smoke; real; synthetic)",
     "settings.*": "every precision/compile setting in effect: requested and effective values",
     "settings_requested.*": "the knobs the cell asked for (its variant), before the framework resolved them",
-    "settings.NVIDIA_TF32_OVERRIDE": "as the cell's process had it: '0' (cuBLAS/cuDNN never use TF32) unless the "
-                                     "cell asked for TF32 (tf32: true, matmul_precision high/medium), then unset",
-    "settings.tf32_in_effect": "float32 math could use TF32: a GPU cell with no override and a framework switch on "
-                               "(MFU then divides by the TF32 peak)",
+    "settings.tf32": "the math-mode knob: default (each framework's shipped mode: TensorFlow and JAX TF32 on, PyTorch "
+                     "matmul off and cuDNN convolutions on; the sources' method), off (strict FP32), on (TF32 for "
+                     "matmuls and convolutions everywhere)",
+    "settings.NVIDIA_TF32_OVERRIDE": "as the cell's process had it: '0' (cuBLAS/cuDNN never use TF32) for tf32=off, "
+                                     "else unset",
+    "settings.tf_tensor_float_32_execution / jax_default_matmul_precision / torch_matmul_allow_tf32 / "
+    "torch_cudnn_allow_tf32 / torch_float32_matmul_precision": "the framework's TF32 switches as the cell ended",
+    "settings.tf32_matmul / tf32_conv": "whether float32 matmuls / convolutions could use TF32: a GPU cell with no "
+                                        "override and the framework's switch for that op on (MFU divides by the "
+                                        "peak of the math in effect, matmuls and convolutions weighed by their "
+                                        "share of the FLOPs)",
     "settings.generated_tokens": "paper suite, generate: tokens produced per sequence per call (fixed length)",
     "settings.model_config": "paper suite: the architecture config built (full: the published one; smoke: tiny)",
     "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",

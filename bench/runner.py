@@ -23,7 +23,7 @@ from typing import Any
 
 from bench import gpu_state
 from bench.gpu_state import Cooldown
-from bench.knobs import tf32_requested
+from bench.knobs import tf32_override
 from bench.record import (
     FINAL_STATUSES,
     Cell,
@@ -42,17 +42,18 @@ WORKER = [sys.executable, "-m", "bench.worker"]
 def cell_env(stack: Stack, device: str, settings: dict[str, Any] | None = None) -> dict[str, str]:
     """Environment of a cell's process: the stack's variables, and no visible GPU on a CPU run.
 
-    ``NVIDIA_TF32_OVERRIDE=0`` (cuBLAS/cuDNN never use TF32, whatever a framework switch says; the
-    reference runs set it) unless the cell's own ``settings`` ask for TF32 (``knobs.tf32_requested``):
-    then it is removed, so the framework's switch decides. Whatever the caller's environment held.
+    ``NVIDIA_TF32_OVERRIDE``: ``0`` for a cell whose ``settings`` say ``tf32: off`` (strict FP32), otherwise absent,
+    whatever the caller's environment held, so each framework's own TF32 switch decides, as the sources ran
+    (``knobs.tf32_override``; the worker records the value its process had).
     """
     env = {**os.environ, **stack.env, "PYTHONUNBUFFERED": "1"}
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
-    if tf32_requested(settings or {}):
+    override = tf32_override(settings or {})
+    if override is None:
         env.pop("NVIDIA_TF32_OVERRIDE", None)
     else:
-        env["NVIDIA_TF32_OVERRIDE"] = "0"
+        env["NVIDIA_TF32_OVERRIDE"] = override
     return env
 
 

@@ -61,7 +61,10 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
             run_steps(rec, cell, stack, w, samples_csv)
         else:
             run_epochs(rec, cell, stack, w, samples_csv)
-        rec["settings"]["tf32_in_effect"] = frameworks.tf32_in_effect(rec["settings"], cell.device)
+        # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
+        rec["settings"].update(frameworks.tf32_state(stack.backend))
+        math = frameworks.tf32_math(rec["settings"], cell.device)
+        rec["settings"]["tf32_matmul"], rec["settings"]["tf32_conv"] = math["matmul"], math["conv"]
         rec["status"] = "ok"
     except Unsupported as e:
         rec["status"], rec["reason"] = "unsupported", str(e)
@@ -159,15 +162,19 @@ def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_c
 
 
 def add_mfu(rec: dict[str, Any]) -> None:
-    """MFU = model FLOPs per step / step time / the GPU's dense peak for the dtype in use (null + reason);
-    ``mfu_measured`` divides by the GEMM peak ``make doctor`` measured in this image on this GPU model
-    (``bench.doctor.measured_peak``; null + reason without one)."""
+    """MFU = model FLOPs per step / step time / the GPU's dense peak for the math in effect (null + reason): the
+    dtype, and for float32 whether matmuls and convolutions could use TF32 (``settings.tf32_matmul`` /
+    ``tf32_conv``; where they differ, ``flops.peak_flops`` combines the two peaks by the cell's share of FLOPs in
+    convolutions). ``mfu_measured`` divides by the GEMM peak ``make doctor`` measured in this image on this GPU
+    model (``bench.doctor.measured_peak``; null + reason without one)."""
     from bench.doctor import measured_peak
 
     m, s = rec["metrics"], rec["settings"]
     gpu = (rec["env"].get("gpu") or {}).get("name") if rec["device"] == "gpu" else None
-    precision, tf32 = s.get("precision", "float32"), frameworks.tf32_in_effect(s, rec["device"])
-    peak, why = flops.peak_flops(gpu, precision, tf32)
+    precision = s.get("precision", "float32")
+    tf32_mm, tf32_conv = bool(s.get("tf32_matmul")), bool(s.get("tf32_conv"))
+    share = flops.conv_fraction(rec.get("workload", ""), rec.get("task", ""))
+    peak, why = flops.peak_flops(gpu, precision, tf32_mm, tf32_conv, share)
     fl, ms = m.get("flops_per_step"), m.get("ms_per_step_mean")
     m["peak_flops"], m["peak_source"] = peak, why
     m["achieved_tflops"] = fl / (ms / 1000) / 1e12 if fl and ms else None
@@ -175,7 +182,7 @@ def add_mfu(rec: dict[str, Any]) -> None:
     results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     stack = rec.get("stack")
     measured, source = measured_peak(results, stack, os.environ.get("BENCH_VARIANT", rec["device"]), gpu,
-                                     precision, tf32) if gpu and stack else (None, "no GPU in this record")
+                                     precision, tf32_mm) if gpu and stack else (None, "no GPU in this record")
     m["measured_peak_flops"], m["measured_peak_source"] = measured, source
     m["mfu_measured"] = fl / (ms / 1000) / measured if fl and ms and measured else None
 

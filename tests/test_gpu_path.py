@@ -63,61 +63,6 @@ def test_torch_compile_on_gpu_needs_python_headers(tmp_path, monkeypatch):
     assert "Python.h is missing" in frameworks.torch_compile_blocker("gpu")
 
 
-@pytest.mark.parametrize("settings, override", [
-    ({}, "0"),                                   # off unless asked, as the reference runs
-    ({"tf32": False}, "0"),
-    ({"tf32": True}, None),                      # the cell asked: the framework switch decides
-    ({"matmul_precision": "high"}, None),
-    ({"matmul_precision": "highest"}, "0"),
-])
-def test_tf32_override_is_set_per_cell(monkeypatch, settings, override):
-    from bench.runner import cell_env
-    from bench.stacks import get_stack
-
-    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")  # e.g. left in a user's shell or an old compose file
-    env = cell_env(get_stack("pytorch"), "gpu", settings)
-    assert env.get("NVIDIA_TF32_OVERRIDE") == override
-
-
-def test_compose_leaves_the_tf32_override_to_the_runner():
-    from pathlib import Path
-
-    import yaml
-
-    compose = yaml.safe_load(Path("compose.yaml").read_text())
-    for name, service in compose["services"].items():
-        assert "NVIDIA_TF32_OVERRIDE" not in (service.get("environment") or {}), name
-
-
-@pytest.mark.parametrize("effective, device, expected", [
-    ({"NVIDIA_TF32_OVERRIDE": "0", "torch_matmul_allow_tf32": True}, "gpu", False),  # the override wins
-    ({"NVIDIA_TF32_OVERRIDE": None, "torch_matmul_allow_tf32": True}, "gpu", True),
-    ({"NVIDIA_TF32_OVERRIDE": None, "torch_float32_matmul_precision": "high"}, "gpu", True),
-    ({"NVIDIA_TF32_OVERRIDE": None, "torch_matmul_allow_tf32": False,
-      "torch_float32_matmul_precision": "highest"}, "gpu", False),
-    ({"NVIDIA_TF32_OVERRIDE": None, "jax_default_matmul_precision": "tensorfloat32"}, "gpu", True),
-    ({"NVIDIA_TF32_OVERRIDE": None, "tf_tensor_float_32_execution": True}, "cpu", False),
-])
-def test_tf32_in_effect(effective, device, expected):
-    from bench.engines.frameworks import tf32_in_effect
-
-    assert tf32_in_effect(effective, device) is expected
-
-
-def test_mfu_divides_by_the_peak_of_the_math_mode_in_effect():
-    """A cell that asked for TF32 but ran under NVIDIA_TF32_OVERRIDE=0 measured FP32: its MFU uses the FP32 peak."""
-    from bench.worker import add_mfu
-
-    def rec(override):
-        s = {"precision": "float32", "torch_matmul_allow_tf32": True, "NVIDIA_TF32_OVERRIDE": override}
-        r = {"device": "gpu", "settings": s, "env": {"gpu": {"name": "NVIDIA A100-SXM4-80GB"}},
-             "metrics": {"flops_per_step": 1e12, "ms_per_step_mean": 100.0}}
-        add_mfu(r)
-        return r["metrics"]["peak_flops"]
-
-    assert rec("0") == 19.5e12 and rec(None) == 156e12
-
-
 def test_energy_window_excludes_validation():
     """Epochs of 4 s of training at 200 W, each followed by 3 s of validation at 400 W: energy and the
     window cover the steady epochs' training steps only (2 x 4 s x 200 W), as the time metrics do."""

@@ -11,7 +11,7 @@ def row(stack, acc, loss=(2.0, 1.0), size="full", source="real", ms=(10.0, 10.0)
     return {"stack": stack, "suite": "classic", "workload": workload, "task": "fit", "size": size,
             "variant": "default", "batch_size": 128, "status": "ok", "data.source": source,
             "history.loss": json.dumps(list(loss)), "history.val_accuracy": json.dumps([0.5, acc]),
-            "settings.sync": "epoch", "metrics.ms_per_step_basis": "epoch", "settings.tf32_in_effect": False,
+            "settings.sync": "epoch", "metrics.ms_per_step_basis": "epoch", "settings.tf32": "default",
             "schedule.seed": 1, "schedule.rounds": len(ms), "repeats.ms_per_step_mean.values": json.dumps(list(ms))}
 
 

@@ -44,11 +44,10 @@ def test_settings_are_typed_with_one_default_each():
         s.preload = False
     # the tables the CLI, the sweeps and the variant names read come from the classes
     assert knobs.DEFAULTS == {
-        "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": False,
+        "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": "default",
                   "sync": "epoch"},
         "torch": {"data_pipeline": "tensors_on_device", "num_workers": 0, "preload": False, "compile": "none",
-                  "matmul_precision": "highest", "precision": "float32", "grad_scaler": False, "tf32": False,
-                  "sync": "epoch"}}
+                  "precision": "float32", "grad_scaler": False, "tf32": "default", "sync": "epoch"}}
     assert knobs.KNOBS["keras"]["jit_compile"] == (False, True, "auto")
     assert knobs.STEP_KNOBS == {"keras": ("jit_compile", "tf32", "sync"), "torch": ("compile", "tf32", "sync")}
     assert set(knobs.DOCS) == set(knobs.KNOBS["keras"]) | set(knobs.KNOBS["torch"])
@@ -130,7 +129,7 @@ def test_sweep_runs_and_skips_invalid_combinations_with_reason(tmp_path):
     assert recs["data_pipeline=tensor_dataset+preload=true"]["settings"]["preload"] is True
     # every knob is in the record, the unset ones at their defaults (one source: bench.knobs.TorchFitSettings)
     assert set(knobs.KNOBS["torch"]) <= set(base["settings"])
-    assert base["settings"]["matmul_precision"] == "highest" and base["settings"]["tf32"] is False
+    assert base["settings"]["tf32"] == "default" and base["settings"]["torch_float32_matmul_precision"] == "highest"
     assert base["settings_requested"] == {"data_pipeline": "torchvision_dataset_transforms"}  # defaults dropped
     # the per-item pipeline feeds the same values: equal first-epoch loss up to shuffling order is not
     # guaranteed, but the model and data sizes are

@@ -36,8 +36,12 @@ class Framework(ABC):
         """A call that runs one n x n x n matmul in ``dtype`` on ``device`` (inputs already placed there)."""
 
     @abstractmethod
-    def set_tf32(self, enabled: bool) -> dict[str, Any]:
-        """Set the framework's TF32 switches; returns their effective values (record keys)."""
+    def set_tf32(self, enabled: bool) -> None:
+        """Set the framework's TF32 switches for float32 matmuls and convolutions on (True) or off (False)."""
+
+    @abstractmethod
+    def tf32_switches(self) -> dict[str, Any]:
+        """The framework's TF32 switches as they are now (record keys -> values; see ``TF32_SWITCHES``)."""
 
     @abstractmethod
     def peak_bytes(self) -> int | None:
@@ -73,10 +77,15 @@ class TensorFlow(Framework):
         mm = tf.function(tf.matmul)
         return lambda: mm(a, b)
 
-    def set_tf32(self, enabled: bool) -> dict[str, Any]:
+    def set_tf32(self, enabled: bool) -> None:
         import tensorflow as tf
 
         tf.config.experimental.enable_tensor_float_32_execution(enabled)
+
+    def tf32_switches(self) -> dict[str, Any]:
+        """``tensor_float_32_execution_enabled()``: one switch for matmuls and convolutions (on by default)."""
+        import tensorflow as tf
+
         return {"tf_tensor_float_32_execution": tf.config.experimental.tensor_float_32_execution_enabled()}
 
     def peak_bytes(self) -> int | None:
@@ -120,10 +129,15 @@ class Jax(Framework):
         mm = jax.jit(jnp.matmul)
         return lambda: mm(a, b)
 
-    def set_tf32(self, enabled: bool) -> dict[str, Any]:
+    def set_tf32(self, enabled: bool) -> None:
         import jax
 
         jax.config.update("jax_default_matmul_precision", "tensorfloat32" if enabled else "highest")
+
+    def tf32_switches(self) -> dict[str, Any]:
+        """``jax_default_matmul_precision`` (matmuls and convolutions; None: DEFAULT, TF32 on a GPU that has it)."""
+        import jax
+
         return {"jax_default_matmul_precision": jax.config.jax_default_matmul_precision}
 
     def peak_bytes(self) -> int | None:
@@ -166,11 +180,17 @@ class Torch(Framework):
         b = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
         return lambda: a @ b
 
-    def set_tf32(self, enabled: bool) -> dict[str, Any]:
+    def set_tf32(self, enabled: bool) -> None:
+        """``set_float32_matmul_precision('high'|'highest')`` (the same switch as ``cuda.matmul.allow_tf32`` in torch
+        2.13: setting one rewrites the other) and ``cudnn.allow_tf32`` (convolutions and cuDNN RNNs)."""
         import torch
 
-        torch.backends.cuda.matmul.allow_tf32 = enabled
+        torch.set_float32_matmul_precision("high" if enabled else "highest")
         torch.backends.cudnn.allow_tf32 = enabled
+
+    def tf32_switches(self) -> dict[str, Any]:
+        import torch
+
         return {"torch_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
                 "torch_cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
                 "torch_float32_matmul_precision": torch.get_float32_matmul_precision()}
@@ -245,14 +265,31 @@ def gemm_tflops(backend: str, dtype: str, n: int = 8192, reps: int = 30, device:
     return 2.0 * n**3 * reps / (time.perf_counter() - t0) / 1e12
 
 
-def set_tf32(backend: str, enabled: bool) -> dict[str, Any]:
-    """Set the framework's TF32 switches and return the effective values.
+def tf32_state(backend: str) -> dict[str, Any]:
+    """The process's ``NVIDIA_TF32_OVERRIDE`` and the framework's TF32 switches as they are now (record keys).
 
-    The runner sets ``NVIDIA_TF32_OVERRIDE=0`` for every cell that does not ask for TF32 (as the reference
-    runs); the framework switches are set as well because their defaults differ (TF and JAX on, PyTorch
-    matmul off, cuDNN on). ``tf32_in_effect`` combines both.
+    Raises:
+        ValueError: unknown backend.
     """
-    return {"NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE"), **framework(backend).set_tf32(enabled)}
+    return {"NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE"), **framework(backend).tf32_switches()}
+
+
+def set_tf32(backend: str, mode: str) -> dict[str, Any]:
+    """Apply a cell's ``tf32`` knob (``bench.knobs.TF32_MODES``) and return ``tf32_state`` afterwards: ``default``
+    touches nothing (each framework's shipped math mode: TensorFlow and JAX TF32 on, PyTorch matmul off and cuDNN
+    on, as the sources ran), ``on``/``off`` set every switch of the framework. The runner sets
+    ``NVIDIA_TF32_OVERRIDE=0`` for ``off`` (``knobs.tf32_override``). The worker reads ``tf32_state`` again when the
+    cell ends, so the record holds the switches' final values (``tf32_math`` interprets them).
+
+    Raises:
+        ValueError: an unknown backend or mode.
+    """
+    fw = framework(backend)
+    if mode not in ("default", "on", "off"):
+        raise ValueError(f"tf32={mode!r}: expected default, on or off")
+    if mode != "default":
+        fw.set_tf32(mode == "on")
+    return tf32_state(backend)
 
 
 def hide_gpus_from_tensorflow() -> bool:
@@ -276,19 +313,34 @@ def hide_gpus_from_tensorflow() -> bool:
     return True
 
 
-#: Effective-setting keys (``set_tf32`` and the torch engines) whose value lets float32 math use TF32.
-TF32_SWITCHES = {"tf_tensor_float_32_execution": (True,), "torch_matmul_allow_tf32": (True,),
-                 "torch_cudnn_allow_tf32": (True,), "torch_float32_matmul_precision": ("high", "medium"),
-                 "jax_default_matmul_precision": ("tensorfloat32",)}
+#: JAX precisions that let float32 matmuls and convolutions use TF32 on a GPU that has it (jax 0.10.2
+#: ``jax/_src/lax/lax.py``, ``Precision``: DEFAULT and HIGH "use tensorfloat32 if available (e.g. on A100 and H100)";
+#: HIGHEST, alias 'float32', "uses float32"). None is the shipped default: DEFAULT.
+JAX_TF32_PRECISIONS = (None, "default", "fastest", "bfloat16", "high", "bfloat16_3x", "tensorfloat32")
+#: Record key of each framework switch -> (op kinds it governs, values that allow TF32 there).
+TF32_SWITCHES: dict[str, tuple[tuple[str, ...], tuple[Any, ...]]] = {
+    "tf_tensor_float_32_execution": (("matmul", "conv"), (True,)),
+    "jax_default_matmul_precision": (("matmul", "conv"), JAX_TF32_PRECISIONS),
+    "torch_matmul_allow_tf32": (("matmul",), (True,)),
+    "torch_cudnn_allow_tf32": (("conv",), (True,)),
+}
 
 
-def tf32_in_effect(effective: dict[str, Any], device: str) -> bool:
-    """Whether float32 matmuls/convolutions of a cell could run as TF32: on a GPU, with no
-    ``NVIDIA_TF32_OVERRIDE=0`` in the process and a framework switch allowing it (``effective``: the
-    record's ``settings`` block). TF32 is a tensor-core mode: never on a CPU."""
+def tf32_math(effective: dict[str, Any], device: str) -> dict[str, bool]:
+    """Whether a cell's float32 matmuls and convolutions could run as TF32: ``{"matmul": bool, "conv": bool}``.
+
+    ``effective``: the record's ``settings`` block (the switches ``set_tf32`` returned, and the process's
+    ``NVIDIA_TF32_OVERRIDE``). True for an op kind on a GPU whose framework switch for it allows TF32 and no
+    ``NVIDIA_TF32_OVERRIDE=0``; TF32 is a tensor-core mode, never on a CPU. A switch absent from ``effective``
+    does not count (a record without the framework's switches says False)."""
+    out = {"matmul": False, "conv": False}
     if device != "gpu" or effective.get("NVIDIA_TF32_OVERRIDE") == "0":
-        return False
-    return any(effective.get(k) in ok for k, ok in TF32_SWITCHES.items())
+        return out
+    for key, (kinds, allowing) in TF32_SWITCHES.items():
+        if key in effective and effective[key] in allowing:
+            for kind in kinds:
+                out[kind] = True
+    return out
 
 
 def torch_compile_blocker(device: str) -> str | None:

@@ -142,8 +142,6 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
                                  # tensors_on_device holds the data on the device whatever preload says
                                  "preload": settings.preload or pipeline == "tensors_on_device"}
     effective.update(frameworks.set_tf32("torch", settings.tf32))
-    torch.set_float32_matmul_precision(settings.matmul_precision)
-    effective["torch_float32_matmul_precision"] = torch.get_float32_matmul_precision()
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     model = workload.build_torch(ds.meta).to(dev)

@@ -31,7 +31,9 @@ def reference_settings(row: dict[str, str]) -> list[tuple[dict[str, Any], float]
     else:
         s = {"data_pipeline": row["data_pipeline"],
              "num_workers": int(row["num_workers"] or 0), "compile": row["jit"], "precision": row["precision"],
-             "grad_scaler": row["grad_scaler"] == "true", "matmul_precision": row["matmul_precision"] or "highest"}
+             "grad_scaler": row["grad_scaler"] == "true",
+             # the study's set_float32_matmul_precision("high") is our tf32=on (cuDNN's TF32 is on by default)
+             "tf32": "on" if row["matmul_precision"] in ("high", "medium") else "default"}
     out = []
     if _num(row["time_s"]) is not None:
         out.append((normalise(engine, s), float(row["time_s"])))
