@@ -3,11 +3,15 @@ comparison, and ``make cloud-collect``.
 
 The unit of fan-out keeps comparisons honest: one job runs every stack of a comparison on one GPU (in
 rounds, ``bench.rounds``), and jobs split by GPU type (or suite), never by stack: two stacks measured
-on two machines would compare the machines. SkyPilot (``cloud/dlbench.sky.yaml``) provisions the VM on
-any cloud or Kubernetes cluster it is configured for; managed jobs resume after a spot preemption, and
-the runner's resume skips the cells already in the results bucket. For clusters without SkyPilot,
-``k8s_job`` writes one ``batch/v1`` Job per comparison: the stacks run one after another as init
-containers of one pod holding one GPU, then the collector writes the CSV and report on the volume.
+on two machines would compare the machines. SkyPilot (``cloud/dlbench.sky.yaml``) provisions a VM on any
+cloud it is configured for and runs ``cloud/setup.sh`` (Docker and the NVIDIA Container Toolkit where
+missing) and ``cloud/run.sh`` (``make doctor``, ``make bench-all``) on the VM itself, so its containers get
+compose's environment; managed jobs resume after a spot preemption, and the runner's resume skips the cells
+already in the results bucket. Kubernetes is ``k8s_job``, not SkyPilot (a SkyPilot cluster there is a pod,
+and nested containers get no GPU): one ``batch/v1`` Job per comparison, the stacks one after another as init
+containers of one pod holding one GPU, with the environment and volumes compose gives every bench container
+(``bench.stacks.CONTAINER_ENV``, ``CONTAINER_VOLUMES``), then the collector writes the CSV and report on the
+volume.
 
 ``python -m bench.cloud launch|k8s|collect ...`` (the Makefile's ``cloud``, ``cloud-k8s`` and
 ``cloud-collect`` targets).
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import imagetag, rounds
-from bench.stacks import DEFAULT_STACKS, STACKS
+from bench.stacks import CONTAINER_ENV, CONTAINER_VOLUMES, DEFAULT_STACKS, STACKS
 
 TASK_YAML = "cloud/dlbench.sky.yaml"
 
@@ -61,6 +65,27 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
     return out
 
 
+def k8s_env(stack: str) -> list[dict[str, str]]:
+    """The environment of ``stack``'s container in the Job: compose's (``CONTAINER_ENV``; a variable compose takes
+    from the host gets its ``job_value``), then the stack's own (``Stack.env``, which its image sets too)."""
+    env = {v.name: v.job for v in CONTAINER_ENV} | STACKS[stack].env
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+def k8s_volumes(claim: str, shm_gib: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(pod volumes, bench container mounts): ``CONTAINER_VOLUMES`` (the results folder on the claim, the others
+    memory of the pod: every stack of the comparison runs in it, so they share them as compose's named volumes
+    are shared), and a memory-backed ``/dev/shm`` of ``shm_gib`` GiB where compose shares the host's IPC."""
+    volumes, mounts = [], []
+    for v in CONTAINER_VOLUMES:
+        source = {"persistentVolumeClaim": {"claimName": claim}} if v.host_var else {"emptyDir": {}}
+        volumes.append({"name": v.name, **source})
+        mounts.append({"name": v.name, "mountPath": v.path})
+    volumes.append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_gib}Gi"}})
+    mounts.append({"name": "shm", "mountPath": "/dev/shm"})
+    return volumes, mounts
+
+
 def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, repeats: int = 3,
             size: str = "full", seed: int = rounds.DEFAULT_SEED, claim: str = "dlbench-results",
             name: str | None = None, shm_gib: int = 16) -> dict[str, Any]:
@@ -70,8 +95,9 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
 
     Images: ``<registry>/<stack>:gpu-<hash>`` and ``<registry>/collector:latest-<hash>``, tagged by their
     build inputs as ``make push REGISTRY=... VARIANT=gpu`` pushed them (``bench.imagetag``).
-    Results go to the PersistentVolumeClaim ``claim`` at /results; /dev/shm is memory-backed
-    (``shm_gib`` GiB: PyTorch's DataLoader workers and XLA use it).
+    Every bench container gets compose's environment and folders (``k8s_env``, ``k8s_volumes``): results on
+    the PersistentVolumeClaim ``claim`` at /results, datasets and the CUDA JIT cache in the pod's volumes,
+    and a memory-backed /dev/shm of ``shm_gib`` GiB (PyTorch's DataLoader workers and XLA use it).
 
     Raises:
         ValueError: an unknown stack, repeats < 1, or an empty registry or GPU product.
@@ -82,23 +108,22 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
     if unknown or repeats < 1:
         raise ValueError(f"unknown stack(s) {', '.join(unknown)} or repeats < 1")
     run = f"{suite}-{size}-gpu"
-    mounts = [{"name": "results", "mountPath": "/results"}, {"name": "shm", "mountPath": "/dev/shm"}]
+    volumes, mounts = k8s_volumes(claim, shm_gib)
+    results = [m for m in mounts if m["mountPath"] == "/results"]
     gpu = {"limits": {"nvidia.com/gpu": 1}}
     init = []
     for r in range(1, repeats + 1):
         for stack in rounds.order(stacks, seed, r):
-            s = STACKS[stack]
             args = ["bench", "run", "--stack", stack, "--suite", suite, "--size", size, "--device", "gpu",
                     "--out", f"/results/runs/{run}", "--round", str(r), "--repeats", str(repeats),
                     "--seed", str(seed), "--round-stacks", " ".join(stacks)]
             image = f"{registry}/{stack}:{imagetag.tag(stack, 'gpu')}"
-            init.append({"name": f"r{r}-{stack}", "image": image, "args": args,
-                         "env": [{"name": k, "value": v} for k, v in s.env.items()],
+            init.append({"name": f"r{r}-{stack}", "image": image, "args": args, "env": k8s_env(stack),
                          "resources": gpu, "volumeMounts": mounts})
     collector = {"name": "collect", "image": f"{registry}/collector:{imagetag.tag('collector', 'latest')}",
                  "command": ["sh", "-c", f"bench collect /results/runs/{run} -o /results/{run}.csv && "
                                          "bench report /results -o /results"],
-                 "volumeMounts": [mounts[0]]}
+                 "volumeMounts": results}
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name or f"dlbench-{suite}", "labels": {"app": "dlbench"}},
@@ -112,8 +137,7 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
                     "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001},
                     "initContainers": init,
                     "containers": [collector],
-                    "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": claim}},
-                                {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_gib}Gi"}}],
+                    "volumes": volumes,
                 },
             },
         },

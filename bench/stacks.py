@@ -15,6 +15,93 @@ IMAGE_ENV = ("KERAS_BACKEND", "TF_USE_LEGACY_KERAS")
 
 
 @dataclass(frozen=True)
+class ContainerVar:
+    """One environment variable every bench container gets, whoever starts it: compose (``x-bench`` in
+    ``compose.yaml``, written by ``bench.stackfiles``) and the Kubernetes Job (``bench.cloud.k8s_job``).
+
+    Attributes:
+        name: the variable.
+        value: its value in every container; for a ``from_host`` variable, compose's default for it.
+        from_host: compose takes it from the host (``${NAME:-value}``: ``make`` exports it from its knobs).
+            The Kubernetes Job has no host: it sets ``job_value``.
+        job_value: its value in the Kubernetes Job when that differs from ``value`` (None: ``value``).
+        why: the reason for it, written above it in ``compose.yaml``.
+    """
+
+    name: str
+    value: str
+    from_host: bool = False
+    job_value: str | None = None
+    why: str = ""
+
+    @property
+    def compose_value(self) -> str:
+        """Its value in ``compose.yaml`` (``${NAME:-value}`` for a ``from_host`` variable)."""
+        return f"${{{self.name}:-{self.value}}}" if self.from_host else self.value
+
+    @property
+    def job(self) -> str:
+        """Its value in the Kubernetes Job."""
+        return self.value if self.job_value is None else self.job_value
+
+
+@dataclass(frozen=True)
+class ContainerVolume:
+    """A folder every bench container mounts.
+
+    Attributes:
+        name: the compose named volume and the Kubernetes volume (``cloud.k8s_job``).
+        path: its mount point in the container.
+        host_var: compose binds this host folder instead of a named volume: ``${host_var:-host_default}``
+            (the results); the Kubernetes Job mounts its PersistentVolumeClaim there.
+        host_default: compose's default host folder for ``host_var``.
+        why: what lives there.
+    """
+
+    name: str
+    path: str
+    host_var: str = ""
+    host_default: str = ""
+    why: str = ""
+
+
+#: The environment of every bench container (compose's ``x-bench`` and the Kubernetes Job): one list, so rows
+#: from either are comparable. NVIDIA_TF32_OVERRIDE is not here: the runner sets it per cell.
+CONTAINER_ENV: tuple[ContainerVar, ...] = (
+    ContainerVar("XLA_PYTHON_CLIENT_PREALLOCATE", "false",
+                 why="JAX allocates as it needs, as TensorFlow (allow growth) and PyTorch's caching allocator do"),
+    # jaxlib/xla_client.py@jax-v0.10.2 (generate_pjrt_gpu_plugin_options) passes this fraction (the deprecated
+    # XLA_PYTHON_CLIENT_MEM_FRACTION beside it is an error) to XLA's BFC allocator, whose pool is total memory x
+    # fraction, 0.75 by default, preallocated or not (xla/pjrt/gpu/gpu_helpers.cc CreateBFCAllocator, read in a
+    # recent XLA, not at 5a9e73cb which jax-v0.10.2 pins; jax-cuda12-pjrt 0.10.2 has its log lines). 0.95
+    # leaves 2 GiB of a 40 GiB GPU to the CUDA context, cuBLAS/cuDNN handles and CUDA graphs outside the pool;
+    # TensorFlow keeps 1.5-1.8 GiB back for the same (tensorflow/core/common_runtime/gpu/gpu_device.cc
+    # MinSystemMemory).
+    ContainerVar("XLA_CLIENT_MEM_FRACTION", "0.95",
+                 why="JAX's pool may grow to 95 % of GPU memory (XLA's default cap is 75 %, preallocated or not)"),
+    ContainerVar("CUDA_CACHE_PATH", "/cache/cuda",
+                 why="the driver's JIT cache outlives `--rm` containers: TensorFlow 2.21 ships only PTX for sm_90 "
+                     "(H100/H200)"),
+    ContainerVar("CUDA_CACHE_MAXSIZE", "4294967296", why="4 GiB, CUDA's maximum"),
+    ContainerVar("TF_FORCE_GPU_ALLOW_GROWTH", "true"),
+    ContainerVar("TF_CPP_MIN_LOG_LEVEL", "1"),
+    ContainerVar("BENCH_DEVICE", "auto", from_host=True, job_value="gpu",
+                 why="the device make resolved (the Kubernetes Job holds one GPU: gpu)"),
+    ContainerVar("BENCH_OFFLINE", "0", from_host=True),
+    ContainerVar("BENCH_REPEATS", "", from_host=True, why="empty: 3 on GPU, 1 on CPU"),
+)
+
+#: The folders every bench container mounts (compose: a host folder and named volumes; the Kubernetes Job: its
+#: results claim and volumes that live as long as its pod, which runs every stack of the comparison).
+CONTAINER_VOLUMES: tuple[ContainerVolume, ...] = (
+    ContainerVolume("results", "/results", host_var="BENCH_RESULTS", host_default="./results",
+                    why="records, CSVs, reports"),
+    ContainerVolume("datasets", "/data", why="BENCH_DATA_DIR: each dataset fetched once"),
+    ContainerVolume("cuda-cache", "/cache", why="CUDA_CACHE_PATH"),
+)
+
+
+@dataclass(frozen=True)
 class Stack:
     """One framework stack, named the same in the CLI, CSV, compose and docs.
 

@@ -1,5 +1,6 @@
 """Cloud and Kubernetes runs, offline: the sky commands, the task spec, the Kubernetes Job, collecting."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -8,7 +9,7 @@ import pytest
 import yaml
 
 from bench import cloud, imagetag, rounds
-from bench.stacks import DEFAULT_STACKS
+from bench.stacks import CONTAINER_ENV, DEFAULT_STACKS, STACKS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,9 +45,15 @@ def test_the_skypilot_task_spec_validates_with_skypilots_own_parser():
     sky = pytest.importorskip("sky")
     spec = yaml.safe_load((ROOT / cloud.TASK_YAML).read_text())
     task = sky.Task.from_yaml_config(spec, env_overrides=[("BUCKET", "dlbench-test"), ("SUITE", "paper")])
-    assert task.envs["SUITE"] == "paper" and "make bench-all" in task.run
+    assert task.envs["SUITE"] == "paper"
     (res,) = task.resources
     assert res.accelerators == {"H100": 1} and res.disk_size == 256
+    # On the VM itself: an `image_id: docker:...` would run setup and run inside that container, which has no
+    # Docker daemon for make and compose (skypilot 0.14.1 sky/provision/docker_utils.py installs rsync, curl,
+    # wget, patch, openssh-server, python3-pip and fuse there, and nothing else).
+    assert res.image_id is None and not res.extract_docker_image()
+    assert task.setup == "bash cloud/setup.sh" and task.run == "bash cloud/run.sh /results-bucket"
+    assert "make bench-all" in (ROOT / "cloud" / "run.sh").read_text()  # tests/test_cloud_scripts.py runs both
 
 
 def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():
@@ -65,6 +72,54 @@ def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():
     assert pod["containers"][0]["image"] == f"ghcr.io/o/dlbench/collector:{imagetag.tag('collector', 'latest')}"
     with pytest.raises(ValueError):
         cloud.k8s_job("classic", DEFAULT_STACKS, "", "NVIDIA-H100-80GB-HBM3")
+
+
+#: The Job's value of each variable compose takes from the host (``${NAME:-default}``) where it is not compose's
+#: default: what make exports on a GPU host (README "Run on the cloud").
+JOB_FROM_HOST = {"BENCH_DEVICE": "gpu"}
+
+
+def test_the_kubernetes_job_gives_every_bench_container_composes_environment_and_folders():
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    pod = cloud.k8s_job("paper", list(STACKS), "ghcr.io/o/dlbench", "NVIDIA-A100-SXM4-40GB", repeats=1)
+    pod = pod["spec"]["template"]["spec"]
+    assert len(pod["initContainers"]) == len(STACKS)
+    for c in pod["initContainers"]:
+        stack = STACKS[c["name"].split("-", 1)[1]]
+        service = compose["services"][stack.service]  # x-bench merged in
+        want, got = service["environment"], {e["name"]: e["value"] for e in c["env"]}
+        # the stack's own variables are its image's (compose gets them from the image, the Job sets them too)
+        assert set(got) == set(want) | set(stack.env), stack.id
+        assert all(got[k] == stack.build_args()[k] for k in stack.env)
+        for key, value in want.items():
+            host = re.fullmatch(r"\$\{(\w+):-(.*)\}", value)
+            if host:
+                assert host.group(1) == key and got[key] == JOB_FROM_HOST.get(key, host.group(2)), key
+            else:
+                assert got[key] == value, key
+        paths = {m["mountPath"] for m in c["volumeMounts"]}
+        assert paths == {v.rsplit(":", 1)[1] for v in service["volumes"]} | {"/dev/shm"}, stack.id
+        assert service["ipc"] == "host"  # compose shares the host's /dev/shm; the Job mounts memory there
+    kinds = {v["name"]: v for v in pod["volumes"]}
+    assert kinds["results"]["persistentVolumeClaim"] == {"claimName": "dlbench-results"}
+    assert kinds["datasets"] == {"name": "datasets", "emptyDir": {}} and "emptyDir" in kinds["cuda-cache"]
+    assert kinds["shm"]["emptyDir"]["medium"] == "Memory"
+
+
+def test_the_container_environment_gives_jax_95_percent_of_the_gpu_through_the_pinned_jaxlib(monkeypatch):
+    """jaxlib 0.10.2 builds the CUDA plugin's allocator options from the environment (pure Python, run here on the
+    CPU); XLA's BFC pool is total memory x memory_fraction, 0.75 when the option is absent, preallocated or not."""
+    xla_client = pytest.importorskip("jaxlib.xla_client")
+    for var in ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_PREALLOCATE",
+                "XLA_PYTHON_CLIENT_ALLOCATOR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    assert "memory_fraction" not in xla_client.generate_pjrt_gpu_plugin_options()  # XLA's default cap: 0.75
+    for var in CONTAINER_ENV:
+        monkeypatch.setenv(var.name, var.job)
+    options = xla_client.generate_pjrt_gpu_plugin_options()
+    assert options["allocator"] == "default" and options["preallocate"] is False  # BFC, growing as needed
+    assert options["memory_fraction"] == pytest.approx(0.95)
 
 
 def test_the_kubernetes_job_validates_against_the_kubernetes_schema():
