@@ -14,6 +14,7 @@ import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,13 +128,14 @@ def gpu_info() -> dict[str, Any]:
             nv.nvmlShutdown()
 
 
-def cuda_cache_bytes() -> int | None:
-    """Bytes in the CUDA JIT cache (``CUDA_CACHE_PATH``), None when the variable is unset.
+def cuda_cache_bytes(env: Mapping[str, str] | None = None) -> int | None:
+    """Bytes in the CUDA JIT cache (``CUDA_CACHE_PATH`` of ``env``, default ``os.environ``), None when the
+    variable is unset; 0 while the directory does not exist (the driver makes it at its first JIT).
 
     The driver JIT-compiles PTX for GPUs a wheel has no machine code for (TensorFlow 2.21 on H100/H200)
     and keeps the result there; compose puts it on a volume so that it outlives ``--rm`` containers.
     """
-    root = os.environ.get("CUDA_CACHE_PATH")
+    root = (os.environ if env is None else env).get("CUDA_CACHE_PATH")
     if not root:
         return None
     total = 0
@@ -144,12 +146,18 @@ def cuda_cache_bytes() -> int | None:
     return total
 
 
-def cuda_cache_block(bytes_before: int | None) -> dict[str, Any]:
-    """The record's ``env.cuda_cache``: path, size limit, bytes before and after the cell, and whether the
-    cell JIT-compiled PTX (the cache grew: its first step or epoch includes that compilation)."""
-    after = cuda_cache_bytes()
+def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The record's ``env.cuda_cache`` for the cache of ``env`` (default ``os.environ``): path, size limit,
+    bytes before the cell's process started and now, and whether the cell JIT-compiled PTX (the cache grew:
+    its first step or epoch includes that compilation; None without ``CUDA_CACHE_PATH``).
+
+    Call it after the cell's process has exited (``bench.runner.add_cuda_cache``): the driver writes what it
+    compiled as the process's CUDA context is torn down, so a reading inside the process misses it.
+    """
+    env = os.environ if env is None else env
+    after = cuda_cache_bytes(env)
     grew = None if bytes_before is None or after is None else after > bytes_before
-    return {"path": os.environ.get("CUDA_CACHE_PATH"), "maxsize": os.environ.get("CUDA_CACHE_MAXSIZE"),
+    return {"path": env.get("CUDA_CACHE_PATH"), "maxsize": env.get("CUDA_CACHE_MAXSIZE"),
             "bytes_before": bytes_before, "bytes_after": after, "jit_compiled": grew}
 
 

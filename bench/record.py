@@ -43,6 +43,14 @@ FIELDS: dict[str, str] = {
                                         "override and the framework's switch for that op on (MFU divides by the "
                                         "peak of the math in effect, matmuls and convolutions weighed by their "
                                         "share of the FLOPs)",
+    "settings.compile_cache": "PyTorch-backend stacks: 'fresh per cell' (torch.compile's inductor and Triton caches "
+                              "in an empty directory per cell process, removed after: no cell compiles warm from "
+                              "another's graphs), plus any inductor cache switch the environment set, e.g. "
+                              "TORCHINDUCTOR_FX_GRAPH_CACHE=0",
+    "settings.train_data_placement": "Keras: where fit makes each training batch for the data_pipeline on this "
+                                     "backend: 'host (tf.data)', 'host (NumPy)' (both copy each batch to the "
+                                     "device) or 'device (torch tensors)' (tensors_fit on Keras 3's PyTorch "
+                                     "backend only; on TensorFlow and JAX, fit batches tensors on the host)",
     "settings.generated_tokens": "paper suite, generate: tokens produced per sequence per call (fixed length)",
     "settings.model_config": "paper suite: the architecture config built (full: the published one; smoke: tiny)",
     "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",
@@ -96,7 +104,10 @@ FIELDS: dict[str, str] = {
                                                           "one epoch), its length (s), sample count, period",
     "telemetry.gpu_util_pct / mem_util_pct .mean/p50/max": "NVML utilisation rates over the window (%)",
     "telemetry.power_w .mean/p50/max; power_source": "board power (W); 'instant' (NVML_FI_DEV_POWER_INSTANT) or "
-                                                      "'average' (nvmlDeviceGetPowerUsage, 1-s average on GA100+)",
+                                                      "'average' (nvmlDeviceGetPowerUsage, where the field is not "
+                                                      "offered: a 1-s average on Ampere-and-newer GPUs other than "
+                                                      "GA100, instantaneous on GA100 (A100, A30) and older; "
+                                                      "telemetry.notes says which)",
     "telemetry.sm_clock_mhz / mem_clock_mhz / temperature_c": "clocks (MHz) and GPU temperature (degC), mean/p50/max",
     "telemetry.memory_used_peak_bytes": "peak device memory in use as NVML sees it, all processes (bytes)",
     "telemetry.idle_power_w": "mean power over 1 s before the workload started (W)",
@@ -126,8 +137,9 @@ FIELDS: dict[str, str] = {
     "env.*": "Python, framework and CUDA/cuDNN versions, GPU and driver (NVML), CPU, image, git commit, host",
     "env.gpu.mig_mode": "the GPU is in MIG mode (null where NVML does not say); then a note says MFU and energy "
                         "are the whole GPU's and not comparable",
-    "env.cuda_cache.*": "the CUDA JIT cache (CUDA_CACHE_PATH, a compose volume): bytes before/after the cell, and "
-                        "jit_compiled = it grew (the first step/epoch paid for compiling PTX for this GPU)",
+    "env.cuda_cache.*": "the CUDA JIT cache (CUDA_CACHE_PATH, a compose volume): bytes before the cell's process "
+                        "started and after it exited (the driver writes the cache at exit), and jit_compiled = it "
+                        "grew (the first step/epoch paid for compiling PTX for this GPU; null without the variable)",
     "notes": "warnings that travel with the row (e.g. a CPU run is not a GPU benchmark)",
 }
 

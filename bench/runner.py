@@ -1,8 +1,9 @@
 """Runs cells one by one, each in its own process with a time limit; never imports a framework.
 
 For each cell: the worker writes its record to a scratch file; the runner adds what only the parent
-sees (exit status, wall time, peak RSS from ``wait4``) and writes ``<stack>/<cell_id>.json``
-atomically. A worker that dies without a record (killed, out of memory, time limit) still gets one.
+sees (exit status, wall time, peak RSS from ``wait4``, the CUDA JIT cache's growth over the whole
+process) and writes ``<stack>/<cell_id>.json`` atomically. A worker that dies without a record (killed,
+out of memory, time limit) still gets one.
 """
 
 from __future__ import annotations
@@ -11,17 +12,20 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from bench import gpu_state
+from bench.environment import cuda_cache_block, cuda_cache_bytes
 from bench.gpu_state import Cooldown
 from bench.knobs import tf32_override
 from bench.record import (
@@ -55,6 +59,61 @@ def cell_env(stack: Stack, device: str, settings: dict[str, Any] | None = None) 
     else:
         env["NVIDIA_TF32_OVERRIDE"] = override
     return env
+
+
+#: torch 2.13's switches for inductor's caches (torch/_inductor/config.py, torch/_functorch/config.py@v2.13.0); a
+#: cell's ``settings.compile_cache`` names those its environment sets, since they change what the cache does.
+INDUCTOR_CACHE_SWITCHES = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCHINDUCTOR_FX_GRAPH_CACHE",
+                           "TORCHINDUCTOR_AUTOGRAD_CACHE", "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE",
+                           "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE", "TORCHINDUCTOR_BUNDLED_AUTOTUNE_REMOTE_CACHE")
+
+
+@contextlib.contextmanager
+def compile_caches(stack: Stack) -> Iterator[dict[str, str]]:
+    """Fresh, empty torch.compile caches for one cell process of a PyTorch-backend stack: yields the
+    environment that points them into a new directory, and removes it once the block ends. Empty for the
+    other backends, which keep no compile cache on disk unless asked (JAX 0.10.2: ``jax_compilation_cache_dir``,
+    None by default, jax/_src/config.py; TensorFlow 2.21's XLA: ``--tf_xla_persistent_cache_directory``).
+
+    Inductor keeps its FX-graph, AOTAutograd and autotuning caches under ``TORCHINDUCTOR_CACHE_DIR``, by
+    default ``/tmp/torchinductor_<user>`` (torch/_inductor/runtime/cache_dir_utils.py@v2.13.0), and Triton's
+    kernels under ``TRITON_CACHE_DIR`` (else inside it), all on by default: the cells of one container would
+    otherwise compile warm after the first cell with the same graph. The directory is made where inductor's
+    default is (the system temporary directory), so reads and writes cost what they cost out of the box.
+    Keras' ``jit_compile`` on the PyTorch backend is torch.compile, so the same caches. The caller's own
+    ``TORCHINDUCTOR_CACHE_DIR`` / ``TRITON_CACHE_DIR`` are overridden.
+    """
+    if stack.backend != "torch":
+        yield {}
+        return
+    root = Path(tempfile.mkdtemp(prefix="bench-compile-cache-"))
+    try:
+        yield {"TORCHINDUCTOR_CACHE_DIR": str(root / "torchinductor"), "TRITON_CACHE_DIR": str(root / "triton")}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)  # a compile worker still exiting may write into it meanwhile
+
+
+def compile_cache_setting(env: Mapping[str, str]) -> str:
+    """The record's ``settings.compile_cache`` for a cell run with ``env`` (``compile_caches``): "fresh per
+    cell", plus every inductor cache switch (``INDUCTOR_CACHE_SWITCHES``) the environment sets, e.g.
+    "fresh per cell (TORCHINDUCTOR_FX_GRAPH_CACHE=0)"."""
+    switches = [f"{k}={env[k]}" for k in INDUCTOR_CACHE_SWITCHES if k in env]
+    return "fresh per cell" + (f" ({', '.join(switches)})" if switches else "")
+
+
+PTX_JIT_NOTE = ("the CUDA JIT cache grew during this cell: its first step/epoch includes the driver compiling PTX "
+                "for this GPU (later cells reuse the cache)")
+
+
+def add_cuda_cache(rec: dict[str, Any], env: Mapping[str, str], bytes_before: int | None) -> None:
+    """Put ``env.cuda_cache`` (``bench.environment.cuda_cache_block``: the CUDA JIT cache's growth since
+    ``bytes_before``, bytes) into ``rec``, and ``PTX_JIT_NOTE`` when it grew. Called once the worker process
+    has ended: the driver writes the cache as the process's CUDA context is torn down, after the worker's
+    own record is on disk."""
+    block = cuda_cache_block(bytes_before, env)
+    rec.setdefault("env", {})["cuda_cache"] = block
+    if block["jit_compiled"]:
+        rec.setdefault("notes", []).append(PTX_JIT_NOTE)
 
 
 #: The probe: import the framework, list its GPUs (keeping its warnings: torch reports an old driver as a
@@ -142,7 +201,9 @@ def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
 
 def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict[str, Any]:
     """Run ``cell`` in a child process and write its final record; returns the record. On a GPU, first
-    the optional ``cooldown`` and the check for other processes on the GPU (``bench.gpu_state``)."""
+    the optional ``cooldown`` and the check for other processes on the GPU (``bench.gpu_state``). The process
+    gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
+    after it has ended (``add_cuda_cache``)."""
     stack = get_stack(cell.stack)
     before = before_cell(cell, cooldown)
     final = result_path(out_dir, cell)
@@ -155,26 +216,27 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict
     cell_file.write_text(json.dumps(cell.to_dict()))
 
     timed_out = threading.Event()
-    start = time.perf_counter()
-    with open(log_file, "w") as log:
-        proc = subprocess.Popen([*WORKER, str(cell_file), str(worker_out), *samples],
-                                stdout=log, stderr=subprocess.STDOUT,
-                                env=cell_env(stack, cell.device, cell.settings),
-                                start_new_session=True)
+    with compile_caches(stack) as caches:
+        env = {**cell_env(stack, cell.device, cell.settings), **caches}
+        cuda_cache_before = cuda_cache_bytes(env)
+        start = time.perf_counter()
+        with open(log_file, "w") as log:
+            proc = subprocess.Popen([*WORKER, str(cell_file), str(worker_out), *samples],
+                                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
-        def kill() -> None:
-            timed_out.set()
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            def kill() -> None:
+                timed_out.set()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
 
-        timer = threading.Timer(cell.timeout_s, kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - start
+            timer = threading.Timer(cell.timeout_s, kill)
+            timer.start()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
 
     try:
         rec = read_record(worker_out)
@@ -194,6 +256,9 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict
                       "gpu_s": wall if cell.device == "gpu" else 0.0}
     rec.setdefault("memory", {}).setdefault("host_peak_rss_bytes", usage.ru_maxrss * 1024)
     rec.update(before)
+    add_cuda_cache(rec, env, cuda_cache_before)
+    if caches:
+        rec.setdefault("settings", {})["compile_cache"] = compile_cache_setting(env)
     note = gpu_state.busy_note(before.get("gpu_before") or {})
     if note:
         rec.setdefault("notes", []).append(note)

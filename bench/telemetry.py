@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,39 @@ THROTTLE_REASONS = ("HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "
 #: is reported as its own share of samples (``power_capped_fraction``); ``throttled`` comes from the others.
 POWER_CAP_REASONS = ("SwPowerCap",)
 ALL_REASONS = (*THROTTLE_REASONS, "GpuIdle", "ApplicationsClocksSetting", "SyncBoost", "DisplayClockSetting")
+
+
+#: GPUs built on GA100 (A100, A800, A30), by NVML name: their ``nvmlDeviceGetPowerUsage`` is instantaneous.
+GA100_NAME = re.compile(r"\bA(100|800|30)X?\b")
+#: NVML's architecture number of Ampere (``NVML_DEVICE_ARCH_AMPERE``, nvidia-ml-py 13.615.71).
+ARCH_AMPERE = 7
+
+
+def averaged_power_kind(name: str, arch: int | None) -> str | None:
+    """What ``nvmlDeviceGetPowerUsage`` returns on the GPU named ``name`` of NVML architecture ``arch``:
+    "1-s average" or "instantaneous"; None when ``arch`` is unknown and the name is not a GA100 one.
+
+    nvml.h (nvidia-nvml-dev 13.5.37, ``nvmlDeviceGetPowerUsage``): "On Ampere (except GA100) or newer GPUs, the
+    API returns power averaged over 1 sec interval. On GA100 and older architectures, instantaneous power is
+    returned." Ampere's GA100 and GA10x share one architecture number, so GA100 is told by name.
+    """
+    if GA100_NAME.search(name):
+        return "instantaneous"
+    if arch is None:
+        return None
+    return "1-s average" if arch >= ARCH_AMPERE else "instantaneous"
+
+
+def averaged_power_note(name: str, arch: int | None) -> str:
+    """The telemetry note of a window whose power came from ``nvmlDeviceGetPowerUsage`` (``averaged_power_kind``)."""
+    kind = averaged_power_kind(name, arch)
+    head = "power is NVML's nvmlDeviceGetPowerUsage reading (NVML_FI_DEV_POWER_INSTANT not offered)"
+    if kind == "instantaneous":
+        return f"{head}: instantaneous on {name} (GA100 and pre-Ampere GPUs)"
+    if kind == "1-s average":
+        return f"{head}: a 1-s average on {name} (Ampere except GA100, and newer), so it lags and smooths the load"
+    return (f"{head}: a 1-s average on Ampere-and-newer GPUs other than GA100, instantaneous on GA100 and older; "
+            f"the architecture of {name} is unknown")
 
 
 @dataclass
@@ -179,6 +213,7 @@ class Telemetry:
         self.name = _text(nvml.nvmlDeviceGetName(self.handle))
         self.index = index
         self.power_source = self._probe_power_source()
+        self.arch = self._architecture()
 
     # ---- reads; each records why a metric is missing, once ------------------------------------------
     def _read(self, metric: str, fn: Callable[[], Any]) -> Any:
@@ -200,6 +235,14 @@ class Telemetry:
             except Exception:  # older driver: fall back to the averaged reading
                 pass
         return "average"
+
+    def _architecture(self) -> int | None:
+        """NVML's architecture number of the GPU (None where the driver does not say)."""
+        try:
+            arch = int(self.nv.nvmlDeviceGetArchitecture(self.handle))
+        except Exception:  # FunctionNotFound on old drivers, or a fake without it
+            return None
+        return None if arch == getattr(self.nv, "NVML_DEVICE_ARCH_UNKNOWN", 0xFFFFFFFF) else arch
 
     def _power_w(self) -> float:
         if self.power_source == "instant":
@@ -318,7 +361,7 @@ class Telemetry:
             notes.append(f"window {out['window_s']:.2f} s is shorter than {MIN_WINDOW_S:g} s: energy counter "
                          f"resolution (~20-100 ms) makes J figures coarse")
         if self.power_source == "average":
-            notes.append("power is NVML's averaged reading (1-s average on GA100 and later)")
+            notes.append(averaged_power_note(self.name, self.arch))
         out["notes"] = notes
         out["unsupported"] = dict(self.unsupported)
         return out

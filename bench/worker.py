@@ -1,7 +1,7 @@
 """Runs exactly one cell in its own process: ``python -m bench.worker CELL.json OUT.json [SAMPLES.csv]``.
 
 The worker always writes OUT.json (status ok, failed, oom or unsupported); the runner adds what only
-the parent can see (exit code, wall time, peak RSS) and writes the final record.
+the parent can see (exit code, wall time, peak RSS, the CUDA JIT cache's growth) and writes the final record.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from bench import flops, knobs, telemetry
 from bench.engines import Unsupported, epoch_engine, frameworks, step_engine
-from bench.environment import capture, cuda_cache_block, cuda_cache_bytes, utc_now
+from bench.environment import capture, utc_now
 from bench.record import Cell, new_record, write_json_atomic
 from bench.stacks import get_stack
 from bench.workloads import StepWorkload, get_workload
@@ -42,7 +42,6 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
     """
     rec = new_record(cell)
     rec["started_utc"] = utc_now()
-    cache_before = cuda_cache_bytes()
     if cell.device == "cpu":
         rec["notes"].append(CPU_NOTE)
     try:
@@ -72,7 +71,7 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         rec["status"] = "oom" if frameworks.is_oom(e) else "failed"
         rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
         rec["traceback"] = traceback.format_exc()[-4000:]
-    add_env(rec, cell, cache_before)
+    add_env(rec, cell)
     if rec["status"] == "ok" and "flops_per_step" in rec["metrics"]:  # a step-timed cell: needs env's GPU name
         add_mfu(rec)
     rec["memory"]["host_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -80,19 +79,16 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
     return rec
 
 
-def add_env(rec: dict[str, Any], cell: Cell, cache_before: int | None) -> None:
-    """The record's ``env`` block, the CUDA JIT cache's growth since ``cache_before`` (bytes), and the notes
-    they imply: MIG mode, and a first step or epoch that paid for the driver's PTX JIT."""
+def add_env(rec: dict[str, Any], cell: Cell) -> None:
+    """The record's ``env`` block and the note it implies for a GPU cell: MIG mode. The CUDA JIT cache's
+    growth (``env.cuda_cache``) is the runner's to add, once this process has ended
+    (``bench.runner.add_cuda_cache``)."""
     try:
         rec["env"] = capture()
     except Exception as e:
         rec["env"] = {"error": f"{type(e).__name__}: {e}"}
     if (rec["env"].get("gpu") or {}).get("mig_mode") and cell.device == "gpu":
         rec["notes"].append(MIG_NOTE)
-    rec["env"]["cuda_cache"] = cuda_cache_block(cache_before)
-    if rec["env"]["cuda_cache"]["jit_compiled"]:
-        rec["notes"].append("the CUDA JIT cache grew during this cell: its first step/epoch includes the driver "
-                            "compiling PTX for this GPU (later cells reuse the cache)")
 
 
 def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | None) -> None:
@@ -200,8 +196,9 @@ def main(argv: list[str]) -> int:
     """``python -m bench.worker CELL.json OUT.json [SAMPLES.csv]``: run the cell, write OUT.json atomically.
 
     A CPU cell's process then ends without the interpreter's teardown (``exit_without_teardown``); a GPU
-    cell's exits normally, so the CUDA driver tears its context down and flushes its JIT cache
-    (``CUDA_CACHE_PATH``) as it would in any program. Returns the exit code (0: a record was written).
+    cell's exits normally, so the CUDA driver tears its context down and writes its JIT cache
+    (``CUDA_CACHE_PATH``) as it would in any program; the runner measures the cache after that.
+    Returns the exit code (0: a record was written).
     """
     cell_file, out_file, *rest = argv
     cell = Cell.from_dict(json.loads(Path(cell_file).read_text()))

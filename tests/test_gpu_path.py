@@ -148,13 +148,103 @@ def test_keras_timing_callback_closes_the_epoch_when_validation_begins():
     assert events == ["mark", "end", "mark", "end"]
 
 
-def test_tf_data_pipelines_are_labelled_host():
-    """tf.data slices, shuffles and batches on the host even when built from tf tensors."""
-    from bench.engines.keras_engine import PLACEMENT
+def test_every_keras_stack_and_pipeline_has_a_placement_label():
+    """tf.data slices, shuffles and batches on the host even when built from tf tensors, on every backend;
+    Keras on TensorFlow (2 and 3) wraps NumPy and tensors alike in tf.data, so nothing there is on the device."""
+    from bench.engines.keras_engine import HOST_TF_DATA, placement
+    from bench.knobs import KNOBS
+    from bench.stacks import STACKS, get_stack
+
+    keras_stacks = [get_stack(s) for s in STACKS if get_stack(s).engine == "keras"]
+    for stack in keras_stacks:
+        for pipeline in KNOBS["keras"]["data_pipeline"]:
+            assert placement(pipeline, stack.keras_major, stack.backend)
+        assert placement("tf_data_tensors", stack.keras_major, stack.backend) == HOST_TF_DATA
+    assert placement("tensors_fit", 2, "tensorflow") == placement("tensors_fit", 3, "tensorflow") == HOST_TF_DATA
+    with pytest.raises(ValueError, match="no train_data_placement"):
+        placement("tensors_fit", 2, "jax")
+
+
+#: Runs ``fit`` on bench's own ``train_data`` arguments for each pipeline named on the command line and reports
+#: what Keras did with them: which data adapter methods made the batches, and as what the arrays were sliced.
+PLACEMENT_PROBE = """
+import json, sys, types
+import numpy as np
+import keras
+from keras.src.trainers import data_adapters
+from keras.src.trainers.data_adapters import array_data_adapter, array_slicing
+from bench.engines.keras_engine import train_data
+
+seen = {"calls": [], "sliced_as": []}
+
+def spy(cls, name):
+    orig = getattr(cls, name)
+    def wrapper(self, *a, **k):
+        seen["calls"].append(f"{cls.__name__}.{name}")
+        return orig(self, *a, **k)
+    setattr(cls, name, wrapper)
+
+for cls in (array_data_adapter.ArrayDataAdapter, data_adapters.TFDatasetAdapter):
+    for name in ("get_numpy_iterator", "get_tf_dataset", "get_jax_iterator", "get_torch_dataloader"):
+        spy(cls, name)
+convert = array_slicing.convert_to_sliceable
+
+def convert_spy(arrays, target_backend=None):
+    out = convert(arrays, target_backend)
+    if target_backend in ("numpy", "jax", "torch"):
+        seen["sliced_as"] += [type(a).__name__ for a in keras.tree.flatten(out)]
+    return out
+
+array_slicing.convert_to_sliceable = convert_spy
+ds = types.SimpleNamespace(x_train=(np.random.rand(64, 4).astype("float32"),),
+                           y_train=(np.arange(64) % 2).astype("int32"), n_train=64)
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+model.compile("sgd", "sparse_categorical_crossentropy")
+out = {}
+for pipeline in sys.argv[1:]:
+    seen["calls"].clear(); seen["sliced_as"].clear()
+    model.fit(**train_data(keras, pipeline, ds, 16), epochs=1, verbose=0)
+    out[pipeline] = {k: sorted(set(v)) for k, v in seen.items()}
+print("OBSERVED" + json.dumps(out))
+"""
+
+
+def observed_placement(obs: dict) -> str:
+    """The placement label that what Keras did (``PLACEMENT_PROBE``) amounts to."""
+    from bench.engines.keras_engine import DEVICE_TORCH, HOST_NUMPY, HOST_TF_DATA
+
+    if any(c.startswith("TFDatasetAdapter.") or c == "ArrayDataAdapter.get_tf_dataset" for c in obs["calls"]):
+        return HOST_TF_DATA
+    kinds = {"NumpySliceable": HOST_NUMPY, "TorchSliceable": DEVICE_TORCH}
+    labels = {kinds[k] for k in obs["sliced_as"]}
+    assert len(labels) == 1, obs
+    return labels.pop()
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_train_data_placement_matches_what_keras_fit_does(backend):
+    """keras 3.15.1 on the CPU, per backend: the label of each pipeline is what ``fit`` does with bench's own
+    arguments. On TensorFlow, backend tensors (tensors_fit) go into a tf.data pipeline on the host; on JAX they
+    become NumPy and are sliced on the host; only on PyTorch are batches sliced from the tensors themselves."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from bench.engines.keras_engine import placement
     from bench.knobs import KNOBS
 
-    assert set(PLACEMENT) == set(KNOBS["keras"]["data_pipeline"])
-    assert PLACEMENT["tf_data_tensors"] == PLACEMENT["tf_data_numpy"] == "host (tf.data)"
+    for module in ("keras", "tensorflow", backend):
+        pytest.importorskip(module)
+    pipelines = list(KNOBS["keras"]["data_pipeline"])
+    env = {**os.environ, "KERAS_BACKEND": backend, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3",
+           "PYTHONPATH": os.getcwd()}
+    p = subprocess.run([sys.executable, "-c", PLACEMENT_PROBE, *pipelines], env=env, capture_output=True, text=True,
+                       timeout=300)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("OBSERVED")), None)
+    assert line, p.stderr[-3000:]
+    observed = json.loads(line.removeprefix("OBSERVED"))
+    assert {k: observed_placement(v) for k, v in observed.items()} == {k: placement(k, 3, backend) for k in pipelines}
 
 
 def test_steps_per_execution_spread_is_over_executions(monkeypatch):
@@ -364,15 +454,13 @@ def test_mfu_against_the_measured_gemm_peak(tmp_path, monkeypatch):
     assert other["mfu_measured"] is None and "measured on" in other["measured_peak_source"]
 
 
-def test_gpu_record_notes_mig_and_ptx_jit(tmp_path, monkeypatch):
+def test_gpu_record_notes_mig(tmp_path, monkeypatch):
     from bench import worker
     from bench.record import Cell, new_record
 
     monkeypatch.setattr(worker, "capture", lambda: {"gpu": {"name": "NVIDIA A100-SXM4-40GB", "mig_mode": True}})
-    monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path))
     cell = Cell(stack="keras3-tf", suite="classic", workload="mnist_cnn", task="fit", size="full", device="gpu")
     rec = new_record(cell)
-    (tmp_path / "k.bin").write_bytes(b"x" * 10)  # the driver cached a JIT-compiled kernel during the cell
-    worker.add_env(rec, cell, cache_before=0)
-    assert worker.MIG_NOTE in rec["notes"] and any("CUDA JIT cache grew" in n for n in rec["notes"])
-    assert rec["env"]["cuda_cache"]["jit_compiled"] is True
+    worker.add_env(rec, cell)
+    assert worker.MIG_NOTE in rec["notes"]
+    assert "cuda_cache" not in rec["env"]  # the runner's, after the process exits (test_runner.py)

@@ -1,5 +1,6 @@
 """The runner with stand-in workers: crashes, time limits and resumed runs never lose a record."""
 
+import os
 import sys
 import textwrap
 
@@ -7,6 +8,7 @@ import pytest
 
 from bench import runner
 from bench.record import Cell, read_record, result_path
+from tests.conftest import needs_torch
 
 FAKE = textwrap.dedent("""
     import json, os, sys, time
@@ -24,6 +26,11 @@ FAKE = textwrap.dedent("""
     ms = 1.0 + (cell.repeat or 0)  # repeats differ, so their spread is visible
     rec.update(status="ok", metrics={"ms_per_step_mean": ms, "ms_per_step_p90": ms, "first_epoch_s": 0.1},
                data={"source": "synthetic"})
+    caches = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    rec["settings"]["seen"] = caches  # what this process was given
+    for path in filter(None, caches.values()):  # what a compile leaves behind
+        os.makedirs(path, exist_ok=True)
+        open(os.path.join(path, "entry"), "w").close()
     if mode == "fail2" and cell.repeat == 2:
         rec.update(status="failed", reason="boom in repeat 2")
     write_json_atomic(__import__("pathlib").Path(sys.argv[2]), rec)
@@ -193,3 +200,109 @@ def test_a_cpu_worker_exits_without_teardown_after_its_record_and_a_gpu_one_exit
     assert p.returncode == 0, p.stderr
     assert json.loads(out.read_text()) == {"status": "ok", "device": device}
     assert marker.exists() == (device == "gpu")
+
+
+def test_each_cell_process_gets_its_own_fresh_compile_caches_removed_after(tmp_path, fake_worker):
+    """Two cells of a PyTorch stack in one container: each process's inductor and Triton caches are an empty
+    directory of its own (no cell compiles warm from an earlier cell's graphs), gone once the cell ended."""
+    fake_worker("ok")
+    first, second = runner.run_one(cell("mnist_mlp"), tmp_path), runner.run_one(cell("mnist_cnn"), tmp_path)
+    seen = [first["settings"]["seen"], second["settings"]["seen"]]
+    dirs = [d for s in seen for d in s.values()]
+    assert all(dirs) and len(set(dirs)) == 4
+    assert not any(os.path.exists(d) for d in dirs)
+    assert first["settings"]["compile_cache"] == second["settings"]["compile_cache"] == "fresh per cell"
+    jax = runner.run_one(Cell(stack="keras3-jax", suite="classic", workload="mnist_mlp", task="fit", size="smoke",
+                              device="cpu", timeout_s=30.0), tmp_path)
+    assert jax["settings"]["seen"] == {"TORCHINDUCTOR_CACHE_DIR": None, "TRITON_CACHE_DIR": None}
+    assert "compile_cache" not in jax["settings"]
+
+
+def test_compile_cache_setting_names_the_inductor_switches_in_effect(tmp_path, fake_worker, monkeypatch):
+    fake_worker("ok")
+    monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "shared"))  # a caller's own: not used
+    rec = runner.run_one(cell(), tmp_path)
+    assert rec["settings"]["compile_cache"] == "fresh per cell (TORCHINDUCTOR_FX_GRAPH_CACHE=0)"
+    assert rec["settings"]["seen"]["TORCHINDUCTOR_CACHE_DIR"] != str(tmp_path / "shared")
+
+
+COMPILE_WORKER = textwrap.dedent("""
+    import json, sys
+    import torch
+    from torch._dynamo.utils import counters
+    from bench.record import Cell, new_record, write_json_atomic
+
+    def f(x):
+        return (x.sin() * 3 + x.cos()).sum()
+
+    x = torch.randn(8, requires_grad=True)
+    runs = []
+    for _ in range(2):  # the second compile, after a reset, reads this process's own cache: caching is on
+        torch.compile(f)(x).backward()
+        runs.append({**counters["inductor"], **counters["aot_autograd"]})
+        torch._dynamo.reset()
+        counters.clear()
+    rec = new_record(Cell.from_dict(json.load(open(sys.argv[1]))))
+    rec.update(status="ok", metrics={"compiles": runs})
+    write_json_atomic(__import__("pathlib").Path(sys.argv[2]), rec)
+""")
+
+
+@needs_torch
+def test_a_second_cell_compiling_the_same_graph_does_not_hit_the_first_cells_cache(tmp_path, monkeypatch):
+    """torch 2.13 on the CPU, through the runner: cell 1 compiles a function (forward and backward); cell 2,
+    a fresh process compiling the same function, misses inductor's FX-graph and AOTAutograd caches, while a
+    repeat compile inside cell 2 hits its own (so the caches are on, and only kept apart)."""
+    from bench.engines.frameworks import torch_compile_blocker
+
+    if torch_compile_blocker("cpu"):
+        pytest.skip(torch_compile_blocker("cpu"))
+    script = tmp_path / "compile_worker.py"
+    script.write_text(COMPILE_WORKER)
+    monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])
+    first = runner.run_one(cell("mnist_mlp", timeout_s=300.0), tmp_path)
+    second = runner.run_one(cell("mnist_cnn", timeout_s=300.0), tmp_path)
+    assert first["status"] == second["status"] == "ok", (first["reason"], second["reason"])
+    cold, again = second["metrics"]["compiles"]
+    assert cold.get("fxgraph_cache_miss", 0) >= 1 and cold.get("fxgraph_cache_hit", 0) == 0, cold
+    assert cold.get("autograd_cache_miss", 0) == 1 and cold.get("autograd_cache_hit", 0) == 0, cold
+    assert again.get("fxgraph_cache_hit", 0) >= 1 and again.get("autograd_cache_hit", 0) == 1, again
+
+
+JIT_WORKER = textwrap.dedent("""
+    import atexit, os, sys
+    from pathlib import Path
+    from bench import worker
+
+    def driver_teardown():  # the CUDA driver writes what it JIT-compiled as the process's context goes
+        if os.environ["FAKE_JIT"] == "1":
+            (Path(os.environ["CUDA_CACHE_PATH"]) / "ab").mkdir(parents=True, exist_ok=True)
+            (Path(os.environ["CUDA_CACHE_PATH"]) / "ab" / "kernel.bin").write_bytes(b"x" * 4096)
+
+    atexit.register(driver_teardown)
+    sys.exit(worker.main(sys.argv[1:]))  # the real worker: writes its record, then exits normally (a GPU cell)
+""")
+
+
+@pytest.mark.parametrize("cache, jit, expected", [(True, "1", True), (True, "0", False), (False, "1", None)])
+def test_ptx_jit_is_measured_after_the_worker_process_exits(tmp_path, monkeypatch, cache, jit, expected):
+    """The driver writes the CUDA JIT cache at context teardown, after the worker's record is on disk: the
+    runner's reading after the process ended says whether the cell paid for PTX JIT (null without a cache)."""
+    script = tmp_path / "jit_worker.py"
+    script.write_text(JIT_WORKER)
+    monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])
+    monkeypatch.setenv("FAKE_JIT", jit)
+    if cache:
+        monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "cuda"))
+    else:
+        monkeypatch.delenv("CUDA_CACHE_PATH", raising=False)
+    gpu_cell = Cell(stack="keras3-tf", suite="classic", workload="mnist_mlp", task="no-such-task", size="smoke",
+                    device="gpu", timeout_s=120.0)  # unsupported at once: the record is written, then the exit
+    runner.run_one(gpu_cell, tmp_path)
+    rec = read_record(result_path(tmp_path, gpu_cell))
+    assert rec["status"] == "unsupported" and rec["process"]["exit_code"] == 0
+    block = rec["env"]["cuda_cache"]
+    sizes = {True: (0, 4096), False: (0, 0), None: (None, None)}[expected]
+    assert block["jit_compiled"] is expected and (block["bytes_before"], block["bytes_after"]) == sizes
+    assert any("CUDA JIT cache grew" in n for n in rec["notes"]) is bool(expected)

@@ -39,10 +39,12 @@ class FakeNvml(types.SimpleNamespace):
     nvmlClocksEventReasonSwThermalSlowdown = 0x20
 
     def __init__(self, clock: FakeClock, watts: float = 200.0, start_mj: int = 0, unsupported=(),
-                 stall: bool = False, reasons: int = 0, instant: bool = True):
+                 stall: bool = False, reasons: int = 0, instant: bool = True, name: bytes = b"Fake H100",
+                 arch: int | None = 9):
         super().__init__()
         self.clock, self.watts, self.start_mj, self.t0 = clock, watts, start_mj, clock()
         self.unsupported, self.stall, self.reasons, self.instant = set(unsupported), stall, reasons, instant
+        self.name, self.arch = name, arch
 
     def _check(self, metric):
         if metric in self.unsupported:
@@ -61,7 +63,12 @@ class FakeNvml(types.SimpleNamespace):
         return ("h", u)
 
     def nvmlDeviceGetName(self, h):
-        return b"Fake H100"
+        return self.name
+
+    def nvmlDeviceGetArchitecture(self, h):
+        if self.arch is None:  # an old driver
+            raise NotSupported("Function Not Found")
+        return self.arch
 
     def nvmlDeviceGetUtilizationRates(self, h):
         self._check("util")
@@ -182,6 +189,36 @@ def test_no_power_and_no_energy_gives_null_energy():
     assert s["energy_j"] is None and s["energy_method"] is None and s["j_per_step"] is None
     assert s["idle_power_w"] is None and "power" in s["unsupported"]
     assert s["power_source"] == "average"
+
+
+@pytest.mark.parametrize("name, arch, expected", [
+    (b"NVIDIA A100-SXM4-80GB", 7, "instantaneous on NVIDIA A100-SXM4-80GB"),  # GA100: Ampere, yet instantaneous
+    (b"NVIDIA A30", 7, "instantaneous on NVIDIA A30"),
+    (b"NVIDIA H100 80GB HBM3", 9, "a 1-s average on NVIDIA H100 80GB HBM3"),
+    (b"NVIDIA A10G", 7, "a 1-s average on NVIDIA A10G"),                     # GA102
+    (b"NVIDIA RTX A3000 Laptop GPU", 7, "a 1-s average"),                    # GA104, not an A30
+    (b"Tesla V100-SXM2-16GB", 5, "instantaneous on Tesla V100-SXM2-16GB"),
+    (b"NVIDIA A100-PCIE-40GB", None, "instantaneous"),                       # no architecture: told by name
+    (b"NVIDIA H100 PCIe", None, "the architecture of NVIDIA H100 PCIe is unknown"),
+])
+def test_the_averaged_power_reading_is_described_per_gpu(name, arch, expected):
+    """nvml.h: nvmlDeviceGetPowerUsage is a 1-s average on Ampere (except GA100) and newer, instantaneous on GA100
+    and older. Without NVML_FI_DEV_POWER_INSTANT, the window's note says which this GPU gave."""
+    clock = FakeClock()
+    tel = make(clock, instant=False, name=name, arch=arch)
+    drive(tel, clock, epochs=2)
+    s = tel.summary(10, 100)
+    assert s["power_source"] == "average"
+    [note] = [n for n in s["notes"] if "nvmlDeviceGetPowerUsage" in n]
+    assert expected in note
+    if expected.startswith("instantaneous"):
+        assert "average" not in note
+    elif expected.startswith("a 1-s average"):
+        assert "instantaneous" not in note
+    clock = FakeClock()
+    instant = make(clock, name=name, arch=arch)  # NVML_FI_DEV_POWER_INSTANT offered: no note
+    drive(instant, clock, epochs=2)
+    assert not any("power" in n for n in instant.summary(10, 100)["notes"])
 
 
 def test_a_power_cap_is_reported_apart_from_throttling():

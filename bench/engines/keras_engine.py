@@ -122,23 +122,57 @@ def model_inputs(xs: tuple[np.ndarray, ...]):
     return xs[0] if len(xs) == 1 else list(xs)
 
 
-#: Where each pipeline's training batches are produced (``settings.train_data_placement``). tf.data runs on
-#: the host whatever its source: ``tf_data_tensors`` builds it from ``tf.constant``s (which TensorFlow may
-#: put on the GPU), but slicing, shuffling and batching are host ops and every batch is copied to the
-#: device as with NumPy input.
-PLACEMENT = {"numpy_fit": "host", "tf_data_numpy": "host (tf.data)", "tf_data_tensors": "host (tf.data)",
-             "tensors_fit": "backend tensors (device)"}
+HOST_TF_DATA = "host (tf.data)"
+HOST_NUMPY = "host (NumPy)"
+DEVICE_TORCH = "device (torch tensors)"
+
+#: Where ``fit`` makes each training batch, per (Keras major, backend) and data pipeline
+#: (``settings.train_data_placement``): ``host (tf.data)``: a tf.data pipeline slices, shuffles and batches on
+#: the host (tf.data runs on the CPU whatever its source, ``tf.constant``s on the GPU included) and each batch is
+#: copied to the device; ``host (NumPy)``: NumPy arrays are sliced on the host and each batch copied;
+#: ``device (torch tensors)``: the batch is gathered from the torch tensors on their own device. Sources, keras
+#: 3.15.1: trainers/data_adapters/array_data_adapter.py (``get_tf_dataset``: tf.data; ``get_jax_iterator``:
+#: NumPy slices, put on the device one batch ahead by backend/jax/trainer.py ``JAXEpochIterator``;
+#: ``get_torch_dataloader``: slices in the inputs' own type), array_slicing.py ``convert_to_sliceable`` (it
+#: turns a JAX array into NumPy first, so ``tensors_fit`` on JAX copies its device arrays to the host),
+#: backend/{tensorflow,jax,torch}/trainer.py (which method each backend's epoch iterator calls); tf-keras 2.21.0:
+#: src/engine/data_adapter.py ``TensorLikeDataAdapter`` (NumPy and tensors alike: a tf.data pipeline).
+#: ``tf_data_*`` hand ``fit`` a tf.data pipeline on every backend.
+_TF_DATA = {"tf_data_numpy": HOST_TF_DATA, "tf_data_tensors": HOST_TF_DATA}
+PLACEMENT: dict[tuple[int, str], dict[str, str]] = {
+    (2, "tensorflow"): {"numpy_fit": HOST_TF_DATA, "tensors_fit": HOST_TF_DATA, **_TF_DATA},
+    (3, "tensorflow"): {"numpy_fit": HOST_TF_DATA, "tensors_fit": HOST_TF_DATA, **_TF_DATA},
+    (3, "jax"): {"numpy_fit": HOST_NUMPY, "tensors_fit": HOST_NUMPY, **_TF_DATA},
+    (3, "torch"): {"numpy_fit": HOST_NUMPY, "tensors_fit": DEVICE_TORCH, **_TF_DATA},
+}
 
 
-def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> tuple[dict[str, Any], str]:
-    """``fit`` arguments for the data pipeline, and where the training batches come from (``PLACEMENT``).
+def placement(pipeline: str, keras_major: int, backend: str) -> str:
+    """Where ``fit`` makes the training batches of ``pipeline`` under Keras ``keras_major`` on ``backend``
+    (``PLACEMENT``).
+
+    Raises:
+        ValueError: a pipeline, or a Keras major and backend pair, that ``PLACEMENT`` does not know.
+    """
+    try:
+        return PLACEMENT[(keras_major, backend)][pipeline]
+    except KeyError:
+        raise ValueError(f"no train_data_placement for data_pipeline {pipeline!r} on Keras {keras_major} with "
+                         f"backend {backend!r}") from None
+
+
+def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, Any]:
+    """``fit`` arguments for the data pipeline (where ``fit`` then makes the batches: ``placement``).
 
     tf.data pipelines shuffle each epoch, batch with parallel calls and prefetch, both AUTOTUNE (the
-    tuning study's setup); ``tensors_fit`` hands ``fit`` backend tensors already on the device.
+    tuning study's setup); ``tensors_fit`` hands ``fit`` backend tensors (on the device where the backend
+    puts them), which ``fit`` batches its own way per backend (``PLACEMENT``).
+
+    Raises:
+        ValueError: an unknown ``pipeline``.
     """
     if pipeline == "numpy_fit":
-        fit_kw = {"x": model_inputs(ds.x_train), "y": ds.y_train, "batch_size": batch_size, "shuffle": True}
-        return fit_kw, PLACEMENT[pipeline]
+        return {"x": model_inputs(ds.x_train), "y": ds.y_train, "batch_size": batch_size, "shuffle": True}
     if pipeline in ("tf_data_numpy", "tf_data_tensors"):
         import tensorflow as tf
 
@@ -148,12 +182,12 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> tuple[dict
         auto = tf.data.AUTOTUNE
         data = (tf.data.Dataset.from_tensor_slices((x, y)).shuffle(ds.n_train, reshuffle_each_iteration=True)
                 .batch(batch_size, num_parallel_calls=auto).prefetch(auto))
-        return {"x": data}, PLACEMENT[pipeline]
+        return {"x": data}
     if pipeline == "tensors_fit":
         conv = keras.ops.convert_to_tensor if hasattr(keras, "ops") else _tf_constant
         xs = [conv(x) for x in ds.x_train]
         return {"x": xs[0] if len(xs) == 1 else xs, "y": conv(ds.y_train), "batch_size": batch_size,
-                "shuffle": True}, PLACEMENT[pipeline]
+                "shuffle": True}
     raise ValueError(f"unknown data_pipeline {pipeline!r}")
 
 
@@ -193,8 +227,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         "keras_backend": keras.backend.backend(),
         "data_pipeline": settings.data_pipeline,
     })
-    fit_kw, placement = train_data(keras, effective["data_pipeline"], ds, batch_size)
-    effective["train_data_placement"] = placement
+    fit_kw = train_data(keras, effective["data_pipeline"], ds, batch_size)
+    effective["train_data_placement"] = placement(settings.data_pipeline, stack.keras_major, stack.backend)
 
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
