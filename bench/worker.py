@@ -174,8 +174,9 @@ def add_mfu(rec: dict[str, Any]) -> None:
     m["mfu"] = fl / (ms / 1000) / peak if fl and ms and peak else None
     results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     stack = rec.get("stack")
-    measured, source = measured_peak(results, stack, os.environ.get("BENCH_VARIANT", rec["device"]), gpu,
-                                     precision, tf32) if gpu and stack else (None, "no GPU in this record")
+    measured, source = measured_peak(results, stack, os.environ.get("BENCH_VARIANT", rec["device"]),
+                                     rec["env"].get("gpu"), precision, tf32) if gpu and stack else (
+        None, "no GPU in this record")
     m["measured_peak_flops"], m["measured_peak_source"] = measured, source
     m["mfu_measured"] = fl / (ms / 1000) / measured if fl and ms and measured else None
 
