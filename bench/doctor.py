@@ -4,13 +4,15 @@ Two parts:
 
 - ``host`` (``python3 -m bench.doctor host``; ``make doctor``, and ``make bench-all`` before it builds): Docker,
   Compose, BuildKit, free disk for the images still to build and, on a GPU host, the NVIDIA driver against
-  every image's CUDA, the NVIDIA Container Toolkit, other processes on the GPU (a benchmark on a shared GPU
-  is invalid, as optimum-benchmark's device-isolation check enforces), persistence mode, MIG, ECC, power
-  limit and clocks. Reads ``nvidia-smi`` and ``docker``; the standard library only, so that it runs on the
-  host's own Python before anything is installed.
+  every image's CUDA, the NVIDIA Container Toolkit, other processes on GPU 0, the GPU the runs get (a
+  benchmark on a shared GPU is invalid, as optimum-benchmark's device-isolation check enforces), persistence
+  mode, MIG (a container then sees no CUDA device), ECC, power limit and clocks. Reads ``nvidia-smi`` and
+  ``docker``; the standard library only, so that it runs on the host's own Python before anything is
+  installed. Whatever nvidia-smi answers, each problem is one line, never a traceback.
 - ``image`` (``bench doctor`` inside each container, run by ``make doctor``): the framework sees the GPU and
   runs a matmul on it, and the GEMM throughput it achieves in bf16 and fp32/TF32 (the "measured peak", as
-  mamf-finder measures it), kept beside the datasheet peak.
+  mamf-finder measures it), kept beside the datasheet peak and keyed by the GPU's NVML name and UUID, which
+  a record's ``env.gpu`` is matched against (``measured_peak``).
 
 Each check is ``ok`` (✓), ``fail`` (✗: a GPU run would be wrong or would not start), ``warn`` (!: numbers
 are valid but less comparable; the fix says how) or ``info`` (·). Results are printed as a table and saved
@@ -43,9 +45,12 @@ LAYER_BYTES = {"gpu": 7 * 10**9, "cpu": 3 * 10**9}
 IMAGE_BYTES = {"gpu": 9 * 10**9, "cpu": 4 * 10**9, "collector": 1 * 10**9}
 #: TensorFlow 2.21 carries sm_90 only as CUDA 12.5 PTX: H100/H200 JIT it, which needs a R555+ driver.
 TF_PTX_MIN_DRIVER = 555
-NVSMI_FIELDS = ("name", "uuid", "driver_version", "persistence_mode", "mig.mode.current", "ecc.mode.current",
-                "power.limit", "power.max_limit", "clocks.sm", "clocks.max.sm", "clocks.applications.graphics",
-                "clocks.default_applications.graphics")
+#: What the host part asks ``nvidia-smi --query-gpu``: the identity the driver checks need (``ID_FIELDS``),
+#: then the state checked beside it (``STATE_FIELDS``).
+ID_FIELDS = ("name", "uuid", "driver_version")
+STATE_FIELDS = ("persistence_mode", "mig.mode.current", "ecc.mode.current", "power.limit", "power.max_limit",
+                "clocks.sm", "clocks.max.sm", "clocks.applications.graphics", "clocks.default_applications.graphics")
+NVSMI_FIELDS = ID_FIELDS + STATE_FIELDS
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 
@@ -123,18 +128,71 @@ def disk_check(run: Runner, docker: str, variant: str, stacks: Sequence[str]) ->
                  "" if ok else "free disk under Docker's root (docker system prune) or move it (data-root)")
 
 
-def query_gpus(run: Runner) -> list[dict[str, str]] | None:
-    """One dict per GPU (``NVSMI_FIELDS``) from ``nvidia-smi``; None when there is no driver or GPU."""
-    p = run(["nvidia-smi", f"--query-gpu={','.join(NVSMI_FIELDS)}", "--format=csv,noheader,nounits"])
-    if p.returncode != 0 or not p.stdout.strip():
+def known(value: str | None) -> str | None:
+    """A field as nvidia-smi answered it, or None when it did not: left out, empty, or a placeholder
+    (``[N/A]``, ``[Not Supported]``, ``[Unknown Error]``, ``[Insufficient Permissions]``, ...)."""
+    if value is None:
         return None
-    return [dict(zip(NVSMI_FIELDS, (v.strip() for v in line.split(",")), strict=False))
-            for line in p.stdout.strip().splitlines()]
+    value = value.strip()
+    if not value or value == "N/A" or (value.startswith("[") and value.endswith("]")):
+        return None
+    return value
+
+
+@dataclass
+class GpuQuery:
+    """What ``nvidia-smi --query-gpu`` answered: one dict per GPU (field -> text, in index order), or None;
+    ``problem`` says what went wrong (with ``gpus``: only ``STATE_FIELDS`` are missing); ``garbled``: it
+    exited 0 but its answer was not one line of every field per GPU (a GPU is there, its answer is not)."""
+
+    gpus: list[dict[str, str]] | None
+    problem: str = ""
+    garbled: bool = False
+
+
+def _query(run: Runner, fields: Sequence[str]) -> GpuQuery:
+    """One ``--query-gpu`` call for ``fields``."""
+    p = run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
+    lines = [line.strip() for line in p.stdout.strip().splitlines() if line.strip()]
+    if p.returncode != 0 or not lines:
+        return GpuQuery(None, _first_line(p))
+    rows = [[v.strip() for v in line.split(",")] for line in lines]
+    for line, row in zip(lines, rows, strict=True):
+        if len(row) != len(fields):  # a field missing shifts the others: no value of the line can be trusted
+            return GpuQuery(None, f"nvidia-smi answered {line!r} ({len(row)} of {len(fields)} fields)", True)
+    return GpuQuery([dict(zip(fields, row, strict=True)) for row in rows])
+
+
+def query_gpus(run: Runner) -> GpuQuery:
+    """The GPUs as ``nvidia-smi`` sees them (``NVSMI_FIELDS``). When the full query fails (an old driver
+    that lacks a field, an error text), the identity fields are asked alone, so that the driver checks still
+    run and only the state checks are lost (``problem``); ``gpus`` is None when that fails too."""
+    full = _query(run, NVSMI_FIELDS)
+    if full.gpus is not None:
+        return full
+    ids = _query(run, ID_FIELDS)
+    if ids.gpus is not None:
+        return GpuQuery(ids.gpus, full.problem)
+    return GpuQuery(None, ids.problem or full.problem, ids.garbled or full.garbled)
+
+
+def identity_check(gpu: dict[str, str], count: int) -> Check:
+    """The GPU the runs use (GPU 0): its name and UUID; ✗ when nvidia-smi did not report its name, UUID or
+    driver version."""
+    missing = [f"{f} {gpu.get(f, 'absent')!r}" for f in ID_FIELDS if known(gpu.get(f)) is None]
+    if missing:
+        return Check("NVIDIA GPU", "fail", f"nvidia-smi did not report the GPU's {', '.join(missing)}",
+                     "check the driver (nvidia-smi -q shows what it reports; reinstall or update it)")
+    return Check("NVIDIA GPU", "ok", f"{gpu['name']} ({gpu['uuid']})" + (
+        f"; {count} GPUs, the runs use GPU 0" if count > 1 else ""))
 
 
 def driver_checks(gpu: dict[str, str], stacks: Sequence[str]) -> list[Check]:
-    """The driver against each image's CUDA (``Stack.min_driver``), and TensorFlow's PTX on Hopper GPUs."""
-    driver = gpu["driver_version"]
+    """The driver against each image's CUDA (``Stack.min_driver``), and TensorFlow's PTX on Hopper GPUs;
+    none when nvidia-smi gave no driver version (``identity_check`` fails then)."""
+    driver = known(gpu.get("driver_version")) or ""
+    if not driver.split(".")[0].isdigit():
+        return []
     major = int(driver.split(".")[0])
     out = []
     for sid in stacks:
@@ -148,34 +206,60 @@ def driver_checks(gpu: dict[str, str], stacks: Sequence[str]) -> list[Check]:
             fix += f", or run {' / '.join(alt)} instead (STACKS=...)"
         out.append(Check(f"Driver for {sid}", "ok" if ok else "fail",
                          f"{driver}; the image bundles CUDA {s.gpu_cuda}: needs R{s.min_driver}+", fix))
-        hopper = any(h in gpu["name"] for h in ("H100", "H200", "GH200"))
+        hopper = any(h in gpu.get("name", "") for h in ("H100", "H200", "GH200"))
         if s.backend == "tensorflow" and hopper and major < TF_PTX_MIN_DRIVER:
             out.append(Check(f"TF PTX for {sid}", "fail", f"{gpu['name']}, driver {driver}",
                              f"TensorFlow 2.21 runs on Hopper through CUDA 12.5 PTX: needs R{TF_PTX_MIN_DRIVER}+"))
     return out
 
 
-def gpu_state_checks(gpu: dict[str, str], run: Runner) -> list[Check]:
-    """Other processes, persistence mode, MIG, ECC, power limit and clocks of one GPU."""
-    out = []
-    apps = run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"])
-    procs = [line.strip() for line in apps.stdout.strip().splitlines() if line.strip()]
-    out.append(Check("GPU not shared", "fail" if procs else "ok", "; ".join(procs) or "no other process",
-                     "stop the other processes: a benchmark on a shared GPU is invalid" if procs else ""))
+def processes_check(run: Runner) -> Check:
+    """Other processes on GPU 0, the GPU the runs use (compose's ``count: 1`` is ``NVIDIA_VISIBLE_DEVICES=0``):
+    ✗ when there are any; ! when nvidia-smi cannot list them. Processes on other GPUs do not count."""
+    p = run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader", "-i", "0"])
+    lines = [line.strip() for line in p.stdout.strip().splitlines() if line.strip()]
+    odd = [line for line in lines if len(line.split(",")) != 3]
+    if p.returncode != 0 or odd:
+        return Check("GPU not shared", "warn", f"could not list the processes on GPU 0: {(odd or [_first_line(p)])[0]}",
+                     "check by hand (nvidia-smi): a benchmark on a shared GPU is invalid")
+    return Check("GPU not shared", "fail" if lines else "ok", "; ".join(lines) or "no other process on GPU 0",
+                 "stop the other processes: a benchmark on a shared GPU is invalid" if lines else "")
+
+
+def mig_check(gpu: dict[str, str], device: str) -> Check:
+    """MIG mode of GPU 0. A GPU run fails on it: compose's ``count: 1`` makes Docker pass
+    ``NVIDIA_VISIBLE_DEVICES=0`` (moby daemon/nvidia_linux.go, countToDevices), and the Container Toolkit
+    then gives the container the parent GPU only, without any MIG device's access capability (MIG devices
+    are selected by ``all``, ``MIG-<UUID>`` or ``<gpu>:<mig>``: libnvidia-container src/cli/common.c,
+    select_devices), so CUDA in the container finds no device to run on."""
+    mig = gpu.get("mig.mode.current", "")
+    if mig != "Enabled":
+        return Check("MIG", "ok", mig if known(mig) else f"{mig} (no MIG on this GPU)")
+    why = ("MIG on: a container given GPU 0 by index sees no CUDA device; and NVML reads the parent GPU, so MFU "
+           "and energy would not be comparable")
+    return Check("MIG", "fail" if device != "cpu" else "warn", "Enabled",
+                 f"{why}: sudo nvidia-smi -i 0 -mig 0 (then reset the GPU or reboot), or use a GPU without MIG")
+
+
+def gpu_state_checks(gpu: dict[str, str], run: Runner, device: str = "gpu") -> list[Check]:
+    """Other processes, persistence mode, MIG, ECC, power limit and clocks of GPU 0; a field nvidia-smi did
+    not report is a ! (or · where it is information only) with what it said."""
+    out = [processes_check(run)]
     pm = gpu["persistence_mode"]
     out.append(Check("Persistence mode", "ok" if pm == "Enabled" else "warn", pm,
                      "" if pm == "Enabled" else "sudo nvidia-smi -pm 1 (the driver stays loaded between cells)"))
-    mig = gpu["mig.mode.current"]
-    out.append(Check("MIG", "warn" if mig == "Enabled" else "ok", mig,
-                     "MIG on: NVML reads the parent GPU, so MFU and energy are not comparable; "
-                     "sudo nvidia-smi -mig 0" if mig == "Enabled" else ""))
+    out.append(mig_check(gpu, device))
     out.append(Check("ECC", "info", gpu["ecc.mode.current"]))
     limit, top = gpu["power.limit"], gpu["power.max_limit"]
-    capped = _num(limit) is not None and _num(top) is not None and _num(limit) < _num(top)
-    out.append(Check("Power limit", "warn" if capped else "ok", f"{limit} W of {top} W max",
-                     f"sudo nvidia-smi -pl {top} (a lower cap slows the GPU)" if capped else ""))
+    if _num(limit) is None or _num(top) is None:
+        out.append(Check("Power limit", "warn", f"{limit} W of {top} W max: not reported by nvidia-smi",
+                         "nvidia-smi -q -d POWER says why; a capped GPU runs slower"))
+    else:
+        capped = _num(limit) < _num(top)
+        out.append(Check("Power limit", "warn" if capped else "ok", f"{limit} W of {top} W max",
+                         f"sudo nvidia-smi -pl {top} (a lower cap slows the GPU)" if capped else ""))
     app, default = gpu["clocks.applications.graphics"], gpu["clocks.default_applications.graphics"]
-    locked = app not in ("", "[N/A]", default)
+    locked = known(app) is not None and app != default
     out.append(Check("Clocks", "info", f"SM {gpu['clocks.sm']} MHz now, max {gpu['clocks.max.sm']} MHz; "
                      f"application clocks {app} MHz ({'set' if locked else 'default'} {default} MHz)",
                      "" if locked else "optional: lock clocks (sudo nvidia-smi -lgc) for steadier numbers"))
@@ -199,20 +283,28 @@ def host_checks(device: str, variant: str, stacks: Sequence[str], docker: str = 
     checks, engine = docker_checks(run, docker, compose)
     if engine:
         checks.append(disk_check(run, docker, variant, stacks))
-    gpus = query_gpus(run)
-    if not gpus:
+    query = query_gpus(run)
+    if not query.gpus and query.garbled and device != "cpu":
+        checks.append(Check("NVIDIA GPU", "fail", f"unreadable: {query.problem}",
+                            "check the driver and the GPU (nvidia-smi -q; a GPU that fell off the bus needs a reset)"))
+        return checks
+    if not query.gpus:
         state = "fail" if device == "gpu" else "info"
-        checks.append(Check("NVIDIA GPU", state, "none (nvidia-smi finds no driver or GPU)",
+        checks.append(Check("NVIDIA GPU", state, f"none (nvidia-smi finds no driver or GPU: {query.problem})",
                             "install the NVIDIA driver" if device == "gpu" else
                             "CPU images and smoke size will be used: not GPU benchmarks"))
         return checks
-    gpu = gpus[0]
-    checks.append(Check("NVIDIA GPU", "ok", f"{gpu['name']} ({gpu['uuid']})" + (
-        f"; {len(gpus)} GPUs, the runs use GPU 0" if len(gpus) > 1 else "")))
+    gpu = query.gpus[0]  # nvidia-smi lists the GPUs in index order
+    checks.append(identity_check(gpu, len(query.gpus)))
     checks += driver_checks(gpu, stacks)
     if engine and variant == "gpu":
         checks.append(toolkit_check(run, docker, toolkit_image))
-    checks += gpu_state_checks(gpu, run)
+    if query.problem:
+        checks.append(Check("GPU state", "warn", f"not checked (persistence, MIG, ECC, power, clocks): "
+                            f"{query.problem}", "nvidia-smi -q shows them; an older driver may lack a field"))
+        checks.append(processes_check(run))
+    else:
+        checks += gpu_state_checks(gpu, run, device)
     return checks
 
 
@@ -250,11 +342,24 @@ def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: 
     return None, ((p.stderr.strip().splitlines() or ["no output"])[-1])[:300]
 
 
+def nvml_identity(info: dict[str, Any]) -> dict[str, str] | None:
+    """The NVML name and UUID of ``bench.environment.gpu_info``'s answer (None without NVML): the key that
+    ``measured_peak`` matches a record's ``env.gpu`` against."""
+    if not info.get("available"):
+        return None
+    return {"name": info.get("name"), "uuid": info.get("uuid")}
+
+
 def image_checks(stack_id: str, device: str = "gpu",
                  measure: Callable[[str, str, bool], tuple[float | None, str]] = measure_gemm,
-                 probe: Callable[[Any], list[str]] | None = None) -> tuple[list[Check], dict[str, Any]]:
+                 probe: Callable[[Any], list[str]] | None = None,
+                 identify: Callable[[], dict[str, Any]] | None = None) -> tuple[list[Check], dict[str, Any]]:
     """Inside a stack's image: the framework sees the GPU and runs a matmul on it (``runner.probe_gpus``),
-    then the measured GEMM peak per mode (``GEMM_MODES``). Returns the checks and ``measured_tflops``."""
+    then the measured GEMM peak per mode (``GEMM_MODES``). Returns the checks and what ``save`` keeps beside
+    them: ``gpu``, the GPU's NVML name and UUID (``identify``: ``bench.environment.gpu_info``, as a record's
+    ``env.gpu``; None without NVML, then a ! check says the peak cannot be matched), ``framework_gpu``, the
+    framework's name for it, and ``measured_tflops``."""
+    from bench.environment import gpu_info
     from bench.runner import probe_gpus
 
     s = STACKS[stack_id]
@@ -267,14 +372,20 @@ def image_checks(stack_id: str, device: str = "gpu",
         return [Check(f"{stack_id}: GPU", state, f"the {s.backend} framework sees no GPU",
                       "start the container with a GPU (compose.gpu.yaml, the NVIDIA Container Toolkit)"
                       if device == "gpu" else "CPU run: no GPU checks in the image")], {}
+    info = (identify or gpu_info)()
+    gpu = nvml_identity(info)
     checks = [Check(f"{stack_id}: GPU", "ok", f"{gpus[0]}: a matmul ran")]
+    if gpu is None:
+        checks.append(Check(f"{stack_id}: GPU identity", "warn", info.get("reason", "NVML unavailable"),
+                            "the measured peak cannot be matched to records (mfu_measured stays null): "
+                            "nvidia-ml-py and the driver's NVML are needed in the image"))
     measured: dict[str, float | None] = {}
     for name, dtype, tf32 in GEMM_MODES:
         value, why = measure(stack_id, dtype, tf32)
         measured[name] = value
         checks.append(Check(f"{stack_id}: GEMM {name}", "ok" if value else "fail",
                             f"{value:.1f} TFLOP/s measured ({GEMM_N}^3)" if value else why))
-    return checks, {"stack": stack_id, "gpu": gpus[0], "measured_tflops": measured}
+    return checks, {"stack": stack_id, "gpu": gpu, "framework_gpu": gpus[0], "measured_tflops": measured}
 
 
 def gemm_mode(precision: str, tf32: bool) -> str | None:
@@ -286,11 +397,21 @@ def gemm_mode(precision: str, tf32: bool) -> str | None:
     return None
 
 
-def measured_peak(results_dir: Path, stack_id: str, variant: str, gpu_name: str | None, precision: str,
+def same_gpu(record_gpu: dict[str, Any], saved: Any) -> tuple[bool, str]:
+    """Whether a record's GPU (its ``env.gpu``: NVML name and UUID) is the one a doctor file was measured on
+    (its ``gpu``: NVML name and UUID; a plain string from an older doctor is taken as a name): the same UUID
+    when both have one, else the same model name. Returns (match, what was compared)."""
+    saved = {"name": saved} if isinstance(saved, str) else (saved or {})
+    if record_gpu.get("uuid") and saved.get("uuid"):
+        return record_gpu["uuid"] == saved["uuid"], f"GPU {saved['uuid']} ({saved.get('name')})"
+    return bool(record_gpu.get("name")) and record_gpu.get("name") == saved.get("name"), repr(saved.get("name"))
+
+
+def measured_peak(results_dir: Path, stack_id: str, variant: str, gpu: dict[str, Any] | None, precision: str,
                   tf32: bool) -> tuple[float | None, str]:
-    """The GEMM FLOP/s ``make doctor`` measured for this stack's image on this GPU model and math mode,
-    from ``results_dir/doctor/<stack>-<variant>.json``; (None, why) when there is none or it was measured
-    on another GPU model."""
+    """The GEMM FLOP/s ``make doctor`` measured for this stack's image on this GPU and math mode, from
+    ``results_dir/doctor/<stack>-<variant>.json``; ``gpu`` is the record's ``env.gpu`` (NVML name and UUID),
+    matched by ``same_gpu``. (None, why) when there is none or it was measured on another GPU."""
     path = results_dir / "doctor" / f"{stack_id}-{variant}.json"
     mode = gemm_mode(precision, tf32)
     if mode is None:
@@ -299,12 +420,14 @@ def measured_peak(results_dir: Path, stack_id: str, variant: str, gpu_name: str 
         saved = json.loads(path.read_text())
     except (OSError, ValueError):
         return None, f"no measurement: run `make doctor` on this GPU first ({path.name})"
-    if not gpu_name or saved.get("gpu") != gpu_name:
-        return None, f"{path.name} was measured on {saved.get('gpu')!r}, not {gpu_name!r}"
+    match, what = same_gpu(gpu or {}, saved.get("gpu"))
+    if not match:
+        mine = (gpu or {}).get("uuid") or (gpu or {}).get("name")
+        return None, f"{path.name} was measured on {what}, not {mine!r}"
     value = (saved.get("measured_tflops") or {}).get(mode)
     if not value:
         return None, f"{path.name} has no {mode} measurement"
-    return value * 1e12, f"{path.name} ({saved.get('utc')}), {mode} GEMM {GEMM_N}^3"
+    return value * 1e12, f"{path.name} ({saved.get('utc')}), {mode} GEMM {GEMM_N}^3 on {what}"
 
 
 def _num(text: str) -> float | None:

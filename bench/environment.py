@@ -97,11 +97,23 @@ def mig_mode(nv, handle) -> bool | None:
     return int(current) == int(getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1))
 
 
-def gpu_info() -> dict[str, Any]:
-    """GPU 0 as NVML sees it: name, UUID, driver, CUDA driver version, memory (bytes).
+def gpu_info(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The cell's GPU as NVML sees it: name, UUID, driver, CUDA driver version, memory (bytes), MIG mode, and
+    ``nvml_device``, the NVML index or UUID it was read from.
 
-    Returns ``{"available": False, "reason": ...}`` without a driver or NVML.
+    NVML ignores ``CUDA_VISIBLE_DEVICES``, so its first entry (``env``, default ``os.environ``) is mapped as the
+    telemetry maps it (``bench.telemetry.nvml_index``): a UUID is looked up by UUID, an index is taken as an
+    NVML index, as torch 2.13 maps it (torch/cuda/__init__.py, ``_get_nvml_device_index``); unset, GPU 0 (a
+    container's only GPU). An index is right when CUDA numbers GPUs as NVML does: with
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (CUDA's "PCI bus ID in ascending order"); with GPUs of one model CUDA's
+    default FASTEST_FIRST heuristic ties and the same is assumed, as torch's mapping assumes it. On a host of
+    different models it may be another GPU: then ``nvml_device_note`` says so.
+
+    Returns ``{"available": False, "reason": ...}`` without a driver or NVML, or when the GPU is not found.
     """
+    from bench.telemetry import nvml_index
+
+    env = os.environ if env is None else env
     try:
         import pynvml as nv  # provided by nvidia-ml-py
 
@@ -109,11 +121,14 @@ def gpu_info() -> dict[str, Any]:
     except Exception as e:
         return {"available": False, "reason": f"NVML unavailable: {type(e).__name__}: {e}"}
     try:
-        h = nv.nvmlDeviceGetHandleByIndex(0)
+        device = nvml_index(dict(env))
+        h = nv.nvmlDeviceGetHandleByUUID(device) if isinstance(device, str) else nv.nvmlDeviceGetHandleByIndex(device)
         cuda = nv.nvmlSystemGetCudaDriverVersion_v2()
-        return {
+        count = nv.nvmlDeviceGetCount()
+        info = {
             "available": True,
-            "count": nv.nvmlDeviceGetCount(),
+            "count": count,
+            "nvml_device": device,
             "name": nv.nvmlDeviceGetName(h),
             "uuid": nv.nvmlDeviceGetUUID(h),
             "driver": nv.nvmlSystemGetDriverVersion(),
@@ -121,6 +136,15 @@ def gpu_info() -> dict[str, Any]:
             "memory_total_bytes": int(nv.nvmlDeviceGetMemoryInfo(h).total),
             "mig_mode": mig_mode(nv, h),
         }
+        if isinstance(device, int) and count > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(
+                {nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(count)}) > 1:
+            visible = env.get("CUDA_VISIBLE_DEVICES")
+            info["nvml_device_note"] = (
+                f"the cell's first CUDA device (CUDA_VISIBLE_DEVICES={visible or 'unset'}) read as NVML's GPU "
+                f"{device}; CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so on this host "
+                "of different GPU models it may be another one: set CUDA_DEVICE_ORDER=PCI_BUS_ID or give the "
+                "GPU's UUID in CUDA_VISIBLE_DEVICES")
+        return info
     except Exception as e:
         return {"available": False, "reason": f"NVML query failed: {type(e).__name__}: {e}"}
     finally:

@@ -162,9 +162,7 @@ def add_mfu(rec: dict[str, Any]) -> None:
     dtype, and for float32 whether matmuls and convolutions could use TF32 (``settings.tf32_matmul`` /
     ``tf32_conv``; where they differ, ``flops.peak_flops`` combines the two peaks by the cell's share of FLOPs in
     convolutions). ``mfu_measured`` divides by the GEMM peak ``make doctor`` measured in this image on this GPU
-    model (``bench.doctor.measured_peak``; null + reason without one)."""
-    from bench.doctor import measured_peak
-
+    (``measured_peak_in_effect``; null + reason without one)."""
     m, s = rec["metrics"], rec["settings"]
     gpu = (rec["env"].get("gpu") or {}).get("name") if rec["device"] == "gpu" else None
     precision = s.get("precision", "float32")
@@ -175,12 +173,32 @@ def add_mfu(rec: dict[str, Any]) -> None:
     m["peak_flops"], m["peak_source"] = peak, why
     m["achieved_tflops"] = fl / (ms / 1000) / 1e12 if fl and ms else None
     m["mfu"] = fl / (ms / 1000) / peak if fl and ms and peak else None
-    results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     stack = rec.get("stack")
-    measured, source = measured_peak(results, stack, os.environ.get("BENCH_VARIANT", rec["device"]), gpu,
-                                     precision, tf32_mm) if gpu and stack else (None, "no GPU in this record")
+    measured, source = measured_peak_in_effect(rec, precision, tf32_mm, tf32_conv, share) if gpu and stack \
+        else (None, "no GPU in this record")
     m["measured_peak_flops"], m["measured_peak_source"] = measured, source
     m["mfu_measured"] = fl / (ms / 1000) / measured if fl and ms and measured else None
+
+
+def measured_peak_in_effect(rec: dict[str, Any], precision: str, tf32_mm: bool, tf32_conv: bool,
+                            share: float | None) -> tuple[float | None, str]:
+    """The GEMM FLOP/s ``make doctor`` measured in this image on this record's GPU (``bench.doctor.measured_peak``)
+    for the math in effect: the matmul mode's, or where matmuls and convolutions ran in different modes, the two
+    combined by the cell's convolution share of FLOPs (``flops.combined_peak``; a convolution is taken to reach
+    what a GEMM of its math mode reaches). (None, why) when a measurement or the share is missing."""
+    from bench.doctor import measured_peak
+
+    results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
+    args = (results, rec.get("stack"), os.environ.get("BENCH_VARIANT", rec["device"]), rec["env"].get("gpu"),
+            precision)
+    matmul, source = measured_peak(*args, tf32_mm)
+    if precision != "float32" or tf32_mm == tf32_conv or matmul is None:
+        return matmul, source
+    conv, conv_source = measured_peak(*args, tf32_conv)
+    if conv is None or share is None:
+        return None, conv_source if conv is None else "the cell's share of FLOPs in convolutions is not tabulated"
+    return flops.combined_peak(matmul, conv, share), (f"matmuls: {source}; convolutions: {conv_source}; "
+                                                      f"{100 * share:.1f} % of the FLOPs in convolutions")
 
 
 def exit_without_teardown(code: int) -> None:

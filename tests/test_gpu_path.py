@@ -464,3 +464,112 @@ def test_gpu_record_notes_mig(tmp_path, monkeypatch):
     worker.add_env(rec, cell)
     assert worker.MIG_NOTE in rec["notes"]
     assert "cuda_cache" not in rec["env"]  # the runner's, after the process exits (test_runner.py)
+
+
+def two_gpu_pynvml(names=("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"), uuids=("GPU-aaa", "GPU-bbb")):
+    """A fake pynvml holding two GPUs (index -> name, UUID), as nvidia-ml-py 13 answers (str, not bytes)."""
+    import types
+
+    def handle(i):
+        if not 0 <= i < len(names):
+            raise RuntimeError("Invalid Argument")
+        return i
+
+    def by_uuid(u):
+        if u not in uuids:
+            raise RuntimeError("Not Found")
+        return uuids.index(u)
+
+    def mig(h):
+        raise RuntimeError("Not Supported")
+
+    return types.SimpleNamespace(
+        NVML_DEVICE_MIG_ENABLE=1, nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+        nvmlDeviceGetHandleByIndex=handle, nvmlDeviceGetHandleByUUID=by_uuid,
+        nvmlSystemGetCudaDriverVersion_v2=lambda: 13000, nvmlDeviceGetCount=lambda: len(names),
+        nvmlDeviceGetName=lambda h: names[h], nvmlDeviceGetUUID=lambda h: uuids[h],
+        nvmlSystemGetDriverVersion=lambda: "580.65.06",
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=80 * 2**30), nvmlDeviceGetMigMode=mig)
+
+
+@pytest.mark.parametrize("visible, order, name, uuid, note", [
+    (None, None, "NVIDIA H100 80GB HBM3", "GPU-aaa", True),    # unset: CUDA's device 0, maybe not NVML's
+    ("1", None, "NVIDIA A100-SXM4-80GB", "GPU-bbb", True),     # different models, CUDA's FASTEST_FIRST order
+    ("1", "PCI_BUS_ID", "NVIDIA A100-SXM4-80GB", "GPU-bbb", False),
+    ("GPU-bbb,GPU-aaa", None, "NVIDIA A100-SXM4-80GB", "GPU-bbb", False),  # a UUID names the GPU exactly
+])
+def test_gpu_info_reads_the_gpu_cuda_visible_devices_names(monkeypatch, visible, order, name, uuid, note):
+    """NVML ignores CUDA_VISIBLE_DEVICES: on a two-GPU host the record's GPU is the cell's, not NVML's GPU 0."""
+    import sys
+
+    from bench.environment import gpu_info
+
+    monkeypatch.setitem(sys.modules, "pynvml", two_gpu_pynvml(names=("NVIDIA H100 80GB HBM3",
+                                                                     "NVIDIA A100-SXM4-80GB")))
+    for key, value in (("CUDA_VISIBLE_DEVICES", visible), ("CUDA_DEVICE_ORDER", order)):
+        if value is None:
+            monkeypatch.delenv(key, raising=False)
+        else:
+            monkeypatch.setenv(key, value)
+    info = gpu_info()
+    assert (info["name"], info["uuid"], info["count"]) == (name, uuid, 2)
+    assert ("nvml_device_note" in info) is note
+    if note:
+        assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in info["nvml_device_note"]
+
+
+def test_gpu_info_index_on_a_host_of_one_model_needs_no_note(monkeypatch):
+    import sys
+
+    from bench.environment import gpu_info
+
+    monkeypatch.setitem(sys.modules, "pynvml", two_gpu_pynvml())
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    info = gpu_info()
+    assert info["uuid"] == "GPU-bbb" and info["nvml_device"] == 1 and "nvml_device_note" not in info
+
+
+@pytest.mark.parametrize("framework_gpu", ["/physical_device:GPU:0", "cuda:0", "NVIDIA H100 80GB HBM3"])
+def test_measured_peak_is_keyed_by_the_gpus_nvml_identity(tmp_path, monkeypatch, framework_gpu):
+    """The doctor saves the GPU as NVML names it (the framework's device string never matched the record's
+    NVML name on keras2-tf, keras3-tf and keras3-jax); a record matches it by UUID, else by name."""
+    import sys
+
+    from bench import doctor
+    from bench.environment import gpu_info
+    from bench.worker import add_mfu
+
+    monkeypatch.setitem(sys.modules, "pynvml", two_gpu_pynvml())
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    checks, extra = doctor.image_checks("keras3-tf", "gpu", measure=lambda s, d, t: (700.0, ""),
+                                        probe=lambda s: [framework_gpu])
+    doctor.save(tmp_path / "doctor" / "keras3-tf-gpu.json", "image", checks, extra)
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("BENCH_VARIANT", "gpu")
+
+    def mfu(gpu):
+        r = {"stack": "keras3-tf", "device": "gpu", "env": {"gpu": gpu},
+             "settings": {"precision": "bfloat16", "NVIDIA_TF32_OVERRIDE": "0"},
+             "metrics": {"flops_per_step": 350e12, "ms_per_step_mean": 1000.0}}
+        add_mfu(r)
+        return r["metrics"]
+
+    same = mfu(gpu_info())  # the cell's record, on the GPU the doctor measured
+    assert same["mfu_measured"] == pytest.approx(0.5) and "GPU-aaa" in same["measured_peak_source"]
+    by_name = mfu({"name": "NVIDIA H100 80GB HBM3"})  # a record without a UUID: the model's name decides
+    assert by_name["mfu_measured"] == pytest.approx(0.5)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    other = mfu(gpu_info())  # the same model, another GPU: not its measurement
+    assert other["mfu_measured"] is None and "GPU-aaa" in other["measured_peak_source"]
+    assert [c.state for c in checks] == ["ok"] * 4 and extra["framework_gpu"] == framework_gpu
+
+
+def test_doctor_without_nvml_says_the_peak_cannot_be_matched():
+    from bench import doctor
+
+    checks, extra = doctor.image_checks("keras3-jax", "gpu", measure=lambda s, d, t: (500.0, ""),
+                                        probe=lambda s: ["cuda:0"],
+                                        identify=lambda: {"available": False, "reason": "NVML unavailable: x"})
+    identity = [c for c in checks if c.name.endswith("GPU identity")]
+    assert extra["gpu"] is None and identity[0].state == "warn" and "mfu_measured" in identity[0].fix

@@ -31,9 +31,21 @@ class Framework(ABC):
     def gpu_matmul(self, a) -> float:
         """Sum of ``a @ a`` (a NumPy float32 matrix) computed on the framework's first GPU."""
 
+    def run_and_wait(self, call: Callable[[], Any], reps: int, device: str) -> None:
+        """Call ``call`` ``reps`` times and return once the device has finished the work of every call.
+
+        Default: the calls' results are dropped and the device barrier (``barrier``) follows, which waits for
+        every kernel queued on the device, these calls' included (TensorFlow's ``sync_devices``,
+        ``torch.cuda.synchronize``; their CPU kernels run synchronously).
+        """
+        for _ in range(reps):
+            call()
+        self.barrier(device)()
+
     @abstractmethod
     def gemm_call(self, dtype: str, n: int, device: str) -> Callable[[], Any]:
-        """A call that runs one n x n x n matmul in ``dtype`` on ``device`` (inputs already placed there)."""
+        """A call that runs one n x n x n matmul of random inputs in ``dtype`` on ``device`` (the inputs
+        already placed there) and returns its result."""
 
     @abstractmethod
     def set_tf32(self, enabled: bool) -> None:
@@ -119,13 +131,30 @@ class Jax(Framework):
         x = jax.device_put(a, jax.devices("gpu")[0])
         return float((x @ x).sum())
 
+    def run_and_wait(self, call: Callable[[], Any], reps: int, device: str) -> None:
+        """JAX has no device-wide barrier: ``block_until_ready`` waits for the arrays it is given, and
+        ``jax.live_arrays()`` (``barrier``) no longer holds a result the caller dropped. So each call's result
+        is kept and blocked on, oldest first, with ``GEMM_IN_FLIGHT`` calls queued behind it (the device
+        always has the next one while the host waits) and only that many results in memory."""
+        import collections
+
+        import jax
+
+        pending: collections.deque = collections.deque()
+        for _ in range(reps):
+            pending.append(call())
+            if len(pending) > GEMM_IN_FLIGHT:
+                pending.popleft().block_until_ready()
+        jax.block_until_ready(list(pending))
+
     def gemm_call(self, dtype: str, n: int, device: str) -> Callable[[], Any]:
         import jax
         import jax.numpy as jnp
 
         put = lambda x: jax.device_put(x, jax.devices(device)[0])  # noqa: E731
-        a = put(jnp.ones((n, n), dtype=dtype))
-        b = put(jnp.ones((n, n), dtype=dtype))
+        ka, kb = jax.random.split(jax.random.key(0))
+        a = put(jax.random.normal(ka, (n, n), dtype=dtype))  # random, as TF and torch: not all-ones bits
+        b = put(jax.random.normal(kb, (n, n), dtype=dtype))
         mm = jax.jit(jnp.matmul)
         return lambda: mm(a, b)
 
@@ -244,24 +273,25 @@ def gpu_matmul(backend: str) -> float:
     return framework(backend).gpu_matmul(np.ones((256, 256), np.float32))
 
 
+#: JAX GEMM results kept in flight while the host waits for the oldest (``Jax.run_and_wait``).
+GEMM_IN_FLIGHT = 2
+
+
 def gemm_tflops(backend: str, dtype: str, n: int = 8192, reps: int = 30, device: str = "gpu") -> float:
-    """Achieved dense GEMM throughput (TFLOP/s) of ``reps`` n x n matmuls in ``dtype`` (``bfloat16`` or
-    ``float32``; whether float32 may use TF32 is the caller's ``set_tf32`` and NVIDIA_TF32_OVERRIDE),
-    after 3 warm-up calls, with a device barrier before each clock read. The "measured peak" beside the
-    datasheet's, as mamf-finder measures it (one large square shape here, not its search over shapes).
+    """Achieved dense GEMM throughput (TFLOP/s) of ``reps`` n x n matmuls of random inputs in ``dtype``
+    (``bfloat16`` or ``float32``; whether float32 may use TF32 is the caller's ``set_tf32`` and
+    NVIDIA_TF32_OVERRIDE), after 3 warm-up calls: 2 n^3 FLOP per call over the seconds from the first call
+    until the device has finished every call's work (``Framework.run_and_wait``). The "measured peak"
+    beside the datasheet's, as mamf-finder measures it (one large square shape here, not its search over
+    shapes).
     """
     import time
 
     fw = framework(backend)
-    sync = fw.barrier(device)
     call = fw.gemm_call(dtype, n, device)
-    for _ in range(3):
-        call()
-    sync()
+    fw.run_and_wait(call, 3, device)
     t0 = time.perf_counter()
-    for _ in range(reps):
-        call()
-    sync()
+    fw.run_and_wait(call, reps, device)
     return 2.0 * n**3 * reps / (time.perf_counter() - t0) / 1e12
 
 
