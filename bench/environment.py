@@ -24,8 +24,9 @@ DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-keras", "keras", "keras-hub
                  "jaxlib", "jax-cuda12-plugin", "torch", "transformers", "diffusers", "peft",
                  "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cuda-runtime-cu12",
                  "nvidia-cuda-runtime", "nvidia-ml-py", "click", "pooch")
-ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_CACHE_PATH",
-            "KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "CUDA_VISIBLE_DEVICES", "BENCH_OFFLINE")
+ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION",
+            "TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_CACHE_PATH", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS",
+            "CUDA_VISIBLE_DEVICES", "BENCH_OFFLINE")
 
 
 def utc_now() -> str:

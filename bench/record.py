@@ -91,7 +91,8 @@ FIELDS: dict[str, str] = {
                                      "GPU's dense peak for the dtype in use (null without a known peak)",
     "metrics.peak_flops / peak_source": "the dense peak used for MFU (FLOP/s) and its source, or why it is null",
     "metrics.measured_peak_flops / measured_peak_source / mfu_measured": "the GEMM FLOP/s `make doctor` measured in "
-        "this image on this GPU model for the math in use, where it came from, and MFU against it (null + why)",
+        "this image on this GPU (matched by NVML UUID, else model name) for the math in effect, where it came from, "
+        "and MFU against it (null + why)",
     "metrics.j_per_step / j_per_epoch / examples_per_j": "energy per step and per steady epoch (J), and "
                                                           "training examples per joule (null without NVML)",
     "repeats.n / ok / statuses / rule": "number of independent repeats, how many were ok, their statuses, and "

@@ -2,11 +2,12 @@
 
 Rule (fixed in advance, no best-of-N): each repeat runs in its own process. The cell is ``ok`` only
 when every repeat is ``ok``; otherwise it takes the status and reason of its first repeat that is not.
-For an ``ok`` cell every metric in ``metrics`` is the median across repeats of that metric (so
+For an ``ok`` cell every metric in ``AGGREGATED`` is the median across repeats of that metric (so
 ``ms_per_step_p50`` is the median of the within-run p50s), and ``repeats.<metric>`` keeps the values,
-their median, min, max and coefficient of variation (sample std / mean). Environment, settings,
-history and the per-epoch list ``metrics.epoch_s`` come from repeat 1. The per-repeat records stay on
-disk under ``<stack>/repeats/``.
+their median, min, max and coefficient of variation (sample std / mean). The metrics derived from others
+(throughput, TFLOP/s, MFU: ``bench.derived``) are then recomputed from those medians, never carried over from a
+repeat. Environment, settings, telemetry, history and the per-epoch list ``metrics.epoch_s`` come from repeat 1.
+The per-repeat records stay on disk under ``<stack>/repeats/``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from bench.derived import rederive
+
 #: Metrics aggregated across repeats (all of them also get median/min/max/cv in ``repeats``).
 AGGREGATED = ("ms_per_step_mean", "ms_per_step_p50", "ms_per_step_p90", "ms_per_step_std", "ms_per_step_min",
               "ms_per_step_max", "samples_per_s", "first_epoch_s", "first_step_s", "steady_epoch_s",
-              "total_train_s", "j_per_step", "j_per_epoch", "examples_per_j")
-RULE = "median across repeats per metric; cell ok only if every repeat is ok; no best-of-N"
+              "total_train_s", "j_per_step", "j_per_epoch", "examples_per_j", "j_per_step_above_idle")
+RULE = ("median across repeats per metric; throughput, TFLOP/s and MFU recomputed from the medians; cell ok only "
+        "if every repeat is ok; no best-of-N")
 
 
 def spread(values: list[float]) -> dict[str, Any]:
@@ -56,6 +60,7 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
                 continue
             block[key] = spread(values)
             out["metrics"][key] = block[key]["median"]
+        rederive(out)
     if any(r.get("schedule") for r in records):  # rounds: where each repeat ran, for the drift check
         block["schedule"] = [{k: (r.get("schedule") or {}).get(k) for k in ("round", "position")} for r in records]
     walls = [r.get("process", {}).get("wall_s") for r in records]

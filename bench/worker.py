@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench import flops, knobs, telemetry
+from bench import derived, flops, knobs, telemetry
 from bench.engines import Unsupported, epoch_engine, frameworks, step_engine
 from bench.environment import capture, utc_now
 from bench.record import Cell, new_record, write_json_atomic
@@ -125,9 +125,8 @@ def step_metrics(timer, batch: int, steps: int, generated_tokens: int | None) ->
     """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput."""
     s = timer.summary(batch, batch * steps)
     out = {k: v for k, v in s.items() if k.startswith("ms_per_step_")}
-    out.update(first_step_s=s["first_epoch_s"], steps=s["steps"], steady_s=s["steady_epoch_s"],
-               examples_per_s=s["samples_per_s"])
-    out["tokens_per_s"] = s["samples_per_s"] * generated_tokens if s["samples_per_s"] and generated_tokens else None
+    out.update(first_step_s=s["first_epoch_s"], steps=s["steps"], steady_s=s["steady_epoch_s"])
+    derived.step_throughput(out, batch, generated_tokens)
     return out
 
 
@@ -169,15 +168,11 @@ def add_mfu(rec: dict[str, Any]) -> None:
     tf32_mm, tf32_conv = bool(s.get("tf32_matmul")), bool(s.get("tf32_conv"))
     share = flops.conv_fraction(rec.get("workload", ""), rec.get("task", ""))
     peak, why = flops.peak_flops(gpu, precision, tf32_mm, tf32_conv, share)
-    fl, ms = m.get("flops_per_step"), m.get("ms_per_step_mean")
     m["peak_flops"], m["peak_source"] = peak, why
-    m["achieved_tflops"] = fl / (ms / 1000) / 1e12 if fl and ms else None
-    m["mfu"] = fl / (ms / 1000) / peak if fl and ms and peak else None
-    stack = rec.get("stack")
-    measured, source = measured_peak_in_effect(rec, precision, tf32_mm, tf32_conv, share) if gpu and stack \
-        else (None, "no GPU in this record")
+    measured, source = measured_peak_in_effect(rec, precision, tf32_mm, tf32_conv, share) \
+        if gpu and rec.get("stack") else (None, "no GPU in this record")
     m["measured_peak_flops"], m["measured_peak_source"] = measured, source
-    m["mfu_measured"] = fl / (ms / 1000) / measured if fl and ms and measured else None
+    derived.flops_rates(m)
 
 
 def measured_peak_in_effect(rec: dict[str, Any], precision: str, tf32_mm: bool, tf32_conv: bool,

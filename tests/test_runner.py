@@ -306,3 +306,34 @@ def test_ptx_jit_is_measured_after_the_worker_process_exits(tmp_path, monkeypatc
     sizes = {True: (0, 4096), False: (0, 0), None: (None, None)}[expected]
     assert block["jit_compiled"] is expected and (block["bytes_before"], block["bytes_after"]) == sizes
     assert any("CUDA JIT cache grew" in n for n in rec["notes"]) is bool(expected)
+
+
+def test_derived_metrics_belong_to_the_aggregated_time_not_to_repeat_one():
+    """B10: repeats of 10, 20 and 30 ms/step give the row 20 ms/step, and the MFU, TFLOP/s and throughput of 20 ms,
+    not the 10 ms repeat's (the old aggregation copied every metric outside its median list from repeat 1)."""
+    from bench.repeats import aggregate
+
+    def step_rec(k, ms):
+        fl, peak, batch, tokens = 2e12, 1e15, 8, 44
+        rate = fl / (ms / 1000)
+        m = {"ms_per_step_mean": ms, "flops_per_step": fl, "peak_flops": peak, "measured_peak_flops": peak / 2,
+             "achieved_tflops": rate / 1e12, "mfu": rate / peak, "mfu_measured": rate / (peak / 2),
+             "examples_per_s": 1000 * batch / ms, "tokens_per_s": 1000 * batch / ms * tokens}
+        return {"status": "ok", "repeat": k, "batch_size": batch, "settings": {"generated_tokens": tokens},
+                "metrics": m, "process": {"wall_s": 1.0}}
+
+    agg = aggregate([step_rec(1, 10.0), step_rec(2, 20.0), step_rec(3, 30.0)])["metrics"]
+    assert agg["ms_per_step_mean"] == 20.0
+    assert agg["achieved_tflops"] == pytest.approx(2e12 / 0.020 / 1e12)
+    assert agg["mfu"] == pytest.approx(2e12 / 0.020 / 1e15) and agg["mfu_measured"] == pytest.approx(2 * agg["mfu"])
+    assert agg["examples_per_s"] == pytest.approx(400.0) and agg["tokens_per_s"] == pytest.approx(400.0 * 44)
+
+    def fit_rec(k, steady):
+        return {"status": "ok", "repeat": k, "batch_size": 128, "data": {"n_train": 60000},
+                "metrics": {"steady_epoch_s": steady, "samples_per_s": 60000 / steady, "ms_per_step_mean": steady},
+                "process": {"wall_s": 1.0}}
+
+    # two repeats: the median epoch is 2 s, so 30,000 samples/s (the median of the rates would say 40,000)
+    agg = aggregate([fit_rec(1, 1.0), fit_rec(2, 3.0)])
+    assert agg["metrics"]["steady_epoch_s"] == 2.0 and agg["metrics"]["samples_per_s"] == pytest.approx(30000.0)
+    assert agg["repeats"]["samples_per_s"]["values"] == [60000.0, 20000.0]  # the spread is kept
