@@ -4,11 +4,14 @@ Method: ``torch.utils.flop_counter.FlopCounterMode`` over the Hugging Face / dif
 workload, built on the meta device (no memory, no compute), at the published shapes with batch 1:
 forward + backward of the training loss for ``fit`` (LoRA: only the gradients PEFT computes), one
 forward for ``predict`` (SD: one denoising step, a UNet pass on the conditional and unconditional
-latent), and greedy decoding with a KV cache for ``generate`` (prefill of the 5-token prompt, then one
-token at a time to the fixed length). The counter counts matrix products, convolutions and attention,
-not element-wise work: the usual model-FLOPs convention for MFU. The Keras stacks run the same
-architectures, so the same counts apply to them. ``python -m bench.flops`` rewrites the committed table
-(``bench/reference/paper_flops.csv``); a test recomputes it.
+latent), and greedy decoding with a KV cache for ``generate`` as Hugging Face's ``generate`` runs it: a
+prefill of the prompt (BOS + 5 tokens, logits of its last position only), which yields the first new
+token, then one single-token decode step per further token to the fixed length (N new tokens: N forward
+passes; a test checks this against ``FlopCounterMode`` around the real ``generate``). The counter counts
+matrix products, convolutions and attention, not element-wise work: the usual model-FLOPs convention for
+MFU. The Keras stacks run the same architectures, so the same counts apply to them (keras-hub's generate
+does more work than this: its cache prefill runs over all ``max_length`` positions). ``python -m
+bench.flops`` rewrites the committed table (``bench/reference/paper_flops.csv``); a test recomputes it.
 
 Peaks (dense, no sparsity; TFLOP/s) are the vendors' datasheet values. A GPU not in the table, or one
 whose vendor publishes no dense peak (A10G), gets MFU ``null`` with the reason.
@@ -129,37 +132,33 @@ def flops_per_example(workload: str, task: str, size: str, cfg: dict[str, Any]) 
     row = read_table().get((workload, task))
     if row is None:
         return None, f"no FLOPs entry for {workload} {task}"
-    if "seq_len" in cfg and str(cfg["seq_len"]) != row["seq_len"]:
+    if row["seq_len"] and "seq_len" in cfg and str(cfg["seq_len"]) != row["seq_len"]:
         return None, f"FLOPs tabulated at sequence length {row['seq_len']}, the cell used {cfg['seq_len']}"
     return row["flops_per_example"], row["method"]
 
 
-def count(workload: str, task: str) -> float:
-    """Count FLOPs per example of ``workload``'s ``task`` at full size on the meta device (see module doc)."""
-    return count_split(workload, task)[0]
+def count(workload: str, task: str, size: str = "full") -> float:
+    """Count FLOPs per example of ``workload``'s ``task`` at ``size`` (default full) on the meta device (see
+    module doc); generate: the whole fixed-length generation of one sequence."""
+    return count_split(workload, task, size)[0]
 
 
-def count_split(workload: str, task: str) -> tuple[float, float]:
-    """(FLOPs per example, the share of them in convolutions, 0..1) of ``workload``'s ``task`` at full size, from one
-    ``FlopCounterMode`` pass on the meta device (see module doc): the share weighs the convolution peak against
-    the matmul peak in MFU where their math modes differ (``peak_flops``)."""
+def count_split(workload: str, task: str, size: str = "full") -> tuple[float, float]:
+    """(FLOPs per example, the share of them in convolutions, 0..1) of ``workload``'s ``task`` at ``size``, from one
+    ``FlopCounterMode`` pass on the meta device (``count``): the share weighs the convolution peak against the matmul
+    peak in MFU where their math modes differ (``peak_flops``)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
     from bench.workloads import get_workload
-    from bench.workloads.paper import PROMPT_TOKENS, CausalLM, _tokens
+    from bench.workloads.paper import CausalLM
 
     w = get_workload(workload)
-    cfg = w.model.config("full")
+    cfg = w.model.config(size)
     meta = torch.device("meta")
     with FlopCounterMode(display=False) as fc:
         if task == "generate" and isinstance(w.model, CausalLM):
-            model = w.model.torch_model(cfg, torch.bfloat16, meta)
-            ids = torch.from_numpy(_tokens(1, PROMPT_TOKENS, cfg["vocab"])).long().to(meta)
-            out = model(input_ids=ids, use_cache=True)
-            for _ in range(cfg["max_length"] - PROMPT_TOKENS):
-                tok = out.logits[:, -1:].argmax(-1)
-                out = model(input_ids=tok, past_key_values=out.past_key_values, use_cache=True)
+            _generate_greedy(w.model, cfg, meta)
         else:
             job = w.model.torch_job(task, cfg, 1, meta, {})
             if task == "fit":
@@ -170,6 +169,22 @@ def count_split(workload: str, task: str) -> tuple[float, float]:
     total = float(fc.get_total_flops())
     conv = sum(n for op, n in fc.get_flop_counts().get("Global", {}).items() if "convolution" in str(op))
     return total, (conv / total if total else 0.0)
+
+
+def _generate_greedy(lm, cfg: dict[str, Any], dev) -> None:
+    """The forward passes of Hugging Face's greedy ``generate`` for one sequence of ``lm`` (a
+    ``bench.workloads.paper.CausalLM``): prefill of the BOS + 5 prompt with ``logits_to_keep=1`` (as
+    ``GenerationMixin`` passes it), then ``new_tokens - 1`` single-token steps on the KV cache."""
+    import torch
+
+    from bench.workloads.paper.common import prompt_ids
+
+    model = lm.torch_model(cfg, torch.bfloat16, dev)
+    ids = torch.from_numpy(prompt_ids(1, cfg["vocab"], lm.bos_id)).long().to(dev)
+    out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+    for _ in range(lm.new_tokens(cfg) - 1):
+        tok = out.logits[:, -1:].argmax(-1)
+        out = model(input_ids=tok, past_key_values=out.past_key_values, use_cache=True, logits_to_keep=1)
 
 
 def write_table(path: Path = FLOPS_CSV) -> list[dict[str, Any]]:
@@ -185,7 +200,9 @@ def write_table(path: Path = FLOPS_CSV) -> list[dict[str, Any]]:
         cfg = w.model.config("full")
         for task in w.tasks:
             total, conv_share = count_split(name, task)
-            rows.append({"workload": name, "task": task, "seq_len": cfg.get("seq_len", ""),
+            # generate runs a fixed prompt to max_length whatever --seq-len says: its row has no sequence length
+            seq_len = "" if task == "generate" else cfg.get("seq_len", "")
+            rows.append({"workload": name, "task": task, "seq_len": seq_len,
                          "flops_per_example": f"{total:.6g}", "conv_fraction": f"{conv_share:.4f}",
                          "method": f"{METHOD}; torch {torch.__version__.split('+')[0]}, "
                                    f"transformers {transformers.__version__}"})

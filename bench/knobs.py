@@ -134,10 +134,15 @@ class TorchFitSettings(Settings):
 
 @dataclass(frozen=True)
 class KerasStepSettings(Settings):
-    """A step-timed Keras task (``paper`` suite, ``bench.engines.keras_steps``)."""
+    """A step-timed Keras task (``paper`` suite, ``bench.engines.keras_steps``).
+
+    ``jit_compile`` None (the default) requests, cell by cell, what keras-benchmarks v0.0.5 requested
+    (``bench.workloads.paper.source.SOURCE_JIT``: ``use_jit()`` in some cells, nothing, i.e. Keras' own
+    default, in SAM predict, SD fit and generate); True, False or "auto" is a named variant that requests
+    exactly that in every cell."""
 
     engine: ClassVar[str] = "keras"
-    # None: on, except on Keras' PyTorch backend (as the source ran it)
+    # None: the source's request per cell (bench.workloads.paper.source); set: the same value in every cell
     jit_compile: bool | str | None = knob(None, (False, True, "auto"), _JIT)
     tf32: str = knob("default", TF32_MODES, _TF32)
     sync: str = knob("step", ("step",), _STEP_SYNC)

@@ -51,7 +51,18 @@ FIELDS: dict[str, str] = {
                                      "backend: 'host (tf.data)', 'host (NumPy)' (both copy each batch to the "
                                      "device) or 'device (torch tensors)' (tensors_fit on Keras 3's PyTorch "
                                      "backend only; on TensorFlow and JAX, fit batches tensors on the host)",
-    "settings.generated_tokens": "paper suite, generate: tokens produced per sequence per call (fixed length)",
+    "settings.generated_tokens": "paper suite, generate: tokens produced per sequence per call (fixed length: "
+                                 "to max_length, 44 at full size)",
+    "settings.prompt_tokens / bos_token_id": "paper suite, generate: prompt length fed per sequence (tokens: the "
+                                            "BOS id, then 5 word tokens, as the source's preprocessor built it)",
+    "settings.tokenization_timed": "paper suite, generate: false: the timed call takes token ids, without the "
+                                   "tokenizer the source ran inside it (a note says so)",
+    "settings.jit_compile_requested / jit_compile_requested_by": "paper suite, Keras: the jit_compile asked for "
+        "(True, False, 'auto', or 'not requested (Keras default)') and who asked: the source's call "
+        "(file@v0.0.5) or the jit_compile knob (a variant)",
+    "settings.jit_compile": "Keras: XLA in effect, read from the model after the run (Keras 3 resolves 'auto'); "
+                            "paper suite: tf.keras' unset None is recorded false, and for generate it says "
+                            "whether the generate function was compiled (settings.generate_function: how)",
     "settings.model_config": "paper suite: the architecture config built (full: the published one; smoke: tiny)",
     "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",
     "repeat": "1-based repeat index in a per-repeat record (null in the aggregated cell record)",

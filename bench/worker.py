@@ -150,6 +150,7 @@ def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_c
     rec["settings"] = {**dataclasses.asdict(settings), **out["settings"], "model_config": cfg}
     rec["metrics"] = step_metrics(out["timer"], batch, steps, out["settings"].get("generated_tokens"))
     rec["model"], rec["memory"], rec["output"] = out["model"], out["memory"], out["output"]
+    rec["notes"] += out.get("notes", [])
     per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
     rec["metrics"].update(flops_per_step=per_ex * batch if per_ex else None, flops_method=method)
     rec["telemetry"] = tel.summary(steps, batch * steps)

@@ -259,7 +259,8 @@ def test_paper_suite_in_every_image(bench_all, make_args):
         assert (ok[col] > 0).all(), col
     assert (ok["metrics.steps"] == 3).all()
     gen = ok[ok.task == "generate"]
-    assert len(gen) == 4 * 4 and (gen["settings.generated_tokens"] == 7).all()
+    assert len(gen) == 4 * 4 and (gen["settings.generated_tokens"] == 6).all()  # BOS + 5 prompt, to max_length 12
+    assert (gen["settings.prompt_tokens"] == 6).all() and gen["settings.tokenization_timed"].eq(False).all()
     # one architecture on every stack: SAM's and the SD encoder's counts agree across Keras 2, 3 and PyTorch
     for wl, task in (("segment_anything", "predict"), ("segment_anything", "fit"), ("bert", "fit")):
         counts = ok[(ok.workload == wl) & (ok.task == task)]["model.params_total"]

@@ -198,7 +198,9 @@ def test_pytorch_smoke_cells_time_every_step(workload, task):
     assert m["examples_per_s"] == pytest.approx(2 / (m["ms_per_step_mean"] / 1000), rel=0.05)
     assert rec["model"]["params_total"] > 0 and m["flops_per_step"] is None  # smoke: not tabulated
     if task == "generate":
-        assert rec["settings"]["generated_tokens"] == get_workload(workload).model.config("smoke")["max_length"] - 5
+        # BOS + 5 prompt tokens, then generation to the smoke max_length (12): 6 new tokens
+        assert rec["settings"]["prompt_tokens"] == 6
+        assert rec["settings"]["generated_tokens"] == get_workload(workload).model.config("smoke")["max_length"] - 6
         assert m["tokens_per_s"] == pytest.approx(m["examples_per_s"] * rec["settings"]["generated_tokens"])
     if workload == "gemma":
         assert 0 < rec["model"]["params_trainable"] < rec["model"]["params_total"]  # LoRA
@@ -215,11 +217,11 @@ def test_keras_torch_backend_smoke_cells(keras_torch_backend, workload, task):
     rec = _run("keras3-torch", workload, task, 1)
     assert rec["status"] == "ok", rec.get("traceback")
     assert rec["metrics"]["steps"] == 2 and rec["metrics"]["ms_per_step_mean"] > 0
-    assert rec["settings"]["jit_compile"] is False  # the source's setting on Keras' torch backend
+    assert rec["settings"]["jit_compile"] is False  # in effect: the source's request (or none) on Keras' torch
     if task == "predict":  # Keras predict: every step's output, the first one included, concatenated (batch 1)
         assert rec["output"]["finite"] is True and rec["output"]["shapes"][0][0] == rec["metrics"]["steps"] + 1
     if task == "generate":
-        assert rec["settings"]["generated_tokens"] == 7
+        assert rec["settings"]["generated_tokens"] == 6 and rec["settings"]["prompt_tokens"] == 6
     if task == "fit":
         assert rec["settings"]["precision"] == "bfloat16"
         assert 0 < rec["model"]["params_trainable"] < rec["model"]["params_total"]
@@ -247,7 +249,7 @@ def test_pytorch_compile_variant_runs_generate_to_fixed_length():
     rec = run_cell(Cell(stack="pytorch", suite="paper", workload="gemma", task="generate", size="smoke", device="cpu",
                         batch_size=1, steps=2, settings={"compile": "default"}, variant="bs1-compile-default"))
     assert rec["status"] == "ok", rec.get("traceback")
-    assert rec["settings"]["compile"] == "default" and rec["settings"]["generated_tokens"] == 7
+    assert rec["settings"]["compile"] == "default" and rec["settings"]["generated_tokens"] == 6
 
 
 def test_outputs_are_checked_for_shape_and_finiteness():

@@ -47,14 +47,16 @@ class EpochResult(TypedDict):
 
 class StepResult(TypedDict):
     """What a step engine returns: the settings in effect, the timer holding the first step apart from the
-    timed ones (the worker derives ms/step and throughput from it), model counts, peak memory, and the
-    last step's output shapes and finiteness (``bench.workloads.check_output``; None without an array)."""
+    timed ones (the worker derives ms/step and throughput from it), model counts, peak memory, the last
+    step's output shapes and finiteness (``bench.workloads.check_output``; None without an array), and the
+    notes the record must carry (its differences from the source)."""
 
     output: dict[str, Any] | None
     settings: dict[str, Any]
     timer: EpochTimer
     model: dict[str, Any]
     memory: dict[str, Any]
+    notes: list[str]
 
 
 class EpochEngine(Protocol):

@@ -83,6 +83,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         if telemetry:
             telemetry.stop()
     effective["generated_tokens"] = job.checked_tokens(result)
+    effective.update(job.recorded)
     return {
         "output": check_output(task, result),
         "settings": effective,
@@ -90,4 +91,5 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         "model": {"params_total": int(sum(p.numel() for p in model.parameters())),
                   "params_trainable": int(sum(p.numel() for p in model.parameters() if p.requires_grad))},
         "memory": {"device_peak_bytes": frameworks.device_peak_bytes("torch", device)},
+        "notes": list(job.notes),
     }

@@ -99,6 +99,9 @@ class Job:
             a ``generate`` call (returns tokens generated per sequence), an SD denoising step.
         precision: ``float32`` or ``bfloat16`` (the dtype the weights and compute use).
         generated_tokens: tokens each ``generate`` call must produce per sequence (fixed length).
+        recorded: settings the job fixed that the record's ``settings`` block must carry (e.g. generate's
+            ``prompt_tokens``).
+        notes: differences from the source the record's ``notes`` must carry.
     """
 
     model: Any
@@ -109,6 +112,8 @@ class Job:
     call: Callable[[Any], Any] | None = None
     precision: str = "float32"
     generated_tokens: int | None = None
+    recorded: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def checked_tokens(self, produced: Any) -> int | None:
         """``produced`` (tokens per sequence of the last ``generate`` call) when it is the fixed length, None

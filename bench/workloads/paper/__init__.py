@@ -9,12 +9,16 @@ the original), ``torch_job`` (transformers / diffusers / peft, idiomatic out-of-
 
 Method kept from the source: random inputs of the published shapes, losses (sparse categorical
 cross-entropy from logits for BERT and the LLMs, MSE for the SAM and SD encoders), AdamW for BERT and
-the LLMs and Adam for the encoders, ``jit_compile`` on except for Keras' torch backend, bfloat16 and
-LoRA rank 4 for the LLMs, greedy generation of 5-token prompts to 50 tokens, and for SD predict the
-time of one denoising step (two UNet passes, conditional and unconditional, plus the scheduler update).
+the LLMs and Adam for the encoders (Keras' default hyper-parameters), ``jit_compile`` requested cell by cell
+as the source requested it (``source.SOURCE_JIT``), bfloat16 and LoRA rank 4 for the LLMs, greedy
+generation of BOS + 5-token prompts to ``max_length`` 50 (44 new tokens; tokenization outside the timed
+call, which the record notes), and for SD predict the time of one denoising step (two UNet passes,
+conditional and unconditional, plus the scheduler update). ``docs/conformance-paper.md`` lists every
+setting beside the source's.
 
 The models live one family per module (the TorchBench idea): ``bert``, ``causal_lm`` (Gemma, Mistral),
-``segment_anything``, ``stable_diffusion``; ``common`` holds what they share.
+``segment_anything``, ``stable_diffusion``; ``common`` holds what they share, ``source`` what the source
+requested cell by cell (``jit_compile``).
 """
 
 from __future__ import annotations
@@ -22,12 +26,12 @@ from __future__ import annotations
 from bench.workloads import StepWorkload, register
 from bench.workloads.paper.bert import Bert
 from bench.workloads.paper.causal_lm import CausalLM, Gemma, Mistral
-from bench.workloads.paper.common import LORA_RANK, PROMPT_TOKENS, PaperModel, _tokens
+from bench.workloads.paper.common import LORA_RANK, PROMPT_TOKENS, PROMPT_WORDS, PaperModel, _tokens, prompt_ids
 from bench.workloads.paper.segment_anything import SegmentAnything
 from bench.workloads.paper.stable_diffusion import GUIDANCE, StableDiffusion, timestep_embedding
 
-__all__ = ["GUIDANCE", "LORA_RANK", "PROMPT_TOKENS", "Bert", "CausalLM", "Gemma", "Mistral", "PaperModel",
-           "SegmentAnything", "StableDiffusion", "_tokens", "timestep_embedding"]
+__all__ = ["GUIDANCE", "LORA_RANK", "PROMPT_TOKENS", "PROMPT_WORDS", "Bert", "CausalLM", "Gemma", "Mistral",
+           "PaperModel", "SegmentAnything", "StableDiffusion", "_tokens", "prompt_ids", "timestep_embedding"]
 
 for _name, _model, _src in (
     ("segment_anything", SegmentAnything(), "SAM huge (sam_huge_sa1b): ViTDet-H image encoder, 1024x1024"),

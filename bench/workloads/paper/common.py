@@ -10,7 +10,12 @@ import numpy as np
 
 from bench.workloads import Job
 
-PROMPT_TOKENS = 5  # keras-benchmarks: 5-word prompts (NUM_WORDS)
+#: benchmark/__init__.py@v0.0.5 NUM_WORDS: the generate prompts have 5 words (taken as one token each: common
+#: English words of its get_prompts dictionary; not checkable without the presets' vocabularies).
+PROMPT_WORDS = 5
+#: The prompt generate is fed: the preset preprocessor's BOS, then the 5 word tokens.
+PROMPT_TOKENS = 1 + PROMPT_WORDS
+#: benchmark/gemma/keras/fit.py@v0.0.5 (and mistral): ``model.backbone.enable_lora(rank=4)``.
 LORA_RANK = 4
 
 
@@ -35,11 +40,22 @@ def _keras_mods(stack, keras) -> tuple[Any, Any]:
     return keras_hub, keras_hub
 
 
-def _llm_prompt(batch: int, max_length: int, vocab: int) -> dict[str, np.ndarray]:
-    """keras-hub generate inputs without a preprocessor: the prompt in the first positions, the rest
-    padding; generation fills every padded position (fixed length, no stop token)."""
+def prompt_ids(batch: int, vocab: int, bos: int) -> np.ndarray:
+    """(batch, ``PROMPT_TOKENS``) int32 prompt ids: ``bos``, then ``PROMPT_WORDS`` random ids in [1, vocab), as
+    the source's preset preprocessor fed ``generate`` (its ``generate_preprocess`` adds the start token;
+    keras-nlp 0.8.2 / keras-hub 0.32.0 ``GemmaCausalLMPreprocessor``, ``MistralCausalLMPreprocessor``)."""
+    ids = np.empty((batch, PROMPT_TOKENS), dtype=np.int32)
+    ids[:, 0] = bos
+    ids[:, 1:] = _tokens(batch, PROMPT_WORDS, vocab)
+    return ids
+
+
+def _llm_prompt(batch: int, max_length: int, vocab: int, bos: int) -> dict[str, np.ndarray]:
+    """keras-hub generate inputs without a preprocessor, (batch, max_length) each: the prompt
+    (``prompt_ids``) in the first positions, the rest padding; generation fills every padded position
+    (fixed length, no stop token), ``max_length - PROMPT_TOKENS`` new tokens."""
     ids = np.zeros((batch, max_length), dtype=np.int32)
-    ids[:, :PROMPT_TOKENS] = _tokens(batch, PROMPT_TOKENS, vocab)
+    ids[:, :PROMPT_TOKENS] = prompt_ids(batch, vocab, bos)
     mask = np.zeros((batch, max_length), dtype=bool)
     mask[:, :PROMPT_TOKENS] = True
     return {"token_ids": ids, "padding_mask": mask}

@@ -37,9 +37,10 @@ class SegmentAnything(PaperModel):
         return _rng().random((batch, cfg["image"], cfg["image"], 3), dtype=np.float32)
 
     def prompts(self, cfg, batch):
-        # the source's two clicks, (500, 375) and (250, 375) on a 1024 px image, scaled to the image size
+        """(points (B, 2, 2), labels (B, 2)): the source's two clicks, (500, 375) and (250, 375) on a 1024 px
+        image (scaled to the image size), labelled [1, 2] (benchmark/sam/keras/predict.py@v0.0.5)."""
         pts = np.array([[500, 375], [250, 375]], np.float32) * cfg["image"] / 1024
-        return np.repeat(pts[None], batch, 0), np.ones((batch, 2), np.float32)
+        return np.repeat(pts[None], batch, 0), np.repeat(np.array([[1, 2]], np.float32), batch, 0)
 
     def _keras3(self, hub, cfg) -> dict[str, Any]:
         """keras-hub's SAM parts (image encoder, prompt encoder, mask decoder)."""

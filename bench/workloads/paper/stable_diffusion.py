@@ -49,8 +49,7 @@ class StableDiffusion(PaperModel):
             y = _rng().random((batch, lat, lat, 8), dtype=np.float32)
             return Job(model=model, inputs=x, targets=y, optimizer="adam", loss="mse")
         unet = DiffusionModel(img, img, cfg["text_len"], download_weights=False)
-        if settings.get("jit_compile"):
-            unet.compile(jit_compile=True)
+        self.compile_unet(unet, settings)
         rng = _rng()
         context = rng.standard_normal((batch, cfg["text_len"], cfg["text_dim"]), dtype=np.float32)
         uncond = rng.standard_normal((batch, cfg["text_len"], cfg["text_dim"]), dtype=np.float32)
@@ -72,6 +71,19 @@ class StableDiffusion(PaperModel):
             return state["latent"]
 
         return Job(model=unet, call=denoise_step)
+
+    @staticmethod
+    def compile_unet(unet, settings: dict[str, Any]) -> None:
+        """Compile the UNet as the cell asks. The source's ``StableDiffusion(jit_compile=use_jit())``
+        (benchmark/stable_diffusion/keras/predict.py@v0.0.5) compiles it with ``jit_compile=True`` when
+        asked and otherwise leaves it uncompiled, so Keras' default resolves (keras-cv 0.8.2 and 0.9.0
+        ``StableDiffusion.diffusion_model``); a ``jit_compile`` knob (``settings["jit_compile_knob"]``: True,
+        False or "auto") compiles with exactly that value."""
+        knob = settings.get("jit_compile_knob")
+        if knob is not None:
+            unet.compile(jit_compile=knob)
+        elif settings.get("jit_compile") is True:
+            unet.compile(jit_compile=True)
 
     def torch_unet(self, cfg, dev="cpu"):
         """The diffusers UNet2DConditionModel of SD 1.x (a tiny one at smoke size), random weights, on ``dev``."""
