@@ -47,11 +47,14 @@ def list_cmd(only_stacks: bool) -> None:
     for w in WORKLOADS.values():
         if isinstance(w, StepWorkload):
             cells = ", ".join(f"{t} {b}" for t, b in w.cells)
-            click.echo(f"  {w.name:<24} {cells}; {w.source}")
+            params = ", ".join(f"{k} {v:,}" for k, v in w.model.published_params.items()) or "n/a"
+            click.echo(f"  {w.name:<24} {cells}; params {params}; {w.source}")
         else:
             smoke = f" (smoke {w.smoke_batch_size})" if w.smoke_batch_size else ""
-            click.echo(f"  {w.name:<24} tasks {','.join(w.tasks):<8} batch {w.batch_size:<4}{smoke} "
-                       f"{w.optimizer} lr {w.learning_rate:g}; {w.source}")
+            aug = "; augmented" if w.augmentation else ""
+            batch = f"{w.batch_size}{smoke}"
+            click.echo(f"  {w.name:<24} tasks {','.join(w.tasks):<4} params {w.params:<9,} batch {batch:<13} "
+                       f"epochs {w.epochs['full']:<3} {w.optimizer.describe()}{aug}; {w.source}")
     click.echo(f"tasks: {', '.join(planning.all_tasks())}")
     click.echo(f"sizes: {', '.join(SIZES)}")
 
@@ -218,31 +221,49 @@ def stack_list(stacks) -> list[str]:
               help="classic and tuning suites: timing cadence, a device barrier and clock read at epoch edges "
                    "only ('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper "
                    "suite always times steps]. A cadence other than epoch adds 'sync-<cadence>' to the variant.")
+@click.option("--no-augment", "no_augment", is_flag=True,
+              help="classic suite: train on the stored images, without the source's real-time augmentation "
+                   "(cifar10_cnn's shifts and flips): the knob augment=false, variant 'augment=false'.")
 def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
             round_, round_stacks, seed, data, cooldown_s, suite, workloads, tasks, steps, seq_len, compile_mode,
-            assignments, sync) -> None:
+            assignments, sync, no_augment) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
-    from bench.knobs import SettingsError, parse_assignment, variant_name
+    from bench.knobs import SettingsError
 
     stack_ids = stack_list(stacks)
     kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples,
           "steps": steps, "seq_len": seq_len, "sync": sync, "data": data}
     try:
-        settings = dict(parse_assignment(a) for a in assignments)
+        kw.update(run_variant(compile_mode, no_augment, assignments))
     except SettingsError as e:
         fail(f"--set: {e}")
-    names = [variant_name(settings)] if settings else []
-    if compile_mode:
-        settings["compile"] = compile_mode
-        names.insert(0, f"compile-{compile_mode}")
-    if settings:
-        kw.update(settings=settings, variant="+".join(names))
     try:  # validate everything before probing a framework
         planning.expand(stack_ids, suite, "smoke", "cpu", workloads, tasks, **kw)
     except planning.PlanError as e:
         fail(str(e))
     execute(stack_ids, suite, lambda sz, dev: planning.expand(stack_ids, suite, sz, dev, workloads, tasks, **kw),
             size, device, out_dir, force, repeats, round_, round_stacks, seed, cooldown_s)
+
+
+def run_variant(compile_mode: str | None, no_augment: bool, assignments: tuple[str, ...] = ()) -> dict:
+    """``plan.expand``'s ``settings`` and ``variant`` for ``bench run``'s variant flags (empty: the default):
+    ``--set KNOB=VALUE`` (named after what is set, e.g. ``tf32=off``), ``--compile MODE`` (``compile-<mode>``) and
+    ``--no-augment`` (``augment=false``).
+
+    Raises:
+        SettingsError: a ``--set`` that names no knob or a value no engine allows (``knobs.parse_assignment``).
+    """
+    from bench.knobs import parse_assignment, variant_name
+
+    settings = dict(parse_assignment(a) for a in assignments)
+    names = [variant_name(settings)] if settings else []
+    if compile_mode:
+        settings["compile"] = compile_mode
+        names.insert(0, f"compile-{compile_mode}")
+    if no_augment:
+        settings["augment"] = False
+        names.append("augment=false")
+    return {"settings": settings, "variant": "+".join(names)} if names else {}
 
 
 @cli.command("sweep")

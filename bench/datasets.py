@@ -192,25 +192,35 @@ SYNTHETIC = {
 
 
 def synthetic(name: str, n_train: int | None, n_val: int | None, reason: str, seed: int = 0) -> Dataset:
-    """Random data with the real dataset's shapes and dtypes (only the requested number of examples)."""
+    """Random data with the real dataset's shapes and dtypes (only the requested number of examples).
+
+    Labels are uniform over the classes. Token inputs are uniform ids; image inputs are uniform noise in [0, 0.5)
+    plus half their class's own colour (one random value per class and channel, in [0, 1)): the labels can be
+    learnt from the pixels, also through shifts and flips (cifar10_cnn's augmentation), so a smoke run's loss
+    falls as the correctness gate expects (``bench.report.method.correctness_flags``). Values stay in [0, 1).
+    """
     spec = SYNTHETIC[name]
     meta = dict(spec["meta"])
     rng = np.random.default_rng(seed)
     n_tr = spec["n"][0] if n_train is None else min(n_train, spec["n"][0])
     n_va = spec["n"][1] if n_val is None else min(n_val, spec["n"][1])
+    colours = {i: rng.random((meta["num_classes"], shape[-1]), dtype=np.float32)
+               for i, (shape, dtype) in enumerate(spec["inputs"]) if dtype != "int32"}
 
-    def inputs(n):
+    def inputs(labels: np.ndarray) -> tuple[np.ndarray, ...]:
         out = []
-        for shape, dtype in spec["inputs"]:
+        for i, (shape, dtype) in enumerate(spec["inputs"]):
+            n = labels.shape[0]
             if dtype == "int32":
                 out.append(rng.integers(1, meta["vocab_size"], size=(n, *shape), dtype=np.int32))
             else:
-                out.append(rng.random((n, *shape), dtype=np.float32))
+                colour = colours[i][labels].reshape(n, *([1] * (len(shape) - 1)), shape[-1])
+                out.append(0.5 * rng.random((n, *shape), dtype=np.float32) + 0.5 * colour)
         return tuple(out)
 
-    labels = lambda n: rng.integers(0, meta["num_classes"], size=n, dtype=np.int32)  # noqa: E731
-    return Dataset(name, inputs(n_tr), labels(n_tr), inputs(n_va), labels(n_va), meta,
-                   source="synthetic", reason=reason)
+    y_train = rng.integers(0, meta["num_classes"], size=n_tr, dtype=np.int32)
+    y_val = rng.integers(0, meta["num_classes"], size=n_va, dtype=np.int32)
+    return Dataset(name, inputs(y_train), y_train, inputs(y_val), y_val, meta, source="synthetic", reason=reason)
 
 
 # ---- fetching -------------------------------------------------------------------------------------

@@ -154,8 +154,10 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
                 overhead_s.append(h["fit_call_overhead_s"])
             continue
         tel = telemetry.for_device(device)  # the harness as cells run it, sampler included
+        # augment=False: the free-running loop trains on the stored images, so the harness must too
         runs[name].append(epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
-                                                        settings_cls(sync=name), telemetry=tel)["metrics"])
+                                                        settings_cls(sync=name, augment=False),
+                                                        telemetry=tel)["metrics"])
     hand_mean = sum(hand_ms) / len(hand_ms)
     per_cadence = {}
     for c, ms in runs.items():

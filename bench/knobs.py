@@ -35,6 +35,9 @@ _SYNC = ("timing cadence: a device barrier and a clock read at epoch edges only 
 
 
 _STEP_SYNC = "paper suite: a barrier and a clock read after every step, as its source timed them"
+_AUGMENT = ("the workload's real-time augmentation of its training images, on the host, per image, by one "
+            "background worker (cifar10_cnn: its 2017 script's shifts and flips); unset: on where the source had "
+            "it; false: off (the images as stored)")
 
 
 def knob(default: Any, allowed: Any, help: str) -> Any:
@@ -104,6 +107,8 @@ class KerasFitSettings(Settings):
     engine: ClassVar[str] = "keras"
     data_pipeline: str = knob("numpy_fit", ("numpy_fit", "tf_data_numpy", "tf_data_tensors", "tensors_fit"),
                               _PIPELINE)
+    # None: the workload's source decides (``Workload.augmentation``)
+    augment: bool | None = knob(None, bool, _AUGMENT)
     steps_per_execution: int = knob(
         1, int, "Keras: steps run per call of the compiled train function (Keras caps it at the epoch)")
     # None: Keras' own default, which differs between Keras 2 (off) and Keras 3 ('auto')
@@ -120,6 +125,7 @@ class TorchFitSettings(Settings):
     engine: ClassVar[str] = "torch"
     data_pipeline: str = knob("tensors_on_device",
                               ("tensors_on_device", "tensor_dataset", "torchvision_dataset_transforms"), _PIPELINE)
+    augment: bool | None = knob(None, bool, _AUGMENT)
     num_workers: int = knob(0, int, "DataLoader worker processes (PyTorch)")
     preload: bool = knob(False, bool, "tensor_dataset: tensors placed on the device before training "
                                       "(the study's time_preload)")
@@ -271,6 +277,33 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     if not any(_valid_value(a, value) for a in allowed):
         raise SettingsError(f"{key}={raw} is not valid; expected {describe_allowed(allowed[0])}")
     return key, value
+
+
+def augmentation_problem(settings: KerasFitSettings | TorchFitSettings, workload: str, has_augmentation: bool) -> \
+        str | None:
+    """Why a fit cell's ``augment`` setting cannot run (None when it can). Pure: imports no framework.
+
+    The augmentation is its own host pipeline (one background worker, per image, as the source's
+    ``fit_generator``), so it takes the data knobs at their defaults: another pipeline is a variant of the
+    un-augmented workload (``augment=false``).
+    """
+    if settings.augment is True and not has_augmentation:
+        return f"augment=true: {workload}'s source has no augmentation"
+    if not (has_augmentation and settings.augment is not False):
+        return None
+    fixed = ({"data_pipeline": "numpy_fit"} if isinstance(settings, KerasFitSettings) else
+             {"data_pipeline": "tensors_on_device", "num_workers": 0, "preload": False})
+    changed = [f"{k}={getattr(settings, k)!r}" for k, v in fixed.items() if getattr(settings, k) != v]
+    if changed:
+        return (f"{workload} augments its images on the host, one worker as its source did; {', '.join(changed)} "
+                "is another input pipeline: add augment=false")
+    return None
+
+
+def augment_in_effect(settings: KerasFitSettings | TorchFitSettings, has_augmentation: bool) -> bool:
+    """Whether a cell trains on augmented images: the workload has a source augmentation and the cell did not
+    turn it off (``augment`` unset or true)."""
+    return has_augmentation and settings.augment is not False
 
 
 def variant_name(settings: dict[str, Any]) -> str:

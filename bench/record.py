@@ -63,6 +63,21 @@ FIELDS: dict[str, str] = {
     "settings.jit_compile": "Keras: XLA in effect, read from the model after the run (Keras 3 resolves 'auto'); "
                             "paper suite: tf.keras' unset None is recorded false, and for generate it says "
                             "whether the generate function was compiled (settings.generate_function: how)",
+    "settings.optimizer.*": "fit suites: the optimizer as built, read back from it: name, learning_rate (initial), "
+                            "its rule's hyper-parameters in the framework's names (Keras: rho, epsilon, beta_1/2; "
+                            "PyTorch: alpha, rho, eps, betas) and lr_schedule (Keras 2.0.8's decay: InverseTimeDecay "
+                            "/ LambdaLR; null: constant)",
+    "settings.loss": "fit suites: the loss as the engine computed it",
+    "settings.augment / augmentation.*": "fit suites: whether the training images were augmented (the workload's "
+                                         "source augmentation, unless augment=false), and how: shift ranges, flip, "
+                                         "fill, interpolation, workers, max_queue_size, drop_remainder, where, "
+                                         "implementation (the library calls)",
+    "settings.data_pipeline / train_data_placement": "fit suites: how batches reached the model as it took "
+                                                     "effect (host_augmentation: the augmenting pipeline), and "
+                                                     "where they were produced",
+    "settings.shuffle_buffer": "fit suites: examples each epoch's shuffle draws from (tf.data: the tuning study's "
+                               "20,000, capped at the training set; otherwise the whole training set)",
+    "settings.normalize.*": "PyTorch torchvision_dataset_transforms: Normalize's mean and std and where they come from",
     "settings.model_config": "paper suite: the architecture config built (full: the published one; smoke: tiny)",
     "baseline": "true for the out-of-the-box variant of a sweep (the tuning suite's reference point)",
     "repeat": "1-based repeat index in a per-repeat record (null in the aggregated cell record)",
@@ -91,6 +106,9 @@ FIELDS: dict[str, str] = {
                                              "and how many device barriers and clock reads the timer made",
     "metrics.samples_per_s": "training examples per second over steady epochs",
     "metrics.total_train_s": "training steps of all epochs, compilation included, validation excluded (s)",
+    "metrics.fit_s / fit_s_per_epoch": "fit suites: wall time of the whole fit, between device barriers (every "
+                                       "epoch, the first and each one's validation included; s), and that over the "
+                                       "epochs: the 2017 Keras backend comparison's metric, s/epoch",
     "metrics.first_step_s": "the first step alone, model build and compilation included (s; paper suite, and fit "
                             "cells under sync=step; null otherwise)",
     "metrics.steps / steady_s": "paper suite: timed steps after the first (default 100), and their total (s)",

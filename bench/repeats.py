@@ -22,7 +22,8 @@ from bench.derived import rederive
 #: Metrics aggregated across repeats (all of them also get median/min/max/cv in ``repeats``).
 AGGREGATED = ("ms_per_step_mean", "ms_per_step_p50", "ms_per_step_p90", "ms_per_step_std", "ms_per_step_min",
               "ms_per_step_max", "samples_per_s", "first_epoch_s", "first_step_s", "steady_epoch_s",
-              "total_train_s", "j_per_step", "j_per_epoch", "examples_per_j", "j_per_step_above_idle")
+              "total_train_s", "fit_s", "fit_s_per_epoch", "j_per_step", "j_per_epoch", "examples_per_j",
+              "j_per_step_above_idle")
 RULE = ("median across repeats per metric; throughput, TFLOP/s and MFU recomputed from the medians; cell ok only "
         "if every repeat is ok; no best-of-N")
 

@@ -253,6 +253,26 @@ class EpochTimer:
         }
 
 
+def fit_metrics(fit_s: float, epochs: int) -> dict[str, float]:
+    """The 2017 Keras backend comparison's metric beside ours: seconds per epoch of the whole training call.
+
+    Args:
+        fit_s: wall time of the whole ``fit`` (Keras' ``model.fit`` call; the PyTorch loop's epochs), between
+            device barriers: every epoch, the first (tracing/compilation) and each epoch's validation included (s).
+        epochs: epochs it ran.
+
+    Returns:
+        ``fit_s`` (s) and ``fit_s_per_epoch`` (s/epoch): what Keras' progress bar printed per epoch in the 2017
+        runs (../shared/reference/keras_backends_k80_2017.md: "training seconds per epoch"), averaged.
+
+    Raises:
+        ValueError: ``epochs`` < 1 or a negative or non-finite ``fit_s``.
+    """
+    if epochs < 1 or not math.isfinite(fit_s) or fit_s < 0:
+        raise ValueError(f"fit_metrics needs epochs >= 1 and a finite fit_s >= 0, got {fit_s!r} s, {epochs!r} epochs")
+    return {"fit_s": float(fit_s), "fit_s_per_epoch": float(fit_s) / epochs}
+
+
 def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:
     """Time ``steps + 1`` calls of ``call``: the first (build/compile) as the timer's first epoch, the others
     as its second, so ``timer.summary`` reports the first apart and its statistics cover steps 2..N.

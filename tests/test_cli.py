@@ -39,9 +39,15 @@ def test_list_names_every_stack_and_workload(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     for name in ("keras2-tf", "keras3-tf", "keras3-jax", "keras3-torch", "pytorch", "jax-bench",
-                 "mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"):
+                 "mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn", "mnist_cnn_tuning"):
         assert name in out
     assert "sizes: smoke, full" in out
+    # each workload with its parameter count: the 2017 mnist_cnn and, under its own name, the tuning study's CNN
+    lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("  ")}
+    assert "params 1,199,882" in lines["mnist_cnn"] and "Adadelta lr 1 rho 0.95 eps 1e-08" in lines["mnist_cnn"]
+    assert "params 563,018" in lines["mnist_cnn_tuning"]
+    assert "tuning: mnist_cnn_tuning" in out
+    assert "params total 108,311,810" in lines["bert"]
 
 
 def test_device_gpu_without_gpu_is_a_clear_error(monkeypatch):

@@ -166,8 +166,11 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
     assert sorted(zip(df["stack"], df["workload"], strict=True)) == sorted((s, w) for s in STACKS for w in WORKLOADS)
     assert (df.status == "ok").all(), df[df.status != "ok"][["stack", "workload", "reason"]]
     for col in ("metrics.ms_per_step_mean", "metrics.first_epoch_s",
-                "metrics.steady_epoch_s", "metrics.samples_per_s", "process.wall_s"):
+                "metrics.steady_epoch_s", "metrics.samples_per_s", "process.wall_s", "metrics.fit_s_per_epoch"):
         assert (df[col] > 0).all(), col
+    # cifar10_cnn trains on its 2017 script's real-time augmentation in every image, on the host
+    cifar = df[df["workload"] == "cifar10_cnn"]
+    assert (cifar["settings.augment"] == True).all() and (cifar["settings.data_pipeline"] == "host_augmentation").all()  # noqa: E712
     # default cadence: a barrier and a clock read at the 2 epochs' edges only; no spread from one steady epoch
     assert (df["settings.sync"] == "epoch").all() and (df["metrics.clock_reads"] == 4).all()
     assert df["metrics.ms_per_step_p50"].isna().all() and (df["metrics.ms_per_step_basis"] == "epoch").all()

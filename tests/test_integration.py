@@ -38,6 +38,10 @@ def check_ok(path, stack):
     assert tel["energy_j"] is None and tel["cpu_util_pct"] > 0
     assert m["j_per_step"] is None and m["total_train_s"] >= m["first_epoch_s"]
     assert rec["repeats"]["n"] == 1 and rec["repeats"]["ms_per_step_mean"]["values"] == [m["ms_per_step_mean"]]
+    # the 2017 metric: the whole fit (validation included) per epoch, beside ms/step
+    assert m["fit_s"] > m["total_train_s"] and m["fit_s_per_epoch"] == pytest.approx(m["fit_s"] / 2)
+    assert rec["repeats"]["fit_s_per_epoch"]["values"] == [m["fit_s_per_epoch"]]
+    assert rec["settings"]["optimizer"]["name"] and rec["settings"]["loss"]
     return rec
 
 
@@ -47,11 +51,35 @@ def test_pytorch_cell(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "CPU MODE" in p.stderr
     rec = check_ok(tmp_path / "pytorch" / "pytorch__classic__mnist_cnn__fit__smoke__default.json", "pytorch")
-    # smoke size: the smoke batch (8), 4 steps per epoch; the model is the full one
-    assert rec["model"]["params_total"] == 563_018 and rec["batch_size"] == 8
-    assert rec["metrics"]["steps_per_epoch"] == 4
+    # the 2017 script's CNN and optimizer; smoke size: the smoke batch (8), 16 steps per epoch, the full model
+    assert rec["model"]["params_total"] == 1_199_882 and rec["batch_size"] == 8
+    assert rec["metrics"]["steps_per_epoch"] == 16
+    assert rec["settings"]["optimizer"] == {"name": "Adadelta", "learning_rate": 1.0, "rho": 0.95, "eps": 1e-8,
+                                            "weight_decay": 0.0, "lr_schedule": None}
+    assert rec["settings"]["augment"] is False and "augmentation" not in rec["settings"]
     again = bench_run(tmp_path, "--stack", "pytorch", "--workload", "mnist_cnn")
     assert "already ok, skipped" in again.stdout
+
+
+@needs_torch
+def test_pytorch_cifar10_cell_augments_on_the_host_with_one_worker(tmp_path):
+    """cifar10_cnn's default is its 2017 script's: real-time augmentation by one background worker (a DataLoader
+    worker process), rmsprop(lr=0.0001, decay=1e-6), n // batch steps; --no-augment is the variant without it."""
+    p = bench_run(tmp_path, "--stack", "pytorch", "--workload", "cifar10_cnn", "--batch-size", "128")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rec = check_ok(tmp_path / "pytorch" / "pytorch__classic__cifar10_cnn__fit__smoke__default.json", "pytorch")
+    s = rec["settings"]
+    assert s["augment"] is True and s["data_pipeline"] == "host_augmentation" and s["num_workers"] == 1
+    assert s["augmentation"]["width_shift_range"] == 0.1 and s["augmentation"]["max_queue_size"] == 10
+    assert s["train_data_placement"].startswith("host (DataLoader")
+    assert s["optimizer"]["lr_schedule"]["decay"] == 1e-6 and s["optimizer"]["learning_rate"] == 1e-4
+    assert rec["metrics"]["steps_per_epoch"] == 1024 // 128
+    p = bench_run(tmp_path, "--stack", "pytorch", "--workload", "cifar10_cnn", "--batch-size", "128", "--no-augment")
+    assert p.returncode == 0, p.stdout + p.stderr
+    off = json.loads((tmp_path / "pytorch" / "pytorch__classic__cifar10_cnn__fit__smoke__augment=false.json")
+                     .read_text())
+    assert off["settings"]["augment"] is False and off["settings"]["data_pipeline"] == "tensors_on_device"
+    assert off["settings_requested"] == {"augment": False}
 
 
 @needs_keras_torch

@@ -77,7 +77,7 @@ def test_default_grid_baselines_and_dedup():
 
 def test_tuning_suite_plans_one_cell_per_variant():
     cells = plan.expand(["keras3-jax", "pytorch"], "tuning", "smoke", "cpu")
-    assert {c.workload for c in cells} == {"mnist_cnn"}
+    assert {c.workload for c in cells} == {"mnist_cnn_tuning"}  # the study's CNN, not classic's 2017 mnist_cnn
     assert len([c for c in cells if c.baseline]) == 2
     assert len({c.id for c in cells}) == len(cells)
 
@@ -111,7 +111,7 @@ def test_unknown_workload_in_grid_is_a_usage_error(tmp_path, capsys):
 def test_sweep_runs_and_skips_invalid_combinations_with_reason(tmp_path):
     grid = tmp_path / "g.yaml"
     grid.write_text(
-        "name: mini\nworkload: mnist_cnn\ntask: fit\nengines:\n  torch:\n"
+        "name: mini\nworkload: mnist_cnn_tuning\ntask: fit\nengines:\n  torch:\n"
         "    baseline: {data_pipeline: torchvision_dataset_transforms, num_workers: 0}\n"
         "    grid:\n      - {data_pipeline: [tensor_dataset], preload: [false, true]}\n"
         "      - {data_pipeline: [tensors_on_device], grad_scaler: [true]}\n")
@@ -127,6 +127,9 @@ def test_sweep_runs_and_skips_invalid_combinations_with_reason(tmp_path):
     base = recs["data_pipeline=torchvision_dataset_transforms"]
     assert base["status"] == "ok" and base["baseline"] is True
     assert base["settings"]["data_pipeline"] == "torchvision_dataset_transforms"
+    # torchvision.datasets.MNIST with ToTensor + Normalize: the constants are recorded as our assumption
+    assert base["settings"]["normalize"]["mean"] == [0.1307] and "assumed" in base["settings"]["normalize"]["source"]
+    assert base["metrics"]["fit_s_per_epoch"] > 0
     assert recs["data_pipeline=tensor_dataset+preload=true"]["settings"]["preload"] is True
     # every knob is in the record, the unset ones at their defaults (one source: bench.knobs.TorchFitSettings)
     assert set(knobs.KNOBS["torch"]) <= set(base["settings"])
@@ -179,15 +182,22 @@ def test_compare_cli(tmp_path, capsys):
 
 # ---- report -------------------------------------------------------------------------------------------
 
-def fake_record(stack, variant, settings, time_s, status="ok", baseline=False, gpu=True):
-    c = Cell(stack=stack, suite="tuning", workload="mnist_cnn", task="fit", size="full", device="gpu",
+def fake_record(stack, variant, settings, time_s, status="ok", baseline=False, gpu=True, batch=256,
+                workload="mnist_cnn_tuning"):
+    """A tuning record as a full-size GPU run of the study's settings writes it (batch 256, 41 epochs, the 60,000
+    real MNIST images, sync=epoch, tf.data's 20,000 buffer); ``batch`` / ``workload`` make it another run."""
+    c = Cell(stack=stack, suite="tuning", workload=workload, task="fit", size="full", device="gpu",
              variant=variant, settings=settings, baseline=baseline)
     r = new_record(c)
     r["status"] = status
     r["finished_utc"] = "2026-11-21T10:00:00+00:00"
+    r["batch_size"] = batch
+    r["data"] = {"source": "real", "n_train": 60000}
+    r["settings"] = {**settings, "sync": "epoch", "data_pipeline": settings.get("data_pipeline", "numpy_fit"),
+                     "shuffle_buffer": 20000 if "tf_data" in settings.get("data_pipeline", "") else 60000}
     if status == "ok":
         r["metrics"] = {"total_train_s": time_s, "ms_per_step_mean": time_s, "ms_per_step_p50": time_s,
-                        "j_per_epoch": 100.0 * time_s if gpu else None}
+                        "epochs": 41, "j_per_epoch": 100.0 * time_s if gpu else None}
         r["telemetry"] = {"gpu_util_pct": {"mean": 90.0}, "power_w": {"mean": 300.0}, "throttled": False}
         r["history"] = {"loss": [0.5, 0.1]}
     else:
@@ -230,6 +240,42 @@ def test_report_renders_tuning_section_with_findings_and_plots(tmp_path):
     assert "![Training time per configuration](plots/run/tuning_time.png)" in text
     assert (tmp_path / "out" / "plots" / "run" / "tuning_time.png").stat().st_size > 1000
     assert (tmp_path / "out" / "plots" / "run" / "tuning_energy_vs_time.png").exists()
+
+
+def test_report_pairs_published_times_only_with_runs_of_the_studys_settings(tmp_path):
+    """A row with a published counterpart (same stack and knobs) gets the study's time only when it also ran the
+    study's model, data, batch, epochs, cadence and tf.data buffer; the section says which were left out, why."""
+    recs = [
+        fake_record("keras3-tf", "jit_compile=false", {"jit_compile": False}, 65.0),
+        fake_record("keras3-tf", "data_pipeline=tf_data_numpy+jit_compile=false",
+                    {"data_pipeline": "tf_data_numpy", "jit_compile": False}, 70.0, batch=128),
+        fake_record("pytorch", "data_pipeline=tensor_dataset", {"data_pipeline": "tensor_dataset"}, 30.0,
+                    workload="mnist_cnn"),
+    ]
+    run = tmp_path / "run"
+    for c, r in recs:
+        write_json_atomic(result_path(run, c), r)
+    collect(run, tmp_path / "run.csv")
+    text = report.write_report(report.load_runs([tmp_path / "run.csv"])[0], tmp_path / "out").read_text()
+    assert "| keras3-tf | jit_compile=false | ok | 65.0 | 65.5 |" in text  # the study's settings: paired
+    assert "| keras3-tf | data_pipeline=tf_data_numpy+jit_compile=false | ok | 70.0 | n/a |" in text  # batch 128
+    assert "| pytorch | data_pipeline=tensor_dataset | ok | 30.0 | n/a |" in text  # the 2017 CNN, not the study's
+    assert "Reference times are paired only with rows that ran the study's settings" in text
+    assert "2 row(s) with a published counterpart are not paired: " in text
+    assert "workload=mnist_cnn (1)" in text and "batch_size=128 (1)" in text
+
+
+def test_study_mismatch_checks_every_setting_and_treats_unrecorded_as_different():
+    from bench.report.tuning import STUDY, study_mismatch
+
+    good = {**STUDY, "settings.data_pipeline": "tf_data_numpy", "settings.shuffle_buffer": 20000.0,
+            "batch_size": 256.0, "data.n_train": 60000.0, "metrics.epochs": 41.0}
+    assert study_mismatch(pd.Series(good)) is None
+    assert study_mismatch(pd.Series({**good, "settings.shuffle_buffer": 60000.0})) == "settings.shuffle_buffer=60000"
+    assert study_mismatch(pd.Series({**good, "settings.sync": "step"})) == "settings.sync=step"
+    assert study_mismatch(pd.Series({**good, "device": "cpu"})) == "device=cpu"
+    assert study_mismatch(pd.Series({k: v for k, v in good.items() if k != "metrics.epochs"})) == \
+        "metrics.epochs=not recorded"
 
 
 def test_report_cli_rejects_a_non_bench_csv(tmp_path, capsys):

@@ -13,11 +13,17 @@ from typing import Any
 import numpy as np
 
 from bench.datasets import Dataset
-from bench.engines import EpochResult, frameworks
-from bench.knobs import KerasFitSettings
+from bench.engines import EpochResult, Unsupported, frameworks
+from bench.knobs import KerasFitSettings, augment_in_effect, augmentation_problem
 from bench.stacks import Stack
-from bench.timing import Cadence, EpochTimer, make_barrier
-from bench.workloads import Workload
+from bench.timing import Cadence, EpochTimer, clock, fit_metrics, make_barrier
+from bench.workloads import Augmentation, Workload
+
+#: The loss of every classic workload: the sparse form of the scripts' ``categorical_crossentropy`` on one-hot
+#: labels (examples/*.py@2.0.8), the same value from integer labels.
+LOSS = "sparse_categorical_crossentropy"
+#: The tuning study's tf.data shuffle buffer (the post: 20,000 examples), capped at the training set's size.
+TF_DATA_SHUFFLE_BUFFER = 20_000
 
 
 def import_keras(stack: Stack):
@@ -110,11 +116,51 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
 
 
 def make_optimizer(keras, workload: Workload):
-    if workload.optimizer == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate=workload.learning_rate)
-    if workload.optimizer == "adam":
-        return keras.optimizers.Adam(learning_rate=workload.learning_rate)
-    raise ValueError(f"unknown optimizer {workload.optimizer!r}")
+    """The Keras optimizer of ``workload.optimizer`` with every hyper-parameter explicit (Keras 3 and tf.keras
+    defaults differ from the Keras 2.0.8 scripts': ``bench.workloads.classic.KERAS208``).
+
+    A ``decay`` is Keras 2.0.8's per-update ``lr / (1 + decay * t)`` (keras/optimizers.py@2.0.8:232), which is
+    ``keras.optimizers.schedules.InverseTimeDecay(lr, decay_steps=1, decay_rate=decay)``: Keras calls a schedule
+    with the updates done so far, 0 first, as 2.0.8 read its ``iterations``.
+    Update rules: Adadelta's and Adam's are 2.0.8's (keras/optimizers.py@2.0.8:362, 424-434); RMSprop's puts
+    epsilon inside the square root (keras/src/optimizers/rmsprop.py@v3.15.1:143-145; tf-keras 2.21.0
+    tf_keras/src/optimizers/rmsprop.py:191-192), where 2.0.8 added it to the root (keras/optimizers.py@2.0.8:239):
+    a documented difference.
+
+    Raises:
+        ValueError: an optimizer this engine does not know.
+    """
+    spec = workload.optimizer
+    lr = spec.learning_rate
+    if spec.decay:
+        lr = keras.optimizers.schedules.InverseTimeDecay(spec.learning_rate, decay_steps=1, decay_rate=spec.decay)
+    if spec.name == "rmsprop":
+        return keras.optimizers.RMSprop(learning_rate=lr, rho=spec.rho, epsilon=spec.epsilon)
+    if spec.name == "adadelta":
+        return keras.optimizers.Adadelta(learning_rate=lr, rho=spec.rho, epsilon=spec.epsilon)
+    if spec.name == "adam":
+        return keras.optimizers.Adam(learning_rate=lr, beta_1=spec.beta_1, beta_2=spec.beta_2, epsilon=spec.epsilon)
+    raise ValueError(f"unknown optimizer {spec.name!r}")
+
+
+def optimizer_record(optimizer) -> dict[str, Any]:
+    """What the Keras optimizer was built with, read back from it (``settings.optimizer``): its class, initial
+    learning rate, the hyper-parameters of its rule and the learning-rate schedule (None: constant)."""
+    cfg = optimizer.get_config()
+    out: dict[str, Any] = {"name": type(optimizer).__name__}
+    lr = cfg["learning_rate"]
+    if isinstance(lr, dict):  # a serialised schedule
+        sched = lr.get("config", {})
+        out["learning_rate"] = float(sched["initial_learning_rate"])
+        out["lr_schedule"] = {"class": lr.get("class_name"),
+                              **{k: sched[k] for k in ("decay_steps", "decay_rate", "staircase") if k in sched}}
+    else:
+        out["learning_rate"] = float(lr)
+        out["lr_schedule"] = None
+    for key in ("rho", "momentum", "centered", "epsilon", "beta_1", "beta_2", "amsgrad"):
+        if key in cfg:
+            out[key] = cfg[key] if isinstance(cfg[key], bool) else float(cfg[key])
+    return out
 
 
 def model_inputs(xs: tuple[np.ndarray, ...]):
@@ -161,12 +207,18 @@ def placement(pipeline: str, keras_major: int, backend: str) -> str:
                          f"backend {backend!r}") from None
 
 
+def shuffle_buffer(pipeline: str, n_train: int) -> int:
+    """Examples a pipeline's shuffle draws from: the tuning study's tf.data buffer (``TF_DATA_SHUFFLE_BUFFER``,
+    capped at ``n_train``), else ``n_train`` (``fit(shuffle=True)`` permutes the whole set each epoch)."""
+    return min(TF_DATA_SHUFFLE_BUFFER, n_train) if pipeline in ("tf_data_numpy", "tf_data_tensors") else n_train
+
+
 def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, Any]:
     """``fit`` arguments for the data pipeline (where ``fit`` then makes the batches: ``placement``).
 
-    tf.data pipelines shuffle each epoch, batch with parallel calls and prefetch, both AUTOTUNE (the
-    tuning study's setup); ``tensors_fit`` hands ``fit`` backend tensors (on the device where the backend
-    puts them), which ``fit`` batches its own way per backend (``PLACEMENT``).
+    tf.data pipelines shuffle each epoch from a buffer of ``shuffle_buffer`` examples, batch with parallel
+    calls and prefetch, both AUTOTUNE (the tuning study's setup); ``tensors_fit`` hands ``fit`` backend tensors
+    (on the device where the backend puts them), which ``fit`` batches its own way per backend (``PLACEMENT``).
 
     Raises:
         ValueError: an unknown ``pipeline``.
@@ -180,7 +232,8 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, 
         y = ds.y_train if pipeline == "tf_data_numpy" else tf.constant(ds.y_train)
         x = xs[0] if len(xs) == 1 else xs
         auto = tf.data.AUTOTUNE
-        data = (tf.data.Dataset.from_tensor_slices((x, y)).shuffle(ds.n_train, reshuffle_each_iteration=True)
+        data = (tf.data.Dataset.from_tensor_slices((x, y))
+                .shuffle(shuffle_buffer(pipeline, ds.n_train), reshuffle_each_iteration=True)
                 .batch(batch_size, num_parallel_calls=auto).prefetch(auto))
         return {"x": data}
     if pipeline == "tensors_fit":
@@ -197,12 +250,88 @@ def _tf_constant(x):
     return tf.constant(x)
 
 
+def augment_layers(keras, aug: Augmentation) -> list[Any]:
+    """The Keras preprocessing layers that do ``aug`` to one (H, W, C) image: ``RandomTranslation`` (shifts drawn
+    uniformly from [-range, range] x size, as image.py@2.0.8:555-561, resampled nearest with edge fill, as its
+    ``order=0``, ``fill_mode='nearest'``), then ``RandomFlip('horizontal')`` (probability 0.5, 2.0.8's order)."""
+    L = keras.layers
+    layers = [L.RandomTranslation(aug.height_shift_range, aug.width_shift_range, fill_mode=aug.fill_mode,
+                                  interpolation=aug.interpolation)]
+    if aug.horizontal_flip:
+        layers.append(L.RandomFlip("horizontal"))
+    return layers
+
+
+#: Where augmented batches come from (``settings.train_data_placement``).
+AUGMENTED_PLACEMENT = "host (tf.data: per-image augmentation by one background thread, batches queued)"
+
+
+def augmented_train_data(keras, aug: Augmentation, ds: Dataset, batch_size: int) -> tuple[dict[str, Any], dict]:
+    """``fit`` arguments for training on augmented images, as Keras 2.0.8's ``fit_generator(datagen.flow(...))``
+    ran them (examples/cifar10_cnn.py@2.0.8:104-107): a full shuffle each epoch, each image augmented on its own,
+    on the host, by one background producer that queues ``aug.max_queue_size`` batches while the device trains
+    (keras/engine/training.py@2.0.8:1839-1841: ``max_queue_size=10, workers=1``), ``n // batch`` steps an epoch.
+
+    Here: tf.data (on every Keras stack; TensorFlow stays off the GPU on the others), the layers of
+    ``augment_layers`` mapped per example without parallel calls, in a private pool of ``aug.workers`` thread(s),
+    then ``batch`` and ``prefetch(aug.max_queue_size)``.
+
+    Returns:
+        the ``fit`` arguments, and the ``settings.augmentation`` block (the parameters and how they ran).
+
+    Raises:
+        ValueError: the workload has more than one input, or fewer training examples than a batch.
+    """
+    import tensorflow as tf
+
+    if len(ds.x_train) != 1:
+        raise ValueError("augmentation needs a workload with one image input")
+    if aug.drop_remainder and ds.n_train < batch_size:
+        raise ValueError(f"batch {batch_size} is larger than the {ds.n_train} training examples: an augmented epoch is "
+                         "n // batch full batches, none here")
+    layers = augment_layers(keras, aug)
+
+    def augment(x, y):
+        for layer in layers:
+            x = layer(x, training=True)
+        return x, y
+
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = aug.workers
+    options.threading.max_intra_op_parallelism = 1
+    data = (tf.data.Dataset.from_tensor_slices((ds.x_train[0], ds.y_train))
+            .shuffle(ds.n_train, reshuffle_each_iteration=True)
+            .map(augment)  # no num_parallel_calls: one image after the other, as the source's generator
+            .batch(batch_size, drop_remainder=aug.drop_remainder)
+            .prefetch(aug.max_queue_size)
+            .with_options(options))
+    how = {**aug.record(), "where": AUGMENTED_PLACEMENT, "shuffle_buffer": ds.n_train,
+           "implementation": " + ".join(f"{type(layer).__name__}({_layer_args(layer)})" for layer in layers)
+           + " in tf.data map, per image"}
+    return {"x": data}, how
+
+
+def _layer_args(layer) -> str:
+    cfg = layer.get_config()
+    keys = ("height_factor", "width_factor", "fill_mode", "interpolation", "mode")
+    return ", ".join(f"{k}={cfg[k]!r}" for k in keys if k in cfg)
+
+
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
         settings: KerasFitSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` on ``ds`` for ``epochs`` and return the record blocks.
 
-    ``settings``: ``bench.knobs.KerasFitSettings`` (defaults, allowed values and meaning there).
+    ``settings``: ``bench.knobs.KerasFitSettings`` (defaults, allowed values and meaning there). The workload's
+    augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
+    (``augmented_train_data``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric: the whole ``fit``
+    call's wall time (first epoch and validation included) over ``epochs`` (``bench.timing.fit_metrics``).
+
+    Raises:
+        Unsupported: ``augment`` asked for where the source has none, or with another data pipeline.
     """
+    reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
+    if reason:
+        raise Unsupported(reason)
     if stack.backend == "torch" and settings.jit_compile is True:
         frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
@@ -216,8 +345,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
     if settings.jit_compile is not None:  # else Keras' own default (Keras 2: off; Keras 3: 'auto')
         compile_kw["jit_compile"] = settings.jit_compile
-    model.compile(optimizer=make_optimizer(keras, workload), loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"], **compile_kw)
+    optimizer = make_optimizer(keras, workload)
+    model.compile(optimizer=optimizer, loss=LOSS, metrics=["accuracy"], **compile_kw)
     jit = getattr(model, "jit_compile", getattr(model, "_jit_compile", None))
     effective.update({
         "precision": keras.mixed_precision.global_policy().name,
@@ -226,23 +355,39 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         "steps_per_execution": compile_kw["steps_per_execution"],
         "keras_backend": keras.backend.backend(),
         "data_pipeline": settings.data_pipeline,
+        "loss": LOSS,
+        "optimizer": optimizer_record(optimizer),
     })
-    fit_kw = train_data(keras, effective["data_pipeline"], ds, batch_size)
-    effective["train_data_placement"] = placement(settings.data_pipeline, stack.keras_major, stack.backend)
+    augmenting = augment_in_effect(settings, workload.augmentation is not None)
+    effective["augment"] = augmenting
+    trained = ds.n_train
+    if augmenting:
+        fit_kw, effective["augmentation"] = augmented_train_data(keras, workload.augmentation, ds, batch_size)
+        effective.update(data_pipeline="host_augmentation", train_data_placement=AUGMENTED_PLACEMENT,
+                         shuffle_buffer=ds.n_train)
+        trained = ds.n_train // batch_size * batch_size if workload.augmentation.drop_remainder else ds.n_train
+    else:
+        fit_kw = train_data(keras, settings.data_pipeline, ds, batch_size)
+        effective["train_data_placement"] = placement(settings.data_pipeline, stack.keras_major, stack.backend)
+        effective["shuffle_buffer"] = shuffle_buffer(settings.data_pipeline, ds.n_train)
 
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
     try:
-        history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
-                            verbose=0, callbacks=[make_timing_callback(keras, timer)])
         barrier()
+        start = clock()
+        history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
+                            validation_batch_size=batch_size, verbose=0,
+                            callbacks=[make_timing_callback(keras, timer)])
+        barrier()
+        fit_s = clock() - start
     finally:
         if telemetry:
             telemetry.stop()
     trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
     return {
         "settings": effective,
-        "metrics": timer.summary(batch_size, ds.n_train),
+        "metrics": {**timer.summary(batch_size, trained), **fit_metrics(fit_s, epochs)},
         "history": {k: [float(v) for v in vals] for k, vals in history.history.items()},
         "model": {"params_total": int(model.count_params()), "params_trainable": trainable},
         "memory": {"device_peak_bytes": frameworks.device_peak_bytes(stack.backend, device)},

@@ -5,8 +5,9 @@ passes ``results/``) give one ``report.md`` with a section per run, so the commi
 ``results/report.md`` covers every suite that was collected. Per run: its provenance (GPU, driver,
 versions, date), the Method (timing cadence, rounds and drift, settings in effect, data, the
 correctness gate), the Keras 3 benchmark's Table 2 (suite ``paper``: ours beside the published A100
-value, Figure 1's speedup plot), the classic suite's ms/step table, and the tuning study (per stack:
-out-of-the-box vs best configuration, the full grid beside the reference's published time, plots, and
+value, Figure 1's speedup plot), the classic suite's table (ms/step beside the 2017 metric, s/epoch), and the
+tuning study (per stack: out-of-the-box vs best configuration, the full grid beside the reference's published
+time where a row ran the study's settings, plots, and
 which of the study's findings hold on our data). Cells that are not ok are shown with their status and
 their reason in a footnote.
 """

@@ -13,6 +13,12 @@ from bench.stacks import STACKS, get_stack
 from bench.sweep import normalise
 
 REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
+#: The study's run, from the header of ``REFERENCE_CSV``: the model, the whole of MNIST's 60,000 training images,
+#: 41 epochs of batch 256 on a GPU, timed as whole epochs (our ``sync=epoch``); tf.data shuffled from a buffer
+#: of 20,000 (the post). A row is paired with a published time only when it ran all of these (``study_mismatch``).
+STUDY = {"workload": "mnist_cnn_tuning", "size": "full", "device": "gpu", "batch_size": 256, "metrics.epochs": 41,
+         "data.source": "real", "data.n_train": 60000, "settings.sync": "epoch"}
+STUDY_TF_DATA_SHUFFLE_BUFFER = 20_000
 
 
 # ---- the reference's published tuning times -------------------------------------------------------
@@ -51,24 +57,72 @@ def reference_times() -> dict[tuple[str, str], float]:
     return out
 
 
+def _same(value, expected) -> bool:
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        return _num(value) == expected
+    return value == expected
+
+
+def _shown(value) -> str:
+    """A CSV value in a sentence: 'not recorded' when missing, integral floats as integers."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "not recorded"
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def study_mismatch(row) -> str | None:
+    """Why a tuning row's run differs from the study's beyond its knobs (None: it ran the study's settings).
+
+    Checks ``STUDY`` (model, size, device, batch, epochs, real data and its size, timing cadence), and for a
+    tf.data pipeline the shuffle buffer (``STUDY_TF_DATA_SHUFFLE_BUFFER``). A column the CSV lacks (a record
+    from before it was written) is a mismatch: nothing unrecorded is assumed to match.
+    """
+    for col, expected in STUDY.items():
+        value = row.get(col)
+        if not _same(value, expected):
+            return f"{col}={_shown(value)}"
+    buffer = row.get("settings.shuffle_buffer")
+    if row.get("settings.data_pipeline") in ("tf_data_numpy", "tf_data_tensors") and \
+            not _same(buffer, STUDY_TF_DATA_SHUFFLE_BUFFER):
+        return f"settings.shuffle_buffer={_shown(buffer)}"
+    return None
+
+
 def _final_loss(row) -> float | None:
     vals = json_list(row.get("history.loss"))
     return float(vals[-1]) if vals else None
 
 
 def tuning_frame(df):
-    """The tuning suite's rows of ``df`` with ``time_s`` (whole training, s), the reference's published time
-    for full-size rows (``reference_time_s``) and the last epoch's training loss (``final_loss``)."""
+    """The tuning suite's rows of ``df`` with ``time_s`` (whole training, s), the last epoch's training loss
+    (``final_loss``), and for a row with a published counterpart (same stack and knobs: ``reference_times``)
+    either the published time (``reference_time_s``, when the row ran the study's settings) or why not
+    (``reference_mismatch``, ``study_mismatch``): a time of another run beside ours would mislead."""
     rows = df[df["suite"] == "tuning"].copy()
     if rows.empty:
         return rows
     ref = reference_times()
     rows["time_s"] = rows.get("metrics.total_train_s")
-    # the published times are for the full size (41 epochs of 60,000 images): beside smoke rows they mislead
-    rows["reference_time_s"] = [ref.get((s, v)) if size == "full" else None
-                                for s, v, size in zip(rows["stack"], rows["variant"], rows["size"], strict=True)]
+    published = [ref.get((s, v)) for s, v in zip(rows["stack"], rows["variant"], strict=True)]
+    why = [study_mismatch(r) if p is not None else None for p, (_, r) in zip(published, rows.iterrows(), strict=True)]
+    rows["reference_time_s"] = [p if w is None else None for p, w in zip(published, why, strict=True)]
+    rows["reference_mismatch"] = why
     rows["final_loss"] = [_final_loss(r) for _, r in rows.iterrows()]
     return rows
+
+
+def pairing_note(rows) -> str:
+    """The sentence under the tuning section's intro that says which rows carry a published time, and why the
+    others with a published counterpart do not (the first reason, with how many rows share it)."""
+    study = ", ".join(f"{k}={v}" for k, v in STUDY.items())
+    text = (f"Reference times are paired only with rows that ran the study's settings ({study}; tf.data shuffle "
+            f"buffer {STUDY_TF_DATA_SHUFFLE_BUFFER:,}) and the same knobs (the variant).")
+    why = rows["reference_mismatch"].dropna() if "reference_mismatch" in rows else []
+    if len(why):
+        counts = why.value_counts()
+        text += (f" {len(why)} row(s) with a published counterpart are not paired: "
+                 + "; ".join(f"{reason} ({n})" for reason, n in counts.items()) + ".")
+    return text
 
 
 def _col(r, name):
@@ -93,6 +147,7 @@ def tuning_section(rows, notes: Footnotes, plots: dict[str, str]) -> list[str]:
            "Time = training steps of all epochs, compilation included, validation excluded (the study's "
            "whole-training seconds). Reference = the published time on an RTX 4060 Ti (other hardware: "
            "compare shapes, not absolute values). J/epoch from the NVML energy counter.", "",
+           pairing_note(rows), "",
            "### Out of the box vs best, per stack", "",
            "| stack | out-of-the-box | time (s) | best configuration | time (s) | speedup | GPU util % | "
            "power W | J/epoch | final loss |", "|---|---|---|---|---|---|---|---|---|---|"]

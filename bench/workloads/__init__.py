@@ -1,17 +1,91 @@
 """Workload registry. A workload family is one module that calls ``register`` for each of its models.
 
 Every workload gives all stacks the same small interface (the TorchBench idea): a dataset, a batch
-size, an optimizer with its initial learning rate, and two builders with the same architecture, one
-for Keras (2 or 3, any backend) and one for plain PyTorch.
+size, an optimizer with every hyper-parameter of its source (``OptimizerSpec``), the source's augmentation if
+any, a declared parameter count, and two builders with the same architecture, one for Keras (2 or 3, any
+backend) and one for plain PyTorch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench.datasets import Dataset
+
+
+@dataclass(frozen=True)
+class OptimizerSpec:
+    """An optimizer and every hyper-parameter of its update rule, as the workload's source set them (Keras'
+    names; each engine maps them onto its framework's optimizer and records what it built).
+
+    Attributes:
+        name: ``rmsprop``, ``adadelta`` or ``adam``.
+        learning_rate: initial learning rate.
+        rho: RMSprop's and Adadelta's decay of the squared-gradient average (PyTorch RMSprop's ``alpha``).
+        epsilon: the fuzz factor (PyTorch's ``eps``).
+        beta_1 / beta_2: Adam's moment decays.
+        decay: Keras 2's per-update learning-rate decay, ``lr_t = learning_rate / (1 + decay * t)`` with t the
+            updates done before this one (keras/optimizers.py@2.0.8, ``get_updates``); 0: a constant rate.
+        source: where the values come from (file@tag).
+    """
+
+    name: str
+    learning_rate: float
+    rho: float | None = None
+    epsilon: float = 1e-7
+    beta_1: float | None = None
+    beta_2: float | None = None
+    decay: float = 0.0
+    source: str = ""
+
+    def hyperparameters(self) -> dict[str, float]:
+        """The rule's hyper-parameters that apply to ``name`` (Keras' names), without ``source``."""
+        out = {"learning_rate": self.learning_rate, "rho": self.rho, "epsilon": self.epsilon,
+               "beta_1": self.beta_1, "beta_2": self.beta_2, "decay": self.decay}
+        return {k: v for k, v in out.items() if v is not None}
+
+    def describe(self) -> str:
+        """One line for ``bench list``: ``RMSprop lr 0.0001 rho 0.9 eps 1e-08 decay 1e-06``."""
+        names = {"rmsprop": "RMSprop", "adadelta": "Adadelta", "adam": "Adam"}
+        short = {"learning_rate": "lr", "epsilon": "eps"}
+        parts = [f"{short.get(k, k)} {v:g}" for k, v in self.hyperparameters().items() if k != "decay" or v]
+        return f"{names.get(self.name, self.name)} {' '.join(parts)}"
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    """Real-time augmentation of the training images, produced on the host while the device trains, as
+    Keras 2.0.8's ``ImageDataGenerator.flow`` fed ``fit_generator`` (keras/preprocessing/image.py@2.0.8,
+    keras/engine/training.py@2.0.8).
+
+    Attributes:
+        width_shift_range / height_shift_range: the largest shift, a fraction of the image's width / height;
+            each image's shift is drawn uniformly from [-range, range] x size (image.py@2.0.8:555-561).
+        horizontal_flip: each image is flipped left-right with probability 0.5 (image.py@2.0.8:610-612).
+        fill_mode: how pixels shifted in are filled: ``nearest`` repeats the edge (image.py@2.0.8:396).
+        interpolation: ``nearest``: the source resampled with ``order=0`` (image.py@2.0.8:201-206), so a
+            shift of 2.6 pixels moves the image by 3.
+        workers: background workers producing batches (``fit_generator(workers=1)``, training.py@2.0.8:1840).
+        max_queue_size: batches they may queue ahead of the model (training.py@2.0.8:1839).
+        drop_remainder: an epoch is ``n // batch`` full batches (the script's ``steps_per_epoch``).
+        source: file@tag.
+    """
+
+    width_shift_range: float
+    height_shift_range: float
+    horizontal_flip: bool
+    fill_mode: str = "nearest"
+    interpolation: str = "nearest"
+    workers: int = 1
+    max_queue_size: int = 10
+    drop_remainder: bool = True
+    source: str = ""
+
+    def record(self) -> dict[str, Any]:
+        """The augmentation's parameters for a record's ``settings.augmentation`` block."""
+        return {k: v for k, v in asdict(self).items() if k != "source"}
 
 
 @dataclass(frozen=True)
@@ -21,8 +95,10 @@ class Workload:
     Attributes:
         name: workload id (CLI, CSV). suite: suite it belongs to. tasks: tasks it supports.
         dataset: dataset name for ``bench.datasets.load``.
-        batch_size: examples per step, as published (``full`` size). optimizer: ``rmsprop`` or ``adam``.
-        learning_rate: initial LR.
+        batch_size: examples per step, as published (``full`` size).
+        optimizer: the optimizer and every hyper-parameter of its update rule (``OptimizerSpec``).
+        params: the model's parameter count, declared (``bench list``) and checked by a test against both
+            builds (Keras ``count_params``; PyTorch counting an LSTM's two bias vectors once).
         epochs: epochs per size (``smoke`` / ``full``).
         samples: training examples per size (None: the whole dataset); validation uses a quarter.
         smoke_batch_size: examples per step at ``smoke`` size when smaller than ``batch_size`` (None: the
@@ -34,6 +110,8 @@ class Workload:
         torch_layout: per-input axis permutation for PyTorch (e.g. NHWC -> NCHW), or None.
         validation_split: fraction of the training data held out (when the source did that instead
             of validating on the test split).
+        augmentation: the source's real-time augmentation of the training images (None: none); the
+            ``augment`` knob turns it off (``bench.knobs``).
         source: where the architecture and hyper-parameters come from.
         notes: deliberate differences from the source.
     """
@@ -42,8 +120,8 @@ class Workload:
     suite: str
     dataset: str
     batch_size: int
-    optimizer: str
-    learning_rate: float
+    optimizer: OptimizerSpec
+    params: int
     epochs: dict[str, int]
     samples: dict[str, int | None]
     build_keras: Callable[[Any, dict[str, Any]], Any]
@@ -53,8 +131,14 @@ class Workload:
     torch_layout: tuple[tuple[int, ...] | None, ...] | None = None
     validation_split: float | None = None
     smoke_batch_size: int | None = None
+    augmentation: Augmentation | None = None
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def learning_rate(self) -> float:
+        """The optimizer's initial learning rate."""
+        return self.optimizer.learning_rate
 
     def batch_for(self, size: str) -> int:
         """Examples per step at ``size`` (``smoke`` or ``full``)."""
@@ -215,7 +299,7 @@ def register(w: Workload | StepWorkload) -> Workload | StepWorkload:
 
 
 def add_to_suite(suite: str, name: str) -> None:
-    """List an already registered workload in another suite too (e.g. mnist_cnn in ``tuning``)."""
+    """List an already registered workload in another suite too."""
     if name not in WORKLOADS:
         raise KeyError(f"unknown workload {name!r}")
     SUITES.setdefault(suite, []).append(name)
@@ -223,8 +307,6 @@ def add_to_suite(suite: str, name: str) -> None:
 
 def _load_families() -> None:
     from bench.workloads import classic, paper  # noqa: F401  (register on import)
-
-    add_to_suite("tuning", "mnist_cnn")  # the tuning study's sweep (bench/sweeps/tuning.yaml)
 
 
 _load_families()

@@ -1,0 +1,497 @@
+"""The classic and tuning suites run their sources' methods: optimizer rules and decay, cifar10_cnn's real-time
+augmentation, the 2017 metric (s/epoch of the whole fit), the tuning study's torchvision and tf.data pipelines.
+
+Each check compares with an independent implementation: the source's own formula or library call (Keras 2.0.8's
+optimizer updates, ImageDataGenerator's scipy resampling, torchvision's MNIST reader), or a clock of our own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+
+from bench import datasets, knobs
+from bench.datasets import Dataset
+from bench.workloads import get_workload
+from tests.conftest import needs_keras_torch, needs_torch
+
+# ---- optimizers: Keras 2.0.8's update rules (keras/optimizers.py@2.0.8), transcribed --------------------------
+
+
+def rmsprop_208(grads, p, lr, rho, eps, decay, eps_inside=False):
+    """keras/optimizers.py@2.0.8:231-239: a = rho a + (1 - rho) g^2; p -= lr_t g / (sqrt(a) + eps), lr_t = lr / (1 +
+    decay t). ``eps_inside``: the rule Keras 3 and tf.keras use instead (g / sqrt(a + eps))."""
+    a = np.zeros_like(p)
+    for t, g in enumerate(grads):
+        lr_t = lr / (1.0 + decay * t)
+        a = rho * a + (1 - rho) * g * g
+        p = p - lr_t * g / (np.sqrt(a + eps) if eps_inside else np.sqrt(a) + eps)
+    return p
+
+
+def adadelta_208(grads, p, lr, rho, eps):
+    """keras/optimizers.py@2.0.8:356-366: a = rho a + (1 - rho) g^2; u = g sqrt(d + eps) / sqrt(a + eps);
+    p -= lr u; d = rho d + (1 - rho) u^2."""
+    a, d = np.zeros_like(p), np.zeros_like(p)
+    for g in grads:
+        a = rho * a + (1 - rho) * g * g
+        u = g * np.sqrt(d + eps) / np.sqrt(a + eps)
+        p = p - lr * u
+        d = rho * d + (1 - rho) * u * u
+    return p
+
+
+def adam_208(grads, p, lr, b1, b2, eps):
+    """keras/optimizers.py@2.0.8:422-434: lr_t = lr sqrt(1 - b2^t) / (1 - b1^t); p -= lr_t m / (sqrt(v) + eps)."""
+    m, v = np.zeros_like(p), np.zeros_like(p)
+    for t, g in enumerate(grads, 1):
+        lr_t = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        p = p - lr_t * m / (np.sqrt(v) + eps)
+    return p
+
+
+GRADS = [np.array([0.3, -2.0, 1e-3, 5.0]), np.array([-0.1, 1.5, 2e-3, -4.0]), np.array([0.2, 0.5, -1e-3, 3.0])]
+P0 = np.array([1.0, -1.0, 0.5, 0.0])
+
+
+def with_decay(name: str, decay: float):
+    w = get_workload(name)
+    return dataclasses.replace(w, optimizer=dataclasses.replace(w.optimizer, decay=decay))
+
+
+def reference(w) -> np.ndarray:
+    o = w.optimizer
+    if o.name == "rmsprop":
+        return rmsprop_208(GRADS, P0, o.learning_rate, o.rho, o.epsilon, o.decay)
+    if o.name == "adadelta":
+        return adadelta_208(GRADS, P0, o.learning_rate, o.rho, o.epsilon)
+    return adam_208(GRADS, P0, o.learning_rate, o.beta_1, o.beta_2, o.epsilon)
+
+
+def keras_steps(w) -> np.ndarray:
+    import keras
+
+    from bench.engines.keras_engine import make_optimizer
+
+    var = keras.Variable(P0.astype("float32"))
+    opt = make_optimizer(keras, w)
+    for g in GRADS:
+        opt.apply_gradients([(keras.ops.convert_to_tensor(g.astype("float32")), var)])
+    return keras.ops.convert_to_numpy(var).astype(np.float64)
+
+
+def torch_steps(w) -> np.ndarray:
+    import torch
+
+    from bench.engines.torch_engine import make_optimizer, make_scheduler
+
+    p = torch.nn.Parameter(torch.tensor(P0, dtype=torch.float64))
+    opt = make_optimizer(torch, [p], w)
+    sched = make_scheduler(torch, opt, w)
+    for g in GRADS:
+        p.grad = torch.tensor(g, dtype=torch.float64)
+        opt.step()
+        if sched is not None:
+            sched.step()
+    return p.detach().numpy()
+
+
+@needs_torch
+@pytest.mark.parametrize("name, decay", [("mnist_cnn", 0.0), ("cifar10_cnn", 1e-6), ("cifar10_cnn", 0.5),
+                                         ("mnist_mlp", 0.0)])
+def test_torch_optimizer_is_keras_208s_rule(name, decay):
+    """PyTorch's RMSprop (eps added to the root) and Adadelta are Keras 2.0.8's rules; the decay is its
+    lr / (1 + decay * t) (a decay of 0.5 makes the schedule visible in three steps)."""
+    w = with_decay(name, decay)
+    np.testing.assert_allclose(torch_steps(w), reference(w), rtol=1e-12, atol=1e-12)
+    if decay == 0.5:  # the schedule matters: without it the result differs
+        assert not np.allclose(torch_steps(with_decay(name, 0.0)), reference(w), rtol=1e-6)
+
+
+@needs_torch
+def test_torch_adam_differs_from_keras_208_only_by_where_eps_goes():
+    """torch/optim/adam.py@v2.13.0:544 adds eps after the bias correction, Keras 2.0.8 (and 3) before it:
+    documented in docs/conformance-classic.md; with these gradients the difference is below 1e-6."""
+    w = get_workload("babi_rnn")
+    np.testing.assert_allclose(torch_steps(w), reference(w), rtol=0, atol=1e-6)
+
+
+@needs_keras_torch
+@pytest.mark.parametrize("name, decay", [("mnist_cnn", 0.0), ("babi_rnn", 0.0), ("cifar10_cnn", 0.5)])
+def test_keras_optimizer_rule_against_keras_208(name, decay):
+    """Keras 3's Adadelta and Adam are 2.0.8's rules; its RMSprop takes eps inside the root
+    (keras/src/optimizers/rmsprop.py@v3.15.1:143-145): exactly 2.0.8's rule with that one change, the decay as
+    InverseTimeDecay included."""
+    w = with_decay(name, decay)
+    o = w.optimizer
+    if o.name == "rmsprop":
+        expected = rmsprop_208(GRADS, P0, o.learning_rate, o.rho, o.epsilon, o.decay, eps_inside=True)
+    else:
+        expected = reference(w)
+    np.testing.assert_allclose(keras_steps(w), expected, rtol=1e-5, atol=1e-7)
+
+
+@needs_keras_torch
+@pytest.mark.parametrize("name", ["mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn",
+                                  "mnist_cnn_tuning"])
+def test_engines_build_the_workloads_optimizer_and_record_it(name):
+    """What both engines build, read back from the optimizer objects (the record's settings.optimizer), is the
+    workload's ``OptimizerSpec`` (pinned to the sources in test_workloads.py)."""
+    import keras
+    import torch
+
+    from bench.engines import keras_engine, torch_engine
+
+    w = get_workload(name)
+    o = w.optimizer
+    k = keras_engine.optimizer_record(keras_engine.make_optimizer(keras, w))
+    t = torch_engine.optimizer_record(torch_engine.make_optimizer(torch, [torch.nn.Parameter(torch.ones(1))], w), w)
+    assert k["learning_rate"] == pytest.approx(o.learning_rate) == t["learning_rate"]
+    assert k["epsilon"] == pytest.approx(o.epsilon) and t["eps"] == pytest.approx(o.epsilon)
+    if o.name == "rmsprop":
+        assert k["rho"] == pytest.approx(o.rho) and t["alpha"] == pytest.approx(o.rho)
+    if o.name == "adadelta":
+        assert k["rho"] == pytest.approx(o.rho) and t["rho"] == pytest.approx(o.rho)
+    if o.name == "adam":
+        assert (k["beta_1"], k["beta_2"]) == pytest.approx((o.beta_1, o.beta_2)) and t["betas"] == [0.9, 0.999]
+    if o.decay:
+        assert k["lr_schedule"] == {"class": "InverseTimeDecay", "decay_steps": 1, "decay_rate": o.decay,
+                                    "staircase": False}
+        assert t["lr_schedule"]["decay"] == o.decay
+    else:
+        assert k["lr_schedule"] is None and t["lr_schedule"] is None
+
+
+# ---- cifar10_cnn's augmentation: ImageDataGenerator(width_shift_range=0.1, height_shift_range=0.1, ----------
+# ---- horizontal_flip=True) as keras/preprocessing/image.py@2.0.8 did it --------------------------------------
+
+def source_shift(image: np.ndarray, tx: float, ty: float) -> np.ndarray:
+    """ImageDataGenerator.random_transform's shift of one (H, W, C) image by (tx rows, ty columns), as
+    keras/preprocessing/image.py@2.0.8:555-604 and apply_transform (lines 195-209) did it: scipy's
+    affine_transform with the identity matrix, offset (tx, ty), order=0, mode 'nearest' (the default fill)."""
+    from scipy import ndimage as ndi
+
+    return np.stack([ndi.affine_transform(image[..., c], np.eye(2), (tx, ty), order=0, mode="nearest", cval=0.0)
+                     for c in range(image.shape[-1])], axis=-1)
+
+
+#: P(shift = k pixels) per axis for a 32-pixel side and range 0.1: round(uniform(-3.2, 3.2)).
+SHIFT_P = {k: (0.7 if abs(k) == 3 else 1.0) / 6.4 for k in range(-3, 4)}
+
+
+def source_outputs(image: np.ndarray) -> dict[bytes, tuple[int, int, bool]]:
+    """Every output the source's transform can give from ``image`` (shifts of at most 3 pixels, flipped or not),
+    keyed by its bytes, with the (rows, columns, flip) that gives it."""
+    out = {}
+    for flip in (False, True):
+        for tx in range(-3, 4):
+            for ty in range(-3, 4):
+                cand = source_shift(image, tx, ty)
+                out[np.ascontiguousarray(cand[:, ::-1] if flip else cand).tobytes()] = (tx, ty, flip)
+    return out
+
+
+def identify(out: np.ndarray, outputs: dict[bytes, tuple[int, int, bool]]) -> tuple[int, int, bool]:
+    """The shift and flip that give ``out`` (``source_outputs``). Raises AssertionError when none does."""
+    key = np.ascontiguousarray(out, dtype=np.float32).tobytes()
+    assert key in outputs, "the augmented image is no shift of at most 3 pixels (edge-filled) and flip of the input"
+    return outputs[key]
+
+
+def check_distribution(found: list[tuple[int, int, bool]]) -> None:
+    """Per-axis shift frequencies and the flip rate within 4.5 binomial standard deviations of the source's."""
+    n = len(found)
+    for axis in (0, 1):
+        for k, p in SHIFT_P.items():
+            count = sum(f[axis] == k for f in found)
+            assert abs(count - n * p) <= 4.5 * np.sqrt(n * p * (1 - p)), (axis, k, count, n * p)
+    flips = sum(f[2] for f in found)
+    assert abs(flips - n / 2) <= 4.5 * np.sqrt(n / 4)
+
+
+def test_source_shift_moves_by_the_rounded_amount():
+    """The reference itself: order=0 turns a shift of 2.6 into 3 pixels, the edge repeated (mode 'nearest')."""
+    img = np.arange(32 * 32 * 3, dtype=np.float32).reshape(32, 32, 3)
+    out = source_shift(img, 2.6, -1.2)
+    assert np.array_equal(out[:29, 1:], img[3:, :31]) and np.array_equal(out[29:, 0], np.repeat(img[31:, 0], 3, 0))
+
+
+def distinct_image(h=32, w=32, c=3) -> np.ndarray:
+    return (np.random.default_rng(1).permutation(h * w * c).reshape(h, w, c) / (h * w * c)).astype(np.float32)
+
+
+@needs_torch
+def test_torch_augmentation_is_the_source_transform_with_its_shift_distribution():
+    """torchvision's Pad(edge) + RandomAffine + CenterCrop + RandomHorizontalFlip gives, image by image, one of
+    the source's outputs, with the source's distribution of shifts and flips."""
+    import torch
+
+    from bench.engines.torch_engine import augment_transform
+
+    torch.manual_seed(0)
+    image = distinct_image()
+    transform = augment_transform(get_workload("cifar10_cnn").augmentation, 32, 32)
+    chw = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))
+    outputs = source_outputs(image)
+    found = [identify(transform(chw).numpy().transpose(1, 2, 0), outputs) for _ in range(600)]
+    check_distribution(found)
+
+
+@needs_torch
+def test_torch_augmented_loader_is_one_worker_ten_batches_queued_full_batches(tmp_path):
+    """fit_generator's workers=1, max_queue_size=10 (keras/engine/training.py@2.0.8:1839-1840) and the script's
+    steps_per_epoch = n // batch; pinned memory only for a CUDA device (the GPU branch, checked without one)."""
+    import torch
+
+    from bench.engines.torch_engine import augmented_loader
+
+    w = get_workload("cifar10_cnn")
+    ds = datasets.synthetic("cifar10", 70, 8, "test")
+    loader, how = augmented_loader(torch, w.augmentation, ds, w, 32, torch.device("cpu"))
+    assert (loader.num_workers, loader.prefetch_factor, loader.drop_last, loader.persistent_workers) == \
+        (1, 10, True, True)
+    assert loader.pin_memory is False and len(loader) == 70 // 32
+    assert how["where"].startswith("host (DataLoader") and "RandomAffine" in how["implementation"]
+    gpu_loader, _ = augmented_loader(torch, w.augmentation, ds, w, 32, torch.device("cuda"))
+    assert gpu_loader.pin_memory is True
+    xb, yb = next(iter(loader))
+    assert tuple(xb.shape) == (32, 3, 32, 32) and yb.dtype == torch.int64
+    with pytest.raises(ValueError, match="batch 128 is larger than the 70 training examples"):
+        augmented_loader(torch, w.augmentation, ds, w, 128, torch.device("cpu"))
+
+
+@needs_keras_torch
+def test_keras_augmentation_in_tf_data_is_the_source_transform_with_its_shift_distribution():
+    """The Keras pipeline (RandomTranslation + RandomFlip mapped per image in tf.data, one thread, 10 batches
+    queued) gives, image by image, one of the source's outputs with the source's distribution; n // batch steps."""
+    import keras
+
+    from bench.engines.keras_engine import augmented_train_data
+
+    keras.utils.set_random_seed(0)
+    image = distinct_image()
+    n = 480
+    ds = Dataset("cifar10", (np.repeat(image[None], n, 0),), np.arange(n, dtype=np.int32),
+                 (image[None],), np.zeros(1, np.int32), {"num_classes": 10})
+    fit_kw, how = augmented_train_data(keras, get_workload("cifar10_cnn").augmentation, ds, 32)
+    data = fit_kw["x"]
+    assert int(data.cardinality()) == n // 32 and how["shuffle_buffer"] == n
+    assert data.options().threading.private_threadpool_size == 1
+    assert "fill_mode='nearest', interpolation='nearest'" in how["implementation"]
+    found, labels, outputs = [], [], source_outputs(image)
+    for xb, yb in data.as_numpy_iterator():
+        found += [identify(x, outputs) for x in xb]
+        labels += list(yb)
+    assert sorted(labels) == list(range(n)) and labels != sorted(labels)  # each image once, shuffled
+    check_distribution(found)
+
+
+def test_augment_knob_is_a_variant_with_clear_limits():
+    """augment unset: the source decides; false: off (a variant); true where the source has none, or with another
+    data pipeline: a reason (the cell is recorded unsupported)."""
+    K, T = knobs.KerasFitSettings, knobs.TorchFitSettings
+    assert K().augment is None and "augment" in knobs.KNOBS["keras"] and "augment" in knobs.KNOBS["torch"]
+    assert knobs.augment_in_effect(K(), True) and not knobs.augment_in_effect(K(augment=False), True)
+    assert not knobs.augment_in_effect(K(), False)
+    assert knobs.augmentation_problem(K(augment=True), "mnist_mlp", False) == \
+        "augment=true: mnist_mlp's source has no augmentation"
+    assert "add augment=false" in knobs.augmentation_problem(K(data_pipeline="tensors_fit"), "cifar10_cnn", True)
+    assert "num_workers=6" in knobs.augmentation_problem(T(num_workers=6), "cifar10_cnn", True)
+    assert knobs.augmentation_problem(T(data_pipeline="tensor_dataset", augment=False), "cifar10_cnn", True) is None
+    assert knobs.variant_name({"augment": False}) == "augment=false"
+
+
+def test_no_augment_flag_is_one_variant():
+    from bench import plan
+    from bench.cli import run_variant
+
+    kw = run_variant(None, True)
+    assert kw == {"settings": {"augment": False}, "variant": "augment=false"}
+    cells = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["cifar10_cnn"], **kw)
+    assert [(c.variant, c.settings) for c in cells] == [("augment=false", {"augment": False})]
+    assert run_variant("default", True)["variant"] == "compile-default+augment=false"
+    assert run_variant(None, False) == {}
+
+
+# ---- the 2017 metric: s/epoch of the whole fit ------------------------------------------------------------------
+
+def small(name: str, n: int = 64) -> tuple:
+    w = get_workload(name)
+    w = dataclasses.replace(w, samples={"smoke": n, "full": None})
+    return w, w.load_data("smoke", "synthetic")
+
+
+@needs_keras_torch
+def test_keras_fit_s_is_the_fit_calls_wall_time(monkeypatch):
+    """metrics.fit_s against our own clock around Keras' ``Model.fit`` (the call the 2017 scripts timed):
+    the same span, validation included (so above the training steps' total_train_s)."""
+    import keras
+
+    from bench.engines import keras_engine
+    from bench.stacks import get_stack
+
+    spans = []
+    real_fit = keras.Model.fit
+
+    def timed_fit(self, *a, **k):
+        t0 = time.perf_counter()
+        out = real_fit(self, *a, **k)
+        spans.append(time.perf_counter() - t0)
+        return out
+
+    monkeypatch.setattr(keras.Model, "fit", timed_fit)
+    w, ds = small("mnist_mlp", 256)
+    m = keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, knobs.KerasFitSettings())["metrics"]
+    assert len(spans) == 1
+    assert m["fit_s"] == pytest.approx(spans[0], rel=0.02, abs=0.02)
+    assert m["fit_s_per_epoch"] == pytest.approx(m["fit_s"] / 3)
+    assert m["fit_s"] > m["total_train_s"]
+
+
+@needs_torch
+def test_torch_fit_s_is_the_epochs_and_their_validation(monkeypatch):
+    """metrics.fit_s against the sum of what our own clocks saw: the timer's epochs (training steps) and each
+    epoch's validation, timed by a wrapper; the rest of the loop is bookkeeping of microseconds."""
+    from bench.engines import torch_engine
+    from bench.stacks import get_stack
+
+    evals = []
+    real_eval = torch_engine._evaluate
+
+    def timed_eval(*a, **k):
+        t0 = time.perf_counter()
+        out = real_eval(*a, **k)
+        evals.append(time.perf_counter() - t0)
+        return out
+
+    monkeypatch.setattr(torch_engine, "_evaluate", timed_eval)
+    w, ds = small("mnist_mlp", 512)
+    t0 = time.perf_counter()
+    out = torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, knobs.TorchFitSettings())
+    outer = time.perf_counter() - t0
+    m = out["metrics"]
+    inner = sum(m["epoch_s"]) + sum(evals)
+    assert len(evals) == 3
+    assert inner <= m["fit_s"] <= inner * 1.05 + 0.02
+    assert m["fit_s"] < outer and m["fit_s_per_epoch"] == pytest.approx(m["fit_s"] / 3)
+
+
+def test_fit_metrics_rejects_nonsense():
+    from bench.timing import fit_metrics
+
+    assert fit_metrics(6.0, 3) == {"fit_s": 6.0, "fit_s_per_epoch": 2.0}
+    for bad in ((1.0, 0), (float("nan"), 2), (-1.0, 2)):
+        with pytest.raises(ValueError, match="fit_metrics needs"):
+            fit_metrics(*bad)
+
+
+# ---- the tuning study's pipelines ---------------------------------------------------------------------------
+
+def mnist_like(n_train: int, n_val: int) -> Dataset:
+    """Synthetic MNIST with pixels that are exact multiples of 1/255, as the real data's."""
+    ds = datasets.synthetic("mnist", n_train, n_val, "test")
+    q = lambda x: (np.rint(x * 255) / 255).astype(np.float32)  # noqa: E731
+    return Dataset("mnist", (q(ds.x_train[0]),), ds.y_train, (q(ds.x_val[0]),), ds.y_val, ds.meta, "synthetic")
+
+
+@needs_torch
+def test_idx_files_read_back_by_torchvision(tmp_path):
+    from torchvision.datasets.mnist import read_image_file, read_label_file
+
+    from bench.engines.torch_engine import write_mnist_idx
+
+    ds = mnist_like(20, 6)
+    raw = write_mnist_idx(tmp_path, ds)
+    images = read_image_file(str(raw / "train-images-idx3-ubyte")).numpy()
+    assert np.array_equal(images, np.rint(ds.x_train[0][..., 0] * 255).astype(np.uint8))
+    assert np.array_equal(read_label_file(str(raw / "t10k-labels-idx1-ubyte")).numpy(), ds.y_val)
+
+
+@needs_torch
+def test_torchvision_pipeline_is_torchvision_mnist_with_totensor_and_normalize():
+    """The study's PyTorch "torchvision dataset" rows: torchvision.datasets.MNIST with Compose([ToTensor(),
+    Normalize((0.1307,), (0.3081,))]) per item; every item is (uint8 / 255 - 0.1307) / 0.3081 of one training
+    image, with its label."""
+    import torch
+    import torchvision
+
+    from bench.engines.torch_engine import MNIST_NORMALIZE, make_batches, torchvision_mnist
+
+    assert MNIST_NORMALIZE == ((0.1307,), (0.3081,))
+    ds = mnist_like(24, 6)
+    dataset = torchvision_mnist(ds)
+    assert isinstance(dataset, torchvision.datasets.MNIST)
+    expected = (ds.x_train[0][..., 0] - 0.1307) / 0.3081
+    settings = knobs.TorchFitSettings(data_pipeline="torchvision_dataset_transforms")
+    epoch = make_batches(torch, "torchvision_dataset_transforms", settings, ds, get_workload("mnist_cnn_tuning"), 8,
+                         torch.device("cpu"))
+    seen = []
+    for (xb,), yb in epoch():
+        for x, y in zip(xb, yb, strict=True):
+            i = next(i for i in range(len(expected)) if np.allclose(x[0].numpy(), expected[i], atol=1e-6))
+            assert int(y) == ds.y_train[i]
+            seen.append(i)
+    assert sorted(seen) == list(range(24))
+
+
+@needs_torch
+def test_torchvision_pipeline_needs_mnist():
+    from bench.engines import Unsupported
+    from bench.engines.torch_engine import torchvision_mnist
+
+    with pytest.raises(Unsupported, match="torchvision.datasets.MNIST"):
+        torchvision_mnist(datasets.synthetic("cifar10", 4, 2, "test"))
+
+
+@needs_keras_torch
+def test_tf_data_shuffles_from_the_studys_buffer_of_20000():
+    """The post's tf.data pipeline shuffled from a buffer of 20,000: element i of an epoch comes from the first
+    20,000 + i examples (a whole-set shuffle would draw from all 25,000 at once)."""
+    import keras
+
+    from bench.engines.keras_engine import TF_DATA_SHUFFLE_BUFFER, shuffle_buffer, train_data
+
+    assert TF_DATA_SHUFFLE_BUFFER == 20_000 and shuffle_buffer("tf_data_numpy", 1000) == 1000
+    assert shuffle_buffer("numpy_fit", 25_000) == 25_000
+    n = 25_000
+    ds = Dataset("x", (np.arange(n, dtype=np.float32)[:, None],), np.zeros(n, np.int32), (np.zeros((1, 1)),),
+                 np.zeros(1, np.int32))
+    for pipeline in ("tf_data_numpy", "tf_data_tensors"):
+        data = train_data(keras, pipeline, ds, 1)[0]["x"]
+        first = [int(x[0, 0]) for x, _ in data.take(300).as_numpy_iterator()]
+        assert all(v < 20_000 + i for i, v in enumerate(first)), pipeline
+        assert len(set(first)) == 300
+
+
+def test_synthetic_images_are_learnable_from_their_class_colour():
+    """A smoke run's loss must fall (the correctness gate): each synthetic image is noise plus half its class's
+    colour, so the mean colour alone tells the class (and survives shifts and flips)."""
+    ds = datasets.synthetic("cifar10", 400, 10, "test")
+    x = ds.x_train[0]
+    assert x.min() >= 0 and x.max() < 1 and x.dtype == np.float32
+    means = x.mean(axis=(1, 2))
+    centroids = np.stack([means[ds.y_train == c].mean(0) for c in range(10)])
+    nearest = np.argmin(((means[:, None] - centroids[None]) ** 2).sum(-1), axis=1)
+    assert (nearest == ds.y_train).mean() > 0.95
+
+
+def test_classic_table_shows_the_2017_metric_beside_ms_per_step():
+    """The report's classic table: ms/step · s/epoch (fit_s_per_epoch), and says the latter is the 2017 metric;
+    a record from before the metric existed keeps its ms/step alone."""
+    import pandas as pd
+
+    from bench.report import Footnotes, classic_section
+
+    base = {"suite": "classic", "workload": "mnist_cnn", "task": "fit", "size": "full", "variant": "default",
+            "status": "ok", "data.source": "real"}
+    df = pd.DataFrame([{**base, "stack": "keras3-jax", "metrics.ms_per_step_mean": 3.0,
+                        "metrics.fit_s_per_epoch": 12.345},
+                       {**base, "stack": "pytorch", "metrics.ms_per_step_mean": 4.0}])
+    table = "\n".join(classic_section(df, Footnotes()))
+    assert "| mnist_cnn | fit | 3.00 · 12.35 s/epoch | 4.00 |" in table
+    assert "s/epoch (the 2017 metric)" in table and "the 2017 comparison's metric" in table
