@@ -202,9 +202,11 @@ def test_a_cpu_worker_exits_without_teardown_after_its_record_and_a_gpu_one_exit
     assert marker.exists() == (device == "gpu")
 
 
-def test_each_cell_process_gets_its_own_fresh_compile_caches_removed_after(tmp_path, fake_worker):
+def test_each_cell_process_gets_its_own_fresh_compile_caches_removed_after(tmp_path, fake_worker, monkeypatch):
     """Two cells of a PyTorch stack in one container: each process's inductor and Triton caches are an empty
     directory of its own (no cell compiles warm from an earlier cell's graphs), gone once the cell ended."""
+    for var in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):  # inductor sets them in any process that compiled
+        monkeypatch.delenv(var, raising=False)
     fake_worker("ok")
     first, second = runner.run_one(cell("mnist_mlp"), tmp_path), runner.run_one(cell("mnist_cnn"), tmp_path)
     seen = [first["settings"]["seen"], second["settings"]["seen"]]
