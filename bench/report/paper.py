@@ -108,7 +108,8 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
            "ours divided by published only where the cell ran as the source ran it (`source_mismatch`: the "
            "default variant with no knob override, the published batch, 100 timed steps and sequence length, "
            "full size on a GPU; a full-size GPU cell that differs says why instead). "
-           "`docs/conformance-paper.md` lists the settings beside the source's. Bold: our fastest Keras 3 stack. "
+           "README's \"Method vs the sources\" lists the settings beside the source's. "
+           "Bold: our fastest Keras 3 stack. "
            "The published table has no plain PyTorch column.", "", "| " + " | ".join(head) + " |",
            "|" + "---|" * len(head)]
     for row in rows:

@@ -3,7 +3,7 @@
 (``mnist_cnn_tuning``), each defined once for Keras and once in plain PyTorch.
 
 Each default is its source's, as the cited script ran it (keras-team/keras ``examples/<name>.py@2.0.8``);
-``notes`` lists what differs and why (also docs/conformance-classic.md). Framework imports happen inside the
+``notes`` lists what differs and why (also README, "Method vs the sources"). Framework imports happen inside the
 builders, so the runner (which imports this registry) stays free of any framework.
 """
 

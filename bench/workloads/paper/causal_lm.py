@@ -20,7 +20,7 @@ from bench.workloads.paper.common import (
 )
 from bench.workloads.paper.source import NOT_REQUESTED
 
-#: Why a generate record's time has no tokenizer in it (the record's note; README; docs/conformance-paper.md).
+#: Why a generate record's time has no tokenizer in it (the record's note; README, "Method vs the sources").
 TOKENIZATION_NOTE = (
     "generate: tokenization and detokenization are outside the timed call (settings.tokenization_timed false): "
     "the prompt is fed as BOS + 5 token ids; the source (benchmark/keras_utils.py@v0.0.5 generate) passed 5-word "
