@@ -462,7 +462,7 @@ def test_tf_data_shuffles_from_the_studys_buffer_of_20000():
     ds = Dataset("x", (np.arange(n, dtype=np.float32)[:, None],), np.zeros(n, np.int32), (np.zeros((1, 1)),),
                  np.zeros(1, np.int32))
     for pipeline in ("tf_data_numpy", "tf_data_tensors"):
-        data = train_data(keras, pipeline, ds, 1)[0]["x"]
+        data = train_data(keras, pipeline, ds, 1)["x"]
         first = [int(x[0, 0]) for x, _ in data.take(300).as_numpy_iterator()]
         assert all(v < 20_000 + i for i, v in enumerate(first)), pipeline
         assert len(set(first)) == 300
