@@ -15,7 +15,7 @@ SHELL := /bin/bash
 comma := ,
 .DEFAULT_GOAL := help
 
-# The stack lists, services and Dockerfiles: written from bench/stacks.py by `make stacks`.
+# The stack lists, services and Dockerfiles: written from bench/core/stacks.py by `make stacks`.
 include images/stacks.mk
 STACKS ?= $(DEFAULT_STACKS)
 SUITE ?= classic
@@ -50,7 +50,7 @@ else
   $(error DEVICE must be auto, cpu or gpu (got '$(DEVICE)'))
 endif
 # Rounds of make bench-all: REPEATS, or bench's own default (3 on GPU, 1 on CPU). Round r runs every stack once,
-# in an order shuffled with SEED (bench/rounds.py); a rerun with the same plan resumes where it stopped.
+# in an order shuffled with SEED (bench/host/rounds.py); a rerun with the same plan resumes where it stopped.
 ROUNDS = $(or $(REPEATS),$(if $(filter gpu,$(RUN_DEVICE)),3,1))
 # The image variant follows the device; VARIANT=gpu DEVICE=cpu runs the GPU images on the CPU (what CI
 # does to exercise the artefacts GPU users pull: CUDA builds of the frameworks run on a CPU too).
@@ -93,7 +93,7 @@ BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_
 FIDELITY_WORKLOAD ?= cifar10_cnn
 # The doctor's Container Toolkit check runs `nvidia-smi -L` in this image with --gpus all.
 TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
-DOCTOR := $(PYTHON) -m bench.doctor host --device $(RUN_DEVICE) --variant $(VARIANT) --stacks "$(STACKS)" \
+DOCTOR := $(PYTHON) -m bench.host.doctor host --device $(RUN_DEVICE) --variant $(VARIANT) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
 .PHONY: help configure preflight doctor build bench-all collect report compare fidelity flops test test-unit test-e2e \
@@ -149,13 +149,9 @@ doctor-%:
 bench-all: preflight configure $(if $(REGISTRY),images,build) ## Preflight, build (or pull), run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
-	@failed=""; for r in $$(seq $(ROUNDS)); do \
-	  order=$$($(PYTHON) -m bench.rounds --seed $(SEED) --round $$r $(STACKS)) || exit 2; \
-	  echo "== round $$r of $(ROUNDS) (seed $(SEED)): $$order"; \
-	  for s in $$order; do $(MAKE) --no-print-directory bench-$$s ROUND=$$r || failed="$$failed $$s(round $$r)"; done; \
-	done; \
-	$(MAKE) --no-print-directory collect || failed="$$failed collect"; \
-	if [ -n "$$failed" ]; then echo "not all cells succeeded in:$$failed" >&2; exit 1; fi
+	@status=0; $(PYTHON) -m bench.host.launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) --seed $(SEED) \
+	  --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
+	$(MAKE) --no-print-directory collect || { echo "collect failed" >&2; exit 1; }; exit $$status
 
 collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv, then rewrite results/report.md (collector container)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
@@ -171,9 +167,9 @@ compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.cs
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench compare /results/$(A) /results/$(B)
 
 # Registry (REGISTRY=ghcr.io/<owner>/dlbench): an image's tag names its variant and a hash of its build inputs
-# (bench/imagetag.py), so a changed lock, Dockerfile or harness is a new tag and a stale image is never reused.
+# (bench/host/imagetag.py), so a changed lock, Dockerfile or harness is a new tag and a stale image is never reused.
 PUSH_STACKS = $(if $(filter cpu,$(VARIANT)),$(CPU_STACKS),$(ALL_STACKS))
-IMAGE_REF = $(REGISTRY)/$$i:$$($(PYTHON) -m bench.imagetag $$i $$v)
+IMAGE_REF = $(REGISTRY)/$$i:$$($(PYTHON) -m bench.host.imagetag $$i $$v)
 for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo latest || echo $(VARIANT) );
 need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [VARIANT=cpu|gpu]" >&2; exit 2; }
 
@@ -192,7 +188,7 @@ images: ## The images of STACKS: pulled from REGISTRY where it has their inputs'
 	  else echo "$$i: $$ref not in the registry, building"; $(MAKE) --no-print-directory build-$$i || exit 1; fi; \
 	done
 
-# Cloud (bench/cloud.py, cloud/dlbench.sky.yaml): one SkyPilot managed job per GPU type, each running every stack
+# Cloud (bench/host/cloud.py, cloud/dlbench.sky.yaml): one SkyPilot managed job per GPU type, each running every stack
 # of SUITE on one GPU; results on a bucket. CLOUD_RUN names the run (a folder of the bucket).
 GPUS ?=
 BUCKET ?=
@@ -202,18 +198,18 @@ CLOUD_RUN ?= dlbench-$(SUITE)-$(shell date -u +%Y%m%d-%H%M)
 CLOUD_SIZE = $(if $(filter smoke,$(SIZE)),$(if $(filter command line,$(origin SIZE)),smoke,full),$(SIZE))
 
 cloud: ## SkyPilot jobs, one per GPU type: make cloud SUITE=paper GPUS="A100 H100" BUCKET=name [SPOT=1] [DRY_RUN=1]
-	$(PYTHON) -m bench.cloud launch --suite $(SUITE) --gpus "$(GPUS)" --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
+	$(PYTHON) -m bench.host.cloud launch --suite $(SUITE) --gpus "$(GPUS)" --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
 	  --repeats $(or $(REPEATS),3) --seed $(SEED) --bucket "$(BUCKET)" --run-name "$(CLOUD_RUN)" \
 	  $(if $(SPOT),--spot) $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR)) \
 	  $(if $(REGISTRY),--registry "$(REGISTRY)") $(if $(DRY_RUN),--dry-run)
 
 cloud-k8s: ## A Kubernetes Job (no SkyPilot) on the images make push pushed: make cloud-k8s REGISTRY=... GPU_PRODUCT=...
-	@$(PYTHON) -m bench.cloud k8s --suite $(SUITE) --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
+	@$(PYTHON) -m bench.host.cloud k8s --suite $(SUITE) --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
 	  --repeats $(or $(REPEATS),3) --seed $(SEED) --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)"
 
 cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<CLOUD_RUN> (gs://, or a folder); CSV + report
 	@test -n "$(FROM)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }
-	$(PYTHON) -m bench.cloud collect --source "$(FROM)" --dest "$(RESULTS_DIR)/cloud/$(notdir $(FROM))" $(if $(DRY_RUN),--dry-run)
+	$(PYTHON) -m bench.host.cloud collect --source "$(FROM)" --dest "$(RESULTS_DIR)/cloud/$(notdir $(FROM))" $(if $(DRY_RUN),--dry-run)
 	$(if $(DRY_RUN),@echo "(dry run: collect and report skipped)",$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
 	  bench collect /results/cloud/$(notdir $(FROM)) -o /results/$(notdir $(FROM)).csv && $(MAKE) --no-print-directory report)
 
@@ -247,18 +243,18 @@ e2e-images: e2e-base
 
 lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema
 	$(PYTHON) -m ruff check bench tests
-	$(PYTHON) -m bench.stackfiles --check
+	$(PYTHON) -m bench.host.stackfiles --check
 	hadolint images/Dockerfile images/collector/Dockerfile
 	check-jsonschema --builtin-schema vendor.compose-spec compose.yaml compose.gpu.yaml
 
-flops: ## Recount the paper suite's FLOPs per example on the meta device (bench/reference/paper_flops.csv)
-	$(PYTHON) -m bench.flops
+flops: ## Recount the paper suite's FLOPs per example on the meta device (bench/core/reference/paper_flops.csv)
+	$(PYTHON) -m bench.run.flops
 
 lock: ## Regenerate every image's locked, hashed requirements (needs uv)
 	images/lock.sh
 
-stacks: ## Rewrite compose.yaml, compose.gpu.yaml and images/stacks.mk from bench/stacks.py (the one stack list)
-	$(PYTHON) -m bench.stackfiles
+stacks: ## Rewrite compose.yaml, compose.gpu.yaml and images/stacks.mk from bench/core/stacks.py (the one stack list)
+	$(PYTHON) -m bench.host.stackfiles
 
 clean: ## Remove scratch files of interrupted cells and Python caches (results are kept)
 	find $(RESULTS_DIR) -name .work -type d -prune -exec rm -rf {} + 2>/dev/null || true

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import click
 
-from bench import plan as planning
-from bench.record import FIELDS
-from bench.stacks import DEFAULT_STACKS, STACKS, get_stack
-from bench.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
+from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
+from bench.results.record import FIELDS
+from bench.run import plan as planning
+from bench.run.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
 
 USAGE_EXIT = 2
 BANNER_WIDTH = 78
@@ -81,7 +81,7 @@ def resolve_device(requested: str, stacks: list[str]) -> str:
 
 
 def planning_probe(stack_id: str) -> list[str]:
-    from bench.runner import probe_gpus
+    from bench.run.probe import probe_gpus
 
     return probe_gpus(get_stack(stack_id))
 
@@ -137,7 +137,7 @@ def run_options(f):
 def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str | None, seed: int | None,
                     repeats: int) -> dict[str, dict]:
     """Each stack's ``schedule`` block for ``--round`` (empty without it); exits with a clear error on bad input."""
-    from bench import rounds
+    from bench.host import rounds
 
     if round_ is None:
         if round_stacks is not None or seed is not None:
@@ -155,7 +155,7 @@ def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str
             force: bool, repeats: int | None, round_: int | None = None, round_stacks: str | None = None,
             seed: int | None = None, cooldown_s: float = 0.0) -> None:
     """Resolve device and size, build the cells with ``make_cells(size, device)``, run them, summarise."""
-    from bench.runner import run_cells
+    from bench.run.runner import run_cells
 
     dev = resolve_device(device, stack_ids)
     size = size if size != "auto" else ("full" if dev == "gpu" else "smoke")
@@ -179,7 +179,7 @@ def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str
                    f"{' '.join(sched['order'])}) -> {out}")
     cooldown = None
     if cooldown_s and dev == "gpu":
-        from bench.gpu_state import Cooldown
+        from bench.run.gpu_state import Cooldown
 
         cooldown = Cooldown(cooldown_s)
         click.echo(f"cooldown: up to {cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C")
@@ -228,7 +228,7 @@ def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, t
             round_, round_stacks, seed, data, cooldown_s, suite, workloads, tasks, steps, seq_len, compile_mode,
             assignments, sync, no_augment) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
-    from bench.knobs import SettingsError
+    from bench.core.knobs import SettingsError
 
     stack_ids = stack_list(stacks)
     kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples,
@@ -253,7 +253,7 @@ def run_variant(compile_mode: str | None, no_augment: bool, assignments: tuple[s
     Raises:
         SettingsError: a ``--set`` that names no knob or a value no engine allows (``knobs.parse_assignment``).
     """
-    from bench.knobs import parse_assignment, variant_name
+    from bench.core.knobs import parse_assignment, variant_name
 
     settings = dict(parse_assignment(a) for a in assignments)
     names = [variant_name(settings)] if settings else []
@@ -271,9 +271,9 @@ def run_variant(compile_mode: str | None, no_augment: bool, assignments: tuple[s
 @run_options
 def sweep_cmd(grid_file, stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s,
               telemetry_samples, round_, round_stacks, seed, data, cooldown_s) -> None:
-    """Run a YAML grid of settings (see bench/sweeps/tuning.yaml); invalid combinations become
+    """Run a YAML grid of settings (see bench/run/sweeps/tuning.yaml); invalid combinations become
     'unsupported' records with the reason."""
-    from bench import sweep
+    from bench.run import sweep
 
     stack_ids = stack_list(stacks)
     try:  # validate everything before probing a framework
@@ -294,7 +294,7 @@ def sweep_cmd(grid_file, stacks, size, device, out_dir, force, repeats, batch_si
 def collect_cmd(results_dir: Path, out_csv: Path) -> None:
     """Merge every cell JSON under RESULTS_DIR into one CSV and print ms/step by workload x stack."""
     try:
-        from bench.collect import collect, pivot_ms_per_step
+        from bench.results.collect import collect, pivot_ms_per_step
     except ImportError as e:
         fail(f"collect needs pandas ({e}); install dlbench[collect] or use the collector image")
     try:
@@ -321,9 +321,9 @@ def collect_cmd(results_dir: Path, out_csv: Path) -> None:
               help="Also write the result as JSON (with the environment).")
 def fidelity_cmd(stack_id, workload, size, device, epochs, out_file) -> None:
     """Harness ms/step under each timing cadence against a free-running loop (same model and data)."""
-    from bench.environment import capture, utc_now
-    from bench.fidelity import measure
-    from bench.record import write_json_atomic
+    from bench.results.record import write_json_atomic
+    from bench.run.environment import capture, utc_now
+    from bench.run.fidelity import measure
 
     try:
         planning.expand([stack_id], WORKLOADS[workload].suite if workload in WORKLOADS else "classic", size,
@@ -353,14 +353,15 @@ def fidelity_cmd(stack_id, workload, size, device, epochs, out_file) -> None:
               help="Also save the checks and the measured GEMM TFLOP/s as JSON.")
 def doctor_cmd(stack_id, device, out_file) -> None:
     """Preflight inside an image: the framework sees the GPU and runs a matmul; measured GEMM TFLOP/s."""
-    from bench import doctor
+    from bench.core.checks import save, table
+    from bench.run import probe
 
     if stack_id not in STACKS:
         fail(f"unknown stack {stack_id!r}; known: {', '.join(STACKS)}")
-    checks, extra = doctor.image_checks(stack_id, device)
-    click.echo(doctor.table(checks))
+    checks, extra = probe.image_checks(stack_id, device)
+    click.echo(table(checks))
     if out_file:
-        doctor.save(out_file, "image", checks, extra)
+        save(out_file, "image", checks, extra)
     if any(c.state == "fail" for c in checks):
         sys.exit(1)
 
@@ -375,7 +376,7 @@ def fields_cmd() -> None:
 @cli.command("knobs")
 def knobs_cmd() -> None:
     """The settings a cell or sweep may set, per engine, with their values."""
-    from bench.knobs import DOCS, KNOBS, describe_allowed
+    from bench.core.knobs import DOCS, KNOBS, describe_allowed
 
     for engine, knobs in KNOBS.items():
         click.echo(f"{engine}:")
@@ -402,7 +403,7 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
     try:
         import pandas as pd
 
-        from bench.compare import compare
+        from bench.results.compare import compare
     except ImportError as e:
         fail(f"compare needs pandas and scipy ({e}); install dlbench[collect] or use the collector image")
     try:
@@ -430,7 +431,7 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
 def report_cmd(sources, out_dir, price_per_hour) -> None:
     """Markdown report with plots from collected CSVs (a directory: every bench CSV in it, one section each)."""
     try:
-        from bench.report import load_runs, write_report
+        from bench.results.report import load_runs, write_report
     except ImportError as e:
         fail(f"report needs pandas and matplotlib ({e}); install dlbench[collect] or use the collector image")
     try:

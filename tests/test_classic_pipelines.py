@@ -13,9 +13,10 @@ import time
 import numpy as np
 import pytest
 
-from bench import datasets, knobs
-from bench.datasets import Dataset
-from bench.workloads import get_workload
+from bench.core import knobs
+from bench.run import datasets
+from bench.run.datasets import Dataset
+from bench.run.workloads import get_workload
 from tests.conftest import needs_keras_torch, needs_torch
 
 # ---- optimizers: Keras 2.0.8's update rules (keras/optimizers.py@2.0.8), transcribed --------------------------
@@ -76,7 +77,7 @@ def reference(w) -> np.ndarray:
 def keras_steps(w) -> np.ndarray:
     import keras
 
-    from bench.engines.keras_engine import make_optimizer
+    from bench.run.engines.keras_engine import make_optimizer
 
     var = keras.Variable(P0.astype("float32"))
     opt = make_optimizer(keras, w)
@@ -88,7 +89,7 @@ def keras_steps(w) -> np.ndarray:
 def torch_steps(w) -> np.ndarray:
     import torch
 
-    from bench.engines.torch_engine import make_optimizer, make_scheduler
+    from bench.run.engines.torch_engine import make_optimizer, make_scheduler
 
     p = torch.nn.Parameter(torch.tensor(P0, dtype=torch.float64))
     opt = make_optimizer(torch, [p], w)
@@ -145,7 +146,7 @@ def test_engines_build_the_workloads_optimizer_and_record_it(name):
     import keras
     import torch
 
-    from bench.engines import keras_engine, torch_engine
+    from bench.run.engines import keras_engine, torch_engine
 
     w = get_workload(name)
     o = w.optimizer
@@ -231,7 +232,7 @@ def test_torch_augmentation_is_the_source_transform_with_its_shift_distribution(
     the source's outputs, with the source's distribution of shifts and flips."""
     import torch
 
-    from bench.engines.torch_engine import augment_transform
+    from bench.run.engines.torch_engine import augment_transform
 
     torch.manual_seed(0)
     image = distinct_image()
@@ -248,7 +249,7 @@ def test_torch_augmented_loader_is_one_worker_ten_batches_queued_full_batches(tm
     steps_per_epoch = n // batch; pinned memory only for a CUDA device (the GPU branch, checked without one)."""
     import torch
 
-    from bench.engines.torch_engine import augmented_loader
+    from bench.run.engines.torch_engine import augmented_loader
 
     w = get_workload("cifar10_cnn")
     ds = datasets.synthetic("cifar10", 70, 8, "test")
@@ -271,7 +272,7 @@ def test_keras_augmentation_in_tf_data_is_the_source_transform_with_its_shift_di
     queued) gives, image by image, one of the source's outputs with the source's distribution; n // batch steps."""
     import keras
 
-    from bench.engines.keras_engine import augmented_train_data
+    from bench.run.engines.keras_engine import augmented_train_data
 
     keras.utils.set_random_seed(0)
     image = distinct_image()
@@ -307,8 +308,8 @@ def test_augment_knob_is_a_variant_with_clear_limits():
 
 
 def test_no_augment_flag_is_one_variant():
-    from bench import plan
     from bench.cli import run_variant
+    from bench.run import plan
 
     kw = run_variant(None, True)
     assert kw == {"settings": {"augment": False}, "variant": "augment=false"}
@@ -332,8 +333,8 @@ def test_keras_fit_s_is_the_fit_calls_wall_time(monkeypatch):
     the same span, validation included (so above the training steps' total_train_s)."""
     import keras
 
-    from bench.engines import keras_engine
-    from bench.stacks import get_stack
+    from bench.core.stacks import get_stack
+    from bench.run.engines import keras_engine
 
     spans = []
     real_fit = keras.Model.fit
@@ -357,8 +358,8 @@ def test_keras_fit_s_is_the_fit_calls_wall_time(monkeypatch):
 def test_torch_fit_s_is_the_epochs_and_their_validation(monkeypatch):
     """metrics.fit_s against the sum of what our own clocks saw: the timer's epochs (training steps) and each
     epoch's validation, timed by a wrapper; the rest of the loop is bookkeeping of microseconds."""
-    from bench.engines import torch_engine
-    from bench.stacks import get_stack
+    from bench.core.stacks import get_stack
+    from bench.run.engines import torch_engine
 
     evals = []
     real_eval = torch_engine._evaluate
@@ -382,7 +383,7 @@ def test_torch_fit_s_is_the_epochs_and_their_validation(monkeypatch):
 
 
 def test_fit_metrics_rejects_nonsense():
-    from bench.timing import fit_metrics
+    from bench.run.timing import fit_metrics
 
     assert fit_metrics(6.0, 3) == {"fit_s": 6.0, "fit_s_per_epoch": 2.0}
     for bad in ((1.0, 0), (float("nan"), 2), (-1.0, 2)):
@@ -403,7 +404,7 @@ def mnist_like(n_train: int, n_val: int) -> Dataset:
 def test_idx_files_read_back_by_torchvision(tmp_path):
     from torchvision.datasets.mnist import read_image_file, read_label_file
 
-    from bench.engines.torch_engine import write_mnist_idx
+    from bench.run.engines.torch_engine import write_mnist_idx
 
     ds = mnist_like(20, 6)
     raw = write_mnist_idx(tmp_path, ds)
@@ -420,7 +421,7 @@ def test_torchvision_pipeline_is_torchvision_mnist_with_totensor_and_normalize()
     import torch
     import torchvision
 
-    from bench.engines.torch_engine import MNIST_NORMALIZE, make_batches, torchvision_mnist
+    from bench.run.engines.torch_engine import MNIST_NORMALIZE, make_batches, torchvision_mnist
 
     assert MNIST_NORMALIZE == ((0.1307,), (0.3081,))
     ds = mnist_like(24, 6)
@@ -441,8 +442,8 @@ def test_torchvision_pipeline_is_torchvision_mnist_with_totensor_and_normalize()
 
 @needs_torch
 def test_torchvision_pipeline_needs_mnist():
-    from bench.engines import Unsupported
-    from bench.engines.torch_engine import torchvision_mnist
+    from bench.run.engines import Unsupported
+    from bench.run.engines.torch_engine import torchvision_mnist
 
     with pytest.raises(Unsupported, match="torchvision.datasets.MNIST"):
         torchvision_mnist(datasets.synthetic("cifar10", 4, 2, "test"))
@@ -454,7 +455,7 @@ def test_tf_data_shuffles_from_the_studys_buffer_of_20000():
     20,000 + i examples (a whole-set shuffle would draw from all 25,000 at once)."""
     import keras
 
-    from bench.engines.keras_engine import TF_DATA_SHUFFLE_BUFFER, shuffle_buffer, train_data
+    from bench.run.engines.keras_engine import TF_DATA_SHUFFLE_BUFFER, shuffle_buffer, train_data
 
     assert TF_DATA_SHUFFLE_BUFFER == 20_000 and shuffle_buffer("tf_data_numpy", 1000) == 1000
     assert shuffle_buffer("numpy_fit", 25_000) == 25_000
@@ -485,7 +486,7 @@ def test_classic_table_shows_the_2017_metric_beside_ms_per_step():
     a record from before the metric existed keeps its ms/step alone."""
     import pandas as pd
 
-    from bench.report import Footnotes, classic_section
+    from bench.results.report import Footnotes, classic_section
 
     base = {"suite": "classic", "workload": "mnist_cnn", "task": "fit", "size": "full", "variant": "default",
             "status": "ok", "data.source": "real"}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import cloud, imagetag, rounds
-from bench.stacks import CONTAINER_ENV, DEFAULT_STACKS, STACKS
+from bench.core.stacks import CONTAINER_ENV, DEFAULT_STACKS, STACKS
+from bench.host import cloud, imagetag, rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,7 +164,7 @@ def test_make_push_tags_every_built_image_by_its_inputs_and_records_its_digest(t
     fake, log = fake_docker(tmp_path)
     p = make("push", "REGISTRY=ghcr.io/o/dlbench", "VARIANT=cpu", f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
     assert p.returncode == 0, p.stderr
-    from bench.stacks import STACKS
+    from bench.core.stacks import STACKS
 
     cpu = [s.id for s in STACKS.values() if "cpu" in s.variants]
     calls = log.read_text().splitlines()

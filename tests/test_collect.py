@@ -3,7 +3,7 @@ import sys
 
 import pandas as pd
 
-from bench.record import Cell, new_record, write_json_atomic
+from bench.results.record import Cell, new_record, write_json_atomic
 
 
 def record(stack, workload, status="ok", ms=2.0):

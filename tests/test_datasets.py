@@ -7,7 +7,7 @@ import tarfile
 import numpy as np
 import pytest
 
-from bench import datasets
+from bench.run import datasets
 
 
 def write_mnist(path, n_train=12, n_test=4):
@@ -117,8 +117,8 @@ def test_unknown_dataset():
 
 def test_data_policy_auto_falls_back_only_at_smoke_size(tmp_path, monkeypatch):
     """--data auto: synthetic only at smoke size; a full-size cell needs the real data (issue: data provenance)."""
-    from bench.datasets import DataUnavailable
-    from bench.workloads import get_workload
+    from bench.run.datasets import DataUnavailable
+    from bench.run.workloads import get_workload
 
     monkeypatch.setenv("BENCH_DATA_DIR", str(tmp_path))  # empty cache, and BENCH_OFFLINE=1 (conftest)
     w = get_workload("mnist_mlp")
@@ -136,7 +136,7 @@ def test_data_policy_auto_falls_back_only_at_smoke_size(tmp_path, monkeypatch):
 def test_data_policy_reads_the_real_file_when_it_is_there(tmp_path, monkeypatch):
     import numpy as np
 
-    from bench.workloads import get_workload
+    from bench.run.workloads import get_workload
 
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "mnist.npz", x_train=rng.integers(0, 255, (100, 28, 28), dtype=np.uint8),

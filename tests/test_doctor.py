@@ -1,4 +1,4 @@
-"""The preflight (bench.doctor) against a fake nvidia-smi and a fake docker on PATH: old driver, Hopper
+"""The preflight (bench.host.doctor) against a fake nvidia-smi and a fake docker on PATH: old driver, Hopper
 with TensorFlow's PTX, a busy GPU, MIG on, no Container Toolkit, no GPU at all."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from bench import doctor
+from bench.host import doctor
+from bench.run import probe
 from tests.conftest import has
 
 FAKE_NVIDIA_SMI = """#!/bin/sh
@@ -161,7 +162,7 @@ def test_image_checks_probe_then_measure_each_gemm_mode():
         return (600.0 if dtype == "bfloat16" else 300.0 if tf32 else 50.0), ""
 
     nvml = {"available": True, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100"}
-    checks, extra = doctor.image_checks("pytorch", "gpu", measure=measure, probe=lambda s: ["NVIDIA H100"],
+    checks, extra = probe.image_checks("pytorch", "gpu", measure=measure, probe=lambda s: ["NVIDIA H100"],
                                         identify=lambda: nvml)
     assert [c.state for c in checks] == ["ok"] * 4
     assert extra["gpu"] == {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100"}
@@ -170,22 +171,22 @@ def test_image_checks_probe_then_measure_each_gemm_mode():
 
 
 def test_image_checks_without_a_gpu():
-    checks, extra = doctor.image_checks("keras3-jax", "cpu", probe=lambda s: [])
+    checks, extra = probe.image_checks("keras3-jax", "cpu", probe=lambda s: [])
     assert [c.state for c in checks] == ["info"] and extra == {}
-    checks, _ = doctor.image_checks("keras3-jax", "gpu", probe=lambda s: [])
+    checks, _ = probe.image_checks("keras3-jax", "gpu", probe=lambda s: [])
     assert checks[0].state == "fail" and "sees no GPU" in checks[0].value
 
     def old_driver(stack):
         raise RuntimeError("the torch framework of stack pytorch cannot use the GPU: ... needs NVIDIA driver R580")
 
-    checks, _ = doctor.image_checks("pytorch", "gpu", probe=old_driver)
+    checks, _ = probe.image_checks("pytorch", "gpu", probe=old_driver)
     assert checks[0].state == "fail" and "R580" in checks[0].value
 
 
 def test_gemm_measurement_runs_in_a_cell_like_process():
     """The measurement path itself, on the CPU with torch: a positive TFLOP/s from a fresh process."""
     pytest.importorskip("torch")
-    value, why = doctor.measure_gemm("pytorch", "float32", False, device="cpu", n=128)
+    value, why = probe.measure_gemm("pytorch", "float32", False, device="cpu", n=128)
     assert why == "" and value and value > 0
 
 
@@ -249,7 +250,7 @@ def test_main_reports_garbled_nvidia_smi_output_in_the_table(host, capsys, monke
 #: the framework's own API, in turns; the best of each (other processes on a shared CPU only slow a run down).
 GEMM_CHECK = """
 import sys, time
-from bench.engines import frameworks
+from bench.run.engines import frameworks
 backend, n, reps = sys.argv[1], 384, 20
 frameworks.import_backend(backend)
 if backend == "torch":
@@ -310,7 +311,7 @@ def test_jax_barrier_waits_for_the_results_a_step_keeps():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
-    from bench.engines import frameworks
+    from bench.run.engines import frameworks
 
     a = jax.random.normal(jax.random.key(0), (1024, 1024))
     mm = jax.jit(jnp.matmul)

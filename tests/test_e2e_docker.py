@@ -21,10 +21,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench import stackfiles
-from bench.report import correctness_flags
-from bench.stacks import DEFAULT_STACKS
-from bench.stacks import STACKS as ALL_STACKS
+from bench.core.stacks import DEFAULT_STACKS
+from bench.core.stacks import STACKS as ALL_STACKS
+from bench.host import stackfiles
+from bench.results.report import correctness_flags
 
 pytestmark = pytest.mark.docker
 
@@ -311,6 +311,6 @@ def test_gpu_images_run_on_cpu(bench_all, make_args):
                 '/tmp/l.c -o /tmp/l.so && echo LAUNCHER-BUILT')
     for stack in (s for s in GPU_STACKS if ALL_STACKS[s].backend == "torch"):  # pytorch, keras3-torch, cu12
         c = sh([DOCKER, "run", "--rm", f"dlbench/{stack}:gpu", "python", "-c",
-                "from bench.engines.frameworks import torch_compile_blocker as b; print('BLOCKER', b('gpu'))"])
+                "from bench.run.engines.frameworks import torch_compile_blocker as b; print('BLOCKER', b('gpu'))"])
         assert "BLOCKER None" in c.stdout, (stack, c.stdout)
         assert "LAUNCHER-BUILT" in sh([DOCKER, "run", "--rm", f"dlbench/{stack}:gpu", "sh", "-c", launcher]).stdout

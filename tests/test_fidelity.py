@@ -1,6 +1,6 @@
 import pytest
 
-from bench.fidelity import measure
+from bench.run.fidelity import measure
 from tests.conftest import needs_keras_torch, needs_torch
 
 
@@ -39,8 +39,8 @@ def test_keras_free_running_loop_cancels_the_cost_of_each_fit_call():
 
 @needs_keras_torch
 def test_a_keras_free_running_run_without_steady_time_is_an_error_not_a_negative_ms_per_step(monkeypatch):
-    import bench.fidelity
+    import bench.run.fidelity
 
-    monkeypatch.setattr(bench.fidelity, "clock", lambda: 0.0)  # every fit call "takes" 0 s: no steady time
-    with pytest.raises(bench.fidelity.NoisyMeasurement, match=r"noise exceeds its 1 steady epoch\(s\)"):
+    monkeypatch.setattr(bench.run.fidelity, "clock", lambda: 0.0)  # every fit call "takes" 0 s: no steady time
+    with pytest.raises(bench.run.fidelity.NoisyMeasurement, match=r"noise exceeds its 1 steady epoch\(s\)"):
         measure("keras3-torch", "mnist_mlp", "cpu", "smoke", epochs=2, cadences=("epoch",))

@@ -16,7 +16,7 @@ def test_loader_shuffle_generator_is_on_the_cpu_for_a_cuda_device():
     for generator" (tensor_dataset + preload on a GPU). The loader's generator is a seeded CPU one."""
     import torch
 
-    from bench.engines.torch_engine import loader_kwargs
+    from bench.run.engines.torch_engine import loader_kwargs
 
     kw = loader_kwargs(torch, 4, 0, torch.device("cuda"))
     assert kw["generator"].device.type == "cpu" and kw["shuffle"] is True
@@ -36,7 +36,7 @@ def test_loader_shuffle_generator_is_on_the_cpu_for_a_cuda_device():
     ("cpu", ["g++"], None),
 ])
 def test_torch_compile_toolchain_is_checked_on_every_device(tmp_path, monkeypatch, device, on_path, blocked):
-    from bench.engines import Unsupported, frameworks
+    from bench.run.engines import Unsupported, frameworks
 
     for name in on_path:
         exe = tmp_path / name
@@ -54,7 +54,7 @@ def test_torch_compile_toolchain_is_checked_on_every_device(tmp_path, monkeypatc
 def test_torch_compile_on_gpu_needs_python_headers(tmp_path, monkeypatch):
     import sysconfig
 
-    from bench.engines import frameworks
+    from bench.run.engines import frameworks
 
     (tmp_path / "gcc").write_text("#!/bin/sh\n")
     (tmp_path / "gcc").chmod(0o755)
@@ -111,11 +111,11 @@ class Window:
 
 @needs_torch
 def test_torch_engine_closes_each_epoch_before_validation(monkeypatch):
-    from bench import datasets
-    from bench.engines import torch_engine
-    from bench.knobs import TorchFitSettings
-    from bench.stacks import get_stack
-    from bench.workloads import get_workload
+    from bench.core.knobs import TorchFitSettings
+    from bench.core.stacks import get_stack
+    from bench.run import datasets
+    from bench.run.engines import torch_engine
+    from bench.run.workloads import get_workload
 
     events: list[str] = []
     real = torch_engine._evaluate
@@ -131,8 +131,8 @@ def test_keras_timing_callback_closes_the_epoch_when_validation_begins():
     """Keras' fit runs validation through evaluate() with the same callbacks, which calls on_test_begin."""
     import keras
 
-    from bench.engines.keras_engine import make_timing_callback
-    from bench.timing import EpochTimer
+    from bench.run.engines.keras_engine import make_timing_callback
+    from bench.run.timing import EpochTimer
 
     events: list[str] = []
     cb = make_timing_callback(keras, EpochTimer(lambda: None, Window(events)))
@@ -151,9 +151,9 @@ def test_keras_timing_callback_closes_the_epoch_when_validation_begins():
 def test_every_keras_stack_and_pipeline_has_a_placement_label():
     """tf.data slices, shuffles and batches on the host even when built from tf tensors, on every backend;
     Keras on TensorFlow (2 and 3) wraps NumPy and tensors alike in tf.data, so nothing there is on the device."""
-    from bench.engines.keras_engine import HOST_TF_DATA, placement
-    from bench.knobs import KNOBS
-    from bench.stacks import STACKS, get_stack
+    from bench.core.knobs import KNOBS
+    from bench.core.stacks import STACKS, get_stack
+    from bench.run.engines.keras_engine import HOST_TF_DATA, placement
 
     keras_stacks = [get_stack(s) for s in STACKS if get_stack(s).engine == "keras"]
     for stack in keras_stacks:
@@ -173,7 +173,7 @@ import numpy as np
 import keras
 from keras.src.trainers import data_adapters
 from keras.src.trainers.data_adapters import array_data_adapter, array_slicing
-from bench.engines.keras_engine import train_data
+from bench.run.engines.keras_engine import train_data
 
 seen = {"calls": [], "sliced_as": []}
 
@@ -211,7 +211,7 @@ print("OBSERVED" + json.dumps(out))
 
 def observed_placement(obs: dict) -> str:
     """The placement label that what Keras did (``PLACEMENT_PROBE``) amounts to."""
-    from bench.engines.keras_engine import DEVICE_TORCH, HOST_NUMPY, HOST_TF_DATA
+    from bench.run.engines.keras_engine import DEVICE_TORCH, HOST_NUMPY, HOST_TF_DATA
 
     if any(c.startswith("TFDatasetAdapter.") or c == "ArrayDataAdapter.get_tf_dataset" for c in obs["calls"]):
         return HOST_TF_DATA
@@ -231,8 +231,8 @@ def test_train_data_placement_matches_what_keras_fit_does(backend):
     import subprocess
     import sys
 
-    from bench.engines.keras_engine import placement
-    from bench.knobs import KNOBS
+    from bench.core.knobs import KNOBS
+    from bench.run.engines.keras_engine import placement
 
     for module in ("keras", "tensorflow", backend):
         pytest.importorskip(module)
@@ -250,8 +250,8 @@ def test_train_data_placement_matches_what_keras_fit_does(backend):
 def test_steps_per_execution_spread_is_over_executions(monkeypatch):
     """steps_per_execution=4: Keras reports one batch-end per execution. One execution per steady epoch
     has no spread to report (null, not four copies of its mean); two give statistics over executions."""
-    import bench.timing as timing
-    from bench.timing import EpochTimer
+    import bench.run.timing as timing
+    from bench.run.timing import EpochTimer
 
     t = iter([0.0, 8.0, 10.0, 12.0, 20.0, 22.0, 26.0])
     monkeypatch.setattr(timing, "clock", lambda: next(t))
@@ -274,7 +274,7 @@ def test_steps_per_execution_spread_is_over_executions(monkeypatch):
 
 
 def test_one_step_per_execution_keeps_per_step_statistics():
-    from bench.timing import execution_stats
+    from bench.run.timing import execution_stats
 
     s = execution_stats([(0.001, 1), (0.003, 1)])
     assert s["ms_per_step_basis"] == "step" and s["ms_per_step_p50"] == pytest.approx(2.0) and s["steps"] == 2
@@ -292,7 +292,7 @@ def test_tensorflow_is_kept_off_the_gpu_in_non_tf_stacks(tmp_path):
     (fake / "__init__.py").write_text(
         "calls = []\nclass config:\n    @staticmethod\n    def set_visible_devices(devices, kind):\n"
         "        calls.append((devices, kind))\n")
-    code = ("from bench.engines.frameworks import hide_gpus_from_tensorflow as hide\nassert hide()\n"
+    code = ("from bench.run.engines.frameworks import hide_gpus_from_tensorflow as hide\nassert hide()\n"
             "import tensorflow\nprint(tensorflow.calls)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
@@ -336,8 +336,8 @@ def from_numpy(a): return _T()
 def test_gpu_probe_names_the_driver_an_image_needs(tmp_path, monkeypatch, mode, expected):
     """torch 2.13.0 (CUDA 13.0) on an R535-R570 driver: the error says which driver the image needs, and is
     not mislabelled as an import failure."""
-    from bench.runner import probe_gpus
-    from bench.stacks import get_stack
+    from bench.core.stacks import get_stack
+    from bench.run.probe import probe_gpus
 
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text(FAKE_TORCH)
@@ -354,7 +354,7 @@ def test_gpu_probe_names_the_driver_an_image_needs(tmp_path, monkeypatch, mode, 
 
 
 def test_cuda_jit_cache_growth_is_recorded(tmp_path, monkeypatch):
-    from bench.environment import cuda_cache_block, cuda_cache_bytes
+    from bench.run.environment import cuda_cache_block, cuda_cache_bytes
 
     monkeypatch.delenv("CUDA_CACHE_PATH", raising=False)
     assert cuda_cache_bytes() is None and cuda_cache_block(None)["jit_compiled"] is None
@@ -406,7 +406,7 @@ def fake_pynvml(mig):
 def test_mig_mode_is_recorded(monkeypatch, mig, expected):
     import sys
 
-    from bench.environment import gpu_info
+    from bench.run.environment import gpu_info
 
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(mig))
     info = gpu_info()
@@ -415,7 +415,7 @@ def test_mig_mode_is_recorded(monkeypatch, mig, expected):
 
 def test_report_says_when_a_run_used_mig_or_paid_for_ptx_jit():
     pd = pytest.importorskip("pandas")
-    from bench.report import provenance
+    from bench.results.report import provenance
 
     df = pd.DataFrame({"stack": ["pytorch", "keras3-tf"], "device": ["gpu", "gpu"],
                        "env.gpu.mig_mode": [True, True], "env.cuda_cache.jit_compiled": [False, True]})
@@ -430,7 +430,7 @@ def test_mfu_against_the_measured_gemm_peak(tmp_path, monkeypatch):
     model's measurement, or none, gives null with the reason."""
     import json
 
-    from bench.worker import add_mfu
+    from bench.run.worker import add_mfu
 
     (tmp_path / "doctor").mkdir()
     (tmp_path / "doctor" / "pytorch-gpu.json").write_text(json.dumps(
@@ -455,8 +455,8 @@ def test_mfu_against_the_measured_gemm_peak(tmp_path, monkeypatch):
 
 
 def test_gpu_record_notes_mig(tmp_path, monkeypatch):
-    from bench import worker
-    from bench.record import Cell, new_record
+    from bench.results.record import Cell, new_record
+    from bench.run import worker
 
     monkeypatch.setattr(worker, "capture", lambda: {"gpu": {"name": "NVIDIA A100-SXM4-40GB", "mig_mode": True}})
     cell = Cell(stack="keras3-tf", suite="classic", workload="mnist_cnn", task="fit", size="full", device="gpu")
@@ -502,7 +502,7 @@ def test_gpu_info_reads_the_gpu_cuda_visible_devices_names(monkeypatch, visible,
     """NVML ignores CUDA_VISIBLE_DEVICES: on a two-GPU host the record's GPU is the cell's, not NVML's GPU 0."""
     import sys
 
-    from bench.environment import gpu_info
+    from bench.run.environment import gpu_info
 
     monkeypatch.setitem(sys.modules, "pynvml", two_gpu_pynvml(names=("NVIDIA H100 80GB HBM3",
                                                                      "NVIDIA A100-SXM4-80GB")))
@@ -521,7 +521,7 @@ def test_gpu_info_reads_the_gpu_cuda_visible_devices_names(monkeypatch, visible,
 def test_gpu_info_index_on_a_host_of_one_model_needs_no_note(monkeypatch):
     import sys
 
-    from bench.environment import gpu_info
+    from bench.run.environment import gpu_info
 
     monkeypatch.setitem(sys.modules, "pynvml", two_gpu_pynvml())
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
@@ -536,15 +536,16 @@ def test_measured_peak_is_keyed_by_the_gpus_nvml_identity(tmp_path, monkeypatch,
     NVML name on keras2-tf, keras3-tf and keras3-jax); a record matches it by UUID, else by name."""
     import sys
 
-    from bench import doctor
-    from bench.environment import gpu_info
-    from bench.worker import add_mfu
+    from bench.core.checks import save
+    from bench.run import probe
+    from bench.run.environment import gpu_info
+    from bench.run.worker import add_mfu
 
     monkeypatch.setitem(sys.modules, "pynvml", two_gpu_pynvml())
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    checks, extra = doctor.image_checks("keras3-tf", "gpu", measure=lambda s, d, t: (700.0, ""),
+    checks, extra = probe.image_checks("keras3-tf", "gpu", measure=lambda s, d, t: (700.0, ""),
                                         probe=lambda s: [framework_gpu])
-    doctor.save(tmp_path / "doctor" / "keras3-tf-gpu.json", "image", checks, extra)
+    save(tmp_path / "doctor" / "keras3-tf-gpu.json", "image", checks, extra)
     monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("BENCH_VARIANT", "gpu")
 
@@ -566,9 +567,9 @@ def test_measured_peak_is_keyed_by_the_gpus_nvml_identity(tmp_path, monkeypatch,
 
 
 def test_doctor_without_nvml_says_the_peak_cannot_be_matched():
-    from bench import doctor
+    from bench.run import probe
 
-    checks, extra = doctor.image_checks("keras3-jax", "gpu", measure=lambda s, d, t: (500.0, ""),
+    checks, extra = probe.image_checks("keras3-jax", "gpu", measure=lambda s, d, t: (500.0, ""),
                                         probe=lambda s: ["cuda:0"],
                                         identify=lambda: {"available": False, "reason": "NVML unavailable: x"})
     identity = [c for c in checks if c.name.endswith("GPU identity")]

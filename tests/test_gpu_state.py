@@ -1,11 +1,11 @@
-"""The GPU between cells (bench.gpu_state) against a fake pynvml: other processes, cooldown, no NVML."""
+"""The GPU between cells (bench.run.gpu_state) against a fake pynvml: other processes, cooldown, no NVML."""
 
 import types
 
 import pytest
 
-from bench import gpu_state, runner
-from bench.record import Cell, read_record, result_path
+from bench.results.record import Cell, read_record, result_path
+from bench.run import gpu_state, runner
 
 
 class FakeNvml(types.SimpleNamespace):
@@ -83,7 +83,7 @@ def test_gpu_cells_record_the_gpu_before_them(tmp_path, monkeypatch):
     script = tmp_path / "w.py"
     script.write_text(textwrap.dedent("""
         import json, sys, pathlib
-        from bench.record import Cell, new_record, write_json_atomic
+        from bench.results.record import Cell, new_record, write_json_atomic
         rec = new_record(Cell.from_dict(json.load(open(sys.argv[1]))))
         rec.update(status="ok", metrics={"ms_per_step_mean": 1.0, "first_epoch_s": 0.1})
         write_json_atomic(pathlib.Path(sys.argv[2]), rec)

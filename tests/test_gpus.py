@@ -4,9 +4,9 @@ import json
 
 import pandas as pd
 
-from bench.collect import collect
-from bench.record import Cell, new_record, result_path, write_json_atomic
-from bench.report import gpu_groups, gpu_seconds, load_runs, write_report
+from bench.results.collect import collect
+from bench.results.record import Cell, new_record, result_path, write_json_atomic
+from bench.results.report import gpu_groups, gpu_seconds, load_runs, write_report
 
 
 def machine(root, gpu, uuid, ms_by_stack, wall=100.0):

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import flops, knobs
-from bench.engines.frameworks import tf32_math
+from bench.core import knobs
+from bench.run import flops
+from bench.run.engines.frameworks import tf32_math
 from tests.conftest import needs_torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,8 +36,8 @@ def test_every_engine_defaults_to_each_frameworks_shipped_math_mode():
     ({"tf32": "off"}, "0"),       # strict FP32: cuBLAS and cuDNN never use TF32, whatever a framework switch says
 ])
 def test_the_override_is_set_only_for_strict_fp32(monkeypatch, settings, override):
-    from bench.runner import cell_env
-    from bench.stacks import get_stack
+    from bench.core.stacks import get_stack
+    from bench.run.runner import cell_env
 
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")  # e.g. left in a user's shell
     env = cell_env(get_stack("keras3-jax"), "gpu", settings)
@@ -53,7 +54,7 @@ def test_compose_leaves_the_tf32_override_to_the_runner():
 
 SWITCHES_CODE = """
 import json, sys
-from bench.engines import frameworks
+from bench.run.engines import frameworks
 backend = sys.argv[1]
 frameworks.import_backend(backend)
 out = {}
@@ -135,8 +136,8 @@ def test_tf32_in_effect_per_op_kind(effective, device, expected):
 def test_a_torch_cell_records_the_switches_as_they_were_when_it_ended(tmp_path):
     """A fit cell with tf32=on ran with TF32 matmuls, and says so: the old engine set allow_tf32 and then its
     matmul_precision knob ('highest') switched it off again, while the record kept the first value."""
-    from bench.plan import expand
-    from bench.runner import run_one
+    from bench.run.plan import expand
+    from bench.run.runner import run_one
 
     cell = expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"], settings={"tf32": "on"},
                   variant="tf32=on", epochs=1)[0]
@@ -152,7 +153,7 @@ def test_a_torch_cell_records_the_switches_as_they_were_when_it_ended(tmp_path):
 def test_mfu_divides_by_the_peak_of_the_math_in_effect():
     """Strict FP32 uses the FP32 peak, TF32 the TF32 one; PyTorch's default (FP32 matmuls, TF32 convolutions)
     the peak at which the cell's FLOPs take the least time, weighed by its share in convolutions."""
-    from bench.worker import add_mfu
+    from bench.run.worker import add_mfu
 
     def peak(settings, workload="stable_diffusion", task="fit"):
         r = {"device": "gpu", "workload": workload, "task": task,
@@ -186,7 +187,7 @@ def test_combined_peak_is_the_rate_of_the_least_time():
 
 def test_strict_fp32_and_tf32_everywhere_are_variants_one_flag_away(tmp_path):
     """`bench run --set tf32=off` names the variant after the knob (the paper suite: per batch size)."""
-    from bench import plan
+    from bench.run import plan
 
     cells = plan.expand(["keras3-jax"], "paper", "smoke", "cpu", ["bert"], ["fit"], settings={"tf32": "off"},
                         variant="tf32=off")
@@ -203,7 +204,7 @@ def test_strict_fp32_and_tf32_everywhere_are_variants_one_flag_away(tmp_path):
 
 
 def test_the_tuning_studys_matmul_precision_high_rows_are_our_tf32_on_variants():
-    from bench.report.tuning import reference_times
+    from bench.results.report.tuning import reference_times
 
     torch_rows = {variant for stack, variant in reference_times() if stack == "pytorch"}
     assert any("tf32=on" in v for v in torch_rows)

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from bench import flops, plan
-from bench.record import Cell
-from bench.workloads import SUITES, get_workload
+from bench.results.record import Cell
+from bench.run import flops, plan
+from bench.run.workloads import SUITES, get_workload
 from tests.conftest import has
 
 needs_hf = pytest.mark.skipif(not all(has(m) for m in ("torch", "transformers", "diffusers", "peft")),
@@ -45,7 +45,7 @@ def test_smoke_plan_caps_batches_and_overrides_pass_through():
 
 @pytest.mark.parametrize("workload,reason", [("gemma", "requires Keras 3"), ("mistral", "bfloat16")])
 def test_keras2_cells_the_source_could_not_run_are_unsupported_with_reason(workload, reason):
-    from bench.worker import run_cell
+    from bench.run.worker import run_cell
 
     task = get_workload(workload).tasks[0]
     rec = run_cell(Cell(stack="keras2-tf", suite="paper", workload=workload, task=task, size="smoke", device="cpu"))
@@ -79,7 +79,7 @@ def test_sd_vae_encoder_and_sam_image_encoder_counts_on_meta():
 def test_lora_rank4_on_q_and_v_trains_only_the_adapters():
     import torch
 
-    from bench.workloads.paper import LORA_RANK
+    from bench.run.workloads.paper import LORA_RANK
 
     m = get_workload("mistral").model
     job = m.torch_job("fit", m.config("full"), 1, torch.device("meta"), {})
@@ -110,7 +110,7 @@ def keras_torch_backend():
 def test_keras_models_match_published_parameter_counts_on_meta(keras_torch_backend, workload, task, key):
     import keras
 
-    from bench.stacks import get_stack
+    from bench.core.stacks import get_stack
 
     w = get_workload(workload)
     with keras.device("meta"):  # Keras' torch backend creates every variable on the meta device: no memory
@@ -165,7 +165,7 @@ def test_peak_depends_on_dtype_and_tf32_and_is_null_with_reason_when_unknown():
 
 
 def test_mfu_is_flops_over_time_over_peak():
-    from bench.worker import add_mfu
+    from bench.run.worker import add_mfu
 
     rec = {"device": "gpu", "env": {"gpu": {"name": "NVIDIA H100 80GB HBM3"}},
            "settings": {"precision": "bfloat16", "torch_matmul_allow_tf32": False},
@@ -181,7 +181,7 @@ def test_mfu_is_flops_over_time_over_peak():
 # ---- smoke runs of the real code path --------------------------------------------------------------------
 
 def _run(stack: str, workload: str, task: str, batch: int):
-    from bench.worker import run_cell
+    from bench.run.worker import run_cell
 
     return run_cell(Cell(stack=stack, suite="paper", workload=workload, task=task, size="smoke", device="cpu",
                          batch_size=batch, variant=f"bs{batch}", steps=2))
@@ -231,7 +231,7 @@ def test_compile_variant_is_pytorch_only_and_other_knobs_are_refused():
     cells = plan.expand(["pytorch", "keras3-jax"], "paper", "full", "gpu", ["bert"], ["fit"],
                         variant="compile-default", settings={"compile": "default"})
     assert [c.variant for c in cells] == ["bs32-compile-default", "bs32-compile-default"]
-    from bench.worker import run_cell
+    from bench.run.worker import run_cell
 
     rec = run_cell(Cell(stack="keras3-jax", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
                         settings={"compile": "default"}))
@@ -244,7 +244,7 @@ def test_compile_variant_is_pytorch_only_and_other_knobs_are_refused():
 @needs_hf
 @pytest.mark.skipif(not __import__("shutil").which("c++"), reason="torch.compile on CPU needs a C++ compiler")
 def test_pytorch_compile_variant_runs_generate_to_fixed_length():
-    from bench.worker import run_cell
+    from bench.run.worker import run_cell
 
     rec = run_cell(Cell(stack="pytorch", suite="paper", workload="gemma", task="generate", size="smoke", device="cpu",
                         batch_size=1, steps=2, settings={"compile": "default"}, variant="bs1-compile-default"))
@@ -256,7 +256,7 @@ def test_outputs_are_checked_for_shape_and_finiteness():
     import numpy as np
     import torch
 
-    from bench.workloads import check_output
+    from bench.run.workloads import check_output
 
     out = check_output("predict", {"masks": np.zeros((2, 3, 4)), "iou": torch.ones(2, 3), "n": 5})
     assert out == {"shapes": [[2, 3, 4], [2, 3]], "finite": True}

@@ -14,11 +14,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.engines import keras_steps
-from bench.stacks import STACKS, get_stack
-from bench.workloads import SUITES, get_workload
-from bench.workloads.paper import source
-from bench.workloads.paper.source import NOT_REQUESTED
+from bench.core.reference import keras_benchmarks as source
+from bench.core.reference.keras_benchmarks import NOT_REQUESTED
+from bench.core.stacks import STACKS, get_stack
+from bench.run.engines import keras_steps
+from bench.run.workloads import SUITES, get_workload
 from tests.conftest import has
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,7 +225,7 @@ def test_sd_predict_compiles_the_unet_as_keras_cv_does():
     """keras-cv 0.8.2 / 0.9.0 StableDiffusion.diffusion_model: compile(jit_compile=True) only when
     StableDiffusion(jit_compile=True); else uncompiled (Keras' default resolves). A knob compiles with its
     value. The old code compiled with True for any truthy value, "auto" included."""
-    from bench.workloads.paper.stable_diffusion import StableDiffusion
+    from bench.run.workloads.paper.stable_diffusion import StableDiffusion
 
     cases = [({"jit_compile": True, "jit_compile_knob": None}, [{"jit_compile": True}]),
              ({"jit_compile": False, "jit_compile_knob": None}, []),
@@ -241,10 +241,10 @@ _EFFECT = r"""
 import json, sys
 import keras
 import tensorflow as tf
-from bench.engines import keras_steps
-from bench.stacks import get_stack
-from bench.workloads import get_workload
-from bench.workloads.paper.stable_diffusion import StableDiffusion
+from bench.run.engines import keras_steps
+from bench.core.stacks import get_stack
+from bench.run.workloads import get_workload
+from bench.run.workloads.paper.stable_diffusion import StableDiffusion
 
 stack, out = get_stack(sys.argv[1]), {}
 if sys.argv[2] == "fake-gpu":  # TensorFlow lists a GPU: Keras' "auto" takes its GPU branch
@@ -321,8 +321,8 @@ def test_keras3_tensorflow_in_effect_on_the_cpu_and_with_a_gpu_listed():
 
 _CELL = r"""
 import json, sys
-from bench.record import Cell
-from bench.worker import run_cell
+from bench.results.record import Cell
+from bench.run.worker import run_cell
 rec = run_cell(Cell(stack=sys.argv[1], suite="paper", workload=sys.argv[2], task=sys.argv[3], size="smoke",
                     device="cpu", batch_size=1, variant="bs1", steps=1))
 print("RESULT " + json.dumps({"status": rec["status"], "reason": rec["reason"], "settings": rec["settings"]},
@@ -333,7 +333,7 @@ print("RESULT " + json.dumps({"status": rec["status"], "reason": rec["reason"], 
 @needs_hub
 @pytest.mark.skipif(not has("tensorflow"), reason="tensorflow not installed")
 def test_keras3_tensorflow_sam_predict_cell_records_no_request_and_keras_default():
-    """A whole cell (bench.worker.run_cell) of SAM predict on Keras 3 + TensorFlow: the source predicted with
+    """A whole cell (bench.run.worker.run_cell) of SAM predict on Keras 3 + TensorFlow: the source predicted with
     the uncompiled SegmentAnythingModel (benchmark/sam/keras/predict.py@v0.0.5), so the cell requests
     nothing and records it; Keras' "auto" resolves False on this CPU-only machine (True with a GPU, see
     above). The old code compiled it with jit_compile=True and recorded that."""
@@ -366,7 +366,7 @@ def test_keras_generate_prompt_is_bos_plus_5_to_max_length_50(workload):
     """benchmark/keras_utils.py@v0.0.5 generate: get_prompts(batch, NUM_WORDS=5) through the preset's
     preprocessor (start token added), model.generate(inputs, max_length=50): a prompt of BOS + 5 tokens and
     44 new ones. The old code fed 5 ids, no BOS, and made 45."""
-    from bench.workloads.paper.common import _llm_prompt
+    from bench.run.workloads.paper.common import _llm_prompt
 
     m = get_workload(workload).model
     cfg = m.config("full")
@@ -427,7 +427,7 @@ def test_generate_flops_equal_a_count_around_hugging_face_generate(workload):
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from bench import flops
+    from bench.run import flops
 
     m = get_workload(workload).model
     job = m.torch_job("generate", m.config("smoke"), 1, torch.device("cpu"), {})
@@ -441,8 +441,8 @@ def test_generate_flops_equal_a_count_around_hugging_face_generate(workload):
 
 def _paper_csv(tmp_path, variants):
     """A collected run of bert fit 32 on keras3-jax, one record per (variant name, changes) in ``variants``."""
-    from bench.collect import collect
-    from bench.record import Cell, new_record, result_path, write_json_atomic
+    from bench.results.collect import collect
+    from bench.results.record import Cell, new_record, result_path, write_json_atomic
 
     run = tmp_path / "run"
     for i, (variant, change) in enumerate(variants):
@@ -464,9 +464,9 @@ def test_ratio_only_where_the_cell_ran_as_the_source(tmp_path):
     808.68): a ratio for the cell run as benchmark/__init__.py@v0.0.5 ran it (NUM_STEPS 100, BERT_SEQ_LENGTH
     512, no knob); the reason instead for a knob, other steps, another sequence length; nothing for a CPU
     smoke row. The old report gave every full-size GPU row a ratio."""
-    from bench.report import read_bench_csv
-    from bench.report.common import Footnotes
-    from bench.report.paper import paper_section
+    from bench.results.report import read_bench_csv
+    from bench.results.report.common import Footnotes
+    from bench.results.report.paper import paper_section
 
     csv = _paper_csv(tmp_path, [("bs32", {}), ("bs32-jit", {"settings": {"jit_compile": False}}),
                                 ("bs32", {"steps": 7, "seq_len": 128}), ("bs32", {"size": "smoke", "device": "cpu",

@@ -1,8 +1,8 @@
 import pytest
 
-from bench.plan import PlanError, expand
-from bench.stacks import DEFAULT_STACKS, STACKS, get_stack
-from bench.workloads import SUITES
+from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
+from bench.run.plan import PlanError, expand
+from bench.run.workloads import SUITES
 
 ALL = list(DEFAULT_STACKS)
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from bench.record import (
+from bench.results.record import (
     SCHEMA_VERSION,
     Cell,
     RecordError,

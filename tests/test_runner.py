@@ -6,13 +6,13 @@ import textwrap
 
 import pytest
 
-from bench import runner
-from bench.record import Cell, read_record, result_path
+from bench.results.record import Cell, read_record, result_path
+from bench.run import runner
 from tests.conftest import needs_torch
 
 FAKE = textwrap.dedent("""
     import json, os, sys, time
-    from bench.record import Cell, new_record, write_json_atomic
+    from bench.results.record import Cell, new_record, write_json_atomic
     cell = Cell.from_dict(json.load(open(sys.argv[1])))
     mode = os.environ["FAKE_MODE"]
     if mode == "sleep":
@@ -99,7 +99,7 @@ def test_run_goes_on_after_a_failure_and_resumes(tmp_path, fake_worker):
 
 
 def test_cpu_cells_see_no_gpu():
-    from bench.stacks import get_stack
+    from bench.core.stacks import get_stack
 
     assert runner.cell_env(get_stack("keras3-jax"), "cpu")["CUDA_VISIBLE_DEVICES"] == ""
     assert runner.cell_env(get_stack("keras3-jax"), "gpu")["KERAS_BACKEND"] == "jax"
@@ -136,7 +136,7 @@ def test_a_failed_repeat_fails_the_cell_and_only_it_reruns(tmp_path, fake_worker
 
 
 def test_rounds_shuffle_every_round_from_the_seed_alone():
-    from bench import rounds
+    from bench.host import rounds
 
     stacks = ["keras2-tf", "keras3-tf", "keras3-jax", "keras3-torch", "pytorch"]
     orders = [rounds.order(stacks, 1, r) for r in range(1, 7)]
@@ -153,7 +153,7 @@ def test_rounds_shuffle_every_round_from_the_seed_alone():
 
 
 def test_rounds_write_the_cell_record_once_every_round_ran_and_resume(tmp_path, fake_worker):
-    from bench import rounds
+    from bench.host import rounds
 
     fake_worker("ok")
     stacks = ["keras3-jax", "pytorch"]
@@ -181,7 +181,7 @@ def test_rounds_write_the_cell_record_once_every_round_ran_and_resume(tmp_path, 
 
 @pytest.mark.parametrize("device", ["cpu", "gpu"])
 def test_a_cpu_worker_exits_without_teardown_after_its_record_and_a_gpu_one_exits_normally(tmp_path, device):
-    """bench.worker.main: the record is on disk, then a CPU cell's process ends without the interpreter's
+    """bench.run.worker.main: the record is on disk, then a CPU cell's process ends without the interpreter's
     teardown (no atexit handler runs); a GPU cell's exits normally (the CUDA driver's own teardown)."""
     import json
     import subprocess
@@ -191,7 +191,7 @@ def test_a_cpu_worker_exits_without_teardown_after_its_record_and_a_gpu_one_exit
     marker, out = tmp_path / "teardown-ran", tmp_path / "out.json"
     code = textwrap.dedent(f"""
         import atexit, sys
-        from bench import worker
+        from bench.run import worker
         atexit.register(lambda: open({str(marker)!r}, "w").close())
         worker.run_cell = lambda cell, samples=None: {{"status": "ok", "device": cell.device}}
         sys.exit(worker.main([{str(tmp_path / "cell.json")!r}, {str(out)!r}]))
@@ -233,7 +233,7 @@ COMPILE_WORKER = textwrap.dedent("""
     import json, sys
     import torch
     from torch._dynamo.utils import counters
-    from bench.record import Cell, new_record, write_json_atomic
+    from bench.results.record import Cell, new_record, write_json_atomic
 
     def f(x):
         return (x.sin() * 3 + x.cos()).sum()
@@ -256,7 +256,7 @@ def test_a_second_cell_compiling_the_same_graph_does_not_hit_the_first_cells_cac
     """torch 2.13 on the CPU, through the runner: cell 1 compiles a function (forward and backward); cell 2,
     a fresh process compiling the same function, misses inductor's FX-graph and AOTAutograd caches, while a
     repeat compile inside cell 2 hits its own (so the caches are on, and only kept apart)."""
-    from bench.engines.frameworks import torch_compile_blocker
+    from bench.run.engines.frameworks import torch_compile_blocker
 
     if torch_compile_blocker("cpu"):
         pytest.skip(torch_compile_blocker("cpu"))
@@ -275,7 +275,7 @@ def test_a_second_cell_compiling_the_same_graph_does_not_hit_the_first_cells_cac
 JIT_WORKER = textwrap.dedent("""
     import atexit, os, sys
     from pathlib import Path
-    from bench import worker
+    from bench.run import worker
 
     def driver_teardown():  # the CUDA driver writes what it JIT-compiled as the process's context goes
         if os.environ["FAKE_JIT"] == "1":
@@ -313,7 +313,7 @@ def test_ptx_jit_is_measured_after_the_worker_process_exits(tmp_path, monkeypatc
 def test_derived_metrics_belong_to_the_aggregated_time_not_to_repeat_one():
     """B10: repeats of 10, 20 and 30 ms/step give the row 20 ms/step, and the MFU, TFLOP/s and throughput of 20 ms,
     not the 10 ms repeat's (the old aggregation copied every metric outside its median list from repeat 1)."""
-    from bench.repeats import aggregate
+    from bench.results.repeats import aggregate
 
     def step_rec(k, ms):
         fl, peak, batch, tokens = 2e12, 1e15, 8, 44

@@ -1,4 +1,4 @@
-"""One stack list: bench/stacks.py. The files that name stacks are written from it and kept current, and a
+"""One stack list: bench/core/stacks.py. The files that name stacks are written from it and kept current, and a
 stack added through that one entry reaches the plan, compose, the Makefile's lists and the report."""
 
 import subprocess
@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from bench import stackfiles
-from bench.collect import collect
-from bench.plan import expand
-from bench.record import result_path, write_json_atomic
-from bench.stacks import DEFAULT_STACKS, IMAGE_ENV, STACKS, Stack
+from bench.core.stacks import DEFAULT_STACKS, IMAGE_ENV, STACKS, Stack
+from bench.host import stackfiles
+from bench.results.collect import collect
+from bench.results.record import result_path, write_json_atomic
+from bench.run.plan import expand
 from tests.test_tuning import paper_record
 
 ROOT = stackfiles.ROOT
@@ -18,7 +18,7 @@ ROOT = stackfiles.ROOT
 
 def test_generated_files_are_current():
     assert stackfiles.stale() == [], "run `make stacks`"
-    p = subprocess.run([sys.executable, "-m", "bench.stackfiles", "--check"], cwd=ROOT, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "bench.host.stackfiles", "--check"], cwd=ROOT, capture_output=True,
                        text=True)
     assert p.returncode == 0, p.stderr
 
@@ -32,7 +32,7 @@ def test_check_names_a_stale_file_and_make_stacks_rewrites_it(tmp_path):
         (tmp_path / name).write_text(text)
     (tmp_path / "compose.yaml").write_text("services: {}\n")
     (tmp_path / "images" / "layers" / "torch-gpu.lock").unlink()
-    check = [sys.executable, "-m", "bench.stackfiles", "--check", "--root", str(tmp_path)]
+    check = [sys.executable, "-m", "bench.host.stackfiles", "--check", "--root", str(tmp_path)]
     p = subprocess.run(check, cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 1 and "compose.yaml is stale: run `make stacks`" in p.stderr
     assert "images/layers/torch-gpu.lock is stale" in p.stderr
@@ -115,7 +115,7 @@ def test_a_new_stack_reaches_plan_compose_and_make(extra_stack):
 
 
 def test_a_new_stack_gets_its_column_in_the_paper_table(extra_stack, tmp_path):
-    from bench import report
+    from bench.results import report
 
     recs = [paper_record("keras3-jax", "bert", "fit", 32, 100.0),
             paper_record(extra_stack.id, "bert", "fit", 32, 90.0)]

@@ -7,8 +7,8 @@ import types
 
 import pytest
 
-from bench import telemetry
-from bench.telemetry import ENERGY_COUNTER_MODULUS, Telemetry, counter_energy_j, for_device
+from bench.run import telemetry
+from bench.run.telemetry import ENERGY_COUNTER_MODULUS, Telemetry, counter_energy_j, for_device
 
 
 class NotSupported(Exception):

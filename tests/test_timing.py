@@ -1,7 +1,8 @@
 import pytest
 
-import bench.timing as timing
-from bench.timing import EPOCH, STEP, Cadence, EpochTimer, step_stats_ms
+import bench.run.timing as timing
+from bench.run.engines import frameworks
+from bench.run.timing import EPOCH, STEP, Cadence, EpochTimer, step_stats_ms
 
 
 def test_step_stats_in_ms():
@@ -146,4 +147,4 @@ def test_cadence_syntax():
 
 def test_unknown_backend():
     with pytest.raises(ValueError):
-        timing.make_barrier("mxnet", "cpu")
+        frameworks.make_barrier("mxnet", "cpu")

@@ -12,13 +12,15 @@ import sys
 import pandas as pd
 import pytest
 
-from bench import knobs, plan, report, sweep
 from bench.cli import main
-from bench.collect import collect
-from bench.compare import compare, min_attainable_p
-from bench.record import Cell, new_record, result_path, write_json_atomic
-from bench.stacks import get_stack
-from bench.workloads import get_workload
+from bench.core import knobs
+from bench.core.stacks import get_stack
+from bench.results import report
+from bench.results.collect import collect
+from bench.results.compare import compare, min_attainable_p
+from bench.results.record import Cell, new_record, result_path, write_json_atomic
+from bench.run import plan, sweep
+from bench.run.workloads import get_workload
 from tests.conftest import needs_torch
 
 
@@ -131,7 +133,7 @@ def test_sweep_runs_and_skips_invalid_combinations_with_reason(tmp_path):
     assert base["settings"]["normalize"]["mean"] == [0.1307] and "assumed" in base["settings"]["normalize"]["source"]
     assert base["metrics"]["fit_s_per_epoch"] > 0
     assert recs["data_pipeline=tensor_dataset+preload=true"]["settings"]["preload"] is True
-    # every knob is in the record, the unset ones at their defaults (one source: bench.knobs.TorchFitSettings)
+    # every knob is in the record, the unset ones at their defaults (one source: bench.core.knobs.TorchFitSettings)
     assert set(knobs.KNOBS["torch"]) <= set(base["settings"])
     assert base["settings"]["tf32"] == "default" and base["settings"]["torch_float32_matmul_precision"] == "highest"
     assert base["settings_requested"] == {"data_pipeline": "torchvision_dataset_transforms"}  # defaults dropped
@@ -266,7 +268,7 @@ def test_report_pairs_published_times_only_with_runs_of_the_studys_settings(tmp_
 
 
 def test_study_mismatch_checks_every_setting_and_treats_unrecorded_as_different():
-    from bench.report.tuning import STUDY, study_mismatch
+    from bench.results.report.tuning import STUDY, study_mismatch
 
     good = {**STUDY, "settings.data_pipeline": "tf_data_numpy", "settings.shuffle_buffer": 20000.0,
             "batch_size": 256.0, "data.n_train": 60000.0, "metrics.epochs": 41.0}

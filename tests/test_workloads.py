@@ -3,8 +3,8 @@ default pinned to its source (keras-team/keras ``examples/*.py@2.0.8``, ``keras/
 
 import pytest
 
-from bench import datasets
-from bench.workloads import SUITES, WORKLOADS, Workload, get_workload
+from bench.run import datasets
+from bench.run.workloads import SUITES, WORKLOADS, Workload, get_workload
 from tests.conftest import needs_keras_torch, needs_torch
 
 FIT_WORKLOADS = [n for n, w in WORKLOADS.items() if isinstance(w, Workload)]
@@ -64,7 +64,7 @@ def test_torch_forward_shapes(name):
     w = get_workload(name)
     ds = datasets.synthetic(w.dataset, 3, 2, "test")
     ds = w.prepare(ds) if w.prepare else ds
-    from bench.engines.torch_engine import to_tensors
+    from bench.run.engines.torch_engine import to_tensors
 
     model = w.build_torch(ds.meta)
     out = model(*to_tensors(torch, ds.x_train, w.torch_layout, torch.device("cpu")))
@@ -78,7 +78,7 @@ def test_equal_parameter_counts_keras_and_torch(name, monkeypatch):
     monkeypatch.setenv("KERAS_BACKEND", "torch")
     import keras
 
-    from bench.engines.torch_engine import effective_param_count
+    from bench.run.engines.torch_engine import effective_param_count
 
     w = get_workload(name)
     keras_params = w.build_keras(keras, meta(name)).count_params()
@@ -165,7 +165,7 @@ def test_loss_is_the_scripts_categorical_crossentropy():
     import numpy as np
     import torch
 
-    from bench.engines.keras_engine import LOSS
+    from bench.run.engines.keras_engine import LOSS
 
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(16, 10)).astype("float32")
@@ -181,7 +181,7 @@ def test_loss_is_the_scripts_categorical_crossentropy():
 
 @needs_torch
 def test_lstm_second_bias_is_the_only_difference():
-    from bench.engines.torch_engine import effective_param_count
+    from bench.run.engines.torch_engine import effective_param_count
 
     model = get_workload("mnist_hierarchical_rnn").build_torch({"num_classes": 10})
     raw = sum(p.numel() for p in model.parameters())

@@ -1,0 +1,210 @@
+"""The stacks of the matrix: the one list. Standard library only (the host's preflight imports it).
+
+Adding a stack is one entry here and its locks under ``images/<id>/`` (``make lock``); ``make stacks`` then
+writes ``compose.yaml``, ``compose.gpu.yaml`` and ``images/stacks.mk`` (the Makefile's stack lists and build
+arguments) from this list, and a unit test fails while they are stale. ``images/Dockerfile`` builds every
+stack from its ``build_args``. The plan, the CLI, the doctor and the report read this list directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: The environment variables a stack may set; images/Dockerfile sets each from a build argument.
+IMAGE_ENV = ("KERAS_BACKEND", "TF_USE_LEGACY_KERAS")
+
+
+@dataclass(frozen=True)
+class ContainerVar:
+    """One environment variable every bench container gets, whoever starts it: compose (``x-bench`` in
+    ``compose.yaml``, written by ``bench.host.stackfiles``) and the Kubernetes Job (``bench.host.cloud.k8s_job``).
+
+    Attributes:
+        name: the variable.
+        value: its value in every container; for a ``from_host`` variable, compose's default for it.
+        from_host: compose takes it from the host (``${NAME:-value}``: ``make`` exports it from its knobs).
+            The Kubernetes Job has no host: it sets ``job_value``.
+        job_value: its value in the Kubernetes Job when that differs from ``value`` (None: ``value``).
+        why: the reason for it, written above it in ``compose.yaml``.
+    """
+
+    name: str
+    value: str
+    from_host: bool = False
+    job_value: str | None = None
+    why: str = ""
+
+    @property
+    def compose_value(self) -> str:
+        """Its value in ``compose.yaml`` (``${NAME:-value}`` for a ``from_host`` variable)."""
+        return f"${{{self.name}:-{self.value}}}" if self.from_host else self.value
+
+    @property
+    def job(self) -> str:
+        """Its value in the Kubernetes Job."""
+        return self.value if self.job_value is None else self.job_value
+
+
+@dataclass(frozen=True)
+class ContainerVolume:
+    """A folder every bench container mounts.
+
+    Attributes:
+        name: the compose named volume and the Kubernetes volume (``cloud.k8s_job``).
+        path: its mount point in the container.
+        host_var: compose binds this host folder instead of a named volume: ``${host_var:-host_default}``
+            (the results); the Kubernetes Job mounts its PersistentVolumeClaim there.
+        host_default: compose's default host folder for ``host_var``.
+        why: what lives there.
+    """
+
+    name: str
+    path: str
+    host_var: str = ""
+    host_default: str = ""
+    why: str = ""
+
+
+#: The environment of every bench container (compose's ``x-bench`` and the Kubernetes Job): one list, so rows
+#: from either are comparable. NVIDIA_TF32_OVERRIDE is not here: the runner sets it per cell.
+CONTAINER_ENV: tuple[ContainerVar, ...] = (
+    ContainerVar("XLA_PYTHON_CLIENT_PREALLOCATE", "false",
+                 why="JAX allocates as it needs, as TensorFlow (allow growth) and PyTorch's caching allocator do"),
+    # jaxlib/xla_client.py@jax-v0.10.2 (generate_pjrt_gpu_plugin_options) passes this fraction (the deprecated
+    # XLA_PYTHON_CLIENT_MEM_FRACTION beside it is an error) to XLA's BFC allocator, whose pool is total memory x
+    # fraction, 0.75 by default, preallocated or not (xla/pjrt/gpu/gpu_helpers.cc CreateBFCAllocator, read in a
+    # recent XLA, not at 5a9e73cb which jax-v0.10.2 pins; jax-cuda12-pjrt 0.10.2 has its log lines). 0.95
+    # leaves 2 GiB of a 40 GiB GPU to the CUDA context, cuBLAS/cuDNN handles and CUDA graphs outside the pool;
+    # TensorFlow keeps 1.5-1.8 GiB back for the same (tensorflow/core/common_runtime/gpu/gpu_device.cc
+    # MinSystemMemory).
+    ContainerVar("XLA_CLIENT_MEM_FRACTION", "0.95",
+                 why="JAX's pool may grow to 95 % of GPU memory (XLA's default cap is 75 %, preallocated or not)"),
+    ContainerVar("CUDA_CACHE_PATH", "/cache/cuda",
+                 why="the driver's JIT cache outlives `--rm` containers: TensorFlow 2.21 ships only PTX for sm_90 "
+                     "(H100/H200)"),
+    ContainerVar("CUDA_CACHE_MAXSIZE", "4294967296", why="4 GiB, CUDA's maximum"),
+    ContainerVar("TF_FORCE_GPU_ALLOW_GROWTH", "true"),
+    ContainerVar("TF_CPP_MIN_LOG_LEVEL", "1"),
+    ContainerVar("BENCH_DEVICE", "auto", from_host=True, job_value="gpu",
+                 why="the device make resolved (the Kubernetes Job holds one GPU: gpu)"),
+    ContainerVar("BENCH_OFFLINE", "0", from_host=True),
+    ContainerVar("BENCH_REPEATS", "", from_host=True, why="empty: 3 on GPU, 1 on CPU"),
+)
+
+#: The folders every bench container mounts (compose: a host folder and named volumes; the Kubernetes Job: its
+#: results claim and volumes that live as long as its pod, which runs every stack of the comparison).
+CONTAINER_VOLUMES: tuple[ContainerVolume, ...] = (
+    ContainerVolume("results", "/results", host_var="BENCH_RESULTS", host_default="./results",
+                    why="records, CSVs, reports"),
+    ContainerVolume("datasets", "/data", why="BENCH_DATA_DIR: each dataset fetched once"),
+    ContainerVolume("cuda-cache", "/cache", why="CUDA_CACHE_PATH"),
+)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One framework stack, named the same in the CLI, CSV, compose and docs.
+
+    Attributes:
+        id: stack id used everywhere (e.g. ``keras3-jax``).
+        service: its compose service name.
+        title: human-readable description.
+        engine: ``keras`` (model.fit on a Keras model) or ``torch`` (a plain PyTorch loop).
+        backend: the array framework doing the work: ``tensorflow``, ``jax`` or ``torch``.
+        label: short column title in the report (e.g. ``Keras 3 JAX``).
+        env: environment variables the worker process needs before importing the framework.
+        gpu_cuda: the CUDA version the gpu image's wheels bundle.
+        min_driver: the oldest NVIDIA driver branch that runs them (CUDA 12.x wheels: R525 through
+            minor-version compatibility; CUDA 13.0: R580). TensorFlow on H100/H200 also JIT-compiles its
+            CUDA 12.5 PTX, which needs R555 (README, "Drivers").
+        reference: the stack's name in the published reference tables (``bench/core/reference/``), None when
+            the references have no such column; one stack per name.
+        imports: the modules its image build imports as a check (framework, model libraries).
+        dockerfile: the Dockerfile that builds its image (``build_args``); its locks are
+            ``images/<id>/requirements-<variant>.lock``. One Dockerfile serves every stack today.
+        variants: the image variants it has: ``cpu`` and ``gpu``, or ``gpu`` alone where no CPU build of
+            its framework can be locked (it then runs on a CPU only from its gpu image).
+        default: part of ``make bench-all``'s default ``STACKS``; an extra stack is run by naming it.
+        layer: the shared framework layer its image starts from (empty: none): every package that all the
+            stacks naming the same layer pin identically (same version and hashes) in their lock of a
+            variant, written to ``images/layers/<layer>-<variant>.lock`` by ``make stacks`` and installed
+            in one image layer before the stack's own lock. The images then share that layer (the
+            framework and its CUDA libraries: 5.2-6.7 GB of each gpu image), built and stored once.
+    """
+
+    id: str
+    service: str
+    title: str
+    engine: str
+    backend: str
+    label: str
+    env: dict[str, str] = field(default_factory=dict)
+    gpu_cuda: str = "12.9"
+    min_driver: int = 525
+    reference: str | None = None
+    imports: tuple[str, ...] = ()
+    dockerfile: str = "images/Dockerfile"
+    variants: tuple[str, ...] = ("cpu", "gpu")
+    default: bool = True
+    layer: str = ""
+
+    def build_args(self) -> dict[str, str]:
+        """The Dockerfile's build arguments for this stack (the variant aside): its id, the environment the
+        image sets (``IMAGE_ENV``; empty where the stack sets none), the C toolchain that torch.compile
+        needs on GPU (torch backends), its shared ``layer`` and the modules the build imports as its check."""
+        return {"STACK": self.id, **{k: self.env.get(k, "") for k in IMAGE_ENV},
+                "TOOLCHAIN": "1" if self.backend == "torch" else "0", "LAYER": self.layer,
+                "IMPORTS": ",".join(self.imports)}
+
+    def image(self, variant: str) -> str:
+        """The local image tag of ``variant`` (``dlbench/<id>:<variant>``)."""
+        return f"dlbench/{self.id}:{variant}"
+
+    @property
+    def keras_major(self) -> int | None:
+        """2 for tf-keras, 3 for Keras 3, None for plain PyTorch."""
+        if self.engine != "keras":
+            return None
+        return 2 if self.env.get("TF_USE_LEGACY_KERAS") == "1" else 3
+
+
+STACKS: dict[str, Stack] = {
+    s.id: s
+    for s in (
+        Stack("keras2-tf", "keras2-bench", "Keras 2 (tf-keras) on TensorFlow", "keras", "tensorflow",
+              "Keras 2 (TF)", {"TF_USE_LEGACY_KERAS": "1"}, reference="keras2-tensorflow",
+              imports=("tensorflow", "tf_keras", "keras_nlp", "keras_cv"), layer="tensorflow"),
+        Stack("keras3-tf", "tf-bench", "Keras 3, TensorFlow backend", "keras", "tensorflow", "Keras 3 TF",
+              {"KERAS_BACKEND": "tensorflow"}, reference="keras3-tensorflow",
+              imports=("keras", "tensorflow", "keras_hub", "keras_cv"), layer="tensorflow"),
+        Stack("keras3-jax", "jax-bench", "Keras 3, JAX backend", "keras", "jax", "Keras 3 JAX",
+              {"KERAS_BACKEND": "jax"}, reference="keras3-jax", imports=("keras", "jax", "keras_hub", "keras_cv"),
+              layer="tensorflow"),  # TensorFlow for tf.data, and the same CUDA 12.9 libraries as TF's
+        Stack("keras3-torch", "torch-bench", "Keras 3, PyTorch backend", "keras", "torch", "Keras 3 PyTorch",
+              {"KERAS_BACKEND": "torch"}, gpu_cuda="13.0", min_driver=580, reference="keras3-torch",
+              imports=("keras", "torch", "keras_hub", "keras_cv"), layer="torch"),
+        Stack("pytorch", "pytorch-bench", "plain PyTorch, no Keras", "torch", "torch", "PyTorch",
+              gpu_cuda="13.0", min_driver=580, reference="pytorch",
+              imports=("torch", "torchvision", "transformers", "diffusers", "peft"), layer="torch"),
+        # PyPI's last CUDA 12 build of torch (2.10.0, CUDA 12.8) for R525-R575 drivers, which cannot run
+        # the CUDA 13.0 torch 2.13.0 of `pytorch`; gpu only: PyPI has no CPU build of it.
+        Stack("pytorch-cu12", "pytorch-cu12-bench", "plain PyTorch 2.10 on CUDA 12.8, for older drivers",
+              "torch", "torch", "PyTorch 2.10 (CUDA 12.8)", gpu_cuda="12.8", min_driver=525,
+              imports=("torch", "torchvision", "transformers", "diffusers", "peft"), variants=("gpu",), default=False),
+    )
+}
+
+#: The stacks ``make bench-all`` runs unless told otherwise.
+DEFAULT_STACKS = tuple(s.id for s in STACKS.values() if s.default)
+
+
+def get_stack(stack_id: str) -> Stack:
+    """Return the stack with this id.
+
+    Raises:
+        KeyError: unknown stack id (the message lists the known ones).
+    """
+    try:
+        return STACKS[stack_id]
+    except KeyError:
+        raise KeyError(f"unknown stack {stack_id!r}; known: {', '.join(STACKS)}") from None

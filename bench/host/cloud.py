@@ -1,0 +1,221 @@
+"""Cloud and Kubernetes runs: the ``sky jobs launch`` commands of ``make cloud``, the Kubernetes Job of one
+comparison, and ``make cloud-collect``.
+
+The unit of fan-out keeps comparisons honest: one job runs every stack of a comparison on one GPU (in
+rounds, ``bench.host.rounds``), and jobs split by GPU type (or suite), never by stack: two stacks measured
+on two machines would compare the machines. SkyPilot (``cloud/dlbench.sky.yaml``) provisions a VM on any
+cloud it is configured for and runs ``cloud/setup.sh`` (Docker and the NVIDIA Container Toolkit where
+missing) and ``cloud/run.sh`` (``make doctor``, ``make bench-all``) on the VM itself, so its containers get
+compose's environment; managed jobs resume after a spot preemption, and the runner's resume skips the cells
+already in the results bucket. Kubernetes is ``k8s_job``, not SkyPilot (a SkyPilot cluster there is a pod,
+and nested containers get no GPU): one ``batch/v1`` Job per comparison, the stacks one after another as init
+containers of one pod holding one GPU, with the environment and volumes compose gives every bench container
+(``bench.core.stacks.CONTAINER_ENV``, ``CONTAINER_VOLUMES``), then the collector writes the CSV and report on the
+volume.
+
+``python -m bench.host.cloud launch|k8s|collect ...`` (the Makefile's ``cloud``, ``cloud-k8s`` and
+``cloud-collect`` targets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.core.stacks import CONTAINER_ENV, CONTAINER_VOLUMES, DEFAULT_STACKS, STACKS
+from bench.host import imagetag, launch, rounds
+
+TASK_YAML = "cloud/dlbench.sky.yaml"
+
+
+def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size: str, repeats: int,
+                    bucket: str, run_name: str, spot: bool = False, seed: int = rounds.DEFAULT_SEED,
+                    price_per_hour: float | None = None, registry: str = "") -> list[list[str]]:
+    """One ``sky jobs launch`` per GPU type, each running every stack of the comparison on one GPU.
+
+    Raises:
+        ValueError: no GPU, an unknown stack, repeats < 1, or an empty bucket/run name.
+    """
+    if not gpus:
+        raise ValueError("name at least one GPU type (GPUS=\"A100 H100\")")
+    unknown = [s for s in stacks if s not in STACKS]
+    if unknown:
+        raise ValueError(f"unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}")
+    if repeats < 1 or not bucket or not run_name:
+        raise ValueError("repeats must be >= 1, and BUCKET and RUN_NAME must be set")
+    out = []
+    for gpu in gpus:
+        accel = gpu if ":" in gpu else f"{gpu}:1"
+        envs = {"SUITE": suite, "STACKS": " ".join(stacks), "SIZE": size, "REPEATS": str(repeats),
+                "SEED": str(seed), "RUN_NAME": run_name, "BUCKET": bucket,
+                "PRICE_PER_HOUR": "" if price_per_hour is None else f"{price_per_hour:g}", "REGISTRY": registry}
+        cmd = ["sky", "jobs", "launch", TASK_YAML, "--gpus", accel, "-n",
+               f"dlbench-{suite}-{accel.split(':')[0].lower()}", "-y"]
+        if spot:
+            cmd.append("--use-spot")
+        for k, v in envs.items():
+            cmd += ["--env", f"{k}={v}"]
+        out.append(cmd)
+    return out
+
+
+def k8s_env(stack: str) -> list[dict[str, str]]:
+    """The environment of ``stack``'s container in the Job: compose's (``CONTAINER_ENV``; a variable compose takes
+    from the host gets its ``job_value``), then the stack's own (``Stack.env``, which its image sets too)."""
+    env = {v.name: v.job for v in CONTAINER_ENV} | STACKS[stack].env
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+def k8s_volumes(claim: str, shm_gib: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(pod volumes, bench container mounts): ``CONTAINER_VOLUMES`` (the results folder on the claim, the others
+    memory of the pod: every stack of the comparison runs in it, so they share them as compose's named volumes
+    are shared), and a memory-backed ``/dev/shm`` of ``shm_gib`` GiB where compose shares the host's IPC."""
+    volumes, mounts = [], []
+    for v in CONTAINER_VOLUMES:
+        source = {"persistentVolumeClaim": {"claimName": claim}} if v.host_var else {"emptyDir": {}}
+        volumes.append({"name": v.name, **source})
+        mounts.append({"name": v.name, "mountPath": v.path})
+    volumes.append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_gib}Gi"}})
+    mounts.append({"name": "shm", "mountPath": "/dev/shm"})
+    return volumes, mounts
+
+
+def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, repeats: int = 3,
+            size: str = "full", seed: int = rounds.DEFAULT_SEED, claim: str = "dlbench-results",
+            name: str | None = None, shm_gib: int = 16) -> dict[str, Any]:
+    """A ``batch/v1`` Job running one comparison on one GPU of a node labelled ``nvidia.com/gpu.product``
+    = ``gpu_product``: per round, every stack in that round's shuffled order as an init container (init
+    containers run one at a time, so the stacks never share the GPU), then the collector.
+
+    Images: ``<registry>/<stack>:gpu-<hash>`` and ``<registry>/collector:latest-<hash>``, tagged by their
+    build inputs as ``make push REGISTRY=... VARIANT=gpu`` pushed them (``bench.host.imagetag``).
+    Every bench container gets compose's environment and folders (``k8s_env``, ``k8s_volumes``): results on
+    the PersistentVolumeClaim ``claim`` at /results, datasets and the CUDA JIT cache in the pod's volumes,
+    and a memory-backed /dev/shm of ``shm_gib`` GiB (PyTorch's DataLoader workers and XLA use it).
+
+    Raises:
+        ValueError: an unknown stack, repeats < 1, or an empty registry or GPU product.
+    """
+    if not registry or not gpu_product:
+        raise ValueError("set REGISTRY (where the images were pushed) and GPU_PRODUCT (the node label value)")
+    unknown = [s for s in stacks if s not in STACKS]
+    if unknown or repeats < 1:
+        raise ValueError(f"unknown stack(s) {', '.join(unknown)} or repeats < 1")
+    run = f"{suite}-{size}-gpu"
+    volumes, mounts = k8s_volumes(claim, shm_gib)
+    results = [m for m in mounts if m["mountPath"] == "/results"]
+    gpu = {"limits": {"nvidia.com/gpu": 1}}
+
+    def container(step: launch.Step, round_args: list[str]) -> dict[str, Any]:
+        args = ["bench", "run", "--stack", step.stack, "--suite", suite, "--size", size, "--device", "gpu",
+                "--out", f"/results/runs/{run}", *round_args]
+        image = f"{registry}/{step.stack}:{imagetag.tag(step.stack, 'gpu')}"
+        return {"name": f"r{step.round}-{step.stack}", "image": image, "args": args, "env": k8s_env(step.stack),
+                "resources": gpu, "volumeMounts": mounts}
+
+    init: list[dict[str, Any]] = []
+    launch.KubernetesJob(container, init).launch(launch.plan(stacks, repeats, seed), stacks)
+    collector = {"name": "collect", "image": f"{registry}/collector:{imagetag.tag('collector', 'latest')}",
+                 "command": ["sh", "-c", f"bench collect /results/runs/{run} -o /results/{run}.csv && "
+                                         "bench report /results -o /results"],
+                 "volumeMounts": results}
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name or f"dlbench-{suite}", "labels": {"app": "dlbench"}},
+        "spec": {
+            "backoffLimit": 2,  # a retried pod resumes: finished cells are on the volume
+            "template": {
+                "metadata": {"labels": {"app": "dlbench"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": {"nvidia.com/gpu.product": gpu_product},
+                    "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001},
+                    "initContainers": init,
+                    "containers": [collector],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+def collect_from(source: str, dest: Path) -> list[str]:
+    """The command that copies a results bucket (``s3://``, ``gs://``) or folder into ``dest``.
+
+    Raises:
+        ValueError: a URL scheme this does not know.
+    """
+    if source.startswith("s3://"):
+        return ["aws", "s3", "sync", source, str(dest)]
+    if source.startswith("gs://"):
+        return ["gcloud", "storage", "rsync", "--recursive", source, str(dest)]
+    if "://" in source:
+        raise ValueError(f"cannot copy from {source!r}: use s3://, gs:// or a local folder (a mounted bucket)")
+    return ["cp", "-r", f"{source.rstrip('/')}/.", str(dest)]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.host.cloud", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    run = argparse.ArgumentParser(add_help=False)  # what a comparison is, for both launchers
+    run.add_argument("--suite", default="classic")
+    run.add_argument("--stacks", default=" ".join(DEFAULT_STACKS))
+    run.add_argument("--size", default="full")
+    run.add_argument("--repeats", type=int, default=3)
+    run.add_argument("--seed", type=int, default=rounds.DEFAULT_SEED)
+    run.add_argument("--registry", default="", help="the images make push pushed (launch: pull instead of build)")
+    la = sub.add_parser("launch", parents=[run], help="print (--dry-run) or run the sky jobs launch commands")
+    la.add_argument("--gpus", required=True, help='GPU types, space-separated: "A100 H100" (A100-80GB, L4, ...)')
+    la.add_argument("--bucket", default="")
+    la.add_argument("--run-name", default="")
+    la.add_argument("--spot", action="store_true")
+    la.add_argument("--price-per-hour", type=float, default=None)
+    la.add_argument("--dry-run", action="store_true")
+    k8 = sub.add_parser("k8s", parents=[run], help="print a batch/v1 Job (YAML) for one comparison")
+    k8.add_argument("--gpu-product", default="")
+    k8.add_argument("--claim", default="dlbench-results")
+    co = sub.add_parser("collect", help="copy a results bucket or folder into results/cloud/<run>")
+    co.add_argument("--source", required=True)
+    co.add_argument("--dest", type=Path, required=True)
+    co.add_argument("--dry-run", action="store_true")
+    a = p.parse_args(argv)
+    try:
+        if a.cmd == "launch":
+            cmds = launch_commands(a.suite, a.gpus.split(), a.stacks.split(), a.size, a.repeats, a.bucket,
+                                   a.run_name, a.spot, a.seed, a.price_per_hour, a.registry)
+            _run(cmds, a.dry_run, "sky", "pip install skypilot, then `sky check` (README \"Run on the cloud\")")
+        elif a.cmd == "k8s":
+            import yaml
+
+            job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim)
+            sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
+        else:
+            if not a.dry_run:
+                a.dest.mkdir(parents=True, exist_ok=True)
+            cmd = collect_from(a.source, a.dest)
+            _run([cmd], a.dry_run, cmd[0], f"install the {cmd[0]} CLI, or mount the bucket and pass its folder")
+    except ValueError as e:
+        p.error(str(e))
+
+
+def _run(cmds: list[list[str]], dry_run: bool, tool: str, how: str) -> None:
+    for cmd in cmds:
+        print(shlex.join(cmd))
+    if dry_run:
+        return
+    if not shutil.which(tool):
+        sys.exit(f"bench.host.cloud: {tool!r} is not installed: {how}")
+    for cmd in cmds:
+        rc = subprocess.run(cmd).returncode
+        if rc:
+            sys.exit(f"bench.host.cloud: {shlex.join(cmd[:3])} ... exited with status {rc}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Registry tags named by what an image is built from, so that a stale image is never reused by mistake.
+
+An image's tag is ``<variant>-<12 hex>``: a SHA-256 over every input of its build (the Dockerfile, the
+install script and uv's own lock, the C-toolchain script, the stack's lock for the variant and its shared
+layer's lock, the build arguments from ``bench/core/stacks.py``, and the bench package itself). A changed lock,
+Dockerfile or harness is a new tag; the same inputs always give the same tag, on any machine and in any checkout.
+
+``python -m bench.host.imagetag STACK|collector VARIANT`` prints the tag (the Makefile's ``push``/``pull``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.core.stacks import get_stack
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMON = ("images/install.sh", "images/uv.lock.txt", "pyproject.toml")
+
+
+def inputs(image: str, variant: str, root: Path = ROOT) -> list[Path]:
+    """The files the build of ``image`` (a stack id, or ``collector``) at ``variant`` reads, sorted.
+
+    Raises:
+        KeyError: an unknown stack. FileNotFoundError: a missing input (e.g. no lock for the variant).
+    """
+    if image == "collector":
+        own = ["images/collector/Dockerfile", "images/collector/requirements.lock"]
+    else:
+        layer = get_stack(image).layer  # KeyError for an unknown stack
+        own = ["images/Dockerfile", "images/c-toolchain.sh", "images/imports.py",
+               f"images/{image}/requirements-{variant}.lock"]
+        if layer:
+            own.append(f"images/layers/{layer}-{variant}.lock")
+    files = [root / p for p in (*COMMON, *own)] + sorted((root / "bench").rglob("*.py"))
+    for f in files:
+        if not f.is_file():
+            raise FileNotFoundError(f"{f.relative_to(root)} (an input of {image}:{variant}) does not exist")
+    return sorted(files)
+
+
+def tag(image: str, variant: str, root: Path = ROOT) -> str:
+    """``<variant>-<first 12 hex of SHA-256>`` over the inputs' paths and contents and the build arguments.
+
+    Raises:
+        as ``inputs``.
+    """
+    h = hashlib.sha256()
+    args = {} if image == "collector" else get_stack(image).build_args()
+    h.update(repr(sorted(args.items())).encode())
+    for f in inputs(image, variant, root):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return f"{variant}-{h.hexdigest()[:12]}"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        sys.exit("usage: python -m bench.host.imagetag STACK|collector VARIANT")
+    try:
+        print(tag(args[0], args[1]))
+    except (KeyError, FileNotFoundError) as e:
+        sys.exit(f"bench.host.imagetag: {e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""One comparison's plan of rounds x stacks, and the launchers that carry it out. Standard library only.
+
+The plan (``plan``) is the one loop: round r runs every stack once, in the order ``bench.host.rounds.order`` gives
+for (stacks, seed, r), and each step passes its stack the same ``bench run`` round arguments (``Step.bench_args``),
+so the schedule in every record, the resume and the drift check are the same whichever launcher ran it:
+
+- ``Compose`` (``make bench-all``): ``make bench-<stack> ROUND=<r>`` per step on this host, one after another,
+  going on past a failed stack; a SkyPilot job runs ``make bench-all`` on its VM (``cloud/run.sh``), so it is
+  this launcher too.
+- ``KubernetesJob`` (``make cloud-k8s``, ``bench.host.cloud.k8s_job``): one init container per step, in order
+  (init containers run one at a time, so the stacks never share the GPU).
+
+``python3 -m bench.host.launch compose --stacks "A B" --rounds N --seed S`` runs the compose launcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bench.host import rounds
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stack's turn in one round: ``round`` (1-based) of ``rounds``, the round's ``order``, and ``seed``."""
+
+    round: int
+    rounds: int
+    stack: str
+    order: tuple[str, ...]
+    seed: int
+
+    def bench_args(self, stacks: Sequence[str]) -> list[str]:
+        """The ``bench run`` arguments that make this step's records carry the plan's schedule (``stacks``: every
+        stack of the comparison, whose shuffle the round's order is)."""
+        return ["--round", str(self.round), "--repeats", str(self.rounds), "--seed", str(self.seed),
+                "--round-stacks", " ".join(stacks)]
+
+
+def plan(stacks: Sequence[str], n_rounds: int, seed: int = rounds.DEFAULT_SEED) -> list[Step]:
+    """Every step of a comparison: ``n_rounds`` rounds of every stack, each round in its shuffled order.
+
+    Raises:
+        ValueError: ``n_rounds`` < 1, no stack, or a stack named twice.
+    """
+    if n_rounds < 1 or not stacks:
+        raise ValueError(f"a comparison needs at least one round and one stack (got {n_rounds}, {list(stacks)})")
+    steps = []
+    for r in range(1, n_rounds + 1):
+        order = tuple(rounds.order(stacks, seed, r))
+        steps += [Step(r, n_rounds, s, order, seed) for s in order]
+    return steps
+
+
+class Launcher(Protocol):
+    """Carries out a plan; returns the stacks (with their round) that did not succeed."""
+
+    def launch(self, steps: Sequence[Step], stacks: Sequence[str]) -> list[str]:
+        """Run or write ``steps`` (``plan``) of the comparison of ``stacks``."""
+
+
+@dataclass
+class Compose:
+    """``make bench-<stack> ROUND=<r>`` per step on this host (the Makefile's compose run of one stack), printing
+    each round's order as it starts. ``run``: how a command runs (returns its exit status; tests pass a fake)."""
+
+    make: str = "make"
+    run: Callable[[list[str]], int] = lambda cmd: subprocess.call(cmd)
+
+    def launch(self, steps: Sequence[Step], stacks: Sequence[str]) -> list[str]:
+        failed = []
+        for step in steps:
+            if step.stack == step.order[0]:
+                print(f"== round {step.round} of {step.rounds} (seed {step.seed}): {' '.join(step.order)}", flush=True)
+            if self.run([self.make, "--no-print-directory", f"bench-{step.stack}", f"ROUND={step.round}"]):
+                failed.append(f"{step.stack}(round {step.round})")
+        return failed
+
+
+@dataclass
+class KubernetesJob:
+    """One init container per step (``container(step, args)``: the container spec for the step's stack, given its
+    ``bench run`` round arguments); ``launch`` appends them, in order, to ``containers`` and fails nothing: the
+    Job runs them."""
+
+    container: Callable[[Step, list[str]], dict[str, Any]]
+    containers: list[dict[str, Any]]
+
+    def launch(self, steps: Sequence[Step], stacks: Sequence[str]) -> list[str]:
+        self.containers += [self.container(step, step.bench_args(stacks)) for step in steps]
+        return []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python3 -m bench.host.launch compose --stacks "A B" --rounds N [--seed S]``: exit 1 when a stack failed."""
+    p = argparse.ArgumentParser(prog="python3 -m bench.host.launch", description=__doc__.splitlines()[0])
+    p.add_argument("launcher", choices=["compose"])
+    p.add_argument("--stacks", required=True, help="space-separated stack ids")
+    p.add_argument("--rounds", type=int, required=True)
+    p.add_argument("--seed", type=int, default=rounds.DEFAULT_SEED)
+    p.add_argument("--make", default="make")
+    a = p.parse_args(argv)
+    try:
+        steps = plan(a.stacks.split(), a.rounds, a.seed)
+    except ValueError as e:
+        p.error(str(e))
+    stacks = a.stacks.split()
+    failed = Compose(a.make).launch(steps, stacks)
+    if failed:
+        print(f"not all cells succeeded in: {' '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

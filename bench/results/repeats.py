@@ -1,0 +1,71 @@
+"""Independent repeats of a cell and the fixed rule that turns them into one record.
+
+Rule (fixed in advance, no best-of-N): each repeat runs in its own process. The cell is ``ok`` only
+when every repeat is ``ok``; otherwise it takes the status and reason of its first repeat that is not.
+For an ``ok`` cell every metric in ``AGGREGATED`` is the median across repeats of that metric (so
+``ms_per_step_p50`` is the median of the within-run p50s), and ``repeats.<metric>`` keeps the values,
+their median, min, max and coefficient of variation (sample std / mean). The metrics derived from others
+(throughput, TFLOP/s, MFU: ``bench.results.derived``) are then recomputed from those medians, never carried over from a
+repeat. Environment, settings, telemetry, history and the per-epoch list ``metrics.epoch_s`` come from repeat 1.
+The per-repeat records stay on disk under ``<stack>/repeats/``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from bench.results.derived import rederive
+
+#: Metrics aggregated across repeats (all of them also get median/min/max/cv in ``repeats``).
+AGGREGATED = ("ms_per_step_mean", "ms_per_step_p50", "ms_per_step_p90", "ms_per_step_std", "ms_per_step_min",
+              "ms_per_step_max", "samples_per_s", "first_epoch_s", "first_step_s", "steady_epoch_s",
+              "total_train_s", "fit_s", "fit_s_per_epoch", "j_per_step", "j_per_epoch", "examples_per_j",
+              "j_per_step_above_idle")
+RULE = ("median across repeats per metric; throughput, TFLOP/s and MFU recomputed from the medians; cell ok only "
+        "if every repeat is ok; no best-of-N")
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """values, median, min, max and cv (sample std / mean; None for fewer than two values or mean 0)."""
+    if not values:
+        return {"values": [], "median": None, "min": None, "max": None, "cv": None}
+    a = np.asarray(values, dtype=np.float64)
+    cv = float(a.std(ddof=1) / a.mean()) if len(a) > 1 and a.mean() != 0 else None
+    return {"values": [float(v) for v in a], "median": float(np.median(a)), "min": float(a.min()),
+            "max": float(a.max()), "cv": cv}
+
+
+def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One cell record from the records of its repeats (ordered by repeat), following ``RULE``.
+
+    Raises:
+        ValueError: ``records`` is empty.
+    """
+    if not records:
+        raise ValueError("no repeat records to aggregate")
+    bad = [r for r in records if r["status"] != "ok"]
+    out = copy.deepcopy(bad[0] if bad else records[0])
+    out["repeat"] = None
+    block: dict[str, Any] = {"n": len(records), "ok": len(records) - len(bad), "rule": RULE,
+                             "statuses": [r["status"] for r in records]}
+    if bad:
+        if len(records) > 1:
+            out["reason"] = f"repeat {bad[0].get('repeat') or 1} of {len(records)}: {bad[0].get('reason')}"
+    else:
+        for key in AGGREGATED:
+            values = [r["metrics"].get(key) for r in records]
+            if any(v is None for v in values):
+                continue
+            block[key] = spread(values)
+            out["metrics"][key] = block[key]["median"]
+        rederive(out)
+    if any(r.get("schedule") for r in records):  # rounds: where each repeat ran, for the drift check
+        block["schedule"] = [{k: (r.get("schedule") or {}).get(k) for k in ("round", "position")} for r in records]
+    walls = [r.get("process", {}).get("wall_s") for r in records]
+    block["process_wall_s"] = [w for w in walls if w is not None]
+    block["gpu_s"] = sum(r.get("process", {}).get("gpu_s") or 0.0 for r in records)
+    out["repeats"] = block
+    return out

@@ -1,0 +1,156 @@
+"""``bench report RUN.csv|DIR ...``: a Markdown report with PNG plots from collected CSVs.
+
+One CSV gives one run's report; several (or a directory: every bench CSV in it, as ``make report``
+passes ``results/``) give one ``report.md`` with a section per run, so the committed
+``results/report.md`` covers every suite that was collected. Per run: its provenance (GPU, driver,
+versions, date), the Method (timing cadence, rounds and drift, settings in effect, data, the
+correctness gate), the Keras 3 benchmark's Table 2 (suite ``paper``: ours beside the published A100
+value, Figure 1's speedup plot), the classic suite's table (ms/step beside the 2017 metric, s/epoch), and the
+tuning study (per stack: out-of-the-box vs best configuration, the full grid beside the reference's published
+time where a row ran the study's settings, plots, and
+which of the study's findings hold on our data). Cells that are not ok are shown with their status and
+their reason in a footnote.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.results.report.classic import classic_section
+from bench.results.report.common import REFERENCE_STACKS, Footnotes, fmt
+from bench.results.report.gpus import cost_line, gpu_comparison, gpu_groups, gpu_seconds, slug
+from bench.results.report.method import correctness_flags, method_section, round_drift
+from bench.results.report.paper import PAPER_CSV, paper_columns, paper_rows, paper_section, published_ms
+from bench.results.report.plots import paper_plots, tuning_plots
+from bench.results.report.provenance import provenance, run_span
+from bench.results.report.tuning import (
+    REFERENCE_CSV,
+    findings,
+    reference_settings,
+    reference_times,
+    tuning_frame,
+    tuning_section,
+)
+
+__all__ = ["Footnotes", "PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "classic_section", "correctness_flags",
+           "findings", "fmt", "gpu_comparison", "gpu_groups", "gpu_seconds", "load_runs", "method_section",
+           "paper_columns", "paper_plots", "paper_rows", "paper_section", "provenance", "published_ms",
+           "read_bench_csv", "reference_settings", "reference_times", "round_drift", "run_sections", "run_span",
+           "tuning_frame", "tuning_plots", "tuning_section", "write_report"]
+
+
+def read_bench_csv(csv_path: Path):
+    """A collected CSV as a DataFrame.
+
+    Raises:
+        FileNotFoundError: the CSV does not exist. ValueError: it is not a bench CSV (a required column
+        is missing, or it cannot be parsed).
+    """
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(csv_path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise ValueError(f"{csv_path} is not a bench CSV ({e})") from e
+    for col in ("stack", "suite", "workload", "variant", "status"):
+        if col not in df.columns:
+            raise ValueError(f"{csv_path} is not a bench CSV (no {col!r} column)")
+    if "baseline" not in df.columns:
+        df["baseline"] = False
+    return df
+
+
+def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes,
+                 price_per_hour: float | None = None) -> list[str]:
+    """One run's sections (headings from ``##``), its PNGs written to ``plot_dir`` and linked as
+    ``link_prefix + file name``; cells that are not ok land in ``notes``. Rows from several GPUs get a
+    "GPUs" comparison and one section per GPU (``bench.results.report.gpus``), never one table together.
+    ``price_per_hour``: $ per GPU-hour, for the cost line (None: GPU-hours only)."""
+    groups = gpu_groups(df)
+    if len(groups) == 1:
+        return _sections(df, plot_dir, link_prefix, notes, price_per_hour)
+    lines = ["## GPUs", "", f"This run holds cells from {len(groups)} GPUs (or the CPU): each has its own section "
+             "below, since cells measured on different GPUs are never compared in one table.", ""]
+    cost = cost_line(df, price_per_hour)
+    lines += ([cost, ""] if cost else []) + gpu_comparison(df)
+    for label, rows in groups:
+        body = _sections(rows, plot_dir / slug(label), f"{link_prefix}{slug(label)}/", notes, price_per_hour)
+        lines += [f"## GPU: {label}", "", *("#" + ln if ln.startswith("#") else ln for ln in body)]
+    return lines
+
+
+def _sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes, price_per_hour: float | None) -> list[str]:
+    tuning = tuning_frame(df)
+    has_paper = bool((df["suite"] == "paper").any())
+    if has_paper or not tuning.empty:
+        plot_dir.mkdir(parents=True, exist_ok=True)
+    plots = tuning_plots(tuning, plot_dir) if not tuning.empty else {}
+    paper_files = paper_plots(df, plot_dir) if has_paper else {}
+
+    def linked(files: dict[str, str]) -> dict[str, str]:
+        return {title: link_prefix + name for title, name in files.items()}
+
+    cost = cost_line(df, price_per_hour)
+    lines = [*provenance(df), *([cost, ""] if cost else []), *method_section(df),
+             *paper_section(df, notes, linked(paper_files)),
+             *classic_section(df, notes), *tuning_section(tuning, notes, linked(plots))]
+    if notes.items:
+        lines += ["## Cells that did not run", "", *notes.lines(), ""]
+    return lines
+
+
+def load_runs(paths: list[Path]) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The collected runs named by ``paths``, each CSV read once; a directory stands for every ``*.csv``
+    directly in it (sorted by name).
+
+    Returns ``([(run, DataFrame)], warnings)`` with ``run`` the CSV's file name without ``.csv``: a CSV
+    found in a directory that is not a bench CSV (for example a ``bench compare --out`` table) is left
+    out with a warning; one named explicitly raises.
+
+    Raises:
+        ValueError: an explicitly named file is not a bench CSV, or no CSV is found at all.
+    """
+    runs: dict[Path, tuple[str, Any]] = {}
+    warnings: list[str] = []
+    for p in paths:
+        if not p.is_dir():
+            runs.setdefault(p.resolve(), (p.stem, read_bench_csv(p)))
+            continue
+        for f in sorted(p.glob("*.csv")):
+            if f.resolve() in runs:
+                continue
+            try:
+                runs[f.resolve()] = (f.stem, read_bench_csv(f))
+            except ValueError as e:
+                warnings.append(f"skipped {e}")
+    if not runs:
+        raise ValueError(f"no bench CSV in {', '.join(map(str, paths))} (run `make collect` first)")
+    return list(runs.values()), warnings
+
+
+def write_report(runs: list[tuple[str, Any]], out_dir: Path, price_per_hour: float | None = None) -> Path:
+    """Write ``out_dir/report.md`` from collected runs (``load_runs``); returns the report's path.
+
+    Each run's PNGs go to ``out_dir/plots/<run>/``. With several runs the report has one
+    ``## Run <run>`` section per run, in the order given. ``price_per_hour``: $ per GPU-hour for the cost
+    lines (None: GPU-hours only; a price is never guessed).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if len(runs) == 1:
+        run, df = runs[0]
+        lines = [f"# Benchmark report: {run}", "",
+                 *run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes(), price_per_hour)]
+    else:
+        lines = ["# Benchmark report", "", "Runs (one section each, from `results/<run>.csv`):", ""]
+        lines += [f"- [{run}](#run-{run.replace('.', '')}): {len(df)} cells, "
+                  f"{int((df['status'] == 'ok').sum())} ok" for run, df in runs]
+        lines.append("")
+        for run, df in runs:
+            body = run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes(f"{run}-"), price_per_hour)
+            lines += [f"## Run {run}", "", *("#" + ln if ln.startswith("#") else ln for ln in body)]
+    path = out_dir / "report.md"
+    tmp = path.with_name(".report.md.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,57 @@
+"""The classic suite's section (the 2017 Keras backend comparison): per stack and workload, our ms/step and,
+beside it, the source's own metric, seconds per epoch of the whole ``fit``."""
+
+from __future__ import annotations
+
+from bench.core.stacks import STACKS
+from bench.results.report.common import Footnotes, _num, fmt
+from bench.results.report.method import correctness_flags
+
+#: The sentence under the table's heading: what each number is.
+METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
+                "comparison's metric (`metrics.fit_s_per_epoch`: the whole `fit` over its epochs, the first epoch "
+                "and each epoch's validation included, as Keras' progress bar timed them).")
+
+
+def cell_text(row) -> str:
+    """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric (records from
+    before it was added have ms/step only)."""
+    text = fmt(row.get("metrics.ms_per_step_mean"), 2)
+    per_epoch = _num(row.get("metrics.fit_s_per_epoch"))
+    return text if per_epoch is None else f"{text} · {per_epoch:.2f} s/epoch"
+
+
+def classic_section(df, notes: Footnotes) -> list[str]:
+    """The classic suite's table: ms/step (mean) and the 2017 metric s/epoch per workload and stack, not-ok cells as
+    footnotes; a cell the correctness gate flags carries ⚠, a full-size cell on synthetic data (syn), each explained
+    below the table."""
+    rows = df[df["suite"] == "classic"]
+    if rows.empty:
+        return []
+    stacks = [s for s in STACKS if s in set(rows["stack"])]
+    flagged = {(f["stack"], f["workload"], f["variant"]) for f in correctness_flags(rows)}
+    marks: set[str] = set()
+    out = ["## Classic suite: ms/step (mean over steady-state steps) · s/epoch (the 2017 metric)", "", METRICS_NOTE, "",
+           "| workload | task | " + " | ".join(stacks) + " |", "|---|---|" + "---|" * len(stacks)]
+    for (w, t), g in rows.groupby(["workload", "task"], sort=False):
+        cells = []
+        for s in stacks:
+            r = g[g["stack"] == s]
+            if r.empty:
+                cells.append("-")
+            else:
+                r = r.iloc[0]
+                if r["status"] != "ok":
+                    cells.append(notes.ref(r))
+                    continue
+                text = cell_text(r)
+                if (s, w, r["variant"]) in flagged:
+                    text += " ⚠"
+                    marks.add("⚠: flagged by the correctness gate (Method section): the model did not learn like "
+                              "the others'")
+                if r.get("size") == "full" and r.get("data.source") == "synthetic":
+                    text += " (syn)"
+                    marks.add("(syn): synthetic data, asked for with --data synthetic: not the published task")
+                cells.append(text)
+        out.append(f"| {w} | {t} | " + " | ".join(cells) + " |")
+    return out + [""] + [f"{m}" for m in sorted(marks)] + ([""] if marks else [])

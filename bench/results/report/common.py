@@ -1,0 +1,56 @@
+"""What every report section uses: number formatting, the footnotes of cells that did not run, and
+the published stack names."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from bench.core.stacks import STACKS
+
+#: A stack's name in the published tables -> our stack id (``Stack.reference``).
+REFERENCE_STACKS = {s.reference: s.id for s in STACKS.values() if s.reference}
+
+
+def _num(v) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def json_list(value: Any) -> list | None:
+    """A list the collector stored as JSON text in a CSV cell (``history.loss``, ``repeats.*.values``), or None
+    when the cell holds no such list."""
+    if not isinstance(value, str) or not value.startswith("["):
+        return None
+    try:
+        out = json.loads(value)
+    except ValueError:
+        return None
+    return out if isinstance(out, list) else None
+
+
+def fmt(v, digits: int = 1, unit: str = "") -> str:
+    """``v`` with ``digits`` decimals and ``unit``, or ``n/a`` when it is not a number."""
+    f = _num(v)
+    return "n/a" if f is None else f"{f:.{digits}f}{unit}"
+
+
+class Footnotes:
+    """Collects reasons of cells that are not ok; ``ref`` returns the marker to put in a table.
+
+    ``prefix`` keeps the labels of several runs in one document apart (``[^paper-full-gpu-1]``)."""
+
+    def __init__(self, prefix: str = ""):
+        self.prefix = prefix
+        self.items: list[str] = []
+
+    def ref(self, row) -> str:
+        self.items.append(f"{row['stack']} {row['workload']} {row['variant']}: {row['status']}: {row.get('reason')}")
+        return f"{row['status']} [^{self.prefix}{len(self.items)}]"
+
+    def lines(self) -> list[str]:
+        return [f"[^{self.prefix}{i}]: {text}" for i, text in enumerate(self.items, 1)]

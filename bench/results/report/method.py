@@ -1,0 +1,187 @@
+"""The Method section: how the run's numbers were taken, read from its records only.
+
+Timing cadence, order (rounds, seed) and drift between the first and last round, TF32 and compile/jit
+settings per stack, data source, and the correctness gate (``correctness_flags``). Nothing here is
+hand-written: a line appears only when the CSV's columns back it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.results.report.common import json_list
+
+#: Correctness gate: a stack's final validation accuracy may be this far (absolute) from the median of the
+#: stacks on the same workload and task before it is flagged. Full size, real data only: smoke and synthetic
+#: runs do not learn the published task. keras #20713 (torch backend < 90 % on MNIST where TF/JAX reach 98-99 %)
+#: is the kind of gap it is there to catch.
+ACCURACY_TOLERANCE = 0.02
+
+
+def _col(df, name: str):
+    """Column ``name`` as text, empty where the CSV has no such column (older records)."""
+    import pandas as pd
+
+    return df[name].astype(str) if name in df.columns else pd.Series("", index=df.index)
+
+
+def correctness_flags(df) -> list[dict[str, Any]]:
+    """Fit cells whose model did not learn like the others'.
+
+    Per ok ``fit`` row: ``loss`` did not fall (last epoch's training loss >= the first's, any size), or
+    (``full`` size, real data, at least 3 stacks) its final ``val_accuracy`` is more than
+    ``ACCURACY_TOLERANCE`` from the median of the stacks on the same suite, workload, variant and batch.
+
+    Returns:
+        One dict per flag: stack, workload, variant, check (``loss did not fall`` / ``val_accuracy``), value,
+        and for accuracy the median it was compared with.
+    """
+    import numpy as np
+
+    if "history.loss" not in df.columns:
+        return []
+    fit = df[(df["status"] == "ok") & (_col(df, "task") == "fit")]
+    flags: list[dict[str, Any]] = []
+    for _, r in fit.iterrows():
+        loss = json_list(r.get("history.loss"))
+        if loss and len(loss) >= 2 and not loss[-1] < loss[0]:
+            flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
+                          "check": "loss did not fall", "value": f"{loss[0]:.4g} -> {loss[-1]:.4g}"})
+    if "history.val_accuracy" not in fit.columns:
+        return flags
+    full = fit[(_col(fit, "size") == "full") & (_col(fit, "data.source") == "real")].copy()
+    full["final_val_acc"] = full["history.val_accuracy"].map(lambda v: (json_list(v) or [None])[-1])
+    for _, group in full.groupby(["suite", "workload", "variant", "batch_size"], dropna=False):
+        accs = group["final_val_acc"].dropna()
+        if accs.size < 3:
+            continue
+        median = float(np.median(accs))
+        for _, r in group.iterrows():
+            acc = r["final_val_acc"]
+            if acc is not None and abs(acc - median) > ACCURACY_TOLERANCE:
+                flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
+                              "check": "val_accuracy", "value": f"{acc:.4f}", "median": f"{median:.4f}"})
+    return flags
+
+
+def round_drift(df) -> list[tuple[str, int, float]]:
+    """Per stack with several rounds: (stack, cells, median of last round's / first round's mean ms/step).
+
+    A value far from 1 means the machine drifted during the run (or the cells vary a lot run to run); with
+    rounds in a shuffled order the drift falls on every stack, so compare the stacks' ratios too.
+    """
+    import numpy as np
+
+    col = "repeats.ms_per_step_mean.values"
+    if col not in df.columns:
+        return []
+    out = []
+    for stack, rows in df[df["status"] == "ok"].groupby("stack", sort=True):
+        ratios = [v[-1] / v[0] for v in map(json_list, rows[col]) if v and len(v) >= 2 and v[0]]
+        if ratios:
+            out.append((stack, len(ratios), float(np.median(ratios))))
+    return out
+
+
+#: Rows that break a rule of a valid GPU measurement: (column, what it means).
+RULES = (("gpu_before.processes", "GPU busy: another process was on the GPU"),
+         ("env.gpu.mig_mode", "MIG mode: a GPU slice, while power and MFU are the whole GPU's"),
+         ("telemetry.throttled", "throttled: thermal or hardware clock-event reasons in the timed window"))
+
+
+def _set(value: Any) -> bool:
+    """True for a true flag or a positive count (a CSV cell: bool, number or their text; NaN is unset)."""
+    text = str(value).lower()
+    if text == "true":
+        return True
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
+
+
+def rule_breaks(df) -> list[tuple[str, list[str]]]:
+    """Per rule of ``RULES`` that some ok row breaks: (what it means, ["stack workload variant", ...])."""
+    ok = df[df["status"] == "ok"]
+    out = []
+    for col, meaning in RULES:
+        if col not in ok.columns:
+            continue
+        hit = ok[ok[col].map(_set)]
+        if not hit.empty:
+            out.append((meaning, [f"{r.stack} {r.workload} {r.variant}" for r in hit.itertuples()]))
+    return out
+
+
+def _counts(df, col: str) -> str:
+    if col not in df.columns or df[col].isna().all():
+        return "not recorded"
+    counts = df[col].astype(str).value_counts()
+    return ", ".join(f"`{k}` {n}" for k, n in sorted(counts.items()))
+
+
+def _per_stack(df, cols: tuple[str, ...]) -> list[str]:
+    lines = []
+    for stack, rows in df.groupby("stack", sort=True):
+        parts = []
+        for col in cols:
+            if col in rows.columns and rows[col].notna().any():
+                vals = sorted({str(v) for v in rows[col].dropna()})
+                parts.append(f"{col.removeprefix('settings.')} {', '.join(vals)}")
+        if parts:
+            lines.append(f"  - {stack}: {'; '.join(parts)}")
+    return lines
+
+
+def method_section(df) -> list[str]:
+    """Markdown lines of the Method section for the run in ``df`` (empty when it has no ok cell)."""
+    ok = df[df["status"] == "ok"]
+    if ok.empty:
+        return []
+    lines = ["## Method", "", "Read from this run's records (README, \"How timing works\").", ""]
+    lines.append("- Timing cadence (`settings.sync`: where the timer waits for the device): "
+                 + _counts(ok, "settings.sync"))
+    if "metrics.ms_per_step_basis" in ok.columns:
+        lines.append(f"- Spread (p50/p90) over: {_counts(ok, 'metrics.ms_per_step_basis')}")
+    if "schedule.seed" in ok.columns and ok["schedule.seed"].notna().any():
+        seeds = sorted({int(s) for s in ok["schedule.seed"].dropna()})
+        rounds = sorted({int(s) for s in ok["schedule.rounds"].dropna()}) if "schedule.rounds" in ok else []
+        lines.append(f"- Order: {', '.join(map(str, rounds)) or 'n/a'} round(s), every stack once per round in an "
+                     f"order shuffled with seed {', '.join(map(str, seeds))} (`schedule.*` in each row)")
+    else:
+        lines.append("- Order: not run in rounds (no `schedule` in the records)")
+    drift = round_drift(ok)
+    if drift:
+        lines.append("- Drift, last round's / first round's mean ms/step (median over a stack's cells): "
+                     + ", ".join(f"{s} {ratio:.3f} ({n} cells)" for s, n, ratio in drift))
+    math = _per_stack(ok, ("settings.tf32", "settings.tf32_matmul", "settings.tf32_conv"))
+    if math:  # older records (before the per-op fields) have none
+        lines += ["- Math mode per stack: the `tf32` knob (default: each framework's shipped mode, as the sources "
+                  "ran; off: strict FP32; on: TF32 everywhere) and whether float32 matmuls and convolutions could "
+                  "use TF32 in effect (`settings.tf32_matmul`, `settings.tf32_conv`; never on a CPU):", *math]
+    per_stack = _per_stack(ok, ("settings.jit_compile", "settings.compile", "settings.precision"))
+    if per_stack:
+        lines += ["- Compile and precision settings in effect, per stack:", *per_stack]
+    synthetic = (_col(ok, "data.source") == "synthetic").any()
+    lines.append(f"- Data (`data.source`): {_counts(ok, 'data.source')}"
+                 + (" (synthetic rows do not measure the published task)" if synthetic else ""))
+    breaks = rule_breaks(df)
+    if breaks:
+        lines.append("- **Rows that break a rule** (their numbers are not comparable with the others'):")
+        lines += [f"  - {meaning}: {', '.join(rows)}" for meaning, rows in breaks]
+    else:
+        lines.append("- No row broke a rule (GPU busy, MIG, thermal/hardware throttling).")
+    flags = correctness_flags(df)
+    full_real = ((_col(ok, "size") == "full") & (_col(ok, "data.source") == "real")).any()
+    lines.append(f"- Correctness gate: every fit row's training loss must fall; at full size on real data, final "
+                 f"val_accuracy within {ACCURACY_TOLERANCE:.0%} (absolute) of the stacks' median"
+                 + ("" if full_real else " (no full-size real-data rows here: only the loss check applied)"))
+    if flags:
+        lines += ["", "| stack | workload | variant | check | value | median |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {f['stack']} | {f['workload']} | {f['variant']} | {f['check']} | {f['value']} | "
+                  f"{f.get('median', '')} |" for f in flags]
+        lines += ["", "**Speed numbers of flagged rows stand beside a model that did not learn like the others'.**"]
+    else:
+        lines.append("- No row flagged.")
+    return lines + [""]

@@ -1,0 +1,173 @@
+"""The Keras 3 benchmark's section (suite ``paper``): Table 2 with ours beside the published A100 value,
+throughput and MFU, Figure 1's speedup plot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.core import reference
+from bench.core.stacks import STACKS
+from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt
+
+PAPER_CSV = "keras_io_benchmarks_2024.csv"
+
+
+def paper_columns(df) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The paper table's stack columns: (Keras stacks, the published ones; other stacks), in ``STACKS``
+    order, each a default stack or one that has paper rows in ``df``."""
+    ran = set(df.loc[df["suite"] == "paper", "stack"]) if {"suite", "stack"} <= set(df.columns) else set()
+    shown = [s for s in STACKS.values() if s.default or s.id in ran]
+    return (tuple(s.id for s in shown if s.engine == "keras"), tuple(s.id for s in shown if s.engine != "keras"))
+
+
+# ---- the Keras 3 benchmark (suite ``paper``) ------------------------------------------------------------
+
+def published_ms() -> dict[tuple[str, str, int, str], float | None]:
+    """(model, task, batch size, stack id) -> published A100 ms/step (None where the source says NA)."""
+    return {(r["model"], r["task"], int(r["batch_size"]), REFERENCE_STACKS[r["stack"]]): _num(r["ms_per_step"])
+            for r in reference.read_csv(PAPER_CSV)}
+
+
+def paper_rows(df) -> list[dict[str, Any]]:
+    """One entry per published row (model, task, batch) plus any extra row we ran, each with our cell per
+    stack (the CSV row or None) and the published value per stack."""
+    pub = published_ms()
+    keys = list(dict.fromkeys((m, t, b) for m, t, b, _ in pub))
+    ours = df[df["suite"] == "paper"] if "suite" in df.columns else df.iloc[0:0]
+    for _, r in ours.iterrows():
+        key = (r["workload"], r["task"], int(r["batch_size"]) if _num(r.get("batch_size")) is not None else -1)
+        if key not in keys:
+            keys.append(key)
+    rows = []
+    for m, t, b in keys:
+        cells = {}
+        for sid in STACKS:
+            hit = ours[(ours["workload"] == m) & (ours["task"] == t) & (ours["stack"] == sid)
+                       & (ours["batch_size"].map(_num) == b)] if not ours.empty else ours
+            cells[sid] = hit.iloc[0] if len(hit) else None
+        rows.append({"model": m, "task": t, "batch": b, "ours": cells,
+                     "published": {sid: pub.get((m, t, b, sid)) for sid in STACKS}})
+    return rows
+
+
+def ours_ms(cell) -> float | None:
+    """A paper cell's mean ms/step, None when it did not run ok."""
+    return _num(cell["metrics.ms_per_step_mean"]) if cell is not None and cell["status"] == "ok" else None
+
+
+def source_mismatch(cell) -> list[str]:
+    """Why a paper cell (a CSV row) was not run as the source ran it (empty when it was): not full size on a
+    GPU, a knob override (any ``settings_requested.*``: a named variant), timed steps other than the
+    source's 100 (``benchmark/__init__.py@v0.0.5`` NUM_STEPS), or a sequence length other than the
+    published one (BERT 512, Gemma/Mistral 128). The batch is the published one by construction: only
+    published (model, task, batch) rows have a published value."""
+    from bench.core.reference.keras_benchmarks import NUM_STEPS, SEQ_LENGTH
+
+    why = []
+    if cell["device"] != "gpu" or cell["size"] != "full":
+        why.append(f"{cell['size']} size on {cell['device']}")
+    knobs = sorted(str(c).split(".", 1)[1] for c in cell.index
+                   if str(c).startswith("settings_requested.") and _present(cell[c]))
+    if knobs:
+        why.append("knob " + ", ".join(knobs))
+    steps = _num(cell.get("metrics.steps"))
+    if steps != NUM_STEPS:
+        why.append(f"{fmt(steps, 0)} timed steps, not {NUM_STEPS}")
+    full_seq = SEQ_LENGTH.get(cell["workload"])
+    seq = _num(cell.get("settings.model_config.seq_len"))
+    if full_seq is not None and seq != full_seq:
+        why.append(f"sequence length {fmt(seq, 0)}, not {full_seq}")
+    return why
+
+
+def _present(value) -> bool:
+    """A CSV cell holds a value (not empty, not NaN)."""
+    return value is not None and not (isinstance(value, float) and value != value) and value != ""
+
+
+def best_keras3(values: dict[str, float | None]) -> tuple[str | None, float | None]:
+    """The fastest Keras 3 stack of ``values`` (stack id -> ms/step) and its value; (None, None) without one."""
+    ok = {s: v for s, v in values.items() if STACKS[s].keras_major == 3 and v is not None}
+    if not ok:
+        return None, None
+    sid = min(ok, key=ok.get)
+    return sid, ok[sid]
+
+
+def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
+    """Table 2 of the Keras 3 benchmark with our value beside the published one (ours / A100, ratio)."""
+    if "suite" not in df.columns or not (df["suite"] == "paper").any():
+        return []
+    rows = paper_rows(df)
+    keras_cols, other_cols = paper_columns(df)
+    head = ["model", "task", "batch", *(STACKS[s].label for s in keras_cols), "Keras 3 best",
+            *(STACKS[s].label for s in other_cols)]
+    out = ["## Keras 3 benchmark (Table 2 layout)", "",
+           "ms/step (mean over the timed steps, lower is better). Each cell: ours / published A100 value, and "
+           "ours divided by published only where the cell ran as the source ran it (`source_mismatch`: the "
+           "default variant with no knob override, the published batch, 100 timed steps and sequence length, "
+           "full size on a GPU; a full-size GPU cell that differs says why instead). "
+           "README's \"Method vs the sources\" lists the settings beside the source's. "
+           "Bold: our fastest Keras 3 stack. "
+           "The published table has no plain PyTorch column.", "", "| " + " | ".join(head) + " |",
+           "|" + "---|" * len(head)]
+    for row in rows:
+        ours = {sid: ours_ms(c) for sid, c in row["ours"].items()}
+        best_sid, best = best_keras3(ours)
+        _, pub_best = best_keras3(row["published"])
+        cells = []
+        for sid in keras_cols:
+            cell, pub = row["ours"][sid], row["published"][sid]
+            pub_text = fmt(pub, 2) if pub is not None else "NA"
+            if cell is None:
+                text = f"not run / {pub_text}"
+            elif cell["status"] != "ok":
+                text = f"{notes.ref(cell)} / {pub_text}"
+            else:
+                mine = fmt(ours[sid], 2)
+                mine = f"**{mine}**" if sid == best_sid else mine
+                why = source_mismatch(cell)
+                ratio = f" ({ours[sid] / pub:.2f}x)" if pub and not why else ""
+                if pub and why and cell["device"] == "gpu" and cell["size"] == "full":
+                    ratio = f" (no ratio: {'; '.join(why)})"
+                text = f"{mine} / {pub_text}{ratio}"
+            cells.append(text)
+        best_text = f"{fmt(best, 2)} / {fmt(pub_best, 2)}" if best is not None else f"n/a / {fmt(pub_best, 2)}"
+        others = []
+        for sid in other_cols:
+            cell = row["ours"][sid]
+            others.append("not run" if cell is None else notes.ref(cell) if cell["status"] != "ok"
+                          else fmt(ours[sid], 2))
+        out.append(f"| {row['model']} | {row['task']} | {row['batch']} | " + " | ".join(cells)
+                   + f" | {best_text} | " + " | ".join(others) + " |")
+    out += ["", *paper_throughput(rows, keras_cols + other_cols)]
+    for title, name in plots.items():
+        out.append(f"![{title}]({name})")
+    return out + [""]
+
+
+def paper_throughput(rows: list[dict[str, Any]], stacks: tuple[str, ...]) -> list[str]:
+    """Throughput (examples/s; tokens/s for generate) and MFU per stack (``stacks``) for every row we ran."""
+    lines = []
+    for row in rows:
+        cells = []
+        for sid in stacks:
+            c = row["ours"][sid]
+            if c is None or c["status"] != "ok":
+                cells.append("")
+                continue
+            key = "metrics.tokens_per_s" if row["task"] == "generate" else "metrics.examples_per_s"
+            rate = fmt(_num(c.get(key)), 1, " tok/s" if row["task"] == "generate" else "/s")
+            mfu, measured = _num(c.get("metrics.mfu")), _num(c.get("metrics.mfu_measured"))
+            cells.append(rate + (f", MFU {100 * mfu:.1f} %" if mfu is not None else "")
+                         + (f" ({100 * measured:.1f} % of measured peak)" if measured is not None else ""))
+        if any(cells):
+            lines.append(f"| {row['model']} | {row['task']} | {row['batch']} | " + " | ".join(cells) + " |")
+    if not lines:
+        return []
+    head = ["model", "task", "batch", *stacks]
+    return ["Throughput (examples/s; generated tokens/s for generate) and MFU (model FLOPs from "
+            "`bench/core/reference/paper_flops.csv` over the GPU's dense peak for the dtype in use; blank where "
+            "the GPU or the shapes are not tabulated; in brackets, over the GEMM peak `make doctor` measured "
+            "in that image on that GPU):", "", "| " + " | ".join(head) + " |",
+            "|" + "---|" * len(head), *lines, ""]

@@ -1,0 +1,64 @@
+"""The provenance section: when, on what GPU, driver, CPU and images, which framework versions."""
+
+from __future__ import annotations
+
+from bench.core.stacks import STACKS
+
+
+def run_span(df) -> str:
+    """The run's date and span: first cell start to last cell end (UTC), and the cells' own process time
+    (what the runner measured per cell; the span also holds container starts and image checks)."""
+    import pandas as pd
+
+    end = pd.to_datetime(df["finished_utc"], utc=True, errors="coerce") if "finished_utc" in df else None
+    if end is None or end.isna().all():
+        return "- Run date: n/a"
+    start = pd.to_datetime(df["started_utc"], utc=True, errors="coerce") if "started_utc" in df else end
+    first, last = start.min() if start.notna().any() else end.min(), end.max()
+    text = (f"- Run date (UTC): {first:%Y-%m-%d}; cells ran from {first:%H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} "
+            f"({(last - first).total_seconds() / 60:.1f} min")
+    if "process.wall_s" in df and df["process.wall_s"].notna().any():
+        text += f"; cell processes {df['process.wall_s'].sum() / 60:.1f} min in all"
+    return text + ")"
+
+
+def provenance(df) -> list[str]:
+    """Markdown lines: when, device, GPU, driver, CPU, images, commit, per-stack framework versions, and
+    warnings (CPU rows, MIG, PTX JIT, throttling) for the run in ``df``."""
+    def uniq(col: str) -> str:
+        if col not in df.columns:
+            return "n/a"
+        vals = sorted({str(v) for v in df[col].dropna() if str(v) not in ("", "nan")})
+        return ", ".join(vals) or "n/a"
+
+    lines = ["## Provenance", "", run_span(df),
+             f"- Device: {uniq('device')}; GPU: {uniq('env.gpu.name')}; driver: {uniq('env.gpu.driver')}",
+             f"- CPU: {uniq('env.cpu_model')}; host: {uniq('env.host')}; images: {uniq('env.image')}",
+             f"- bench git commit: {uniq('env.git_commit')}"]
+    for sid in STACKS:
+        rows = df[df["stack"] == sid]
+        if rows.empty:
+            continue
+        pk = [c for c in rows.columns if c.startswith("env.packages.") and rows[c].notna().any()]
+        versions = ", ".join(f"{c.removeprefix('env.packages.')} {rows[c].dropna().iloc[0]}" for c in pk
+                             if c.removeprefix("env.packages.") in ("tensorflow", "tf-keras", "keras", "jax",
+                                                                    "jaxlib", "torch"))
+        py = rows["env.python"].dropna() if "env.python" in rows else []
+        lines.append(f"- {sid}: {versions or 'n/a'}; Python {py.iloc[0] if len(py) else 'n/a'}")
+    if (df["device"] == "cpu").any():
+        lines.append("- **CPU rows are smoke tests of the harness, not GPU benchmarks.**")
+    if _flagged(df, "env.gpu.mig_mode"):
+        lines.append("- **MIG mode: the GPU was partitioned; power, energy and MFU are the whole GPU's figures, "
+                     "not comparable with a full GPU's.**")
+    jit = _flagged(df, "env.cuda_cache.jit_compiled")
+    if jit:
+        lines.append(f"- {jit} cell(s) paid for the driver's PTX JIT compilation (the CUDA cache grew): their "
+                     "first step/epoch includes it; steady-state figures do not.")
+    return lines + [""]
+
+
+def _flagged(df, col: str) -> int:
+    """How many rows have ``col`` true (0 when the column is absent)."""
+    if col not in df.columns:
+        return 0
+    return int(df[col].map(lambda v: str(v).lower() == "true").sum())

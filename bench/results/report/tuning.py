@@ -1,0 +1,234 @@
+"""The tuning study's section (MNIST CNN on an RTX 4060 Ti): per stack out-of-the-box vs best, the grid
+beside the reference's published times, the study's findings checked on our data, and plots."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bench.core import reference
+from bench.core.knobs import normalise, variant_name
+from bench.core.stacks import STACKS, get_stack
+from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list
+
+REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
+#: The study's run, from the header of ``REFERENCE_CSV``: the model, the whole of MNIST's 60,000 training images,
+#: 41 epochs of batch 256 on a GPU, timed as whole epochs (our ``sync=epoch``); tf.data shuffled from a buffer
+#: of 20,000 (the post). A row is paired with a published time only when it ran all of these (``study_mismatch``).
+STUDY = {"workload": "mnist_cnn_tuning", "size": "full", "device": "gpu", "batch_size": 256, "metrics.epochs": 41,
+         "data.source": "real", "data.n_train": 60000, "settings.sync": "epoch"}
+STUDY_TF_DATA_SHUFFLE_BUFFER = 20_000
+
+
+# ---- the reference's published tuning times -------------------------------------------------------
+
+def reference_settings(row: dict[str, str]) -> list[tuple[dict[str, Any], float]]:
+    """(settings, published seconds for 41 epochs) pairs of one reference row; a PyTorch
+    tensor_dataset row gives a second pair for its time_preload_s column (preload=True)."""
+    stack = REFERENCE_STACKS.get(row["stack"])
+    if stack is None:
+        return []
+    engine = get_stack(stack).engine
+    if engine == "keras":
+        jit = {"false": False, "true": True, "auto": "auto"}[row["jit"]]
+        s = {"data_pipeline": row["data_pipeline"], "steps_per_execution": int(row["steps_per_execution"]),
+             "jit_compile": jit, "precision": row["precision"]}
+    else:
+        s = {"data_pipeline": row["data_pipeline"],
+             "num_workers": int(row["num_workers"] or 0), "compile": row["jit"], "precision": row["precision"],
+             "grad_scaler": row["grad_scaler"] == "true",
+             # the study's set_float32_matmul_precision("high") is our tf32=on (cuDNN's TF32 is on by default)
+             "tf32": "on" if row["matmul_precision"] in ("high", "medium") else "default"}
+    out = []
+    if _num(row["time_s"]) is not None:
+        out.append((normalise(engine, s), float(row["time_s"])))
+    if engine == "torch" and row["data_pipeline"] == "tensor_dataset" and _num(row["time_preload_s"]) is not None:
+        out.append((normalise(engine, {**s, "preload": True}), float(row["time_preload_s"])))
+    return out
+
+
+def reference_times() -> dict[tuple[str, str], float]:
+    """(stack id, variant name) -> published whole-training seconds (41 epochs, RTX 4060 Ti)."""
+    out = {}
+    for row in reference.read_csv(REFERENCE_CSV):
+        for settings, seconds in reference_settings(row):
+            out[(REFERENCE_STACKS[row["stack"]], variant_name(settings))] = seconds
+    return out
+
+
+def _same(value, expected) -> bool:
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        return _num(value) == expected
+    return value == expected
+
+
+def _shown(value) -> str:
+    """A CSV value in a sentence: 'not recorded' when missing, integral floats as integers."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "not recorded"
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def study_mismatch(row) -> str | None:
+    """Why a tuning row's run differs from the study's beyond its knobs (None: it ran the study's settings).
+
+    Checks ``STUDY`` (model, size, device, batch, epochs, real data and its size, timing cadence), and for a
+    tf.data pipeline the shuffle buffer (``STUDY_TF_DATA_SHUFFLE_BUFFER``). A column the CSV lacks (a record
+    from before it was written) is a mismatch: nothing unrecorded is assumed to match.
+    """
+    for col, expected in STUDY.items():
+        value = row.get(col)
+        if not _same(value, expected):
+            return f"{col}={_shown(value)}"
+    buffer = row.get("settings.shuffle_buffer")
+    if row.get("settings.data_pipeline") in ("tf_data_numpy", "tf_data_tensors") and \
+            not _same(buffer, STUDY_TF_DATA_SHUFFLE_BUFFER):
+        return f"settings.shuffle_buffer={_shown(buffer)}"
+    return None
+
+
+def _final_loss(row) -> float | None:
+    vals = json_list(row.get("history.loss"))
+    return float(vals[-1]) if vals else None
+
+
+def tuning_frame(df):
+    """The tuning suite's rows of ``df`` with ``time_s`` (whole training, s), the last epoch's training loss
+    (``final_loss``), and for a row with a published counterpart (same stack and knobs: ``reference_times``)
+    either the published time (``reference_time_s``, when the row ran the study's settings) or why not
+    (``reference_mismatch``, ``study_mismatch``): a time of another run beside ours would mislead."""
+    rows = df[df["suite"] == "tuning"].copy()
+    if rows.empty:
+        return rows
+    ref = reference_times()
+    rows["time_s"] = rows.get("metrics.total_train_s")
+    published = [ref.get((s, v)) for s, v in zip(rows["stack"], rows["variant"], strict=True)]
+    why = [study_mismatch(r) if p is not None else None for p, (_, r) in zip(published, rows.iterrows(), strict=True)]
+    rows["reference_time_s"] = [p if w is None else None for p, w in zip(published, why, strict=True)]
+    rows["reference_mismatch"] = why
+    rows["final_loss"] = [_final_loss(r) for _, r in rows.iterrows()]
+    return rows
+
+
+def pairing_note(rows) -> str:
+    """The sentence under the tuning section's intro that says which rows carry a published time, and why the
+    others with a published counterpart do not (the first reason, with how many rows share it)."""
+    study = ", ".join(f"{k}={v}" for k, v in STUDY.items())
+    text = (f"Reference times are paired only with rows that ran the study's settings ({study}; tf.data shuffle "
+            f"buffer {STUDY_TF_DATA_SHUFFLE_BUFFER:,}) and the same knobs (the variant).")
+    why = rows["reference_mismatch"].dropna() if "reference_mismatch" in rows else []
+    if len(why):
+        counts = why.value_counts()
+        text += (f" {len(why)} row(s) with a published counterpart are not paired: "
+                 + "; ".join(f"{reason} ({n})" for reason, n in counts.items()) + ".")
+    return text
+
+
+def _col(r, name):
+    return r[name] if name in r.index else None
+
+
+def as_bool(v) -> bool | None:
+    """A CSV boolean (True/False, 'True'/'False'); None when missing."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v in ("True", "False"):
+        return v == "True"
+    return None
+
+
+def tuning_section(rows, notes: Footnotes, plots: dict[str, str]) -> list[str]:
+    """The tuning study's section: per stack out-of-the-box vs best time, the grid beside the published
+    times, the study's findings checked on our rows, and the plots (``plots``: title -> link)."""
+    if rows.empty:
+        return []
+    out = ["## Tuning study (MNIST CNN)", "",
+           "Time = training steps of all epochs, compilation included, validation excluded (the study's "
+           "whole-training seconds). Reference = the published time on an RTX 4060 Ti (other hardware: "
+           "compare shapes, not absolute values). J/epoch from the NVML energy counter.", "",
+           pairing_note(rows), "",
+           "### Out of the box vs best, per stack", "",
+           "| stack | out-of-the-box | time (s) | best configuration | time (s) | speedup | GPU util % | "
+           "power W | J/epoch | final loss |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for sid in [s for s in STACKS if s in set(rows["stack"])]:
+        g = rows[rows["stack"] == sid]
+        ok = g[g["status"] == "ok"].dropna(subset=["time_s"])
+        base = g[g["baseline"].map(as_bool) == True]  # noqa: E712  (pandas column comparison)
+        if ok.empty:
+            out.append(f"| {sid} | " + " | ".join(["n/a"] * 9) + " |")
+            continue
+        best = ok.loc[ok["time_s"].idxmin()]
+        b = base.iloc[0] if not base.empty else None
+        b_time = _num(b["time_s"]) if b is not None and b["status"] == "ok" else None
+        speed = f"{b_time / best['time_s']:.2f}x" if b_time else "n/a"
+        if b is None:
+            b_name, b_text = "n/a", "n/a"
+        else:
+            b_name, b_text = b["variant"], fmt(b_time) if b["status"] == "ok" else notes.ref(b)
+        out.append(f"| {sid} | {b_name} | {b_text} | {best['variant']} | {fmt(best['time_s'])} | {speed} | "
+                   f"{fmt(_col(best, 'telemetry.gpu_util_pct.mean'))} | {fmt(_col(best, 'telemetry.power_w.mean'))} | "
+                   f"{fmt(_col(best, 'metrics.j_per_epoch'))} | {fmt(best['final_loss'], 4)} |")
+    out += ["", "### Full grid", "",
+            "| stack | configuration | status | time (s) | reference (s) | ms/step p50 | GPU util % | power W | "
+            "J/epoch | throttled |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in rows.sort_values(["stack", "variant"]).iterrows():
+        status = "ok" if r["status"] == "ok" else notes.ref(r)
+        thr = {True: "yes", False: "no"}.get(as_bool(_col(r, "telemetry.throttled")), "n/a")
+        name = f"{r['variant']}{' (baseline)' if as_bool(r['baseline']) else ''}"
+        out.append(f"| {r['stack']} | {name} | {status} | {fmt(r['time_s'])} | {fmt(r['reference_time_s'])} | "
+                   f"{fmt(_col(r, 'metrics.ms_per_step_p50'), 2)} | {fmt(_col(r, 'telemetry.gpu_util_pct.mean'))} | "
+                   f"{fmt(_col(r, 'telemetry.power_w.mean'))} | {fmt(_col(r, 'metrics.j_per_epoch'))} | {thr} |")
+    caveat = (" (CPU smoke run: says nothing about GPUs)" if (rows["device"] == "cpu").any() else "")
+    out += ["", f"### What the study found, checked on our data{caveat}", "", *findings(rows), ""]
+    for title, name in plots.items():
+        out.append(f"![{title}]({name})")
+    return out + [""]
+
+
+def findings(rows) -> list[str]:
+    """Sentences that say, from our data, whether two of the study's findings hold."""
+    ok = rows[(rows["status"] == "ok") & rows["time_s"].notna()]
+    out = []
+    keras = ok[ok["stack"].map(lambda s: get_stack(s).engine == "keras")]
+    pairs = []
+    for _, r in keras.iterrows():
+        if int(_settings_of(r).get("steps_per_execution", 1)) != 512:
+            continue
+        twin = variant_name({k: v for k, v in _settings_of(r).items() if k != "steps_per_execution"})
+        m = keras[(keras["stack"] == r["stack"]) & (keras["variant"] == twin)]
+        if not m.empty:
+            pairs.append(float(m.iloc[0]["time_s"]) / float(r["time_s"]))
+    if pairs:
+        import numpy as np
+
+        med = float(np.median(pairs))
+        verdict = "holds" if med > 1.1 else "does not hold"
+        out.append(f"- *steps_per_execution matters a lot for Keras*: {verdict} here: steps_per_execution=512 "
+                   f"trains {med:.2f}x as fast as 1 (median over {len(pairs)} otherwise identical pairs).")
+    else:
+        out.append("- *steps_per_execution matters a lot for Keras*: no ok pair of runs to judge.")
+    tf = ok[ok["stack"] == "keras3-tf"]
+    if not tf.empty:
+        best = tf.loc[tf["time_s"].idxmin()]
+        s = _settings_of(best)
+        mixed_jit = s.get("precision") == "mixed_float16" and s.get("jit_compile") in (True, "auto")
+        verdict = "holds" if mixed_jit else "does not hold"
+        out.append(f"- *mixed precision + jit gives Keras/TF its best time*: {verdict} here: the fastest "
+                   f"keras3-tf configuration is `{best['variant']}` ({fmt(best['time_s'])} s).")
+    else:
+        out.append("- *mixed precision + jit gives Keras/TF its best time*: no ok keras3-tf run to judge.")
+    return out
+
+
+def _settings_of(r) -> dict[str, Any]:
+    """The requested settings of a CSV row, with CSV floats and 'True'/'False' texts turned back."""
+    out = {}
+    for col in r.index:
+        v = r[col]
+        if not col.startswith("settings_requested.") or v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        flag = as_bool(v) if isinstance(v, str) else None
+        out[col.removeprefix("settings_requested.")] = v if flag is None else flag
+    return out

@@ -1,0 +1,114 @@
+"""Engines run a task of a workload on a stack inside the cell's own process.
+
+Two declared shapes, each implemented by one module per engine family (``keras`` or ``torch``):
+
+- ``EpochEngine`` (``keras_engine``: ``model.fit`` on the Keras stacks; ``torch_engine``: a plain PyTorch
+  loop) trains a classic workload on its dataset and returns an ``EpochResult``.
+- ``StepEngine`` (``keras_steps``, ``torch_steps``) times the tasks of a step-timed workload (``paper``
+  suite) and returns a ``StepResult``.
+
+The framework specifics they share (barrier, TF32, GPU visibility, peak memory) live in
+``bench.run.engines.frameworks``, one class per framework.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
+
+if TYPE_CHECKING:
+    from bench.core.stacks import Stack
+    from bench.run.datasets import Dataset
+    from bench.run.telemetry import NullTelemetry, Telemetry
+    from bench.run.timing import EpochTimer
+    from bench.run.workloads import StepWorkload, Workload
+
+
+class Unsupported(Exception):
+    """The cell cannot run on this stack or with these settings; the message is the reason."""
+
+
+class EpochResult(TypedDict):
+    """What an epoch engine returns: the record blocks it owns.
+
+    settings: the settings in effect (framework versions, precision policy, TF32 switches, pipeline...).
+    metrics: ``EpochTimer.summary``: ms/step statistics, first and steady epoch (s), samples/s.
+    history: per-epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy``.
+    model: ``params_total``, ``params_trainable`` (and ``params_effective`` where counted).
+    memory: ``device_peak_bytes`` (bytes; None on CPU).
+    """
+
+    settings: dict[str, Any]
+    metrics: dict[str, Any]
+    history: dict[str, list[float]]
+    model: dict[str, Any]
+    memory: dict[str, Any]
+
+
+class StepResult(TypedDict):
+    """What a step engine returns: the settings in effect, the timer holding the first step apart from the
+    timed ones (the worker derives ms/step and throughput from it), model counts, peak memory, the last
+    step's output shapes and finiteness (``bench.run.workloads.check_output``; None without an array), and the
+    notes the record must carry (its differences from the source)."""
+
+    output: dict[str, Any] | None
+    settings: dict[str, Any]
+    timer: EpochTimer
+    model: dict[str, Any]
+    memory: dict[str, Any]
+    notes: list[str]
+
+
+class EpochEngine(Protocol):
+    """What ``keras_engine`` and ``torch_engine`` implement (modules satisfy it through their ``fit``)."""
+
+    def fit(self, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
+            settings: dict[str, Any], telemetry: Telemetry | NullTelemetry | None = None) -> EpochResult:
+        """Train ``workload`` on ``ds`` for ``epochs`` epochs of ``batch_size`` examples on ``device``.
+
+        Raises:
+            Unsupported: the settings cannot run on this stack or in this image.
+        """
+
+
+class StepEngine(Protocol):
+    """What ``keras_steps`` and ``torch_steps`` implement (modules satisfy it through their ``run``)."""
+
+    def run(self, stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int,
+            device: str, settings: dict[str, Any],
+            telemetry: Telemetry | NullTelemetry | None = None) -> StepResult:
+        """Build ``w``'s model for ``task`` from ``cfg``, run one step, then time ``steps`` more.
+
+        Raises:
+            Unsupported: the settings cannot run on this stack or in this image.
+        """
+
+
+_MODULES = {"epochs": {"keras": "keras_engine", "torch": "torch_engine"},
+            "steps": {"keras": "keras_steps", "torch": "torch_steps"}}
+
+
+def _module(engine: str, kind: str):
+    try:
+        name = _MODULES[kind][engine]
+    except KeyError:
+        raise ValueError(f"unknown engine {engine!r} or kind {kind!r}") from None
+    return importlib.import_module(f"bench.run.engines.{name}")
+
+
+def epoch_engine(engine: str) -> EpochEngine:
+    """The epoch engine of a stack's ``engine`` field (``keras`` or ``torch``); imported lazily.
+
+    Raises:
+        ValueError: unknown engine.
+    """
+    return cast(EpochEngine, _module(engine, "epochs"))
+
+
+def step_engine(engine: str) -> StepEngine:
+    """The step engine of a stack's ``engine`` field (``keras`` or ``torch``); imported lazily.
+
+    Raises:
+        ValueError: unknown engine.
+    """
+    return cast(StepEngine, _module(engine, "steps"))

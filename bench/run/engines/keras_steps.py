@@ -1,0 +1,160 @@
+"""Step-timed tasks (fit / predict / generate) of the ``paper`` suite on the four Keras stacks.
+
+The Keras 3 benchmark's method (keras-benchmarks v0.0.5): ``fit`` and ``predict`` run one epoch of
+``steps + 1`` batches with a callback that overrides the batch-end hooks; ``generate`` and SD's
+denoising step are timed as whole calls. Here every clock read follows a device barrier
+(``bench.run.engines.frameworks.make_barrier``), so each step gets its own time and the first step (build + compile)
+is reported apart. XLA is requested cell by cell as the source requested it
+(``bench.core.reference.keras_benchmarks.SOURCE_JIT``), unless a ``jit_compile`` knob names a variant; the record
+carries the request and what was in effect after the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bench.core.knobs import KerasStepSettings
+from bench.core.reference import keras_benchmarks as source
+from bench.core.stacks import Stack
+from bench.run.engines import StepResult, frameworks
+from bench.run.engines.frameworks import make_barrier
+from bench.run.engines.keras_engine import import_keras, make_timing_callback
+from bench.run.timing import EpochTimer, time_calls
+from bench.run.workloads import Job, StepWorkload, check_output
+
+
+def _set_precision(keras, stack: Stack, precision: str) -> str:
+    if stack.keras_major == 2:
+        keras.mixed_precision.set_global_policy(precision)
+        return keras.mixed_precision.global_policy().name
+    keras.config.set_dtype_policy(precision)
+    return keras.config.dtype_policy().name
+
+
+def _optimizer(keras, name: str):
+    """Keras' defaults (learning rate 1e-3), as the source compiled with ``optimizer="adam"`` / ``AdamW()``."""
+    return {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW}[name]()
+
+
+def _repeat(batch, n: int):
+    """``n`` copies of one batch as a tf.data pipeline, as the source fed ``fit``/``predict`` (keras-hub
+    tasks convert their input to tf.data themselves and reject Python generators). On the JAX and torch
+    backends TensorFlow is only the input pipeline, kept off the GPU by the worker
+    (``frameworks.hide_gpus_from_tensorflow``)."""
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensors(batch).repeat(n)
+
+
+def jit_request(stack: Stack, workload: str, task: str, knob: bool | str | None) -> tuple[bool | str, str]:
+    """(``jit_compile`` to request, who asked): the knob when set (a named variant), else what
+    keras-benchmarks v0.0.5 requested for this cell (``source.SOURCE_JIT``: True/False from ``use_jit()``,
+    or ``source.NOT_REQUESTED``) and its citation."""
+    if knob is not None:
+        return knob, "jit_compile knob (variant)"
+    decl = source.source_jit(workload, task)
+    return decl.requested(stack.keras_major, stack.backend), decl.cite
+
+
+def compile_job(keras, job: Job, task: str, requested: bool | str) -> None:
+    """Compile ``job.model`` for a Keras ``fit`` / ``predict`` step as the cell requests: ``fit`` with the job's
+    optimizer and loss, ``jit_compile=requested`` unless ``source.NOT_REQUESTED`` (then no ``jit_compile``
+    argument: Keras' default); ``predict`` only when something is requested (SAM predict: the model as built,
+    as the source predicted with it). A job with its own ``call`` (generate, SD predict) compiled what it calls
+    when it was built."""
+    if job.call is not None:
+        return
+    kw = {} if requested == source.NOT_REQUESTED else {"jit_compile": requested}
+    if task == "fit":
+        job.model.compile(optimizer=_optimizer(keras, job.optimizer), loss=job.loss, **kw)
+    elif kw:
+        job.model.compile(**kw)
+
+
+def jit_in_effect(model) -> bool:
+    """Whether ``model``'s train/predict functions compile with XLA (torch.compile on Keras' torch backend).
+    Keras 3: its ``jit_compile`` property, which resolves "auto" when never set (keras 3.15.1
+    ``keras/src/trainers/trainer.py`` ``_resolve_auto_jit_compile``); tf.keras: None when never set, and its
+    ``make_train_function`` / ``make_predict_function`` compile with XLA only when it is truthy (tf_keras 2.15
+    and keras 2.15 ``src/engine/training.py``)."""
+    return bool(model.jit_compile)
+
+
+def generate_compiler(backend: str, model) -> tuple[bool, str]:
+    """(compiled, how) for a keras-hub / keras-nlp ``CausalLM.generate`` after a call, as
+    ``CausalLM.make_generate_function`` decides (keras-hub 0.32.0 ``src/models/causal_lm.py``; keras-nlp 0.8.2
+    ``GenerativeTask``): ``jax.jit`` on JAX whatever ``jit_compile`` says, ``tf.function`` with the model's
+    ``jit_compile`` on TensorFlow (read from the function itself when it says), eager under
+    ``torch.no_grad`` on torch; eager everywhere with ``run_eagerly``."""
+    if backend == "torch":
+        return False, "eager under torch.no_grad (CausalLM.make_generate_function)"
+    if model.run_eagerly:
+        return False, "eager (run_eagerly)"
+    if backend == "jax":
+        return True, "jax.jit (CausalLM.make_generate_function, whatever jit_compile says)"
+    jit = getattr(model.generate_function, "_jit_compile", None)
+    jit = bool(model.jit_compile if jit is None else jit)
+    return jit, f"tf.function(jit_compile={jit}) (CausalLM.make_generate_function)"
+
+
+def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
+        settings: KerasStepSettings, telemetry=None) -> StepResult:
+    """Build ``w``'s Keras model for ``task``, time ``steps`` steps after the first, return the record blocks.
+
+    ``settings``: ``bench.core.knobs.KerasStepSettings``; ``jit_compile`` unset requests what the source requested
+    for the cell (``jit_request``). The ``settings`` block records ``jit_compile_requested`` (True, False,
+    "auto" or ``source.NOT_REQUESTED``), ``jit_compile_requested_by`` and ``jit_compile`` in effect, read
+    from the model after the run (``jit_in_effect``; generate: ``generate_compiler``, also ``generate_function``).
+
+    Raises:
+        Unsupported: ``jit_compile=True`` on Keras' torch backend without torch.compile's toolchain
+            (``frameworks.torch_compile_blocker``).
+        RuntimeError: ``generate`` stopped before the fixed length.
+    """
+    requested, requested_by = jit_request(stack, w.name, task, settings.jit_compile)
+    if stack.backend == "torch" and requested is True:
+        frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
+    keras = import_keras(stack)
+    effective: dict[str, Any] = {"keras_version": keras.__version__, "keras_backend": keras.backend.backend(),
+                                 "jit_compile_requested": requested, "jit_compile_requested_by": requested_by,
+                                 "steps": steps}
+    effective.update(frameworks.set_tf32(stack.backend, settings.tf32))
+    effective["precision"] = _set_precision(keras, stack, w.model.precision)
+    keras.utils.set_random_seed(0)
+    job = w.model.keras_job(stack, keras, task, cfg, batch,
+                            {"jit_compile": requested, "jit_compile_knob": settings.jit_compile,
+                             "tf32": settings.tf32})
+    barrier = make_barrier(stack.backend, device)
+    timer = EpochTimer(barrier, telemetry)
+    result = None
+    try:
+        compile_job(keras, job, task, requested)
+        if job.call is not None:
+            result = time_calls(lambda: job.call(job.model), steps, timer)
+        elif task == "fit":
+            job.model.fit(_repeat((job.inputs, job.targets), steps + 1), epochs=1,
+                          verbose=0, callbacks=[make_timing_callback(keras, timer, split_first=True)])
+        else:
+            result = job.model.predict(_repeat(job.inputs, steps + 1), verbose=0,
+                                       callbacks=[make_timing_callback(keras, timer, split_first=True)])
+        barrier()
+    finally:
+        if telemetry:
+            telemetry.stop()
+    if task == "generate":
+        effective["jit_compile"], effective["generate_function"] = generate_compiler(stack.backend, job.model)
+    else:
+        effective["jit_compile"] = jit_in_effect(job.model)
+    effective["generated_tokens"] = job.checked_tokens(result)
+    effective.update(job.recorded)
+    trainable = int(sum(np.prod(v.shape) for v in job.model.trainable_weights))
+    return {
+        "output": check_output(task, result),
+        "settings": effective,
+        "timer": timer,
+        "model": {"params_total": int(job.model.count_params()), "params_trainable": trainable},
+        "memory": {"device_peak_bytes": frameworks.device_peak_bytes(stack.backend, device)},
+        "notes": list(job.notes),
+    }

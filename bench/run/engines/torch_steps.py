@@ -1,0 +1,96 @@
+"""Step-timed tasks (fit / predict / generate) of the ``paper`` suite in plain PyTorch.
+
+Out-of-the-box PyTorch, as the published method measures: eager mode (``compile`` is an opt-in
+variant), the model in the dtype the source used, ``torch.inference_mode`` for predict and generate,
+AdamW/Adam with Keras' default hyper-parameters so both sides run the same update rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from bench.core.knobs import TorchStepSettings
+from bench.core.stacks import Stack
+from bench.run.engines import StepResult, frameworks
+from bench.run.engines.frameworks import make_barrier
+from bench.run.timing import EpochTimer, time_calls
+from bench.run.workloads import Job, StepWorkload, check_output
+
+
+def _optimizer(torch, name: str, params):
+    """Keras' defaults: lr 1e-3, epsilon 1e-7, AdamW weight decay 0.004."""
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-3, eps=1e-7, weight_decay=0.004)
+    return torch.optim.Adam(params, lr=1e-3, eps=1e-7)
+
+
+def _compiled(torch, job: Job, task: str, mode: str):
+    """The module the step calls: eager, or ``torch.compile`` (generate: its forward, as HF documents)."""
+    if mode == "none":
+        return job.model
+    kw = {} if mode == "default" else {"mode": mode}
+    if task == "generate":
+        job.model.forward = torch.compile(job.model.forward, **kw)
+        return job.model
+    return torch.compile(job.model, **kw)
+
+
+def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
+        settings: TorchStepSettings, telemetry=None) -> StepResult:
+    """Build ``w``'s PyTorch model for ``task``, time ``steps`` steps after the first, return the record blocks.
+
+    ``settings``: ``bench.core.knobs.TorchStepSettings`` (``compile``: none, default, reduce-overhead,
+    max-autotune; ``tf32``).
+
+    Raises:
+        Unsupported: ``compile`` without torch.compile's toolchain (``frameworks.torch_compile_blocker``).
+        RuntimeError: ``generate`` stopped before the fixed length.
+    """
+    import torch
+
+    mode = settings.compile
+    if mode != "none":
+        frameworks.require_torch_compile(device, f"compile={mode}")
+    effective: dict[str, Any] = {"torch_version": torch.__version__, "compile": mode, "steps": steps,
+                                 "precision": w.model.precision}
+    effective.update(frameworks.set_tf32("torch", settings.tf32))
+    torch.manual_seed(0)
+    dev = torch.device("cuda" if device == "gpu" else "cpu")
+    job = w.model.torch_job(task, cfg, batch, dev, dataclasses.asdict(settings))
+    model = job.model
+    model.train(task == "fit")
+    step_model = _compiled(torch, job, task, mode)
+    if task == "fit":
+        opt = _optimizer(torch, job.optimizer, [p for p in model.parameters() if p.requires_grad])
+
+        def step():
+            loss = job.call(step_model)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            return loss
+    else:
+        def step():
+            with torch.inference_mode():
+                return job.call(step_model)
+
+    barrier = make_barrier("torch", device)
+    timer = EpochTimer(barrier, telemetry)
+    try:
+        result = time_calls(step, steps, timer)
+        barrier()
+    finally:
+        if telemetry:
+            telemetry.stop()
+    effective["generated_tokens"] = job.checked_tokens(result)
+    effective.update(job.recorded)
+    return {
+        "output": check_output(task, result),
+        "settings": effective,
+        "timer": timer,
+        "model": {"params_total": int(sum(p.numel() for p in model.parameters())),
+                  "params_trainable": int(sum(p.numel() for p in model.parameters() if p.requires_grad))},
+        "memory": {"device_peak_bytes": frameworks.device_peak_bytes("torch", device)},
+        "notes": list(job.notes),
+    }

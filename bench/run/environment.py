@@ -1,0 +1,208 @@
+"""The environment block of a record: what ran, where, with which versions.
+
+Framework-reported CUDA/cuDNN versions are read only from frameworks already imported by the cell,
+so capturing the environment never imports TensorFlow into a PyTorch image or the reverse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib.metadata as md
+import os
+import platform
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import bench
+
+DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-keras", "keras", "keras-hub", "keras-nlp", "keras-cv", "jax",
+                 "jaxlib", "jax-cuda12-plugin", "torch", "transformers", "diffusers", "peft",
+                 "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cuda-runtime-cu12",
+                 "nvidia-cuda-runtime", "nvidia-ml-py", "click", "pooch")
+ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION",
+            "TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_CACHE_PATH", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS",
+            "CUDA_VISIBLE_DEVICES", "BENCH_OFFLINE")
+
+
+def utc_now() -> str:
+    """Current UTC time, ISO 8601 with seconds."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the distributions that matter (absent ones are left out)."""
+    out = {}
+    for name in DISTRIBUTIONS:
+        with contextlib.suppress(md.PackageNotFoundError):
+            out[name] = md.version(name)
+    return out
+
+
+def cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def git_commit() -> str | None:
+    """The bench package's commit: baked into images as BENCH_GIT_COMMIT, else asked of git."""
+    if os.environ.get("BENCH_GIT_COMMIT") not in (None, "", "unknown"):
+        return os.environ["BENCH_GIT_COMMIT"]
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(bench.__file__).parent,
+                              capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def framework_cuda() -> dict[str, Any]:
+    """CUDA and cuDNN versions as each already-imported framework reports them."""
+    out: dict[str, Any] = {}
+    if "tensorflow" in sys.modules:
+        info = sys.modules["tensorflow"].sysconfig.get_build_info()
+        tf = sys.modules["tensorflow"]
+        out["tensorflow"] = {"cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
+                             "is_cuda_build": info.get("is_cuda_build"),
+                             "visible_gpus": [d.name for d in tf.config.get_visible_devices("GPU")]}
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        out["torch"] = {"cuda": torch.version.cuda, "cudnn": cudnn}
+    if "jax" in sys.modules:
+        jax = sys.modules["jax"]
+        try:
+            backend = jax.extend.backend.get_backend()
+            out["jax"] = {"platform": backend.platform, "platform_version": backend.platform_version}
+        except Exception as e:  # the field says why instead of failing the cell
+            out["jax"] = {"error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+def mig_mode(nv, handle) -> bool | None:
+    """Whether the GPU is in MIG mode (its current mode; None where NVML does not say, e.g. GPUs without
+    MIG). In MIG mode a container gets one slice, but NVML's power, energy and utilisation are the parent
+    GPU's: MFU against the whole GPU's peak and energy per step are not comparable with a full GPU's."""
+    try:
+        current, _pending = nv.nvmlDeviceGetMigMode(handle)
+    except Exception:  # NotSupported on GPUs without MIG, FunctionNotFound on old drivers
+        return None
+    return int(current) == int(getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1))
+
+
+def gpu_info(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The cell's GPU as NVML sees it: name, UUID, driver, CUDA driver version, memory (bytes), MIG mode, and
+    ``nvml_device``, the NVML index or UUID it was read from.
+
+    NVML ignores ``CUDA_VISIBLE_DEVICES``, so its first entry (``env``, default ``os.environ``) is mapped as the
+    telemetry maps it (``bench.run.telemetry.nvml_index``): a UUID is looked up by UUID, an index is taken as an
+    NVML index, as torch 2.13 maps it (torch/cuda/__init__.py, ``_get_nvml_device_index``); unset, GPU 0 (a
+    container's only GPU). An index is right when CUDA numbers GPUs as NVML does: with
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (CUDA's "PCI bus ID in ascending order"); with GPUs of one model CUDA's
+    default FASTEST_FIRST heuristic ties and the same is assumed, as torch's mapping assumes it. On a host of
+    different models it may be another GPU: then ``nvml_device_note`` says so.
+
+    Returns ``{"available": False, "reason": ...}`` without a driver or NVML, or when the GPU is not found.
+    """
+    from bench.run.telemetry import nvml_index
+
+    env = os.environ if env is None else env
+    try:
+        import pynvml as nv  # provided by nvidia-ml-py
+
+        nv.nvmlInit()
+    except Exception as e:
+        return {"available": False, "reason": f"NVML unavailable: {type(e).__name__}: {e}"}
+    try:
+        device = nvml_index(dict(env))
+        h = nv.nvmlDeviceGetHandleByUUID(device) if isinstance(device, str) else nv.nvmlDeviceGetHandleByIndex(device)
+        cuda = nv.nvmlSystemGetCudaDriverVersion_v2()
+        count = nv.nvmlDeviceGetCount()
+        info = {
+            "available": True,
+            "count": count,
+            "nvml_device": device,
+            "name": nv.nvmlDeviceGetName(h),
+            "uuid": nv.nvmlDeviceGetUUID(h),
+            "driver": nv.nvmlSystemGetDriverVersion(),
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
+            "memory_total_bytes": int(nv.nvmlDeviceGetMemoryInfo(h).total),
+            "mig_mode": mig_mode(nv, h),
+        }
+        if isinstance(device, int) and count > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(
+                {nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(count)}) > 1:
+            visible = env.get("CUDA_VISIBLE_DEVICES")
+            info["nvml_device_note"] = (
+                f"the cell's first CUDA device (CUDA_VISIBLE_DEVICES={visible or 'unset'}) read as NVML's GPU "
+                f"{device}; CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so on this host "
+                "of different GPU models it may be another one: set CUDA_DEVICE_ORDER=PCI_BUS_ID or give the "
+                "GPU's UUID in CUDA_VISIBLE_DEVICES")
+        return info
+    except Exception as e:
+        return {"available": False, "reason": f"NVML query failed: {type(e).__name__}: {e}"}
+    finally:
+        with contextlib.suppress(Exception):
+            nv.nvmlShutdown()
+
+
+def cuda_cache_bytes(env: Mapping[str, str] | None = None) -> int | None:
+    """Bytes in the CUDA JIT cache (``CUDA_CACHE_PATH`` of ``env``, default ``os.environ``), None when the
+    variable is unset; 0 while the directory does not exist (the driver makes it at its first JIT).
+
+    The driver JIT-compiles PTX for GPUs a wheel has no machine code for (TensorFlow 2.21 on H100/H200)
+    and keeps the result there; compose puts it on a volume so that it outlives ``--rm`` containers.
+    """
+    root = (os.environ if env is None else env).get("CUDA_CACHE_PATH")
+    if not root:
+        return None
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(os.path.join(dirpath, name))
+    return total
+
+
+def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The record's ``env.cuda_cache`` for the cache of ``env`` (default ``os.environ``): path, size limit,
+    bytes before the cell's process started and now, and whether the cell JIT-compiled PTX (the cache grew:
+    its first step or epoch includes that compilation; None without ``CUDA_CACHE_PATH``).
+
+    Call it after the cell's process has exited (``bench.run.runner.add_cuda_cache``): the driver writes what it
+    compiled as the process's CUDA context is torn down, so a reading inside the process misses it.
+    """
+    env = os.environ if env is None else env
+    after = cuda_cache_bytes(env)
+    grew = None if bytes_before is None or after is None else after > bytes_before
+    return {"path": env.get("CUDA_CACHE_PATH"), "maxsize": env.get("CUDA_CACHE_MAXSIZE"),
+            "bytes_before": bytes_before, "bytes_after": after, "jit_compiled": grew}
+
+
+def capture() -> dict[str, Any]:
+    """The full environment block (see README, "Outputs")."""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "bench_version": bench.__version__,
+        "git_commit": git_commit(),
+        "image": os.environ.get("BENCH_IMAGE"),
+        # the Makefile passes the image's registry digest (pulled) or its local ID (built here)
+        "image_digest": os.environ.get("BENCH_IMAGE_DIGEST") or None,
+        "image_variant": os.environ.get("BENCH_VARIANT"),
+        "in_container": Path("/.dockerenv").exists(),
+        "packages": package_versions(),
+        "framework_cuda": framework_cuda(),
+        "gpu": gpu_info(),
+        "env_vars": {k: os.environ.get(k) for k in ENV_VARS},
+    }

@@ -1,0 +1,89 @@
+"""The GPU between cells: is anyone else on it, and is it back near its idle temperature.
+
+A benchmark on a shared GPU is invalid (optimum-benchmark's device-isolation check enforces this), so
+before each GPU cell the runner records the compute processes NVML lists on the cell's GPU (none of
+them is the cell: it has not started) and notes a violation in the row. An optional cooldown waits,
+with a time cap, until the GPU is within ``delta_c`` degrees of the temperature it had when the run
+started, so that a cell does not inherit the previous one's heat (clocks fall as the GPU warms); what
+it waited is recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.run.telemetry import describe_error, nvml_index
+
+
+def _open(nv):
+    if nv is None:
+        import pynvml as nv  # provided by nvidia-ml-py
+    nv.nvmlInit()
+    index = nvml_index()
+    handle = (nv.nvmlDeviceGetHandleByUUID(index) if isinstance(index, str)
+              else nv.nvmlDeviceGetHandleByIndex(index))
+    return nv, handle
+
+
+def snapshot(nv=None) -> dict[str, Any]:
+    """The cell's GPU now: ``processes`` (compute processes NVML lists), ``process_memory_bytes`` (theirs),
+    ``temperature_c``; ``available`` False with ``reason`` without NVML. Never raises."""
+    try:
+        nv, h = _open(nv)
+    except Exception as e:
+        return {"available": False, "reason": f"NVML unavailable: {describe_error(e)}"}
+    try:
+        procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
+        used = [getattr(p, "usedGpuMemory", None) for p in procs]
+        return {"available": True, "reason": None, "processes": len(procs),
+                "process_memory_bytes": sum(u for u in used if isinstance(u, int)),
+                "temperature_c": float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))}
+    except Exception as e:
+        return {"available": False, "reason": f"NVML query failed: {describe_error(e)}"}
+    finally:
+        with contextlib.suppress(Exception):
+            nv.nvmlShutdown()
+
+
+def busy_note(state: dict[str, Any]) -> str | None:
+    """The row's note when another process was on the GPU as the cell started (None otherwise)."""
+    if state.get("processes"):
+        return (f"GPU busy: {state['processes']} other compute process(es) on the GPU when the cell started "
+                f"({state['process_memory_bytes'] / 2**20:.0f} MiB): a shared GPU makes these numbers invalid")
+    return None
+
+
+class Cooldown:
+    """Waits before a cell until the GPU is within ``delta_c`` °C of its temperature at construction (the
+    run's start, an idle GPU), polling every ``poll_s`` s for at most ``max_s`` s.
+
+    Args:
+        max_s: the cap (s); the cell runs after it even when the GPU is still warm (``reached`` false).
+        delta_c: degrees above the idle temperature that count as cooled down.
+        nv / sleep / clock: a pynvml-compatible module and the wait's functions (tests pass fakes).
+    """
+
+    def __init__(self, max_s: float, delta_c: float = 3.0, nv=None, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic, poll_s: float = 2.0):
+        self.max_s, self.delta_c, self.nv = max_s, delta_c, nv
+        self.sleep, self.clock, self.poll_s = sleep, clock, poll_s
+        self.idle_c = snapshot(nv).get("temperature_c")
+
+    def wait(self) -> dict[str, Any]:
+        """Wait, then return the record's ``cooldown`` block: ``max_s``, ``idle_c``, ``target_c``, ``start_c``,
+        ``end_c``, ``waited_s`` and ``reached`` (null temperatures and ``reason`` without NVML)."""
+        block: dict[str, Any] = {"max_s": self.max_s, "delta_c": self.delta_c, "idle_c": self.idle_c}
+        if self.idle_c is None:
+            return {**block, "target_c": None, "start_c": None, "end_c": None, "waited_s": 0.0, "reached": None,
+                    "reason": "no GPU temperature (NVML)"}
+        target = self.idle_c + self.delta_c
+        t0 = self.clock()
+        start = temp = snapshot(self.nv).get("temperature_c")
+        while temp is not None and temp > target and self.clock() - t0 < self.max_s:
+            self.sleep(self.poll_s)
+            temp = snapshot(self.nv).get("temperature_c")
+        return {**block, "target_c": target, "start_c": start, "end_c": temp, "waited_s": self.clock() - t0,
+                "reached": temp is not None and temp <= target}

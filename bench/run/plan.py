@@ -1,0 +1,151 @@
+"""Turns a selection (stacks x suite x workloads x tasks, at a size, on a device) into cells."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from bench.core.cadence import Cadence
+from bench.core.knobs import KerasFitSettings
+from bench.core.stacks import STACKS
+from bench.results.record import Cell
+from bench.run import sweep
+from bench.run.datasets import DATA_CHOICES
+from bench.run.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
+
+#: Per-cell process time limit by size (s); overridable with ``bench run --timeout``.
+DEFAULT_TIMEOUT_S = {"smoke": 600.0, "full": 3600.0}
+
+
+class PlanError(ValueError):
+    """A selection that names something unknown or selects nothing."""
+
+
+def _check(kind: str, value: str, known: Sequence[str]) -> None:
+    if value not in known:
+        raise PlanError(f"unknown {kind} {value!r}; known: {', '.join(known)}")
+
+
+def all_tasks() -> list[str]:
+    return sorted({t for w in WORKLOADS.values() for t in w.tasks})
+
+
+def expand(stacks: Sequence[str], suite: str, size: str, device: str,
+           workloads: Sequence[str] = (), tasks: Sequence[str] = (), *,
+           variant: str = "default", settings: dict[str, Any] | None = None,
+           batch_size: int | None = None, epochs: int | None = None,
+           timeout_s: float | None = None, telemetry_samples: bool = False, steps: int | None = None,
+           seq_len: int | None = None, sync: str | None = None, data: str = "auto") -> list[Cell]:
+    """All cells of the selection, in a stable order (stack, then workload, then task; a suite with a
+    default grid, like ``tuning``, gives one cell per stack and variant of that grid). A step-timed
+    workload (the ``paper`` suite) gives one cell per published batch size of a task, variant ``bs<N>``.
+
+    ``data``: where the fit suites' data may come from (``bench.run.datasets.DATA_CHOICES``); the paper suite
+    times random inputs and takes only ``auto``.
+    ``sync``: the timing cadence of every cell of a fit suite (``bench.run.timing.Cadence``; None: the
+    settings' default, ``epoch``); a cadence other than the default is added to the variant name
+    (``sync-step``, ``sync-every8``) so its records sit beside the default ones.
+
+    Raises:
+        PlanError: unknown stack/suite/workload/task/size/device, a workload outside the suite, a
+            ``sync`` that is not a cadence or is given to the step-timed paper suite, or an empty
+            selection.
+    """
+    for s in stacks:
+        _check("stack", s, list(STACKS))
+    _check("suite", suite, list(SUITES))
+    _check("size", size, SIZES)
+    _check("device", device, ("cpu", "gpu"))
+    for w in workloads:
+        _check("workload", w, list(WORKLOADS))
+        if w not in SUITES[suite]:
+            raise PlanError(f"workload {w!r} is not in suite {suite!r}; it has: {', '.join(SUITES[suite])}")
+    for t in tasks:
+        _check("task", t, all_tasks())
+    for name, value in (("batch size", batch_size), ("epochs", epochs), ("timeout", timeout_s), ("steps", steps),
+                        ("sequence length", seq_len)):
+        if value is not None and value <= 0:
+            raise PlanError(f"{name} must be positive, got {value}")
+    step_timed = any(isinstance(WORKLOADS[w], StepWorkload) for w in SUITES[suite])
+    if sync is not None:
+        _check_sync(sync, step_timed, suite)
+    _check("data source", data, DATA_CHOICES)
+    if data != "auto" and step_timed:
+        raise PlanError(f"suite {suite!r} times random inputs (its source's step times do not depend on the data); "
+                        "--data applies to the fit suites")
+    if suite in sweep.DEFAULT_GRIDS:
+        cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
+                                        batch_size=batch_size, epochs=epochs, timeout_s=timeout_s,
+                                        telemetry_samples=telemetry_samples, data=data)
+                 if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]
+    else:
+        cells = [
+            Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=v,
+                 settings=dict(settings or {}), batch_size=b, epochs=epochs,
+                 timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples,
+                 steps=steps, seq_len=seq_len, data=data)
+            for s in stacks
+            for w in (workloads or SUITES[suite])
+            for t in WORKLOADS[w].tasks
+            if not tasks or t in tasks
+            for b, v in _batches(WORKLOADS[w], t, size, batch_size, variant)
+        ]
+    if not cells:
+        raise PlanError("the selection contains no cell")
+    if sync is not None and sync != KerasFitSettings.sync:
+        tag = "sync-" + sync.replace(":", "")
+        cells = [dataclasses.replace(c, settings={**c.settings, "sync": sync},
+                                     variant=tag if c.variant == "default" else f"{c.variant}+{tag}") for c in cells]
+    return cells
+
+
+def _check_sync(sync: str, step_timed: bool, suite: str) -> None:
+    if not Cadence.accepts(sync):
+        raise PlanError(f"--sync {sync!r} is not valid; expected {Cadence.SYNTAX}")
+    if step_timed and sync != "step":
+        raise PlanError(f"suite {suite!r} times every step, as its source did; --sync applies to the fit suites")
+
+
+#: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.
+SMOKE_MAX_BATCH = 2
+
+
+def _batches(w, task: str, size: str, batch_size: int | None, variant: str) -> list[tuple[int | None, str]]:
+    """(batch size, variant) of each cell of ``task``: the published batch sizes of a step-timed workload
+    (variant ``bs<N>``, or ``bs<N>-<variant>`` for a non-default variant; capped at ``SMOKE_MAX_BATCH`` at
+    smoke size), else the one override (or None: the workload's default)."""
+    if isinstance(w, StepWorkload):
+        sizes = [batch_size] if batch_size else w.batch_sizes(task)
+        if size == "smoke" and not batch_size:
+            sizes = list(dict.fromkeys(min(b, SMOKE_MAX_BATCH) for b in sizes))
+        return [(b, f"bs{b}" if variant == "default" else f"bs{b}-{variant}") for b in sizes]
+    return [(batch_size, variant)]
+
+
+def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: str, device: str,
+                batch_size: int | None = None, epochs: int | None = None, timeout_s: float | None = None,
+                telemetry_samples: bool = False, data: str = "auto") -> list[Cell]:
+    """One cell per (stack, variant) of a ``bench.run.sweep.Grid``, baseline first within each stack.
+
+    Raises:
+        PlanError: an unknown stack, the grid's workload or task is unknown, it has no variant for any
+            selected stack, or ``data`` is not one of ``DATA_CHOICES``.
+    """
+    for s in stacks:
+        _check("stack", s, list(STACKS))
+    _check("data source", data, DATA_CHOICES)
+    _check("workload", grid.workload, list(WORKLOADS))
+    if grid.task not in WORKLOADS[grid.workload].tasks:
+        raise PlanError(f"workload {grid.workload!r} has no task {grid.task!r}")
+    cells = [
+        Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,
+             device=device, variant=v.name, settings=v.settings, baseline=v.baseline, batch_size=batch_size,
+             epochs=epochs, timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples,
+             data=data)
+        for s in stacks
+        for v in grid.variants(s)
+    ]
+    if not cells:
+        raise PlanError(f"grid {grid.source} has no variant for stacks {', '.join(stacks)}")
+    return cells

@@ -1,0 +1,193 @@
+"""The GPU as each stack image's framework sees it: the probe (the framework imports, lists its GPUs and runs a
+matmul), the image part of the preflight (``bench doctor``: that probe and the GEMM throughput it reaches, the
+"measured peak"), and the measured peak a record's MFU is set against (``measured_peak``, keyed by the GPU's
+NVML name and UUID). The host part of the preflight is ``bench.host.doctor``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.core.checks import Check
+from bench.core.stacks import STACKS, Stack
+from bench.run.cellenv import cell_env
+
+#: The probe: import the framework, list its GPUs (keeping its warnings: torch reports an old driver as a
+#: warning and zero devices), and run one matmul on the first, so driver or PTX problems show here.
+PROBE_CODE = """\
+import json, warnings
+from bench.run.engines import frameworks
+frameworks.import_backend({backend!r})
+print("IMPORTED", flush=True)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    gpus = frameworks.gpu_devices({backend!r})
+    if gpus:
+        frameworks.gpu_matmul({backend!r})
+print("PROBE" + json.dumps({{"gpus": gpus, "warnings": [str(w.message) for w in caught]}}))
+"""
+
+#: How CUDA, the frameworks and the driver say that the driver is older than the CUDA in the image.
+DRIVER_TOO_OLD = re.compile(r"driver.{0,40}(too old|insufficient)|insufficient.{0,20}driver|"
+                            r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|cudaErrorInsufficientDriver", re.IGNORECASE)
+
+
+def gpu_failure(stack: Stack, text: str) -> str:
+    """One line for a framework that imports but cannot use the GPU; names the driver the image needs
+    when ``text`` says the driver is too old (``Stack.gpu_cuda``, ``Stack.min_driver``)."""
+    msg = f"the {stack.backend} framework of stack {stack.id} cannot use the GPU: {text}"
+    if DRIVER_TOO_OLD.search(text):
+        msg += (f" -- this image bundles CUDA {stack.gpu_cuda}, which needs NVIDIA driver R{stack.min_driver} or "
+                "newer: update the driver (README, 'Drivers')")
+    return msg
+
+
+def probe_gpus(stack: Stack, timeout_s: float = 300.0) -> list[str]:
+    """GPUs the stack's framework sees and can run a matmul on, asked of a separate process (the runner
+    imports none). Empty when it sees none.
+
+    Raises:
+        RuntimeError: the framework cannot be imported, or it imports but fails on the GPU or reports a
+            driver too old for the image's CUDA (``gpu_failure``).
+    """
+    p = subprocess.run([sys.executable, "-c", PROBE_CODE.format(backend=stack.backend)],
+                       env=cell_env(stack, "gpu"), capture_output=True, text=True, timeout=timeout_s)
+    for line in p.stdout.splitlines():
+        if line.startswith("PROBE"):
+            found = json.loads(line[5:])
+            old = [w for w in found["warnings"] if DRIVER_TOO_OLD.search(w)]
+            if not found["gpus"] and old:
+                raise RuntimeError(gpu_failure(stack, old[0].splitlines()[0]))
+            return found["gpus"]
+    tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+    if "IMPORTED" not in p.stdout:
+        raise RuntimeError(f"cannot import the {stack.backend} framework of stack {stack.id}: {tail}")
+    raise RuntimeError(gpu_failure(stack, tail))
+
+
+#: The GEMM modes measured in each image: (name, dtype, TF32 allowed).
+GEMM_MODES = (("bf16", "bfloat16", False), ("fp32", "float32", False), ("tf32", "float32", True))
+GEMM_CODE = """\
+from bench.run.engines import frameworks
+frameworks.import_backend({backend!r})
+frameworks.set_tf32({backend!r}, {mode!r})
+print("TFLOPS", frameworks.gemm_tflops({backend!r}, {dtype!r}, n={n}, device={device!r}))
+"""
+
+
+#: GEMM size of the measured peak: large enough to saturate an A100/H100 (1.1 TFLOP per bf16 call).
+GEMM_N = 8192
+
+
+def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: int = GEMM_N,
+                 timeout_s: float = 600.0) -> tuple[float | None, str]:
+    """Achieved TFLOP/s of n x n GEMMs of ``stack_id``'s framework in a fresh process with the environment
+    a cell with that TF32 setting gets (``runner.cell_env``); (None, why) when it fails."""
+    from bench.run.runner import cell_env
+
+    s = STACKS[stack_id]
+    mode = "on" if tf32 else "off"  # the knob values (bench.core.knobs.TF32_MODES): TF32 GEMMs, or strict FP32
+    code = GEMM_CODE.format(backend=s.backend, mode=mode, dtype=dtype, device=device, n=n)
+    try:
+        p = subprocess.run([sys.executable, "-c", code], env=cell_env(s, device, {"tf32": mode}),
+                           capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout_s:g} s"
+    for line in p.stdout.splitlines():
+        if line.startswith("TFLOPS "):
+            return float(line.split()[1]), ""
+    return None, ((p.stderr.strip().splitlines() or ["no output"])[-1])[:300]
+
+
+def nvml_identity(info: dict[str, Any]) -> dict[str, str] | None:
+    """The NVML name and UUID of ``bench.run.environment.gpu_info``'s answer (None without NVML): the key that
+    ``measured_peak`` matches a record's ``env.gpu`` against."""
+    if not info.get("available"):
+        return None
+    return {"name": info.get("name"), "uuid": info.get("uuid")}
+
+
+def image_checks(stack_id: str, device: str = "gpu",
+                 measure: Callable[[str, str, bool], tuple[float | None, str]] = measure_gemm,
+                 probe: Callable[[Any], list[str]] | None = None,
+                 identify: Callable[[], dict[str, Any]] | None = None) -> tuple[list[Check], dict[str, Any]]:
+    """Inside a stack's image: the framework sees the GPU and runs a matmul on it (``runner.probe_gpus``),
+    then the measured GEMM peak per mode (``GEMM_MODES``). Returns the checks and what ``save`` keeps beside
+    them: ``gpu``, the GPU's NVML name and UUID (``identify``: ``bench.run.environment.gpu_info``, as a record's
+    ``env.gpu``; None without NVML, then a ! check says the peak cannot be matched), ``framework_gpu``, the
+    framework's name for it, and ``measured_tflops``."""
+    from bench.run.environment import gpu_info
+    from bench.run.runner import probe_gpus
+
+    s = STACKS[stack_id]
+    try:
+        gpus = (probe or probe_gpus)(s)
+    except RuntimeError as e:
+        return [Check(f"{stack_id}: GPU", "fail", str(e), "see README, 'Drivers'")], {}
+    if not gpus:
+        state = "fail" if device == "gpu" else "info"
+        return [Check(f"{stack_id}: GPU", state, f"the {s.backend} framework sees no GPU",
+                      "start the container with a GPU (compose.gpu.yaml, the NVIDIA Container Toolkit)"
+                      if device == "gpu" else "CPU run: no GPU checks in the image")], {}
+    info = (identify or gpu_info)()
+    gpu = nvml_identity(info)
+    checks = [Check(f"{stack_id}: GPU", "ok", f"{gpus[0]}: a matmul ran")]
+    if gpu is None:
+        checks.append(Check(f"{stack_id}: GPU identity", "warn", info.get("reason", "NVML unavailable"),
+                            "the measured peak cannot be matched to records (mfu_measured stays null): "
+                            "nvidia-ml-py and the driver's NVML are needed in the image"))
+    measured: dict[str, float | None] = {}
+    for name, dtype, tf32 in GEMM_MODES:
+        value, why = measure(stack_id, dtype, tf32)
+        measured[name] = value
+        checks.append(Check(f"{stack_id}: GEMM {name}", "ok" if value else "fail",
+                            f"{value:.1f} TFLOP/s measured ({GEMM_N}^3)" if value else why))
+    return checks, {"stack": stack_id, "gpu": gpu, "framework_gpu": gpus[0], "measured_tflops": measured}
+
+
+def gemm_mode(precision: str, tf32: bool) -> str | None:
+    """The ``GEMM_MODES`` name that matches a cell's math (None for float16, which is not measured)."""
+    if precision == "bfloat16":
+        return "bf16"
+    if precision == "float32":
+        return "tf32" if tf32 else "fp32"
+    return None
+
+
+def same_gpu(record_gpu: dict[str, Any], saved: Any) -> tuple[bool, str]:
+    """Whether a record's GPU (its ``env.gpu``: NVML name and UUID) is the one a doctor file was measured on
+    (its ``gpu``: NVML name and UUID; a plain string from an older doctor is taken as a name): the same UUID
+    when both have one, else the same model name. Returns (match, what was compared)."""
+    saved = {"name": saved} if isinstance(saved, str) else (saved or {})
+    if record_gpu.get("uuid") and saved.get("uuid"):
+        return record_gpu["uuid"] == saved["uuid"], f"GPU {saved['uuid']} ({saved.get('name')})"
+    return bool(record_gpu.get("name")) and record_gpu.get("name") == saved.get("name"), repr(saved.get("name"))
+
+
+def measured_peak(results_dir: Path, stack_id: str, variant: str, gpu: dict[str, Any] | None, precision: str,
+                  tf32: bool) -> tuple[float | None, str]:
+    """The GEMM FLOP/s ``make doctor`` measured for this stack's image on this GPU and math mode, from
+    ``results_dir/doctor/<stack>-<variant>.json``; ``gpu`` is the record's ``env.gpu`` (NVML name and UUID),
+    matched by ``same_gpu``. (None, why) when there is none or it was measured on another GPU."""
+    path = results_dir / "doctor" / f"{stack_id}-{variant}.json"
+    mode = gemm_mode(precision, tf32)
+    if mode is None:
+        return None, f"no measured peak for {precision}"
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None, f"no measurement: run `make doctor` on this GPU first ({path.name})"
+    match, what = same_gpu(gpu or {}, saved.get("gpu"))
+    if not match:
+        mine = (gpu or {}).get("uuid") or (gpu or {}).get("name")
+        return None, f"{path.name} was measured on {what}, not {mine!r}"
+    value = (saved.get("measured_tflops") or {}).get(mode)
+    if not value:
+        return None, f"{path.name} has no {mode} measurement"
+    return value * 1e12, f"{path.name} ({saved.get('utc')}), {mode} GEMM {GEMM_N}^3 on {what}"

@@ -1,0 +1,261 @@
+"""Runs cells one by one, each in its own process with a time limit; never imports a framework.
+
+For each cell: the worker writes its record to a scratch file; the runner adds what only the parent
+sees (exit status, wall time, peak RSS from ``wait4``, the CUDA JIT cache's growth over the whole
+process) and writes ``<stack>/<cell_id>.json`` atomically. A worker that dies without a record (killed,
+out of memory, time limit) still gets one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from bench.core.stacks import get_stack
+from bench.results.record import (
+    FINAL_STATUSES,
+    Cell,
+    RecordError,
+    new_record,
+    read_record,
+    result_path,
+    write_json_atomic,
+)
+from bench.results.repeats import aggregate
+from bench.run import gpu_state
+from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
+from bench.run.environment import cuda_cache_block, cuda_cache_bytes
+from bench.run.gpu_state import Cooldown
+
+WORKER = [sys.executable, "-m", "bench.run.worker"]
+
+
+PTX_JIT_NOTE = ("the CUDA JIT cache grew during this cell: its first step/epoch includes the driver compiling PTX "
+                "for this GPU (later cells reuse the cache)")
+
+
+def add_cuda_cache(rec: dict[str, Any], env: Mapping[str, str], bytes_before: int | None) -> None:
+    """Put ``env.cuda_cache`` (``bench.run.environment.cuda_cache_block``: the CUDA JIT cache's growth since
+    ``bytes_before``, bytes) into ``rec``, and ``PTX_JIT_NOTE`` when it grew. Called once the worker process
+    has ended: the driver writes the cache as the process's CUDA context is torn down, after the worker's
+    own record is on disk."""
+    block = cuda_cache_block(bytes_before, env)
+    rec.setdefault("env", {})["cuda_cache"] = block
+    if block["jit_compiled"]:
+        rec.setdefault("notes", []).append(PTX_JIT_NOTE)
+
+
+@dataclass
+class Outcome:
+    """What happened to one cell in this invocation (``skipped`` = already done earlier)."""
+
+    cell: Cell
+    status: str
+    skipped: bool = False
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])[-600:]
+
+
+def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
+    """GPU cells: the record's ``gpu_before`` (other processes on the GPU, temperature) and, with a
+    ``cooldown``, its ``cooldown`` block, taken after the wait. Empty on CPU."""
+    if cell.device != "gpu":
+        return {}
+    out: dict[str, Any] = {}
+    if cooldown is not None:
+        out["cooldown"] = cooldown.wait()
+    out["gpu_before"] = gpu_state.snapshot()
+    return out
+
+
+def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict[str, Any]:
+    """Run ``cell`` in a child process and write its final record; returns the record. On a GPU, first
+    the optional ``cooldown`` and the check for other processes on the GPU (``bench.run.gpu_state``). The process
+    gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
+    after it has ended (``add_cuda_cache``)."""
+    stack = get_stack(cell.stack)
+    before = before_cell(cell, cooldown)
+    final = result_path(out_dir, cell)
+    work = final.parent / ".work"
+    work.mkdir(parents=True, exist_ok=True)
+    cell_file, worker_out = work / f"{cell.run_id}.cell.json", work / f"{cell.run_id}.worker.json"
+    log_file = final.with_suffix(".log")
+    samples = [str(final.with_suffix(".telemetry.csv"))] if cell.telemetry_samples else []
+    worker_out.unlink(missing_ok=True)
+    cell_file.write_text(json.dumps(cell.to_dict()))
+
+    timed_out = threading.Event()
+    with compile_caches(stack) as caches:
+        env = {**cell_env(stack, cell.device, cell.settings), **caches}
+        cuda_cache_before = cuda_cache_bytes(env)
+        start = time.perf_counter()
+        with open(log_file, "w") as log:
+            proc = subprocess.Popen([*WORKER, str(cell_file), str(worker_out), *samples],
+                                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+            def kill() -> None:
+                timed_out.set()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+            timer = threading.Timer(cell.timeout_s, kill)
+            timer.start()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
+
+    try:
+        rec = read_record(worker_out)
+    except RecordError:
+        rec = new_record(cell)
+        rc = proc.returncode
+        if timed_out.is_set():
+            rec["status"], rec["reason"] = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
+        elif rc == -signal.SIGKILL:
+            rec["status"] = "oom"
+            rec["reason"] = "killed by SIGKILL (most likely the out-of-memory killer)"
+        else:
+            rec["reason"] = f"worker exited with status {rc} without a record: {_tail(log_file)}"
+    # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, README "Run on the cloud")
+    rec["process"] = {"exit_code": proc.returncode, "wall_s": wall, "timeout_s": cell.timeout_s,
+                      "max_rss_bytes": usage.ru_maxrss * 1024, "log": log_file.name,
+                      "gpu_s": wall if cell.device == "gpu" else 0.0}
+    rec.setdefault("memory", {}).setdefault("host_peak_rss_bytes", usage.ru_maxrss * 1024)
+    rec.update(before)
+    add_cuda_cache(rec, env, cuda_cache_before)
+    if caches:
+        rec.setdefault("settings", {})["compile_cache"] = compile_cache_setting(env)
+    note = gpu_state.busy_note(before.get("gpu_before") or {})
+    if note:
+        rec.setdefault("notes", []).append(note)
+    write_json_atomic(final, rec)
+    worker_out.unlink(missing_ok=True)
+    cell_file.unlink(missing_ok=True)
+    return rec
+
+
+def existing_record(cell: Cell, out_dir: Path, repeats: int = 1) -> dict[str, Any] | None:
+    """A valid record already on disk for ``cell`` (aggregated over ``repeats`` repeats), else None."""
+    path = result_path(out_dir, cell)
+    if not path.exists():
+        return None
+    try:
+        rec = read_record(path)
+    except RecordError:
+        return None
+    if (rec.get("repeats") or {}).get("n", 1) != repeats:
+        return None
+    return rec
+
+
+def existing_status(cell: Cell, out_dir: Path, repeats: int = 1) -> str | None:
+    """Status of a valid record already on disk for ``cell`` (with ``repeats`` repeats), else None."""
+    rec = existing_record(cell, out_dir, repeats)
+    return None if rec is None else rec["status"]
+
+
+def reuse_or_run(rcell: Cell, out_dir: Path, force: bool, cooldown: Cooldown | None) -> dict[str, Any]:
+    """Repeat ``rcell``'s final record already on disk (ok/unsupported; unless ``force``), else a new run."""
+    done = None if force else existing_record(rcell, out_dir)
+    return done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir, cooldown)
+
+
+def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False,
+                 cooldown: Cooldown | None = None) -> dict[str, Any]:
+    """Run ``repeats`` independent processes of ``cell`` (reusing finished repeats unless ``force``),
+    then write and return the aggregated record (see ``bench.results.repeats``)."""
+    records = [reuse_or_run(replace(cell, repeat=k), out_dir, force, cooldown) for k in range(1, repeats + 1)]
+    rec = aggregate(records)
+    write_json_atomic(result_path(out_dir, cell), rec)
+    return rec
+
+
+def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: dict[str, Any],
+              force: bool = False, cooldown: Cooldown | None = None) -> dict[str, Any]:
+    """Run repeat ``round_`` of ``cell`` (``bench.host.rounds``; reused when already final unless ``force``).
+    Once all ``repeats`` repeats are on disk, write and return the aggregated record; before that, return
+    this repeat's record."""
+    rec = reuse_or_run(replace(cell, repeat=round_, schedule=schedule), out_dir, force, cooldown)
+    records = [existing_record(replace(cell, repeat=k), out_dir) for k in range(1, repeats + 1)]
+    if any(r is None for r in records):
+        return rec
+    agg = aggregate(records)  # type: ignore[arg-type]
+    write_json_atomic(result_path(out_dir, cell), agg)
+    return agg
+
+
+def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: int = 1,
+              echo: Callable[[str], None] = print, round_: int | None = None,
+              schedules: dict[str, dict[str, Any]] | None = None, cooldown: Cooldown | None = None) -> list[Outcome]:
+    """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early.
+
+    With ``repeats`` > 1 each cell runs that many times, each in its own process, and its record is
+    the aggregate (``bench.results.repeats.RULE``). A single run still carries a one-value ``repeats`` block.
+    ``round_``: run only that repeat of each cell (``make bench-all``'s rounds, ``run_round``), with
+    ``schedules[stack]`` as its record's ``schedule``. ``cooldown``: wait before each GPU cell
+    (``bench.run.gpu_state.Cooldown``).
+    """
+    outcomes = []
+    for i, cell in enumerate(cells, 1):
+        head = (f"[{i}/{len(cells)}] {cell.stack} {cell.workload} {cell.task} {cell.variant} "
+                f"({cell.size}, {cell.device})")
+        done = existing_status(cell, out_dir, repeats)
+        if done in FINAL_STATUSES and not force:
+            echo(f"{head}: already {done}, skipped (use --force to run again)")
+            outcomes.append(Outcome(cell, done, skipped=True))
+            continue
+        if round_ is not None:
+            rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force, cooldown)
+            if rec.get("repeat") is not None:
+                head += f" round {round_}/{repeats}"
+        elif repeats > 1:
+            rec = run_repeated(cell, out_dir, repeats, force, cooldown)
+        else:
+            rec = aggregate([run_one(cell, out_dir, cooldown)])
+            write_json_atomic(result_path(out_dir, cell), rec)
+        echo(f"{head}: {describe(rec)}")
+        outcomes.append(Outcome(cell, rec["status"], record=rec))
+    return outcomes
+
+
+def describe(rec: dict[str, Any]) -> str:
+    """One-line summary of a record for the console."""
+    if rec["status"] != "ok":
+        return f"{rec['status'].upper()}: {rec.get('reason')}"
+    m = rec["metrics"]
+    ms = m.get("ms_per_step_mean")
+    p90 = m.get("ms_per_step_p90")
+    ms_text = "n/a" if ms is None else f"{ms:.2f} ms/step" + (f" (p90 {p90:.2f})" if p90 is not None else "")
+    reps = rec.get("repeats") or {}
+    if reps.get("n", 1) > 1:
+        cv = (reps.get("ms_per_step_mean") or {}).get("cv")
+        ms_text += f", median of {reps['n']} repeats" + (f" (cv {100 * cv:.1f} %)" if cv is not None else "")
+    energy = m.get("j_per_epoch")
+    energy_text = f", {energy:.1f} J/epoch" if energy is not None else ""
+    if m.get("mfu") is not None:
+        energy_text += f", MFU {100 * m['mfu']:.1f} %"
+    wall = (rec.get("process") or {}).get("wall_s")
+    first = (f"first step {m['first_step_s']:.1f} s" if "first_epoch_s" not in m
+             else f"first epoch {m['first_epoch_s']:.1f} s")
+    return (f"ok  {ms_text}, {first}{energy_text}"
+            + (f", process {wall:.1f} s" if wall is not None else "") + f", data={rec['data'].get('source')}")

@@ -1,0 +1,231 @@
+"""Runs exactly one cell in its own process: ``python -m bench.run.worker CELL.json OUT.json [SAMPLES.csv]``.
+
+The worker always writes OUT.json (status ok, failed, oom or unsupported); the runner adds what only
+the parent can see (exit code, wall time, peak RSS, the CUDA JIT cache's growth) and writes the final record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import resource
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bench.core import knobs
+from bench.core.stacks import get_stack
+from bench.results import derived
+from bench.results.record import Cell, new_record, write_json_atomic
+from bench.run import flops, telemetry
+from bench.run.engines import Unsupported, epoch_engine, frameworks, step_engine
+from bench.run.environment import capture, utc_now
+from bench.run.workloads import StepWorkload, get_workload
+
+CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
+MIG_NOTE = ("MIG mode: the cell ran on a GPU slice while NVML reports the whole GPU; MFU and energy are not "
+            "comparable with a full GPU's")
+
+
+def add_energy_metrics(rec: dict[str, Any]) -> None:
+    """Copy the derived energy figures into ``metrics`` (J/step, J/epoch, examples/J; None without NVML)."""
+    t = rec["telemetry"]
+    rec["metrics"].update({"j_per_step": t.get("j_per_step"), "j_per_epoch": t.get("j_per_epoch"),
+                           "examples_per_j": t.get("examples_per_j"),
+                           "j_per_step_above_idle": t.get("j_per_step_above_idle")})
+
+
+def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
+    """Run ``cell`` and return its record (never raises for a failure of the cell itself).
+
+    ``samples_csv``: where to write the raw telemetry samples (None: not written).
+    """
+    rec = new_record(cell)
+    rec["started_utc"] = utc_now()
+    if cell.device == "cpu":
+        rec["notes"].append(CPU_NOTE)
+    try:
+        stack, w = get_stack(cell.stack), get_workload(cell.workload)
+        if cell.task not in w.tasks:
+            raise Unsupported(f"{w.name} has no task {cell.task!r}")
+        step_timed = isinstance(w, StepWorkload)
+        rec["batch_size"] = cell.batch_size or (w.batch_sizes(cell.task)[0] if step_timed else w.batch_for(cell.size))
+        reason = (w.model.unsupported(stack) if step_timed else None) or \
+            knobs.check(stack, dict(cell.settings), step_timed)
+        if reason:
+            raise Unsupported(reason)
+        if stack.backend != "tensorflow":
+            frameworks.hide_gpus_from_tensorflow()
+        if step_timed:
+            run_steps(rec, cell, stack, w, samples_csv)
+        else:
+            run_epochs(rec, cell, stack, w, samples_csv)
+        # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
+        rec["settings"].update(frameworks.tf32_state(stack.backend))
+        math = frameworks.tf32_math(rec["settings"], cell.device)
+        rec["settings"]["tf32_matmul"], rec["settings"]["tf32_conv"] = math["matmul"], math["conv"]
+        rec["status"] = "ok"
+    except Unsupported as e:
+        rec["status"], rec["reason"] = "unsupported", str(e)
+    except BaseException as e:  # every failure becomes a record
+        rec["status"] = "oom" if frameworks.is_oom(e) else "failed"
+        rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        rec["traceback"] = traceback.format_exc()[-4000:]
+    add_env(rec, cell)
+    if rec["status"] == "ok" and "flops_per_step" in rec["metrics"]:  # a step-timed cell: needs env's GPU name
+        add_mfu(rec)
+    rec["memory"]["host_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rec["finished_utc"] = utc_now()
+    return rec
+
+
+def add_env(rec: dict[str, Any], cell: Cell) -> None:
+    """The record's ``env`` block and the note it implies for a GPU cell: MIG mode. The CUDA JIT cache's
+    growth (``env.cuda_cache``) is the runner's to add, once this process has ended
+    (``bench.run.runner.add_cuda_cache``)."""
+    try:
+        rec["env"] = capture()
+    except Exception as e:
+        rec["env"] = {"error": f"{type(e).__name__}: {e}"}
+    if (rec["env"].get("gpu") or {}).get("mig_mode") and cell.device == "gpu":
+        rec["notes"].append(MIG_NOTE)
+
+
+def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | None) -> None:
+    """A classic workload: ``fit`` on its dataset for some epochs (``bench.run.engines.*_engine.fit``)."""
+    batch = rec["batch_size"]
+    epochs = cell.epochs or w.epochs[cell.size]
+    ds = w.load_data(cell.size, cell.data)
+    rec["data"] = {**ds.record(), "requested": cell.data}
+    if ds.source == "synthetic":
+        rec["notes"].append("data=synthetic: " + (ds.reason or ""))
+    tel = telemetry.for_device(cell.device)
+    tel.measure_idle()
+    try:
+        settings = knobs.settings_class(stack.engine, "epochs").from_dict(dict(cell.settings))
+        out = epoch_engine(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, settings, telemetry=tel)
+    finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
+        if samples_csv is not None:
+            tel.write_samples(samples_csv)
+    rec["settings"] = {**dataclasses.asdict(settings), **out["settings"]}  # every knob, then what took effect
+    for key in ("metrics", "history", "model", "memory"):
+        rec[key] = out[key]
+    rec["telemetry"] = tel.summary(rec["metrics"].get("steps_per_epoch"), ds.n_train)
+    finish_telemetry(rec)
+
+
+def finish_telemetry(rec: dict[str, Any]) -> None:
+    add_energy_metrics(rec)
+    if rec["telemetry"].get("throttled"):
+        rec["notes"].append("GPU throttled during the timed window: "
+                            + ", ".join(rec["telemetry"]["throttle_reasons"] or []))
+
+
+def step_metrics(timer, batch: int, steps: int, generated_tokens: int | None) -> dict[str, Any]:
+    """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput."""
+    s = timer.summary(batch, batch * steps)
+    out = {k: v for k, v in s.items() if k.startswith("ms_per_step_")}
+    out.update(first_step_s=s["first_epoch_s"], steps=s["steps"], steady_s=s["steady_epoch_s"])
+    derived.step_throughput(out, batch, generated_tokens)
+    return out
+
+
+def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_csv: Path | None) -> None:
+    """A step-timed workload (``paper`` suite): ``steps`` timed steps after a first one, random inputs."""
+    batch = rec["batch_size"]
+    steps = cell.steps or w.steps[cell.size]
+    cfg = w.model.config(cell.size)
+    if cell.seq_len:
+        cfg["seq_len"] = cell.seq_len
+    rec["data"] = {"source": "synthetic", "reason": "random inputs of the published shapes (the source's method)"}
+    tel = telemetry.for_device(cell.device)
+    tel.measure_idle()
+    try:
+        settings = knobs.settings_class(stack.engine, "steps").from_dict(dict(cell.settings))
+        out = step_engine(stack.engine).run(stack, w, cell.task, cfg, batch, steps, cell.device, settings,
+                                            telemetry=tel)
+    finally:
+        if samples_csv is not None:
+            tel.write_samples(samples_csv)
+    rec["settings"] = {**dataclasses.asdict(settings), **out["settings"], "model_config": cfg}
+    rec["metrics"] = step_metrics(out["timer"], batch, steps, out["settings"].get("generated_tokens"))
+    rec["model"], rec["memory"], rec["output"] = out["model"], out["memory"], out["output"]
+    rec["notes"] += out.get("notes", [])
+    per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
+    rec["metrics"].update(flops_per_step=per_ex * batch if per_ex else None, flops_method=method)
+    rec["telemetry"] = tel.summary(steps, batch * steps)
+    finish_telemetry(rec)
+
+
+def add_mfu(rec: dict[str, Any]) -> None:
+    """MFU = model FLOPs per step / step time / the GPU's dense peak for the math in effect (null + reason): the
+    dtype, and for float32 whether matmuls and convolutions could use TF32 (``settings.tf32_matmul`` /
+    ``tf32_conv``; where they differ, ``flops.peak_flops`` combines the two peaks by the cell's share of FLOPs in
+    convolutions). ``mfu_measured`` divides by the GEMM peak ``make doctor`` measured in this image on this GPU
+    (``measured_peak_in_effect``; null + reason without one)."""
+    m, s = rec["metrics"], rec["settings"]
+    gpu = (rec["env"].get("gpu") or {}).get("name") if rec["device"] == "gpu" else None
+    precision = s.get("precision", "float32")
+    tf32_mm, tf32_conv = bool(s.get("tf32_matmul")), bool(s.get("tf32_conv"))
+    share = flops.conv_fraction(rec.get("workload", ""), rec.get("task", ""))
+    peak, why = flops.peak_flops(gpu, precision, tf32_mm, tf32_conv, share)
+    m["peak_flops"], m["peak_source"] = peak, why
+    measured, source = measured_peak_in_effect(rec, precision, tf32_mm, tf32_conv, share) \
+        if gpu and rec.get("stack") else (None, "no GPU in this record")
+    m["measured_peak_flops"], m["measured_peak_source"] = measured, source
+    derived.flops_rates(m)
+
+
+def measured_peak_in_effect(rec: dict[str, Any], precision: str, tf32_mm: bool, tf32_conv: bool,
+                            share: float | None) -> tuple[float | None, str]:
+    """The GEMM FLOP/s ``make doctor`` measured in this image on this record's GPU (``bench.run.probe.measured_peak``)
+    for the math in effect: the matmul mode's, or where matmuls and convolutions ran in different modes, the two
+    combined by the cell's convolution share of FLOPs (``flops.combined_peak``; a convolution is taken to reach
+    what a GEMM of its math mode reaches). (None, why) when a measurement or the share is missing."""
+    from bench.run.probe import measured_peak
+
+    results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
+    args = (results, rec.get("stack"), os.environ.get("BENCH_VARIANT", rec["device"]), rec["env"].get("gpu"),
+            precision)
+    matmul, source = measured_peak(*args, tf32_mm)
+    if precision != "float32" or tf32_mm == tf32_conv or matmul is None:
+        return matmul, source
+    conv, conv_source = measured_peak(*args, tf32_conv)
+    if conv is None or share is None:
+        return None, conv_source if conv is None else "the cell's share of FLOPs in convolutions is not tabulated"
+    return flops.combined_peak(matmul, conv, share), (f"matmuls: {source}; convolutions: {conv_source}; "
+                                                      f"{100 * share:.1f} % of the FLOPs in convolutions")
+
+
+def exit_without_teardown(code: int) -> None:
+    """End the process now, skipping the interpreter's teardown (module GC, framework thread pools and
+    allocators): 0.5-1.5 s of every CPU cell's process on a 2-core CPU, after the record is on disk.
+    Output is flushed first; no atexit handler runs."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m bench.run.worker CELL.json OUT.json [SAMPLES.csv]``: run the cell, write OUT.json atomically.
+
+    A CPU cell's process then ends without the interpreter's teardown (``exit_without_teardown``); a GPU
+    cell's exits normally, so the CUDA driver tears its context down and writes its JIT cache
+    (``CUDA_CACHE_PATH``) as it would in any program; the runner measures the cache after that.
+    Returns the exit code (0: a record was written).
+    """
+    cell_file, out_file, *rest = argv
+    cell = Cell.from_dict(json.loads(Path(cell_file).read_text()))
+    rec = run_cell(cell, Path(rest[0]) if rest else None)
+    write_json_atomic(Path(out_file), rec)
+    if rec["status"] == "failed":
+        print(rec.get("traceback", ""), file=sys.stderr)
+    if cell.device == "cpu":
+        exit_without_teardown(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
