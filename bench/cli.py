@@ -177,6 +177,11 @@ def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str
         sched = schedules[stack_ids[0]]
         click.echo(f"run: {len(cells)} cells, round {round_} of {repeats} (seed {sched['seed']}, order "
                    f"{' '.join(sched['order'])}) -> {out}")
+    if dev == "gpu":  # the peak mfu_measured divides by, measured in this image on this GPU once
+        from bench.run.probe import ensure_measured_peak
+
+        for sid in stack_ids:
+            click.echo(ensure_measured_peak(sid, root, os.environ.get("BENCH_VARIANT", "gpu")))
     cooldown = None
     if cooldown_s and dev == "gpu":
         from bench.run.gpu_state import Cooldown

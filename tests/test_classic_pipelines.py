@@ -496,3 +496,31 @@ def test_classic_table_shows_the_2017_metric_beside_ms_per_step():
     table = "\n".join(classic_section(df, Footnotes()))
     assert "| mnist_cnn | fit | 3.00 · 12.35 s/epoch | 4.00 |" in table
     assert "s/epoch (the 2017 metric)" in table and "the 2017 comparison's metric" in table
+
+
+@needs_keras_torch
+def test_the_2017_lstms_keep_keras_2_0_8s_hard_sigmoid_gate_and_off_cudnn(monkeypatch):
+    """keras/layers/recurrent.py@2.0.8:971: LSTM(recurrent_activation='hard_sigmoid'), i.e. clip(0.2 x + 0.5, 0, 1)
+    (keras/backend/tensorflow_backend.py@2.0.8:2850), which no cuDNN kernel implements: the 2017 comparison timed the
+    generic LSTM loop. Today's default gate (sigmoid) would send every Keras stack to cuDNN on a GPU (keras 3.15.1
+    backend/torch/rnn.py cudnn_ok; the same test on TensorFlow and JAX)."""
+    import importlib
+
+    import keras
+
+    from bench.run.workloads.classic import babi_keras, hrnn_keras
+
+    torch_rnn = importlib.import_module("keras.src.backend.torch.rnn")  # the package exports a function `rnn` too
+
+    monkeypatch.setattr(torch_rnn, "_is_cuda_cudnn_available", lambda: True)  # as on a GPU
+    hrnn = hrnn_keras(keras, {"num_classes": 10})
+    babi = babi_keras(keras, {"story_maxlen": 20, "query_maxlen": 5, "vocab_size": 30})
+    lstms = [hrnn.layers[1].layer, hrnn.layers[2]] + [x for x in babi.layers if isinstance(x, keras.layers.LSTM)]
+    assert len(lstms) == 4
+    x = keras.ops.convert_to_tensor(np.array([-3.0, -2.5, -1.0, 0.0, 1.0, 2.5, 3.0], np.float32))
+    for layer in lstms:
+        gate = layer.cell.recurrent_activation
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(gate(x)), np.clip(0.2 * np.asarray(x) + 0.5, 0, 1),
+                                   rtol=1e-6)
+        assert not torch_rnn.cudnn_ok(layer.cell.activation, gate, layer.unroll, layer.cell.use_bias)
+    assert torch_rnn.cudnn_ok(keras.activations.tanh, keras.layers.LSTM(4).cell.recurrent_activation, False, True)

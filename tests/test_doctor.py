@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from bench.core.checks import Check
 from bench.host import doctor
 from bench.run import probe
 from tests.conftest import has
@@ -319,3 +320,45 @@ def test_jax_barrier_waits_for_the_results_a_step_keeps():
     out = mm(mm(a, a), a)
     frameworks.framework("jax").barrier("cpu")()
     assert out.is_ready()
+
+
+def test_a_gpu_run_measures_its_images_peak_once_per_gpu(tmp_path):
+    """The audit: make doctor's image part never ran on the cloud paths (before the images existed, or not at all),
+    so mfu_measured was always null there. bench run on a GPU measures it when the results hold none for this GPU,
+    and keeps one measured on the same GPU."""
+    calls = []
+
+    def checks(stack, device):
+        calls.append((stack, device))
+        return [Check("x: GEMM bf16", "ok", "600")], {"stack": stack, "gpu": gpu,
+                                                             "measured_tflops": {"bf16": 600.0}}
+
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
+    nvml = {"available": True, **gpu}
+    line = probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: nvml)
+    assert calls == [("pytorch", "gpu")] and "measured" in line
+    saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
+    assert saved["measured_tflops"] == {"bf16": 600.0} and saved["gpu"] == gpu
+    assert "already" in probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: nvml)
+    assert len(calls) == 1
+    other = {"available": True, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-2"}  # another GPU of the model
+    gpu = {"name": other["name"], "uuid": other["uuid"]}
+    probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: other)
+    assert len(calls) == 2
+
+
+def test_bench_run_on_a_gpu_ensures_the_measured_peak_before_its_cells(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from bench import cli
+    from bench.run import runner
+
+    seen = []
+    monkeypatch.setattr(cli, "resolve_device", lambda requested, stacks: "gpu")
+    monkeypatch.setattr(probe, "ensure_measured_peak", lambda sid, root, variant: seen.append((sid, variant)) or "ok")
+    monkeypatch.setattr(runner, "run_cells", lambda cells, out, **kw: seen.append(len(cells)) or [])
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("BENCH_VARIANT", "gpu")
+    r = CliRunner().invoke(cli.cli, ["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert seen == [("pytorch", "gpu"), 1]  # the peak first, then the cells

@@ -97,7 +97,7 @@ def test_torch_default_leaves_matmul_fp32_and_cudnn_tf32_and_on_off_set_both():
     assert on["torch_float32_matmul_precision"] == "high"  # the tuning study's set_float32_matmul_precision("high")
     assert off["torch_matmul_allow_tf32"] is False and off["torch_cudnn_allow_tf32"] is False
     assert again == off  # default changes nothing: it only reads
-    assert tf32_math(default, "gpu") == {"matmul": False, "conv": True}
+    assert tf32_math(default, "gpu") == {"matmul": False, "conv": True, "rnn": True}
 
 
 def test_jax_default_is_its_default_precision_which_uses_tf32_on_a_gpu():
@@ -106,8 +106,8 @@ def test_jax_default_is_its_default_precision_which_uses_tf32_on_a_gpu():
     assert s["default"][0]["jax_default_matmul_precision"] is None
     assert s["on"][0]["jax_default_matmul_precision"] == "tensorfloat32"
     assert s["off"][0]["jax_default_matmul_precision"] == "highest"
-    assert tf32_math(s["default"][0], "gpu") == {"matmul": True, "conv": True}
-    assert tf32_math(s["off"][0], "gpu") == {"matmul": False, "conv": False}
+    assert tf32_math(s["default"][0], "gpu") == {"matmul": True, "conv": True, "rnn": True}
+    assert tf32_math(s["off"][0], "gpu") == {"matmul": False, "conv": False, "rnn": False}
 
 
 def test_tensorflow_default_has_tf32_on():
@@ -115,18 +115,19 @@ def test_tensorflow_default_has_tf32_on():
     s = switches("tensorflow")
     assert s["default"][0]["tf_tensor_float_32_execution"] is True
     assert s["off"][0]["tf_tensor_float_32_execution"] is False
-    assert tf32_math(s["default"][0], "gpu") == {"matmul": True, "conv": True}
+    assert tf32_math(s["default"][0], "gpu") == {"matmul": True, "conv": True, "rnn": True}
 
 
 @pytest.mark.parametrize("effective, device, expected", [
-    ({"tf_tensor_float_32_execution": True}, "gpu", (True, True)),
-    ({"tf_tensor_float_32_execution": True, "NVIDIA_TF32_OVERRIDE": "0"}, "gpu", (False, False)),  # the override wins
-    ({"jax_default_matmul_precision": None}, "gpu", (True, True)),
-    ({"jax_default_matmul_precision": "highest"}, "gpu", (False, False)),
-    ({"torch_matmul_allow_tf32": False, "torch_cudnn_allow_tf32": True}, "gpu", (False, True)),
-    ({"torch_matmul_allow_tf32": True, "torch_cudnn_allow_tf32": True}, "gpu", (True, True)),
-    ({"tf_tensor_float_32_execution": True}, "cpu", (False, False)),  # a tensor-core mode: never on a CPU
-    ({}, "gpu", (False, False)),  # no switch recorded: not claimed
+    ({"tf_tensor_float_32_execution": True}, "gpu", (True, True, True)),
+    ({"tf_tensor_float_32_execution": True, "NVIDIA_TF32_OVERRIDE": "0"}, "gpu", (False,) * 3),  # the override wins
+    ({"jax_default_matmul_precision": None}, "gpu", (True, True, True)),
+    ({"jax_default_matmul_precision": "highest"}, "gpu", (False, False, False)),
+    # torch's default: matmuls FP32; cuDNN convolutions and RNN kernels (LSTMs) TF32 (the audit: rnn was unrecorded)
+    ({"torch_matmul_allow_tf32": False, "torch_cudnn_allow_tf32": True}, "gpu", (False, True, True)),
+    ({"torch_matmul_allow_tf32": True, "torch_cudnn_allow_tf32": True}, "gpu", (True, True, True)),
+    ({"tf_tensor_float_32_execution": True}, "cpu", (False, False, False)),  # a tensor-core mode: never on a CPU
+    ({}, "gpu", (False, False, False)),  # no switch recorded: not claimed
 ])
 def test_tf32_in_effect_per_op_kind(effective, device, expected):
     assert tuple(tf32_math(effective, device).values()) == expected

@@ -339,3 +339,18 @@ def test_derived_metrics_belong_to_the_aggregated_time_not_to_repeat_one():
     agg = aggregate([fit_rec(1, 1.0), fit_rec(2, 3.0)])
     assert agg["metrics"]["steady_epoch_s"] == 2.0 and agg["metrics"]["samples_per_s"] == pytest.approx(30000.0)
     assert agg["repeats"]["samples_per_s"]["values"] == [60000.0, 20000.0]  # the spread is kept
+
+
+def test_repeats_on_two_gpus_are_not_one_measurement():
+    """A cell whose rounds ran on two GPUs (a preempted spot VM resumed on another) is not aggregated into one row
+    under the first GPU's UUID: it fails, naming both, and its per-repeat records stay on disk."""
+    from bench.results.repeats import aggregate
+
+    def rec(k, uuid):
+        return {"status": "ok", "repeat": k, "metrics": {"ms_per_step_mean": 10.0 * k}, "process": {"wall_s": 1.0},
+                "env": {"gpu": {"available": True, "uuid": uuid}}}
+
+    agg = aggregate([rec(1, "GPU-a"), rec(2, "GPU-b"), rec(3, "GPU-b")])
+    assert agg["status"] == "failed" and "GPU-a" in agg["reason"] and "GPU-b" in agg["reason"]
+    assert aggregate([rec(1, "GPU-a"), rec(2, "GPU-a")])["status"] == "ok"
+    assert aggregate([{**rec(1, None), "env": {"gpu": {"available": False}}}])["status"] == "ok"  # a CPU run

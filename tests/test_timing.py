@@ -148,3 +148,32 @@ def test_cadence_syntax():
 def test_unknown_backend():
     with pytest.raises(ValueError):
         frameworks.make_barrier("mxnet", "cpu")
+
+
+
+def test_a_keras_predict_closes_its_timed_window_before_predict_returns():
+    """The audit: without an on_predict_end hook the steady window (and the energy in it) ran on to the engine's
+    telemetry.stop(), past Keras joining every batch's outputs on the host."""
+    pytest.importorskip("keras")
+    import keras
+    import numpy as np
+
+    from bench.run.engines.keras_engine import make_timing_callback
+
+    events = []
+
+    class Window:
+        def mark(self):
+            events.append("mark")
+
+        def end_epoch(self):
+            events.append("end")
+
+    timer = EpochTimer(lambda: None, Window(), STEP)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.predict(np.zeros((12, 3), np.float32), batch_size=4, verbose=0,
+                  callbacks=[make_timing_callback(keras, timer, split_first=True)])
+    events.append("predict returned")
+    # the first step (build + compile) ends at the next mark (the telemetry protocol), steps 2..3 at predict's end
+    assert events == ["mark", "mark", "end", "predict returned"]
+    assert [k for _, k in timer.intervals[1]] == [1, 1]

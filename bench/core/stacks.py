@@ -66,10 +66,11 @@ class ContainerVolume:
 
 
 #: The environment of every bench container (compose's ``x-bench`` and the Kubernetes Job): one list, so rows
-#: from either are comparable. NVIDIA_TF32_OVERRIDE is not here: the runner sets it per cell.
+#: from either are comparable. NVIDIA_TF32_OVERRIDE is not here: the runner sets it per cell. The allocators are
+#: the frameworks' own, as keras-benchmarks v0.0.5 ran them (it sets no XLA_PYTHON_CLIENT_PREALLOCATE and no
+#: TF_FORCE_GPU_ALLOW_GROWTH): JAX and TensorFlow preallocate their pool (one cell process at a time has the GPU),
+#: PyTorch grows its caching allocator; only JAX's pool size differs from the source's (below).
 CONTAINER_ENV: tuple[ContainerVar, ...] = (
-    ContainerVar("XLA_PYTHON_CLIENT_PREALLOCATE", "false",
-                 why="JAX allocates as it needs, as TensorFlow (allow growth) and PyTorch's caching allocator do"),
     # jaxlib/xla_client.py@jax-v0.10.2 (generate_pjrt_gpu_plugin_options) passes this fraction (the deprecated
     # XLA_PYTHON_CLIENT_MEM_FRACTION beside it is an error) to XLA's BFC allocator, whose pool is total memory x
     # fraction, 0.75 by default, preallocated or not (xla/pjrt/gpu/gpu_helpers.cc CreateBFCAllocator, read in a
@@ -83,7 +84,6 @@ CONTAINER_ENV: tuple[ContainerVar, ...] = (
                  why="the driver's JIT cache outlives `--rm` containers: TensorFlow 2.21 ships only PTX for sm_90 "
                      "(H100/H200)"),
     ContainerVar("CUDA_CACHE_MAXSIZE", "4294967296", why="4 GiB, CUDA's maximum"),
-    ContainerVar("TF_FORCE_GPU_ALLOW_GROWTH", "true"),
     ContainerVar("TF_CPP_MIN_LOG_LEVEL", "1"),
     ContainerVar("BENCH_DEVICE", "auto", from_host=True, job_value="gpu",
                  why="the device make resolved (the Kubernetes Job holds one GPU: gpu)"),

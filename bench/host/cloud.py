@@ -86,6 +86,13 @@ def k8s_volumes(claim: str, shm_gib: int) -> tuple[list[dict[str, Any]], list[di
     return volumes, mounts
 
 
+#: An init container's command: run its ``args`` and go on when they exit 1. ``bench run`` exits 1 when a cell did
+#: not succeed (its record says why) and ``bench doctor`` when a check failed; under ``restartPolicy: Never`` a
+#: failing init container fails the pod, so the later stacks, rounds and the collector would never run (every
+#: retry re-running the same failing cell). A bad invocation (exit 2) or a crash still fails the pod.
+KEEP_GOING = ["sh", "-c", '"$0" "$@"; status=$?; if [ "$status" -le 1 ]; then exit 0; fi; exit "$status"']
+
+
 def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, repeats: int = 3,
             size: str = "full", seed: int = rounds.DEFAULT_SEED, claim: str = "dlbench-results",
             name: str | None = None, shm_gib: int = 16) -> dict[str, Any]:
@@ -116,8 +123,8 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
         args = ["bench", "run", "--stack", step.stack, "--suite", suite, "--size", size, "--device", "gpu",
                 "--out", f"/results/runs/{run}", *round_args]
         image = f"{registry}/{step.stack}:{imagetag.tag(step.stack, 'gpu')}"
-        return {"name": f"r{step.round}-{step.stack}", "image": image, "args": args, "env": k8s_env(step.stack),
-                "resources": gpu, "volumeMounts": mounts}
+        return {"name": f"r{step.round}-{step.stack}", "image": image, "command": KEEP_GOING, "args": args,
+                "env": k8s_env(step.stack), "resources": gpu, "volumeMounts": mounts}
 
     init: list[dict[str, Any]] = []
     launch.KubernetesJob(container, init).launch(launch.plan(stacks, repeats, seed), stacks)

@@ -84,7 +84,7 @@ def _mount(v: ContainerVolume) -> str:
 def render_bench_block() -> str:
     """The ``environment`` and ``volumes`` of ``x-bench`` (YAML text), from ``CONTAINER_ENV`` and
     ``CONTAINER_VOLUMES``; each variable's reason is a comment above it."""
-    tf32 = "NVIDIA_TF32_OVERRIDE is set per cell by the runner: \"0\" unless the cell's own settings ask for TF32"
+    tf32 = "NVIDIA_TF32_OVERRIDE is set per cell by the runner: \"0\" for tf32=off (strict FP32), else unset"
     lines = ["  environment: &bench-env", f"    # {tf32}"]
     for var in CONTAINER_ENV:
         lines += [f"    # {var.why}"] if var.why else []

@@ -57,7 +57,7 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = 0.05, t
     """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, ratio, p, verdict).
 
     Raises:
-        ValueError: a CSV lacks the key columns or the metric, or no cell matches.
+        ValueError: a CSV lacks the key columns or the metric, holds a cell twice, or no cell matches.
     """
     import pandas as pd
 
@@ -67,6 +67,12 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = 0.05, t
             raise ValueError(f"CSV {name} lacks columns: {', '.join(missing)}")
     a_ok = df_a[df_a["status"] == "ok"].set_index(KEY)
     b_ok = df_b[df_b["status"] == "ok"].set_index(KEY)
+    for name, ok in (("A", a_ok), ("B", b_ok)):
+        twice = ok.index[ok.index.duplicated()].unique()
+        if len(twice):  # e.g. a run whose cells ran on two GPUs: which row to compare would be a guess
+            example = " ".join(map(str, twice[0]))
+            raise ValueError(f"CSV {name} has several ok rows for {len(twice)} cell(s), e.g. {example} (rows from "
+                             "several GPUs?): compare CSVs of one GPU each")
     common = a_ok.index.intersection(b_ok.index)
     if len(common) == 0:
         raise ValueError("no ok cell appears in both CSVs (matched on " + ", ".join(KEY) + ")")

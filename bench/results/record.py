@@ -39,7 +39,8 @@ FIELDS: dict[str, str] = {
                                      "else unset",
     "settings.tf_tensor_float_32_execution / jax_default_matmul_precision / torch_matmul_allow_tf32 / "
     "torch_cudnn_allow_tf32 / torch_float32_matmul_precision": "the framework's TF32 switches as the cell ended",
-    "settings.tf32_matmul / tf32_conv": "whether float32 matmuls / convolutions could use TF32: a GPU cell with no "
+    "settings.tf32_matmul / tf32_conv / tf32_rnn": "whether float32 matmuls / convolutions / recurrent layers "
+                                                   "(PyTorch: cuDNN's RNN kernels) could use TF32: a GPU cell with no "
                                         "override and the framework's switch for that op on (MFU divides by the "
                                         "peak of the math in effect, matmuls and convolutions weighed by their "
                                         "share of the FLOPs)",
@@ -109,7 +110,8 @@ FIELDS: dict[str, str] = {
     "metrics.fit_s / fit_s_per_epoch": "fit suites: wall time of the whole fit, between device barriers (every "
                                        "epoch, the first and each one's validation included; s), and that over the "
                                        "epochs: the 2017 Keras backend comparison's metric, s/epoch",
-    "metrics.first_step_s": "the first step alone, model build and compilation included (s; paper suite, and fit "
+    "metrics.first_step_s": "the first step alone, tracing, compilation and lazy initialisation included (the model "
+                            "is built before the clock starts) (s; paper suite, and fit "
                             "cells under sync=step; null otherwise)",
     "metrics.steps / steady_s": "paper suite: timed steps after the first (default 100), and their total (s)",
     "metrics.examples_per_s / tokens_per_s": "paper suite: examples (sequences, images) per second over the timed "

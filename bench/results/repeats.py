@@ -1,7 +1,8 @@
 """Independent repeats of a cell and the fixed rule that turns them into one record.
 
 Rule (fixed in advance, no best-of-N): each repeat runs in its own process. The cell is ``ok`` only
-when every repeat is ``ok``; otherwise it takes the status and reason of its first repeat that is not.
+when every repeat is ``ok`` and all ran on one GPU (repeats on two GPUs, e.g. a spot VM preempted between rounds,
+are ``failed`` with the GPUs named); otherwise it takes the status and reason of its first repeat that is not.
 For an ``ok`` cell every metric in ``AGGREGATED`` is the median across repeats of that metric (so
 ``ms_per_step_p50`` is the median of the within-run p50s), and ``repeats.<metric>`` keeps the values,
 their median, min, max and coefficient of variation (sample std / mean). The metrics derived from others
@@ -38,6 +39,12 @@ def spread(values: list[float]) -> dict[str, Any]:
             "max": float(a.max()), "cv": cv}
 
 
+def gpu_uuids(records: list[dict[str, Any]]) -> list[str]:
+    """The GPUs (NVML UUIDs, in repeat order, each once) the repeats ran on; empty on CPU or without NVML."""
+    seen = [((r.get("env") or {}).get("gpu") or {}).get("uuid") for r in records]
+    return list(dict.fromkeys(u for u in seen if u))
+
+
 def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
     """One cell record from the records of its repeats (ordered by repeat), following ``RULE``.
 
@@ -51,7 +58,12 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
     out["repeat"] = None
     block: dict[str, Any] = {"n": len(records), "ok": len(records) - len(bad), "rule": RULE,
                              "statuses": [r["status"] for r in records]}
-    if bad:
+    gpus = gpu_uuids(records)
+    if len(gpus) > 1:  # e.g. a spot VM preempted between rounds: the repeats are not one measurement
+        out["status"] = "failed"
+        out["reason"] = (f"its {len(records)} repeats ran on {len(gpus)} GPUs ({', '.join(gpus)}): not one "
+                         "measurement; run the cell again on one GPU (bench run --force)")
+    elif bad:
         if len(records) > 1:
             out["reason"] = f"repeat {bad[0].get('repeat') or 1} of {len(records)}: {bad[0].get('reason')}"
     else:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.core.checks import Check
+from bench.core.checks import Check, save
 from bench.core.stacks import STACKS, Stack
 from bench.run.cellenv import cell_env
 
@@ -191,3 +191,28 @@ def measured_peak(results_dir: Path, stack_id: str, variant: str, gpu: dict[str,
     if not value:
         return None, f"{path.name} has no {mode} measurement"
     return value * 1e12, f"{path.name} ({saved.get('utc')}), {mode} GEMM {GEMM_N}^3 on {what}"
+
+
+def ensure_measured_peak(stack_id: str, results_dir: Path, variant: str,
+                         checks: Callable[..., tuple[list[Check], dict[str, Any]]] | None = None,
+                         identify: Callable[[], dict[str, Any]] | None = None) -> str:
+    """Before a GPU run: the image's measured GEMM peak on this GPU, which every cell's ``mfu_measured`` is set against,
+    measured now (the doctor's image part, ``image_checks``, saved where ``make doctor`` saves it) unless
+    ``results_dir/doctor/<stack>-<variant>.json`` already holds one for this GPU (``same_gpu``). So every path sets
+    it in its own image on its own GPU: ``make bench-all`` (whose preflight is the host part only), a SkyPilot VM
+    (``make doctor`` runs before the images exist there) and the Kubernetes Job. Returns one line saying which.
+    ``checks`` / ``identify``: ``image_checks`` and ``bench.run.environment.gpu_info`` (tests pass fakes)."""
+    from bench.run.environment import gpu_info
+
+    path = results_dir / "doctor" / f"{stack_id}-{variant}.json"
+    gpu = nvml_identity((identify or gpu_info)())
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        saved = {}
+    if gpu and saved.get("measured_tflops") and same_gpu(gpu, saved.get("gpu"))[0]:
+        return f"{stack_id}: measured GEMM peak for this GPU already in {path.name}"
+    found, extra = (checks or image_checks)(stack_id, "gpu")
+    save(path, "image", found, extra)
+    values = ", ".join(f"{k} {v:.1f}" for k, v in (extra.get("measured_tflops") or {}).items() if v)
+    return f"{stack_id}: measured the GEMM peak on this GPU ({values or 'no value'} TFLOP/s) -> {path}"

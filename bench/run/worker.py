@@ -65,7 +65,7 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
         rec["settings"].update(frameworks.tf32_state(stack.backend))
         math = frameworks.tf32_math(rec["settings"], cell.device)
-        rec["settings"]["tf32_matmul"], rec["settings"]["tf32_conv"] = math["matmul"], math["conv"]
+        rec["settings"].update({f"tf32_{kind}": on for kind, on in math.items()})
         rec["status"] = "ok"
     except Unsupported as e:
         rec["status"], rec["reason"] = "unsupported", str(e)

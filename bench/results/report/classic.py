@@ -33,7 +33,9 @@ def classic_section(df, notes: Footnotes) -> list[str]:
     marks: set[str] = set()
     out = ["## Classic suite: ms/step (mean over steady-state steps) · s/epoch (the 2017 metric)", "", METRICS_NOTE, "",
            "| workload | task | " + " | ".join(stacks) + " |", "|---|---|" + "---|" * len(stacks)]
-    for (w, t), g in rows.groupby(["workload", "task"], sort=False):
+    # one row per variant (a run may hold augment=false or knob variants beside the default): never a row picked
+    # from several
+    for (w, t, v), g in rows.groupby(["workload", "task", "variant"], sort=False):
         cells = []
         for s in stacks:
             r = g[g["stack"] == s]
@@ -53,5 +55,5 @@ def classic_section(df, notes: Footnotes) -> list[str]:
                     text += " (syn)"
                     marks.add("(syn): synthetic data, asked for with --data synthetic: not the published task")
                 cells.append(text)
-        out.append(f"| {w} | {t} | " + " | ".join(cells) + " |")
+        out.append(f"| {w if v == 'default' else f'{w} ({v})'} | {t} | " + " | ".join(cells) + " |")
     return out + [""] + [f"{m}" for m in sorted(marks)] + ([""] if marks else [])

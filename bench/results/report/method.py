@@ -154,11 +154,11 @@ def method_section(df) -> list[str]:
     if drift:
         lines.append("- Drift, last round's / first round's mean ms/step (median over a stack's cells): "
                      + ", ".join(f"{s} {ratio:.3f} ({n} cells)" for s, n, ratio in drift))
-    math = _per_stack(ok, ("settings.tf32", "settings.tf32_matmul", "settings.tf32_conv"))
+    math = _per_stack(ok, ("settings.tf32", "settings.tf32_matmul", "settings.tf32_conv", "settings.tf32_rnn"))
     if math:  # older records (before the per-op fields) have none
         lines += ["- Math mode per stack: the `tf32` knob (default: each framework's shipped mode, as the sources "
                   "ran; off: strict FP32; on: TF32 everywhere) and whether float32 matmuls and convolutions could "
-                  "use TF32 in effect (`settings.tf32_matmul`, `settings.tf32_conv`; never on a CPU):", *math]
+                  "use TF32 in effect (`settings.tf32_matmul`, `tf32_conv`, `tf32_rnn`; never on a CPU):", *math]
     per_stack = _per_stack(ok, ("settings.jit_compile", "settings.compile", "settings.precision"))
     if per_stack:
         lines += ["- Compile and precision settings in effect, per stack:", *per_stack]

@@ -364,23 +364,26 @@ def hide_gpus_from_tensorflow() -> bool:
 #: ``jax/_src/lax/lax.py``, ``Precision``: DEFAULT and HIGH "use tensorfloat32 if available (e.g. on A100 and H100)";
 #: HIGHEST, alias 'float32', "uses float32"). None is the shipped default: DEFAULT.
 JAX_TF32_PRECISIONS = (None, "default", "fastest", "bfloat16", "high", "bfloat16_3x", "tensorfloat32")
-#: Record key of each framework switch -> (op kinds it governs, values that allow TF32 there).
+#: Record key of each framework switch -> (op kinds it governs, values that allow TF32 there). ``rnn``: the GEMMs of
+#: a recurrent layer: cuDNN's RNN kernels on PyTorch (``cudnn.allow_tf32`` covers them: torch 2.13
+#: ``backends/cudnn/rnn.py`` ``fp32_precision`` follows it), plain matmuls on TensorFlow and JAX.
 TF32_SWITCHES: dict[str, tuple[tuple[str, ...], tuple[Any, ...]]] = {
-    "tf_tensor_float_32_execution": (("matmul", "conv"), (True,)),
-    "jax_default_matmul_precision": (("matmul", "conv"), JAX_TF32_PRECISIONS),
+    "tf_tensor_float_32_execution": (("matmul", "conv", "rnn"), (True,)),
+    "jax_default_matmul_precision": (("matmul", "conv", "rnn"), JAX_TF32_PRECISIONS),
     "torch_matmul_allow_tf32": (("matmul",), (True,)),
-    "torch_cudnn_allow_tf32": (("conv",), (True,)),
+    "torch_cudnn_allow_tf32": (("conv", "rnn"), (True,)),
 }
 
 
 def tf32_math(effective: dict[str, Any], device: str) -> dict[str, bool]:
-    """Whether a cell's float32 matmuls and convolutions could run as TF32: ``{"matmul": bool, "conv": bool}``.
+    """Whether a cell's float32 matmuls, convolutions and recurrent layers could run as TF32:
+    ``{"matmul": bool, "conv": bool, "rnn": bool}``.
 
     ``effective``: the record's ``settings`` block (the switches ``set_tf32`` returned, and the process's
     ``NVIDIA_TF32_OVERRIDE``). True for an op kind on a GPU whose framework switch for it allows TF32 and no
     ``NVIDIA_TF32_OVERRIDE=0``; TF32 is a tensor-core mode, never on a CPU. A switch absent from ``effective``
     does not count (a record without the framework's switches says False)."""
-    out = {"matmul": False, "conv": False}
+    out = {"matmul": False, "conv": False, "rnn": False}
     if device != "gpu" or effective.get("NVIDIA_TF32_OVERRIDE") == "0":
         return out
     for key, (kinds, allowing) in TF32_SWITCHES.items():

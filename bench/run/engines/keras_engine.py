@@ -99,6 +99,9 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
         def on_predict_begin(self, logs=None):
             timer.begin_epoch()
 
+        def on_predict_end(self, logs=None):  # before predict joins the batches' outputs on the host
+            self.close()
+
         def on_train_batch_begin(self, batch, logs=None):
             self.first = batch
 

@@ -117,12 +117,28 @@ def cnn_torch(meta):
 
 # ---- mnist_hierarchical_rnn: keras/examples/mnist_hierarchical_rnn.py (2017) -----------------------
 
+def lstm_2017(keras, units: int):
+    """A Keras LSTM of ``units`` as Keras 2.0.8 built it by default: ``recurrent_activation='hard_sigmoid'``, which was
+    ``clip(0.2 * x + 0.5, 0, 1)`` (keras/layers/recurrent.py@2.0.8:971, keras/backend/tensorflow_backend.py@2.0.8:
+    2837-2853). Today's Keras defaults to ``sigmoid`` (and Keras 3's ``hard_sigmoid`` has slope 1/6), and with
+    ``sigmoid`` Keras runs the fused cuDNN kernel on a GPU (keras 3.15.1 layers/rnn/lstm.py; tf-keras 2.21 too),
+    which the 2017 comparison's generic LSTM loop was not: this gate keeps every Keras stack on the generic loop,
+    as the source timed it. The PyTorch twins use ``nn.LSTM`` (sigmoid gates, cuDNN on a GPU): PyTorch has no
+    hard-sigmoid LSTM (a recorded difference, README "Method vs the sources")."""
+    ops = keras.ops if hasattr(keras, "ops") else keras.backend  # Keras 3, or tf-keras (Keras 2)
+
+    def hard_sigmoid_2017(x):
+        return ops.clip(0.2 * x + 0.5, 0.0, 1.0)
+
+    return keras.layers.LSTM(units, recurrent_activation=hard_sigmoid_2017)
+
+
 def hrnn_keras(keras, meta):
     """Keras hierarchical RNN: (B, 28, 28, 1) -> LSTM(128) over each row's pixels -> LSTM(128) over rows -> softmax."""
     L = keras.layers
     x = keras.Input((28, 28, 1))
-    rows = L.TimeDistributed(L.LSTM(128))(x)  # each row: 28 pixels, one feature each
-    cols = L.LSTM(128)(rows)
+    rows = L.TimeDistributed(lstm_2017(keras, 128))(x)  # each row: 28 pixels, one feature each
+    cols = lstm_2017(keras, 128)(rows)
     return keras.Model(x, L.Dense(meta["num_classes"], activation="softmax")(cols))
 
 
@@ -190,8 +206,8 @@ def babi_keras(keras, meta):
     question = keras.Input((meta["query_maxlen"],), dtype="int32")
     s = L.Dropout(0.3)(L.Embedding(meta["vocab_size"], EMBED)(story))
     q = L.Dropout(0.3)(L.Embedding(meta["vocab_size"], EMBED)(question))
-    q = L.RepeatVector(meta["story_maxlen"])(L.LSTM(EMBED)(q))
-    merged = L.Dropout(0.3)(L.LSTM(EMBED)(L.add([s, q])))
+    q = L.RepeatVector(meta["story_maxlen"])(lstm_2017(keras, EMBED)(q))
+    merged = L.Dropout(0.3)(lstm_2017(keras, EMBED)(L.add([s, q])))
     out = L.Dense(meta["vocab_size"], activation="softmax")(merged)
     return keras.Model([story, question], out)
 
