@@ -88,9 +88,7 @@ GEMM_N = 8192
 def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: int = GEMM_N,
                  timeout_s: float = 600.0) -> tuple[float | None, str]:
     """Achieved TFLOP/s of n x n GEMMs of ``stack_id``'s framework in a fresh process with the environment
-    a cell with that TF32 setting gets (``runner.cell_env``); (None, why) when it fails."""
-    from bench.run.runner import cell_env
-
+    a cell with that TF32 setting gets (``bench.run.cellenv.cell_env``); (None, why) when it fails."""
     s = STACKS[stack_id]
     mode = "on" if tf32 else "off"  # the knob values (bench.core.knobs.TF32_MODES): TF32 GEMMs, or strict FP32
     code = GEMM_CODE.format(backend=s.backend, mode=mode, dtype=dtype, device=device, n=n)
@@ -117,13 +115,12 @@ def image_checks(stack_id: str, device: str = "gpu",
                  measure: Callable[[str, str, bool], tuple[float | None, str]] = measure_gemm,
                  probe: Callable[[Any], list[str]] | None = None,
                  identify: Callable[[], dict[str, Any]] | None = None) -> tuple[list[Check], dict[str, Any]]:
-    """Inside a stack's image: the framework sees the GPU and runs a matmul on it (``runner.probe_gpus``),
+    """Inside a stack's image: the framework sees the GPU and runs a matmul on it (``probe_gpus``),
     then the measured GEMM peak per mode (``GEMM_MODES``). Returns the checks and what ``save`` keeps beside
     them: ``gpu``, the GPU's NVML name and UUID (``identify``: ``bench.run.environment.gpu_info``, as a record's
     ``env.gpu``; None without NVML, then a ! check says the peak cannot be matched), ``framework_gpu``, the
     framework's name for it, and ``measured_tflops``."""
     from bench.run.environment import gpu_info
-    from bench.run.runner import probe_gpus
 
     s = STACKS[stack_id]
     try:
