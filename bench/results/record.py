@@ -6,11 +6,11 @@ Every field is documented in ``FIELDS`` (also rendered into README's "Outputs" s
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.core.atomic import write_json_atomic  # noqa: F401  (records are written with it: part of this API)
+from bench.results.cell import Cell  # noqa: F401  (moved to cell.py; imported from here too)
 
 SCHEMA_VERSION = 2  # 2: telemetry, repeats, settings_requested, baseline
 
@@ -21,7 +21,8 @@ FINAL_STATUSES = ("ok", "unsupported")
 
 FIELDS: dict[str, str] = {
     "schema_version": "integer version of this record layout",
-    "cell_id": "stack__suite__workload__task__size__variant; also the file name (paper suite: variant bs<N>)",
+    "cell_id": "stack__suite__workload__task__size__variant, then __key=value+... for each measurement input off its "
+               "default (batch_size, epochs, steps, seq_len, data); also the file name (paper suite: variant bs<N>)",
     "stack / suite / workload / task / size / variant": "the cell's coordinates",
     "device": "cpu or gpu, as resolved for the run",
     "status": "ok | failed | timeout | oom | unsupported",
@@ -174,66 +175,6 @@ FIELDS: dict[str, str] = {
                         "grew (the first step/epoch paid for compiling PTX for this GPU; null without the variable)",
     "notes": "warnings that travel with the row (e.g. a CPU run is not a GPU benchmark)",
 }
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One unit of work: a workload's task on a stack, at a size, with a set of settings.
-
-    Attributes:
-        stack: stack id. suite: suite name. workload: workload name. task: e.g. ``fit``.
-        size: ``smoke`` (tiny, CI) or ``full`` (published sizes).
-        device: ``cpu`` or ``gpu`` (already resolved, never ``auto``).
-        variant: name of the settings set; ``default`` is the stack's out-of-the-box configuration.
-        settings: knob overrides for this variant (e.g. ``{"jit_compile": True}``).
-        batch_size / epochs: overrides of the workload's defaults (None keeps them).
-        timeout_s: wall-clock limit for the cell's process (s).
-        baseline: this variant is the stack's out-of-the-box configuration in a sweep.
-        repeat: 1-based index of an independent repeat (None when the cell is not repeated).
-        telemetry_samples: also write the raw GPU telemetry samples to ``<run_id>.telemetry.csv``.
-        steps / seq_len: overrides of a step-timed workload's timed steps and sequence length (None keeps
-            the published values).
-        data: where a fit cell's data may come from (``bench.run.datasets.DATA_CHOICES``; ``auto``: real, and
-            synthetic only at smoke size).
-        schedule: where this repeat ran in ``make bench-all``'s rounds (``bench.host.rounds.schedule``: seed,
-            round, rounds, the round's stack order, position), None outside rounds.
-    """
-
-    stack: str
-    suite: str
-    workload: str
-    task: str
-    size: str
-    device: str
-    variant: str = "default"
-    settings: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    batch_size: int | None = None
-    epochs: int | None = None
-    timeout_s: float = 600.0
-    baseline: bool = False
-    repeat: int | None = None
-    telemetry_samples: bool = False
-    steps: int | None = None
-    seq_len: int | None = None
-    schedule: dict[str, Any] | None = field(default=None, hash=False, compare=False)
-    data: str = "auto"
-
-    @property
-    def id(self) -> str:
-        """The cell's identity across repeats (also its final record's file name)."""
-        return "__".join((self.stack, self.suite, self.workload, self.task, self.size, self.variant))
-
-    @property
-    def run_id(self) -> str:
-        """``id``, with ``__r<k>`` for repeat k of a repeated cell."""
-        return self.id if self.repeat is None else f"{self.id}__r{self.repeat}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Cell:
-        return cls(**data)
 
 
 def new_record(cell: Cell) -> dict[str, Any]:

@@ -74,6 +74,7 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     if data != "auto" and step_timed:
         raise PlanError(f"suite {suite!r} times random inputs (its source's step times do not depend on the data); "
                         "--data applies to the fit suites")
+    _check_applies(suite, step_timed, epochs=epochs, steps=steps, seq_len=seq_len)
     if suite in sweep.DEFAULT_GRIDS:
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
                                         batch_size=batch_size, epochs=epochs, timeout_s=timeout_s,
@@ -82,9 +83,10 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     else:
         cells = [
             Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=v,
-                 settings=dict(settings or {}), batch_size=b, epochs=epochs,
+                 settings=dict(settings or {}), batch_size=b,
+                 epochs=unless_default(epochs, WORKLOADS[w], "epochs", size),
                  timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples,
-                 steps=steps, seq_len=seq_len, data=data)
+                 steps=unless_default(steps, WORKLOADS[w], "steps", size), seq_len=seq_len, data=data)
             for s in stacks
             for w in (workloads or SUITES[suite])
             for t in WORKLOADS[w].tasks
@@ -98,6 +100,23 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
         cells = [dataclasses.replace(c, settings={**c.settings, "sync": sync},
                                      variant=tag if c.variant == "default" else f"{c.variant}+{tag}") for c in cells]
     return cells
+
+
+def _check_applies(suite: str, step_timed: bool, **overrides: int | None) -> None:
+    """Raise ``PlanError`` for an override the suite's workloads never read (``epochs`` in the step-timed paper
+    suite, ``steps`` and ``seq_len`` in the fit suites), rather than run a cell whose id names an input it ignored."""
+    kind_of = {"epochs": False, "steps": True, "seq_len": True}  # True: read by step-timed workloads only
+    for name, value in overrides.items():
+        if value is not None and kind_of[name] != step_timed:
+            where = "the paper suite" if kind_of[name] else "the fit suites (classic, tuning)"
+            raise PlanError(f"--{name.replace('_', '-')} applies to {where}, not to suite {suite!r}")
+
+
+def unless_default(value: int | None, w, name: str, size: str) -> int | None:
+    """``value`` (an override of the workload's ``epochs`` or ``steps``), or None when it equals the workload's own
+    value at ``size``: the same input as the default cell, so the same cell id and record (``Cell.id``)."""
+    own = getattr(w, name, None)
+    return None if value is not None and isinstance(own, dict) and own.get(size) == value else value
 
 
 def _check_sync(sync: str, step_timed: bool, suite: str) -> None:
@@ -120,7 +139,8 @@ def _batches(w, task: str, size: str, batch_size: int | None, variant: str) -> l
         if size == "smoke" and not batch_size:
             sizes = list(dict.fromkeys(min(b, SMOKE_MAX_BATCH) for b in sizes))
         return [(b, f"bs{b}" if variant == "default" else f"bs{b}-{variant}") for b in sizes]
-    return [(batch_size, variant)]
+    # an override equal to the workload's own batch at this size is the default cell (Cell.id)
+    return [(None if batch_size == w.batch_for(size) else batch_size, variant)]
 
 
 def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: str, device: str,
@@ -138,10 +158,14 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
     _check("workload", grid.workload, list(WORKLOADS))
     if grid.task not in WORKLOADS[grid.workload].tasks:
         raise PlanError(f"workload {grid.workload!r} has no task {grid.task!r}")
+    w = WORKLOADS[grid.workload]
+    if not isinstance(w, StepWorkload) and batch_size == w.batch_for(size):
+        batch_size = None  # the workload's own batch: the default cell (Cell.id)
     cells = [
         Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,
              device=device, variant=v.name, settings=v.settings, baseline=v.baseline, batch_size=batch_size,
-             epochs=epochs, timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples,
+             epochs=unless_default(epochs, w, "epochs", size), timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size],
+             telemetry_samples=telemetry_samples,
              data=data)
         for s in stacks
         for v in grid.variants(s)

@@ -36,6 +36,7 @@ from bench.run import gpu_state
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.environment import cuda_cache_block, cuda_cache_bytes
 from bench.run.gpu_state import Cooldown
+from bench.run.workloads import WORKLOADS, StepWorkload
 
 WORKER = [sys.executable, "-m", "bench.run.worker"]
 
@@ -155,7 +156,8 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict
 
 
 def existing_record(cell: Cell, out_dir: Path, repeats: int = 1) -> dict[str, Any] | None:
-    """A valid record already on disk for ``cell`` (aggregated over ``repeats`` repeats), else None."""
+    """A valid record already on disk for ``cell`` (aggregated over ``repeats`` repeats) and made with its inputs
+    (``input_mismatch``), else None."""
     path = result_path(out_dir, cell)
     if not path.exists():
         return None
@@ -163,9 +165,40 @@ def existing_record(cell: Cell, out_dir: Path, repeats: int = 1) -> dict[str, An
         rec = read_record(path)
     except RecordError:
         return None
-    if (rec.get("repeats") or {}).get("n", 1) != repeats:
+    if (rec.get("repeats") or {}).get("n", 1) != repeats or input_mismatch(rec, cell):
         return None
     return rec
+
+
+def input_mismatch(rec: dict[str, Any], cell: Cell) -> str | None:
+    """Why ``rec`` was not made with ``cell``'s inputs (None when it was), so a resumed run never returns a record
+    measured with others: its ``cell_id`` (which names every measurement input off its default, ``Cell.id``), its
+    device and knobs, and, for a record written before the id named them, the inputs it recorded as they took
+    effect (batch size, the data policy, the epochs or timed steps of an ok record)."""
+    w = WORKLOADS.get(cell.workload)
+    expected: list[tuple[str, Any, Any]] = [
+        ("cell_id", rec.get("cell_id"), cell.id), ("device", rec.get("device"), cell.device),
+        ("settings_requested", rec.get("settings_requested", dict(cell.settings)), dict(cell.settings)),
+        ("data.requested", (rec.get("data") or {}).get("requested", cell.data), cell.data)]
+    if w is not None and rec.get("batch_size") is not None:
+        step_timed = isinstance(w, StepWorkload)
+        default = w.batch_sizes(cell.task)[0] if step_timed else w.batch_for(cell.size)
+        expected.append(("batch_size", rec["batch_size"], cell.batch_size or default))
+    metrics = rec.get("metrics") or {}
+    if w is not None and isinstance(metrics.get("epoch_s"), list) and not isinstance(w, StepWorkload):
+        expected.append(("epochs", len(metrics["epoch_s"]), cell.epochs or w.epochs[cell.size]))
+    if w is not None and isinstance(w, StepWorkload) and metrics.get("steps") is not None:
+        expected.append(("steps", metrics["steps"], cell.steps or w.steps[cell.size]))
+    wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
+    return "; ".join(wrong) or None
+
+
+def on_disk_mismatch(cell: Cell, out_dir: Path) -> str | None:
+    """``input_mismatch`` of the valid record at ``cell``'s path (None when there is none or it matches)."""
+    try:
+        return input_mismatch(read_record(result_path(out_dir, cell)), cell)
+    except RecordError:
+        return None
 
 
 def existing_status(cell: Cell, out_dir: Path, repeats: int = 1) -> str | None:
@@ -224,6 +257,9 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
             echo(f"{head}: already {done}, skipped (use --force to run again)")
             outcomes.append(Outcome(cell, done, skipped=True))
             continue
+        stale = on_disk_mismatch(cell, out_dir)
+        if stale and not force:
+            echo(f"{head}: the record on disk was made with other inputs ({stale}); running it again")
         if round_ is not None:
             rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force, cooldown)
             if rec.get("repeat") is not None:

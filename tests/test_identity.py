@@ -1,0 +1,120 @@
+"""One request, one identity: a cell run with other inputs is another record, and resuming never returns a record
+made with other inputs (issue 23: a batch-64 run after the default run printed "already ok, skipped")."""
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+from bench.cli import main
+from bench.results.cell import Cell
+from bench.results.record import new_record, result_path, write_json_atomic
+from bench.run import plan, runner
+
+FAKE = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from bench.results.record import Cell, new_record, write_json_atomic
+    cell = Cell.from_dict(json.load(open(sys.argv[1])))
+    rec = new_record(cell)
+    epochs = cell.epochs or 2
+    rec.update(status="ok", batch_size=cell.batch_size or 128, data={"source": "synthetic", "requested": cell.data},
+               metrics={"ms_per_step_mean": 1.0, "first_epoch_s": 0.1, "epoch_s": [0.1] * epochs})
+    write_json_atomic(Path(sys.argv[2]), rec)
+""")
+
+
+@pytest.fixture
+def fake_worker(tmp_path, monkeypatch):
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE)
+    monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])
+
+
+def bench(*args: str) -> int:
+    with pytest.raises(SystemExit) as e:
+        main(list(args))
+    return e.value.code
+
+
+def test_a_batch_64_run_beside_the_default_run_is_a_second_record(tmp_path, fake_worker, capsys):
+    out = tmp_path / "run"
+    base = ["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu", "--out", str(out)]
+    assert bench(*base) == 0
+    assert bench(*base, "--batch-size", "64", "--epochs", "5") == 0
+    text = capsys.readouterr().out
+    assert "already ok, skipped" not in text
+    records = {p.name: json.loads(p.read_text()) for p in (out / "pytorch").glob("*.json")}
+    assert set(records) == {"pytorch__classic__mnist_mlp__fit__smoke__default.json",
+                            "pytorch__classic__mnist_mlp__fit__smoke__default__batch_size=64+epochs=5.json"}
+    small = records["pytorch__classic__mnist_mlp__fit__smoke__default__batch_size=64+epochs=5.json"]
+    assert small["batch_size"] == 64 and len(small["metrics"]["epoch_s"]) == 5
+    assert records["pytorch__classic__mnist_mlp__fit__smoke__default.json"]["batch_size"] == 128
+    assert bench(*base, "--batch-size", "64", "--epochs", "5") == 0  # the same request again resumes
+    assert "already ok, skipped" in capsys.readouterr().out
+
+
+def test_default_ids_keep_their_names():
+    cells = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"])
+    assert [c.id for c in cells] == ["pytorch__classic__mnist_mlp__fit__smoke__default"]
+    paper = plan.expand(["pytorch"], "paper", "full", "gpu", ["bert"], ["fit"], batch_size=4)
+    assert [c.id for c in paper] == ["pytorch__paper__bert__fit__full__bs4"]  # the variant names the batch
+
+
+@pytest.mark.parametrize("kw, suffix", [
+    (dict(batch_size=64), "batch_size=64"), (dict(epochs=3), "epochs=3"), (dict(data="synthetic"), "data=synthetic"),
+    (dict(batch_size=32, epochs=3, data="real"), "batch_size=32+epochs=3+data=real"),
+])
+def test_every_measurement_input_off_its_default_is_named_in_the_id(kw, suffix):
+    [c] = plan.expand(["pytorch"], "classic", "full", "gpu", ["mnist_mlp"], **kw)
+    assert c.id == f"pytorch__classic__mnist_mlp__fit__full__default__{suffix}"
+    assert "/" not in c.id and " " not in c.id
+
+
+def test_paper_steps_and_sequence_length_are_named():
+    [c] = plan.expand(["pytorch"], "paper", "full", "gpu", ["bert"], ["fit"], batch_size=4, steps=7, seq_len=128)
+    assert c.id == "pytorch__paper__bert__fit__full__bs4__steps=7+seq_len=128"
+
+
+def test_an_override_equal_to_the_default_is_the_default_cell():
+    [default] = plan.expand(["pytorch"], "classic", "full", "gpu", ["mnist_mlp"])
+    [same] = plan.expand(["pytorch"], "classic", "full", "gpu", ["mnist_mlp"], batch_size=128, epochs=20)
+    assert same.id == default.id and same.batch_size is None and same.epochs is None
+
+
+@pytest.mark.parametrize("suite, kw, msg", [
+    ("classic", dict(steps=5), "--steps applies to the paper suite"),
+    ("classic", dict(seq_len=64), "--seq-len applies to the paper suite"),
+    ("paper", dict(epochs=3), "--epochs applies to the fit suites"),
+])
+def test_an_input_the_suite_never_reads_is_an_error(suite, kw, msg):
+    with pytest.raises(plan.PlanError, match=msg):
+        plan.expand(["pytorch"], suite, "full", "gpu", **kw)
+
+
+def legacy(tmp_path, cell: Cell, **fields) -> None:
+    """A record written by the old code at the default id, made with other inputs."""
+    rec = new_record(cell)
+    rec.update(status="ok", repeats={"n": 1}, **fields)
+    write_json_atomic(result_path(tmp_path, cell), rec)
+
+
+@pytest.mark.parametrize("fields, why", [
+    (dict(batch_size=64), "batch_size 64, not 128"),
+    (dict(batch_size=128, metrics={"epoch_s": [0.1] * 5}), "epochs 5, not 20"),
+    (dict(batch_size=128, data={"requested": "synthetic"}), "data.requested 'synthetic', not 'auto'"),
+    (dict(device="gpu"), "device 'gpu', not 'cpu'"),
+    (dict(cell_id="pytorch__classic__mnist_mlp__fit__full__default__epochs=3"), "cell_id"),
+])
+def test_resume_never_returns_a_record_made_with_other_inputs(tmp_path, fields, why):
+    [cell] = plan.expand(["pytorch"], "classic", "full", "cpu", ["mnist_mlp"])
+    legacy(tmp_path, cell, **fields)
+    assert runner.existing_record(cell, tmp_path) is None
+    assert why in runner.on_disk_mismatch(cell, tmp_path)
+
+
+def test_resume_returns_a_record_made_with_the_same_inputs(tmp_path):
+    [cell] = plan.expand(["pytorch"], "classic", "full", "cpu", ["mnist_mlp"])
+    legacy(tmp_path, cell, batch_size=128, data={"requested": "auto"}, metrics={"epoch_s": [0.1] * 20})
+    assert runner.existing_record(cell, tmp_path)["status"] == "ok"
