@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from bench.core.request import Request, cli_flag
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.results.record import FIELDS
 from bench.run import plan as planning
@@ -91,47 +92,39 @@ def banner(lines: list[str]) -> None:
     click.echo("\n".join([rule, *(f"!! {line}" for line in lines), rule]), err=True)
 
 
-def run_options(f):
-    """Options shared by ``run`` and ``sweep``."""
-    opts = [
-        click.option("--stack", "stacks", multiple=True, required=True, metavar="STACK", envvar="BENCH_STACK",
-                     help=f"Stack id ({', '.join(STACKS)}) or 'all' (the default stacks); repeatable "
-                          "[default: this image's, $BENCH_STACK]."),
-        click.option("--size", type=click.Choice(["auto", *SIZES]), default="auto", show_default=True,
-                     help="smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU."),
-        click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
-                     envvar="BENCH_DEVICE", help="gpu makes a missing GPU an error."),
-        click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help="Run directory [default: $BENCH_RESULTS_DIR/runs/<suite>-<size>-<device>]."),
-        click.option("--force", is_flag=True, help="Run cells again even when a result exists."),
-        click.option("--repeats", type=click.IntRange(min=1), default=None, envvar="BENCH_REPEATS",
-                     help="Independent runs per cell, each in its own process; the record is their median "
-                          "[default: 3 on GPU, 1 on CPU]."),
-        click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Override batch size."),
-        click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override epochs."),
-        click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
-                     help="Per-cell time limit in seconds [default: 600 smoke, 3600 full]."),
-        click.option("--telemetry-samples", is_flag=True,
-                     help="Also write each cell's raw GPU telemetry samples to <cell>.telemetry.csv."),
-        click.option("--round", "round_", type=click.IntRange(min=1), default=None,
-                     help="Rounds (make bench-all): run only repeat ROUND of each cell; the cell's record is "
-                          "written once all --repeats rounds are on disk."),
-        click.option("--round-stacks", default=None,
-                     help="With --round: every stack of the run (space-separated), shuffled per round with --seed; "
-                          "each record keeps the round's order and this stack's position [default: --stack]."),
-        click.option("--seed", type=int, default=None, help="With --round: the shuffle's seed [default: 1]."),
-        click.option("--data", type=click.Choice(["auto", "real", "synthetic"]), default="auto", show_default=True,
-                     envvar="BENCH_DATA",
-                     help="Fit suites' data: auto = the real dataset, falling back to a synthetic one of the same "
-                          "shapes only at smoke size (a full-size cell fails when it cannot read the real data); "
-                          "real = always required; synthetic = as asked. Recorded in data.source/data.requested."),
-        click.option("--cooldown", "cooldown_s", type=click.FloatRange(min=0), default=0.0, envvar="BENCH_COOLDOWN",
-                     help="GPU: before each cell, wait up to this many seconds for the GPU to be back within 3 °C "
-                          "of its temperature at the run's start; recorded per row [default: 0, off]."),
-    ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
+def _click_type(f):
+    """The click type of a ``Request`` field (``bench.core.request.option``'s kind, choices and minimum)."""
+    m = f.metadata
+    if m["choices"]:
+        return click.Choice(m["choices"])
+    if m["kind"] == "int":
+        return click.IntRange(min=m["minimum"], min_open=m["open_min"]) if m["minimum"] is not None else int
+    if m["kind"] == "float":
+        return click.FloatRange(min=m["minimum"], min_open=m["open_min"]) if m["minimum"] is not None else float
+    if m["kind"] == "path":
+        return click.Path(file_okay=False, path_type=Path)
+    return None
+
+
+def request_options(command: str):
+    """Decorator: one click option per ``bench.core.request.Request`` field that ``command`` takes, its name, type,
+    default, environment variable and help declared there (the one place they are)."""
+
+    def decorate(f):
+        for field_ in reversed(Request.options(command)):
+            m = field_.metadata
+            kw = {"help": m["help"], "envvar": m["env"], "metavar": m["metavar"]}
+            if m["kind"] == "flag":
+                kw.update(is_flag=True, default=field_.default)
+            elif m["multiple"]:
+                kw.update(multiple=True, required=m["required"], type=_click_type(field_))
+            else:
+                kw.update(type=_click_type(field_), default=field_.default,
+                          show_default=field_.default is not None and "[default:" not in m["help"])
+            f = click.option(cli_flag(field_), field_.name, **kw)(f)
+        return f
+
+    return decorate
 
 
 def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str | None, seed: int | None,
@@ -151,31 +144,30 @@ def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str 
         fail(f"--round: {e} (--repeats sets the number of rounds)")
 
 
-def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str, out_dir: Path | None,
-            force: bool, repeats: int | None, round_: int | None = None, round_stacks: str | None = None,
-            seed: int | None = None, cooldown_s: float = 0.0) -> None:
-    """Resolve device and size, build the cells with ``make_cells(size, device)``, run them, summarise."""
+def execute(req: Request, suite: str, make_cells) -> None:
+    """Resolve device and size of ``req``, build the cells with ``make_cells(size, device)``, run them, summarise."""
     from bench.run.runner import run_cells
 
-    dev = resolve_device(device, stack_ids)
-    size = size if size != "auto" else ("full" if dev == "gpu" else "smoke")
+    stack_ids = stack_list(req.stacks)
+    dev = resolve_device(req.device, stack_ids)
+    size = req.size_for(dev)
     try:
         cells = make_cells(size, dev)
     except planning.PlanError as e:
         fail(str(e))
-    repeats = repeats or (3 if dev == "gpu" else 1)
-    schedules = round_schedules(stack_ids, round_, round_stacks, seed, repeats)
+    repeats = req.repeats_for(dev)
+    schedules = round_schedules(stack_ids, req.round_, req.round_stacks, req.seed, repeats)
     root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
-    out = out_dir or root / "runs" / f"{suite}-{size}-{dev}"
+    out = req.out_dir or root / "runs" / f"{suite}-{size}-{dev}"
     if dev == "cpu":
-        banner([f"CPU MODE: no GPU in use (--device {device}). Size: {size}.",
+        banner([f"CPU MODE: no GPU in use (--device {req.device}). Size: {size}.",
                 "These numbers are smoke tests of the harness, NOT GPU benchmarks.",
                 "Every result row carries device=cpu and this note."])
-    if round_ is None:
+    if req.round_ is None:
         click.echo(f"run: {len(cells)} cells x {repeats} repeat(s) -> {out}")
     else:
         sched = schedules[stack_ids[0]]
-        click.echo(f"run: {len(cells)} cells, round {round_} of {repeats} (seed {sched['seed']}, order "
+        click.echo(f"run: {len(cells)} cells, round {req.round_} of {repeats} (seed {sched['seed']}, order "
                    f"{' '.join(sched['order'])}) -> {out}")
     if dev == "gpu":  # the peak mfu_measured divides by, measured in this image on this GPU once
         from bench.run.probe import ensure_measured_peak
@@ -183,14 +175,14 @@ def execute(stack_ids: list[str], suite: str, make_cells, size: str, device: str
         for sid in stack_ids:
             click.echo(ensure_measured_peak(sid, root, os.environ.get("BENCH_VARIANT", "gpu")))
     cooldown = None
-    if cooldown_s and dev == "gpu":
+    if req.cooldown_s and dev == "gpu":
         from bench.run.gpu_state import Cooldown
 
-        cooldown = Cooldown(cooldown_s)
-        click.echo(f"cooldown: up to {cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C")
-    elif cooldown_s:
+        cooldown = Cooldown(req.cooldown_s)
+        click.echo(f"cooldown: up to {req.cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C")
+    elif req.cooldown_s:
         click.echo("cooldown: GPU runs only; ignored on CPU")
-    outcomes = run_cells(cells, out, force=force, repeats=repeats, echo=click.echo, round_=round_,
+    outcomes = run_cells(cells, out, force=req.force, repeats=repeats, echo=click.echo, round_=req.round_,
                          schedules=schedules, cooldown=cooldown)
     bad = [o for o in outcomes if o.status not in ("ok", "unsupported")]
     counts: dict[str, int] = {}
@@ -206,90 +198,62 @@ def stack_list(stacks) -> list[str]:
     return list(DEFAULT_STACKS) if "all" in stacks else list(dict.fromkeys(stacks))
 
 
+def cell_inputs(req: Request, command: str = "run") -> dict:
+    """``plan.expand``'s (``command`` run) or ``plan.sweep_cells``' (sweep) keyword inputs from ``req``."""
+    kw = {"batch_size": req.batch_size, "epochs": req.epochs, "timeout_s": req.timeout_s,
+          "telemetry_samples": req.telemetry_samples, "data": req.data}
+    if command == "run":
+        kw.update(steps=req.steps, seq_len=req.seq_len, sync=req.sync)
+    return kw
+
+
 @cli.command("run")
-@run_options
-@click.option("--suite", default="classic", show_default=True, help="Suite to run (tuning = the default sweep).")
-@click.option("--workload", "workloads", multiple=True, help="Only these workloads; repeatable.")
-@click.option("--task", "tasks", multiple=True, help="Only these tasks (fit, ...); repeatable.")
-@click.option("--steps", type=click.IntRange(min=1), default=None,
-              help="paper suite: timed steps after the first [default: 100 full, 3 smoke].")
-@click.option("--seq-len", type=click.IntRange(min=1), default=None,
-              help="paper suite: sequence length of BERT/Gemma/Mistral fit and predict [default: published].")
-@click.option("--compile", "compile_mode", type=click.Choice(["default", "reduce-overhead", "max-autotune"]),
-              default=None, help="plain PyTorch: run under torch.compile in this mode (variant compile-<mode>; "
-                                 "other stacks record the cell as unsupported).")
-@click.option("--set", "assignments", multiple=True, metavar="KNOB=VALUE", envvar="BENCH_SET",
-              help="Set a knob for every cell (`bench knobs` lists them), e.g. --set tf32=off (strict FP32); "
-                   "repeatable. The cells' variant is named after what is set (tf32=off); a knob a stack's engine "
-                   "lacks makes that cell 'unsupported' with the reason.")
-@click.option("--sync", default=None, envvar="BENCH_SYNC",
-              help="classic and tuning suites: timing cadence, a device barrier and clock read at epoch edges "
-                   "only ('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper "
-                   "suite always times steps]. A cadence other than epoch adds 'sync-<cadence>' to the variant.")
-@click.option("--no-augment", "no_augment", is_flag=True,
-              help="classic suite: train on the stored images, without the source's real-time augmentation "
-                   "(cifar10_cnn's shifts and flips): the knob augment=false, variant 'augment=false'.")
-def run_cmd(stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s, telemetry_samples,
-            round_, round_stacks, seed, data, cooldown_s, suite, workloads, tasks, steps, seq_len, compile_mode,
-            assignments, sync, no_augment) -> None:
+@request_options("run")
+def run_cmd(**inputs) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
     from bench.core.knobs import SettingsError
 
-    stack_ids = stack_list(stacks)
-    kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s, "telemetry_samples": telemetry_samples,
-          "steps": steps, "seq_len": seq_len, "sync": sync, "data": data}
+    req = Request(**inputs)
+    stack_ids = stack_list(req.stacks)
+    kw = cell_inputs(req)
     try:
-        kw.update(run_variant(compile_mode, no_augment, assignments))
+        kw.update(req.variant_settings())
     except SettingsError as e:
         fail(f"--set: {e}")
     try:  # validate everything before probing a framework
-        planning.expand(stack_ids, suite, "smoke", "cpu", workloads, tasks, **kw)
+        planning.expand(stack_ids, req.suite, "smoke", "cpu", req.workloads, req.tasks, **kw)
     except planning.PlanError as e:
         fail(str(e))
-    execute(stack_ids, suite, lambda sz, dev: planning.expand(stack_ids, suite, sz, dev, workloads, tasks, **kw),
-            size, device, out_dir, force, repeats, round_, round_stacks, seed, cooldown_s)
+    execute(req, req.suite, lambda sz, dev: planning.expand(stack_ids, req.suite, sz, dev, req.workloads, req.tasks,
+                                                             **kw))
 
 
 def run_variant(compile_mode: str | None, no_augment: bool, assignments: tuple[str, ...] = ()) -> dict:
-    """``plan.expand``'s ``settings`` and ``variant`` for ``bench run``'s variant flags (empty: the default):
-    ``--set KNOB=VALUE`` (named after what is set, e.g. ``tf32=off``), ``--compile MODE`` (``compile-<mode>``) and
-    ``--no-augment`` (``augment=false``).
+    """``plan.expand``'s ``settings`` and ``variant`` for ``bench run``'s variant flags (``Request.variant_settings``).
 
     Raises:
         SettingsError: a ``--set`` that names no knob or a value no engine allows (``knobs.parse_assignment``).
     """
-    from bench.core.knobs import parse_assignment, variant_name
-
-    settings = dict(parse_assignment(a) for a in assignments)
-    names = [variant_name(settings)] if settings else []
-    if compile_mode:
-        settings["compile"] = compile_mode
-        names.insert(0, f"compile-{compile_mode}")
-    if no_augment:
-        settings["augment"] = False
-        names.append("augment=false")
-    return {"settings": settings, "variant": "+".join(names)} if names else {}
+    return Request(compile_mode=compile_mode, no_augment=no_augment, assignments=tuple(assignments)).variant_settings()
 
 
 @cli.command("sweep")
 @click.argument("grid_file", type=click.Path(dir_okay=False, path_type=Path))
-@run_options
-def sweep_cmd(grid_file, stacks, size, device, out_dir, force, repeats, batch_size, epochs, timeout_s,
-              telemetry_samples, round_, round_stacks, seed, data, cooldown_s) -> None:
+@request_options("sweep")
+def sweep_cmd(grid_file, **inputs) -> None:
     """Run a YAML grid of settings (see bench/run/sweeps/tuning.yaml); invalid combinations become
     'unsupported' records with the reason."""
     from bench.run import sweep
 
-    stack_ids = stack_list(stacks)
+    req = Request(**inputs)
+    stack_ids = stack_list(req.stacks)
+    kw = cell_inputs(req, "sweep")
     try:  # validate everything before probing a framework
         grid = sweep.load(grid_file)
-        kw = {"batch_size": batch_size, "epochs": epochs, "timeout_s": timeout_s,
-              "telemetry_samples": telemetry_samples, "data": data}
         planning.sweep_cells(grid, stack_ids, size="smoke", device="cpu", **kw)
     except (sweep.GridError, planning.PlanError) as e:
         fail(str(e))
-    execute(stack_ids, grid.name, lambda sz, dev: planning.sweep_cells(grid, stack_ids, size=sz, device=dev, **kw),
-            size, device, out_dir, force, repeats, round_, round_stacks, seed, cooldown_s)
+    execute(req, grid.name, lambda sz, dev: planning.sweep_cells(grid, stack_ids, size=sz, device=dev, **kw))
 
 
 @cli.command("collect")

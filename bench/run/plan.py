@@ -8,14 +8,15 @@ from typing import Any
 
 from bench.core.cadence import Cadence
 from bench.core.knobs import KerasFitSettings
+from bench.core.request import TIMEOUT_S
 from bench.core.stacks import STACKS
 from bench.results.record import Cell
 from bench.run import sweep
 from bench.run.datasets import DATA_CHOICES
 from bench.run.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
 
-#: Per-cell process time limit by size (s); overridable with ``bench run --timeout``.
-DEFAULT_TIMEOUT_S = {"smoke": 600.0, "full": 3600.0}
+#: Per-cell process time limit by size (s); overridable with ``bench run --timeout`` (declared with the request).
+DEFAULT_TIMEOUT_S = TIMEOUT_S
 
 
 class PlanError(ValueError):

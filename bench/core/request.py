@@ -1,0 +1,260 @@
+"""One request: every input a ``bench run`` (or ``bench sweep``) takes, each with its one default. Standard library
+only.
+
+``Request`` declares each input once (``option``: default, help, CLI option, environment variable, Makefile
+variable); the ``bench`` command generates its options from it (``bench.cli``), and the host side (the Makefile,
+``bench.host.cloud``'s SkyPilot task and Kubernetes Job, ``cloud/run.sh``) passes on only what the user set and takes
+every default from here instead of restating it:
+
+- ``python3 -m bench.core.request default NAME [--device cpu|gpu]``: the default of one input as a run resolves it
+  (``size``, ``repeats`` and ``timeout_s`` depend on the device or size);
+- ``python3 -m bench.core.request vars``: the Makefile variables that pass through to ``bench run`` as they are;
+- ``python3 -m bench.core.request args VAR=VALUE...``: those variables as ``bench run`` arguments (shell-quoted);
+  an empty value is unset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import MISSING, Field, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from bench.core.stacks import STACKS
+
+#: ``make bench-all``'s rounds shuffle with this seed unless ``SEED``/``--seed`` says otherwise (``bench.host.rounds``).
+DEFAULT_SEED = 1
+#: Per-cell process time limit by size (s) unless ``--timeout`` says otherwise.
+TIMEOUT_S = {"smoke": 600.0, "full": 3600.0}
+#: Independent repeats per cell by device unless ``--repeats`` says otherwise: GPU timings vary run to run, and CPU
+#: runs are smoke tests of the harness.
+REPEATS = {"gpu": 3, "cpu": 1}
+#: ``size`` auto: the published sizes on a GPU, smoke on a CPU.
+AUTO_SIZE = {"gpu": "full", "cpu": "smoke"}
+RUN, SWEEP = "run", "sweep"
+
+
+def option(default: Any, help: str, *, flag: str | None = None, env: str | None = None, make: str | None = None,
+           kind: str = "str", choices: tuple[str, ...] = (), minimum: float | None = None, open_min: bool = False,
+           multiple: bool = False, required: bool = False, metavar: str | None = None,
+           commands: tuple[str, ...] = (RUN, SWEEP)) -> Any:
+    """A ``Request`` field: its one ``default`` and ``help``, its CLI option (``flag``; default ``--<name>`` with
+    dashes), environment variable (``env``), Makefile variable passed through as it is (``make``), value ``kind``
+    (``str``, ``int``, ``float``, ``path``, ``flag``: a boolean switch), ``choices``, ``minimum`` (exclusive with
+    ``open_min``), whether it repeats (``multiple``: a tuple; a Makefile value is split on spaces) and the
+    ``commands`` (``run``, ``sweep``) that take it."""
+    meta = {"help": help, "flag": flag, "env": env, "make": make, "kind": kind, "choices": choices,
+            "minimum": minimum, "open_min": open_min, "multiple": multiple, "required": required,
+            "metavar": metavar, "commands": commands}
+    return field(default=default, metadata=meta)
+
+
+def cli_flag(f: Field) -> str:
+    """The CLI option of a ``Request`` field (``--batch-size``)."""
+    return f.metadata["flag"] or "--" + f.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Request:
+    """Every input of one ``bench run``/``bench sweep`` invocation, each with its default (``option``). None means
+    "resolved when the run starts" (``resolved``: the device decides size and repeats, the size the time limit)."""
+
+    stacks: tuple[str, ...] = option(
+        (), f"Stack id ({', '.join(STACKS)}) or 'all' (the default stacks); repeatable [default: this image's, "
+            "$BENCH_STACK].",
+        flag="--stack", env="BENCH_STACK", multiple=True, required=True, metavar="STACK")
+    suite: str = option("classic", "Suite to run (tuning = the default sweep).", make="SUITE", commands=(RUN,))
+    workloads: tuple[str, ...] = option((), "Only these workloads; repeatable.", flag="--workload", multiple=True,
+                                        make="WORKLOADS", commands=(RUN,))
+    tasks: tuple[str, ...] = option((), "Only these tasks (fit, ...); repeatable.", flag="--task", multiple=True,
+                                    make="TASKS", commands=(RUN,))
+    size: str = option("auto", "smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU.",
+                       choices=("auto", "smoke", "full"))
+    device: str = option("auto", "gpu makes a missing GPU an error.", env="BENCH_DEVICE",
+                         choices=("auto", "cpu", "gpu"))
+    out_dir: Path | None = option(None, "Run directory [default: $BENCH_RESULTS_DIR/runs/<suite>-<size>-<device>].",
+                                 flag="--out", kind="path")
+    force: bool = option(False, "Run cells again even when a result exists.", kind="flag")
+    repeats: int | None = option(
+        None, "Independent runs per cell, each in its own process; the record is their median "
+              f"[default: {REPEATS['gpu']} on GPU, {REPEATS['cpu']} on CPU].",
+        env="BENCH_REPEATS", kind="int", minimum=1)
+    batch_size: int | None = option(None, "Override batch size (a record of its own: the cell id names it).",
+                                    kind="int", minimum=1, make="BATCH_SIZE")
+    epochs: int | None = option(None, "Override epochs, fit suites (a record of its own: the cell id names it).",
+                                kind="int", minimum=1, make="EPOCHS")
+    steps: int | None = option(None, "paper suite: timed steps after the first [default: 100 full, 3 smoke].",
+                               kind="int", minimum=1, make="STEPS", commands=(RUN,))
+    seq_len: int | None = option(
+        None, "paper suite: sequence length of BERT/Gemma/Mistral fit and predict [default: published].",
+        kind="int", minimum=1, make="SEQ_LEN", commands=(RUN,))
+    timeout_s: float | None = option(
+        None, f"Per-cell time limit in seconds [default: {TIMEOUT_S['smoke']:g} smoke, {TIMEOUT_S['full']:g} full].",
+        flag="--timeout", kind="float", minimum=0, open_min=True, make="TIMEOUT")
+    telemetry_samples: bool = option(
+        False, "Also write each cell's raw GPU telemetry samples to <cell>.telemetry.csv.", kind="flag",
+        make="TELEMETRY_SAMPLES")
+    round_: int | None = option(
+        None, "Rounds (make bench-all): run only repeat ROUND of each cell; the cell's record is written once all "
+              "--repeats rounds are on disk.", flag="--round", kind="int", minimum=1)
+    round_stacks: str | None = option(
+        None, "With --round: every stack of the run (space-separated), shuffled per round with --seed; each record "
+              "keeps the round's order and this stack's position [default: --stack].")
+    seed: int | None = option(None, f"With --round: the shuffle's seed [default: {DEFAULT_SEED}].", kind="int")
+    data: str = option(
+        "auto", "Fit suites' data: auto = the real dataset, falling back to a synthetic one of the same shapes only "
+                "at smoke size (a full-size cell fails when it cannot read the real data); real = always required; "
+                "synthetic = as asked. Recorded in data.source/data.requested.",
+        env="BENCH_DATA", choices=("auto", "real", "synthetic"), make="DATA")
+    cooldown_s: float = option(
+        0.0, "GPU: before each cell, wait up to this many seconds for the GPU to be back within 3 °C of its "
+             "temperature at the run's start; recorded per row [default: 0, off].",
+        flag="--cooldown", env="BENCH_COOLDOWN", kind="float", minimum=0, make="COOLDOWN")
+    compile_mode: str | None = option(
+        None, "plain PyTorch: run under torch.compile in this mode (variant compile-<mode>; other stacks record "
+              "the cell as unsupported).", flag="--compile", choices=("default", "reduce-overhead", "max-autotune"),
+        make="COMPILE", commands=(RUN,))
+    assignments: tuple[str, ...] = option(
+        (), "Set a knob for every cell (`bench knobs` lists them), e.g. --set tf32=off (strict FP32); repeatable. "
+            "The cells' variant is named after what is set (tf32=off); a knob a stack's engine lacks makes that "
+            "cell 'unsupported' with the reason.",
+        flag="--set", env="BENCH_SET", multiple=True, metavar="KNOB=VALUE", make="SET", commands=(RUN,))
+    sync: str | None = option(
+        None, "classic and tuning suites: timing cadence, a device barrier and clock read at epoch edges only "
+              "('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper suite always "
+              "times steps]. A cadence other than epoch adds 'sync-<cadence>' to the variant.",
+        env="BENCH_SYNC", make="SYNC", commands=(RUN,))
+    no_augment: bool = option(
+        False, "classic suite: train on the stored images, without the source's real-time augmentation "
+               "(cifar10_cnn's shifts and flips): the knob augment=false, variant 'augment=false'.",
+        kind="flag", make="NO_AUGMENT", commands=(RUN,))
+
+    @classmethod
+    def options(cls, command: str = RUN) -> list[Field]:
+        """The fields ``command`` (``run`` or ``sweep``) takes, in declaration order."""
+        return [f for f in fields(cls) if command in f.metadata["commands"]]
+
+    def size_for(self, device: str) -> str:
+        """``size`` as a run on ``device`` (``cpu``/``gpu``) resolves it (``auto``: ``AUTO_SIZE``)."""
+        return AUTO_SIZE[device] if self.size == "auto" else self.size
+
+    def repeats_for(self, device: str) -> int:
+        """``repeats`` as a run on ``device`` resolves it (``REPEATS`` unless set)."""
+        return self.repeats or REPEATS[device]
+
+    def timeout_for(self, size: str) -> float:
+        """Per-cell time limit (s) at ``size`` (``TIMEOUT_S`` unless set)."""
+        return self.timeout_s or TIMEOUT_S[size]
+
+    def variant_settings(self) -> dict[str, Any]:
+        """``plan.expand``'s ``settings`` and ``variant`` for the variant inputs (empty: the default): ``--set
+        KNOB=VALUE`` (named after what is set, e.g. ``tf32=off``), ``--compile MODE`` (``compile-<mode>``) and
+        ``--no-augment`` (``augment=false``).
+
+        Raises:
+            SettingsError: a ``--set`` that names no knob or a value no engine allows (``knobs.parse_assignment``).
+        """
+        from bench.core.knobs import parse_assignment, variant_name
+
+        settings = dict(parse_assignment(a) for a in self.assignments)
+        names = [variant_name(settings)] if settings else []
+        if self.compile_mode:
+            settings["compile"] = self.compile_mode
+            names.insert(0, f"compile-{self.compile_mode}")
+        if self.no_augment:
+            settings["augment"] = False
+            names.append("augment=false")
+        return {"settings": settings, "variant": "+".join(names)} if names else {}
+
+
+def default(name: str, device: str | None = None, size: str | None = None) -> Any:
+    """The default of ``Request`` field ``name`` as a run resolves it: ``size`` and ``repeats`` on ``device``,
+    ``timeout_s`` at ``size``, ``seed`` the rounds' ``DEFAULT_SEED``; other fields their declared default.
+
+    Raises:
+        ValueError: no such field, or ``device``/``size`` missing where the default depends on it.
+    """
+    known = {f.name: f for f in fields(Request)}
+    if name not in known:
+        raise ValueError(f"no request input {name!r}; known: {', '.join(known)}")
+    request = Request()
+    if name in ("size", "repeats"):
+        if device not in REPEATS:
+            raise ValueError(f"the default {name} depends on the device: give --device cpu or gpu")
+        return request.size_for(device) if name == "size" else request.repeats_for(device)
+    if name == "timeout_s":
+        if size not in TIMEOUT_S:
+            raise ValueError("the default timeout depends on the size: give --size smoke or full")
+        return request.timeout_for(size)
+    if name == "seed":
+        return DEFAULT_SEED
+    f = known[name]
+    return f.default if f.default is not MISSING else None
+
+
+def make_vars() -> dict[str, Field]:
+    """Makefile variable -> ``Request`` field, for the inputs the Makefile passes through to ``bench run`` as they
+    are (the ones it does not consume itself: stacks, suite, size, device, repeats and seed shape its loop)."""
+    return {f.metadata["make"]: f for f in fields(Request) if f.metadata["make"] and f.name != "suite"}
+
+
+def run_args(values: dict[str, str]) -> list[str]:
+    """``bench run`` arguments for Makefile variables (``make_vars``) set to non-empty ``values``: a flag for a
+    switch (any non-empty value), one option per space-separated word of a repeatable input, else the option and
+    the value.
+
+    Raises:
+        ValueError: a variable that is not a pass-through input.
+    """
+    known = make_vars()
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"not a pass-through input: {', '.join(unknown)}; known: {', '.join(known)}")
+    out: list[str] = []
+    for var, f in known.items():
+        value = values.get(var, "").strip()
+        if not value:
+            continue
+        if f.metadata["kind"] == "flag":
+            out.append(cli_flag(f))
+        elif f.metadata["multiple"]:
+            for word in value.split():
+                out += [cli_flag(f), word]
+        else:
+            out += [cli_flag(f), value]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python3 -m bench.core.request default NAME [--device D] [--size S] | vars | args VAR=VALUE...``."""
+    p = argparse.ArgumentParser(prog="python3 -m bench.core.request", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("default", help="print one input's default")
+    d.add_argument("name")
+    d.add_argument("--device", choices=sorted(REPEATS))
+    d.add_argument("--size", choices=sorted(TIMEOUT_S))
+    sub.add_parser("vars", help="print the Makefile variables passed through to bench run")
+    a = sub.add_parser("args", help="print bench run arguments for VAR=VALUE pairs (shell-quoted)")
+    a.add_argument("pairs", nargs="*", metavar="VAR=VALUE")
+    ns = p.parse_args(argv)
+    try:
+        if ns.cmd == "default":
+            value = default(ns.name, ns.device, ns.size)
+            print(f"{value:g}" if isinstance(value, float) else ("" if value is None else value))
+        elif ns.cmd == "vars":
+            print(" ".join(make_vars()))
+        else:
+            bad = [pair for pair in ns.pairs if "=" not in pair]
+            if bad:
+                raise ValueError(f"expected VAR=VALUE, got {bad[0]!r}")
+            print(shlex.join(run_args(dict(pair.split("=", 1) for pair in ns.pairs))))
+    except ValueError as e:
+        p.error(str(e))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
