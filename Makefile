@@ -9,7 +9,10 @@
 #        shuffle, default 1), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
 #        idle + 3 degC), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
-#        REGISTRY (pull images tagged by their inputs where it has them; make push).
+#        REGISTRY (pull images tagged by their inputs where it has them; make push). Also passed through to
+#        `bench run` as they are: BATCH_SIZE, EPOCHS, STEPS, SEQ_LEN, WORKLOADS, TASKS, COMPILE, NO_AUGMENT=1
+#        (`python3 -m bench.core.request vars`). Every default (SUITE, SIZE, REPEATS, SEED, ...) is bench's own,
+#        declared once in bench/core/request.py; only what you set is passed on.
 
 SHELL := /bin/bash
 comma := ,
@@ -17,16 +20,21 @@ comma := ,
 
 # The stack lists, services and Dockerfiles: written from bench/core/stacks.py by `make stacks`.
 include images/stacks.mk
+PYTHON ?= python3
+# The inputs of `bench run` and their defaults (bench/core/request.py; standard library only).
+REQUEST := $(PYTHON) -m bench.core.request
+# what the user set (command line or environment), as opposed to a default this Makefile filled in
+user_set = $(filter command line environment environment override,$(origin $(1)))
 STACKS ?= $(DEFAULT_STACKS)
-SUITE ?= classic
-REPEATS ?=
-TIMEOUT ?=
-TELEMETRY_SAMPLES ?=
-SYNC ?=
-SET ?=
-SEED ?= 1
-COOLDOWN ?=
-DATA ?=
+ifeq ($(origin SUITE),undefined)
+  SUITE := $(shell $(REQUEST) default suite)
+endif
+ifeq ($(origin SEED),undefined)
+  SEED := $(shell $(REQUEST) default seed)
+endif
+# The inputs passed through to `bench run` as they are (TIMEOUT, SYNC, SET, DATA, BATCH_SIZE, ...): only those set.
+REQUEST_VARS := $(shell $(REQUEST) vars)
+REQUEST_PAIRS = $(foreach v,$(REQUEST_VARS),$(if $($(v)),'$(v)=$($(v))'))
 PRICE_PER_HOUR ?=
 DEVICE ?= auto
 RESULTS_DIR ?= $(CURDIR)/results
@@ -34,7 +42,6 @@ BASE_IMAGE ?=
 CA_BUNDLE ?=
 DOCKER ?= docker
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
-PYTHON ?= python3
 
 HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
 ifeq ($(DEVICE),gpu)
@@ -49,9 +56,9 @@ else ifeq ($(DEVICE),auto)
 else
   $(error DEVICE must be auto, cpu or gpu (got '$(DEVICE)'))
 endif
-# Rounds of make bench-all: REPEATS, or bench's own default (3 on GPU, 1 on CPU). Round r runs every stack once,
+# Rounds of make bench-all: REPEATS, or bench's own default for the device. Round r runs every stack once,
 # in an order shuffled with SEED (bench/host/rounds.py); a rerun with the same plan resumes where it stopped.
-ROUNDS = $(or $(REPEATS),$(if $(filter gpu,$(RUN_DEVICE)),3,1))
+ROUNDS := $(or $(REPEATS),$(shell $(REQUEST) default repeats --device $(RUN_DEVICE)))
 # The image variant follows the device; VARIANT=gpu DEVICE=cpu runs the GPU images on the CPU (what CI
 # does to exercise the artefacts GPU users pull: CUDA builds of the frameworks run on a CPU too).
 VARIANT ?= $(RUN_DEVICE)
@@ -74,7 +81,9 @@ ifeq ($(VARIANT),cpu)
       (no CPU build of its framework can be locked); add VARIANT=gpu (it runs on a CPU too)))
   endif
 endif
-SIZE ?= $(if $(filter gpu,$(RUN_DEVICE)),full,smoke)
+ifeq ($(origin SIZE),undefined)
+  SIZE := $(shell $(REQUEST) default size --device $(RUN_DEVICE))
+endif
 RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(VARIANT)),-$(VARIANT)-images)
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 COMPOSE_FILES := -f compose.yaml $(if $(filter gpu,$(RUN_DEVICE)),-f compose.gpu.yaml)
@@ -129,9 +138,7 @@ bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax
 	  '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' dlbench/$*:$(VARIANT) 2>/dev/null)" $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
 	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)", \
-	    $(if $(REPEATS),--repeats $(REPEATS))) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
-	  $(if $(TELEMETRY_SAMPLES),--telemetry-samples) $(if $(SYNC),--sync $(SYNC)) $(foreach kv,$(SET),--set $(kv)) \
-	  $(if $(COOLDOWN),--cooldown $(COOLDOWN)) $(if $(DATA),--data $(DATA))
+	    $(if $(REPEATS),--repeats $(REPEATS))) $(shell $(REQUEST) args $(REQUEST_PAIRS))
 
 preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): bench-all stops on a problem
 	@$(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json
@@ -195,17 +202,20 @@ BUCKET ?=
 REGISTRY ?=
 GPU_PRODUCT ?=
 CLOUD_RUN ?= dlbench-$(SUITE)-$(shell date -u +%Y%m%d-%H%M)
-CLOUD_SIZE = $(if $(filter smoke,$(SIZE)),$(if $(filter command line,$(origin SIZE)),smoke,full),$(SIZE))
+# Only what the user set goes to the cloud; bench.host.cloud takes the rest from the request's GPU defaults.
+CLOUD_REQUEST = $(if $(call user_set,STACKS),--stacks "$(STACKS)") $(if $(call user_set,SIZE),--size $(SIZE)) \
+	$(if $(REPEATS),--repeats $(REPEATS)) $(if $(call user_set,SEED),--seed $(SEED)) \
+	$(foreach p,$(REQUEST_PAIRS),--input $(p))
 
 cloud: ## SkyPilot jobs, one per GPU type: make cloud SUITE=paper GPUS="A100 H100" BUCKET=name [SPOT=1] [DRY_RUN=1]
-	$(PYTHON) -m bench.host.cloud launch --suite $(SUITE) --gpus "$(GPUS)" --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
-	  --repeats $(or $(REPEATS),3) --seed $(SEED) --bucket "$(BUCKET)" --run-name "$(CLOUD_RUN)" \
+	$(PYTHON) -m bench.host.cloud launch --suite $(SUITE) --gpus "$(GPUS)" $(CLOUD_REQUEST) \
+	  --bucket "$(BUCKET)" --run-name "$(CLOUD_RUN)" \
 	  $(if $(SPOT),--spot) $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR)) \
 	  $(if $(REGISTRY),--registry "$(REGISTRY)") $(if $(DRY_RUN),--dry-run)
 
 cloud-k8s: ## A Kubernetes Job (no SkyPilot) on the images make push pushed: make cloud-k8s REGISTRY=... GPU_PRODUCT=...
-	@$(PYTHON) -m bench.host.cloud k8s --suite $(SUITE) --stacks "$(STACKS)" --size $(CLOUD_SIZE) \
-	  --repeats $(or $(REPEATS),3) --seed $(SEED) --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)"
+	@$(PYTHON) -m bench.host.cloud k8s --suite $(SUITE) $(CLOUD_REQUEST) \
+	  --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)"
 
 cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<CLOUD_RUN> (gs://, or a folder); CSV + report
 	@test -n "$(FROM)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }

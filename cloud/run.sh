@@ -2,12 +2,19 @@
 # The SkyPilot task's run (cloud/dlbench.sky.yaml), on the VM itself after cloud/setup.sh: `make doctor`, then
 # `make bench-all` with every stack of the comparison on this VM's one GPU, results in
 # <results root>/<RUN_NAME>/<GPU name>/ (the bucket the task mounts). The knobs come from the task's envs:
-# SUITE STACKS SIZE REPEATS SEED RUN_NAME PRICE_PER_HOUR REGISTRY.
+# RUN_NAME, and those set of SUITE STACKS SIZE REPEATS SEED PRICE_PER_HOUR REGISTRY and the bench run inputs
+# PASS_VARS names (bench.host.cloud.launch_commands): an empty one is left to the Makefile, whose defaults are
+# bench's own (bench/core/request.py), so none is restated here.
 #   usage: cloud/run.sh <results root>
 set -euo pipefail
 
 root=${1:?usage: cloud/run.sh <results root (the mounted bucket)>}
-: "${RUN_NAME:?set RUN_NAME}" "${SUITE:?set SUITE}" "${STACKS:?set STACKS}" "${SIZE:?set SIZE}" "${REPEATS:?set REPEATS}"
+: "${RUN_NAME:?set RUN_NAME}"
+request=()
+for var in SUITE STACKS SIZE REPEATS SEED ${PASS_VARS:-}; do
+  [[ $var =~ ^[A-Z_]+$ ]] || { echo "dlbench run: PASS_VARS holds $var, not a variable name" >&2; exit 2; }
+  [ -z "${!var:-}" ] || request+=("$var=${!var}")
+done
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr -c 'A-Za-z0-9\n' '-')
 [ -n "$gpu" ] || { echo "dlbench run: nvidia-smi names no GPU" >&2; exit 1; }
 out=$root/$RUN_NAME/$gpu
@@ -19,8 +26,7 @@ as=()
 docker info >/dev/null 2>&1 || as=(sudo)
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
-echo "dlbench run: $SUITE on $gpu into $out${as[*]:+ (through sudo)}"
+echo "dlbench run: ${SUITE:-the default suite} on $gpu into $out${as[*]:+ (through sudo)}"
 ${as[@]+"${as[@]}"} make doctor DEVICE=gpu RESULTS_DIR="$out" GIT_COMMIT="$commit"
-${as[@]+"${as[@]}"} make bench-all DEVICE=gpu SUITE="$SUITE" STACKS="$STACKS" SIZE="$SIZE" REPEATS="$REPEATS" \
-  SEED="${SEED:-1}" RESULTS_DIR="$out" PRICE_PER_HOUR="${PRICE_PER_HOUR:-}" REGISTRY="${REGISTRY:-}" \
-  GIT_COMMIT="$commit"
+${as[@]+"${as[@]}"} make bench-all DEVICE=gpu ${request[@]+"${request[@]}"} RESULTS_DIR="$out" \
+  PRICE_PER_HOUR="${PRICE_PER_HOUR:-}" REGISTRY="${REGISTRY:-}" GIT_COMMIT="$commit"

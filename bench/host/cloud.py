@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.core import request
 from bench.core.stacks import CONTAINER_ENV, CONTAINER_VOLUMES, DEFAULT_STACKS, STACKS
 from bench.host import imagetag, launch, rounds
 
@@ -36,12 +37,20 @@ TASK_YAML = "cloud/dlbench.sky.yaml"
 
 def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size: str, repeats: int,
                     bucket: str, run_name: str, spot: bool = False, seed: int = rounds.DEFAULT_SEED,
-                    price_per_hour: float | None = None, registry: str = "") -> list[list[str]]:
+                    price_per_hour: float | None = None, registry: str = "",
+                    inputs: dict[str, str] | None = None) -> list[list[str]]:
     """One ``sky jobs launch`` per GPU type, each running every stack of the comparison on one GPU.
 
+    ``inputs``: the ``bench run`` inputs the user set, as Makefile variables (``bench.core.request.make_vars``,
+    e.g. ``{"SET": "tf32=off"}``); each goes to the task as an env, and ``PASS_VARS`` names them for
+    ``cloud/run.sh`` to hand to ``make bench-all``.
+
     Raises:
-        ValueError: no GPU, an unknown stack, repeats < 1, or an empty bucket/run name.
+        ValueError: no GPU, an unknown stack, repeats < 1, an empty bucket/run name, or an input that is not a
+            pass-through one.
     """
+    inputs = {k: v for k, v in (inputs or {}).items() if v}
+    request.run_args(inputs)  # a variable that is not a pass-through input raises ValueError
     if not gpus:
         raise ValueError("name at least one GPU type (GPUS=\"A100 H100\")")
     unknown = [s for s in stacks if s not in STACKS]
@@ -54,7 +63,10 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
         accel = gpu if ":" in gpu else f"{gpu}:1"
         envs = {"SUITE": suite, "STACKS": " ".join(stacks), "SIZE": size, "REPEATS": str(repeats),
                 "SEED": str(seed), "RUN_NAME": run_name, "BUCKET": bucket,
-                "PRICE_PER_HOUR": "" if price_per_hour is None else f"{price_per_hour:g}", "REGISTRY": registry}
+                "PRICE_PER_HOUR": "" if price_per_hour is None else f"{price_per_hour:g}", "REGISTRY": registry,
+                **inputs}
+        if inputs:
+            envs["PASS_VARS"] = " ".join(inputs)
         cmd = ["sky", "jobs", "launch", TASK_YAML, "--gpus", accel, "-n",
                f"dlbench-{suite}-{accel.split(':')[0].lower()}", "-y"]
         if spot:
@@ -93,9 +105,9 @@ def k8s_volumes(claim: str, shm_gib: int) -> tuple[list[dict[str, Any]], list[di
 KEEP_GOING = ["sh", "-c", '"$0" "$@"; status=$?; if [ "$status" -le 1 ]; then exit 0; fi; exit "$status"']
 
 
-def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, repeats: int = 3,
-            size: str = "full", seed: int = rounds.DEFAULT_SEED, claim: str = "dlbench-results",
-            name: str | None = None, shm_gib: int = 16) -> dict[str, Any]:
+def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, repeats: int | None = None,
+            size: str | None = None, seed: int = rounds.DEFAULT_SEED, claim: str = "dlbench-results",
+            name: str | None = None, shm_gib: int = 16, inputs: dict[str, str] | None = None) -> dict[str, Any]:
     """A ``batch/v1`` Job running one comparison on one GPU of a node labelled ``nvidia.com/gpu.product``
     = ``gpu_product``: per round, every stack in that round's shuffled order as an init container (init
     containers run one at a time, so the stacks never share the GPU), then the collector.
@@ -105,10 +117,16 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
     Every bench container gets compose's environment and folders (``k8s_env``, ``k8s_volumes``): results on
     the PersistentVolumeClaim ``claim`` at /results, datasets and the CUDA JIT cache in the pod's volumes,
     and a memory-backed /dev/shm of ``shm_gib`` GiB (PyTorch's DataLoader workers and XLA use it).
+    ``repeats`` and ``size`` None: the request's GPU defaults (``bench.core.request.default``). ``inputs``: the
+    other ``bench run`` inputs the user set, as Makefile variables (``bench.core.request.run_args``).
 
     Raises:
-        ValueError: an unknown stack, repeats < 1, or an empty registry or GPU product.
+        ValueError: an unknown stack, repeats < 1, an empty registry or GPU product, or an input that is not a
+            pass-through one.
     """
+    repeats = request.default("repeats", "gpu") if repeats is None else repeats
+    size = size or request.default("size", "gpu")
+    extra = request.run_args({k: v for k, v in (inputs or {}).items() if v})
     if not registry or not gpu_product:
         raise ValueError("set REGISTRY (where the images were pushed) and GPU_PRODUCT (the node label value)")
     unknown = [s for s in stacks if s not in STACKS]
@@ -121,7 +139,7 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
 
     def container(step: launch.Step, round_args: list[str]) -> dict[str, Any]:
         args = ["bench", "run", "--stack", step.stack, "--suite", suite, "--size", size, "--device", "gpu",
-                "--out", f"/results/runs/{run}", *round_args]
+                "--out", f"/results/runs/{run}", *round_args, *extra]
         image = f"{registry}/{step.stack}:{imagetag.tag(step.stack, 'gpu')}"
         return {"name": f"r{step.round}-{step.stack}", "image": image, "command": KEEP_GOING, "args": args,
                 "env": k8s_env(step.stack), "resources": gpu, "volumeMounts": mounts}
@@ -171,11 +189,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.host.cloud", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     run = argparse.ArgumentParser(add_help=False)  # what a comparison is, for both launchers
-    run.add_argument("--suite", default="classic")
+    # Defaults: the request's, as a run on a GPU resolves them (bench.core.request), never restated here.
+    run.add_argument("--suite", default=request.default("suite"))
     run.add_argument("--stacks", default=" ".join(DEFAULT_STACKS))
-    run.add_argument("--size", default="full")
-    run.add_argument("--repeats", type=int, default=3)
-    run.add_argument("--seed", type=int, default=rounds.DEFAULT_SEED)
+    run.add_argument("--size", default=request.default("size", "gpu"))
+    run.add_argument("--repeats", type=int, default=request.default("repeats", "gpu"))
+    run.add_argument("--seed", type=int, default=request.default("seed"))
+    run.add_argument("--input", dest="inputs", action="append", default=[], metavar="VAR=VALUE",
+                     help="another bench run input the user set, as its Makefile variable (SET=tf32=off); repeatable")
     run.add_argument("--registry", default="", help="the images make push pushed (launch: pull instead of build)")
     la = sub.add_parser("launch", parents=[run], help="print (--dry-run) or run the sky jobs launch commands")
     la.add_argument("--gpus", required=True, help='GPU types, space-separated: "A100 H100" (A100-80GB, L4, ...)')
@@ -193,14 +214,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     co.add_argument("--dry-run", action="store_true")
     a = p.parse_args(argv)
     try:
+        inputs = dict(pair.partition("=")[::2] for pair in getattr(a, "inputs", []))
         if a.cmd == "launch":
             cmds = launch_commands(a.suite, a.gpus.split(), a.stacks.split(), a.size, a.repeats, a.bucket,
-                                   a.run_name, a.spot, a.seed, a.price_per_hour, a.registry)
+                                   a.run_name, a.spot, a.seed, a.price_per_hour, a.registry, inputs)
             _run(cmds, a.dry_run, "sky", "pip install skypilot, then `sky check` (README \"Run on the cloud\")")
         elif a.cmd == "k8s":
             import yaml
 
-            job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim)
+            job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim,
+                          inputs=inputs)
             sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
         else:
             if not a.dry_run:
