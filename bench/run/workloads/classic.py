@@ -3,8 +3,8 @@
 (``mnist_cnn_tuning``), each defined once for Keras and once in plain PyTorch.
 
 Each default is its source's, as the cited script ran it (keras-team/keras ``examples/<name>.py@2.0.8``);
-``notes`` lists what differs and why (also docs/suites/classic.md, "Method vs the sources"). Framework imports happen inside the
-builders, so the runner (which imports this registry) stays free of any framework.
+``notes`` lists what differs and why (also docs/suites/classic.md, "Method vs the sources"). Framework imports
+happen inside the builders, so the runner (which imports this registry) stays free of any framework.
 """
 
 from __future__ import annotations

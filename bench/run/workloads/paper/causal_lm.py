@@ -20,7 +20,8 @@ from bench.run.workloads.paper.common import (
     prompt_ids,
 )
 
-#: Why a generate record's time has no tokenizer in it (the record's note; docs/suites/paper.md, "Method vs the sources").
+#: Why a generate record's time has no tokenizer in it (the record's note; docs/suites/paper.md, "Method vs the
+#: sources").
 TOKENIZATION_NOTE = (
     "generate: tokenization and detokenization are outside the timed call (settings.tokenization_timed false): "
     "the prompt is fed as BOS + 5 token ids; the source (benchmark/keras_utils.py@v0.0.5 generate) passed 5-word "
