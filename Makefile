@@ -251,11 +251,12 @@ e2e-base:
 e2e-images: e2e-base
 	BENCH_E2E_PREPARED=1 $(E2E) -k test_images_build
 
-lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema
+lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema, the docs site (mkdocs --strict)
 	$(PYTHON) -m ruff check bench tests
 	$(PYTHON) -m bench.host.stackfiles --check
 	hadolint images/Dockerfile images/collector/Dockerfile
 	check-jsonschema --builtin-schema vendor.compose-spec compose.yaml compose.gpu.yaml
+	$(PYTHON) -m mkdocs build --strict --quiet -d $(CURDIR)/.site
 
 flops: ## Recount the paper suite's FLOPs per example on the meta device (bench/core/reference/paper_flops.csv)
 	$(PYTHON) -m bench.run.flops

@@ -117,7 +117,8 @@ def test_torch_optimizer_is_keras_208s_rule(name, decay):
 @needs_torch
 def test_torch_adam_differs_from_keras_208_only_by_where_eps_goes():
     """torch/optim/adam.py@v2.13.0:544 adds eps after the bias correction, Keras 2.0.8 (and 3) before it:
-    documented in README ("Method vs the sources"); with these gradients the difference is below 1e-6."""
+    documented in docs/suites/classic.md ("Method vs the sources"); with these gradients the difference is below
+    1e-6."""
     w = get_workload("babi_rnn")
     np.testing.assert_allclose(torch_steps(w), reference(w), rtol=0, atol=1e-6)
 

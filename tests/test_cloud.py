@@ -75,7 +75,7 @@ def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():
 
 
 #: The Job's value of each variable compose takes from the host (``${NAME:-default}``) where it is not compose's
-#: default: what make exports on a GPU host (README "Run on the cloud").
+#: default: what make exports on a GPU host (docs/cloud.md).
 JOB_FROM_HOST = {"BENCH_DEVICE": "gpu"}
 
 

@@ -125,7 +125,8 @@ def test_flops_table_covers_every_paper_task():
     for name in SUITES["paper"]:
         for task in get_workload(name).tasks:
             assert table[(name, task)]["flops_per_example"] > 0
-    # published orders of magnitude (workloads.md): BERT fwd ~97 GFLOP, Mistral LoRA train ~3.7 TFLOP
+    # published orders of magnitude (docs/suites/paper.md, "The models"): BERT fwd ~97 GFLOP, Mistral LoRA train
+    # ~3.7 TFLOP
     assert table[("bert", "predict")]["flops_per_example"] == pytest.approx(97e9, rel=0.02)
     assert table[("mistral", "fit")]["flops_per_example"] == pytest.approx(3.7e12, rel=0.02)
 

@@ -1,7 +1,8 @@
 """The paper suite's defaults pinned to its source, haifeng-jin/keras-benchmarks v0.0.5 (the code the keras.io
 "Keras 3 benchmarks" page cites): batch sizes, timed steps, losses, optimizers, LoRA rank, dtype, sequence
 lengths, ``jit_compile`` requested per cell and in effect, generate's prompt and new tokens, generate FLOPs,
-and the report's "vs published" ratio. README's "Method vs the sources" is the table these tests back."""
+and the report's "vs published" ratio. docs/suites/paper.md's "Method vs the sources" (and README's compact one) is
+the table these tests back."""
 
 from __future__ import annotations
 

@@ -188,7 +188,7 @@ KNOBS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].allowed() for e i
 #: Values a knob takes when a cell does not set it (settings equal to these are dropped from variant names).
 #: Keras' jit_compile has no entry: its default differs between Keras 2 (off) and Keras 3 ('auto').
 DEFAULTS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].defaults() for e in ("keras", "torch")}
-#: What each knob means (``bench knobs``, README).
+#: What each knob means (``bench knobs`` prints it).
 #: A knob both kinds know keeps the fit engines' text (the step engines' sync takes one value).
 DOCS: dict[str, str] = {k: v for cls in reversed(SETTINGS.values()) for k, v in cls.help().items()}
 #: The knobs the step-timed engines (``paper`` suite) honour, per engine.

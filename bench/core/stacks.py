@@ -116,7 +116,7 @@ class Stack:
         gpu_cuda: the CUDA version the gpu image's wheels bundle.
         min_driver: the oldest NVIDIA driver branch that runs them (CUDA 12.x wheels: R525 through
             minor-version compatibility; CUDA 13.0: R580). TensorFlow on H100/H200 also JIT-compiles its
-            CUDA 12.5 PTX, which needs R555 (README, "Drivers").
+            CUDA 12.5 PTX, which needs R555 (docs/images.md, "Drivers").
         reference: the stack's name in the published reference tables (``bench/core/reference/``), None when
             the references have no such column; one stack per name.
         imports: the modules its image build imports as a check (framework, model libraries).

@@ -1,6 +1,6 @@
 """The result record: one JSON file per cell, written atomically.
 
-Every field is documented in ``FIELDS`` (also rendered into README's "Outputs" section).
+Every field is documented in ``FIELDS`` (the main ones also in docs/outputs.md).
 """
 
 from __future__ import annotations

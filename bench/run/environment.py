@@ -187,7 +187,7 @@ def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = N
 
 
 def capture() -> dict[str, Any]:
-    """The full environment block (see README, "Outputs")."""
+    """The full environment block (see docs/outputs.md)."""
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),

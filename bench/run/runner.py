@@ -137,7 +137,7 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict
             rec["reason"] = "killed by SIGKILL (most likely the out-of-memory killer)"
         else:
             rec["reason"] = f"worker exited with status {rc} without a record: {_tail(log_file)}"
-    # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, README "Run on the cloud")
+    # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
     rec["process"] = {"exit_code": proc.returncode, "wall_s": wall, "timeout_s": cell.timeout_s,
                       "max_rss_bytes": usage.ru_maxrss * 1024, "log": log_file.name,
                       "gpu_s": wall if cell.device == "gpu" else 0.0}

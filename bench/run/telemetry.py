@@ -3,7 +3,7 @@
 A background thread samples utilisation, memory, power, clocks, temperature and clock-event (throttle)
 reasons every ``interval_s``; energy comes from the total-energy counter (mJ since driver load) read at
 synchronised window edges. Every metric a GPU or driver does not offer is null with its reason in
-``unsupported``, and the cell still succeeds. Facts relied on: ../shared/docs/platform.md, "NVML".
+``unsupported``, and the cell still succeeds. Facts relied on: docs/platform.md, "NVML".
 
 Window protocol (the engines follow it through ``bench.run.timing.EpochTimer``): the caller synchronises
 the device, then calls ``mark()`` at the start of every epoch (the first mark opens the window and
@@ -32,7 +32,7 @@ import numpy as np
 ENERGY_COUNTER_MODULUS = 2**64
 #: A counter step larger than this (J per second of wall time) cannot be real energy: a reset, not a wrap.
 MAX_PLAUSIBLE_W = 5000.0
-#: The counter updates every ~20-100 ms (platform.md); shorter windows get a note.
+#: The counter updates every ~20-100 ms (docs/platform.md, "NVML"); shorter windows get a note.
 MIN_WINDOW_S = 1.0
 DEFAULT_INTERVAL_S = 0.1
 IDLE_WINDOW_S = 1.0

@@ -1,7 +1,7 @@
 """Clocks, device barriers, the synchronisation cadence and the statistics reported for step times.
 
-Rule: on a GPU, synchronise the device before every clock read (see ../shared/docs/workloads.md,
-"Timing inside Keras fit/predict": Keras never synchronises, so begin-only timestamps measure
+Rule: on a GPU, synchronise the device before every clock read (see docs/platform.md,
+"Timing inside Keras fit and predict": Keras never synchronises, so begin-only timestamps measure
 dispatch, not compute), and only as often as the cell's ``sync`` setting says (``Cadence``).
 """
 

@@ -399,7 +399,7 @@ def torch_compile_blocker(device: str) -> str | None:
     CPU: inductor writes C++ kernels and builds them with a C++ compiler. GPU: inductor's kernels are
     Triton kernels, and Triton compiles a small C launcher for each at run time with ``$CC``, else gcc,
     else clang, against Python's headers (triton/runtime/build.py), so an image without them fails at
-    the first compiled step. Checked on every device (``../shared/docs/platform.md``).
+    the first compiled step. Checked on every device (``docs/platform.md``, "torch.compile's toolchain").
     """
     import shutil
     import sysconfig

@@ -3,8 +3,8 @@
 (``mnist_cnn_tuning``), each defined once for Keras and once in plain PyTorch.
 
 Each default is its source's, as the cited script ran it (keras-team/keras ``examples/<name>.py@2.0.8``);
-``notes`` lists what differs and why (also README, "Method vs the sources"). Framework imports happen inside the
-builders, so the runner (which imports this registry) stays free of any framework.
+``notes`` lists what differs and why (also docs/suites/classic.md, "Method vs the sources"). Framework imports
+happen inside the builders, so the runner (which imports this registry) stays free of any framework.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def lstm_2017(keras, units: int):
     ``sigmoid`` Keras runs the fused cuDNN kernel on a GPU (keras 3.15.1 layers/rnn/lstm.py; tf-keras 2.21 too),
     which the 2017 comparison's generic LSTM loop was not: this gate keeps every Keras stack on the generic loop,
     as the source timed it. The PyTorch twins use ``nn.LSTM`` (sigmoid gates, cuDNN on a GPU): PyTorch has no
-    hard-sigmoid LSTM (a recorded difference, README "Method vs the sources")."""
+    hard-sigmoid LSTM (a recorded difference, docs/suites/classic.md, "Method vs the sources")."""
     ops = keras.ops if hasattr(keras, "ops") else keras.backend  # Keras 3, or tf-keras (Keras 2)
 
     def hard_sigmoid_2017(x):

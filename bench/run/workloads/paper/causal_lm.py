@@ -20,7 +20,8 @@ from bench.run.workloads.paper.common import (
     prompt_ids,
 )
 
-#: Why a generate record's time has no tokenizer in it (the record's note; README, "Method vs the sources").
+#: Why a generate record's time has no tokenizer in it (the record's note; docs/suites/paper.md, "Method vs the
+#: sources").
 TOKENIZATION_NOTE = (
     "generate: tokenization and detokenization are outside the timed call (settings.tokenization_timed false): "
     "the prompt is fed as BOS + 5 token ids; the source (benchmark/keras_utils.py@v0.0.5 generate) passed 5-word "
@@ -130,7 +131,7 @@ class Gemma(CausalLM):
         return nlp.models.GemmaCausalLM
 
     def keras_backbone(self, nlp, cfg):
-        # keras-hub's intermediate_dim is twice the FFN width (halved inside), see workloads.md
+        # keras-hub's intermediate_dim is twice the FFN width (halved inside), see docs/suites/paper.md
         return nlp.models.GemmaBackbone(
             vocabulary_size=cfg["vocab"], num_layers=cfg["layers"], num_query_heads=cfg["q_heads"],
             num_key_value_heads=cfg["kv_heads"], hidden_dim=cfg["hidden"], intermediate_dim=cfg["inter"],
