@@ -30,11 +30,13 @@ MIG_NOTE = ("MIG mode: the cell ran on a GPU slice while NVML reports the whole 
 
 
 def add_energy_metrics(rec: dict[str, Any]) -> None:
-    """Copy the derived energy figures into ``metrics`` (J/step, J/epoch, examples/J; None without NVML)."""
+    """The energy figures in ``metrics``: J/step, J/epoch and above idle as the telemetry measured them, and
+    examples/J derived from J/epoch (``derived.energy_rates``, the formula the aggregation of repeats uses; None
+    without NVML)."""
     t = rec["telemetry"]
     rec["metrics"].update({"j_per_step": t.get("j_per_step"), "j_per_epoch": t.get("j_per_epoch"),
-                           "examples_per_j": t.get("examples_per_j"),
                            "j_per_step_above_idle": t.get("j_per_step_above_idle")})
+    derived.energy_rates(rec["metrics"], derived.examples_per_epoch(rec))
 
 
 def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
