@@ -13,16 +13,34 @@ import json
 import math
 from typing import Any
 
-KEY = ["stack", "suite", "workload", "task", "size", "variant", "device"]
+from bench.results.schema import Metrics, Record, col, spread_col
+
+KEY = [col(Record, k) for k in ("stack", "suite", "workload", "task", "size", "variant", "device")]
+STATUS = col(Record, "status")
+
+
+def metric_col(metric: str) -> str:
+    """``metrics.<metric>`` for a declared metric.
+
+    Raises:
+        ValueError: ``metric`` is not a declared field of ``bench.results.schema.Metrics``.
+    """
+    try:
+        return col(Metrics, metric)
+    except KeyError as e:
+        raise ValueError(f"unknown metric {metric!r}: {e.args[0]}") from None
 
 
 def repeat_values(row, metric: str) -> list[float]:
     """Per-repeat values of ``metric`` from a CSV row (the ``repeats.<metric>.values`` JSON column);
     falls back to the single aggregated value."""
-    text = row.get(f"repeats.{metric}.values")
+    try:
+        text = row.get(spread_col(metric, "values"))
+    except KeyError:  # a metric without a spread across repeats: its one value
+        text = None
     if isinstance(text, str) and text.startswith("["):
         return [float(v) for v in json.loads(text)]
-    value = row.get(f"metrics.{metric}")
+    value = row.get(metric_col(metric))
     return [] if value is None or (isinstance(value, float) and math.isnan(value)) else [float(value)]
 
 
@@ -57,16 +75,18 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = 0.05, t
     """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, ratio, p, verdict).
 
     Raises:
-        ValueError: a CSV lacks the key columns or the metric, holds a cell twice, or no cell matches.
+        ValueError: an undeclared metric, a CSV lacks the key columns or the metric, holds a cell twice, or no cell
+            matches.
     """
     import pandas as pd
 
+    column = metric_col(metric)
     for name, df in (("A", df_a), ("B", df_b)):
-        missing = [c for c in [*KEY, f"metrics.{metric}"] if c not in df.columns]
+        missing = [c for c in [*KEY, column] if c not in df.columns]
         if missing:
             raise ValueError(f"CSV {name} lacks columns: {', '.join(missing)}")
-    a_ok = df_a[df_a["status"] == "ok"].set_index(KEY)
-    b_ok = df_b[df_b["status"] == "ok"].set_index(KEY)
+    a_ok = df_a[df_a[STATUS] == "ok"].set_index(KEY)
+    b_ok = df_b[df_b[STATUS] == "ok"].set_index(KEY)
     for name, ok in (("A", a_ok), ("B", b_ok)):
         twice = ok.index[ok.index.duplicated()].unique()
         if len(twice):  # e.g. a run whose cells ran on two GPUs: which row to compare would be a guess
@@ -83,7 +103,7 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = 0.05, t
         rb = rb.iloc[0] if getattr(rb, "ndim", 1) > 1 else rb
         va, vb = repeat_values(ra, metric), repeat_values(rb, metric)
         res = test_pair(va, vb, alpha, threshold)
-        rows.append({**dict(zip(KEY, key, strict=True)), f"a_{metric}": ra[f"metrics.{metric}"],
-                     f"b_{metric}": rb[f"metrics.{metric}"], **res})
+        rows.append({**dict(zip(KEY, key, strict=True)), f"a_{metric}": ra[column],
+                     f"b_{metric}": rb[column], **res})
     return pd.DataFrame(rows)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from bench.core.stacks import STACKS
 from bench.results.report.common import Footnotes, _num, fmt
 from bench.results.report.method import correctness_flags
+from bench.results.schema import Data, Metrics, col
 
 #: The sentence under the table's heading: what each number is.
 METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
@@ -16,8 +17,8 @@ METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' trai
 def cell_text(row) -> str:
     """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric (records from
     before it was added have ms/step only)."""
-    text = fmt(row.get("metrics.ms_per_step_mean"), 2)
-    per_epoch = _num(row.get("metrics.fit_s_per_epoch"))
+    text = fmt(row.get(col(Metrics, "ms_per_step_mean")), 2)
+    per_epoch = _num(row.get(col(Metrics, "fit_s_per_epoch")))
     return text if per_epoch is None else f"{text} · {per_epoch:.2f} s/epoch"
 
 
@@ -51,7 +52,7 @@ def classic_section(df, notes: Footnotes) -> list[str]:
                     text += " ⚠"
                     marks.add("⚠: flagged by the correctness gate (Method section): the model did not learn like "
                               "the others'")
-                if r.get("size") == "full" and r.get("data.source") == "synthetic":
+                if r.get("size") == "full" and r.get(col(Data, "source")) == "synthetic":
                     text += " (syn)"
                     marks.add("(syn): synthetic data, asked for with --data synthetic: not the published task")
                 cells.append(text)
