@@ -91,7 +91,7 @@ def best_keras3(values: dict[str, float | None]) -> tuple[str | None, float | No
     ok = {s: v for s, v in values.items() if STACKS[s].keras_major == 3 and v is not None}
     if not ok:
         return None, None
-    sid = min(ok, key=ok.get)
+    sid = min(ok, key=lambda s: ok[s])
     return sid, ok[sid]
 
 

@@ -95,7 +95,7 @@ def paper_plots(df, out_dir: Path) -> dict[str, str]:
         y = np.arange(len(data))
         h = 0.8 / len(stacks)
         for i, sid in enumerate(stacks):
-            vals = [np.nan if v[i] is None else v[i] for _, v in data]
+            vals = [np.nan if (x := v[i]) is None else x for _, v in data]
             ax.barh(y + (i - len(stacks) / 2 + 0.5) * h, vals, height=h, label=sid)
         ax.set_yticks(y, [name for name, _ in data], fontsize=8)
         ax.set_xscale("log")

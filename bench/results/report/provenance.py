@@ -46,8 +46,8 @@ def provenance(df) -> list[str]:
         versions = ", ".join(f"{c.removeprefix(packages)} {rows[c].dropna().iloc[0]}" for c in pk
                              if c.removeprefix(packages) in ("tensorflow", "tf-keras", "keras", "jax", "jaxlib",
                                                              "torch"))
-        py = rows[col(Env, "python")].dropna() if col(Env, "python") in rows else []
-        lines.append(f"- {sid}: {versions or 'n/a'}; Python {py.iloc[0] if len(py) else 'n/a'}")
+        py = rows[col(Env, "python")].dropna() if col(Env, "python") in rows else None
+        lines.append(f"- {sid}: {versions or 'n/a'}; Python {py.iloc[0] if py is not None and len(py) else 'n/a'}")
     if (df["device"] == "cpu").any():
         lines.append("- **CPU rows are smoke tests of the harness, not GPU benchmarks.**")
     if _flagged(df, col(Env, "gpu", "mig_mode")):

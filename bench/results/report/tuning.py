@@ -121,8 +121,8 @@ def pairing_note(rows) -> str:
     study = ", ".join(f"{k}={v}" for k, v in STUDY.items())
     text = (f"Reference times are paired only with rows that ran the study's settings ({study}; tf.data shuffle "
             f"buffer {STUDY_TF_DATA_SHUFFLE_BUFFER:,}) and the same knobs (the variant).")
-    why = rows["reference_mismatch"].dropna() if "reference_mismatch" in rows else []
-    if len(why):
+    why = rows["reference_mismatch"].dropna() if "reference_mismatch" in rows else None
+    if why is not None and len(why):
         counts = why.value_counts()
         text += (f" {len(why)} row(s) with a published counterpart are not paired: "
                  + "; ".join(f"{reason} ({n})" for reason, n in counts.items()) + ".")
@@ -178,7 +178,8 @@ def tuning_section(rows, notes: Footnotes, plots: dict[str, str]) -> list[str]:
             "J/epoch | throttled |", "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in rows.sort_values(["stack", "variant"]).iterrows():
         status = "ok" if r["status"] == "ok" else notes.ref(r)
-        thr = {True: "yes", False: "no"}.get(as_bool(_col(r, col(Telemetry, "throttled"))), "n/a")
+        throttled = as_bool(_col(r, col(Telemetry, "throttled")))
+        thr = "n/a" if throttled is None else "yes" if throttled else "no"
         name = f"{r['variant']}{' (baseline)' if as_bool(r['baseline']) else ''}"
         out.append(f"| {r['stack']} | {name} | {status} | {fmt(r['time_s'])} | {fmt(r['reference_time_s'])} | "
                    f"{fmt(_col(r, P50), 2)} | {fmt(_col(r, GPU_UTIL))} | "
