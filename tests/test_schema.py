@@ -138,3 +138,15 @@ def test_rederive_recomputes_every_declared_derived_metric():
     assert seen == set(DERIVED)
     assert step["metrics"]["examples_per_j"] == pytest.approx(8 * 100 / 50.0)
     assert fit["metrics"]["examples_per_j"] == pytest.approx(1000 / 10.0)
+
+
+def test_bench_fields_prints_the_declarations():
+    from click.testing import CliRunner
+
+    from bench.cli import cli
+
+    out = CliRunner().invoke(cli, ["fields"])
+    assert out.exit_code == 0
+    lines = out.output.splitlines()
+    assert len(lines) == len(FIELDS)
+    assert any(line.startswith("metrics.examples_per_j: ") and "repeats: derived" in line for line in lines)
