@@ -251,8 +251,9 @@ e2e-base:
 e2e-images: e2e-base
 	BENCH_E2E_PREPARED=1 $(E2E) -k test_images_build
 
-lint: ## ruff, hadolint on every Dockerfile, compose files against the compose-spec schema, the docs site (mkdocs --strict)
+lint: ## ruff, mypy on bench/, hadolint on every Dockerfile, compose files against the compose-spec schema, the docs site (mkdocs --strict)
 	$(PYTHON) -m ruff check bench tests
+	$(PYTHON) -m mypy bench
 	$(PYTHON) -m bench.host.stackfiles --check
 	hadolint images/Dockerfile images/collector/Dockerfile
 	check-jsonschema --builtin-schema vendor.compose-spec compose.yaml compose.gpu.yaml

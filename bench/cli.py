@@ -337,7 +337,7 @@ def doctor_cmd(stack_id, device, out_file) -> None:
 
 @cli.command("fields")
 def fields_cmd() -> None:
-    """Describe every field of a result record."""
+    """Describe every field of a result record: meaning [unit; rule across repeats] (bench.results.schema)."""
     for name, text in FIELDS.items():
         click.echo(f"{name}: {text}")
 

@@ -118,3 +118,22 @@ def test_resume_returns_a_record_made_with_the_same_inputs(tmp_path):
     [cell] = plan.expand(["pytorch"], "classic", "full", "cpu", ["mnist_mlp"])
     legacy(tmp_path, cell, batch_size=128, data={"requested": "auto"}, metrics={"epoch_s": [0.1] * 20})
     assert runner.existing_record(cell, tmp_path)["status"] == "ok"
+
+
+def test_a_run_holding_both_records_collects_compares_and_reports_them_apart(tmp_path, fake_worker):
+    """The two records of the sequence above, in one run folder, stay two rows everywhere after the record: the CSV,
+    ``bench compare`` (which refused a CSV holding one cell twice) and the classic table (one row each)."""
+    from bench.results.collect import collect
+    from bench.results.compare import compare
+    from bench.results.report.classic import classic_section
+    from bench.results.report.common import Footnotes
+
+    out = tmp_path / "run"
+    base = ["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu", "--out", str(out)]
+    assert bench(*base) == 0 and bench(*base, "--batch-size", "64") == 0
+    df, bad = collect(out, tmp_path / "run.csv")
+    assert not bad and len(df) == 2
+    cmp = compare(df, df)
+    assert sorted(cmp["inputs"]) == ["", "batch_size=64"] and (cmp["ratio"] == 1.0).all()
+    table = [line for line in classic_section(df, Footnotes()) if line.startswith("| mnist_mlp")]
+    assert [line.split(" | ")[0] for line in table] == ["| mnist_mlp", "| mnist_mlp (batch_size=64)"]

@@ -86,3 +86,12 @@ class Cell:
     def from_dict(cls, data: dict[str, Any]) -> Cell:
         """The cell ``to_dict`` wrote."""
         return cls(**data)
+
+
+def inputs_of(cell_id: str) -> str:
+    """The input suffix of a cell id (``Cell.id``): ``"batch_size=64+epochs=5"`` for
+    ``pytorch__classic__mnist_mlp__fit__smoke__default__batch_size=64+epochs=5``, ``""`` for a cell run with every
+    input at its default. Reports and ``bench compare`` key rows on it beside the variant, so a cell measured with
+    other inputs is never merged with (or picked for) the default one."""
+    parts = str(cell_id).split("__")
+    return "__".join(parts[6:]) if len(parts) > 6 else ""

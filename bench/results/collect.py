@@ -1,7 +1,9 @@
 """Merges every cell record under a directory into one tidy CSV (one row per cell).
 
 Nested record blocks become dotted columns (``metrics.ms_per_step_p50``, ``env.gpu.name``); lists of
-per-epoch values are kept as JSON text. A malformed or partial file is reported by name and skipped.
+per-epoch values are kept as JSON text. The column order comes from the declared schema
+(``bench.results.schema.column_order``). A malformed or partial file, or one that does not fit the schema, is
+reported by name and skipped.
 """
 
 from __future__ import annotations
@@ -12,15 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.results.record import REPEATS_DIR, RecordError, read_record
+from bench.results.schema import LEADING, SKIP_KEYS, col, column_order
+from bench.results.schema import Metrics as M
+from bench.results.schema import Record as R
 
-#: Columns that lead every CSV, in this order; the rest follow alphabetically.
-LEADING = ("stack", "suite", "workload", "task", "size", "variant", "device", "status", "reason",
-           "batch_size", "data.source", "settings.sync", "metrics.ms_per_step_mean", "metrics.ms_per_step_p50",
-           "metrics.ms_per_step_p90", "metrics.ms_per_step_std", "metrics.first_epoch_s",
-           "metrics.steady_epoch_s", "metrics.samples_per_s", "metrics.total_train_s", "metrics.j_per_epoch",
-           "repeats.n", "repeats.ms_per_step_mean.cv", "telemetry.gpu_util_pct.mean", "telemetry.power_w.mean",
-           "telemetry.throttled", "model.params_total", "notes")
-SKIP_KEYS = ("traceback",)
+__all__ = ["LEADING", "SKIP_KEYS", "collect", "find_records", "flatten", "load_records", "pivot_ms_per_step",
+           "to_frame"]
 
 
 def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -33,7 +32,7 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(value, dict):
             out.update(flatten(value, f"{name}."))
         elif isinstance(value, list):
-            out[name] = "; ".join(value) if key == "notes" else json.dumps(value)
+            out[name] = "; ".join(value) if key == col(R, "notes") else json.dumps(value)
         else:
             out[name] = value
     return out
@@ -57,22 +56,20 @@ def load_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], list[tupl
 
 
 def to_frame(records: list[dict[str, Any]]):
-    """A pandas DataFrame with one row per record and the leading columns first."""
+    """A pandas DataFrame with one row per record, its columns in the declared order (``column_order``)."""
     import pandas as pd
 
     df = pd.DataFrame([flatten(r) for r in records])
-    lead = [c for c in LEADING if c in df.columns]
-    return df[lead + sorted(c for c in df.columns if c not in lead)]
+    return df[column_order(list(df.columns))]
 
 
 def pivot_ms_per_step(df):
     """ms/step (mean over steady steps) by (workload, task) x stack; non-ok cells show their status."""
     import pandas as pd
 
-    cells = df.apply(lambda r: f"{r['metrics.ms_per_step_mean']:.2f}"
-                     if r["status"] == "ok" and pd.notna(r.get("metrics.ms_per_step_mean"))
-                     else r["status"], axis=1)
-    table = df.assign(value=cells).pivot_table(index=["workload", "task"], columns="stack",
+    ms, status = col(M, "ms_per_step_mean"), col(R, "status")
+    cells = df.apply(lambda r: f"{r[ms]:.2f}" if r[status] == "ok" and pd.notna(r.get(ms)) else r[status], axis=1)
+    table = df.assign(value=cells).pivot_table(index=[col(R, "workload"), col(R, "task")], columns=col(R, "stack"),
                                                values="value", aggfunc="first")
     return table.fillna("-")
 

@@ -35,12 +35,31 @@ def flops_rates(metrics: dict[str, Any]) -> None:
         metrics[key] = rate / metrics[peak] if rate and metrics.get(peak) else None
 
 
+def energy_rates(metrics: dict[str, Any], examples_per_epoch: int | None) -> None:
+    """``examples_per_j`` = examples per epoch / ``j_per_epoch`` (J): fit cells' training set, step-timed cells' batch x
+    timed steps (the telemetry window's examples, ``bench.run.telemetry.Telemetry.summary``); None without either."""
+    j = metrics.get("j_per_epoch")
+    metrics["examples_per_j"] = examples_per_epoch / j if examples_per_epoch and j else None
+
+
+def examples_per_epoch(rec: dict[str, Any]) -> int | None:
+    """The examples of one timed epoch: a fit cell's ``data.n_train``; a step-timed cell's batch x ``metrics.steps``
+    (its one timed "epoch" is the timed steps)."""
+    m = rec.get("metrics") or {}
+    if "examples_per_s" in m:  # a step-timed cell
+        return (rec.get("batch_size") or 0) * (m.get("steps") or 0) or None
+    return (rec.get("data") or {}).get("n_train")
+
+
 def rederive(rec: dict[str, Any]) -> None:
-    """Recompute every derived metric of an ``ok`` record from its (aggregated) inputs, in place."""
+    """Recompute every derived metric (declared with rule ``derived`` in ``bench.results.schema``) of an ``ok``
+    record from its (aggregated) inputs, in place; a derived metric the record never had stays absent."""
     m = rec.get("metrics") or {}
     if "examples_per_s" in m:  # a step-timed cell
         step_throughput(m, rec.get("batch_size") or 0, (rec.get("settings") or {}).get("generated_tokens"))
     if "samples_per_s" in m:  # a fit cell
         fit_throughput(m, (rec.get("data") or {}).get("n_train"))
-    if "achieved_tflops" in m:
+    if "achieved_tflops" in m or "flops_per_step" in m:
         flops_rates(m)
+    if "examples_per_j" in m:
+        energy_rates(m, examples_per_epoch(rec))

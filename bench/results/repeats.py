@@ -3,11 +3,13 @@
 Rule (fixed in advance, no best-of-N): each repeat runs in its own process. The cell is ``ok`` only
 when every repeat is ``ok`` and all ran on one GPU (repeats on two GPUs, e.g. a spot VM preempted between rounds,
 are ``failed`` with the GPUs named); otherwise it takes the status and reason of its first repeat that is not.
-For an ``ok`` cell every metric in ``AGGREGATED`` is the median across repeats of that metric (so
-``ms_per_step_p50`` is the median of the within-run p50s), and ``repeats.<metric>`` keeps the values,
-their median, min, max and coefficient of variation (sample std / mean). The metrics derived from others
-(throughput, TFLOP/s, MFU: ``bench.results.derived``) are then recomputed from those medians, never carried over from a
-repeat. Environment, settings, telemetry, history and the per-epoch list ``metrics.epoch_s`` come from repeat 1.
+Each field's rule is declared with it (``bench.results.schema``). For an ``ok`` cell every metric with rule
+``median`` (``AGGREGATED``) is the median across repeats of that metric (so ``ms_per_step_p50`` is the median of the
+within-run p50s), and ``repeats.<metric>`` keeps the values, their median, min, max and coefficient of variation
+(sample std / mean), also for the ``derived`` metrics (``DERIVED``: throughput, TFLOP/s, MFU, examples/J), which are
+then recomputed from the medians (``bench.results.derived``), never carried over from a repeat. Fields with rule
+``first`` (environment, settings, telemetry, history, the per-epoch list ``metrics.epoch_s``) come from repeat 1;
+``process.gpu_s`` (rule ``sum``) is summed into ``repeats.gpu_s``.
 The per-repeat records stay on disk under ``<stack>/repeats/``.
 """
 
@@ -19,14 +21,14 @@ from typing import Any
 import numpy as np
 
 from bench.results.derived import rederive
+from bench.results.schema import aggregated, derived_metrics
 
-#: Metrics aggregated across repeats (all of them also get median/min/max/cv in ``repeats``).
-AGGREGATED = ("ms_per_step_mean", "ms_per_step_p50", "ms_per_step_p90", "ms_per_step_std", "ms_per_step_min",
-              "ms_per_step_max", "samples_per_s", "first_epoch_s", "first_step_s", "steady_epoch_s",
-              "total_train_s", "fit_s", "fit_s_per_epoch", "j_per_step", "j_per_epoch", "examples_per_j",
-              "j_per_step_above_idle")
-RULE = ("median across repeats per metric; throughput, TFLOP/s and MFU recomputed from the medians; cell ok only "
-        "if every repeat is ok; no best-of-N")
+#: Metrics taken as the median across repeats (declared with rule ``median``).
+AGGREGATED = aggregated()
+#: Metrics recomputed from the medians (declared with rule ``derived``); their per-repeat spread is kept too.
+DERIVED = derived_metrics()
+RULE = ("median across repeats per metric; throughput, TFLOP/s, MFU and examples/J recomputed from the medians; cell "
+        "ok only if every repeat is ok; no best-of-N")
 
 
 def spread(values: list[float]) -> dict[str, Any]:
@@ -67,12 +69,13 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
         if len(records) > 1:
             out["reason"] = f"repeat {bad[0].get('repeat') or 1} of {len(records)}: {bad[0].get('reason')}"
     else:
-        for key in AGGREGATED:
+        for key in AGGREGATED + DERIVED:
             values = [r["metrics"].get(key) for r in records]
             if any(v is None for v in values):
                 continue
             block[key] = spread(values)
-            out["metrics"][key] = block[key]["median"]
+            if key in AGGREGATED:
+                out["metrics"][key] = block[key]["median"]
         rederive(out)
     if any(r.get("schedule") for r in records):  # rounds: where each repeat ran, for the drift check
         block["schedule"] = [{k: (r.get("schedule") or {}).get(k) for k in ("round", "position")} for r in records]

@@ -181,8 +181,7 @@ def input_mismatch(rec: dict[str, Any], cell: Cell) -> str | None:
         ("settings_requested", rec.get("settings_requested", dict(cell.settings)), dict(cell.settings)),
         ("data.requested", (rec.get("data") or {}).get("requested", cell.data), cell.data)]
     if w is not None and rec.get("batch_size") is not None:
-        step_timed = isinstance(w, StepWorkload)
-        default = w.batch_sizes(cell.task)[0] if step_timed else w.batch_for(cell.size)
+        default = w.batch_sizes(cell.task)[0] if isinstance(w, StepWorkload) else w.batch_for(cell.size)
         expected.append(("batch_size", rec["batch_size"], cell.batch_size or default))
     metrics = rec.get("metrics") or {}
     if w is not None and isinstance(metrics.get("epoch_s"), list) and not isinstance(w, StepWorkload):

@@ -30,11 +30,13 @@ MIG_NOTE = ("MIG mode: the cell ran on a GPU slice while NVML reports the whole 
 
 
 def add_energy_metrics(rec: dict[str, Any]) -> None:
-    """Copy the derived energy figures into ``metrics`` (J/step, J/epoch, examples/J; None without NVML)."""
+    """The energy figures in ``metrics``: J/step, J/epoch and above idle as the telemetry measured them, and
+    examples/J derived from J/epoch (``derived.energy_rates``, the formula the aggregation of repeats uses; None
+    without NVML)."""
     t = rec["telemetry"]
     rec["metrics"].update({"j_per_step": t.get("j_per_step"), "j_per_epoch": t.get("j_per_epoch"),
-                           "examples_per_j": t.get("examples_per_j"),
                            "j_per_step_above_idle": t.get("j_per_step_above_idle")})
+    derived.energy_rates(rec["metrics"], derived.examples_per_epoch(rec))
 
 
 def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
@@ -51,14 +53,18 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         if cell.task not in w.tasks:
             raise Unsupported(f"{w.name} has no task {cell.task!r}")
         step_timed = isinstance(w, StepWorkload)
-        rec["batch_size"] = cell.batch_size or (w.batch_sizes(cell.task)[0] if step_timed else w.batch_for(cell.size))
-        reason = (w.model.unsupported(stack) if step_timed else None) or \
-            knobs.check(stack, dict(cell.settings), step_timed)
+        if isinstance(w, StepWorkload):
+            rec["batch_size"] = cell.batch_size or w.batch_sizes(cell.task)[0]
+            reason = w.model.unsupported(stack)
+        else:
+            rec["batch_size"] = cell.batch_size or w.batch_for(cell.size)
+            reason = None
+        reason = reason or knobs.check(stack, dict(cell.settings), step_timed)
         if reason:
             raise Unsupported(reason)
         if stack.backend != "tensorflow":
             frameworks.hide_gpus_from_tensorflow()
-        if step_timed:
+        if isinstance(w, StepWorkload):
             run_steps(rec, cell, stack, w, samples_csv)
         else:
             run_epochs(rec, cell, stack, w, samples_csv)
@@ -187,12 +193,11 @@ def measured_peak_in_effect(rec: dict[str, Any], precision: str, tf32_mm: bool, 
     from bench.run.probe import measured_peak
 
     results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
-    args = (results, rec.get("stack"), os.environ.get("BENCH_VARIANT", rec["device"]), rec["env"].get("gpu"),
-            precision)
-    matmul, source = measured_peak(*args, tf32_mm)
+    stack, variant, gpu = str(rec.get("stack")), os.environ.get("BENCH_VARIANT", rec["device"]), rec["env"].get("gpu")
+    matmul, source = measured_peak(results, stack, variant, gpu, precision, tf32_mm)
     if precision != "float32" or tf32_mm == tf32_conv or matmul is None:
         return matmul, source
-    conv, conv_source = measured_peak(*args, tf32_conv)
+    conv, conv_source = measured_peak(results, stack, variant, gpu, precision, tf32_conv)
     if conv is None or share is None:
         return None, conv_source if conv is None else "the cell's share of FLOPs in convolutions is not tabulated"
     return flops.combined_peak(matmul, conv, share), (f"matmuls: {source}; convolutions: {conv_source}; "

@@ -4,8 +4,10 @@ beside it, the source's own metric, seconds per epoch of the whole ``fit``."""
 from __future__ import annotations
 
 from bench.core.stacks import STACKS
+from bench.results.cell import inputs_of
 from bench.results.report.common import Footnotes, _num, fmt
 from bench.results.report.method import correctness_flags
+from bench.results.schema import Data, Metrics, Record, col
 
 #: The sentence under the table's heading: what each number is.
 METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
@@ -16,8 +18,8 @@ METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' trai
 def cell_text(row) -> str:
     """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric (records from
     before it was added have ms/step only)."""
-    text = fmt(row.get("metrics.ms_per_step_mean"), 2)
-    per_epoch = _num(row.get("metrics.fit_s_per_epoch"))
+    text = fmt(row.get(col(Metrics, "ms_per_step_mean")), 2)
+    per_epoch = _num(row.get(col(Metrics, "fit_s_per_epoch")))
     return text if per_epoch is None else f"{text} · {per_epoch:.2f} s/epoch"
 
 
@@ -34,8 +36,10 @@ def classic_section(df, notes: Footnotes) -> list[str]:
     out = ["## Classic suite: ms/step (mean over steady-state steps) · s/epoch (the 2017 metric)", "", METRICS_NOTE, "",
            "| workload | task | " + " | ".join(stacks) + " |", "|---|---|" + "---|" * len(stacks)]
     # one row per variant (a run may hold augment=false or knob variants beside the default): never a row picked
-    # from several
-    for (w, t, v), g in rows.groupby(["workload", "task", "variant"], sort=False):
+    # from several, nor from cells run with other inputs (their id's suffix, e.g. batch_size=64)
+    cell_id = col(Record, "cell_id")
+    rows = rows.assign(_inputs=rows[cell_id].map(inputs_of) if cell_id in rows.columns else "")
+    for (w, t, v, inputs), g in rows.groupby(["workload", "task", "variant", "_inputs"], sort=False):
         cells = []
         for s in stacks:
             r = g[g["stack"] == s]
@@ -51,9 +55,10 @@ def classic_section(df, notes: Footnotes) -> list[str]:
                     text += " ⚠"
                     marks.add("⚠: flagged by the correctness gate (Method section): the model did not learn like "
                               "the others'")
-                if r.get("size") == "full" and r.get("data.source") == "synthetic":
+                if r.get("size") == "full" and r.get(col(Data, "source")) == "synthetic":
                     text += " (syn)"
                     marks.add("(syn): synthetic data, asked for with --data synthetic: not the published task")
                 cells.append(text)
-        out.append(f"| {w if v == 'default' else f'{w} ({v})'} | {t} | " + " | ".join(cells) + " |")
+        label = ", ".join(x for x in (v if v != "default" else "", inputs) if x)
+        out.append(f"| {f'{w} ({label})' if label else w} | {t} | " + " | ".join(cells) + " |")
     return out + [""] + [f"{m}" for m in sorted(marks)] + ([""] if marks else [])

@@ -12,14 +12,15 @@ import re
 from typing import Any
 
 from bench.results.report.common import json_list
+from bench.results.schema import Env, Metrics, Repeats, col
 
 
 def gpu_label(row) -> str:
     """``<GPU name> (<UUID's first 12 characters>)`` for a GPU row, ``CPU`` otherwise."""
     if row.get("device") != "gpu":
         return "CPU"
-    uuid = str(row.get("env.gpu.uuid") or "unknown")
-    return f"{row.get('env.gpu.name') or 'unknown GPU'} ({uuid[:12]})"
+    uuid = str(row.get(col(Env, "gpu", "uuid")) or "unknown")
+    return f"{row.get(col(Env, 'gpu', 'name')) or 'unknown GPU'} ({uuid[:12]})"
 
 
 def gpu_groups(df) -> list[tuple[str, Any]]:
@@ -42,10 +43,11 @@ def gpu_comparison(df) -> list[str]:
     """Markdown: mean ms/step of the same cell on each GPU model (median over GPUs of one model), and each
     model's ratio to the first; only cells that ran on at least two models."""
     ok = df[(df["status"] == "ok") & (df["device"] == "gpu")]
-    if ok.empty or "env.gpu.name" not in ok.columns:
+    if ok.empty or col(Env, "gpu", "name") not in ok.columns:
         return []
     key = ["suite", "workload", "task", "variant", "stack"]
-    table = ok.pivot_table(index=key, columns="env.gpu.name", values="metrics.ms_per_step_mean", aggfunc="median")
+    table = ok.pivot_table(index=key, columns=col(Env, "gpu", "name"), values=col(Metrics, "ms_per_step_mean"),
+                           aggfunc="median")
     table = table.dropna(thresh=2)
     if table.empty:
         return ["No cell ran on two GPU models.", ""]
@@ -67,11 +69,11 @@ def gpu_seconds(df) -> float:
     ``repeats.process_wall_s`` in records older than it)."""
     total = 0.0
     for _, r in df[df["device"] == "gpu"].iterrows():
-        value = r.get("repeats.gpu_s")
+        value = r.get(col(Repeats, "gpu_s"))
         if value == value and value is not None:
             total += float(value)
             continue
-        total += sum(json_list(r.get("repeats.process_wall_s")) or [])
+        total += sum(json_list(r.get(col(Repeats, "process_wall_s"))) or [])
     return total
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from bench.results.report.common import json_list
+from bench.results.schema import Data, Env, Metrics, Record, Telemetry, col, setting_col, spread_col
+
+HISTORY_LOSS, HISTORY_VAL_ACC = col(Record, "history", "loss"), col(Record, "history", "val_accuracy")
 
 #: Correctness gate: a stack's final validation accuracy may be this far (absolute) from the median of the
 #: stacks on the same workload and task before it is flagged. Full size, real data only: smoke and synthetic
@@ -38,19 +41,19 @@ def correctness_flags(df) -> list[dict[str, Any]]:
     """
     import numpy as np
 
-    if "history.loss" not in df.columns:
+    if HISTORY_LOSS not in df.columns:
         return []
     fit = df[(df["status"] == "ok") & (_col(df, "task") == "fit")]
     flags: list[dict[str, Any]] = []
     for _, r in fit.iterrows():
-        loss = json_list(r.get("history.loss"))
+        loss = json_list(r.get(HISTORY_LOSS))
         if loss and len(loss) >= 2 and not loss[-1] < loss[0]:
             flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
                           "check": "loss did not fall", "value": f"{loss[0]:.4g} -> {loss[-1]:.4g}"})
-    if "history.val_accuracy" not in fit.columns:
+    if HISTORY_VAL_ACC not in fit.columns:
         return flags
-    full = fit[(_col(fit, "size") == "full") & (_col(fit, "data.source") == "real")].copy()
-    full["final_val_acc"] = full["history.val_accuracy"].map(lambda v: (json_list(v) or [None])[-1])
+    full = fit[(_col(fit, "size") == "full") & (_col(fit, col(Data, "source")) == "real")].copy()
+    full["final_val_acc"] = full[HISTORY_VAL_ACC].map(lambda v: (json_list(v) or [None])[-1])
     for _, group in full.groupby(["suite", "workload", "variant", "batch_size"], dropna=False):
         accs = group["final_val_acc"].dropna()
         if accs.size < 3:
@@ -72,21 +75,21 @@ def round_drift(df) -> list[tuple[str, int, float]]:
     """
     import numpy as np
 
-    col = "repeats.ms_per_step_mean.values"
-    if col not in df.columns:
+    values = spread_col("ms_per_step_mean", "values")
+    if values not in df.columns:
         return []
     out = []
     for stack, rows in df[df["status"] == "ok"].groupby("stack", sort=True):
-        ratios = [v[-1] / v[0] for v in map(json_list, rows[col]) if v and len(v) >= 2 and v[0]]
+        ratios = [v[-1] / v[0] for v in map(json_list, rows[values]) if v and len(v) >= 2 and v[0]]
         if ratios:
             out.append((stack, len(ratios), float(np.median(ratios))))
     return out
 
 
 #: Rows that break a rule of a valid GPU measurement: (column, what it means).
-RULES = (("gpu_before.processes", "GPU busy: another process was on the GPU"),
-         ("env.gpu.mig_mode", "MIG mode: a GPU slice, while power and MFU are the whole GPU's"),
-         ("telemetry.throttled", "throttled: thermal or hardware clock-event reasons in the timed window"))
+RULES = ((col(Record, "gpu_before", "processes"), "GPU busy: another process was on the GPU"),
+         (col(Env, "gpu", "mig_mode"), "MIG mode: a GPU slice, while power and MFU are the whole GPU's"),
+         (col(Telemetry, "throttled"), "throttled: thermal or hardware clock-event reasons in the timed window"))
 
 
 def _set(value: Any) -> bool:
@@ -104,19 +107,19 @@ def rule_breaks(df) -> list[tuple[str, list[str]]]:
     """Per rule of ``RULES`` that some ok row breaks: (what it means, ["stack workload variant", ...])."""
     ok = df[df["status"] == "ok"]
     out = []
-    for col, meaning in RULES:
-        if col not in ok.columns:
+    for column, meaning in RULES:
+        if column not in ok.columns:
             continue
-        hit = ok[ok[col].map(_set)]
+        hit = ok[ok[column].map(_set)]
         if not hit.empty:
             out.append((meaning, [f"{r.stack} {r.workload} {r.variant}" for r in hit.itertuples()]))
     return out
 
 
-def _counts(df, col: str) -> str:
-    if col not in df.columns or df[col].isna().all():
+def _counts(df, column: str) -> str:
+    if column not in df.columns or df[column].isna().all():
         return "not recorded"
-    counts = df[col].astype(str).value_counts()
+    counts = df[column].astype(str).value_counts()
     return ", ".join(f"`{k}` {n}" for k, n in sorted(counts.items()))
 
 
@@ -124,10 +127,10 @@ def _per_stack(df, cols: tuple[str, ...]) -> list[str]:
     lines = []
     for stack, rows in df.groupby("stack", sort=True):
         parts = []
-        for col in cols:
-            if col in rows.columns and rows[col].notna().any():
-                vals = sorted({str(v) for v in rows[col].dropna()})
-                parts.append(f"{col.removeprefix('settings.')} {', '.join(vals)}")
+        for column in cols:
+            if column in rows.columns and rows[column].notna().any():
+                vals = sorted({str(v) for v in rows[column].dropna()})
+                parts.append(f"{column.removeprefix('settings.')} {', '.join(vals)}")
         if parts:
             lines.append(f"  - {stack}: {'; '.join(parts)}")
     return lines
@@ -140,12 +143,13 @@ def method_section(df) -> list[str]:
         return []
     lines = ["## Method", "", "Read from this run's records (README, \"How timing works\").", ""]
     lines.append("- Timing cadence (`settings.sync`: where the timer waits for the device): "
-                 + _counts(ok, "settings.sync"))
-    if "metrics.ms_per_step_basis" in ok.columns:
-        lines.append(f"- Spread (p50/p90) over: {_counts(ok, 'metrics.ms_per_step_basis')}")
-    if "schedule.seed" in ok.columns and ok["schedule.seed"].notna().any():
-        seeds = sorted({int(s) for s in ok["schedule.seed"].dropna()})
-        rounds = sorted({int(s) for s in ok["schedule.rounds"].dropna()}) if "schedule.rounds" in ok else []
+                 + _counts(ok, setting_col("sync")))
+    if col(Metrics, "ms_per_step_basis") in ok.columns:
+        lines.append(f"- Spread (p50/p90) over: {_counts(ok, col(Metrics, 'ms_per_step_basis'))}")
+    seed, n_rounds = col(Record, "schedule", "seed"), col(Record, "schedule", "rounds")
+    if seed in ok.columns and ok[seed].notna().any():
+        seeds = sorted({int(s) for s in ok[seed].dropna()})
+        rounds = sorted({int(s) for s in ok[n_rounds].dropna()}) if n_rounds in ok else []
         lines.append(f"- Order: {', '.join(map(str, rounds)) or 'n/a'} round(s), every stack once per round in an "
                      f"order shuffled with seed {', '.join(map(str, seeds))} (`schedule.*` in each row)")
     else:
@@ -154,16 +158,16 @@ def method_section(df) -> list[str]:
     if drift:
         lines.append("- Drift, last round's / first round's mean ms/step (median over a stack's cells): "
                      + ", ".join(f"{s} {ratio:.3f} ({n} cells)" for s, n, ratio in drift))
-    math = _per_stack(ok, ("settings.tf32", "settings.tf32_matmul", "settings.tf32_conv", "settings.tf32_rnn"))
+    math = _per_stack(ok, tuple(map(setting_col, ("tf32", "tf32_matmul", "tf32_conv", "tf32_rnn"))))
     if math:  # older records (before the per-op fields) have none
         lines += ["- Math mode per stack: the `tf32` knob (default: each framework's shipped mode, as the sources "
                   "ran; off: strict FP32; on: TF32 everywhere) and whether float32 matmuls and convolutions could "
                   "use TF32 in effect (`settings.tf32_matmul`, `tf32_conv`, `tf32_rnn`; never on a CPU):", *math]
-    per_stack = _per_stack(ok, ("settings.jit_compile", "settings.compile", "settings.precision"))
+    per_stack = _per_stack(ok, (setting_col("jit_compile"), setting_col("compile"), setting_col("precision")))
     if per_stack:
         lines += ["- Compile and precision settings in effect, per stack:", *per_stack]
-    synthetic = (_col(ok, "data.source") == "synthetic").any()
-    lines.append(f"- Data (`data.source`): {_counts(ok, 'data.source')}"
+    synthetic = (_col(ok, col(Data, "source")) == "synthetic").any()
+    lines.append(f"- Data (`data.source`): {_counts(ok, col(Data, 'source'))}"
                  + (" (synthetic rows do not measure the published task)" if synthetic else ""))
     breaks = rule_breaks(df)
     if breaks:
@@ -172,7 +176,7 @@ def method_section(df) -> list[str]:
     else:
         lines.append("- No row broke a rule (GPU busy, MIG, thermal/hardware throttling).")
     flags = correctness_flags(df)
-    full_real = ((_col(ok, "size") == "full") & (_col(ok, "data.source") == "real")).any()
+    full_real = ((_col(ok, "size") == "full") & (_col(ok, col(Data, "source")) == "real")).any()
     lines.append(f"- Correctness gate: every fit row's training loss must fall; at full size on real data, final "
                  f"val_accuracy within {ACCURACY_TOLERANCE:.0%} (absolute) of the stacks' median"
                  + ("" if full_real else " (no full-size real-data rows here: only the loss check applied)"))

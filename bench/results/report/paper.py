@@ -8,6 +8,7 @@ from typing import Any
 from bench.core import reference
 from bench.core.stacks import STACKS
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt
+from bench.results.schema import EffectiveSettings, Metrics, Record, col
 
 PAPER_CSV = "keras_io_benchmarks_2024.csv"
 
@@ -52,7 +53,7 @@ def paper_rows(df) -> list[dict[str, Any]]:
 
 def ours_ms(cell) -> float | None:
     """A paper cell's mean ms/step, None when it did not run ok."""
-    return _num(cell["metrics.ms_per_step_mean"]) if cell is not None and cell["status"] == "ok" else None
+    return _num(cell[col(Metrics, "ms_per_step_mean")]) if cell is not None and cell["status"] == "ok" else None
 
 
 def source_mismatch(cell) -> list[str]:
@@ -67,14 +68,14 @@ def source_mismatch(cell) -> list[str]:
     if cell["device"] != "gpu" or cell["size"] != "full":
         why.append(f"{cell['size']} size on {cell['device']}")
     knobs = sorted(str(c).split(".", 1)[1] for c in cell.index
-                   if str(c).startswith("settings_requested.") and _present(cell[c]))
+                   if str(c).startswith(col(Record, "settings_requested") + ".") and _present(cell[c]))
     if knobs:
         why.append("knob " + ", ".join(knobs))
-    steps = _num(cell.get("metrics.steps"))
+    steps = _num(cell.get(col(Metrics, "steps")))
     if steps != NUM_STEPS:
         why.append(f"{fmt(steps, 0)} timed steps, not {NUM_STEPS}")
     full_seq = SEQ_LENGTH.get(cell["workload"])
-    seq = _num(cell.get("settings.model_config.seq_len"))
+    seq = _num(cell.get(col(EffectiveSettings, "model_config", "seq_len")))
     if full_seq is not None and seq != full_seq:
         why.append(f"sequence length {fmt(seq, 0)}, not {full_seq}")
     return why
@@ -90,7 +91,7 @@ def best_keras3(values: dict[str, float | None]) -> tuple[str | None, float | No
     ok = {s: v for s, v in values.items() if STACKS[s].keras_major == 3 and v is not None}
     if not ok:
         return None, None
-    sid = min(ok, key=ok.get)
+    sid = min(ok, key=lambda s: ok[s])
     return sid, ok[sid]
 
 
@@ -156,9 +157,9 @@ def paper_throughput(rows: list[dict[str, Any]], stacks: tuple[str, ...]) -> lis
             if c is None or c["status"] != "ok":
                 cells.append("")
                 continue
-            key = "metrics.tokens_per_s" if row["task"] == "generate" else "metrics.examples_per_s"
+            key = col(Metrics, "tokens_per_s") if row["task"] == "generate" else col(Metrics, "examples_per_s")
             rate = fmt(_num(c.get(key)), 1, " tok/s" if row["task"] == "generate" else "/s")
-            mfu, measured = _num(c.get("metrics.mfu")), _num(c.get("metrics.mfu_measured"))
+            mfu, measured = _num(c.get(col(Metrics, "mfu"))), _num(c.get(col(Metrics, "mfu_measured")))
             cells.append(rate + (f", MFU {100 * mfu:.1f} %" if mfu is not None else "")
                          + (f" ({100 * measured:.1f} % of measured peak)" if measured is not None else ""))
         if any(cells):

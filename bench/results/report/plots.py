@@ -9,6 +9,7 @@ from pathlib import Path
 from bench.core.stacks import STACKS
 from bench.results.report.paper import best_keras3, ours_ms, paper_columns, paper_rows
 from bench.results.report.tuning import as_bool
+from bench.results.schema import Metrics, col
 
 
 def tuning_plots(rows, out_dir: Path) -> dict[str, str]:
@@ -34,11 +35,11 @@ def tuning_plots(rows, out_dir: Path) -> dict[str, str]:
     files = {"Training time per configuration": "tuning_time.png"}
     fig.savefig(out_dir / "tuning_time.png", dpi=110)
     plt.close(fig)
-    if "metrics.j_per_epoch" in ok and ok["metrics.j_per_epoch"].notna().any():
+    if col(Metrics, "j_per_epoch") in ok and ok[col(Metrics, "j_per_epoch")].notna().any():
         fig, ax = plt.subplots(figsize=(7, 5))
         for sid in stacks:
             g = ok[ok["stack"] == sid]
-            ax.scatter(g["time_s"], g["metrics.j_per_epoch"], label=sid)
+            ax.scatter(g["time_s"], g[col(Metrics, "j_per_epoch")], label=sid)
         ax.set_xlabel("training time (s)")
         ax.set_ylabel("energy per epoch (J)")
         ax.legend()
@@ -94,7 +95,7 @@ def paper_plots(df, out_dir: Path) -> dict[str, str]:
         y = np.arange(len(data))
         h = 0.8 / len(stacks)
         for i, sid in enumerate(stacks):
-            vals = [np.nan if v[i] is None else v[i] for _, v in data]
+            vals = [np.nan if (x := v[i]) is None else x for _, v in data]
             ax.barh(y + (i - len(stacks) / 2 + 0.5) * h, vals, height=h, label=sid)
         ax.set_yticks(y, [name for name, _ in data], fontsize=8)
         ax.set_xscale("log")

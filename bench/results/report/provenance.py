@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bench.core.stacks import STACKS
+from bench.results.schema import Env, Process, col
 
 
 def run_span(df) -> str:
@@ -17,8 +18,8 @@ def run_span(df) -> str:
     first, last = start.min() if start.notna().any() else end.min(), end.max()
     text = (f"- Run date (UTC): {first:%Y-%m-%d}; cells ran from {first:%H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} "
             f"({(last - first).total_seconds() / 60:.1f} min")
-    if "process.wall_s" in df and df["process.wall_s"].notna().any():
-        text += f"; cell processes {df['process.wall_s'].sum() / 60:.1f} min in all"
+    if col(Process, "wall_s") in df and df[col(Process, "wall_s")].notna().any():
+        text += f"; cell processes {df[col(Process, 'wall_s')].sum() / 60:.1f} min in all"
     return text + ")"
 
 
@@ -32,25 +33,27 @@ def provenance(df) -> list[str]:
         return ", ".join(vals) or "n/a"
 
     lines = ["## Provenance", "", run_span(df),
-             f"- Device: {uniq('device')}; GPU: {uniq('env.gpu.name')}; driver: {uniq('env.gpu.driver')}",
-             f"- CPU: {uniq('env.cpu_model')}; host: {uniq('env.host')}; images: {uniq('env.image')}",
-             f"- bench git commit: {uniq('env.git_commit')}"]
+             f"- Device: {uniq('device')}; GPU: {uniq(col(Env, 'gpu', 'name'))}; "
+             f"driver: {uniq(col(Env, 'gpu', 'driver'))}",
+             f"- CPU: {uniq(col(Env, 'cpu_model'))}; host: {uniq(col(Env, 'host'))}; images: {uniq(col(Env, 'image'))}",
+             f"- bench git commit: {uniq(col(Env, 'git_commit'))}"]
     for sid in STACKS:
         rows = df[df["stack"] == sid]
         if rows.empty:
             continue
-        pk = [c for c in rows.columns if c.startswith("env.packages.") and rows[c].notna().any()]
-        versions = ", ".join(f"{c.removeprefix('env.packages.')} {rows[c].dropna().iloc[0]}" for c in pk
-                             if c.removeprefix("env.packages.") in ("tensorflow", "tf-keras", "keras", "jax",
-                                                                    "jaxlib", "torch"))
-        py = rows["env.python"].dropna() if "env.python" in rows else []
-        lines.append(f"- {sid}: {versions or 'n/a'}; Python {py.iloc[0] if len(py) else 'n/a'}")
+        packages = col(Env, "packages") + "."
+        pk = [c for c in rows.columns if c.startswith(packages) and rows[c].notna().any()]
+        versions = ", ".join(f"{c.removeprefix(packages)} {rows[c].dropna().iloc[0]}" for c in pk
+                             if c.removeprefix(packages) in ("tensorflow", "tf-keras", "keras", "jax", "jaxlib",
+                                                             "torch"))
+        py = rows[col(Env, "python")].dropna() if col(Env, "python") in rows else None
+        lines.append(f"- {sid}: {versions or 'n/a'}; Python {py.iloc[0] if py is not None and len(py) else 'n/a'}")
     if (df["device"] == "cpu").any():
         lines.append("- **CPU rows are smoke tests of the harness, not GPU benchmarks.**")
-    if _flagged(df, "env.gpu.mig_mode"):
+    if _flagged(df, col(Env, "gpu", "mig_mode")):
         lines.append("- **MIG mode: the GPU was partitioned; power, energy and MFU are the whole GPU's figures, "
                      "not comparable with a full GPU's.**")
-    jit = _flagged(df, "env.cuda_cache.jit_compiled")
+    jit = _flagged(df, col(Env, "cuda_cache", "jit_compiled"))
     if jit:
         lines.append(f"- {jit} cell(s) paid for the driver's PTX JIT compilation (the CUDA cache grew): their "
                      "first step/epoch includes it; steady-state figures do not.")

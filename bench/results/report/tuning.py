@@ -10,13 +10,18 @@ from bench.core import reference
 from bench.core.knobs import normalise, variant_name
 from bench.core.stacks import STACKS, get_stack
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list
+from bench.results.schema import Data, Metrics, Record, Telemetry, col, setting_col
+
+REQUESTED = col(Record, "settings_requested") + "."
+GPU_UTIL, POWER = col(Telemetry, "gpu_util_pct", "mean"), col(Telemetry, "power_w", "mean")
+J_EPOCH, P50 = col(Metrics, "j_per_epoch"), col(Metrics, "ms_per_step_p50")
 
 REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
 #: The study's run, from the header of ``REFERENCE_CSV``: the model, the whole of MNIST's 60,000 training images,
 #: 41 epochs of batch 256 on a GPU, timed as whole epochs (our ``sync=epoch``); tf.data shuffled from a buffer
 #: of 20,000 (the post). A row is paired with a published time only when it ran all of these (``study_mismatch``).
-STUDY = {"workload": "mnist_cnn_tuning", "size": "full", "device": "gpu", "batch_size": 256, "metrics.epochs": 41,
-         "data.source": "real", "data.n_train": 60000, "settings.sync": "epoch"}
+STUDY = {"workload": "mnist_cnn_tuning", "size": "full", "device": "gpu", "batch_size": 256, col(Metrics, "epochs"): 41,
+         col(Data, "source"): "real", col(Data, "n_train"): 60000, setting_col("sync"): "epoch"}
 STUDY_TF_DATA_SHUFFLE_BUFFER = 20_000
 
 
@@ -76,19 +81,19 @@ def study_mismatch(row) -> str | None:
     tf.data pipeline the shuffle buffer (``STUDY_TF_DATA_SHUFFLE_BUFFER``). A column the CSV lacks (a record
     from before it was written) is a mismatch: nothing unrecorded is assumed to match.
     """
-    for col, expected in STUDY.items():
-        value = row.get(col)
+    for column, expected in STUDY.items():
+        value = row.get(column)
         if not _same(value, expected):
-            return f"{col}={_shown(value)}"
-    buffer = row.get("settings.shuffle_buffer")
-    if row.get("settings.data_pipeline") in ("tf_data_numpy", "tf_data_tensors") and \
+            return f"{column}={_shown(value)}"
+    buffer = row.get(setting_col("shuffle_buffer"))
+    if row.get(setting_col("data_pipeline")) in ("tf_data_numpy", "tf_data_tensors") and \
             not _same(buffer, STUDY_TF_DATA_SHUFFLE_BUFFER):
-        return f"settings.shuffle_buffer={_shown(buffer)}"
+        return f"{setting_col('shuffle_buffer')}={_shown(buffer)}"
     return None
 
 
 def _final_loss(row) -> float | None:
-    vals = json_list(row.get("history.loss"))
+    vals = json_list(row.get(col(Record, "history", "loss")))
     return float(vals[-1]) if vals else None
 
 
@@ -101,7 +106,7 @@ def tuning_frame(df):
     if rows.empty:
         return rows
     ref = reference_times()
-    rows["time_s"] = rows.get("metrics.total_train_s")
+    rows["time_s"] = rows.get(col(Metrics, "total_train_s"))
     published = [ref.get((s, v)) for s, v in zip(rows["stack"], rows["variant"], strict=True)]
     why = [study_mismatch(r) if p is not None else None for p, (_, r) in zip(published, rows.iterrows(), strict=True)]
     rows["reference_time_s"] = [p if w is None else None for p, w in zip(published, why, strict=True)]
@@ -116,8 +121,8 @@ def pairing_note(rows) -> str:
     study = ", ".join(f"{k}={v}" for k, v in STUDY.items())
     text = (f"Reference times are paired only with rows that ran the study's settings ({study}; tf.data shuffle "
             f"buffer {STUDY_TF_DATA_SHUFFLE_BUFFER:,}) and the same knobs (the variant).")
-    why = rows["reference_mismatch"].dropna() if "reference_mismatch" in rows else []
-    if len(why):
+    why = rows["reference_mismatch"].dropna() if "reference_mismatch" in rows else None
+    if why is not None and len(why):
         counts = why.value_counts()
         text += (f" {len(why)} row(s) with a published counterpart are not paired: "
                  + "; ".join(f"{reason} ({n})" for reason, n in counts.items()) + ".")
@@ -166,18 +171,19 @@ def tuning_section(rows, notes: Footnotes, plots: dict[str, str]) -> list[str]:
         else:
             b_name, b_text = b["variant"], fmt(b_time) if b["status"] == "ok" else notes.ref(b)
         out.append(f"| {sid} | {b_name} | {b_text} | {best['variant']} | {fmt(best['time_s'])} | {speed} | "
-                   f"{fmt(_col(best, 'telemetry.gpu_util_pct.mean'))} | {fmt(_col(best, 'telemetry.power_w.mean'))} | "
-                   f"{fmt(_col(best, 'metrics.j_per_epoch'))} | {fmt(best['final_loss'], 4)} |")
+                   f"{fmt(_col(best, GPU_UTIL))} | {fmt(_col(best, POWER))} | "
+                   f"{fmt(_col(best, J_EPOCH))} | {fmt(best['final_loss'], 4)} |")
     out += ["", "### Full grid", "",
             "| stack | configuration | status | time (s) | reference (s) | ms/step p50 | GPU util % | power W | "
             "J/epoch | throttled |", "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in rows.sort_values(["stack", "variant"]).iterrows():
         status = "ok" if r["status"] == "ok" else notes.ref(r)
-        thr = {True: "yes", False: "no"}.get(as_bool(_col(r, "telemetry.throttled")), "n/a")
+        throttled = as_bool(_col(r, col(Telemetry, "throttled")))
+        thr = "n/a" if throttled is None else "yes" if throttled else "no"
         name = f"{r['variant']}{' (baseline)' if as_bool(r['baseline']) else ''}"
         out.append(f"| {r['stack']} | {name} | {status} | {fmt(r['time_s'])} | {fmt(r['reference_time_s'])} | "
-                   f"{fmt(_col(r, 'metrics.ms_per_step_p50'), 2)} | {fmt(_col(r, 'telemetry.gpu_util_pct.mean'))} | "
-                   f"{fmt(_col(r, 'telemetry.power_w.mean'))} | {fmt(_col(r, 'metrics.j_per_epoch'))} | {thr} |")
+                   f"{fmt(_col(r, P50), 2)} | {fmt(_col(r, GPU_UTIL))} | "
+                   f"{fmt(_col(r, POWER))} | {fmt(_col(r, J_EPOCH))} | {thr} |")
     caveat = (" (CPU smoke run: says nothing about GPUs)" if (rows["device"] == "cpu").any() else "")
     out += ["", f"### What the study found, checked on our data{caveat}", "", *findings(rows), ""]
     for title, name in plots.items():
@@ -223,12 +229,12 @@ def findings(rows) -> list[str]:
 def _settings_of(r) -> dict[str, Any]:
     """The requested settings of a CSV row, with CSV floats and 'True'/'False' texts turned back."""
     out = {}
-    for col in r.index:
-        v = r[col]
-        if not col.startswith("settings_requested.") or v is None or (isinstance(v, float) and math.isnan(v)):
+    for column in r.index:
+        v = r[column]
+        if not column.startswith(REQUESTED) or v is None or (isinstance(v, float) and math.isnan(v)):
             continue
         if isinstance(v, float) and v.is_integer():
             v = int(v)
         flag = as_bool(v) if isinstance(v, str) else None
-        out[col.removeprefix("settings_requested.")] = v if flag is None else flag
+        out[column.removeprefix(REQUESTED)] = v if flag is None else flag
     return out

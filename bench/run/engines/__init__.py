@@ -17,6 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 if TYPE_CHECKING:
+    from bench.core.knobs import Settings
     from bench.core.stacks import Stack
     from bench.run.datasets import Dataset
     from bench.run.telemetry import NullTelemetry, Telemetry
@@ -63,7 +64,7 @@ class EpochEngine(Protocol):
     """What ``keras_engine`` and ``torch_engine`` implement (modules satisfy it through their ``fit``)."""
 
     def fit(self, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-            settings: dict[str, Any], telemetry: Telemetry | NullTelemetry | None = None) -> EpochResult:
+            settings: Settings, telemetry: Telemetry | NullTelemetry | None = None) -> EpochResult:
         """Train ``workload`` on ``ds`` for ``epochs`` epochs of ``batch_size`` examples on ``device``.
 
         Raises:
@@ -75,7 +76,7 @@ class StepEngine(Protocol):
     """What ``keras_steps`` and ``torch_steps`` implement (modules satisfy it through their ``run``)."""
 
     def run(self, stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int,
-            device: str, settings: dict[str, Any],
+            device: str, settings: Settings,
             telemetry: Telemetry | NullTelemetry | None = None) -> StepResult:
         """Build ``w``'s model for ``task`` from ``cfg``, run one step, then time ``steps`` more.
 

@@ -167,7 +167,8 @@ class Jax(Framework):
         """``jax_default_matmul_precision`` (matmuls and convolutions; None: DEFAULT, TF32 on a GPU that has it)."""
         import jax
 
-        return {"jax_default_matmul_precision": jax.config.jax_default_matmul_precision}
+        # jax's Config declares its flags at run time, so a type checker cannot see them
+        return {"jax_default_matmul_precision": jax.config.jax_default_matmul_precision}  # type: ignore[attr-defined]
 
     def peak_bytes(self) -> int | None:
         import jax

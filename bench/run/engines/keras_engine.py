@@ -242,8 +242,8 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, 
         return {"x": data}
     if pipeline == "tensors_fit":
         conv = keras.ops.convert_to_tensor if hasattr(keras, "ops") else _tf_constant
-        xs = [conv(x) for x in ds.x_train]
-        return {"x": xs[0] if len(xs) == 1 else xs, "y": conv(ds.y_train), "batch_size": batch_size,
+        tensors = [conv(x) for x in ds.x_train]
+        return {"x": tensors[0] if len(tensors) == 1 else tensors, "y": conv(ds.y_train), "batch_size": batch_size,
                 "shuffle": True}
     raise ValueError(f"unknown data_pipeline {pipeline!r}")
 
@@ -365,14 +365,15 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     augmenting = augment_in_effect(settings, workload.augmentation is not None)
     effective["augment"] = augmenting
     trained = ds.n_train
-    if augmenting:
-        fit_kw, effective["augmentation"] = augmented_train_data(keras, workload.augmentation, ds, batch_size)
+    aug = workload.augmentation
+    if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
+        fit_kw, effective["augmentation"] = augmented_train_data(keras, aug, ds, batch_size)
         effective.update(data_pipeline="host_augmentation", train_data_placement=AUGMENTED_PLACEMENT,
                          shuffle_buffer=ds.n_train)
-        trained = ds.n_train // batch_size * batch_size if workload.augmentation.drop_remainder else ds.n_train
+        trained = ds.n_train // batch_size * batch_size if aug.drop_remainder else ds.n_train
     else:
         fit_kw = train_data(keras, settings.data_pipeline, ds, batch_size)
-        effective["train_data_placement"] = placement(settings.data_pipeline, stack.keras_major, stack.backend)
+        effective["train_data_placement"] = placement(settings.data_pipeline, stack.keras_major or 0, stack.backend)
         effective["shuffle_buffer"] = shuffle_buffer(settings.data_pipeline, ds.n_train)
 
     barrier = make_barrier(stack.backend, device)

@@ -312,19 +312,20 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     effective["optimizer"] = optimizer_record(opt, workload)
     loss_fn = torch.nn.CrossEntropyLoss()
     effective["loss"] = "CrossEntropyLoss (logits)"
-    step_model = model if mode == "none" else torch.compile(model, **({} if mode == "default" else {"mode": mode}))
+    step_model = model if mode == "none" else torch.compile(model) if mode == "default" else \
+        torch.compile(model, mode=mode)
     amp_dtype = {"float16_autocast": torch.float16, "bfloat16_autocast": torch.bfloat16}.get(precision)
     scaler = torch.amp.GradScaler(dev.type) if settings.grad_scaler else None
     effective["grad_scaler"] = scaler is not None
     n = trained = ds.n_train
     effective["augment"] = augmenting
-    if augmenting:
-        loader, effective["augmentation"] = augmented_loader(torch, workload.augmentation, ds, workload, batch_size,
-                                                             dev)
+    aug = workload.augmentation
+    if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
+        loader, effective["augmentation"] = augmented_loader(torch, aug, ds, workload, batch_size, dev)
         batches = _on_device(loader, dev)
         effective.update(data_pipeline="host_augmentation", train_data_placement=AUGMENTED_PLACEMENT,
-                         num_workers=workload.augmentation.workers, preload=False, shuffle_buffer=n)
-        trained = n // batch_size * batch_size if workload.augmentation.drop_remainder else n
+                         num_workers=aug.workers, preload=False, shuffle_buffer=n)
+        trained = n // batch_size * batch_size if aug.drop_remainder else n
     else:
         batches = make_batches(torch, pipeline, settings, ds, workload, batch_size, dev)
         effective["shuffle_buffer"] = n  # a full permutation each epoch (randperm, DataLoader(shuffle=True))
