@@ -132,13 +132,17 @@ build-%: ## Build one image: build-<stack> or build-collector
 	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) \
 	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) .
 
+# the inputs the user set, as `bench run` options (an input bench rejects stops make: its error is printed above)
+REQUEST_ARGS = $(shell $(REQUEST) args $(REQUEST_PAIRS) || echo __bad_request__)
+
 bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)
+	$(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
 	@mkdir -p $(RESULTS_DIR)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T -e BENCH_IMAGE_DIGEST="$$($(DOCKER) image inspect --format \
 	  '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' dlbench/$*:$(VARIANT) 2>/dev/null)" $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
 	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)", \
-	    $(if $(REPEATS),--repeats $(REPEATS))) $(shell $(REQUEST) args $(REQUEST_PAIRS))
+	    $(if $(REPEATS),--repeats $(REPEATS))) $(REQUEST_ARGS)
 
 preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): bench-all stops on a problem
 	@$(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json
@@ -205,7 +209,7 @@ CLOUD_RUN ?= dlbench-$(SUITE)-$(shell date -u +%Y%m%d-%H%M)
 # Only what the user set goes to the cloud; bench.host.cloud takes the rest from the request's GPU defaults.
 CLOUD_REQUEST = $(if $(call user_set,STACKS),--stacks "$(STACKS)") $(if $(call user_set,SIZE),--size $(SIZE)) \
 	$(if $(REPEATS),--repeats $(REPEATS)) $(if $(call user_set,SEED),--seed $(SEED)) \
-	$(foreach p,$(REQUEST_PAIRS),--input $(p))
+	$(foreach v,$(REQUEST_VARS),$(if $($(v)),--input '$(v)=$($(v))'))
 
 cloud: ## SkyPilot jobs, one per GPU type: make cloud SUITE=paper GPUS="A100 H100" BUCKET=name [SPOT=1] [DRY_RUN=1]
 	$(PYTHON) -m bench.host.cloud launch --suite $(SUITE) --gpus "$(GPUS)" $(CLOUD_REQUEST) \

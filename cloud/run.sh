@@ -3,8 +3,8 @@
 # `make bench-all` with every stack of the comparison on this VM's one GPU, results in
 # <results root>/<RUN_NAME>/<GPU name>/ (the bucket the task mounts). The knobs come from the task's envs:
 # RUN_NAME, and those set of SUITE STACKS SIZE REPEATS SEED PRICE_PER_HOUR REGISTRY and the bench run inputs
-# PASS_VARS names (bench.host.cloud.launch_commands): an empty one is left to the Makefile, whose defaults are
-# bench's own (bench/core/request.py), so none is restated here.
+# PASS_VARS names (bench.host.cloud.launch_commands): an empty one is unset (SkyPilot exports a task's empty env as
+# K='', which make would take as set) and left to the Makefile, whose defaults are bench's own (bench/core/request.py), so none is restated here.
 #   usage: cloud/run.sh <results root>
 set -euo pipefail
 
@@ -13,7 +13,7 @@ root=${1:?usage: cloud/run.sh <results root (the mounted bucket)>}
 request=()
 for var in SUITE STACKS SIZE REPEATS SEED ${PASS_VARS:-}; do
   [[ $var =~ ^[A-Z_]+$ ]] || { echo "dlbench run: PASS_VARS holds $var, not a variable name" >&2; exit 2; }
-  [ -z "${!var:-}" ] || request+=("$var=${!var}")
+  if [ -n "${!var:-}" ]; then request+=("$var=${!var}"); else unset "$var"; fi
 done
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr -c 'A-Za-z0-9\n' '-')
 [ -n "$gpu" ] || { echo "dlbench run: nvidia-smi names no GPU" >&2; exit 1; }

@@ -201,13 +201,17 @@ def make_vars() -> dict[str, Field]:
     return {f.metadata["make"]: f for f in fields(Request) if f.metadata["make"] and f.name != "suite"}
 
 
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
 def run_args(values: dict[str, str]) -> list[str]:
     """``bench run`` arguments for Makefile variables (``make_vars``) set to non-empty ``values``: a flag for a
-    switch (any non-empty value), one option per space-separated word of a repeatable input, else the option and
-    the value.
+    switch set to 1 (``TRUE_WORDS``; 0 and ``FALSE_WORDS`` leave it off), one option per space-separated word of a
+    repeatable input, else the option and the value.
 
     Raises:
-        ValueError: a variable that is not a pass-through input.
+        ValueError: a variable that is not a pass-through input, or a switch set to neither 1 nor 0.
     """
     known = make_vars()
     unknown = sorted(set(values) - set(known))
@@ -219,6 +223,10 @@ def run_args(values: dict[str, str]) -> list[str]:
         if not value:
             continue
         if f.metadata["kind"] == "flag":
+            if value.lower() in FALSE_WORDS:
+                continue
+            if value.lower() not in TRUE_WORDS:
+                raise ValueError(f"{var}={value!r}: a switch takes 1 (on) or 0 (off)")
             out.append(cli_flag(f))
         elif f.metadata["multiple"]:
             for word in value.split():

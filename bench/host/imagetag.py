@@ -35,7 +35,9 @@ def inputs(image: str, variant: str, root: Path = ROOT) -> list[Path]:
                f"images/{image}/requirements-{variant}.lock"]
         if layer:
             own.append(f"images/layers/{layer}-{variant}.lock")
-    files = [root / p for p in (*COMMON, *own)] + sorted((root / "bench").rglob("*.py"))
+    # every file the image copies from bench/: code and its package data (the FLOP table MFU reads, the sweep grids)
+    package = [f for f in (root / "bench").rglob("*") if f.is_file() and "__pycache__" not in f.parts]
+    files = [root / p for p in (*COMMON, *own)] + sorted(package)
     for f in files:
         if not f.is_file():
             raise FileNotFoundError(f"{f.relative_to(root)} (an input of {image}:{variant}) does not exist")

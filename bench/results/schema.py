@@ -270,7 +270,8 @@ class Telemetry:
     available: bool | None = entry("whether NVML telemetry was recorded")
     reason: str | None = entry("why not (CPU run, no NVML)")
     gpu_name: str | None = entry("the sampled GPU's name")
-    gpu_index: int | None = entry("the sampled GPU's NVML index")
+    gpu_index: int | str | None = entry("the sampled GPU: its NVML index, or the UUID (GPU-... / MIG-...) when "
+                                             "CUDA_VISIBLE_DEVICES names it so")
     window: str | None = entry("the summarised window (the training steps of epochs 2..N, validation excluded, or "
                                "of the whole run with one epoch)")
     window_s: float | None = entry("its length", "s")

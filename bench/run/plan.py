@@ -87,7 +87,8 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
                  settings=dict(settings or {}), batch_size=b,
                  epochs=unless_default(epochs, WORKLOADS[w], "epochs", size),
                  timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples,
-                 steps=unless_default(steps, WORKLOADS[w], "steps", size), seq_len=seq_len, data=data)
+                 steps=unless_default(steps, WORKLOADS[w], "steps", size),
+                 seq_len=seq_len_unless_default(seq_len, WORKLOADS[w], size), data=data)
             for s in stacks
             for w in (workloads or SUITES[suite])
             for t in WORKLOADS[w].tasks
@@ -118,6 +119,14 @@ def unless_default(value: int | None, w, name: str, size: str) -> int | None:
     value at ``size``: the same input as the default cell, so the same cell id and record (``Cell.id``)."""
     own = getattr(w, name, None)
     return None if value is not None and isinstance(own, dict) and own.get(size) == value else value
+
+
+def seq_len_unless_default(seq_len: int | None, w, size: str) -> int | None:
+    """``seq_len`` (an override of a step-timed model's sequence length), or None when it equals the model's own at
+    ``size`` (``model.config(size)["seq_len"]``): the default cell, as ``unless_default`` does for epochs and steps."""
+    model = getattr(w, "model", None)
+    own = model.config(size).get("seq_len") if seq_len is not None and hasattr(model, "config") else None
+    return None if own == seq_len else seq_len
 
 
 def _check_sync(sync: str, step_timed: bool, suite: str) -> None:

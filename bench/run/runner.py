@@ -127,7 +127,7 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict
 
     try:
         rec = read_record(worker_out)
-    except RecordError:
+    except RecordError as e:
         rec = new_record(cell)
         rc = proc.returncode
         if timed_out.is_set():
@@ -135,6 +135,10 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict
         elif rc == -signal.SIGKILL:
             rec["status"] = "oom"
             rec["reason"] = "killed by SIGKILL (most likely the out-of-memory killer)"
+        elif worker_out.exists():  # a record the schema rejects: kept beside the log, never deleted
+            kept = worker_out.with_name(f"{cell.run_id}.rejected.json")
+            worker_out.replace(kept)
+            rec["reason"] = f"the worker's record ({kept.name}) was rejected: {e}"
         else:
             rec["reason"] = f"worker exited with status {rc} without a record: {_tail(log_file)}"
     # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
