@@ -95,7 +95,8 @@ def test_an_images_tag_follows_the_package_data_its_cells_read(tmp_path):
     """The FLOP table MFU divides by is package data, not code: editing it must give the images a new tag."""
     root = tmp_path / "tree"
     for rel in (*imagetag.COMMON, "images/Dockerfile", "images/c-toolchain.sh", "images/imports.py",
-                "images/pytorch/requirements-cpu.lock", "images/layers/torch-cpu.lock", "bench/__init__.py", "bench/core/reference/paper_flops.csv"):
+                "images/pytorch/requirements-cpu.lock", "images/layers/torch-cpu.lock", "bench/__init__.py",
+                "bench/core/reference/paper_flops.csv"):
         src, dst = ROOT / rel, root / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_bytes(src.read_bytes())

@@ -124,8 +124,8 @@ def unless_default(value: int | None, w, name: str, size: str) -> int | None:
 def seq_len_unless_default(seq_len: int | None, w, size: str) -> int | None:
     """``seq_len`` (an override of a step-timed model's sequence length), or None when it equals the model's own at
     ``size`` (``model.config(size)["seq_len"]``): the default cell, as ``unless_default`` does for epochs and steps."""
-    model = getattr(w, "model", None)
-    own = model.config(size).get("seq_len") if seq_len is not None and hasattr(model, "config") else None
+    config = getattr(getattr(w, "model", None), "config", None)
+    own = config(size).get("seq_len") if seq_len is not None and config is not None else None
     return None if own == seq_len else seq_len
 
 
