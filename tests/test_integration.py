@@ -67,7 +67,8 @@ def test_pytorch_cifar10_cell_augments_on_the_host_with_one_worker(tmp_path):
     worker process), rmsprop(lr=0.0001, decay=1e-6), n // batch steps; --no-augment is the variant without it."""
     p = bench_run(tmp_path, "--stack", "pytorch", "--workload", "cifar10_cnn", "--batch-size", "128")
     assert p.returncode == 0, p.stdout + p.stderr
-    rec = check_ok(tmp_path / "pytorch" / "pytorch__classic__cifar10_cnn__fit__smoke__default.json", "pytorch")
+    rec = check_ok(tmp_path / "pytorch" / "pytorch__classic__cifar10_cnn__fit__smoke__default__batch_size=128.json",
+                   "pytorch")
     s = rec["settings"]
     assert s["augment"] is True and s["data_pipeline"] == "host_augmentation" and s["num_workers"] == 1
     assert s["augmentation"]["width_shift_range"] == 0.1 and s["augmentation"]["max_queue_size"] == 10
@@ -76,8 +77,8 @@ def test_pytorch_cifar10_cell_augments_on_the_host_with_one_worker(tmp_path):
     assert rec["metrics"]["steps_per_epoch"] == 1024 // 128
     p = bench_run(tmp_path, "--stack", "pytorch", "--workload", "cifar10_cnn", "--batch-size", "128", "--no-augment")
     assert p.returncode == 0, p.stdout + p.stderr
-    off = json.loads((tmp_path / "pytorch" / "pytorch__classic__cifar10_cnn__fit__smoke__augment=false.json")
-                     .read_text())
+    off = json.loads((tmp_path / "pytorch" / "pytorch__classic__cifar10_cnn__fit__smoke__augment=false__batch_size=128"
+                                            ".json").read_text())
     assert off["settings"]["augment"] is False and off["settings"]["data_pipeline"] == "tensors_on_device"
     assert off["settings_requested"] == {"augment": False}
 
@@ -86,8 +87,8 @@ def test_pytorch_cifar10_cell_augments_on_the_host_with_one_worker(tmp_path):
 def test_keras3_torch_cell(tmp_path):
     p = bench_run(tmp_path, "--stack", "keras3-torch", "--workload", "babi_rnn", "--batch-size", "64")
     assert p.returncode == 0, p.stdout + p.stderr
-    rec = check_ok(tmp_path / "keras3-torch" / "keras3-torch__classic__babi_rnn__fit__smoke__default.json",
-                   "keras3-torch")
+    rec = check_ok(tmp_path / "keras3-torch" / "keras3-torch__classic__babi_rnn__fit__smoke__default__batch_size=64"
+                                     ".json", "keras3-torch")
     assert rec["batch_size"] == 64
     assert rec["settings"]["keras_backend"] == "torch" and rec["settings"]["jit_compile"] is False
     assert rec["env"]["env_vars"]["KERAS_BACKEND"] == "torch"
