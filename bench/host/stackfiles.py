@@ -13,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+from bench.core.request import Request
 from bench.core.stacks import CONTAINER_ENV, CONTAINER_VOLUMES, STACKS, ContainerVolume, Stack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +69,7 @@ def _variant(s: Stack) -> str:
 def compose_service(s: Stack) -> str:
     """One stack's service in ``compose.yaml`` (YAML text)."""
     v = _variant(s)
-    command = f'["bench", "run", "--stack", "{s.id}", "--suite", "${{BENCH_SUITE:-classic}}"]'
+    command = f'["bench", "run", "--stack", "{s.id}", "--suite", "${{BENCH_SUITE:-{Request().suite}}}"]'
     args = "".join(f'        {k}: "{val}"\n' for k, val in s.build_args().items())
     return (f"  {s.service}:\n    <<: *bench\n    image: \"{s.image(v)}\"\n    build:\n      context: .\n"
             f"      dockerfile: {s.dockerfile}\n      args:\n        VARIANT: \"{v}\"\n{args}"
