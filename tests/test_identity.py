@@ -137,3 +137,21 @@ def test_a_run_holding_both_records_collects_compares_and_reports_them_apart(tmp
     assert sorted(cmp["inputs"]) == ["", "batch_size=64"] and (cmp["ratio"] == 1.0).all()
     table = [line for line in classic_section(df, Footnotes()) if line.startswith("| mnist_mlp")]
     assert [line.split(" | ")[0] for line in table] == ["| mnist_mlp", "| mnist_mlp (batch_size=64)"]
+
+
+def test_a_record_made_by_other_code_is_measured_again(tmp_path, fake_worker, capsys, monkeypatch):
+    """A run folder holding records of an older commit (e.g. results committed before a method changed) never
+    resumes from them: the cell runs again with the code in use; a record of this commit resumes."""
+    monkeypatch.setattr(runner, "_this_commit", lambda: "new", raising=False)
+    out = tmp_path / "run"
+    base = ["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu", "--out", str(out)]
+    path = out / "pytorch" / "pytorch__classic__mnist_mlp__fit__smoke__default.json"
+    assert bench(*base) == 0
+    rec = json.loads(path.read_text())
+    write_json_atomic(path, {**rec, "env": {"git_commit": "old"}})
+    capsys.readouterr()
+    assert bench(*base) == 0
+    assert "already ok, skipped" not in capsys.readouterr().out
+    write_json_atomic(path, {**json.loads(path.read_text()), "env": {"git_commit": "new"}})
+    assert bench(*base) == 0
+    assert "already ok, skipped" in capsys.readouterr().out

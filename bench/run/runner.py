@@ -9,6 +9,7 @@ out of memory, time limit) still gets one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -34,7 +35,7 @@ from bench.results.record import (
 from bench.results.repeats import aggregate
 from bench.run import gpu_state
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
-from bench.run.environment import cuda_cache_block, cuda_cache_bytes
+from bench.run.environment import cuda_cache_block, cuda_cache_bytes, git_commit
 from bench.run.gpu_state import Cooldown
 from bench.run.workloads import WORKLOADS, StepWorkload
 
@@ -177,8 +178,9 @@ def existing_record(cell: Cell, out_dir: Path, repeats: int = 1) -> dict[str, An
 def input_mismatch(rec: dict[str, Any], cell: Cell) -> str | None:
     """Why ``rec`` was not made with ``cell``'s inputs (None when it was), so a resumed run never returns a record
     measured with others: its ``cell_id`` (which names every measurement input off its default, ``Cell.id``), its
-    device and knobs, and, for a record written before the id named them, the inputs it recorded as they took
-    effect (batch size, the data policy, the epochs or timed steps of an ok record)."""
+    device and knobs, the commit of the code that made it (when both are known: a record of older code is measured
+    again, never mixed into a run of newer code), and, for a record written before the id named them, the inputs it
+    recorded as they took effect (batch size, the data policy, the epochs or timed steps of an ok record)."""
     w = WORKLOADS.get(cell.workload)
     expected: list[tuple[str, Any, Any]] = [
         ("cell_id", rec.get("cell_id"), cell.id), ("device", rec.get("device"), cell.device),
@@ -192,8 +194,17 @@ def input_mismatch(rec: dict[str, Any], cell: Cell) -> str | None:
         expected.append(("epochs", len(metrics["epoch_s"]), cell.epochs or w.epochs[cell.size]))
     if w is not None and isinstance(w, StepWorkload) and metrics.get("steps") is not None:
         expected.append(("steps", metrics["steps"], cell.steps or w.steps[cell.size]))
+    made_by, running = (rec.get("env") or {}).get("git_commit"), _this_commit()
+    if made_by and running:  # a record measured by other code may have run another method (or a fixed defect)
+        expected.append(("env.git_commit", made_by, running))
     wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
     return "; ".join(wrong) or None
+
+
+@functools.cache
+def _this_commit() -> str | None:
+    """The commit of the code running now (``environment.git_commit``), asked once per process."""
+    return git_commit()
 
 
 def on_disk_mismatch(cell: Cell, out_dir: Path) -> str | None:
