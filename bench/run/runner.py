@@ -273,7 +273,7 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
             continue
         stale = on_disk_mismatch(cell, out_dir)
         if stale and not force:
-            echo(f"{head}: the record on disk was made with other inputs ({stale}); running it again")
+            echo(f"{head}: the record on disk was made with other inputs or code ({stale}); running it again")
         if round_ is not None:
             rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force, cooldown)
             if rec.get("repeat") is not None:
