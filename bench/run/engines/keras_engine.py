@@ -288,11 +288,7 @@ def augmented_train_data(keras, aug: Augmentation, ds: Dataset, batch_size: int)
     """
     import tensorflow as tf
 
-    if len(ds.x_train) != 1:
-        raise ValueError("augmentation needs a workload with one image input")
-    if aug.drop_remainder and ds.n_train < batch_size:
-        raise ValueError(f"batch {batch_size} is larger than the {ds.n_train} training examples: an augmented epoch is "
-                         "n // batch full batches, none here")
+    aug.check(len(ds.x_train), ds.n_train, batch_size)
     layers = augment_layers(keras, aug)
 
     def augment(x, y):

@@ -205,11 +205,7 @@ def augmented_loader(torch, aug: Augmentation, ds: Dataset, workload: Workload, 
     Raises:
         ValueError: the workload has more than one input, or fewer training examples than a batch.
     """
-    if len(ds.x_train) != 1:
-        raise ValueError("augmentation needs a workload with one image input")
-    if aug.drop_remainder and ds.n_train < batch_size:
-        raise ValueError(f"batch {batch_size} is larger than the {ds.n_train} training examples: an augmented epoch is "
-                         "n // batch full batches, none here")
+    aug.check(len(ds.x_train), ds.n_train, batch_size)
     (images,) = to_tensors(torch, ds.x_train, workload.torch_layout, torch.device("cpu"))
     _, _, height, width = images.shape
     transform = augment_transform(aug, height, width)

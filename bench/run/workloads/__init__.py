@@ -88,6 +88,20 @@ class Augmentation:
         """The augmentation's parameters for a record's ``settings.augmentation`` block."""
         return {k: v for k, v in asdict(self).items() if k != "source"}
 
+    def check(self, n_inputs: int, n_train: int, batch_size: int) -> None:
+        """That a training set of ``n_inputs`` input arrays and ``n_train`` examples can be augmented in batches of
+        ``batch_size`` (both engines' pipelines call it before building one).
+
+        Raises:
+            ValueError: more than one input, or fewer training examples than a batch (with ``drop_remainder`` an
+                epoch would have no step).
+        """
+        if n_inputs != 1:
+            raise ValueError("augmentation needs a workload with one image input")
+        if self.drop_remainder and n_train < batch_size:
+            raise ValueError(f"batch {batch_size} is larger than the {n_train} training examples: an augmented epoch "
+                             "is n // batch full batches, none here")
+
 
 @dataclass(frozen=True)
 class Workload:
