@@ -260,10 +260,16 @@ def sweep_cmd(grid_file, **inputs) -> None:
 @click.argument("results_dir", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out_csv", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="CSV file to write.")
-def collect_cmd(results_dir: Path, out_csv: Path) -> None:
-    """Merge every cell JSON under RESULTS_DIR into one CSV and print ms/step by workload x stack."""
+@click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Results history to append the run to (a re-collected run replaces its rows) [default: "
+                   "history.sqlite beside the CSV].")
+@click.option("--no-history", is_flag=True, help="Write the CSV only.")
+def collect_cmd(results_dir: Path, out_csv: Path, history_path: Path | None, no_history: bool) -> None:
+    """Merge every cell JSON under RESULTS_DIR into one CSV (the run is the CSV's name without .csv), append it to
+    the results history and print ms/step by workload x stack."""
     try:
         from bench.results.collect import collect, pivot_ms_per_step
+        from bench.results.history import HISTORY_NAME, HistoryError, append_run
     except ImportError as e:
         fail(f"collect needs pandas ({e}); install dlbench[collect] or use the collector image")
     try:
@@ -273,6 +279,13 @@ def collect_cmd(results_dir: Path, out_csv: Path) -> None:
     for path, reason in bad:
         click.echo(f"skipped {path}: {reason}", err=True)
     click.echo(f"wrote {out_csv}: {len(df)} rows, {len(bad)} file(s) skipped")
+    if not no_history:
+        history_path = history_path or out_csv.parent / HISTORY_NAME
+        try:
+            n = append_run(history_path, out_csv.stem, df, source=str(results_dir))
+        except HistoryError as e:
+            fail(str(e))
+        click.echo(f"history {history_path}: run {out_csv.stem}, {n} rows (replacing any earlier collect of it)")
     click.echo("ms/step (mean over steady-state steps):")
     click.echo(pivot_ms_per_step(df).to_string())
 
@@ -389,6 +402,90 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
         table.to_csv(out_csv, index=False)
 
 
+@cli.group("history")
+def history_group() -> None:
+    """The results history (every collected run's rows): list runs, query rows, export them."""
+
+
+def _history_opt(f):
+    return click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path),
+                        default=Path("results/history.sqlite"), envvar="BENCH_HISTORY", show_default=True,
+                        help="The history file (env BENCH_HISTORY).")(f)
+
+
+def _history():
+    try:
+        from bench.results import history
+    except ImportError as e:
+        fail(f"history needs pandas ({e}); install dlbench[collect] or use the collector image")
+    return history
+
+
+@history_group.command("runs")
+@_history_opt
+def history_runs_cmd(history_path: Path) -> None:
+    """The runs in the history, oldest first."""
+    h = _history()
+    try:
+        table = h.runs(history_path)
+    except h.HistoryError as e:
+        fail(str(e))
+    click.echo(table.to_string(index=False) if len(table) else f"{history_path}: no runs")
+
+
+@history_group.command("show")
+@_history_opt
+@click.option("--run", default=None, help="Only this run.")
+@click.option("--stack", "stacks", multiple=True, help="Only these stacks (repeatable).")
+@click.option("--cell", "cells", multiple=True, help="Only these cells: cell id without the stack (repeatable).")
+@click.option("-o", "--output", "out_csv", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write every column of the selected rows to this CSV instead of printing a summary.")
+def history_show_cmd(history_path: Path, run: str | None, stacks: tuple[str, ...], cells: tuple[str, ...],
+                     out_csv: Path | None) -> None:
+    """The history's rows (ms/step per run, stack and cell), or all their columns as CSV."""
+    h = _history()
+    try:
+        df = h.load(history_path, run)
+    except h.HistoryError as e:
+        fail(str(e))
+    for name, values in (("stack", stacks), ("cell", cells)):
+        unknown = sorted(set(values) - set(df[name]))
+        if unknown:
+            fail(f"no {name} {', '.join(unknown)} in the history (it has: {', '.join(sorted(set(df[name])))})")
+        if values:
+            df = df[df[name].isin(values)]
+    if out_csv is not None:
+        df.to_csv(out_csv, index=False)
+        click.echo(f"wrote {out_csv}: {len(df)} rows")
+        return
+    cols = ["run", "date", "stack", "versions", "machine", "cell", "status", "ms_per_step_mean", "repeats_n"]
+    click.echo(df[cols].to_string(index=False) if len(df) else "no rows")
+
+
+@history_group.command("export-bmf")
+@_history_opt
+@click.option("--run", default=None, help="The run to export [default: the latest].")
+@click.option("-o", "--output", "out_json", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="BMF JSON file to write (for `bencher run --adapter json --file`).")
+def history_bmf_cmd(history_path: Path, run: str | None, out_json: Path) -> None:
+    """One run's ok cells in Bencher Metric Format: latency (ns per step), throughput (examples/s)."""
+    import json
+
+    h = _history()
+    try:
+        if run is None:
+            listed = h.runs(history_path)
+            if listed.empty:
+                fail(f"{history_path}: no runs")
+            run = str(listed["run"].iloc[-1])
+        bmf = h.to_bmf(h.load(history_path, run))
+    except h.HistoryError as e:
+        fail(str(e))
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps(bmf, indent=2) + "\n")
+    click.echo(f"wrote {out_json}: run {run}, {len(bmf)} benchmarks")
+
+
 @cli.command("report")
 @click.argument("sources", nargs=-1, required=True,
                 type=click.Path(exists=True, path_type=Path))
@@ -397,7 +494,10 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
 @click.option("--price-per-hour", type=click.FloatRange(min=0), default=None, envvar="BENCH_PRICE_PER_HOUR",
               help="$ per GPU-hour: the report adds each run's cost beside its GPU-hours [default: none, never "
                    "guessed].")
-def report_cmd(sources, out_dir, price_per_hour) -> None:
+@click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Results history for the History section and its trend plots [default: history.sqlite in the "
+                   "first source's directory, when there].")
+def report_cmd(sources, out_dir, price_per_hour, history_path) -> None:
     """Markdown report with plots from collected CSVs (a directory: every bench CSV in it, one section each)."""
     try:
         from bench.results.report import load_runs, write_report
@@ -408,7 +508,11 @@ def report_cmd(sources, out_dir, price_per_hour) -> None:
         for w in warnings:
             click.echo(f"warning: {w}", err=True)
         first = sources[0]
-        path = write_report(runs, out_dir or (first if first.is_dir() else first.parent), price_per_hour)
+        if history_path is not None and not history_path.is_file():
+            fail(f"no history at {history_path}")
+        history_path = history_path or (first if first.is_dir() else first.parent) / "history.sqlite"
+        path = write_report(runs, out_dir or (first if first.is_dir() else first.parent), price_per_hour,
+                            history_path)
     except ValueError as e:
         fail(str(e))
     click.echo(f"wrote {path}")

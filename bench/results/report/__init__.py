@@ -20,6 +20,7 @@ from typing import Any
 from bench.results.report.classic import classic_section
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, fmt
 from bench.results.report.gpus import cost_line, gpu_comparison, gpu_groups, gpu_seconds, slug
+from bench.results.report.history import HISTORY_DIR, history_section, trend_plots
 from bench.results.report.method import correctness_flags, method_section, round_drift
 from bench.results.report.paper import PAPER_CSV, paper_columns, paper_rows, paper_section, published_ms
 from bench.results.report.plots import paper_plots, tuning_plots
@@ -34,7 +35,7 @@ from bench.results.report.tuning import (
 )
 
 __all__ = ["Footnotes", "PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "classic_section", "correctness_flags",
-           "findings", "fmt", "gpu_comparison", "gpu_groups", "gpu_seconds", "load_runs", "method_section",
+           "findings", "fmt", "gpu_comparison", "gpu_groups", "gpu_seconds", "history_lines", "load_runs", "method_section",
            "paper_columns", "paper_plots", "paper_rows", "paper_section", "provenance", "published_ms",
            "read_bench_csv", "reference_settings", "reference_times", "round_drift", "run_sections", "run_span",
            "tuning_frame", "tuning_plots", "tuning_section", "write_report"]
@@ -129,12 +130,36 @@ def load_runs(paths: list[Path]) -> tuple[list[tuple[str, Any]], list[str]]:
     return list(runs.values()), warnings
 
 
-def write_report(runs: list[tuple[str, Any]], out_dir: Path, price_per_hour: float | None = None) -> Path:
+def history_lines(history: Path | None, out_dir: Path) -> list[str]:
+    """The "History" section from the results history at ``history`` (``bench.results.history``), its trend
+    PNGs in ``out_dir/plots/history/``; no lines when ``history`` is None or absent.
+
+    Raises:
+        ValueError: the file is not a history this code reads (``HistoryError``'s message).
+    """
+    from bench.results import history as store
+
+    if history is None or not Path(history).is_file():
+        return []
+    try:
+        cells, runs = store.load(history), store.runs(history)
+    except store.HistoryError as e:
+        raise ValueError(str(e)) from e
+    files = trend_plots(cells, out_dir / "plots" / HISTORY_DIR)
+    return history_section(cells, runs, f"plots/{HISTORY_DIR}/", files)
+
+
+def write_report(runs: list[tuple[str, Any]], out_dir: Path, price_per_hour: float | None = None,
+                 history: Path | None = None) -> Path:
     """Write ``out_dir/report.md`` from collected runs (``load_runs``); returns the report's path.
 
     Each run's PNGs go to ``out_dir/plots/<run>/``. With several runs the report has one
     ``## Run <run>`` section per run, in the order given. ``price_per_hour``: $ per GPU-hour for the cost
-    lines (None: GPU-hours only; a price is never guessed).
+    lines (None: GPU-hours only; a price is never guessed). ``history``: the results history, for a closing
+    "History" section with trend plots in ``out_dir/plots/history/`` (None or absent: none).
+
+    Raises:
+        ValueError: ``history`` is not a history this code reads.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     if len(runs) == 1:
@@ -149,6 +174,7 @@ def write_report(runs: list[tuple[str, Any]], out_dir: Path, price_per_hour: flo
         for run, df in runs:
             body = run_sections(df, out_dir / "plots" / run, f"plots/{run}/", Footnotes(f"{run}-"), price_per_hour)
             lines += [f"## Run {run}", "", *("#" + ln if ln.startswith("#") else ln for ln in body)]
+    lines += history_lines(history, out_dir)
     path = out_dir / "report.md"
     tmp = path.with_name(".report.md.tmp")
     tmp.write_text("\n".join(lines) + "\n")
