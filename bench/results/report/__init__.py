@@ -35,7 +35,7 @@ from bench.results.report.tuning import (
 )
 
 __all__ = ["Footnotes", "PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "classic_section", "correctness_flags",
-           "findings", "fmt", "gpu_comparison", "gpu_groups", "gpu_seconds", "history_lines", "load_runs", "method_section",
+           "findings", "fmt", "gpu_comparison", "gpu_groups", "gpu_seconds", "load_runs", "method_section",
            "paper_columns", "paper_plots", "paper_rows", "paper_section", "provenance", "published_ms",
            "read_bench_csv", "reference_settings", "reference_times", "round_drift", "run_sections", "run_span",
            "tuning_frame", "tuning_plots", "tuning_section", "write_report"]
