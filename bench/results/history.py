@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench.results.schema import Env, Memory, Metrics, Model, Record, Repeats, col, spread_col
+from bench.results.schema import EffectiveSettings, Env, Memory, Metrics, Model, Record, Repeats, col, spread_col
 
 #: The layout this code writes (``meta.history_schema``).
 HISTORY_SCHEMA = 1
@@ -70,8 +70,8 @@ def version_label(row: dict[str, Any]) -> str:
     """
     packages = _mapping(row, f"{col(Env, 'packages')}.")
     parts: list[str] = []
-    keras = _value(row.get("settings.keras_version"))
-    backend = _value(row.get("settings.keras_backend"))
+    keras = _value(row.get(col(EffectiveSettings, "keras_version")))
+    backend = _value(row.get(col(EffectiveSettings, "keras_backend")))
     if keras is not None:
         parts.append(f"keras {keras}")
     names = [backend] if keras is not None and backend in FRAMEWORKS else [f for f in FRAMEWORKS if f in packages]
