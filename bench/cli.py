@@ -13,6 +13,7 @@ import click
 
 from bench.core.request import Request, cli_flag
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
+from bench.results.compare import ALPHA, THRESHOLD
 from bench.results.record import FIELDS
 from bench.run import plan as planning
 from bench.run.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
@@ -374,9 +375,9 @@ def knobs_cmd() -> None:
 @click.argument("csv_a", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("csv_b", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--metric", default="ms_per_step_mean", show_default=True, help="metrics.<name> to compare.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=ALPHA,
               show_default=True, help="Significance level of the Mann-Whitney U test.")
-@click.option("--threshold", type=click.FloatRange(min=0), default=0.02, show_default=True,
+@click.option("--threshold", type=click.FloatRange(min=0), default=THRESHOLD, show_default=True,
               help="Smallest relative change worth flagging.")
 @click.option("-o", "--output", "out_csv", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the comparison as CSV.")
@@ -385,7 +386,7 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
     try:
         import pandas as pd
 
-        from bench.results.compare import compare
+        from bench.results.compare import compare, rule_text
     except ImportError as e:
         fail(f"compare needs pandas and scipy ({e}); install dlbench[collect] or use the collector image")
     try:
@@ -396,7 +397,7 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
         click.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     flagged = table[table["verdict"].isin(["higher", "lower"])]
     click.echo(f"{len(table)} cells compared; {len(flagged)} changed beyond noise "
-               f"(Mann-Whitney U p < {alpha:g} and |ratio - 1| > {threshold:g}); "
+               f"({rule_text(alpha, threshold)}); "
                f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats)")
     if out_csv:
         table.to_csv(out_csv, index=False)

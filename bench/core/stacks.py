@@ -130,6 +130,8 @@ class Stack:
             variant, written to ``images/layers/<layer>-<variant>.lock`` by ``make stacks`` and installed
             in one image layer before the stack's own lock. The images then share that layer (the
             framework and its CUDA libraries: 5.2-6.7 GB of each gpu image), built and stored once.
+        base: the id of the stack this one is derived from (a version stack); None for a hand-written stack.
+        pins: the requirement lines that differ from the base's (e.g. ``("keras==3.14.0",)``); empty without a base.
     """
 
     id: str
@@ -147,6 +149,8 @@ class Stack:
     variants: tuple[str, ...] = ("cpu", "gpu")
     default: bool = True
     layer: str = ""
+    base: str | None = None
+    pins: tuple[str, ...] = ()
 
     def build_args(self) -> dict[str, str]:
         """The Dockerfile's build arguments for this stack (the variant aside): its id, the environment the

@@ -1,17 +1,19 @@
-"""``bench compare A.csv B.csv``: per-cell ratios B/A with a significance test across repeats.
+"""``bench compare A.csv B.csv``: per-cell ratios B/A with a confidence interval and a significance test across
+repeats; ``ratio_stats`` is the one statistic behind it and the report's Versions and Keras-overhead sections.
 
 Cells are matched on (stack, suite, workload, task, size, variant, device) and the inputs their id names
 (``bench.results.cell.inputs_of``: a batch-64 cell never matches the default one). For each matched ``ok``
-cell: the ratio of the aggregated metric (median across repeats), and a two-sided Mann-Whitney U test
-(scipy, exact for small samples) on the per-repeat values. A change is flagged only when p < alpha
-AND the relative change exceeds ``threshold``. With few repeats the smallest attainable p may not go
-below alpha (3 vs 3 repeats: p >= 0.1); such rows say ``underpowered`` instead of guessing.
+cell: the ratio of the medians across repeats, its bootstrap confidence interval and a two-sided exact
+Mann-Whitney U test (scipy) on the per-repeat values; ``RULE`` says when that is a change. With few repeats
+the smallest attainable p may not go below alpha (3 vs 3 repeats: p >= 0.1); such rows say ``underpowered``
+instead of guessing.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from bench.results.cell import inputs_of
@@ -53,26 +55,137 @@ def min_attainable_p(n1: int, n2: int) -> float:
     return min(1.0, 2.0 / math.comb(n1 + n2, n1))
 
 
-def test_pair(a: list[float], b: list[float], alpha: float, threshold: float) -> dict[str, Any]:
-    """Ratio of medians b/a, Mann-Whitney p and a verdict: higher | lower | noise | underpowered."""
-    import numpy as np
-    from scipy.stats import mannwhitneyu
+#: Significance level of the Mann-Whitney test.
+ALPHA = 0.05
+#: Smallest relative change that counts, and why (the report prints both).
+THRESHOLD = 0.02
+THRESHOLD_REASON = ("a smaller change of ms/step is within what one GPU varies from run to run (boost clocks, "
+                    "temperature, the drift the Method section checks) and no reason to pick one version")
+#: The confidence interval: level, scipy.stats.bootstrap method, resamples and seed (fixed: a report is reproducible).
+#: "percentile", not scipy's default "BCa": BCa's bias correction and jackknife acceleration are undefined when
+#: the resampled medians all fall on one side of the observed one or the jackknife values are equal, which is
+#: common at n = 3..10 repeats with constant or tied values (scipy 1.17 returns NaN with a DegenerateDataWarning),
+#: while the percentile interval (quantiles of the resampled ratios) is always defined. At such n it is too
+#: narrow rather than too wide, which is why a change must also pass the exact test (``RULE``).
+CI_LEVEL = 0.95
+CI_METHOD = "percentile"
+N_RESAMPLES = 9999
+BOOTSTRAP_SEED = 0
+#: When a ratio counts as a change, in words (the report prints it; ``ratio_stats`` applies it).
+RULE = ("a change counts when the two-sided Mann-Whitney p < {alpha:g}, the {level:.0%} confidence interval of the "
+        "ratio excludes 1 and |ratio - 1| >= {threshold:.0%} ({reason}); fewer than 2 repeats a side, or a smallest "
+        "attainable p >= {alpha:g} (3 vs 3 repeats: 0.1; 4 vs 4: 0.029), is too few repeats for a verdict")
+#: A time metric's verdict (lower is faster) in the report's words.
+TIME_VERDICT = {"higher": "slower", "lower": "faster", "noise": "no detectable change",
+                "underpowered": "too few repeats", "n/a": "n/a"}
 
+
+def rule_text(alpha: float = ALPHA, threshold: float = THRESHOLD, level: float = CI_LEVEL) -> str:
+    """``RULE`` with its numbers filled in."""
+    return RULE.format(alpha=alpha, threshold=threshold, level=level, reason=THRESHOLD_REASON)
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """Candidate b against base a: ``ratio_stats``' result.
+
+    Attributes:
+        n_a, n_b: repeats on each side.
+        ratio: median(b) / median(a); None when a side is empty or median(a) is 0.
+        ci_low, ci_high: the ratio's ``CI_LEVEL`` bootstrap interval (None with fewer than 2 repeats a side).
+        p_value: two-sided Mann-Whitney p (None with fewer than 2 repeats a side).
+        p_method: ``exact`` (no ties: the exact null distribution of U), ``permutation`` (ties: scipy's permutation
+            test, exact whenever the partitions number at most ``N_RESAMPLES``) or None.
+        verdict: ``higher`` | ``lower`` | ``noise`` | ``underpowered`` | ``n/a`` (``RULE``).
+    """
+
+    n_a: int
+    n_b: int
+    ratio: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    p_method: str | None = None
+    verdict: str = "n/a"
+
+    @property
+    def time_verdict(self) -> str:
+        """The verdict for a time (ms/step: lower is faster): faster | slower | no detectable change |
+        too few repeats | n/a."""
+        return TIME_VERDICT[self.verdict]
+
+
+def bootstrap_ci(a: list[float], b: list[float], level: float = CI_LEVEL, n_resamples: int = N_RESAMPLES,
+                 seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """``level`` interval of median(b) / median(a) by ``scipy.stats.bootstrap``: each sample resampled with
+    replacement independently of the other (``paired=False``), ``CI_METHOD``, ``n_resamples`` draws from
+    ``numpy.random.default_rng(seed)``.
+
+    Raises:
+        ValueError: a sample has fewer than 2 values.
+    """
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"a bootstrap interval needs 2 values a side, got {len(a)} and {len(b)}")
+
+    def ratio(x, y, axis):
+        with np.errstate(divide="ignore", invalid="ignore"):  # a resample with median 0: inf, not a warning
+            return np.median(y, axis=axis) / np.median(x, axis=axis)
+
+    res = bootstrap((np.asarray(a, float), np.asarray(b, float)), ratio, paired=False, vectorized=True,
+                    n_resamples=n_resamples, confidence_level=level, method=CI_METHOD,
+                    rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def mann_whitney_p(a: list[float], b: list[float], seed: int = BOOTSTRAP_SEED) -> tuple[float, str]:
+    """Two-sided Mann-Whitney U p of a against b and how it was computed: ``exact`` without ties, else
+    ``permutation`` (scipy's ``exact`` ignores ties and its docs recommend a permutation test then:
+    scipy/stats/_mannwhitneyu.py@v1.17.1, Notes; it enumerates every partition when they number at most
+    ``N_RESAMPLES``, up to 7 vs 7 repeats, else draws ``N_RESAMPLES`` seeded ones)."""
+    import numpy as np
+    from scipy.stats import PermutationMethod, mannwhitneyu
+
+    if len(set(a) | set(b)) == len(a) + len(b):
+        return float(mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue), "exact"
+    method = PermutationMethod(n_resamples=N_RESAMPLES, rng=np.random.default_rng(seed))
+    return float(mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue), "permutation"
+
+
+def ratio_stats(a: list[float], b: list[float], alpha: float = ALPHA, threshold: float = THRESHOLD,
+                level: float = CI_LEVEL) -> PairStats:
+    """Candidate ``b`` against base ``a`` (per-repeat values of one metric, e.g. ms/step): ratio of medians b/a,
+    its bootstrap interval (``bootstrap_ci``), the Mann-Whitney p (``mann_whitney_p``) and the verdict by
+    ``RULE``: ``higher`` / ``lower`` (a change), ``noise`` (none detected), ``underpowered`` (too few repeats),
+    ``n/a`` (no ratio)."""
+    import numpy as np
+
+    n_a, n_b = len(a), len(b)
     ratio = float(np.median(b) / np.median(a)) if a and b and np.median(a) else None
-    out: dict[str, Any] = {"n_a": len(a), "n_b": len(b), "ratio": ratio, "p_value": None,
-                           "ranges_overlap": None, "verdict": "noise"}
     if ratio is None:
-        out["verdict"] = "n/a"
-        return out
-    out["ranges_overlap"] = not (max(a) < min(b) or max(b) < min(a))
-    if len(a) < 2 or len(b) < 2 or min_attainable_p(len(a), len(b)) >= alpha:
-        out["verdict"] = "underpowered"
-        return out
-    p = float(mannwhitneyu(a, b, alternative="two-sided", method="auto").pvalue)
-    out["p_value"] = p
-    if p < alpha and abs(ratio - 1.0) > threshold:
-        out["verdict"] = "higher" if ratio > 1 else "lower"
-    return out
+        return PairStats(n_a, n_b, None)
+    if n_a < 2 or n_b < 2:
+        return PairStats(n_a, n_b, ratio, verdict="underpowered")
+    low, high = bootstrap_ci(a, b, level)
+    p, how = mann_whitney_p(a, b)
+    if min_attainable_p(n_a, n_b) >= alpha:
+        verdict = "underpowered"
+    elif p < alpha and (low > 1 or high < 1) and abs(ratio - 1.0) >= threshold:
+        verdict = "higher" if ratio > 1 else "lower"
+    else:
+        verdict = "noise"
+    return PairStats(n_a, n_b, ratio, low, high, p, how, verdict)
+
+
+def test_pair(a: list[float], b: list[float], alpha: float, threshold: float) -> dict[str, Any]:
+    """``ratio_stats`` as ``compare``'s columns: n_a, n_b, ratio, ci_low, ci_high, p_value, p_method,
+    ranges_overlap (the two samples' ranges overlap), verdict."""
+    res = ratio_stats(a, b, alpha, threshold)
+    overlap = None if res.ratio is None else not (max(a) < min(b) or max(b) < min(a))
+    return {"n_a": res.n_a, "n_b": res.n_b, "ratio": res.ratio, "ci_low": res.ci_low, "ci_high": res.ci_high,
+            "p_value": res.p_value, "p_method": res.p_method, "ranges_overlap": overlap, "verdict": res.verdict}
 
 
 def with_inputs(df):
@@ -80,8 +193,8 @@ def with_inputs(df):
     return df.assign(**{INPUTS: df[CELL_ID].map(inputs_of) if CELL_ID in df.columns else ""})
 
 
-def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = 0.05, threshold: float = 0.02):
-    """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, ratio, p, verdict).
+def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, threshold: float = THRESHOLD):
+    """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, then ``test_pair``'s columns).
 
     Raises:
         ValueError: an undeclared metric, a CSV lacks the key columns or the metric, holds a cell twice, or no cell

@@ -8,7 +8,9 @@ correctness gate), the Keras 3 benchmark's Table 2 (suite ``paper``: ours beside
 value, Figure 1's speedup plot), the classic suite's table (ms/step beside the 2017 metric, s/epoch), and the
 tuning study (per stack: out-of-the-box vs best configuration, the full grid beside the reference's published
 time where a row ran the study's settings, plots, and
-which of the study's findings hold on our data). Cells that are not ok are shown with their status and
+which of the study's findings hold on our data), then "Versions" (each version stack against its base) and "Keras
+overhead" (Keras 3 against the native code of its backend): per cell a ratio of ms/step with its interval and verdict
+(``bench.results.report.versions``). Cells that are not ok are shown with their status and
 their reason in a footnote.
 """
 
@@ -23,7 +25,7 @@ from bench.results.report.gpus import cost_line, gpu_comparison, gpu_groups, gpu
 from bench.results.report.history import HISTORY_DIR, history_section, trend_plots
 from bench.results.report.method import correctness_flags, method_section, round_drift
 from bench.results.report.paper import PAPER_CSV, paper_columns, paper_rows, paper_section, published_ms
-from bench.results.report.plots import paper_plots, tuning_plots
+from bench.results.report.plots import comparison_plots, paper_plots, tuning_plots
 from bench.results.report.provenance import provenance, run_span
 from bench.results.report.tuning import (
     REFERENCE_CSV,
@@ -33,12 +35,14 @@ from bench.results.report.tuning import (
     tuning_frame,
     tuning_section,
 )
+from bench.results.report.versions import overhead_section, overhead_tables, version_tables, versions_section
 
 __all__ = ["Footnotes", "PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "classic_section", "correctness_flags",
            "findings", "fmt", "gpu_comparison", "gpu_groups", "gpu_seconds", "load_runs", "method_section",
-           "paper_columns", "paper_plots", "paper_rows", "paper_section", "provenance", "published_ms",
-           "read_bench_csv", "reference_settings", "reference_times", "round_drift", "run_sections", "run_span",
-           "tuning_frame", "tuning_plots", "tuning_section", "write_report"]
+           "overhead_section", "overhead_tables", "paper_columns", "paper_plots", "paper_rows", "paper_section",
+           "provenance", "published_ms", "read_bench_csv", "reference_settings", "reference_times", "round_drift",
+           "run_sections", "run_span", "tuning_frame", "tuning_plots", "tuning_section", "version_tables",
+           "versions_section", "write_report"]
 
 
 def read_bench_csv(csv_path: Path):
@@ -84,10 +88,12 @@ def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes,
 def _sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes, price_per_hour: float | None) -> list[str]:
     tuning = tuning_frame(df)
     has_paper = bool((df["suite"] == "paper").any())
-    if has_paper or not tuning.empty:
+    versions, overhead = version_tables(df), overhead_tables(df)
+    if has_paper or not tuning.empty or versions or overhead:
         plot_dir.mkdir(parents=True, exist_ok=True)
     plots = tuning_plots(tuning, plot_dir) if not tuning.empty else {}
     paper_files = paper_plots(df, plot_dir) if has_paper else {}
+    compared = comparison_plots(versions, overhead, plot_dir) if versions or overhead else {}
 
     def linked(files: dict[str, str]) -> dict[str, str]:
         return {title: link_prefix + name for title, name in files.items()}
@@ -95,7 +101,9 @@ def _sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes, price_per_
     cost = cost_line(df, price_per_hour)
     lines = [*provenance(df), *([cost, ""] if cost else []), *method_section(df),
              *paper_section(df, notes, linked(paper_files)),
-             *classic_section(df, notes), *tuning_section(tuning, notes, linked(plots))]
+             *classic_section(df, notes), *tuning_section(tuning, notes, linked(plots)),
+             *versions_section(versions, linked(compared)),
+             *overhead_section(overhead, linked(compared), bool(versions))]
     if notes.items:
         lines += ["## Cells that did not run", "", *notes.lines(), ""]
     return lines

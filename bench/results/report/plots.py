@@ -1,14 +1,17 @@
-"""The report's plots (matplotlib, Agg): the tuning study's time and energy figures and the Keras 3
-benchmark's Figure 1 and ms/step bars. Each function writes PNGs into a folder and returns
-{title: file name} for the rows that have the values it needs (nothing is invented for the others)."""
+"""The report's plots (matplotlib, Agg): the tuning study's time and energy figures, the Keras 3 benchmark's
+Figure 1 and ms/step bars, and the forest plots of the Versions and Keras-overhead sections. Each function writes
+PNGs into a folder and returns {title: file name} for the rows that have the values it needs (nothing is invented
+for the others)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from bench.core.stacks import STACKS
+from bench.results.compare import CI_LEVEL
 from bench.results.report.paper import best_keras3, ours_ms, paper_columns, paper_rows
 from bench.results.report.tuning import as_bool
+from bench.results.report.versions import OVERHEAD_PLOT, VERSIONS_PLOT, PairTable
 from bench.results.schema import Metrics, col
 
 
@@ -107,3 +110,42 @@ def paper_plots(df, out_dir: Path) -> dict[str, str]:
         plt.close(fig)
         files["ms/step per stack"] = "paper_ms_per_step.png"
     return files
+
+
+#: A forest plot's dot colour per verdict (grey: too few repeats).
+VERDICT_COLOR = {"higher": "tab:red", "lower": "tab:green", "noise": "black"}
+
+
+def forest_plot(tables: list[PairTable], out_dir: Path, name: str, title: str) -> dict[str, str]:
+    """A forest plot: per pair and cell the ms/step ratio as a dot with its confidence interval as a bar (a dot
+    alone where the interval was not computed), a line at 1; writes ``out_dir/name`` and returns {title: name}
+    ({} without a ratio)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [(f"{t.candidate} / {t.base}: {r['label']}", r["stats"]) for t in tables for r in t.rows
+              if r["stats"].ratio is not None]
+    if not points:
+        return {}
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(points) + 1.5))
+    for y, (_, s) in enumerate(points):
+        if s.ci_low is not None and s.ci_high is not None:
+            ax.plot([s.ci_low, s.ci_high], [y, y], color="tab:blue", lw=2)
+        ax.plot([s.ratio], [y], "o", color=VERDICT_COLOR.get(s.verdict, "grey"), ms=4)
+    ax.axvline(1.0, color="grey", lw=0.8)
+    ax.set_yticks(range(len(points)), [label for label, _ in points], fontsize=7)
+    ax.set_xlabel(f"ms/step ratio with its {CI_LEVEL:.0%} CI (> 1: slower)\nred: slower, green: faster, black: no "
+                  "detectable change, grey: too few repeats", fontsize=8)
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(out_dir / name, dpi=110)
+    plt.close(fig)
+    return {title: name}
+
+
+def comparison_plots(versions: list[PairTable], overhead: list[PairTable], out_dir: Path) -> dict[str, str]:
+    """The Versions and Keras-overhead forest plots (``forest_plot``) of the pairs given; {title: file name}."""
+    return {**forest_plot(versions, out_dir, "versions_ratio.png", VERSIONS_PLOT),
+            **forest_plot(overhead, out_dir, "keras_overhead_ratio.png", OVERHEAD_PLOT)}

@@ -1,0 +1,273 @@
+"""The report's comparison sections: "Versions" (each version stack against the stack it derives from) and
+"Keras overhead" (Keras 3 on a backend against that backend's native code), per matched cell the candidate/base
+ratio of ms/step with its bootstrap interval, the Mann-Whitney p and a verdict (``bench.results.compare.ratio_stats``
+and its ``RULE``), beside the first step's (or epoch's) time and the device memory peak as deltas."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.core.stacks import STACKS
+from bench.results.compare import (
+    BOOTSTRAP_SEED,
+    CI_LEVEL,
+    CI_METHOD,
+    INPUTS,
+    KEY,
+    N_RESAMPLES,
+    STATUS,
+    PairStats,
+    ratio_stats,
+    repeat_values,
+    rule_text,
+    with_inputs,
+)
+from bench.results.report.common import _num, fmt
+from bench.results.schema import Env, Memory, Metrics, Record, col
+
+#: The metric compared: its per-repeat values (``repeats.ms_per_step_mean.values``) are the samples.
+METRIC = "ms_per_step_mean"
+#: A cell's identity across stacks: the compare key without the stack, and the inputs its id names.
+MATCH = [c for c in KEY if c != col(Record, "stack")]
+#: (native stack, Keras 3 stack on that backend): the Keras-overhead pairs, base first.
+OVERHEAD_PAIRS = (("jax", "keras3-jax"), ("pytorch", "keras3-torch"))
+#: The time of the first step, else the first epoch (both include tracing and compilation), in that preference.
+FIRST_TIME = (("step", col(Metrics, "first_step_s")), ("epoch", col(Metrics, "first_epoch_s")))
+DEVICE_PEAK = col(Memory, "device_peak_bytes")
+ORDER_RULE = col(Record, "schedule", "order_rule")
+SEED = col(Record, "schedule", "seed")
+MIB = 2**20
+
+
+def _declared(block: type, name: str) -> str | None:
+    """The column of a field the schema may not declare yet (records older than it never have it)."""
+    try:
+        return col(block, name)
+    except KeyError:
+        return None
+
+
+#: The record's own account of a version stack: its base and the pins as installed (None: not declared).
+STACK_BASE_COL = _declared(Env, "stack_base")
+PINS_COL = _declared(Env, "pins")
+
+
+@dataclass
+class PairTable:
+    """One candidate against one base: a row per matched ok cell.
+
+    Attributes:
+        base, candidate: stack ids; ratios are candidate / base.
+        rows: per cell: ``label``, suite, size, ``stats`` (``PairStats``), ``first`` (which first time:
+            step | epoch | None), ``first_delta_s`` (s), ``peak_delta_mib`` (MiB, None where a side has no
+            device peak, e.g. on a CPU).
+        pins: the requirement lines that differ (records first, else ``Stack.pins``); empty when none is known.
+        order: the run's order rule.
+        skipped: cells left out and why (several ok rows for one cell).
+    """
+
+    base: str
+    candidate: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    pins: list[str] = field(default_factory=list)
+    order: str = ""
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def slug(self) -> str:
+        """File-name-safe name of the pair."""
+        return f"{self.candidate}_vs_{self.base}".replace("=", "-").replace("/", "-")
+
+
+def _stack_order(df) -> list[str]:
+    present = list(dict.fromkeys(df["stack"]))
+    return [s for s in STACKS if s in present] + [s for s in present if s not in STACKS]
+
+
+def _column_values(rows, column: str | None) -> list[Any]:
+    if column is None or column not in rows.columns:
+        return []
+    return [v for v in dict.fromkeys(rows[column].dropna()) if v != ""]
+
+
+def base_of(df, stack: str) -> str | None:
+    """The stack ``stack`` derives from: its rows' recorded base where the records have one, else its
+    ``Stack.base`` (None for a hand-written or unknown stack)."""
+    recorded = _column_values(df[df["stack"] == stack], STACK_BASE_COL)
+    if recorded:
+        return str(recorded[0])
+    return getattr(STACKS.get(stack), "base", None)
+
+
+def version_pairs(df) -> list[tuple[str, str]]:
+    """(base, candidate) for every stack in ``df`` whose base is in ``df`` too, in stack order."""
+    present = set(df["stack"])
+    return [(b, s) for s in _stack_order(df) if (b := base_of(df, s)) and b in present and b != s]
+
+
+def pins_of(df, stack: str) -> list[str]:
+    """The pins of ``stack`` as its records hold them (``env.pins``: a list, or package -> installed version),
+    else as declared (``Stack.pins``)."""
+    rows = df[df["stack"] == stack]
+    out: list[str] = []
+    for v in _column_values(rows, PINS_COL):
+        parsed = json.loads(v) if isinstance(v, str) and v[:1] in "[{" else v
+        if isinstance(parsed, dict):
+            out += [f"{k}=={x}" for k, x in parsed.items()]
+        elif isinstance(parsed, list):
+            out += [str(x) for x in parsed]
+        else:
+            out.append(str(parsed))
+    if PINS_COL is not None:  # a mapping flattened by the collector: one column per package
+        for c in sorted(c for c in rows.columns if c.startswith(PINS_COL + ".")):
+            out += [f"{c[len(PINS_COL) + 1:]}=={v}" for v in _column_values(rows, c)]
+    if out:
+        return list(dict.fromkeys(out))
+    return list(getattr(STACKS.get(stack), "pins", ()))
+
+
+def order_of(rows) -> str:
+    """The run's order rule: ``schedule.order_rule`` where recorded, else shuffled rounds with their seed, else
+    none."""
+    rules = _column_values(rows, ORDER_RULE)
+    if rules:
+        return ", ".join(map(str, rules))
+    seeds = _column_values(rows, SEED)
+    if seeds:
+        return "rounds, each in an order shuffled with seed " + ", ".join(str(int(s)) for s in seeds)
+    return "not run in rounds (no `schedule` in the rows)"
+
+
+def _first_time(ra, rb) -> tuple[str | None, float | None]:
+    for name, column in FIRST_TIME:
+        a, b = _num(ra.get(column)), _num(rb.get(column))
+        if a is not None and b is not None:
+            return name, b - a
+    return None, None
+
+
+def _peak_delta(ra, rb) -> float | None:
+    a, b = _num(ra.get(DEVICE_PEAK)), _num(rb.get(DEVICE_PEAK))
+    return None if a is None or b is None else (b - a) / MIB
+
+
+def _label(key: dict[str, Any]) -> str:
+    extra = ", ".join(str(x) for x in (key[col(Record, "variant")], key[INPUTS]) if x and x != "default")
+    name = f"{key[col(Record, 'workload')]} {key[col(Record, 'task')]}"
+    return f"{name} ({extra})" if extra else name
+
+
+def pair_table(df, base: str, candidate: str) -> PairTable:
+    """Every ok cell of ``candidate`` matched with ``base``'s same cell (``MATCH`` and the inputs of its id), with
+    ``ratio_stats`` of their per-repeat ms/step."""
+    table = PairTable(base, candidate, pins=pins_of(df, candidate),
+                      order=order_of(df[df["stack"].isin([base, candidate])]))
+    ok = with_inputs(df[df[STATUS] == "ok"])
+    keys = [*MATCH, INPUTS]
+    ok = ok.assign(**{k: ok[k].fillna("") if k in ok.columns else "" for k in keys})
+    sides = {s: {k: g for k, g in ok[ok["stack"] == s].groupby(keys, sort=False)} for s in (base, candidate)}
+    for k, gb in sides[candidate].items():
+        ga = sides[base].get(k)
+        if ga is None:
+            continue
+        key = dict(zip(keys, k, strict=True))
+        if len(ga) > 1 or len(gb) > 1:
+            table.skipped.append(f"{_label(key)}: several ok rows for one cell")
+            continue
+        ra, rb = ga.iloc[0], gb.iloc[0]
+        first, delta = _first_time(ra, rb)
+        stats = ratio_stats(repeat_values(ra, METRIC), repeat_values(rb, METRIC))
+        table.rows.append({"label": _label(key), "suite": key[col(Record, "suite")], "size": key[col(Record, "size")],
+                           "stats": stats, "first": first, "first_delta_s": delta,
+                           "peak_delta_mib": _peak_delta(ra, rb)})
+    return table
+
+
+def version_tables(df) -> list[PairTable]:
+    """A ``PairTable`` per version pair in ``df`` (``version_pairs``)."""
+    return [pair_table(df, b, c) for b, c in version_pairs(df)]
+
+
+def overhead_tables(df) -> list[PairTable]:
+    """A ``PairTable`` per Keras-overhead pair (``OVERHEAD_PAIRS``) with both stacks in ``df`` and a matched cell."""
+    present = set(df["stack"])
+    tables = [pair_table(df, b, c) for b, c in OVERHEAD_PAIRS if b in present and c in present]
+    return [t for t in tables if t.rows]
+
+
+def _signed(v: float | None, digits: int) -> str:
+    return "n/a" if v is None else f"{v:+.{digits}f}"
+
+
+def ratio_text(s: PairStats) -> str:
+    """``1.031 [1.012, 1.050]``; the interval is left out where it was not computed."""
+    if s.ratio is None:
+        return "n/a"
+    if s.ci_low is None or s.ci_high is None:
+        return f"{s.ratio:.3f}"
+    return f"{s.ratio:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]"
+
+
+def stats_note() -> str:
+    """The sentence saying how every ratio, interval, p and verdict was computed (the rule included)."""
+    return (f"Ratio: median ms/step (`{col(Metrics, METRIC)}`, one value per repeat) of the candidate over the base, "
+            f"with its {CI_LEVEL:.0%} confidence interval by bootstrap over the repeats (scipy.stats.bootstrap, "
+            f"each side resampled independently, method {CI_METHOD}: defined at any n >= 2, where BCa is not; "
+            f"{N_RESAMPLES} resamples, seed "
+            f"{BOOTSTRAP_SEED}), and the two-sided Mann-Whitney p (exact; a permutation test where values tie). "
+            f"Verdict: {rule_text()}. Δ first: candidate minus base, s, of `{FIRST_TIME[0][1]}` where both rows "
+            f"have it (step), else `{FIRST_TIME[1][1]}` (epoch); both include tracing and compilation. Δ peak: "
+            f"`{DEVICE_PEAK}`, MiB (n/a where a side has none, e.g. on a CPU).")
+
+
+def table_lines(t: PairTable) -> list[str]:
+    """The Markdown table of one pair."""
+    out = [f"| cell | suite | size | n {t.base} / {t.candidate} | ratio [{CI_LEVEL:.0%} CI] | p | verdict "
+           "| Δ first (s) | Δ peak (MiB) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in t.rows:
+        s: PairStats = r["stats"]
+        first = "n/a" if r["first"] is None else f"{_signed(r['first_delta_s'], 2)} ({r['first']})"
+        out.append(f"| {r['label']} | {r['suite']} | {r['size']} | {s.n_a} / {s.n_b} | {ratio_text(s)} | "
+                   f"{fmt(s.p_value, 3)} | {s.time_verdict} | {first} | {_signed(r['peak_delta_mib'], 1)} |")
+    return out + [""] + [f"Left out: {x}." for x in t.skipped] + ([""] if t.skipped else [])
+
+
+def _plot_line(plots: dict[str, str], title: str) -> list[str]:
+    return [f"![{title}]({plots[title]})", ""] if title in plots else []
+
+
+#: Titles of the sections' plots (``bench.results.report.plots.forest_plot``).
+VERSIONS_PLOT = "Versions: ms/step ratio candidate/base"
+OVERHEAD_PLOT = "Keras overhead: ms/step ratio Keras/native"
+
+
+def versions_section(tables: list[PairTable], plots: dict[str, str]) -> list[str]:
+    """The "Versions" section: per pair its pins, order rule and table; nothing without a pair."""
+    if not tables:
+        return []
+    out = ["## Versions", "", "Each version stack against the stack it derives from, cell by cell (ratio > 1: the "
+           "candidate is slower).", "", stats_note(), ""]
+    for t in tables:
+        pins = ", ".join(f"`{p}`" for p in t.pins) or "none recorded"
+        out += [f"### {t.candidate} vs {t.base}", "", f"- Pins that differ: {pins}", f"- Order: {t.order}", ""]
+        out += table_lines(t) if t.rows else ["No ok cell ran on both stacks.", ""]
+    return out + _plot_line(plots, VERSIONS_PLOT)
+
+
+def overhead_section(tables: list[PairTable], plots: dict[str, str], after_versions: bool = False) -> list[str]:
+    """The "Keras overhead" section: Keras 3 on a backend over that backend's native code, per matched cell;
+    nothing without a pair. ``after_versions``: the Versions section above already says how the numbers were
+    computed."""
+    if not tables:
+        return []
+    note = "Ratio, interval, p and verdict as in Versions above." if after_versions else stats_note()
+    out = ["## Keras overhead", "", "Keras 3 on a backend against the same workload written natively for it "
+           "(`" + "`, `".join(f"{c} / {b}" for b, c in OVERHEAD_PAIRS) + "`), cell by cell: a ratio > 1 means "
+           "Keras is slower than the native code on that backend (its layers, `fit` loop and data path cost that "
+           "much), < 1 that it is faster; \"slower\" / \"faster\" are Keras'.", "", note, ""]
+    for t in tables:
+        out += [f"### {t.candidate} / {t.base}", "", f"- Order: {t.order}", "", *table_lines(t)]
+    return out + _plot_line(plots, OVERHEAD_PLOT)
+

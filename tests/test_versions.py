@@ -1,0 +1,208 @@
+"""The comparison statistics (``bench.results.compare.ratio_stats``) and the report's Versions and Keras-overhead
+sections, on synthetic records and CSV rows."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import mannwhitneyu
+
+from bench.core.stacks import STACKS, Stack
+from bench.results import compare as cmp
+from bench.results.collect import collect
+from bench.results.compare import bootstrap_ci, mann_whitney_p, ratio_stats
+from bench.results.record import Cell, new_record, result_path, write_json_atomic
+from bench.results.report import load_runs, versions, write_report
+
+DERIVED = "keras3-jax--keras-3.14.0"
+BASE_MS = [10.0, 10.3, 9.8, 10.1, 10.2]
+FAST_MS = [8.1, 7.9, 8.3, 8.0, 8.2]  # 20 % faster, no overlap
+SAME_MS = [10.05, 9.85, 10.25, 10.15, 10.02]  # interleaved with BASE_MS
+
+
+def numpy_bootstrap(a, b, n=40000, seed=123, level=0.95):
+    """An independent percentile bootstrap of median(b) / median(a): plain numpy, its own seed and resamples."""
+    rng = np.random.default_rng(seed)
+    a, b = np.asarray(a), np.asarray(b)
+    ma = np.median(a[rng.integers(0, len(a), (n, len(a)))], axis=1)
+    mb = np.median(b[rng.integers(0, len(b), (n, len(b)))], axis=1)
+    tail = (1 - level) / 2 * 100
+    return np.percentile(mb / ma, [tail, 100 - tail])
+
+
+# ---- the statistic ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("a, b", [(BASE_MS, [11.9, 12.3, 12.0, 12.4, 11.7]),
+                                  ([10.0, 10.3, 9.8, 10.1, 10.2, 9.9, 10.05, 10.4],
+                                   [10.1, 10.2, 9.9, 10.3, 10.0, 10.6, 10.2, 9.95])])
+def test_the_interval_equals_a_plain_numpy_bootstrap(a, b):
+    low, high = bootstrap_ci(a, b)
+    ref = numpy_bootstrap(a, b)
+    assert low == pytest.approx(ref[0], rel=5e-3) and high == pytest.approx(ref[1], rel=5e-3)
+    assert bootstrap_ci(a, b) == (low, high)  # seeded: the same report twice
+
+
+def test_p_is_scipys_exact_mann_whitney_and_ties_go_to_a_permutation_test():
+    p, how = mann_whitney_p(BASE_MS, SAME_MS)
+    assert how == "exact"
+    assert p == mannwhitneyu(BASE_MS, SAME_MS, alternative="two-sided", method="exact").pvalue
+    # 5 vs 5 completely separated: the smallest exact two-sided p, 2 / C(10, 5)
+    assert mann_whitney_p(BASE_MS, FAST_MS)[0] == pytest.approx(2 / 252)
+    p, how = mann_whitney_p([1.0, 2.0, 3.0, 3.0], [3.0, 6.0, 7.0, 8.0])
+    assert how == "permutation"  # 70 partitions: enumerated, so exact: 6 of 70 as extreme as U = 1
+    assert p == pytest.approx(6 / 70)
+
+
+def test_verdicts_on_constructed_data():
+    fast = ratio_stats(BASE_MS, FAST_MS)
+    assert fast.verdict == "lower" and fast.time_verdict == "faster"
+    assert fast.ratio == pytest.approx(8.1 / 10.1) and fast.ci_high < 1
+    assert ratio_stats(FAST_MS, BASE_MS).time_verdict == "slower"
+    same = ratio_stats(BASE_MS, list(BASE_MS))
+    assert same.time_verdict == "no detectable change" and same.ratio == 1.0 and same.ci_low <= 1 <= same.ci_high
+    assert ratio_stats(BASE_MS, SAME_MS).time_verdict == "no detectable change"
+    one = ratio_stats([10.0], [8.0])
+    assert one.time_verdict == "too few repeats" and one.ratio == 0.8 and one.ci_low is None and one.p_value is None
+    # 3 vs 3, fully separated: p = 0.1 at best, so no verdict however clear it looks
+    assert ratio_stats(BASE_MS[:3], FAST_MS[:3]).time_verdict == "too few repeats"
+    # significant but under the threshold: 1 % faster is no change
+    tiny = ratio_stats([100.0, 100.1, 100.2, 100.3, 100.4], [99.0, 99.1, 99.2, 99.3, 99.4])
+    assert tiny.p_value < 0.05 and tiny.ci_high < 1 and tiny.time_verdict == "no detectable change"
+    assert ratio_stats([], [1.0]).verdict == "n/a" and ratio_stats([0.0, 0.0], [1.0, 2.0]).verdict == "n/a"
+
+
+def test_the_interval_covers_the_true_ratio():
+    """200 synthetic 5-vs-5 runs whose population medians differ by exactly 1.2: the interval holds 1.2 in at
+    least 85 % of them (nominal 95 %; seeded, so the count is fixed) and every run says slower."""
+    rng = np.random.default_rng(7)
+    hits, verdicts = 0, set()
+    for _ in range(200):
+        a, b = 10 * np.exp(rng.normal(0, 0.02, 5)), 12 * np.exp(rng.normal(0, 0.02, 5))
+        s = ratio_stats(list(a), list(b))
+        hits += s.ci_low <= 1.2 <= s.ci_high
+        verdicts.add(s.time_verdict)
+    assert hits >= 170 and verdicts == {"slower"}
+
+
+def test_bench_compare_uses_the_same_statistic():
+    a = pd.DataFrame([{"stack": "pytorch", "suite": "tuning", "workload": "w", "task": "fit", "size": "full",
+                       "variant": "x", "device": "gpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
+                       "repeats.ms_per_step_mean.values": json.dumps(BASE_MS)}])
+    b = a.assign(**{"metrics.ms_per_step_mean": 8.1, "repeats.ms_per_step_mean.values": json.dumps(FAST_MS)})
+    row = cmp.compare(a, b).iloc[0]
+    s = ratio_stats(BASE_MS, FAST_MS)
+    assert (row["ci_low"], row["ci_high"], row["p_value"], row["verdict"]) == (s.ci_low, s.ci_high, s.p_value,
+                                                                               s.verdict)
+
+
+# ---- the report -------------------------------------------------------------------------------------------------
+
+def cell_record(stack, workload, values, peak=None, first_epoch=1.0, order_rule=None):
+    c = Cell(stack=stack, suite="classic", workload=workload, task="fit", size="smoke",
+             device="gpu" if peak else "cpu")
+    rec = new_record(c)
+    median = float(np.median(values))
+    rec.update(status="ok", batch_size=32)
+    rec["metrics"] = {"ms_per_step_mean": median, "first_epoch_s": first_epoch}
+    rec["repeats"] = {"n": len(values), "ok": len(values),
+                      "ms_per_step_mean": {"values": values, "median": median}}
+    rec["memory"] = {"host_peak_rss_bytes": 2**30, "device_peak_bytes": peak}
+    rec["schedule"] = {"seed": 1, "round": 1, "rounds": len(values), "order": [stack], "position": 1,
+                       **({"order_rule": order_rule} if order_rule else {})}
+    return c, rec
+
+
+@pytest.fixture
+def derived(monkeypatch):
+    """A version stack as the version-stack writer declares it: keras3-jax with Keras 3.14.0."""
+    base = STACKS["keras3-jax"]
+    monkeypatch.setitem(STACKS, DERIVED, Stack(DERIVED, "x", "Keras 3.14.0 on JAX", base.engine, base.backend,
+                                               "Keras 3.14 JAX", base.env, default=False, base="keras3-jax",
+                                               pins=("keras==3.14.0",)))
+
+
+def run_csv(tmp_path, recs, run="versions"):
+    for c, r in recs:
+        write_json_atomic(result_path(tmp_path / "runs" / run, c), r)
+    collect(tmp_path / "runs" / run, tmp_path / "results" / f"{run}.csv")
+    return tmp_path / "results" / f"{run}.csv"
+
+
+def test_versions_and_keras_overhead_sections_render(tmp_path, derived):
+    csv = run_csv(tmp_path, [
+        cell_record("keras3-jax", "mnist_mlp", BASE_MS, first_epoch=3.0, order_rule="abba"),
+        cell_record(DERIVED, "mnist_mlp", FAST_MS, first_epoch=2.5, order_rule="abba"),
+        cell_record("keras3-jax", "mnist_cnn", BASE_MS, order_rule="abba"),
+        cell_record(DERIVED, "mnist_cnn", SAME_MS, order_rule="abba"),
+        cell_record("keras3-jax", "babi_rnn", [10.0], order_rule="abba"),
+        cell_record(DERIVED, "babi_rnn", [12.0], order_rule="abba"),
+        cell_record("jax", "mnist_mlp", FAST_MS, order_rule="abba"),
+        cell_record("keras3-torch", "mnist_mlp", BASE_MS, order_rule="abba"),  # no pytorch: no such pair
+    ])
+    runs, _ = load_runs([csv])
+    text = write_report(runs, tmp_path / "out").read_text()
+    lines = text.splitlines()
+    assert "## Versions" in lines and f"### {DERIVED} vs keras3-jax" in lines
+    assert "- Pins that differ: `keras==3.14.0`" in lines and "- Order: abba" in lines
+    assert cmp.rule_text() in text
+    row = {ln.split(" | ")[0][2:]: ln.split(" | ") for ln in lines if ln.startswith("| mnist_") or
+           ln.startswith("| babi_")}
+    s = ratio_stats(BASE_MS, FAST_MS)
+    mlp = [ln for ln in lines if ln.startswith("| mnist_mlp fit |")]
+    assert mlp[0] == (f"| mnist_mlp fit | classic | smoke | 5 / 5 | {s.ratio:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}] "
+                      f"| {s.p_value:.3f} | faster | -0.50 (epoch) | n/a |")
+    assert row["mnist_cnn fit"][6] == "no detectable change"
+    assert row["babi_rnn fit"][3:7] == ["1 / 1", "1.200", "n/a", "too few repeats"]
+    # Keras overhead: keras3-jax over jax on the one cell both ran, none for keras3-torch without pytorch
+    assert "## Keras overhead" in lines and "### keras3-jax / jax" in lines
+    assert "### keras3-torch / pytorch" not in lines
+    over = mlp[1]
+    s = ratio_stats(FAST_MS, BASE_MS)
+    assert over.startswith(f"| mnist_mlp fit | classic | smoke | 5 / 5 | {s.ratio:.3f} [") and "| slower |" in over
+    assert "Keras is slower than the native code" in text
+    plots = tmp_path / "out" / "plots" / "versions"
+    assert (plots / "versions_ratio.png").exists() and (plots / "keras_overhead_ratio.png").exists()
+    assert "![Versions: ms/step ratio candidate/base](plots/versions/versions_ratio.png)" in lines
+
+
+def test_memory_delta_in_mib_and_no_sections_without_pairs(tmp_path, derived):
+    csv = run_csv(tmp_path, [cell_record("keras3-jax", "mnist_mlp", BASE_MS, peak=3 * 2**30),
+                             cell_record(DERIVED, "mnist_mlp", BASE_MS, peak=3 * 2**30 + 512 * 2**20)])
+    df = pd.read_csv(csv)
+    table = versions.version_tables(df)[0]
+    assert table.rows[0]["peak_delta_mib"] == pytest.approx(512.0)
+    assert "shuffled with seed 1" in table.order  # no order rule recorded: the shuffled rounds' seed
+    alone = df[df["stack"] == "keras3-jax"]
+    assert versions.version_tables(alone) == [] and versions.overhead_tables(alone) == []
+    runs, _ = load_runs([csv])
+    text = write_report([("r", alone)], tmp_path / "out").read_text()
+    assert "## Versions" not in text and "## Keras overhead" not in text
+    assert len(runs) == 1
+
+
+def test_pins_and_base_come_from_the_records_when_they_hold_them(monkeypatch):
+    """A version stack unknown to this checkout's stack list is still paired through its rows' recorded base, and
+    the pins shown are the ones the records hold (as installed), not the declaration's."""
+    monkeypatch.setattr(versions, "STACK_BASE_COL", "env.stack_base")
+    monkeypatch.setattr(versions, "PINS_COL", "env.pins")
+    common = {"suite": "classic", "workload": "mnist_mlp", "task": "fit", "size": "smoke", "variant": "default",
+              "device": "cpu", "status": "ok"}
+    df = pd.DataFrame([
+        {**common, "stack": "keras3-jax", "metrics.ms_per_step_mean": 10.1,
+         "repeats.ms_per_step_mean.values": json.dumps(BASE_MS)},
+        {**common, "stack": "keras3-jax--jax-0.9.2", "env.stack_base": "keras3-jax",
+         "env.pins.jax": "0.9.2", "env.pins.jaxlib": "0.9.2", "metrics.ms_per_step_mean": 10.1,
+         "repeats.ms_per_step_mean.values": json.dumps(SAME_MS)}])
+    assert versions.version_pairs(df) == [("keras3-jax", "keras3-jax--jax-0.9.2")]
+    assert versions.pins_of(df, "keras3-jax--jax-0.9.2") == ["jax==0.9.2", "jaxlib==0.9.2"]
+    df["env.pins"] = json.dumps(["jax==0.9.1"])
+    assert versions.pins_of(df, "keras3-jax--jax-0.9.2")[0] == "jax==0.9.1"
+
+
+def test_a_derived_stack_declares_its_base_and_pins_last():
+    import dataclasses
+
+    names = [f.name for f in dataclasses.fields(Stack)]
+    assert names[-2:] == ["base", "pins"]
+    assert STACKS["keras3-jax"].base is None and STACKS["keras3-jax"].pins == ()
