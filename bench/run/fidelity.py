@@ -32,7 +32,7 @@ from bench.run.cellenv import cell_env
 from bench.run.engines import epoch_engine, frameworks
 from bench.run.engines.frameworks import make_barrier
 from bench.run.timing import Cadence, clock
-from bench.run.workloads import get_workload
+from bench.run.workloads import Workload, get_workload
 
 #: The free-running loops' math mode: the harness cell's default (each framework's shipped TF32 mode), so the
 #: two sides of the comparison differ only in how they are timed.
@@ -132,6 +132,8 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     for c in cadences:
         Cadence.parse(c)
     stack, w = get_stack(stack_id), get_workload(workload)
+    if not isinstance(w, Workload):
+        raise ValueError(f"{workload} is step-timed (paper suite): fidelity times the fit loop of a classic workload")
     env = cell_env(stack, device)  # as a default cell's process: before any framework import
     for removed in set(os.environ) - set(env):  # cell_env drops what a cell must not inherit (a TF32 override)
         del os.environ[removed]
@@ -157,7 +159,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
         tel = telemetry.for_device(device)  # the harness as cells run it, sampler included
         # augment=False: the free-running loop trains on the stored images, so the harness must too
         runs[name].append(epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
-                                                        settings_cls(sync=name, augment=False),
+                                                        settings_cls.from_dict({"sync": name, "augment": False}),
                                                         telemetry=tel)["metrics"])
     hand_mean = sum(hand_ms) / len(hand_ms)
     per_cadence = {}

@@ -55,6 +55,8 @@ def jit_request(stack: Stack, workload: str, task: str, knob: bool | str | None)
     if knob is not None:
         return knob, "jit_compile knob (variant)"
     decl = source.source_jit(workload, task)
+    if stack.keras_major is None:
+        raise ValueError(f"{stack.id} is not a Keras stack: keras_steps does not run it")
     return decl.requested(stack.keras_major, stack.backend), decl.cite
 
 
@@ -68,6 +70,8 @@ def compile_job(keras, job: Job, task: str, requested: bool | str) -> None:
         return
     kw = {} if requested == source.NOT_REQUESTED else {"jit_compile": requested}
     if task == "fit":
+        if job.optimizer is None:
+            raise ValueError(f"the {task} job of {type(job.model).__name__} names no optimizer")
         job.model.compile(optimizer=_optimizer(keras, job.optimizer), loss=job.loss, **kw)
     elif kw:
         job.model.compile(**kw)
