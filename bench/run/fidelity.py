@@ -27,6 +27,7 @@ from typing import Any
 
 from bench.core.knobs import KerasFitSettings, settings_class
 from bench.core.stacks import get_stack
+from bench.results.schema import to_json
 from bench.run import telemetry
 from bench.run.cellenv import cell_env
 from bench.run.engines import epoch_engine, frameworks
@@ -158,9 +159,9 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
             continue
         tel = telemetry.for_device(device)  # the harness as cells run it, sampler included
         # augment=False: the free-running loop trains on the stored images, so the harness must too
-        runs[name].append(epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
-                                                        settings_cls.from_dict({"sync": name, "augment": False}),
-                                                        telemetry=tel)["metrics"])
+        out = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
+                                             settings_cls.from_dict({"sync": name, "augment": False}), telemetry=tel)
+        runs[name].append(to_json(out.metrics))
     hand_mean = sum(hand_ms) / len(hand_ms)
     per_cadence = {}
     for c, ms in runs.items():
