@@ -214,7 +214,7 @@ def describe_allowed(allowed: Any) -> str:
     return allowed.__name__ if isinstance(allowed, type) else ", ".join(map(repr, allowed))
 
 
-def _valid_value(allowed, value) -> bool:
+def _valid_value(allowed: Any, value: Any) -> bool:
     if allowed is Cadence:
         return Cadence.accepts(value)
     if allowed is int:

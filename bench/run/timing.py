@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.cadence import EPOCH, STEP, Cadence  # noqa: F401  (the timers' cadence; re-exported)
+from bench.core.cadence import EPOCH as EPOCH  # the timers' cadence, re-exported
+from bench.core.cadence import STEP as STEP
+from bench.core.cadence import Cadence as Cadence
 
 clock: Callable[[], float] = time.perf_counter
 
