@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -22,7 +23,7 @@ USAGE_EXIT = 2
 BANNER_WIDTH = 78
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """Raise a usage error that ``main`` prints as one line (exit code 2)."""
     raise click.UsageError(message)
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
+from bench.results.schema import to_json
 from bench.run import datasets
 from bench.run.datasets import Dataset
 from bench.run.workloads import get_workload
@@ -348,7 +349,7 @@ def test_keras_fit_s_is_the_fit_calls_wall_time(monkeypatch):
 
     monkeypatch.setattr(keras.Model, "fit", timed_fit)
     w, ds = small("mnist_mlp", 256)
-    m = keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, knobs.KerasFitSettings())["metrics"]
+    m = to_json(keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, knobs.KerasFitSettings()).metrics)
     assert len(spans) == 1
     assert m["fit_s"] == pytest.approx(spans[0], rel=0.02, abs=0.02)
     assert m["fit_s_per_epoch"] == pytest.approx(m["fit_s"] / 3)
@@ -376,7 +377,7 @@ def test_torch_fit_s_is_the_epochs_and_their_validation(monkeypatch):
     t0 = time.perf_counter()
     out = torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, knobs.TorchFitSettings())
     outer = time.perf_counter() - t0
-    m = out["metrics"]
+    m = to_json(out.metrics)
     inner = sum(m["epoch_s"]) + sum(evals)
     assert len(evals) == 3
     assert inner <= m["fit_s"] <= inner * 1.05 + 0.02

@@ -150,3 +150,29 @@ def test_bench_fields_prints_the_declarations():
     lines = out.output.splitlines()
     assert len(lines) == len(FIELDS)
     assert any(line.startswith("metrics.examples_per_j: ") and "repeats: derived" in line for line in lines)
+
+
+# ---- the engines' typed blocks and their JSON ----------------------------------------------------------------
+
+def test_to_json_writes_the_given_fields_a_given_null_included_and_the_extra_keys_last():
+    """A block writes what its producer gave, as the dict it replaced did: an explicit None stays a null (memory on a
+    CPU), a field never set stays absent (no params_effective on Keras), undeclared keys follow the declared ones."""
+    assert schema.to_json(schema.Memory(device_peak_bytes=None)) == {"device_peak_bytes": None}
+    assert schema.to_json(schema.Model(10, 8)) == {"params_total": 10, "params_trainable": 8}
+    m = Metrics(epochs=2, steady_epoch_s=None)
+    m.fit_s = 1.5
+    m.update({"fit_s_per_epoch": 0.75, "not_declared": 3})
+    out = schema.to_json(m)
+    assert out == {"epochs": 2, "steady_epoch_s": None, "fit_s": 1.5, "fit_s_per_epoch": 0.75, "not_declared": 3}
+    assert list(out)[-1] == "not_declared" and m.extra == {"not_declared": 3}
+    s = schema.EffectiveSettings(torch_version="2.13.0")
+    s.update({"precision": "float32", "torch_matmul_allow_tf32": False})
+    assert (s.torch_matmul_allow_tf32, s.extra) == (False, {"precision": "float32"})
+    assert schema.to_json(s) == {"torch_matmul_allow_tf32": False, "torch_version": "2.13.0", "precision": "float32"}
+
+
+def test_a_block_rejects_an_undeclared_keyword():
+    """The engines build blocks with keywords (Metrics(**timer.summary(...))): a key the schema does not declare
+    fails there, not in the collector."""
+    with pytest.raises(TypeError):
+        Metrics(ms_per_stepmean=1.0)  # type: ignore[call-arg]

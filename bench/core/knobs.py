@@ -8,7 +8,7 @@ record with the reason (a sweep never crashes on one).
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from bench.core.cadence import Cadence
 from bench.core.stacks import Stack
@@ -51,6 +51,9 @@ class SettingsError(ValueError):
     """A setting that does not exist for the engine, or a value it does not allow (the message says which)."""
 
 
+_S = TypeVar("_S", bound="Settings")
+
+
 @dataclass(frozen=True)
 class Settings:
     """The typed settings of one engine family: each field is a knob with its default, allowed values and
@@ -88,7 +91,7 @@ class Settings:
         return None
 
     @classmethod
-    def from_dict(cls, settings: dict[str, Any]):
+    def from_dict(cls: type[_S], settings: dict[str, Any]) -> _S:
         """The typed settings of a cell (unset knobs take their defaults).
 
         Raises:
@@ -211,7 +214,7 @@ def describe_allowed(allowed: Any) -> str:
     return allowed.__name__ if isinstance(allowed, type) else ", ".join(map(repr, allowed))
 
 
-def _valid_value(allowed, value) -> bool:
+def _valid_value(allowed: Any, value: Any) -> bool:
     if allowed is Cadence:
         return Cadence.accepts(value)
     if allowed is int:

@@ -238,11 +238,12 @@ def gpu_state_checks(gpu: dict[str, str], run: Runner, device: str = "gpu") -> l
     out.append(mig_check(gpu, device))
     out.append(Check("ECC", "info", gpu["ecc.mode.current"]))
     limit, top = gpu["power.limit"], gpu["power.max_limit"]
-    if _num(limit) is None or _num(top) is None:
+    limit_w, top_w = _num(limit), _num(top)
+    if limit_w is None or top_w is None:
         out.append(Check("Power limit", "warn", f"{limit} W of {top} W max: not reported by nvidia-smi",
                          "nvidia-smi -q -d POWER says why; a capped GPU runs slower"))
     else:
-        capped = _num(limit) < _num(top)
+        capped = limit_w < top_w
         out.append(Check("Power limit", "warn" if capped else "ok", f"{limit} W of {top} W max",
                          f"sudo nvidia-smi -pl {top} (a lower cap slows the GPU)" if capped else ""))
     app, default = gpu["clocks.applications.graphics"], gpu["clocks.default_applications.graphics"]

@@ -55,7 +55,7 @@ def load_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], list[tupl
     return good, bad
 
 
-def to_frame(records: list[dict[str, Any]]):
+def to_frame(records: list[dict[str, Any]]) -> Any:
     """A pandas DataFrame with one row per record, its columns in the declared order (``column_order``)."""
     import pandas as pd
 
@@ -63,7 +63,7 @@ def to_frame(records: list[dict[str, Any]]):
     return df[column_order(list(df.columns))]
 
 
-def pivot_ms_per_step(df):
+def pivot_ms_per_step(df: Any) -> Any:
     """ms/step (mean over steady steps) by (workload, task) x stack; non-ok cells show their status."""
     import pandas as pd
 

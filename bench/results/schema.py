@@ -16,11 +16,12 @@ Standard library only (``bench.results`` imports only ``bench.core``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from bench.core.knobs import SETTINGS
 
@@ -51,6 +52,70 @@ def entry(help: str, unit: str = "", rule: Rule = "first", default: Any = None) 
     return field(default=default, metadata=meta)
 
 
+# ---- blocks the engines return: they write what was given -------------------------------------------------------
+
+class Block:
+    """Base of a block that code fills in (the engines' ``Metrics``, ``Model``, ``Memory``, ``Output``,
+    ``EffectiveSettings``): it remembers which fields were given (constructor arguments, later assignments,
+    ``update``) and holds the keys it does not declare in ``extra``, so that ``to_json`` writes the block's JSON
+    as a dict would have: a null that was set stays a null, a field never set stays absent (records of schema 3
+    keep their keys). Subclasses are decorated ``@given @dataclass``."""
+
+    # set by @dataclass on each subclass; declared so that dataclasses.fields accepts a Block
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        given = self.__dict__.get("_given")
+        if given is not None:
+            given.add(name)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """Keys the block does not declare, in the order set (written after the declared ones)."""
+        return self.__dict__.setdefault("_extra", {})
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        """Set each key: a declared field as an attribute, any other key in ``extra``."""
+        declared = {f.name for f in dataclasses.fields(self)}
+        for key, value in values.items():
+            if key in declared:
+                setattr(self, key, value)
+            else:
+                self.extra[key] = value
+
+
+_B = TypeVar("_B", bound=type[Block])
+
+
+def given(cls: _B) -> _B:
+    """Make a ``Block`` dataclass record which fields its constructor was given (apply on top of ``@dataclass``)."""
+    init = cls.__init__
+    names = [f.name for f in dataclasses.fields(cls)]
+
+    @functools.wraps(init)
+    def __init__(self: Block, *args: Any, **kwargs: Any) -> None:
+        object.__setattr__(self, "_given", None)  # the generated __init__ sets every field: not all were given
+        init(self, *args, **kwargs)
+        object.__setattr__(self, "_given", {*names[:len(args)], *kwargs})
+
+    setattr(cls, "__init__", __init__)  # noqa: B010  (replaces the dataclass's __init__ by its wrapper, on purpose)
+    return cls
+
+
+def to_json(block: Block) -> dict[str, Any]:
+    """The JSON dict of ``block``: its given fields in declaration order (a nested ``Block`` as its own dict),
+    then its ``extra`` keys. The one place the engines' typed blocks become the record's JSON."""
+    given_names = block.__dict__.get("_given") or set()
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(block):
+        if f.name in given_names:
+            value = getattr(block, f.name)
+            out[f.name] = to_json(value) if isinstance(value, Block) else value
+    out.update(block.extra)
+    return out
+
+
 # ---- blocks ---------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -77,8 +142,9 @@ class Data:
     sha256: str | None = entry("checksum of the dataset file (null where not checked)")
 
 
+@given
 @dataclass
-class Metrics:
+class Metrics(Block):
     """``metrics``: the timed results. The rule says how a repeated cell's row gets each one."""
 
     ms_per_step_mean: float | None = entry("mean wall time per step over steady epochs: total time / steps", "ms",
@@ -184,8 +250,9 @@ class Spread:
                              "fraction", "aggregation")
 
 
+@given
 @dataclass
-class Model:
+class Model(Block):
     """``model``: the model as the framework built it."""
 
     params_total: int | None = entry("parameter count as the framework reports it")
@@ -193,16 +260,18 @@ class Model:
     params_effective: int | None = entry("parameters in use where counted apart (e.g. tied weights once)")
 
 
+@given
 @dataclass
-class Memory:
+class Memory(Block):
     """``memory``: peak memory."""
 
     host_peak_rss_bytes: int | None = entry("peak resident memory of the cell's own process", "bytes")
     device_peak_bytes: int | None = entry("peak device memory the framework allocated (null on CPU)", "bytes")
 
 
+@given
 @dataclass
-class Output:
+class Output(Block):
     """``output``: paper suite, the last step's output."""
 
     shapes: Any = entry("the shapes of the last step's output (predict: the model's, torch fit: the loss)")
@@ -317,8 +386,9 @@ class Telemetry:
 _TF32_SWITCHES = ("the framework's TF32 switch as the cell ended")
 
 
+@given
 @dataclass
-class EffectiveSettings:
+class EffectiveSettings(Block):
     """``settings``: every knob (``bench.core.knobs``: declared there) and what took effect, as the engines and
     the worker recorded it. Engine-specific keys beyond these are allowed."""
 

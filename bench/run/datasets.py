@@ -16,7 +16,7 @@ import re
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -125,7 +125,8 @@ def parse_babi(lines: list[str]) -> list[tuple[list[str], list[str], str]]:
     A line is ``ID text`` or, for a question, ``ID question<TAB>answer<TAB>supporting ids``; ID 1
     starts a new story. The story of a question is every statement before it (as in babi_rnn.py).
     """
-    out, story = [], []
+    out: list[tuple[list[str], list[str], str]] = []
+    story: list[list[str]] = []  # the story's sentences, each a list of tokens
     for raw in lines:
         line = raw.strip()
         if not line:
@@ -182,7 +183,15 @@ READERS = {"mnist": read_mnist_npz, "cifar10": read_cifar10_tar, "babi": read_ba
 # ---- synthetic stand-ins ----------------------------------------------------------------------------
 
 #: Per-example shapes of the real data, and example counts (train, test).
-SYNTHETIC = {
+class SyntheticSpec(TypedDict):
+    """A dataset's shapes for ``synthetic``: each input's (per-example shape, dtype), (n_train, n_val), meta."""
+
+    inputs: list[tuple[tuple[int, ...], str]]
+    n: tuple[int, int]
+    meta: dict[str, int]
+
+
+SYNTHETIC: dict[str, SyntheticSpec] = {
     "mnist": {"inputs": [((28, 28, 1), "float32")], "n": (60000, 10000), "meta": {"num_classes": 10}},
     "cifar10": {"inputs": [((32, 32, 3), "float32")], "n": (50000, 10000), "meta": {"num_classes": 10}},
     # qa2 (1k) as vectorised by babi_rnn.py: vocabulary 35 words + padding.

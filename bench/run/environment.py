@@ -98,7 +98,7 @@ def mig_mode(nv, handle) -> bool | None:
     return int(current) == int(getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1))
 
 
-def gpu_info(env: dict[str, str] | None = None) -> dict[str, Any]:
+def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The cell's GPU as NVML sees it: name, UUID, driver, CUDA driver version, memory (bytes), MIG mode, and
     ``nvml_device``, the NVML index or UUID it was read from.
 
@@ -114,7 +114,8 @@ def gpu_info(env: dict[str, str] | None = None) -> dict[str, Any]:
     """
     from bench.run.telemetry import nvml_index
 
-    env = os.environ if env is None else env
+    if env is None:
+        env = os.environ
     try:
         import pynvml as nv  # provided by nvidia-ml-py
 

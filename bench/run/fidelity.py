@@ -27,12 +27,13 @@ from typing import Any
 
 from bench.core.knobs import KerasFitSettings, settings_class
 from bench.core.stacks import get_stack
+from bench.results.schema import to_json
 from bench.run import telemetry
 from bench.run.cellenv import cell_env
 from bench.run.engines import epoch_engine, frameworks
 from bench.run.engines.frameworks import make_barrier
 from bench.run.timing import Cadence, clock
-from bench.run.workloads import get_workload
+from bench.run.workloads import Workload, get_workload
 
 #: The free-running loops' math mode: the harness cell's default (each framework's shipped TF32 mode), so the
 #: two sides of the comparison differ only in how they are timed.
@@ -132,6 +133,8 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     for c in cadences:
         Cadence.parse(c)
     stack, w = get_stack(stack_id), get_workload(workload)
+    if not isinstance(w, Workload):
+        raise ValueError(f"{workload} is step-timed (paper suite): fidelity times the fit loop of a classic workload")
     env = cell_env(stack, device)  # as a default cell's process: before any framework import
     for removed in set(os.environ) - set(env):  # cell_env drops what a cell must not inherit (a TF32 override)
         del os.environ[removed]
@@ -156,9 +159,9 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
             continue
         tel = telemetry.for_device(device)  # the harness as cells run it, sampler included
         # augment=False: the free-running loop trains on the stored images, so the harness must too
-        runs[name].append(epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
-                                                        settings_cls(sync=name, augment=False),
-                                                        telemetry=tel)["metrics"])
+        out = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
+                                             settings_cls.from_dict({"sync": name, "augment": False}), telemetry=tel)
+        runs[name].append(to_json(out.metrics))
     hand_mean = sum(hand_ms) / len(hand_ms)
     per_cadence = {}
     for c, ms in runs.items():

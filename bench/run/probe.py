@@ -103,7 +103,7 @@ def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: 
     return None, ((p.stderr.strip().splitlines() or ["no output"])[-1])[:300]
 
 
-def nvml_identity(info: dict[str, Any]) -> dict[str, str] | None:
+def nvml_identity(info: dict[str, Any]) -> dict[str, str | None] | None:
     """The NVML name and UUID of ``bench.run.environment.gpu_info``'s answer (None without NVML): the key that
     ``measured_peak`` matches a record's ``env.gpu`` against."""
     if not info.get("available"):

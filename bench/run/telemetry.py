@@ -162,7 +162,8 @@ class CpuMeter:
 
     def __init__(self, clock: Callable[[], float]):
         self._clock = clock
-        self._t0 = self._c0 = None
+        self._t0: float | None = None
+        self._c0: float | None = None
 
     @staticmethod
     def _cpu_s() -> float:
@@ -173,7 +174,7 @@ class CpuMeter:
         self._t0, self._c0 = self._clock(), self._cpu_s()
 
     def stop(self) -> float | None:
-        if self._t0 is None:
+        if self._t0 is None or self._c0 is None:
             return None
         wall = self._clock() - self._t0
         return 100.0 * (self._cpu_s() - self._c0) / wall if wall > 0 else None
@@ -387,17 +388,17 @@ class Telemetry:
         counter = [counter_energy_j([a, b]) if a[1] is not None and b[1] is not None
                    else (None, "no energy-counter reading at an epoch edge") for a, b in used]
         failed = [n for j, n in counter if j is None]
-        counter_j = None if failed else sum(j for j, _ in counter)
+        counter_j = None if failed else sum(j for j, _ in counter if j is not None)  # none is None unless failed
         note = failed[0] if failed else next((n for _, n in counter if n), None)  # e.g. "wrapped"
         integrated = [integrated_energy_j(self.samples, a[0], b[0]) for a, b in used]
-        integrated_j = sum(integrated) if all(j is not None for j in integrated) else None
+        known = [j for j in integrated if j is not None]
+        integrated_j = sum(known) if len(known) == len(integrated) else None
         epochs_j = []
         for a, b in epochs:
             j = counter_energy_j([a, b])[0] if a[1] is not None and b[1] is not None else None
             epochs_j.append(j if j is not None else integrated_energy_j(self.samples, a[0], b[0]))
-        energy, method = (counter_j, "counter") if counter_j is not None else (integrated_j, "integrated_power")
-        if energy is None:
-            method = None
+        energy = counter_j if counter_j is not None else integrated_j
+        method = None if energy is None else "counter" if counter_j is not None else "integrated_power"
         per_epoch = [j for j in (epochs_j[1:] if steady else epochs_j) if j is not None]
         j_epoch = float(np.mean(per_epoch)) if per_epoch else None
         # above idle (MLPerf power's convention, mlcommons/inference #2558): what the work added to the
@@ -499,7 +500,9 @@ def for_device(device: str, nvml=None, **kwargs) -> Telemetry | NullTelemetry:
         return NullTelemetry("CPU run: no GPU telemetry")
     try:
         if nvml is None:
-            import pynvml as nvml  # provided by nvidia-ml-py
+            import pynvml  # provided by nvidia-ml-py
+
+            nvml = pynvml
         nvml.nvmlInit()
     except Exception as e:
         return NullTelemetry(f"NVML unavailable: {describe_error(e)}")

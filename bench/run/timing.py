@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.cadence import EPOCH, STEP, Cadence  # noqa: F401  (the timers' cadence; re-exported)
+from bench.core.cadence import EPOCH as EPOCH  # the timers' cadence, re-exported
+from bench.core.cadence import STEP as STEP
+from bench.core.cadence import Cadence as Cadence
 
 clock: Callable[[], float] = time.perf_counter
 
@@ -61,7 +63,7 @@ def execution_stats(executions: Sequence[tuple[float, int]], basis: str = "execu
     if all(k == 1 for _, k in executions):
         return {**step_stats_ms([d for d, _ in executions]), "ms_per_step_basis": "step",
                 "executions": len(executions)}
-    out = step_stats_ms([d / k for d, k in executions])
+    out: dict[str, Any] = {**step_stats_ms([d / k for d, k in executions])}
     steps = sum(k for _, k in executions)
     out.update(ms_per_step_mean=1000.0 * sum(d for d, _ in executions) / steps, steps=steps,
                ms_per_step_basis=basis, executions=len(executions))

@@ -9,12 +9,31 @@ Two declared shapes, each implemented by one module per engine family (``keras``
 
 The framework specifics they share (barrier, TF32, GPU visibility, peak memory) live in
 ``bench.run.engines.frameworks``, one class per framework.
+
+The record blocks an engine owns are the schema's dataclasses (``bench.results.schema``), so mypy checks them
+from the engine to the worker; the worker turns them into the record's JSON in one place (``schema.to_json``).
+The pattern, for a new engine (e.g. plain JAX, modelled on ``torch_engine``)::
+
+    effective = EffectiveSettings(torch_version=torch.__version__)   # declared settings: typed keywords
+    effective.update({"precision": precision, "compile": mode})       # knobs in effect, other engine keys: extra
+    effective.update(frameworks.set_tf32("torch", settings.tf32))     # a mapping: declared keys set, others extra
+    metrics = Metrics(**timer.summary(batch_size, trained))        # a mapping's keys: each must be declared
+    metrics.update(fit_metrics(fit_s, epochs))
+    return EpochResult(settings=effective, metrics=metrics, history=hist,
+                       model=Model(params_total=..., params_trainable=...),
+                       memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)))
+
+A block writes exactly the fields it was given (a given None stays a null, an unset field stays absent), so
+returning a dataclass writes the same JSON as the dict it replaced.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from bench.results.schema import EffectiveSettings, Memory, Metrics, Model, Output
 
 if TYPE_CHECKING:
     from bench.core.knobs import Settings
@@ -29,35 +48,43 @@ class Unsupported(Exception):
     """The cell cannot run on this stack or with these settings; the message is the reason."""
 
 
-class EpochResult(TypedDict):
+@dataclass
+class EpochResult:
     """What an epoch engine returns: the record blocks it owns.
 
-    settings: the settings in effect (framework versions, precision policy, TF32 switches, pipeline...).
-    metrics: ``EpochTimer.summary``: ms/step statistics, first and steady epoch (s), samples/s.
-    history: per-epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy``.
+    settings: the settings in effect (framework versions, precision policy, TF32 switches, pipeline...; knobs and
+        engine-specific keys in ``settings.extra``).
+    metrics: ``EpochTimer.summary`` and ``fit_metrics``: ms/step statistics, first and steady epoch (s), samples/s.
+    history: per-epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy`` (an open mapping in the record).
     model: ``params_total``, ``params_trainable`` (and ``params_effective`` where counted).
     memory: ``device_peak_bytes`` (bytes; None on CPU).
     """
 
-    settings: dict[str, Any]
-    metrics: dict[str, Any]
+    settings: EffectiveSettings
+    metrics: Metrics
     history: dict[str, list[float]]
-    model: dict[str, Any]
-    memory: dict[str, Any]
+    model: Model
+    memory: Memory
 
 
-class StepResult(TypedDict):
+@dataclass
+class StepResult:
     """What a step engine returns: the settings in effect, the timer holding the first step apart from the
     timed ones (the worker derives ms/step and throughput from it), model counts, peak memory, the last
     step's output shapes and finiteness (``bench.run.workloads.check_output``; None without an array), and the
     notes the record must carry (its differences from the source)."""
 
-    output: dict[str, Any] | None
-    settings: dict[str, Any]
+    output: Output | None
+    settings: EffectiveSettings
     timer: EpochTimer
-    model: dict[str, Any]
-    memory: dict[str, Any]
-    notes: list[str]
+    model: Model
+    memory: Memory
+    notes: list[str] = field(default_factory=list)
+
+
+def output_block(checked: dict[str, Any] | None) -> Output | None:
+    """``bench.run.workloads.check_output``'s answer as the record's ``output`` block (None stays None)."""
+    return None if checked is None else Output(shapes=checked["shapes"], finite=checked["finite"])
 
 
 class EpochEngine(Protocol):

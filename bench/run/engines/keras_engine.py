@@ -14,6 +14,7 @@ import numpy as np
 
 from bench.core.knobs import KerasFitSettings, augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
+from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
 from bench.run.engines import EpochResult, Unsupported, frameworks
 from bench.run.engines.frameworks import make_barrier
@@ -335,7 +336,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     if stack.backend == "torch" and settings.jit_compile is True:
         frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
-    effective: dict[str, Any] = {"keras_version": keras.__version__}
+    effective = EffectiveSettings(keras_version=keras.__version__)
     effective.update(frameworks.set_tf32(stack.backend, settings.tf32))
     precision = settings.precision
     keras.mixed_precision.set_global_policy(precision)
@@ -355,22 +356,22 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         "steps_per_execution": compile_kw["steps_per_execution"],
         "keras_backend": keras.backend.backend(),
         "data_pipeline": settings.data_pipeline,
-        "loss": LOSS,
-        "optimizer": optimizer_record(optimizer),
     })
+    effective.loss = LOSS
+    effective.optimizer = optimizer_record(optimizer)
     augmenting = augment_in_effect(settings, workload.augmentation is not None)
-    effective["augment"] = augmenting
+    effective.extra["augment"] = augmenting
     trained = ds.n_train
     aug = workload.augmentation
     if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
-        fit_kw, effective["augmentation"] = augmented_train_data(keras, aug, ds, batch_size)
-        effective.update(data_pipeline="host_augmentation", train_data_placement=AUGMENTED_PLACEMENT,
-                         shuffle_buffer=ds.n_train)
+        fit_kw, effective.augmentation = augmented_train_data(keras, aug, ds, batch_size)
+        effective.update({"data_pipeline": "host_augmentation", "train_data_placement": AUGMENTED_PLACEMENT,
+                          "shuffle_buffer": ds.n_train})
         trained = ds.n_train // batch_size * batch_size if aug.drop_remainder else ds.n_train
     else:
         fit_kw = train_data(keras, settings.data_pipeline, ds, batch_size)
-        effective["train_data_placement"] = placement(settings.data_pipeline, stack.keras_major or 0, stack.backend)
-        effective["shuffle_buffer"] = shuffle_buffer(settings.data_pipeline, ds.n_train)
+        effective.train_data_placement = placement(settings.data_pipeline, stack.keras_major or 0, stack.backend)
+        effective.shuffle_buffer = shuffle_buffer(settings.data_pipeline, ds.n_train)
 
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
@@ -386,13 +387,15 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         if telemetry:
             telemetry.stop()
     trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
-    return {
-        "settings": effective,
-        "metrics": {**timer.summary(batch_size, trained), **fit_metrics(fit_s, epochs)},
-        "history": {k: [float(v) for v in vals] for k, vals in history.history.items()},
-        "model": {"params_total": int(model.count_params()), "params_trainable": trainable},
-        "memory": {"device_peak_bytes": frameworks.device_peak_bytes(stack.backend, device)},
-    }
+    metrics = Metrics(**timer.summary(batch_size, trained))
+    metrics.update(fit_metrics(fit_s, epochs))
+    return EpochResult(
+        settings=effective,
+        metrics=metrics,
+        history={k: [float(v) for v in vals] for k, vals in history.history.items()},
+        model=Model(params_total=int(model.count_params()), params_trainable=trainable),
+        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
+    )
 
 
 def param_count(stack: Stack, workload: Workload, meta: dict[str, Any]) -> int:

@@ -18,7 +18,8 @@ import numpy as np
 from bench.core.knobs import KerasStepSettings
 from bench.core.reference import keras_benchmarks as source
 from bench.core.stacks import Stack
-from bench.run.engines import StepResult, frameworks
+from bench.results.schema import EffectiveSettings, Memory, Model
+from bench.run.engines import StepResult, frameworks, output_block
 from bench.run.engines.frameworks import make_barrier
 from bench.run.engines.keras_engine import import_keras, make_timing_callback
 from bench.run.timing import EpochTimer, time_calls
@@ -55,6 +56,8 @@ def jit_request(stack: Stack, workload: str, task: str, knob: bool | str | None)
     if knob is not None:
         return knob, "jit_compile knob (variant)"
     decl = source.source_jit(workload, task)
+    if stack.keras_major is None:
+        raise ValueError(f"{stack.id} is not a Keras stack: keras_steps does not run it")
     return decl.requested(stack.keras_major, stack.backend), decl.cite
 
 
@@ -68,6 +71,8 @@ def compile_job(keras, job: Job, task: str, requested: bool | str) -> None:
         return
     kw = {} if requested == source.NOT_REQUESTED else {"jit_compile": requested}
     if task == "fit":
+        if job.optimizer is None:
+            raise ValueError(f"the {task} job of {type(job.model).__name__} names no optimizer")
         job.model.compile(optimizer=_optimizer(keras, job.optimizer), loss=job.loss, **kw)
     elif kw:
         job.model.compile(**kw)
@@ -117,11 +122,11 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     if stack.backend == "torch" and requested is True:
         frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
-    effective: dict[str, Any] = {"keras_version": keras.__version__, "keras_backend": keras.backend.backend(),
-                                 "jit_compile_requested": requested, "jit_compile_requested_by": requested_by,
-                                 "steps": steps}
+    effective = EffectiveSettings(keras_version=keras.__version__, keras_backend=keras.backend.backend(),
+                                  jit_compile_requested=requested, jit_compile_requested_by=requested_by)
+    effective.extra["steps"] = steps
     effective.update(frameworks.set_tf32(stack.backend, settings.tf32))
-    effective["precision"] = _set_precision(keras, stack, w.model.precision)
+    effective.extra["precision"] = _set_precision(keras, stack, w.model.precision)
     keras.utils.set_random_seed(0)
     job = w.model.keras_job(stack, keras, task, cfg, batch,
                             {"jit_compile": requested, "jit_compile_knob": settings.jit_compile,
@@ -144,17 +149,17 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         if telemetry:
             telemetry.stop()
     if task == "generate":
-        effective["jit_compile"], effective["generate_function"] = generate_compiler(stack.backend, job.model)
+        effective.extra["jit_compile"], effective.generate_function = generate_compiler(stack.backend, job.model)
     else:
-        effective["jit_compile"] = jit_in_effect(job.model)
-    effective["generated_tokens"] = job.checked_tokens(result)
+        effective.extra["jit_compile"] = jit_in_effect(job.model)
+    effective.generated_tokens = job.checked_tokens(result)
     effective.update(job.recorded)
     trainable = int(sum(np.prod(v.shape) for v in job.model.trainable_weights))
-    return {
-        "output": check_output(task, result),
-        "settings": effective,
-        "timer": timer,
-        "model": {"params_total": int(job.model.count_params()), "params_trainable": trainable},
-        "memory": {"device_peak_bytes": frameworks.device_peak_bytes(stack.backend, device)},
-        "notes": list(job.notes),
-    }
+    return StepResult(
+        output=output_block(check_output(task, result)),
+        settings=effective,
+        timer=timer,
+        model=Model(params_total=int(job.model.count_params()), params_trainable=trainable),
+        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
+        notes=list(job.notes),
+    )

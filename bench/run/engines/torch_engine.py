@@ -13,6 +13,7 @@ import numpy as np
 
 from bench.core.knobs import TorchFitSettings, augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
+from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
 from bench.run.engines import EpochResult, Unsupported, frameworks
 from bench.run.engines.frameworks import make_barrier
@@ -295,44 +296,45 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     pipeline, mode, precision = settings.data_pipeline, settings.compile, settings.precision
     if mode != "none":
         frameworks.require_torch_compile(device, f"compile={mode}")
-    effective: dict[str, Any] = {"torch_version": torch.__version__, "precision": precision, "compile": mode,
-                                 "data_pipeline": pipeline, "num_workers": settings.num_workers,
-                                 # tensors_on_device holds the data on the device whatever preload says
-                                 "preload": settings.preload or pipeline == "tensors_on_device"}
+    effective = EffectiveSettings(torch_version=torch.__version__)
+    effective.update({"precision": precision, "compile": mode, "data_pipeline": pipeline,
+                      "num_workers": settings.num_workers,
+                      # tensors_on_device holds the data on the device whatever preload says
+                      "preload": settings.preload or pipeline == "tensors_on_device"})
     effective.update(frameworks.set_tf32("torch", settings.tf32))
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     model = workload.build_torch(ds.meta).to(dev)
     opt = make_optimizer(torch, model.parameters(), workload)
     scheduler = make_scheduler(torch, opt, workload)
-    effective["optimizer"] = optimizer_record(opt, workload)
+    effective.optimizer = optimizer_record(opt, workload)
     loss_fn = torch.nn.CrossEntropyLoss()
-    effective["loss"] = "CrossEntropyLoss (logits)"
+    effective.loss = "CrossEntropyLoss (logits)"
     step_model = model if mode == "none" else torch.compile(model) if mode == "default" else \
         torch.compile(model, mode=mode)
     amp_dtype = {"float16_autocast": torch.float16, "bfloat16_autocast": torch.bfloat16}.get(precision)
     scaler = torch.amp.GradScaler(dev.type) if settings.grad_scaler else None
-    effective["grad_scaler"] = scaler is not None
+    effective.extra["grad_scaler"] = scaler is not None
     n = trained = ds.n_train
-    effective["augment"] = augmenting
+    effective.extra["augment"] = augmenting
     aug = workload.augmentation
     if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
-        loader, effective["augmentation"] = augmented_loader(torch, aug, ds, workload, batch_size, dev)
+        loader, effective.augmentation = augmented_loader(torch, aug, ds, workload, batch_size, dev)
         batches = _on_device(loader, dev)
-        effective.update(data_pipeline="host_augmentation", train_data_placement=AUGMENTED_PLACEMENT,
-                         num_workers=aug.workers, preload=False, shuffle_buffer=n)
+        effective.update({"data_pipeline": "host_augmentation", "train_data_placement": AUGMENTED_PLACEMENT,
+                          "num_workers": aug.workers, "preload": False, "shuffle_buffer": n})
         trained = n // batch_size * batch_size if aug.drop_remainder else n
     else:
         batches = make_batches(torch, pipeline, settings, ds, workload, batch_size, dev)
-        effective["shuffle_buffer"] = n  # a full permutation each epoch (randperm, DataLoader(shuffle=True))
+        effective.shuffle_buffer = n  # a full permutation each epoch (randperm, DataLoader(shuffle=True))
     xv = to_tensors(torch, ds.x_val, workload.torch_layout, dev)
     if pipeline == "torchvision_dataset_transforms" and not augmenting:
         # validate on what the model trains on: the transform's normalised pixels
         (mean,), (std,) = MNIST_NORMALIZE
         xv = tuple((x - mean) / std for x in xv)
-        effective["normalize"] = {"mean": list(MNIST_NORMALIZE[0]), "std": list(MNIST_NORMALIZE[1]),
-                                  "source": "assumed: MNIST's, as pytorch/examples mnist/main.py (the post does not "
-                                            "print its constants)"}
+        effective.normalize = {"mean": list(MNIST_NORMALIZE[0]), "std": list(MNIST_NORMALIZE[1]),
+                               "source": "assumed: MNIST's, as pytorch/examples mnist/main.py (the post does not "
+                                         "print its constants)"}
     yv = torch.from_numpy(ds.y_val).long().to(dev)
     barrier = make_barrier("torch", device)
     cadence = Cadence.parse(settings.sync)
@@ -388,11 +390,13 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
             telemetry.stop()
 
     total = int(sum(p.numel() for p in model.parameters()))
-    return {
-        "settings": effective,
-        "metrics": {**timer.summary(batch_size, trained), **fit_metrics(fit_s, epochs)},
-        "history": hist,
-        "model": {"params_total": total, "params_effective": effective_param_count(model),
-                  "params_trainable": int(sum(p.numel() for p in model.parameters() if p.requires_grad))},
-        "memory": {"device_peak_bytes": frameworks.device_peak_bytes("torch", device)},
-    }
+    metrics = Metrics(**timer.summary(batch_size, trained))
+    metrics.update(fit_metrics(fit_s, epochs))
+    return EpochResult(
+        settings=effective,
+        metrics=metrics,
+        history=hist,
+        model=Model(params_total=total, params_effective=effective_param_count(model),
+                    params_trainable=int(sum(p.numel() for p in model.parameters() if p.requires_grad))),
+        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)),
+    )

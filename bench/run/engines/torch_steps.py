@@ -12,7 +12,8 @@ from typing import Any
 
 from bench.core.knobs import TorchStepSettings
 from bench.core.stacks import Stack
-from bench.run.engines import StepResult, frameworks
+from bench.results.schema import EffectiveSettings, Memory, Model
+from bench.run.engines import StepResult, frameworks, output_block
 from bench.run.engines.frameworks import make_barrier
 from bench.run.timing import EpochTimer, time_calls
 from bench.run.workloads import Job, StepWorkload, check_output
@@ -52,8 +53,8 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     mode = settings.compile
     if mode != "none":
         frameworks.require_torch_compile(device, f"compile={mode}")
-    effective: dict[str, Any] = {"torch_version": torch.__version__, "compile": mode, "steps": steps,
-                                 "precision": w.model.precision}
+    effective = EffectiveSettings(torch_version=torch.__version__)
+    effective.update({"compile": mode, "steps": steps, "precision": w.model.precision})
     effective.update(frameworks.set_tf32("torch", settings.tf32))
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
@@ -83,14 +84,14 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     finally:
         if telemetry:
             telemetry.stop()
-    effective["generated_tokens"] = job.checked_tokens(result)
+    effective.generated_tokens = job.checked_tokens(result)
     effective.update(job.recorded)
-    return {
-        "output": check_output(task, result),
-        "settings": effective,
-        "timer": timer,
-        "model": {"params_total": int(sum(p.numel() for p in model.parameters())),
-                  "params_trainable": int(sum(p.numel() for p in model.parameters() if p.requires_grad))},
-        "memory": {"device_peak_bytes": frameworks.device_peak_bytes("torch", device)},
-        "notes": list(job.notes),
-    }
+    return StepResult(
+        output=output_block(check_output(task, result)),
+        settings=effective,
+        timer=timer,
+        model=Model(params_total=int(sum(p.numel() for p in model.parameters())),
+                    params_trainable=int(sum(p.numel() for p in model.parameters() if p.requires_grad))),
+        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)),
+        notes=list(job.notes),
+    )

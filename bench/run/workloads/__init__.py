@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.core.reference.keras_benchmarks import NUM_STEPS
 from bench.run.datasets import Dataset
@@ -304,7 +304,10 @@ SUITES: dict[str, list[str]] = {}
 SIZES = ("smoke", "full")
 
 
-def register(w: Workload | StepWorkload) -> Workload | StepWorkload:
+AnyWorkload = TypeVar("AnyWorkload", "Workload", "StepWorkload")
+
+
+def register(w: AnyWorkload) -> AnyWorkload:
     """Add ``w`` to the registry (and its suite). Raises ValueError on a duplicate name."""
     if w.name in WORKLOADS:
         raise ValueError(f"workload {w.name!r} registered twice")

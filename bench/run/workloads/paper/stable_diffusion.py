@@ -127,7 +127,9 @@ class StableDiffusion(PaperModel):
         unet = self.torch_unet(cfg, dev)
         sched = diffusers.PNDMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
                                         skip_prk_steps=True, steps_offset=1)
-        sched.set_timesteps(50)  # the pipeline default; the loop cycles through them
+        # the pipeline default; the loop cycles through them. The ignore: under TYPE_CHECKING, diffusers/__init__.py
+        # (0.42.1) binds PNDMScheduler to utils/dummy_pt_objects.py's placeholder class, which has no set_timesteps
+        sched.set_timesteps(50)  # type: ignore[attr-defined]
         rng = _rng()
         text = torch.from_numpy(rng.standard_normal((2 * batch, cfg["text_len"], cfg["text_dim"]),
                                                     dtype=np.float32)).to(dev)
