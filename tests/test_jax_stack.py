@@ -143,8 +143,8 @@ def test_flax_dropout_follows_train_and_eval():
 def optax_steps(w) -> np.ndarray:
     import jax
     import jax.numpy as jnp
-
     import optax
+
     from bench.run.engines.jax_engine import make_optimizer
 
     jax.config.update("jax_enable_x64", True)
@@ -303,7 +303,6 @@ def test_jit_off_runs_op_by_op_and_trains_the_same_model():
 def test_settings_in_effect_are_recorded_true():
     import flax
     import jax
-
     import optax
 
     out = _fit("mnist_cnn_tuning", precision="bfloat16", data_pipeline="device_put_once", sync="step", tf32="off")
@@ -330,9 +329,9 @@ def test_bfloat16_computes_in_bfloat16_with_float32_parameters():
     rounding, as Flax layers with dtype=bfloat16, param_dtype=float32 give."""
     import jax
     import jax.numpy as jnp
+    import optax
     from flax import nnx
 
-    import optax
     from bench.run.engines.jax_engine import make_optimizer, make_steps
 
     w = get_workload("mnist_mlp")

@@ -17,10 +17,10 @@ _PIPELINE = ("how batches reach the model: numpy_fit (NumPy arrays to fit), tf_d
              "(tf.data from arrays or tensors, shuffle, batch and prefetch with AUTOTUNE), tensors_fit (backend "
              "tensors preloaded on the device, to fit), tensors_on_device (PyTorch: tensors on the device, a "
              "shuffled index per step), tensor_dataset (TensorDataset + DataLoader), torchvision_dataset_transforms "
-             "(a per-item dataset with a ToTensor-style transform); JAX: numpy_batches (NumPy arrays sliced per step on "
-             "the host, each batch moved to the device by the jitted step), device_put_once (the whole set placed on "
-             "the device first, a shuffled index per step), tf_data_numpy (tf.data on the CPU, as above, read as "
-             "NumPy batches)")
+             "(a per-item dataset with a ToTensor-style transform); JAX: numpy_batches (NumPy arrays sliced per "
+             "step on the host, each batch moved to the device by the jitted step), device_put_once (the whole set "
+             "placed on the device first, a shuffled index per step), tf_data_numpy (tf.data on the CPU, as above, "
+             "read as NumPy batches)")
 _PRECISION = ("float32, Keras mixed_float16/mixed_bfloat16 policies, PyTorch autocast fp16/bf16, or JAX bfloat16 "
               "(Flax's dtype=bfloat16 with param_dtype=float32: float32 parameters, bfloat16 compute)")
 _TF32 = ("TF32 for float32 matmuls and convolutions: default = each framework's shipped math mode (TensorFlow and "

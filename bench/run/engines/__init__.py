@@ -4,7 +4,8 @@ Two declared shapes, each implemented by one module per engine family (``keras``
 epoch engine only):
 
 - ``EpochEngine`` (``keras_engine``: ``model.fit`` on the Keras stacks; ``torch_engine``: a plain PyTorch
-  loop; ``jax_engine``: a plain JAX loop over a Flax NNX model) trains a classic workload on its dataset and returns an ``EpochResult``.
+  loop; ``jax_engine``: a plain JAX loop over a Flax NNX model) trains a classic workload on its dataset and
+  returns an ``EpochResult``.
 - ``StepEngine`` (``keras_steps``, ``torch_steps``) times the tasks of a step-timed workload (``paper``
   suite) and returns a ``StepResult``.
 

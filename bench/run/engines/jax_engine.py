@@ -294,9 +294,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         ValueError: an augmentation the pipeline cannot make (``Augmentation.check``).
     """
     import jax
-    from flax import nnx
-
     import optax
+    from flax import nnx
 
     reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
     if reason:
@@ -311,7 +310,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     effective["device"] = str(dev)
     model = build_model(nnx, workload, ds.meta)
     model.train()
-    train_def, params, rest = nnx.split(model, nnx.Param, ...)
+    train_def, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]  # flax's overloads: 3 parts
     model.eval()
     eval_def = nnx.graphdef(model)
     total = param_count(jax, params)
