@@ -7,10 +7,10 @@ from bench.run.workloads import SUITES
 ALL = list(DEFAULT_STACKS)
 
 
-def test_classic_matrix_is_25_cells_in_stable_order():
+def test_classic_matrix_is_30_cells_in_stable_order():
     cells = expand(ALL, "classic", "smoke", "cpu")
-    assert len(cells) == 25
-    assert len({c.id for c in cells}) == 25
+    assert len(cells) == 30
+    assert len({c.id for c in cells}) == 30
     assert [c.stack for c in cells[:5]] == ["keras2-tf"] * 5
     assert [c.workload for c in cells[:5]] == SUITES["classic"]
     assert all(c.timeout_s == 600 for c in cells)
@@ -40,7 +40,8 @@ def test_bad_selection(kw, msg):
 
 def test_stack_names_are_consistent():
     assert {s.service for s in STACKS.values()} == {
-        "keras2-bench", "tf-bench", "jax-bench", "torch-bench", "pytorch-bench", "pytorch-cu12-bench"}
+        "keras2-bench", "tf-bench", "jax-bench", "torch-bench", "pytorch-bench", "pytorch-cu12-bench",
+        "plain-jax-bench"}
     assert get_stack("keras2-tf").keras_major == 2
     assert get_stack("keras3-jax").keras_major == 3
     assert get_stack("pytorch").keras_major is None

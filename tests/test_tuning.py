@@ -50,7 +50,9 @@ def test_settings_are_typed_with_one_default_each():
         "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": "default",
                   "sync": "epoch"},
         "torch": {"data_pipeline": "tensors_on_device", "num_workers": 0, "preload": False, "compile": "none",
-                  "precision": "float32", "grad_scaler": False, "tf32": "default", "sync": "epoch"}}
+                  "precision": "float32", "grad_scaler": False, "tf32": "default", "sync": "epoch"},
+        "jax": {"data_pipeline": "numpy_batches", "jit_compile": True, "precision": "float32", "tf32": "default",
+                "sync": "epoch"}}
     assert knobs.KNOBS["keras"]["jit_compile"] == (False, True, "auto")
     assert knobs.STEP_KNOBS == {"keras": ("jit_compile", "tf32", "sync"), "torch": ("compile", "tf32", "sync")}
     assert set(knobs.DOCS) == set(knobs.KNOBS["keras"]) | set(knobs.KNOBS["torch"])
@@ -88,7 +90,7 @@ def test_tuning_suite_plans_one_cell_per_variant():
     ("workload: [", "not valid YAML"),
     ("- a\n- b", "is a mapping"),
     ("workload: mnist_cnn\ntask: fit", "no 'engines' or 'stacks'"),
-    ("workload: mnist_cnn\ntask: fit\nengines: {jax: {grid: []}}", "neither an engine"),
+    ("workload: mnist_cnn\ntask: fit\nengines: {tensorflow: {grid: []}}", "neither an engine"),
     ("workload: mnist_cnn\ntask: fit\nengines: {torch: {grid: [{compile: none}]}}", "non-empty list"),
 ])
 def test_bad_grid_files_are_clear_errors(tmp_path, capsys, text, message):

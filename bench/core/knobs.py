@@ -17,8 +17,12 @@ _PIPELINE = ("how batches reach the model: numpy_fit (NumPy arrays to fit), tf_d
              "(tf.data from arrays or tensors, shuffle, batch and prefetch with AUTOTUNE), tensors_fit (backend "
              "tensors preloaded on the device, to fit), tensors_on_device (PyTorch: tensors on the device, a "
              "shuffled index per step), tensor_dataset (TensorDataset + DataLoader), torchvision_dataset_transforms "
-             "(a per-item dataset with a ToTensor-style transform)")
-_PRECISION = "float32, Keras mixed_float16/mixed_bfloat16 policies, or PyTorch autocast fp16/bf16"
+             "(a per-item dataset with a ToTensor-style transform); JAX: numpy_batches (NumPy arrays sliced per "
+             "step on the host, each batch moved to the device by the jitted step), device_put_once (the whole set "
+             "placed on the device first, a shuffled index per step), tf_data_numpy (tf.data on the CPU, as above, "
+             "read as NumPy batches)")
+_PRECISION = ("float32, Keras mixed_float16/mixed_bfloat16 policies, PyTorch autocast fp16/bf16, or JAX bfloat16 "
+              "(Flax's dtype=bfloat16 with param_dtype=float32: float32 parameters, bfloat16 compute)")
 _TF32 = ("TF32 for float32 matmuls and convolutions: default = each framework's shipped math mode (TensorFlow and "
          "JAX: TF32 on; PyTorch: matmul off, cuDNN convolutions on), as the sources ran; off = strict FP32 "
          "(NVIDIA_TF32_OVERRIDE=0 plus the framework switches); on = TF32 for matmuls and convolutions in every "
@@ -27,7 +31,8 @@ _TF32 = ("TF32 for float32 matmuls and convolutions: default = each framework's 
 #: NVIDIA_TF32_OVERRIDE (it first appears in v0.0.6, commit f9792f0), the Keras 2.0.8 examples set nothing, and
 #: the tuning study changed only PyTorch's ``set_float32_matmul_precision`` (our ``on`` on that stack).
 TF32_MODES = ("default", "on", "off")
-_JIT = "Keras: XLA compilation of the train step (False, True, or Keras 3's 'auto')"
+_JIT = ("XLA compilation of the train step: Keras (False, True, or Keras 3's 'auto'); JAX (jax.jit of the step, "
+        "True by default; False runs it op by op)")
 _COMPILE = "PyTorch: torch.compile mode applied to the model (none = eager)"
 _SYNC = ("timing cadence: a device barrier and a clock read at epoch edges only (epoch), after every N steps "
          "(every:N: the spread is over windows) or after every step (step; the PyTorch loop also reads the loss "
@@ -167,15 +172,31 @@ class TorchStepSettings(Settings):
     sync: str = knob("step", ("step",), _STEP_SYNC)
 
 
+@dataclass(frozen=True)
+class JaxFitSettings(Settings):
+    """A plain JAX training loop: a Flax NNX model and an optax optimizer (``bench.run.engines.jax_engine``)."""
+
+    engine: ClassVar[str] = "jax"
+    data_pipeline: str = knob("numpy_batches", ("numpy_batches", "device_put_once", "tf_data_numpy"), _PIPELINE)
+    augment: bool | None = knob(None, bool, _AUGMENT)
+    jit_compile: bool = knob(True, bool, _JIT)
+    precision: str = knob("float32", ("float32", "bfloat16"), _PRECISION)
+    tf32: str = knob("default", TF32_MODES, _TF32)
+    sync: str = knob("epoch", Cadence, _SYNC)
+
+
 #: (engine, kind) -> its settings class; kind ``epochs`` (classic and tuning suites) or ``steps`` (paper).
 SETTINGS: dict[tuple[str, str], type[Settings]] = {
     ("keras", "epochs"): KerasFitSettings, ("torch", "epochs"): TorchFitSettings,
     ("keras", "steps"): KerasStepSettings, ("torch", "steps"): TorchStepSettings,
+    ("jax", "epochs"): JaxFitSettings,
 }
+#: The engines of the fit suites (classic, tuning); the step-timed paper suite has engines for keras and torch.
+FIT_ENGINES = tuple(e for e, kind in SETTINGS if kind == "epochs")
 
 
 def settings_class(engine: str, kind: str = "epochs") -> type[Settings]:
-    """The settings class of an engine (``keras`` or ``torch``) and kind (``epochs`` or ``steps``).
+    """The settings class of an engine (``keras``, ``torch`` or ``jax``) and kind (``epochs`` or ``steps``).
 
     Raises:
         ValueError: unknown engine or kind.
@@ -187,15 +208,15 @@ def settings_class(engine: str, kind: str = "epochs") -> type[Settings]:
 
 
 #: Allowed values per knob and engine (from the settings classes); ``int``: any positive integer.
-KNOBS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].allowed() for e in ("keras", "torch")}
+KNOBS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].allowed() for e in FIT_ENGINES}
 #: Values a knob takes when a cell does not set it (settings equal to these are dropped from variant names).
 #: Keras' jit_compile has no entry: its default differs between Keras 2 (off) and Keras 3 ('auto').
-DEFAULTS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].defaults() for e in ("keras", "torch")}
+DEFAULTS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].defaults() for e in FIT_ENGINES}
 #: What each knob means (``bench knobs`` prints it).
 #: A knob both kinds know keeps the fit engines' text (the step engines' sync takes one value).
 DOCS: dict[str, str] = {k: v for cls in reversed(SETTINGS.values()) for k, v in cls.help().items()}
 #: The knobs the step-timed engines (``paper`` suite) honour, per engine.
-STEP_KNOBS = {e: tuple(SETTINGS[(e, "steps")].allowed()) for e in ("keras", "torch")}
+STEP_KNOBS = {e: tuple(SETTINGS[(e, "steps")].allowed()) for e, kind in SETTINGS if kind == "steps"}
 
 TF_ONLY_PIPELINES = ("tf_data_numpy", "tf_data_tensors")
 
@@ -227,8 +248,12 @@ def _valid_value(allowed: Any, value: Any) -> bool:
 def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> str | None:
     """Why ``settings`` cannot run on ``stack`` (None when they can). Pure: imports no framework.
 
-    ``step_timed``: the cell is a step-timed workload, whose engines honour only ``STEP_KNOBS``.
+    ``step_timed``: the cell is a step-timed workload, whose engines honour only ``STEP_KNOBS`` (an engine without
+    a step engine, ``jax``, cannot run one).
     """
+    if step_timed and stack.engine not in STEP_KNOBS:
+        return (f"the {stack.engine} engine has no step-timed engine: the paper suite runs on "
+                f"{', '.join(STEP_KNOBS)} stacks (its models are Keras and Hugging Face PyTorch models)")
     if step_timed:
         ignored = sorted(set(settings) - set(STEP_KNOBS[stack.engine]))
         if ignored:
@@ -282,8 +307,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def augmentation_problem(settings: KerasFitSettings | TorchFitSettings, workload: str, has_augmentation: bool) -> \
-        str | None:
+def augmentation_problem(settings: KerasFitSettings | TorchFitSettings | JaxFitSettings, workload: str,
+                         has_augmentation: bool) -> str | None:
     """Why a fit cell's ``augment`` setting cannot run (None when it can). Pure: imports no framework.
 
     The augmentation is its own host pipeline (one background worker, per image, as the source's
@@ -295,6 +320,7 @@ def augmentation_problem(settings: KerasFitSettings | TorchFitSettings, workload
     if not (has_augmentation and settings.augment is not False):
         return None
     fixed = ({"data_pipeline": "numpy_fit"} if isinstance(settings, KerasFitSettings) else
+             {"data_pipeline": "numpy_batches"} if isinstance(settings, JaxFitSettings) else
              {"data_pipeline": "tensors_on_device", "num_workers": 0, "preload": False})
     changed = [f"{k}={getattr(settings, k)!r}" for k, v in fixed.items() if getattr(settings, k) != v]
     if changed:
@@ -303,7 +329,7 @@ def augmentation_problem(settings: KerasFitSettings | TorchFitSettings, workload
     return None
 
 
-def augment_in_effect(settings: KerasFitSettings | TorchFitSettings, has_augmentation: bool) -> bool:
+def augment_in_effect(settings: KerasFitSettings | TorchFitSettings | JaxFitSettings, has_augmentation: bool) -> bool:
     """Whether a cell trains on augmented images: the workload has a source augmentation and the cell did not
     turn it off (``augment`` unset or true)."""
     return has_augmentation and settings.augment is not False

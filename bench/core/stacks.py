@@ -109,7 +109,8 @@ class Stack:
         id: stack id used everywhere (e.g. ``keras3-jax``).
         service: its compose service name.
         title: human-readable description.
-        engine: ``keras`` (model.fit on a Keras model) or ``torch`` (a plain PyTorch loop).
+        engine: ``keras`` (model.fit on a Keras model), ``torch`` (a plain PyTorch loop) or ``jax`` (a plain
+            Flax NNX + optax loop).
         backend: the array framework doing the work: ``tensorflow``, ``jax`` or ``torch``.
         label: short column title in the report (e.g. ``Keras 3 JAX``).
         env: environment variables the worker process needs before importing the framework.
@@ -166,7 +167,7 @@ class Stack:
 
     @property
     def keras_major(self) -> int | None:
-        """2 for tf-keras, 3 for Keras 3, None for plain PyTorch."""
+        """2 for tf-keras, 3 for Keras 3, None for plain PyTorch or plain JAX."""
         if self.engine != "keras":
             return None
         return 2 if self.env.get("TF_USE_LEGACY_KERAS") == "1" else 3
@@ -190,6 +191,9 @@ STACKS: dict[str, Stack] = {
         Stack("pytorch", "pytorch-bench", "plain PyTorch, no Keras", "torch", "torch", "PyTorch",
               gpu_cuda="13.0", min_driver=580, reference="pytorch",
               imports=("torch", "torchvision", "transformers", "diffusers", "peft"), layer="torch"),
+        Stack("jax", "plain-jax-bench", "plain JAX: Flax NNX models, optax optimizers, no Keras", "jax", "jax",
+              "JAX (Flax)", imports=("jax", "flax", "optax", "tensorflow"),
+              layer="tensorflow"),  # TensorFlow for tf.data, and the same CUDA 12.9 libraries as TF's
         # PyPI's last CUDA 12 build of torch (2.10.0, CUDA 12.8) for R525-R575 drivers, which cannot run
         # the CUDA 13.0 torch 2.13.0 of `pytorch`; gpu only: PyPI has no CPU build of it.
         Stack("pytorch-cu12", "pytorch-cu12-bench", "plain PyTorch 2.10 on CUDA 12.8, for older drivers",

@@ -430,6 +430,9 @@ class EffectiveSettings(Block):
     keras_version: str | None = entry("Keras' version")
     keras_backend: str | None = entry("Keras' backend")
     torch_version: str | None = entry("PyTorch's version")
+    jax_version: str | None = entry("plain-JAX stack: JAX's version (jaxlib_version beside it)")
+    flax_version: str | None = entry("plain-JAX stack: Flax's version (the NNX models)")
+    optax_version: str | None = entry("plain-JAX stack: optax's version (the optimizers)")
 
 
 @dataclass

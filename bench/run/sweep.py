@@ -1,6 +1,6 @@
 """Sweeps: a YAML grid of settings expanded into one cell per (stack, variant).
 
-A grid file names a workload and task, and per engine (``keras``, ``torch``) a ``baseline`` (the
+A grid file names a workload and task, and per engine (``keras``, ``torch``, ``jax``) a ``baseline`` (the
 out-of-the-box configuration) and a ``grid``: a list of blocks, each block a product of its axes; the
 union is de-duplicated. A ``stacks:`` mapping may replace the engine block for one stack id. Settings
 equal to the engine's defaults are dropped before naming, so equivalent variants collapse into one.
@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bench.core.knobs import normalise, variant_name
+from bench.core.knobs import FIT_ENGINES, normalise, variant_name
 from bench.core.stacks import STACKS, get_stack
 
 DEFAULT_GRIDS = {"tuning": "tuning.yaml"}
@@ -79,8 +79,8 @@ def _check_structure(data: Any, source: str) -> None:
     if not blocks:
         raise GridError(f"{source}: no 'engines' or 'stacks' block")
     for name, block in blocks.items():
-        if name not in ("keras", "torch") and name not in STACKS:
-            raise GridError(f"{source}: {name!r} is neither an engine (keras, torch) nor a stack id")
+        if name not in FIT_ENGINES and name not in STACKS:
+            raise GridError(f"{source}: {name!r} is neither an engine ({', '.join(FIT_ENGINES)}) nor a stack id")
         if not isinstance(block, dict) or not isinstance(block.get("grid", []), list) \
                 or not isinstance(block.get("baseline") or {}, dict):
             raise GridError(f"{source}: {name}: expected baseline (mapping) and grid (list of mappings)")

@@ -21,7 +21,7 @@ from bench.results import derived
 from bench.results.record import Cell, new_record, write_json_atomic
 from bench.results.schema import to_json
 from bench.run import flops, telemetry
-from bench.run.engines import Unsupported, epoch_engine, frameworks, step_engine
+from bench.run.engines import Unsupported, epoch_engine, frameworks, missing_model, step_engine
 from bench.run.environment import capture, utc_now
 from bench.run.workloads import StepWorkload, get_workload
 
@@ -59,7 +59,7 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
             reason = w.model.unsupported(stack)
         else:
             rec["batch_size"] = cell.batch_size or w.batch_for(cell.size)
-            reason = None
+            reason = missing_model(stack.engine, w)
         reason = reason or knobs.check(stack, dict(cell.settings), step_timed)
         if reason:
             raise Unsupported(reason)

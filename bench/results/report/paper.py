@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.core import reference
+from bench.core.knobs import STEP_KNOBS
 from bench.core.stacks import STACKS
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt
 from bench.results.schema import EffectiveSettings, Metrics, Record, col
@@ -15,9 +16,10 @@ PAPER_CSV = "keras_io_benchmarks_2024.csv"
 
 def paper_columns(df) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The paper table's stack columns: (Keras stacks, the published ones; other stacks), in ``STACKS``
-    order, each a default stack or one that has paper rows in ``df``."""
+    order, each a default stack or one that has paper rows in ``df``, whose engine has a step engine (a ``jax``
+    stack's paper cells are all unsupported, with that reason, in the records and the CSV)."""
     ran = set(df.loc[df["suite"] == "paper", "stack"]) if {"suite", "stack"} <= set(df.columns) else set()
-    shown = [s for s in STACKS.values() if s.default or s.id in ran]
+    shown = [s for s in STACKS.values() if (s.default or s.id in ran) and s.engine in STEP_KNOBS]
     return (tuple(s.id for s in shown if s.engine == "keras"), tuple(s.id for s in shown if s.engine != "keras"))
 
 

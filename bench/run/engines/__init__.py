@@ -1,9 +1,11 @@
 """Engines run a task of a workload on a stack inside the cell's own process.
 
-Two declared shapes, each implemented by one module per engine family (``keras`` or ``torch``):
+Two declared shapes, each implemented by one module per engine family (``keras``, ``torch``; ``jax`` has an
+epoch engine only):
 
 - ``EpochEngine`` (``keras_engine``: ``model.fit`` on the Keras stacks; ``torch_engine``: a plain PyTorch
-  loop) trains a classic workload on its dataset and returns an ``EpochResult``.
+  loop; ``jax_engine``: a plain JAX loop over a Flax NNX model) trains a classic workload on its dataset and
+  returns an ``EpochResult``.
 - ``StepEngine`` (``keras_steps``, ``torch_steps``) times the tasks of a step-timed workload (``paper``
   suite) and returns a ``StepResult``.
 
@@ -112,8 +114,22 @@ class StepEngine(Protocol):
         """
 
 
-_MODULES = {"epochs": {"keras": "keras_engine", "torch": "torch_engine"},
+_MODULES = {"epochs": {"keras": "keras_engine", "torch": "torch_engine", "jax": "jax_engine"},
             "steps": {"keras": "keras_steps", "torch": "torch_steps"}}
+
+
+#: The ``Workload`` builder each epoch engine trains.
+BUILDERS = {"keras": "build_keras", "torch": "build_torch", "jax": "build_flax"}
+
+
+def missing_model(engine: str, workload: Workload) -> str | None:
+    """Why ``workload`` cannot be trained by ``engine``'s epoch engine: it has no model for that framework (the
+    reason its cells are recorded with), else None."""
+    builder = BUILDERS.get(engine)
+    if builder is None or getattr(workload, builder, None) is not None:
+        return None
+    framework = {"jax": "Flax NNX"}.get(engine, engine)
+    return f"{workload.name} has no {framework} definition (Workload.{builder}) yet: the {engine} engine cannot run it"
 
 
 def _module(engine: str, kind: str):
@@ -125,7 +141,7 @@ def _module(engine: str, kind: str):
 
 
 def epoch_engine(engine: str) -> EpochEngine:
-    """The epoch engine of a stack's ``engine`` field (``keras`` or ``torch``); imported lazily.
+    """The epoch engine of a stack's ``engine`` field (``keras``, ``torch`` or ``jax``); imported lazily.
 
     Raises:
         ValueError: unknown engine.

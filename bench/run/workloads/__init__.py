@@ -3,7 +3,7 @@
 Every workload gives all stacks the same small interface (the TorchBench idea): a dataset, a batch
 size, an optimizer with every hyper-parameter of its source (``OptimizerSpec``), the source's augmentation if
 any, a declared parameter count, and two builders with the same architecture, one for Keras (2 or 3, any
-backend) and one for plain PyTorch.
+backend) and one for plain PyTorch (and, for the plain-JAX stack, a third in Flax NNX: ``build_flax``).
 """
 
 from __future__ import annotations
@@ -129,6 +129,9 @@ class Workload:
             ``augment`` knob turns it off (``bench.core.knobs``).
         source: where the architecture and hyper-parameters come from.
         notes: deliberate differences from the source.
+        build_flax: ``(meta, rngs: flax.nnx.Rngs) -> nnx.Module`` returning logits from the Keras layout's
+            inputs (the plain-JAX stack, ``bench.run.engines.jax_engine``); None: the workload has no Flax
+            definition yet, and its cells on that stack are recorded as unsupported.
     """
 
     name: str
@@ -149,6 +152,7 @@ class Workload:
     augmentation: Augmentation | None = None
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    build_flax: Callable[[dict[str, Any], Any], Any] | None = None
 
     @property
     def learning_rate(self) -> float:

@@ -13,6 +13,7 @@ from typing import Any
 
 from bench.run.datasets import Dataset
 from bench.run.workloads import Augmentation, OptimizerSpec, Workload, register
+from bench.run.workloads.flax_models import cnn2017_flax, cnn_flax, mlp_flax
 
 #: Keras 2.0.8's optimizer defaults (keras/optimizers.py@2.0.8: RMSprop line 212, Adadelta 331, Adam 401). Keras 3
 #: and tf.keras changed them (epsilon 1e-7 everywhere; Adadelta's learning rate 0.001), so they are explicit.
@@ -251,7 +252,7 @@ CIFAR10_AUGMENTATION = Augmentation(
 
 _w("mnist_mlp", dataset="mnist", batch_size=128, optimizer=rmsprop_208(), params=669_706,
    epochs={"smoke": 2, "full": 20}, samples={"smoke": 1024, "full": None},
-   build_keras=mlp_keras, build_torch=mlp_torch, prepare=_flatten_images,
+   build_keras=mlp_keras, build_torch=mlp_torch, prepare=_flatten_images, build_flax=mlp_flax,
    source="keras/examples/mnist_mlp.py@2.0.8: 669,706 params, RMSprop() (lr 0.001, rho 0.9, epsilon 1e-8), "
           "batch 128, 20 epochs")
 # Smoke: 16 steps of 8 per epoch. The model costs ~10 ms per image on a 2-core CPU, and Adadelta's first updates
@@ -260,7 +261,7 @@ _w("mnist_mlp", dataset="mnist", batch_size=128, optimizer=rmsprop_208(), params
 # did not on all of them.
 _w("mnist_cnn", dataset="mnist", batch_size=128, optimizer=adadelta_208(), params=1_199_882,
    epochs={"smoke": 2, "full": 12}, samples={"smoke": 128, "full": None}, smoke_batch_size=8,
-   build_keras=cnn2017_keras, build_torch=cnn2017_torch, torch_layout=(NHWC_TO_NCHW,),
+   build_keras=cnn2017_keras, build_torch=cnn2017_torch, torch_layout=(NHWC_TO_NCHW,), build_flax=cnn2017_flax,
    source="keras/examples/mnist_cnn.py@2.0.8: Conv2D 32, Conv2D 64, max-pool, dropout, Dense 128, 1,199,882 "
           "params, Adadelta() (lr 1.0, rho 0.95, epsilon 1e-8), batch 128, 12 epochs")
 _w("mnist_hierarchical_rnn", dataset="mnist", batch_size=32, optimizer=rmsprop_208(), params=199_434,
@@ -292,7 +293,7 @@ _w("mnist_cnn_tuning", suite="tuning", dataset="mnist", batch_size=256, params=5
                            source="the tuning study's post: RMSprop lr=1e-4; rho and epsilon not printed: Keras 3's "
                                   "defaults (keras/src/optimizers/rmsprop.py@v3.9.2:56-58, the post's Keras)"),
    epochs={"smoke": 2, "full": 41}, samples={"smoke": 32, "full": None}, smoke_batch_size=8,
-   build_keras=cnn_keras, build_torch=cnn_torch, torch_layout=(NHWC_TO_NCHW,),
+   build_keras=cnn_keras, build_torch=cnn_torch, torch_layout=(NHWC_TO_NCHW,), build_flax=cnn_flax,
    source="MNIST CNN tuning study (4060 Ti, 2025): 4 Conv2D + 2 Dense, ~563k params, RMSprop 1e-4, "
           "batch 256, 41 epochs",
    notes=("the study publishes layer counts and ~563k parameters, not the layer list; this layout "

@@ -1,0 +1,403 @@
+"""A plain JAX training loop: the workload's Flax NNX model (``Workload.build_flax``), the optax optimizer of its
+``OptimizerSpec``, a pure train step (parameters, optimizer state and the model's other state in, the same out)
+compiled with ``jax.jit`` (``jit_compile=False``: run op by op), the loss read back once per epoch (every step
+under ``sync=step``), as the PyTorch loop does.
+
+The step is functional (``nnx.split`` once, ``nnx.merge`` inside the step), Flax's own advice for a loop whose
+per-step Python overhead matters (flax docs, "Performance considerations" of ``nnx.jit``); the state is donated to
+the step as Keras' JAX trainer donates it (keras/src/backend/jax/trainer.py@v3.15.1, ``donate_argnums=0``).
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from bench.core.knobs import JaxFitSettings, augment_in_effect, augmentation_problem
+from bench.core.stacks import Stack
+from bench.run.datasets import Dataset
+from bench.run.engines import EpochResult, Unsupported, frameworks, missing_model
+from bench.run.timing import Cadence, EpochTimer, clock, fit_metrics
+from bench.run.workloads import Augmentation, Workload
+
+#: Where each data pipeline makes the training batches (``settings.train_data_placement``).
+PLACEMENT = {"numpy_batches": "host (NumPy: a shuffled index per step, the batch moved by the step's call)",
+             "device_put_once": "device (jax.device_put of the whole set once; a shuffled index per step)",
+             "tf_data_numpy": "host (tf.data on the CPU, read as NumPy batches)",
+             "host_augmentation": "host (one background thread: per-image NumPy shifts and flips, batches queued)"}
+#: Optax's Adam adds epsilon after the bias correction (optax/_src/transform.py@v0.2.8:300), Keras 2.0.8 before it
+#: (keras/optimizers.py@2.0.8:424-434): an epsilon-sized difference, as PyTorch's Adam has.
+ADAM_EPS_NOTE = ("optax.adam adds epsilon to sqrt(v_hat) after the bias correction (optax/_src/transform.py@v0.2.8:"
+                 "300), Keras 2.0.8 to sqrt(v) before it (keras/optimizers.py@2.0.8:424-434): the same rule up to an "
+                 "epsilon-sized difference, as in PyTorch")
+
+
+def learning_rate(workload: Workload) -> float | Callable[[Any], Any]:
+    """The learning rate of ``workload.optimizer``: a constant, or with Keras 2.0.8's ``decay`` the schedule
+    ``lr / (1 + decay * t)`` (an InverseTimeDecay per update), t the updates done before this one
+    (keras/optimizers.py@2.0.8:232); optax calls it with its update count, 0 for the first update
+    (optax/_src/transform.py@v0.2.8, ``scale_by_learning_rate``)."""
+    spec = workload.optimizer
+    if not spec.decay:
+        return spec.learning_rate
+    lr, decay = spec.learning_rate, spec.decay
+    return lambda count: lr / (1.0 + decay * count)
+
+
+def make_optimizer(optax, workload: Workload):
+    """The optax optimizer of ``workload.optimizer`` and the record of what it was built with (optax's names).
+
+    Rules, checked against Keras 2.0.8 (keras/optimizers.py@2.0.8): RMSprop with ``eps_in_sqrt=False`` divides by
+    ``sqrt(v) + eps`` as Keras (line 239) and PyTorch do (optax's default, ``sqrt(v + eps)``, differs), from a zero
+    accumulator (``initial_scale=0``, Keras' zeros); Adadelta takes both roots of ``x + eps``
+    (optax/_src/transform.py@v0.2.8:600), as Keras did (line 362), and accumulates the update before the learning
+    rate scales it, as Keras did; Adam: ``ADAM_EPS_NOTE``.
+
+    Returns:
+        (``optax.GradientTransformation``, its ``settings.optimizer`` record).
+
+    Raises:
+        ValueError: an optimizer this engine does not know.
+    """
+    spec = workload.optimizer
+    lr = learning_rate(workload)
+    out: dict[str, Any] = {"learning_rate": float(spec.learning_rate)}
+    if spec.name == "rmsprop":
+        tx = optax.rmsprop(lr, decay=spec.rho, eps=spec.epsilon, initial_scale=0.0, eps_in_sqrt=False)
+        out.update(name="optax.rmsprop", decay=spec.rho, eps=spec.epsilon, eps_in_sqrt=False, initial_scale=0.0)
+    elif spec.name == "adadelta":
+        tx = optax.adadelta(lr, rho=spec.rho, eps=spec.epsilon)
+        out.update(name="optax.adadelta", rho=spec.rho, eps=spec.epsilon)
+    elif spec.name == "adam":
+        tx = optax.adam(lr, b1=spec.beta_1, b2=spec.beta_2, eps=spec.epsilon)
+        out.update(name="optax.adam", b1=spec.beta_1, b2=spec.beta_2, eps=spec.epsilon, note=ADAM_EPS_NOTE)
+    else:
+        raise ValueError(f"unknown optimizer {spec.name!r}")
+    out["lr_schedule"] = ({"class": "callable", "rule": "lr / (1 + decay * t)", "decay": spec.decay}
+                          if spec.decay else None)
+    return tx, out
+
+
+def augment_images(rng: np.random.Generator, images: np.ndarray, aug: Augmentation) -> np.ndarray:
+    """``aug`` done to each image of ``images`` (B, H, W, C), as ImageDataGenerator.random_transform did
+    (keras/preprocessing/image.py@2.0.8:555-612): a shift of ``round(uniform(-r, r) * size)`` pixels per axis (order-0
+    resampling moves whole pixels), the pixels shifted in repeating the edge (``fill_mode='nearest'``), then a
+    left-right flip with probability 0.5. Returns a new array of the same shape and dtype.
+
+    Raises:
+        ValueError: a fill mode or interpolation other than ``nearest``.
+    """
+    if (aug.fill_mode, aug.interpolation) != ("nearest", "nearest"):
+        raise ValueError("the JAX augmentation implements fill_mode and interpolation 'nearest' only")
+    b, h, w = images.shape[:3]
+    pad = math.ceil(max(aug.height_shift_range * h, aug.width_shift_range * w))
+    padded = np.pad(images, ((0, 0), (pad, pad), (pad, pad), (0, 0)), mode="edge")
+    dy = np.rint(rng.uniform(-aug.height_shift_range, aug.height_shift_range, b) * h).astype(int)
+    dx = np.rint(rng.uniform(-aug.width_shift_range, aug.width_shift_range, b) * w).astype(int)
+    out = np.empty_like(images)
+    for i in range(b):
+        out[i] = padded[i, pad + dy[i]:pad + dy[i] + h, pad + dx[i]:pad + dx[i] + w]
+    if aug.horizontal_flip:
+        flip = rng.random(b) < 0.5
+        out[flip] = out[flip, :, ::-1]
+    return out
+
+
+class AugmentedBatches:
+    """Augmented training batches made on the host by ``aug.workers`` background thread(s), as Keras 2.0.8's
+    ``fit_generator(datagen.flow(...), workers=1)`` made them (a thread there too, keras/engine/training.py@2.0.8:
+    1839-1841, ``GeneratorEnqueuer`` without multiprocessing): shuffled each epoch, ``n // batch`` full batches an
+    epoch, up to ``aug.max_queue_size`` batches queued ahead of the training loop, across epoch edges.
+    ``epoch()`` yields one epoch's ``((images,), labels)``; ``close()`` stops the threads.
+    """
+
+    def __init__(self, aug: Augmentation, images: np.ndarray, labels: np.ndarray, batch_size: int, epochs: int):
+        self.aug, self.images, self.labels, self.batch = aug, images, labels, batch_size
+        self.steps = len(labels) // batch_size if aug.drop_remainder else math.ceil(len(labels) / batch_size)
+        self.queue: queue.Queue = queue.Queue(maxsize=aug.max_queue_size)
+        self.stop = threading.Event()
+        self.rng = np.random.default_rng(0)
+        self.orders = [self.rng.permutation(len(labels)) for _ in range(epochs)]
+        self.lock = threading.Lock()
+        self.next = 0  # the next (epoch, step) to make, as one counter
+        self.threads = [threading.Thread(target=self._produce, args=(w,), daemon=True) for w in range(aug.workers)]
+        for t in self.threads:
+            t.start()
+
+    def _produce(self, worker: int) -> None:
+        rng = np.random.default_rng(1 + worker)
+        while not self.stop.is_set():
+            with self.lock:
+                k = self.next
+                self.next += 1
+            epoch, step = divmod(k, self.steps)
+            if epoch >= len(self.orders):
+                return
+            idx = self.orders[epoch][step * self.batch:(step + 1) * self.batch]
+            item = ((augment_images(rng, self.images[idx], self.aug),), self.labels[idx])
+            while not self.stop.is_set():
+                try:
+                    self.queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+
+    def epoch(self) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray]]:
+        """One epoch's batches, in the order they were made (one worker: the epoch's shuffled order)."""
+        for _ in range(self.steps):
+            yield self.queue.get()
+
+    def close(self) -> None:
+        """Stop the producer threads."""
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=5)
+
+
+def numpy_epochs(xs: tuple[np.ndarray, ...], y: np.ndarray, batch_size: int, seed: int = 0):
+    """``numpy_batches``: an epoch-iterable of ``(inputs, labels)`` NumPy batches, a fresh permutation each epoch
+    (the last batch may be partial, as in Keras' fit and the PyTorch loop)."""
+    rng = np.random.default_rng(seed)
+    n = len(y)
+
+    def epoch():
+        order = rng.permutation(n)
+        for i in range(0, n, batch_size):
+            idx = order[i:i + batch_size]
+            yield tuple(x[idx] for x in xs), y[idx]
+
+    return epoch
+
+
+def device_epochs(jax, xs: tuple[np.ndarray, ...], y: np.ndarray, batch_size: int, dev, jit: bool, seed: int = 0):
+    """``device_put_once``: the whole training set placed on ``dev`` once, a permutation drawn on the device each
+    epoch, each batch gathered there (jitted with the step's ``jit``)."""
+    xs_d, y_d = jax.device_put((xs, y), dev)
+    n = len(y)
+
+    def take(arrays, idx):
+        return jax.tree.map(lambda a: a[idx], arrays)
+
+    gather = jax.jit(take) if jit else take
+    key = jax.device_put(jax.random.key(seed), dev)
+
+    def epoch():
+        nonlocal key
+        key, sub = jax.random.split(key)
+        order = jax.random.permutation(sub, n)
+        for i in range(0, n, batch_size):
+            yield gather((xs_d, y_d), order[i:i + batch_size])
+
+    return epoch
+
+
+def tf_data_epochs(xs: tuple[np.ndarray, ...], y: np.ndarray, batch_size: int, seed: int = 0):
+    """``tf_data_numpy``: ``tf.data`` from the arrays (TensorFlow kept off the GPU by the worker), shuffled over the
+    whole set each epoch, batched, prefetched with AUTOTUNE, read as NumPy batches, as Flax's MNIST example feeds
+    its loop (flax examples/mnist, ``tfds`` + ``as_numpy_iterator``)."""
+    import tensorflow as tf
+
+    data = (tf.data.Dataset.from_tensor_slices((xs, y)).shuffle(len(y), seed=seed, reshuffle_each_iteration=True)
+            .batch(batch_size).prefetch(tf.data.AUTOTUNE))
+
+    def epoch():
+        yield from data.as_numpy_iterator()
+
+    return epoch
+
+
+def make_steps(jax, nnx, optax, graphdef, tx, precision: str, jit: bool):
+    """The pure train and eval steps of a model split as ``nnx.split(model, nnx.Param, ...)`` in train mode
+    (``graphdef[0]``) and eval mode (``graphdef[1]``).
+
+    ``train(params, opt_state, rest, xs, y) -> (params, opt_state, rest, totals)`` and ``evaluate(params, rest, xs,
+    y) -> totals``; ``rest`` is the model's other state (dropout RNG counters), ``totals`` the float32 pair (summed
+    loss, correct predictions) of the batch. ``precision='bfloat16'``: the parameters are cast to bfloat16 for the
+    forward and backward pass and the float inputs too, gradients and updates stay float32: what Flax layers
+    built with ``dtype=bfloat16, param_dtype=float32`` compute (flax/nnx/nn/linear.py@v0.12.8, ``promote_dtype``
+    to ``dtype`` before the matmul or convolution); the logits go back to float32 for the loss.
+    """
+    import jax.numpy as jnp
+
+    compute = jnp.bfloat16 if precision == "bfloat16" else jnp.float32
+    train_def, eval_def = graphdef
+
+    def cast(tree):
+        return jax.tree.map(lambda a: a.astype(compute) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
+
+    def forward(gdef, params, rest, xs):
+        model = nnx.merge(gdef, cast(params), rest, copy=True)  # Variables of this trace level, mutable here
+        logits = model(*cast(xs)).astype(jnp.float32)
+        return logits, nnx.state(model, nnx.Not(nnx.Param))
+
+    def totals(logits, y, loss):
+        return jnp.stack([loss * y.shape[0], (logits.argmax(-1) == y).sum().astype(jnp.float32)])
+
+    def loss_fn(params, rest, xs, y):
+        logits, rest = forward(train_def, params, rest, xs)
+        loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+        return loss, (logits, rest)
+
+    def train(params, opt_state, rest, xs, y):
+        (loss, (logits, rest)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, rest, xs, y)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, rest, totals(logits, y, loss)
+
+    def evaluate(params, rest, xs, y):
+        logits, _ = forward(eval_def, params, rest, xs)
+        return totals(logits, y, optax.softmax_cross_entropy_with_integer_labels(logits, y).mean())
+
+    if not jit:
+        return train, evaluate
+    return jax.jit(train, donate_argnums=(0, 1, 2)), jax.jit(evaluate)
+
+
+def build_model(nnx, workload: Workload, meta: dict[str, Any]):
+    """The workload's Flax NNX model, parameters from seed 0 and dropout from seed 1.
+
+    Raises:
+        Unsupported: the workload has no Flax definition.
+    """
+    if workload.build_flax is None:
+        raise Unsupported(missing_model("jax", workload) or "")
+    return workload.build_flax(meta, nnx.Rngs(params=0, dropout=1))
+
+
+def param_count(jax, params) -> int:
+    """Elements in a parameter state (every ``nnx.Param``)."""
+    return int(sum(np.size(a) for a in jax.tree.leaves(params)))
+
+
+def _versions() -> dict[str, str]:
+    return {f"{m}_version": metadata.version(m) for m in ("jax", "jaxlib", "flax", "optax")}
+
+
+def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
+        settings: JaxFitSettings, telemetry=None) -> EpochResult:
+    """Train ``workload`` with a plain JAX loop and return the record blocks (as ``torch_engine.fit``).
+
+    ``settings``: ``bench.core.knobs.JaxFitSettings``. The workload's augmentation, where its source had one and
+    ``augment`` is not false, replaces the data pipeline (``AugmentedBatches``). The barrier blocks on the last
+    step's outputs (new parameters, optimizer state and totals: everything the step computes); JAX dispatches
+    asynchronously on every device. ``metrics.fit_s_per_epoch``: the wall time of all epochs, validation
+    included, over ``epochs`` (``bench.run.timing.fit_metrics``).
+
+    Raises:
+        Unsupported: the workload has no Flax definition; ``augment`` asked for where the source has none, or
+            with another data pipeline.
+        ValueError: an augmentation the pipeline cannot make (``Augmentation.check``).
+    """
+    import jax
+    import optax
+    from flax import nnx
+
+    reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
+    if reason:
+        raise Unsupported(reason)
+    augmenting = augment_in_effect(settings, workload.augmentation is not None)
+    pipeline, jit = settings.data_pipeline, settings.jit_compile
+    effective: dict[str, Any] = {**_versions(), "jit_compile": jit, "precision": settings.precision,
+                                 "param_dtype": "float32", "compute_dtype": settings.precision,
+                                 "data_pipeline": pipeline, "augment": augmenting}
+    effective.update(frameworks.set_tf32("jax", settings.tf32))
+    dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
+    effective["device"] = str(dev)
+    model = build_model(nnx, workload, ds.meta)
+    model.train()
+    train_def, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]  # flax's overloads: 3 parts
+    model.eval()
+    eval_def = nnx.graphdef(model)
+    total = param_count(jax, params)
+    tx, effective["optimizer"] = make_optimizer(optax, workload)
+    effective["loss"] = "optax.softmax_cross_entropy_with_integer_labels (logits, float32), batch mean"
+    params, rest = jax.device_put((params, rest), dev)
+    opt_state = jax.device_put(tx.init(params), dev)
+    train_step, eval_step = make_steps(jax, nnx, optax, (train_def, eval_def), tx, settings.precision, jit)
+    effective["donated_state"] = jit  # jax.jit's donate_argnums; an op-by-op step donates nothing
+
+    n = trained = ds.n_train
+    aug, loader = workload.augmentation, None
+    if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
+        aug.check(len(ds.x_train), n, batch_size)
+        loader = AugmentedBatches(aug, ds.x_train[0], ds.y_train, batch_size, epochs)
+        batches: Callable[[], Iterator[Any]] = loader.epoch
+        trained = loader.steps * batch_size if aug.drop_remainder else n
+        pipeline = "host_augmentation"
+        effective.update(data_pipeline=pipeline, augmentation={
+            **aug.record(), "where": PLACEMENT[pipeline], "shuffle_buffer": n,
+            "implementation": "NumPy: edge pad, per-image crop at round(uniform(-r, r) * size), flip p=0.5"})
+    elif pipeline == "numpy_batches":
+        batches = numpy_epochs(ds.x_train, ds.y_train, batch_size)
+    elif pipeline == "device_put_once":
+        batches = device_epochs(jax, ds.x_train, ds.y_train, batch_size, dev, jit)
+    else:
+        batches = tf_data_epochs(ds.x_train, ds.y_train, batch_size)
+    effective.update(train_data_placement=PLACEMENT[pipeline], shuffle_buffer=n)
+    xv, yv = jax.device_put((ds.x_val, ds.y_val), dev)
+
+    last: list[Any] = [params]
+
+    def barrier() -> None:
+        jax.block_until_ready(last)
+
+    cadence = Cadence.parse(settings.sync)
+    timer = EpochTimer(barrier, telemetry, cadence)
+    read_every_step = cadence.every == 1
+    hist: dict[str, list[float]] = {"accuracy": [], "loss": [], "val_accuracy": [], "val_loss": []}
+    try:
+        barrier()
+        start = clock()
+        for _ in range(epochs):
+            timer.begin_epoch()
+            sums = jax.device_put(np.zeros(2, np.float32), dev)
+            loss_sum, correct = 0.0, 0
+            for xb, yb in batches():
+                params, opt_state, rest, step_totals = train_step(params, opt_state, rest, tuple(xb), yb)
+                last[:] = [params, opt_state, step_totals]
+                if read_every_step:
+                    batch_loss, batch_correct = np.asarray(step_totals).tolist()
+                    loss_sum += batch_loss
+                    correct += int(batch_correct)
+                else:
+                    sums = sums + step_totals
+                timer.end_step()
+            timer.end_epoch()
+            if not read_every_step:
+                loss_sum, epoch_correct = np.asarray(sums).tolist()
+                correct = int(epoch_correct)
+            val_loss, val_acc = _evaluate(eval_step, params, rest, xv, yv, batch_size)
+            hist["loss"].append(loss_sum / trained)
+            hist["accuracy"].append(correct / trained)
+            hist["val_loss"].append(val_loss)
+            hist["val_accuracy"].append(val_acc)
+        barrier()
+        fit_s = clock() - start
+    finally:
+        if loader is not None:
+            loader.close()
+        if telemetry:
+            telemetry.stop()
+
+    return {
+        "settings": effective,
+        "metrics": {**timer.summary(batch_size, trained), **fit_metrics(fit_s, epochs)},
+        "history": hist,
+        # every nnx.Param is trained; a Flax LSTM cell has one bias (its hidden-to-hidden Linear's), as Keras'
+        "model": {"params_total": total, "params_effective": total, "params_trainable": total},
+        "memory": {"device_peak_bytes": frameworks.device_peak_bytes("jax", device)},
+    }
+
+
+def _evaluate(eval_step, params, rest, xs, y, batch_size: int) -> tuple[float, float]:
+    """(mean loss, accuracy) over the validation set in batches of ``batch_size``, the model in eval mode."""
+    n = int(y.shape[0])
+    sums = np.zeros(2)
+    for i in range(0, n, batch_size):
+        sums += np.asarray(eval_step(params, rest, tuple(x[i:i + batch_size] for x in xs), y[i:i + batch_size]))
+    return float(sums[0] / n), float(sums[1] / n)
