@@ -21,6 +21,7 @@ import numpy as np
 
 from bench.core.knobs import JaxFitSettings, augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
+from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
 from bench.run.engines import EpochResult, Unsupported, frameworks, missing_model
 from bench.run.timing import Cadence, EpochTimer, clock, fit_metrics
@@ -384,14 +385,18 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         if telemetry:
             telemetry.stop()
 
-    return {
-        "settings": effective,
-        "metrics": {**timer.summary(batch_size, trained), **fit_metrics(fit_s, epochs)},
-        "history": hist,
+    settings_block = EffectiveSettings()
+    settings_block.update(effective)
+    metrics = Metrics(**timer.summary(batch_size, trained))
+    metrics.update(fit_metrics(fit_s, epochs))
+    return EpochResult(
+        settings=settings_block,
+        metrics=metrics,
+        history=hist,
         # every nnx.Param is trained; a Flax LSTM cell has one bias (its hidden-to-hidden Linear's), as Keras'
-        "model": {"params_total": total, "params_effective": total, "params_trainable": total},
-        "memory": {"device_peak_bytes": frameworks.device_peak_bytes("jax", device)},
-    }
+        model=Model(params_total=total, params_effective=total, params_trainable=total),
+        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("jax", device)),
+    )
 
 
 def _evaluate(eval_step, params, rest, xs, y, batch_size: int) -> tuple[float, float]:
