@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.run.workloads.classic import EMBED
-
 #: Keras 2.0.8's LSTM (keras/layers/recurrent.py@2.0.8): defaults at lines 969-976, weights at 1024-1049, step at
 #: 1130-1175; its recurrent activation at keras/backend/tensorflow_backend.py@2.0.8:2837-2854.
 KERAS208_LSTM = "keras/layers/recurrent.py@2.0.8:969-1175"
@@ -163,6 +161,9 @@ def babi_flax(meta: dict[str, Any], rngs: Any) -> Any:
     (B, ``query_maxlen``) int token ids -> embeddings (50, dropout 0.3), the question's LSTM(50) state repeated over
     the story and added, LSTM(50), dropout 0.3 -> logits (B, ``vocab_size``); 45,836 params with qa2's vocabulary."""
     from flax import nnx
+
+    # imported here: classic.py will import this module's builders to register them
+    from bench.run.workloads.classic import EMBED
 
     vocab = meta["vocab_size"]
 
