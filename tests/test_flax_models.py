@@ -1,4 +1,4 @@
-"""The Flax NNX twins of mnist_hierarchical_rnn, cifar10_cnn and babi_rnn (bench/run/workloads/flax_classic_more.py):
+"""The Flax NNX twins of mnist_hierarchical_rnn, cifar10_cnn and babi_rnn (bench/run/workloads/flax_models.py):
 Keras' parameter count, Keras' outputs with Keras' weights, Keras 2.0.8's LSTM step and initialisation, finite logits
 of the right shape, dropout switched by train()/eval(), and learning under nnx.jit with optax."""
 
@@ -19,7 +19,7 @@ NAMES = ["mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"]
 
 
 def builder(name):
-    from bench.run.workloads.flax_classic_more import BUILDERS
+    from bench.run.workloads.flax_models import BUILDERS
 
     return BUILDERS[name]
 
@@ -51,7 +51,7 @@ def test_importing_the_builders_imports_no_framework():
     import subprocess
     import sys
 
-    code = ("import sys, bench.run.workloads.flax_classic_more\n"
+    code = ("import sys, bench.run.workloads.flax_models\n"
             "bad = [m for m in ('jax', 'flax', 'optax', 'torch', 'keras', 'tensorflow') if m in sys.modules]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -171,7 +171,7 @@ def test_lstm_step_is_keras_2_0_8s():
     import jax.numpy as jnp
     from flax import nnx
 
-    from bench.run.workloads.flax_classic_more import keras208_lstm, lstm_last_state
+    from bench.run.workloads.flax_models import keras208_lstm, lstm_last_state
 
     n_in, u, b, t = 3, 4, 5, 6
     rng = np.random.default_rng(0)
@@ -202,7 +202,7 @@ def test_lstm_initialisation_is_keras_2_0_8s():
     orthonormal), bias zero but the forget block one (keras/layers/recurrent.py@2.0.8:973-976, 1024-1042)."""
     from flax import nnx
 
-    from bench.run.workloads.flax_classic_more import keras208_lstm
+    from bench.run.workloads.flax_models import keras208_lstm
 
     n_in, u = 50, 50
     cell = keras208_lstm(n_in, u, nnx.Rngs(0)).cell

@@ -13,7 +13,7 @@ from typing import Any
 
 from bench.run.datasets import Dataset
 from bench.run.workloads import Augmentation, OptimizerSpec, Workload, register
-from bench.run.workloads.flax_models import cnn2017_flax, cnn_flax, mlp_flax
+from bench.run.workloads.flax_models import babi_flax, cifar_flax, cnn2017_flax, cnn_flax, hrnn_flax, mlp_flax
 
 #: Keras 2.0.8's optimizer defaults (keras/optimizers.py@2.0.8: RMSprop line 212, Adadelta 331, Adam 401). Keras 3
 #: and tf.keras changed them (epsilon 1e-7 everywhere; Adadelta's learning rate 0.001), so they are explicit.
@@ -266,14 +266,14 @@ _w("mnist_cnn", dataset="mnist", batch_size=128, optimizer=adadelta_208(), param
           "params, Adadelta() (lr 1.0, rho 0.95, epsilon 1e-8), batch 128, 12 epochs")
 _w("mnist_hierarchical_rnn", dataset="mnist", batch_size=32, optimizer=rmsprop_208(), params=199_434,
    epochs={"smoke": 2, "full": 5}, samples={"smoke": 512, "full": None},
-   build_keras=hrnn_keras, build_torch=hrnn_torch,
+   build_keras=hrnn_keras, build_torch=hrnn_torch, build_flax=hrnn_flax,
    source="keras/examples/mnist_hierarchical_rnn.py@2.0.8: LSTM 128 over rows then columns, 'rmsprop' "
           "(lr 0.001, rho 0.9, epsilon 1e-8), batch 32, 5 epochs")
 _w("cifar10_cnn", dataset="cifar10", batch_size=32, params=1_250_858,
    optimizer=rmsprop_208(1e-4, decay=1e-6, source="examples/cifar10_cnn.py@2.0.8:65 rmsprop(lr=0.0001, decay=1e-6); "
                                                    f"{KERAS208}:212 (rho, epsilon)"),
    epochs={"smoke": 2, "full": 50}, samples={"smoke": 1024, "full": None},
-   build_keras=cifar_keras, build_torch=cifar_torch, torch_layout=(NHWC_TO_NCHW,),
+   build_keras=cifar_keras, build_torch=cifar_torch, torch_layout=(NHWC_TO_NCHW,), build_flax=cifar_flax,
    augmentation=CIFAR10_AUGMENTATION,
    source="keras/examples/cifar10_cnn.py@2.0.8: 1,250,858 params, rmsprop(lr=0.0001, decay=1e-6), batch 32, "
           "real-time augmentation (shifts 0.1, horizontal flips) through fit_generator",
@@ -281,7 +281,7 @@ _w("cifar10_cnn", dataset="cifar10", batch_size=32, params=1_250_858,
           "50 (../shared/reference/keras_backends_k80_2017.md), and s/epoch does not depend on the count",))
 _w("babi_rnn", dataset="babi", batch_size=32, optimizer=adam_208(), params=45_836,
    epochs={"smoke": 2, "full": 40}, samples={"smoke": 256, "full": None},
-   build_keras=babi_keras, build_torch=babi_torch, validation_split=0.05,
+   build_keras=babi_keras, build_torch=babi_torch, validation_split=0.05, build_flax=babi_flax,
    source="keras/examples/babi_rnn.py@2.0.8: LSTM, embed 50, 'adam' (lr 0.001, beta_1 0.9, beta_2 0.999, "
           "epsilon 1e-8), batch 32, 40 epochs, bAbI qa2 (1k), validation_split 0.05; 45,836 params with qa2's "
           "36-word vocabulary")
