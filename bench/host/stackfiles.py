@@ -146,10 +146,12 @@ def lock_pins(text: str) -> dict[str, str]:
 
 
 def layers() -> list[tuple[str, str, list[Stack]]]:
-    """(layer, variant, member stacks) of every shared layer (``Stack.layer``) and variant all its members have."""
+    """(layer, variant, member stacks) of every shared layer (``Stack.layer``) and variant all its members have.
+    The members are the hand-written stacks: a derived one (``Stack.base``) installs its base's layer without
+    shaping it, so that adding a version stack never changes its base's image."""
     out = []
     for layer in sorted({s.layer for s in STACKS.values() if s.layer}):
-        members = [s for s in STACKS.values() if s.layer == layer]
+        members = [s for s in STACKS.values() if s.layer == layer and s.base is None]
         for v in ("cpu", "gpu"):
             if all(v in s.variants for s in members):
                 out.append((layer, v, members))
