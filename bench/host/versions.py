@@ -18,7 +18,8 @@ Running ``add`` again with the same input rewrites the same files (idempotent). 
 rewrites every derived stack's ``.in`` from its base's current one.
 
 ``python3 -m bench.host.versions add --base keras3-jax --pins "keras==3.14.1 keras-hub==0.29.1"``,
-``python3 -m bench.host.versions refresh``, ``python3 -m bench.host.versions pair BASE CANDIDATE``.
+``python3 -m bench.host.versions refresh``, ``python3 -m bench.host.versions pair BASE CANDIDATE`` (the line
+``make compare-versions`` prints), ``python3 -m bench.host.versions rounds`` (its default rounds).
 """
 
 from __future__ import annotations
@@ -254,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c = sub.add_parser("pair", help="check BASE and CANDIDATE for make compare-versions")
     c.add_argument("base")
     c.add_argument("candidate")
+    sub.add_parser("rounds", help="print make compare-versions' default rounds (COMPARE_ROUNDS)")
     args = p.parse_args(argv)
     try:
         if args.cmd == "add":
@@ -264,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.cmd == "refresh":
             for f in refresh():
                 print(f"wrote {f}")
+        elif args.cmd == "rounds":
+            print(COMPARE_ROUNDS)
         else:
             print(pair(args.base, args.candidate))
     except VersionError as e:
