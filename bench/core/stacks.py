@@ -188,7 +188,8 @@ DERIVED_FILE = Path(__file__).with_name("derived_stacks.json")
 IMAGE_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
 #: An exact pin: name (PEP 503 letters, digits, ``._-``), optional extras (ignored: each variant keeps its base's
 #: extras), ``==``, a version of PEP 440's public characters (a local ``+label`` would not fit an image name).
-PIN = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*==\s*([A-Za-z0-9][A-Za-z0-9.!]*)\s*")
+PIN = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?"
+                 r"\s*==\s*([A-Za-z0-9][A-Za-z0-9.!]*)\s*")
 
 
 def normalize(name: str) -> str:

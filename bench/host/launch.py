@@ -24,6 +24,9 @@ from typing import Any, Protocol
 
 from bench.host import rounds
 
+#: The default order rule: shuffled with the seed (``make bench-all``).
+SHUFFLED = rounds.ORDER_RULES[0]
+
 
 @dataclass(frozen=True)
 class Step:
@@ -35,18 +38,18 @@ class Step:
     stack: str
     order: tuple[str, ...]
     seed: int
-    rule: str = rounds.ORDER_RULES[0]
+    rule: str = SHUFFLED
 
     def bench_args(self, stacks: Sequence[str]) -> list[str]:
         """The ``bench run`` arguments that make this step's records carry the plan's schedule (``stacks``: every
         stack of the comparison, whose shuffle the round's order is)."""
-        rule = ["--order", self.rule] if self.rule != rounds.ORDER_RULES[0] else []
+        rule = ["--order", self.rule] if self.rule != SHUFFLED else []
         return ["--round", str(self.round), "--repeats", str(self.rounds), "--seed", str(self.seed),
                 "--round-stacks", " ".join(stacks), *rule]
 
 
 def plan(stacks: Sequence[str], n_rounds: int, seed: int = rounds.DEFAULT_SEED,
-         rule: str = rounds.ORDER_RULES[0]) -> list[Step]:
+         rule: str = SHUFFLED) -> list[Step]:
     """Every step of a comparison: ``n_rounds`` rounds of every stack, each round in the order of ``rule``
     (shuffled with ``seed``, or ``abba``).
 
@@ -81,9 +84,9 @@ class Compose:
         failed = []
         for step in steps:
             if step.stack == step.order[0]:
-                how = f"seed {step.seed}" if step.rule == rounds.ORDER_RULES[0] else f"order {step.rule}"
+                how = f"seed {step.seed}" if step.rule == SHUFFLED else f"order {step.rule}"
                 print(f"== round {step.round} of {step.rounds} ({how}): {' '.join(step.order)}", flush=True)
-            rule = [f"ORDER={step.rule}"] if step.rule != rounds.ORDER_RULES[0] else []
+            rule = [f"ORDER={step.rule}"] if step.rule != SHUFFLED else []
             if self.run([self.make, "--no-print-directory", f"bench-{step.stack}", f"ROUND={step.round}", *rule]):
                 failed.append(f"{step.stack}(round {step.round})")
         return failed
@@ -110,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--stacks", required=True, help="space-separated stack ids")
     p.add_argument("--rounds", type=int, required=True)
     p.add_argument("--seed", type=int, default=rounds.DEFAULT_SEED)
-    p.add_argument("--order", default=rounds.ORDER_RULES[0], choices=rounds.ORDER_RULES,
+    p.add_argument("--order", default=SHUFFLED, choices=rounds.ORDER_RULES,
                    help="shuffled (with --seed) or abba (two stacks)")
     p.add_argument("--make", default="make")
     a = p.parse_args(argv)

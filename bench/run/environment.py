@@ -47,15 +47,16 @@ def package_versions() -> dict[str, str]:
 
 def _release(version: str) -> str:
     """A version with the trailing ``.0`` of its release dropped (``3.14.0`` and ``3.14`` are one version)."""
-    head, tail = re.match(r"([0-9.]*)(.*)", version.strip().lower()).groups()  # type: ignore[union-attr]
+    m = re.match(r"([0-9.]*)(.*)", version.strip().lower())
+    head, tail = m.groups() if m else ("", version)
     return re.sub(r"(\.0)+$", "", head.rstrip(".")) + tail
 
 
-def stack_pins(stack_id: str, version=md.version) -> dict[str, Any]:
+def stack_pins(stack_id: str) -> dict[str, Any]:
     """The record's ``env.stack_base``, ``env.pins`` and ``env.pins_ok`` for stack ``stack_id``: for a derived stack
     (``bench.core.stacks.Stack.base``), its base and, per pinned package, the version installed in this environment
     (``importlib.metadata``; None when not installed), and whether every one is the declared version; for any other
-    stack (or an unknown id) None, {} and None. ``version``: how a version is read (tests pass a fake)."""
+    stack (or an unknown id) None, {} and None."""
     s = STACKS.get(stack_id)
     if s is None or s.base is None:
         return {"stack_base": None, "pins": {}, "pins_ok": None}
@@ -64,7 +65,7 @@ def stack_pins(stack_id: str, version=md.version) -> dict[str, Any]:
     for pin in s.pins:
         name, want = parse_pin(pin)
         try:
-            installed[name] = version(name)
+            installed[name] = md.version(name)
         except md.PackageNotFoundError:
             installed[name] = None
         ok = ok and installed[name] is not None and _release(installed[name] or "") == _release(want)
