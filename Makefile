@@ -195,7 +195,7 @@ compare-versions: ## BASE vs CANDIDATE in interleaved ABBA rounds on this device
 
 # Registry (REGISTRY=ghcr.io/<owner>/dlbench): an image's tag names its variant and a hash of its build inputs
 # (bench/host/imagetag.py), so a changed lock, Dockerfile or harness is a new tag and a stale image is never reused.
-PUSH_STACKS = $(if $(filter cpu,$(VARIANT)),$(CPU_STACKS),$(ALL_STACKS))
+PUSH_STACKS = $(filter-out $(DERIVED_STACKS),$(if $(filter cpu,$(VARIANT)),$(CPU_STACKS),$(ALL_STACKS)))
 IMAGE_REF = $(REGISTRY)/$$i:$$($(PYTHON) -m bench.host.imagetag $$i $$v)
 for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo latest || echo $(VARIANT) );
 need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [VARIANT=cpu|gpu]" >&2; exit 2; }

@@ -2,6 +2,7 @@
 ALL_STACKS := keras2-tf keras3-tf keras3-jax keras3-torch pytorch pytorch-cu12 keras3-jax--keras-3.14.1--keras-hub-0.29.1
 DEFAULT_STACKS := keras2-tf keras3-tf keras3-jax keras3-torch pytorch
 CPU_STACKS := keras2-tf keras3-tf keras3-jax keras3-torch pytorch keras3-jax--keras-3.14.1--keras-hub-0.29.1
+DERIVED_STACKS := keras3-jax--keras-3.14.1--keras-hub-0.29.1
 service_keras2-tf := keras2-bench
 dockerfile_keras2-tf := images/Dockerfile
 build_args_keras2-tf := --build-arg STACK=keras2-tf --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS=1 --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg IMPORTS=tensorflow,tf_keras,keras_nlp,keras_cv

@@ -269,3 +269,8 @@ def test_a_pin_the_image_does_not_hold_is_visible_in_the_record(installed):
 
 def test_a_pin_matches_its_installed_version_whatever_the_trailing_zeros():
     assert environment._release("3.14.0") == environment._release("3.14") != environment._release("3.14.1")
+
+
+def test_make_push_leaves_version_stacks_out():
+    out = make_n("push", "REGISTRY=r.example/x", "VARIANT=cpu")
+    assert "keras3-jax " in out.replace(";", " ") and CANDIDATE not in out
