@@ -6,7 +6,7 @@
 #        the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on CPU), TIMEOUT (per-cell limit, s),
 #        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
 #        cell, e.g. SET="tf32=off": `bench knobs`; the cells' variant is named after them), SEED (the rounds'
-#        shuffle, default 1), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
+#        shuffle, default 1), ORDER (shuffled|abba: how each round orders the stacks), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
 #        idle + 3 degC), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
 #        REGISTRY (pull images tagged by their inputs where it has them; make push). Also passed through to
@@ -32,6 +32,7 @@ endif
 ifeq ($(origin SEED),undefined)
   SEED := $(shell $(REQUEST) default seed)
 endif
+ORDER ?= shuffled
 # The inputs passed through to `bench run` as they are (TIMEOUT, SYNC, SET, DATA, BATCH_SIZE, ...): only those set.
 REQUEST_VARS := $(shell $(REQUEST) vars)
 REQUEST_PAIRS = $(foreach v,$(REQUEST_VARS),$(if $($(v)),'$(v)=$($(v))'))
@@ -106,7 +107,7 @@ DOCTOR := $(PYTHON) -m bench.host.doctor host --device $(RUN_DEVICE) --variant $
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
 .PHONY: help configure preflight doctor build bench-all collect report compare fidelity flops test test-unit test-e2e \
-	lint lock stacks clean cloud cloud-k8s cloud-collect push images e2e-base e2e-images
+	lint lock stacks clean version-stack compare-versions cloud cloud-k8s cloud-collect push images e2e-base e2e-images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
 help: ## List the targets
@@ -141,7 +142,8 @@ bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T -e BENCH_IMAGE_DIGEST="$$($(DOCKER) image inspect --format \
 	  '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' dlbench/$*:$(VARIANT) 2>/dev/null)" $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
-	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)", \
+	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)" \
+	    $(if $(filter-out shuffled,$(ORDER)),--order $(ORDER)), \
 	    $(if $(REPEATS),--repeats $(REPEATS))) $(REQUEST_ARGS)
 
 preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): bench-all stops on a problem
@@ -161,7 +163,7 @@ bench-all: preflight configure $(if $(REGISTRY),images,build) ## Preflight, buil
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
 	@status=0; $(PYTHON) -m bench.host.launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) --seed $(SEED) \
-	  --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
+	  --order $(ORDER) --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
 	$(MAKE) --no-print-directory collect || { echo "collect failed" >&2; exit 1; }; exit $$status
 
 collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv, then rewrite results/report.md (collector container)
@@ -177,9 +179,23 @@ compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.cs
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench compare /results/$(A) /results/$(B)
 
+# Version stacks (bench/host/versions.py, docs/versions.md): a stack = another stack + pin changes, then an ordinary
+# stack; compare-versions runs two stacks in ABBA rounds (REPEATS: bench.host.versions.COMPARE_ROUNDS) into one run.
+version-stack: ## Declare and lock a stack = BASE + pins: make version-stack BASE=keras3-jax PINS="keras==3.14.1 keras-hub==0.29.1"
+	@test -n "$(BASE)" -a -n "$(PINS)" || { echo "usage: make version-stack BASE=<stack> PINS=\"name==version ...\"" >&2; exit 2; }
+	@$(PYTHON) -m bench.host.versions add --base "$(BASE)" --pins "$(PINS)"
+
+compare-versions: ## BASE vs CANDIDATE in interleaved ABBA rounds on this device, then collect: make compare-versions BASE=keras3-jax CANDIDATE=<stack> [SUITE=] [REPEATS=4]
+	@test -n "$(BASE)" -a -n "$(CANDIDATE)" || { echo "usage: make compare-versions BASE=<stack> CANDIDATE=<stack>" \
+	  "[SUITE=classic] [REPEATS=4] [DEVICE=auto]" >&2; exit 2; }
+	@$(PYTHON) -m bench.host.versions pair "$(BASE)" "$(CANDIDATE)"
+	$(MAKE) --no-print-directory bench-all STACKS="$(BASE) $(CANDIDATE)" ORDER=abba \
+	  REPEATS=$(or $(REPEATS),$$($(PYTHON) -m bench.host.versions rounds)) \
+	  RUN=$(if $(call user_set,RUN),$(RUN),versions-$(BASE)-vs-$(CANDIDATE)-$(SUITE)-$(SIZE)-$(RUN_DEVICE))
+
 # Registry (REGISTRY=ghcr.io/<owner>/dlbench): an image's tag names its variant and a hash of its build inputs
 # (bench/host/imagetag.py), so a changed lock, Dockerfile or harness is a new tag and a stale image is never reused.
-PUSH_STACKS = $(if $(filter cpu,$(VARIANT)),$(CPU_STACKS),$(ALL_STACKS))
+PUSH_STACKS = $(filter-out $(DERIVED_STACKS),$(if $(filter cpu,$(VARIANT)),$(CPU_STACKS),$(ALL_STACKS)))
 IMAGE_REF = $(REGISTRY)/$$i:$$($(PYTHON) -m bench.host.imagetag $$i $$v)
 for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo latest || echo $(VARIANT) );
 need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [VARIANT=cpu|gpu]" >&2; exit 2; }

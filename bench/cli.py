@@ -130,17 +130,18 @@ def request_options(command: str):
 
 
 def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str | None, seed: int | None,
-                    repeats: int) -> dict[str, dict]:
-    """Each stack's ``schedule`` block for ``--round`` (empty without it); exits with a clear error on bad input."""
+                    repeats: int, rule: str = "shuffled") -> dict[str, dict]:
+    """Each stack's ``schedule`` block for ``--round`` (empty without it), its order by ``rule`` (``--order``);
+    exits with a clear error on bad input."""
     from bench.host import rounds
 
     if round_ is None:
-        if round_stacks is not None or seed is not None:
-            fail("--round-stacks and --seed go with --round")
+        if round_stacks is not None or seed is not None or rule != rounds.ORDER_RULES[0]:
+            fail("--round-stacks, --seed and --order go with --round")
         return {}
     stacks = round_stacks.split() if round_stacks else stack_ids
     try:
-        return {s: rounds.schedule(s, stacks, rounds.DEFAULT_SEED if seed is None else seed, round_, repeats)
+        return {s: rounds.schedule(s, stacks, rounds.DEFAULT_SEED if seed is None else seed, round_, repeats, rule)
                 for s in stack_ids}
     except ValueError as e:
         fail(f"--round: {e} (--repeats sets the number of rounds)")
@@ -158,7 +159,7 @@ def execute(req: Request, suite: str, make_cells) -> None:
     except planning.PlanError as e:
         fail(str(e))
     repeats = req.repeats_for(dev)
-    schedules = round_schedules(stack_ids, req.round_, req.round_stacks, req.seed, repeats)
+    schedules = round_schedules(stack_ids, req.round_, req.round_stacks, req.seed, repeats, req.order)
     root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     out = req.out_dir or root / "runs" / f"{suite}-{size}-{dev}"
     if dev == "cpu":
@@ -169,7 +170,8 @@ def execute(req: Request, suite: str, make_cells) -> None:
         click.echo(f"run: {len(cells)} cells x {repeats} repeat(s) -> {out}")
     else:
         sched = schedules[stack_ids[0]]
-        click.echo(f"run: {len(cells)} cells, round {req.round_} of {repeats} (seed {sched['seed']}, order "
+        how = f"seed {sched['seed']}" if req.order == "shuffled" else f"rule {req.order}"
+        click.echo(f"run: {len(cells)} cells, round {req.round_} of {repeats} ({how}, order "
                    f"{' '.join(sched['order'])}) -> {out}")
     if dev == "gpu":  # the peak mfu_measured divides by, measured in this image on this GPU once
         from bench.run.probe import ensure_measured_peak

@@ -27,6 +27,9 @@ from bench.core.stacks import STACKS
 
 #: ``make bench-all``'s rounds shuffle with this seed unless ``SEED``/``--seed`` says otherwise (``bench.host.rounds``).
 DEFAULT_SEED = 1
+#: How a round orders its stacks (``bench.host.rounds.order``): ``shuffled`` with the seed (make bench-all), or
+#: ``abba`` for two stacks (make compare-versions): A first in rounds 1, 4, 5, 8, ..., B first in 2, 3, 6, 7, ...
+ORDER_RULES = ("shuffled", "abba")
 #: Per-cell process time limit by size (s) unless ``--timeout`` says otherwise.
 TIMEOUT_S = {"smoke": 600.0, "full": 3600.0}
 #: Independent repeats per cell by device unless ``--repeats`` says otherwise: GPU timings vary run to run, and CPU
@@ -104,6 +107,10 @@ class Request:
         None, "With --round: every stack of the run (space-separated), shuffled per round with --seed; each record "
               "keeps the round's order and this stack's position [default: --stack].")
     seed: int | None = option(None, f"With --round: the shuffle's seed [default: {DEFAULT_SEED}].", kind="int")
+    order: str = option(
+        ORDER_RULES[0], "With --round: how each round orders --round-stacks: shuffled (with --seed), or abba (two "
+                        "stacks: A first in rounds 1, 4, 5, 8, ..., B first in 2, 3, 6, 7, ...); recorded in "
+                        "schedule.order_rule.", choices=ORDER_RULES)
     data: str = option(
         "auto", "Fit suites' data: auto = the real dataset, falling back to a synthetic one of the same shapes only "
                 "at smoke size (a full-size cell fails when it cannot read the real data); real = always required; "

@@ -8,7 +8,10 @@ stack from its ``build_args``. The plan, the CLI, the doctor and the report read
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 #: The environment variables a stack may set; images/Dockerfile sets each from a build argument.
 IMAGE_ENV = ("KERAS_BACKEND", "TF_USE_LEGACY_KERAS")
@@ -130,9 +133,12 @@ class Stack:
             stacks naming the same layer pin identically (same version and hashes) in their lock of a
             variant, written to ``images/layers/<layer>-<variant>.lock`` by ``make stacks`` and installed
             in one image layer before the stack's own lock. The images then share that layer (the
-            framework and its CUDA libraries: 5.2-6.7 GB of each gpu image), built and stored once.
-        base: the id of the stack this one is derived from (a version stack); None for a hand-written stack.
-        pins: the requirement lines that differ from the base's (e.g. ``("keras==3.14.0",)``); empty without a base.
+            framework and its CUDA libraries: 5.2-6.7 GB of each gpu image), built and stored once. A derived
+            stack (``base``) starts from its base's layer but is no member of it: the layer stays what the
+            hand-written stacks share, and the derived stack's own lock (``uv pip sync``) replaces what it pins.
+        base: the id of the stack this one is derived from (``make version-stack``; ``DERIVED_FILE``), None for
+            the hand-written stacks. A derived stack is its base with ``pins`` changed: everything else inherited.
+        pins: the requirement lines (``name==version``) that differ from the base, e.g. ``("keras==3.14.0",)``.
     """
 
     id: str
@@ -173,6 +179,93 @@ class Stack:
         return 2 if self.env.get("TF_USE_LEGACY_KERAS") == "1" else 3
 
 
+#: The derived stacks (``make version-stack``, ``bench.host.versions``): a JSON list of ``{"base": <stack id>,
+#: "pins": ["name==version", ...]}``, each entry built into a ``Stack`` by ``derive`` and added to ``STACKS``. Data,
+#: not code, because a program writes it (idempotently, sorted); this module stays the one list that reads it.
+DERIVED_FILE = Path(__file__).with_name("derived_stacks.json")
+
+#: A path component of a Docker image reference (distribution/reference grammar.go ``path-component``, lowercase
+#: only): a derived stack's id is one, so ``dlbench/<id>:<variant>`` is a valid image name.
+IMAGE_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
+#: An exact pin: name (PEP 503 letters, digits, ``._-``), optional extras (ignored: each variant keeps its base's
+#: extras), ``==``, a version of PEP 440's public characters (a local ``+label`` would not fit an image name).
+PIN = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?"
+                 r"\s*==\s*([A-Za-z0-9][A-Za-z0-9.!]*)\s*")
+
+
+def normalize(name: str) -> str:
+    """A distribution name in PEP 503 normal form (``Keras_Hub`` -> ``keras-hub``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def parse_pin(pin: str) -> tuple[str, str]:
+    """``(normalised name, version)`` of an exact pin ``name==version`` (``name[extras]==version`` too).
+
+    Raises:
+        ValueError: not an exact ``name==version`` pin.
+    """
+    m = PIN.fullmatch(pin)
+    if not m:
+        raise ValueError(f"pin {pin!r} is not name==version (an exact pin, e.g. keras==3.14.1)")
+    return normalize(m.group(1)), m.group(2)
+
+
+def derived_id(base: str, pins: tuple[str, ...]) -> str:
+    """The id of ``base`` with ``pins``: ``<base>--<name>-<version>`` per pin, sorted by name (e.g.
+    ``keras3-jax--keras-3.14.1``); lowercase, a Docker image path component and a compose service name.
+
+    Raises:
+        ValueError: a bad pin, a package pinned twice, or an id that is no valid image name.
+    """
+    parsed = sorted(parse_pin(p) for p in pins)
+    names = [n for n, _ in parsed]
+    if not parsed or len(set(names)) != len(names):
+        raise ValueError(f"pins {list(pins)}: give at least one, each package once")
+    out = base + "".join(f"--{n}-{v.lower()}" for n, v in parsed)
+    if not IMAGE_COMPONENT.fullmatch(out) or len(out) > 128:
+        raise ValueError(f"stack id {out!r} is not a valid Docker image name component")
+    return out
+
+
+def derive(base: Stack, pins: tuple[str, ...]) -> Stack:
+    """``base`` with ``pins`` changed: its own id (``derived_id``), service (``<id>-bench``), title and label
+    naming the pins, ``default=False`` (run by naming it), no reference column; everything else inherited.
+
+    Raises:
+        ValueError: as ``derived_id``, or ``base`` is itself derived (derive from its base with every pin).
+    """
+    if base.base is not None:
+        raise ValueError(f"{base.id} is derived from {base.base}: derive from {base.base} with all the pins")
+    canon = tuple(f"{n}=={v}" for n, v in sorted(parse_pin(p) for p in pins))
+    sid = derived_id(base.id, canon)
+    return replace(base, id=sid, service=f"{sid}-bench", title=f"{base.title}, {', '.join(canon)}",
+                   label=f"{base.label} ({', '.join(c.replace('==', ' ') for c in canon)})", reference=None,
+                   default=False, base=base.id, pins=canon)
+
+
+def load_derived(path: Path, stacks: dict[str, Stack]) -> dict[str, Stack]:
+    """The derived stacks declared in ``path`` (``DERIVED_FILE``; absent: none), by id, built on ``stacks``.
+
+    Raises:
+        ValueError: unreadable JSON, an unknown base, a bad pin, or an id taken already (the message names the file).
+    """
+    if not path.is_file():
+        return {}
+    try:
+        entries = json.loads(path.read_text())
+        out: dict[str, Stack] = {}
+        for e in entries:
+            if e["base"] not in stacks:
+                raise ValueError(f"unknown base stack {e['base']!r}")
+            s = derive(stacks[e["base"]], tuple(e["pins"]))
+            if s.id in stacks or s.id in out:
+                raise ValueError(f"stack {s.id} declared twice")
+            out[s.id] = s
+        return out
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
 STACKS: dict[str, Stack] = {
     s.id: s
     for s in (
@@ -201,6 +294,7 @@ STACKS: dict[str, Stack] = {
               imports=("torch", "torchvision", "transformers", "diffusers", "peft"), variants=("gpu",), default=False),
     )
 }
+STACKS.update(load_derived(DERIVED_FILE, STACKS))
 
 #: The stacks ``make bench-all`` runs unless told otherwise.
 DEFAULT_STACKS = tuple(s.id for s in STACKS.values() if s.default)

@@ -10,7 +10,7 @@ so the schedule in every record, the resume and the drift check are the same whi
 - ``KubernetesJob`` (``make cloud-k8s``, ``bench.host.cloud.k8s_job``): one init container per step, in order
   (init containers run one at a time, so the stacks never share the GPU).
 
-``python3 -m bench.host.launch compose --stacks "A B" --rounds N --seed S`` runs the compose launcher.
+``python3 -m bench.host.launch compose --stacks "A B" --rounds N --seed S [--order abba]`` runs the compose launcher.
 """
 
 from __future__ import annotations
@@ -24,26 +24,34 @@ from typing import Any, Protocol
 
 from bench.host import rounds
 
+#: The default order rule: shuffled with the seed (``make bench-all``).
+SHUFFLED = rounds.ORDER_RULES[0]
+
 
 @dataclass(frozen=True)
 class Step:
-    """One stack's turn in one round: ``round`` (1-based) of ``rounds``, the round's ``order``, and ``seed``."""
+    """One stack's turn in one round: ``round`` (1-based) of ``rounds``, the round's ``order``, ``seed``, and the
+    order's ``rule`` (``bench.host.rounds.order``)."""
 
     round: int
     rounds: int
     stack: str
     order: tuple[str, ...]
     seed: int
+    rule: str = SHUFFLED
 
     def bench_args(self, stacks: Sequence[str]) -> list[str]:
         """The ``bench run`` arguments that make this step's records carry the plan's schedule (``stacks``: every
         stack of the comparison, whose shuffle the round's order is)."""
+        rule = ["--order", self.rule] if self.rule != SHUFFLED else []
         return ["--round", str(self.round), "--repeats", str(self.rounds), "--seed", str(self.seed),
-                "--round-stacks", " ".join(stacks)]
+                "--round-stacks", " ".join(stacks), *rule]
 
 
-def plan(stacks: Sequence[str], n_rounds: int, seed: int = rounds.DEFAULT_SEED) -> list[Step]:
-    """Every step of a comparison: ``n_rounds`` rounds of every stack, each round in its shuffled order.
+def plan(stacks: Sequence[str], n_rounds: int, seed: int = rounds.DEFAULT_SEED,
+         rule: str = SHUFFLED) -> list[Step]:
+    """Every step of a comparison: ``n_rounds`` rounds of every stack, each round in the order of ``rule``
+    (shuffled with ``seed``, or ``abba``).
 
     Raises:
         ValueError: ``n_rounds`` < 1, no stack, or a stack named twice.
@@ -52,8 +60,8 @@ def plan(stacks: Sequence[str], n_rounds: int, seed: int = rounds.DEFAULT_SEED) 
         raise ValueError(f"a comparison needs at least one round and one stack (got {n_rounds}, {list(stacks)})")
     steps = []
     for r in range(1, n_rounds + 1):
-        order = tuple(rounds.order(stacks, seed, r))
-        steps += [Step(r, n_rounds, s, order, seed) for s in order]
+        order = tuple(rounds.order(stacks, seed, r, rule))
+        steps += [Step(r, n_rounds, s, order, seed, rule) for s in order]
     return steps
 
 
@@ -76,8 +84,10 @@ class Compose:
         failed = []
         for step in steps:
             if step.stack == step.order[0]:
-                print(f"== round {step.round} of {step.rounds} (seed {step.seed}): {' '.join(step.order)}", flush=True)
-            if self.run([self.make, "--no-print-directory", f"bench-{step.stack}", f"ROUND={step.round}"]):
+                how = f"seed {step.seed}" if step.rule == SHUFFLED else f"order {step.rule}"
+                print(f"== round {step.round} of {step.rounds} ({how}): {' '.join(step.order)}", flush=True)
+            rule = [f"ORDER={step.rule}"] if step.rule != SHUFFLED else []
+            if self.run([self.make, "--no-print-directory", f"bench-{step.stack}", f"ROUND={step.round}", *rule]):
                 failed.append(f"{step.stack}(round {step.round})")
         return failed
 
@@ -103,10 +113,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--stacks", required=True, help="space-separated stack ids")
     p.add_argument("--rounds", type=int, required=True)
     p.add_argument("--seed", type=int, default=rounds.DEFAULT_SEED)
+    p.add_argument("--order", default=SHUFFLED, choices=rounds.ORDER_RULES,
+                   help="shuffled (with --seed) or abba (two stacks)")
     p.add_argument("--make", default="make")
     a = p.parse_args(argv)
     try:
-        steps = plan(a.stacks.split(), a.rounds, a.seed)
+        steps = plan(a.stacks.split(), a.rounds, a.seed, a.order)
     except ValueError as e:
         p.error(str(e))
     stacks = a.stacks.split()

@@ -115,11 +115,12 @@ def render_compose_gpu() -> str:
 
 
 def render_makevars() -> str:
-    """``images/stacks.mk``: ALL_STACKS, DEFAULT_STACKS, CPU_STACKS and per stack its service, Dockerfile and
-    build arguments."""
+    """``images/stacks.mk``: ALL_STACKS, DEFAULT_STACKS, CPU_STACKS, DERIVED_STACKS (version stacks: built when
+    named, never pushed by ``make push``) and per stack its service, Dockerfile and build arguments."""
     ids = lambda pred: " ".join(s.id for s in STACKS.values() if pred(s))  # noqa: E731
     lines = [f"# {GENERATED}.", f"ALL_STACKS := {ids(lambda s: True)}",
-             f"DEFAULT_STACKS := {ids(lambda s: s.default)}", f"CPU_STACKS := {ids(lambda s: 'cpu' in s.variants)}"]
+             f"DEFAULT_STACKS := {ids(lambda s: s.default)}", f"CPU_STACKS := {ids(lambda s: 'cpu' in s.variants)}",
+             f"DERIVED_STACKS := {ids(lambda s: s.base is not None)}"]
     for s in STACKS.values():
         args = " ".join(f"--build-arg {k}={val}" for k, val in s.build_args().items())
         lines += [f"service_{s.id} := {s.service}", f"dockerfile_{s.id} := {s.dockerfile}",
@@ -146,10 +147,12 @@ def lock_pins(text: str) -> dict[str, str]:
 
 
 def layers() -> list[tuple[str, str, list[Stack]]]:
-    """(layer, variant, member stacks) of every shared layer (``Stack.layer``) and variant all its members have."""
+    """(layer, variant, member stacks) of every shared layer (``Stack.layer``) and variant all its members have.
+    The members are the hand-written stacks: a derived one (``Stack.base``) installs its base's layer without
+    shaping it, so that adding a version stack never changes its base's image."""
     out = []
     for layer in sorted({s.layer for s in STACKS.values() if s.layer}):
-        members = [s for s in STACKS.values() if s.layer == layer]
+        members = [s for s in STACKS.values() if s.layer == layer and s.base is None]
         for v in ("cpu", "gpu"):
             if all(v in s.variants for s in members):
                 out.append((layer, v, members))

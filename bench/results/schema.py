@@ -324,6 +324,11 @@ class Env:
     image_variant: str | None = entry("the image variant (cpu or gpu)")
     in_container: bool | None = entry("the cell ran inside a container")
     packages: dict[str, Any] = entry("package -> version of the frameworks and libraries", default={})
+    stack_base: str | None = entry("a derived stack (make version-stack): the stack it is derived from; null otherwise")
+    pins: dict[str, Any] = entry("a derived stack: per pinned package, the version installed in the container "
+                                 "(importlib.metadata; null: not installed)", default={})
+    pins_ok: bool | None = entry("a derived stack: every pinned package is installed at its declared version "
+                                 "(false: the image is not what the stack declares); null otherwise")
     framework_cuda: dict[str, Any] = entry("per framework: the CUDA/cuDNN it was built with and the GPUs it sees",
                                            default={})
     gpu: Gpu = entry("the GPU and driver (NVML)", default=None)

@@ -11,6 +11,7 @@ import datetime as dt
 import importlib.metadata as md
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import bench
+from bench.core.stacks import STACKS, parse_pin
 
 DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-keras", "keras", "keras-hub", "keras-nlp", "keras-cv", "jax",
                  "jaxlib", "jax-cuda12-plugin", "torch", "transformers", "diffusers", "peft",
@@ -41,6 +43,33 @@ def package_versions() -> dict[str, str]:
         with contextlib.suppress(md.PackageNotFoundError):
             out[name] = md.version(name)
     return out
+
+
+def _release(version: str) -> str:
+    """A version with the trailing ``.0`` of its release dropped (``3.14.0`` and ``3.14`` are one version)."""
+    m = re.match(r"([0-9.]*)(.*)", version.strip().lower())
+    head, tail = m.groups() if m else ("", version)
+    return re.sub(r"(\.0)+$", "", head.rstrip(".")) + tail
+
+
+def stack_pins(stack_id: str) -> dict[str, Any]:
+    """The record's ``env.stack_base``, ``env.pins`` and ``env.pins_ok`` for stack ``stack_id``: for a derived stack
+    (``bench.core.stacks.Stack.base``), its base and, per pinned package, the version installed in this environment
+    (``importlib.metadata``; None when not installed), and whether every one is the declared version; for any other
+    stack (or an unknown id) None, {} and None."""
+    s = STACKS.get(stack_id)
+    if s is None or s.base is None:
+        return {"stack_base": None, "pins": {}, "pins_ok": None}
+    installed: dict[str, str | None] = {}
+    ok = True
+    for pin in s.pins:
+        name, want = parse_pin(pin)
+        try:
+            installed[name] = md.version(name)
+        except md.PackageNotFoundError:
+            installed[name] = None
+        ok = ok and installed[name] is not None and _release(installed[name] or "") == _release(want)
+    return {"stack_base": s.base, "pins": installed, "pins_ok": ok}
 
 
 def cpu_model() -> str | None:

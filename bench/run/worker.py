@@ -22,7 +22,7 @@ from bench.results.record import Cell, new_record, write_json_atomic
 from bench.results.schema import to_json
 from bench.run import flops, telemetry
 from bench.run.engines import Unsupported, epoch_engine, frameworks, missing_model, step_engine
-from bench.run.environment import capture, utc_now
+from bench.run.environment import capture, stack_pins, utc_now
 from bench.run.workloads import StepWorkload, get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
@@ -93,9 +93,11 @@ def add_env(rec: dict[str, Any], cell: Cell) -> None:
     growth (``env.cuda_cache``) is the runner's to add, once this process has ended
     (``bench.run.runner.add_cuda_cache``)."""
     try:
-        rec["env"] = capture()
+        rec["env"] = {**capture(), **stack_pins(cell.stack)}
     except Exception as e:
         rec["env"] = {"error": f"{type(e).__name__}: {e}"}
+    if rec["env"].get("pins_ok") is False:  # the image does not hold what the derived stack declares
+        rec["notes"].append(f"pins: installed {rec['env']['pins']}, not the declared {get_stack(cell.stack).pins}")
     if (rec["env"].get("gpu") or {}).get("mig_mode") and cell.device == "gpu":
         rec["notes"].append(MIG_NOTE)
 
