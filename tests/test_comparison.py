@@ -151,7 +151,7 @@ def test_versions_and_keras_overhead_sections_render(tmp_path, derived):
     s = ratio_stats(BASE_MS, FAST_MS)
     mlp = [ln for ln in lines if ln.startswith("| mnist_mlp fit |")]
     assert mlp[0] == (f"| mnist_mlp fit | classic | smoke | 5 / 5 | {s.ratio:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}] "
-                      f"| {s.p_value:.3f} | faster | -0.50 (epoch) | n/a |")
+                      f"| {s.p_value:.3f} | faster | -0.50 (epoch) | n/a | n/a / n/a |")
     assert row["mnist_cnn fit"][6] == "no detectable change"
     assert row["babi_rnn fit"][3:7] == ["1 / 1", "1.200", "n/a", "too few repeats"]
     # Keras overhead: keras3-jax over jax on the one cell both ran, none for keras3-torch without pytorch
@@ -164,6 +164,21 @@ def test_versions_and_keras_overhead_sections_render(tmp_path, derived):
     plots = tmp_path / "out" / "plots" / "versions"
     assert (plots / "versions_ratio.png").exists() and (plots / "keras_overhead_ratio.png").exists()
     assert "![Versions: ms/step ratio candidate/base](plots/versions/versions_ratio.png)" in lines
+
+
+def test_keras_overhead_rows_say_where_each_side_made_its_batches(tmp_path):
+    """keras3-torch's default pipeline copies NumPy batches each step, pytorch's holds the set on the device: the
+    overhead row says so (native first), because its ratio then includes that copy."""
+    recs = []
+    for stack, where in (("pytorch", "device (torch tensors: the whole set)"), ("keras3-torch", "host (NumPy)")):
+        c, r = cell_record(stack, "mnist_mlp", BASE_MS)
+        r["settings"] = {"train_data_placement": where}
+        recs.append((c, r))
+    runs, _ = load_runs([run_csv(tmp_path, recs)])
+    text = write_report(runs, tmp_path / "out").read_text()
+    row = [ln for ln in text.splitlines() if ln.startswith("| mnist_mlp fit |")]
+    assert len(row) == 1 and row[0].endswith("| device / host |")
+    assert "training data pytorch / keras3-torch" in text and "the ratio includes that copy" in text
 
 
 def test_memory_delta_in_mib_and_no_sections_without_pairs(tmp_path, derived):

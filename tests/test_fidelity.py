@@ -44,3 +44,22 @@ def test_a_keras_free_running_run_without_steady_time_is_an_error_not_a_negative
     monkeypatch.setattr(bench.run.fidelity, "clock", lambda: 0.0)  # every fit call "takes" 0 s: no steady time
     with pytest.raises(bench.run.fidelity.NoisyMeasurement, match=r"noise exceeds its 1 steady epoch\(s\)"):
         measure("keras3-torch", "mnist_mlp", "cpu", "smoke", epochs=2, cadences=("epoch",))
+
+
+def test_the_jax_stack_has_its_own_free_running_loop_and_imports_no_torch():
+    """Fidelity on `jax` times a bare jitted JAX loop (the engine's step over the set on the device), never a
+    PyTorch one, and the harness's epoch cadence lands near it (the same work timed two ways)."""
+    pytest.importorskip("flax")
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys\nfrom bench.run.fidelity import measure\n"
+            "r = measure('jax', 'mnist_mlp', 'cpu', 'smoke', epochs=3, cadences=('epoch',))\n"
+            "print(json.dumps({'torch': 'torch' in sys.modules, 'hand': r['handloop_ms_per_step'], "
+            "'epoch': r['cadences']['epoch']['ms_per_step'], 'order': r['order']}))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["torch"] is False and r["order"] == ["hand", "epoch", "epoch", "hand"]
+    assert r["hand"] > 0 and 1 / 3 < r["epoch"] / r["hand"] < 3

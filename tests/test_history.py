@@ -116,6 +116,13 @@ def test_version_label_reads_the_engine_keras_and_pins():
     assert history.version_label({}) == ""
 
 
+def test_a_plain_jax_row_is_labelled_by_its_backend_and_its_model_libraries():
+    """The jax image holds TensorFlow for tf.data only: the label names JAX, Flax and optax, not TensorFlow."""
+    row = {"stack": "jax", "env.packages.tensorflow": "2.21.0", "env.packages.jax": "0.10.2",
+           "settings.flax_version": "0.12.8", "settings.optax_version": "0.2.8"}
+    assert history.version_label(row) == "jax 0.10.2, flax 0.12.8, optax 0.2.8"
+
+
 def test_report_draws_a_trend_per_cell_with_two_points_per_stack(two_runs, tmp_path):
     from bench.results.report.history import trend_groups, trend_plot
 

@@ -265,7 +265,15 @@ def _fit(name: str, epochs: int = 2, **kw):
 
     w = get_workload(name)
     ds = w.load_data("smoke", "synthetic")
-    return jax_engine.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), knobs.JaxFitSettings(**kw))
+    return _blocks(jax_engine.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), knobs.JaxFitSettings(**kw)))
+
+
+def _blocks(out) -> dict:
+    """An engine's EpochResult as the record's JSON blocks (what the worker writes: schema.to_json)."""
+    from bench.results.schema import to_json
+
+    return {"settings": to_json(out.settings), "metrics": to_json(out.metrics), "history": out.history,
+            "model": to_json(out.model), "memory": to_json(out.memory)}
 
 
 @needs_flax
@@ -280,7 +288,7 @@ def test_jax_learns_like_pytorch_on_the_same_smoke_data():
     w = get_workload("mnist_mlp")
     ds = w.load_data("smoke", "synthetic")
     j = _fit("mnist_mlp", epochs=4)
-    t = torch_engine.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, knobs.TorchFitSettings())
+    t = _blocks(torch_engine.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, knobs.TorchFitSettings()))
     for h in (j["history"], t["history"]):
         assert h["loss"][-1] < h["loss"][0]
     assert abs(j["history"]["loss"][-1] - t["history"]["loss"][-1]) < 0.1 * t["history"]["loss"][-1]

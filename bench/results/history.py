@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench.core.stacks import STACKS
 from bench.results.schema import EffectiveSettings, Env, Memory, Metrics, Model, Record, Repeats, col, spread_col
 
 #: The layout this code writes (``meta.history_schema``).
@@ -64,9 +65,11 @@ def version_label(row: dict[str, Any]) -> str:
 
     Read from what the row holds, never from the stack's name: Keras from ``settings.keras_version`` (what the
     engine ran: tf-keras 2.21.0 for Keras 2, though the image also has Keras 3), then the backend Keras ran on
-    (``settings.keras_backend``), or for a row without Keras every framework of ``FRAMEWORKS`` in
-    ``env.packages``; then any pin the row records (``env.pins.*``) that names another package. Empty when the
-    row holds no versions (an old record without ``env.packages``).
+    (``settings.keras_backend``), or for a row without Keras its stack's backend (every framework of
+    ``FRAMEWORKS`` in ``env.packages`` for an unknown stack: the plain-JAX image holds TensorFlow for tf.data,
+    which does no training there) and the model and optimizer libraries it records (``settings.flax_version``,
+    ``settings.optax_version``); then any pin the row records (``env.pins.*``) that names another package.
+    Empty when the row holds no versions (an old record without ``env.packages``).
     """
     packages = _mapping(row, f"{col(Env, 'packages')}.")
     parts: list[str] = []
@@ -74,8 +77,17 @@ def version_label(row: dict[str, Any]) -> str:
     backend = _value(row.get(col(EffectiveSettings, "keras_backend")))
     if keras is not None:
         parts.append(f"keras {keras}")
-    names = [backend] if keras is not None and backend in FRAMEWORKS else [f for f in FRAMEWORKS if f in packages]
+    stack = STACKS.get(str(row.get(col(Record, "stack"))))
+    if keras is None and stack is not None:
+        backend = stack.backend
+    names = [backend] if backend in FRAMEWORKS else [f for f in FRAMEWORKS if f in packages]
     parts += [f"{n} {packages[n]}" for n in names if n in packages]
+    if keras is None:
+        for lib in ("flax", "optax"):
+            version = _value(row.get(col(EffectiveSettings, f"{lib}_version")))
+            if version is not None:
+                parts.append(f"{lib} {version}")
+                names.append(lib)
     named = {"keras", *names}
     for pkg, version in sorted(_mapping(row, "env.pins.").items()):
         if pkg.split(".")[0] not in named:

@@ -109,6 +109,55 @@ def _hand_torch(stack, w, ds, device, epochs, batch) -> dict[str, float]:
     return {"first_epoch_s": t1 - t0, "steady_s": clock() - t1}
 
 
+def _hand_jax(stack, w, ds, device, epochs, batch) -> dict[str, float]:
+    """The free-running plain-JAX loop: the engine's own jitted train step (``jax_engine.make_steps``, float32)
+    over the whole set placed on the device once (``device_put_once``), one barrier per epoch block (on the last
+    step's outputs, the data upload waited for before the clock starts)."""
+    import jax
+    import optax
+    from flax import nnx
+
+    from bench.run.engines import jax_engine
+
+    frameworks.set_tf32("jax", TF32_AS_HARNESS)
+    dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
+    with jax.default_device(dev):
+        model = jax_engine.build_model(nnx, w, ds.meta)
+        tx, _ = jax_engine.make_optimizer(optax, w)
+        model.train()
+        train_def, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]  # flax overloads: 3 parts
+        model.eval()
+        eval_def = nnx.graphdef(model)
+        train, _ = jax_engine.make_steps(jax, nnx, optax, (train_def, eval_def), tx, "float32", jit=True)
+        params, rest = jax.device_put((params, rest), dev)
+        opt_state = jax.device_put(tx.init(params), dev)
+        epoch_batches = jax_engine.device_epochs(jax, ds.x_train, ds.y_train, batch, dev, jit=True)
+    state = [params, opt_state, rest]
+    totals: list[Any] = []
+
+    def epoch():
+        for xs, y in epoch_batches():
+            new_params, new_opt_state, new_rest, step_totals = train(*state, xs, y)
+            state[:], totals[:] = [new_params, new_opt_state, new_rest], [step_totals]
+
+    def barrier():  # the step's every output: new parameters, optimizer state, model state, the batch's totals
+        jax.block_until_ready((state, totals))
+
+    barrier()
+    t0 = clock()
+    epoch()
+    barrier()
+    t1 = clock()
+    for _ in range(epochs - 1):
+        epoch()
+    barrier()
+    return {"first_epoch_s": t1 - t0, "steady_s": clock() - t1}
+
+
+#: The free-running loop of each engine (``measure`` compares the harness's cadences with it).
+HAND_LOOPS = {"keras": _hand_keras, "torch": _hand_torch, "jax": _hand_jax}
+
+
 CADENCES = ("step", "every:8", "epoch")
 
 
@@ -144,7 +193,10 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     ds = w.load_data(size, data="fallback")  # times the harness: synthetic data of the real shapes will do
     batch = w.batch_for(size)
     steps = -(-ds.n_train // batch)
-    hand_fn = _hand_keras if stack.engine == "keras" else _hand_torch
+    try:
+        hand_fn = HAND_LOOPS[stack.engine]
+    except KeyError:
+        raise ValueError(f"fidelity has no free-running loop for the {stack.engine!r} engine ({stack_id})") from None
     settings_cls = settings_class(stack.engine)
     order = ["hand", *cadences, *reversed(cadences), "hand"]
     hand_ms: list[float] = []

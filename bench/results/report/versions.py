@@ -36,6 +36,7 @@ OVERHEAD_PAIRS = (("jax", "keras3-jax"), ("pytorch", "keras3-torch"))
 #: The time of the first step, else the first epoch (both include tracing and compilation), in that preference.
 FIRST_TIME = (("step", col(Metrics, "first_step_s")), ("epoch", col(Metrics, "first_epoch_s")))
 DEVICE_PEAK = col(Memory, "device_peak_bytes")
+PLACEMENT = col(Record, "settings", "train_data_placement")
 ORDER_RULE = col(Record, "schedule", "order_rule")
 SEED = col(Record, "schedule", "seed")
 MIB = 2**20
@@ -153,6 +154,15 @@ def _peak_delta(ra, rb) -> float | None:
     return None if a is None or b is None else (b - a) / MIB
 
 
+def data_path(row) -> str:
+    """Where the row's training batches were made: ``host`` or ``device``, the first word of
+    ``settings.train_data_placement`` (``n/a`` where not recorded). The Keras-overhead pairs show it because the
+    stacks' default pipelines differ (``pytorch``: the whole set on the device; ``keras3-torch``: NumPy batches
+    copied each step), so a ratio whose two sides differ includes that copy, not Keras alone."""
+    value = row.get(PLACEMENT) if PLACEMENT in row.index else None
+    return str(value).split(" ", 1)[0] if isinstance(value, str) and value else "n/a"
+
+
 def _label(key: dict[str, Any]) -> str:
     extra = ", ".join(str(x) for x in (key[col(Record, "variant")], key[INPUTS]) if x and x != "default")
     name = f"{key[col(Record, 'workload')]} {key[col(Record, 'task')]}"
@@ -181,7 +191,8 @@ def pair_table(df, base: str, candidate: str) -> PairTable:
         stats = ratio_stats(repeat_values(ra, METRIC), repeat_values(rb, METRIC))
         table.rows.append({"label": _label(key), "suite": key[col(Record, "suite")], "size": key[col(Record, "size")],
                            "stats": stats, "first": first, "first_delta_s": delta,
-                           "peak_delta_mib": _peak_delta(ra, rb)})
+                           "peak_delta_mib": _peak_delta(ra, rb),
+                           "data": f"{data_path(ra)} / {data_path(rb)}"})
     return table
 
 
@@ -225,12 +236,14 @@ def stats_note() -> str:
 def table_lines(t: PairTable) -> list[str]:
     """The Markdown table of one pair."""
     out = [f"| cell | suite | size | n {t.base} / {t.candidate} | ratio [{CI_LEVEL:.0%} CI] | p | verdict "
-           "| Δ first (s) | Δ peak (MiB) |", "|---|---|---|---|---|---|---|---|---|"]
+           f"| Δ first (s) | Δ peak (MiB) | training data {t.base} / {t.candidate} |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in t.rows:
         s: PairStats = r["stats"]
         first = "n/a" if r["first"] is None else f"{_signed(r['first_delta_s'], 2)} ({r['first']})"
         out.append(f"| {r['label']} | {r['suite']} | {r['size']} | {s.n_a} / {s.n_b} | {ratio_text(s)} | "
-                   f"{fmt(s.p_value, 3)} | {s.time_verdict} | {first} | {_signed(r['peak_delta_mib'], 1)} |")
+                   f"{fmt(s.p_value, 3)} | {s.time_verdict} | {first} | {_signed(r['peak_delta_mib'], 1)} | "
+                   f"{r['data']} |")
     return out + [""] + [f"Left out: {x}." for x in t.skipped] + ([""] if t.skipped else [])
 
 
@@ -266,7 +279,12 @@ def overhead_section(tables: list[PairTable], plots: dict[str, str], after_versi
     out = ["## Keras overhead", "", "Keras 3 on a backend against the same workload written natively for it "
            "(`" + "`, `".join(f"{c} / {b}" for b, c in OVERHEAD_PAIRS) + "`), cell by cell: a ratio > 1 means "
            "Keras is slower than the native code on that backend (its layers, `fit` loop and data path cost that "
-           "much), < 1 that it is faster; \"slower\" / \"faster\" are Keras'.", "", note, ""]
+           "much), < 1 that it is faster; \"slower\" / \"faster\" are Keras'. The last column says where each side "
+           "made its training batches (`settings.train_data_placement`), native first: where the two differ "
+           "(the default cells of `keras3-torch / pytorch` read `device / host`: the PyTorch loop holds the whole "
+           "set on the device, Keras copies NumPy batches each step), the ratio includes that copy; compare the "
+           "tuning suite's "
+           "matching-data variants for Keras alone.", "", note, ""]
     for t in tables:
         out += [f"### {t.candidate} / {t.base}", "", f"- Order: {t.order}", "", *table_lines(t)]
     return out + _plot_line(plots, OVERHEAD_PLOT)

@@ -179,7 +179,8 @@ def numpy_epochs(xs: tuple[np.ndarray, ...], y: np.ndarray, batch_size: int, see
 def device_epochs(jax, xs: tuple[np.ndarray, ...], y: np.ndarray, batch_size: int, dev, jit: bool, seed: int = 0):
     """``device_put_once``: the whole training set placed on ``dev`` once, a permutation drawn on the device each
     epoch, each batch gathered there (jitted with the step's ``jit``)."""
-    xs_d, y_d = jax.device_put((xs, y), dev)
+    # the upload is asynchronous: wait for it here, before any clock starts, so no epoch's time holds it
+    xs_d, y_d = jax.block_until_ready(jax.device_put((xs, y), dev))
     n = len(y)
 
     def take(arrays, idx):
@@ -352,7 +353,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     read_every_step = cadence.every == 1
     hist: dict[str, list[float]] = {"accuracy": [], "loss": [], "val_accuracy": [], "val_loss": []}
     try:
-        barrier()
+        jax.block_until_ready((params, opt_state, rest, xv, yv))  # every upload done before the clock starts
         start = clock()
         for _ in range(epochs):
             timer.begin_epoch()
