@@ -294,6 +294,8 @@ def test_jax_learns_like_pytorch_on_the_same_smoke_data():
     assert abs(j["history"]["loss"][-1] - t["history"]["loss"][-1]) < 0.1 * t["history"]["loss"][-1]
     assert abs(j["history"]["accuracy"][-1] - t["history"]["accuracy"][-1]) < 0.15
     assert j["model"]["params_total"] == t["model"]["params_effective"] == 669_706
+    # where each made its batches, as the Keras-overhead rows compare it: both hold the set on the device
+    assert t["settings"]["train_data_placement"].startswith("device (torch tensors")
 
 
 @needs_flax
@@ -356,3 +358,14 @@ def test_bfloat16_computes_in_bfloat16_with_float32_parameters():
         assert {a.dtype for a in jax.tree.leaves(new_params)} == {jnp.dtype("float32")}
     assert totals["bfloat16"][0] != totals["float32"][0]
     np.testing.assert_allclose(totals["bfloat16"][0], totals["float32"][0], rtol=2e-2)
+
+
+def test_every_pytorch_pipeline_names_where_it_makes_its_batches():
+    from bench.run.engines.torch_engine import placement
+
+    assert placement("tensors_on_device", False).startswith("device")
+    assert placement("tensor_dataset", False).startswith("host")
+    assert placement("tensor_dataset", True).startswith("device")
+    assert placement("torchvision_dataset_transforms", False).startswith("host")
+    with pytest.raises(ValueError, match="unknown data_pipeline"):
+        placement("x", False)

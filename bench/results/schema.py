@@ -411,8 +411,9 @@ class EffectiveSettings(Block):
     compile_cache: str | None = entry("PyTorch-backend stacks: 'fresh per cell' (torch.compile's inductor and Triton "
                                       "caches in an empty directory per cell process), plus any inductor cache switch "
                                       "the environment set")
-    train_data_placement: str | None = entry("Keras: where fit makes each training batch: 'host (tf.data)', 'host "
-                                             "(NumPy)' or 'device (torch tensors)'")
+    train_data_placement: str | None = entry("where each training batch is made, its first word 'host' or 'device' "
+                                             "(Keras: 'host (tf.data)', 'host (NumPy)', 'device (torch tensors)'; "
+                                             "the PyTorch and JAX loops name their pipeline's)")
     generated_tokens: int | None = entry("paper suite, generate: tokens produced per sequence per call")
     prompt_tokens: int | None = entry("paper suite, generate: prompt length fed per sequence")
     bos_token_id: int | None = entry("paper suite, generate: the prompt's BOS id")

@@ -68,7 +68,7 @@ def trend_plot(cell: str, machine: str, rows, path: Path) -> int:
         labels = [f"{versions[r]}\n{dates[r]} ({r})" for r in order]
     else:
         labels = [f"{dates[r]}\n{r}" for r in order]
-    ax.set_xticks(range(len(order)), labels, fontsize=7)
+    ax.set_xticks(range(len(order)), labels, fontsize=7, rotation=15, ha="right")  # long run names must not overlap
     ax.set_ylabel("ms/step (bars: min-max across repeats)")
     ax.set_title(f"{cell}\n{machine}", fontsize=9)
     ax.set_ylim(bottom=0)

@@ -233,6 +233,23 @@ def loader_kwargs(torch, batch_size: int, workers: int, dev) -> dict[str, Any]:
             "generator": torch.Generator(device="cpu").manual_seed(0)}
 
 
+def placement(pipeline: str, preload: bool) -> str:
+    """Where ``make_batches`` makes each training batch of ``pipeline`` (``settings.train_data_placement``: its
+    first word, ``host`` or ``device``, is what the report's Keras-overhead rows compare).
+
+    Raises:
+        ValueError: an unknown pipeline.
+    """
+    if pipeline == "tensors_on_device":
+        return "device (torch tensors: the whole set on the device; a shuffled index per step)"
+    if pipeline == "tensor_dataset":
+        return ("device (TensorDataset of tensors preloaded on the device, DataLoader batches)" if preload else
+                "host (TensorDataset + DataLoader on the CPU; each batch copied to the device)")
+    if pipeline == "torchvision_dataset_transforms":
+        return "host (torchvision MNIST dataset, per-image transforms in the DataLoader; each batch copied)"
+    raise ValueError(f"unknown data_pipeline {pipeline!r}")
+
+
 def make_batches(torch, pipeline: str, settings: TorchFitSettings, ds: Dataset, workload: Workload,
                  batch_size: int, dev):
     """An epoch-iterable of (inputs tuple, labels) on ``dev`` for the chosen data pipeline."""
@@ -327,6 +344,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     else:
         batches = make_batches(torch, pipeline, settings, ds, workload, batch_size, dev)
         effective.shuffle_buffer = n  # a full permutation each epoch (randperm, DataLoader(shuffle=True))
+        effective.train_data_placement = placement(pipeline, settings.preload)
     xv = to_tensors(torch, ds.x_val, workload.torch_layout, dev)
     if pipeline == "torchvision_dataset_transforms" and not augmenting:
         # validate on what the model trains on: the transform's normalised pixels
