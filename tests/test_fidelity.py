@@ -47,7 +47,7 @@ def test_a_keras_free_running_run_without_steady_time_is_an_error_not_a_negative
 
 
 def test_the_jax_stack_has_its_own_free_running_loop_and_imports_no_torch():
-    """Fidelity on `jax` times a bare jitted JAX loop (the engine's step over the set on the device), never a
+    """Fidelity on `jax` times a bare jitted JAX loop (the engine's step fed as a default cell feeds it), never a
     PyTorch one, and the harness's epoch cadence lands near it (the same work timed two ways)."""
     pytest.importorskip("flax")
     import json

@@ -111,8 +111,8 @@ def _hand_torch(stack, w, ds, device, epochs, batch) -> dict[str, float]:
 
 def _hand_jax(stack, w, ds, device, epochs, batch) -> dict[str, float]:
     """The free-running plain-JAX loop: the engine's own jitted train step (``jax_engine.make_steps``, float32)
-    over the whole set placed on the device once (``device_put_once``), one barrier per epoch block (on the last
-    step's outputs, the data upload waited for before the clock starts)."""
+    fed as a default cell feeds it (``numpy_batches``: NumPy batches of a fresh permutation, moved by the call), so
+    the two differ only in what the harness adds; one barrier per epoch block, on the last step's outputs."""
     import jax
     import optax
     from flax import nnx
@@ -131,7 +131,7 @@ def _hand_jax(stack, w, ds, device, epochs, batch) -> dict[str, float]:
         train, _ = jax_engine.make_steps(jax, nnx, optax, (train_def, eval_def), tx, "float32", jit=True)
         params, rest = jax.device_put((params, rest), dev)
         opt_state = jax.device_put(tx.init(params), dev)
-        epoch_batches = jax_engine.device_epochs(jax, ds.x_train, ds.y_train, batch, dev, jit=True)
+        epoch_batches = jax_engine.numpy_epochs(ds.x_train, ds.y_train, batch)
     state = [params, opt_state, rest]
     totals: list[Any] = []
 
