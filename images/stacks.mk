@@ -5,25 +5,25 @@ CPU_STACKS := keras2-tf keras3-tf keras3-jax keras3-torch pytorch jax keras3-jax
 DERIVED_STACKS := keras3-jax--keras-3.14.1--keras-hub-0.29.1
 service_keras2-tf := keras2-bench
 dockerfile_keras2-tf := images/Dockerfile
-build_args_keras2-tf := --build-arg STACK=keras2-tf --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS=1 --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg IMPORTS=tensorflow,tf_keras,keras_nlp,keras_cv
+build_args_keras2-tf := --build-arg STACK=keras2-tf --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS=1 --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg SUBLAYER= --build-arg IMPORTS=tensorflow,tf_keras,keras_nlp,keras_cv
 service_keras3-tf := tf-bench
 dockerfile_keras3-tf := images/Dockerfile
-build_args_keras3-tf := --build-arg STACK=keras3-tf --build-arg KERAS_BACKEND=tensorflow --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg IMPORTS=keras,tensorflow,keras_hub,keras_cv
+build_args_keras3-tf := --build-arg STACK=keras3-tf --build-arg KERAS_BACKEND=tensorflow --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg SUBLAYER= --build-arg IMPORTS=keras,tensorflow,keras_hub,keras_cv
 service_keras3-jax := jax-bench
 dockerfile_keras3-jax := images/Dockerfile
-build_args_keras3-jax := --build-arg STACK=keras3-jax --build-arg KERAS_BACKEND=jax --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg IMPORTS=keras,jax,keras_hub,keras_cv
+build_args_keras3-jax := --build-arg STACK=keras3-jax --build-arg KERAS_BACKEND=jax --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg SUBLAYER=jax --build-arg IMPORTS=keras,jax,keras_hub,keras_cv
 service_keras3-torch := torch-bench
 dockerfile_keras3-torch := images/Dockerfile
-build_args_keras3-torch := --build-arg STACK=keras3-torch --build-arg KERAS_BACKEND=torch --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER=torch --build-arg IMPORTS=keras,torch,keras_hub,keras_cv
+build_args_keras3-torch := --build-arg STACK=keras3-torch --build-arg KERAS_BACKEND=torch --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER=torch --build-arg SUBLAYER= --build-arg IMPORTS=keras,torch,keras_hub,keras_cv
 service_pytorch := pytorch-bench
 dockerfile_pytorch := images/Dockerfile
-build_args_pytorch := --build-arg STACK=pytorch --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER=torch --build-arg IMPORTS=torch,torchvision,transformers,diffusers,peft
+build_args_pytorch := --build-arg STACK=pytorch --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER=torch --build-arg SUBLAYER= --build-arg IMPORTS=torch,torchvision,transformers,diffusers,peft
 service_jax := plain-jax-bench
 dockerfile_jax := images/Dockerfile
-build_args_jax := --build-arg STACK=jax --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg IMPORTS=jax,flax,optax,tensorflow
+build_args_jax := --build-arg STACK=jax --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg SUBLAYER=jax --build-arg IMPORTS=jax,flax,optax,tensorflow
 service_pytorch-cu12 := pytorch-cu12-bench
 dockerfile_pytorch-cu12 := images/Dockerfile
-build_args_pytorch-cu12 := --build-arg STACK=pytorch-cu12 --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER= --build-arg IMPORTS=torch,torchvision,transformers,diffusers,peft
+build_args_pytorch-cu12 := --build-arg STACK=pytorch-cu12 --build-arg KERAS_BACKEND= --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=1 --build-arg LAYER= --build-arg SUBLAYER= --build-arg IMPORTS=torch,torchvision,transformers,diffusers,peft
 service_keras3-jax--keras-3.14.1--keras-hub-0.29.1 := keras3-jax--keras-3.14.1--keras-hub-0.29.1-bench
 dockerfile_keras3-jax--keras-3.14.1--keras-hub-0.29.1 := images/Dockerfile
-build_args_keras3-jax--keras-3.14.1--keras-hub-0.29.1 := --build-arg STACK=keras3-jax--keras-3.14.1--keras-hub-0.29.1 --build-arg KERAS_BACKEND=jax --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg IMPORTS=keras,jax,keras_hub,keras_cv
+build_args_keras3-jax--keras-3.14.1--keras-hub-0.29.1 := --build-arg STACK=keras3-jax--keras-3.14.1--keras-hub-0.29.1 --build-arg KERAS_BACKEND=jax --build-arg TF_USE_LEGACY_KERAS= --build-arg TOOLCHAIN=0 --build-arg LAYER=tensorflow --build-arg SUBLAYER=jax --build-arg IMPORTS=keras,jax,keras_hub,keras_cv

@@ -207,6 +207,11 @@ def test_an_image_tag_changes_with_any_input_and_only_then(tmp_path):
     layer = tmp_path / "images" / "layers" / "tensorflow-gpu.lock"
     layer.write_text(layer.read_text() + "\n# changed\n")
     assert imagetag.tag("keras3-jax", "gpu", tmp_path) != jax and imagetag.tag("pytorch-cu12", "gpu", tmp_path) == cu12
+    # a sublayer's lock is an input of its stacks' images, not of the other stacks on its layer
+    jax, tf = imagetag.tag("jax", "cpu", tmp_path), imagetag.tag("keras3-tf", "cpu", tmp_path)
+    sub = tmp_path / "images" / "layers" / "jax-cpu.lock"
+    sub.write_text(sub.read_text() + "\n# changed\n")
+    assert imagetag.tag("jax", "cpu", tmp_path) != jax and imagetag.tag("keras3-tf", "cpu", tmp_path) == tf
     with pytest.raises(FileNotFoundError):
         imagetag.tag("pytorch-cu12", "cpu")
 

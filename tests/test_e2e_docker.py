@@ -135,9 +135,24 @@ def test_images_build(make_args):
     # the framework layer is stored once: without it a stack image shared only the base, toolchain and uv
     # layers (<0.6 GB); measured with it: 1.7 GB (torch, cpu) to 7.0 GB (TensorFlow + CUDA 12.9, gpu)
     shared = shared_bytes()
-    for _, variant, members in stackfiles.layers():
+    for name, variant, members in stackfiles.layers():
         for s in members:
             assert shared[s.image(variant)] > 1.2e9, (s.image(variant), shared)
+        # a sublayer's members share one more filesystem layer than each shares with a stack on its layer alone
+        if members[0].sublayer == name:
+            first, second = (rootfs(s.image(variant)) for s in members[:2])
+            outside = next(s for s in ALL_STACKS.values() if s.layer == members[0].layer and not s.sublayer)
+            assert common_prefix(first, second) > common_prefix(first, rootfs(outside.image(variant))), name
+
+
+def rootfs(image: str) -> list[str]:
+    """The diff ids of ``image``'s filesystem layers, bottom first (``docker image inspect``)."""
+    return json.loads(sh([DOCKER, "image", "inspect", "--format", "{{json .RootFS.Layers}}", image]).stdout)
+
+
+def common_prefix(a: list[str], b: list[str]) -> int:
+    """How many bottom layers ``a`` and ``b`` have in common."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def shared_bytes() -> dict[str, float]:

@@ -45,13 +45,13 @@ def test_a_shared_layer_is_what_its_stacks_pin_identically_and_follows_a_changed
     hashes) in every member's lock; a member whose lock moves a pin drops it from the layer."""
     members = {layer: [s.id for s in stacks] for layer, _, stacks in stackfiles.layers()}
     assert members == {"tensorflow": ["keras2-tf", "keras3-tf", "keras3-jax", "jax"],
-                       "torch": ["keras3-torch", "pytorch"]}
+                       "torch": ["keras3-torch", "pytorch"], "jax": ["keras3-jax", "jax"]}
     for layer, variant, stacks in stackfiles.layers():
         pins = stackfiles.lock_pins((ROOT / "images" / "layers" / f"{layer}-{variant}.lock").read_text())
         for s in stacks:
             own = stackfiles.lock_pins((ROOT / "images" / s.id / f"requirements-{variant}.lock").read_text())
             assert all(own[n] == pin for n, pin in pins.items()), (layer, variant, s.id)
-        assert layer in pins and "numpy" in pins, (layer, variant)
+        assert layer in pins and ("numpy" in pins) == (layer != "jax"), (layer, variant)
     gpu = stackfiles.lock_pins((ROOT / "images" / "layers" / "tensorflow-gpu.lock").read_text())
     assert {"nvidia-cudnn-cu12", "nvidia-cublas-cu12"} <= set(gpu)
     assert gpu["tensorflow"].startswith("tensorflow==2.21.0")
@@ -67,6 +67,32 @@ def test_a_shared_layer_is_what_its_stacks_pin_identically_and_follows_a_changed
         (tmp_path / "images" / s / "requirements-gpu.lock").write_text(text)
     layer = stackfiles.render_layer("tensorflow", "gpu", [STACKS[s] for s in members["tensorflow"]], tmp_path)
     assert "numpy" not in stackfiles.lock_pins(layer) and "tensorflow" in stackfiles.lock_pins(layer)
+
+
+def test_the_jax_sublayer_holds_what_its_stacks_share_above_the_tensorflow_layer(monkeypatch):
+    """keras3-jax and jax share jax, jaxlib and (gpu) its CUDA plugins in a second layer above TensorFlow's: in it
+    is each pin both locks have identically and the tensorflow layer lacks; keras2-tf and keras3-tf build none."""
+    for variant in ("cpu", "gpu"):
+        sub = stackfiles.lock_pins((ROOT / "images" / "layers" / f"jax-{variant}.lock").read_text())
+        tf = stackfiles.lock_pins((ROOT / "images" / "layers" / f"tensorflow-{variant}.lock").read_text())
+        assert not set(sub) & set(tf)
+        locks = [stackfiles.lock_pins((ROOT / "images" / s / f"requirements-{variant}.lock").read_text())
+                 for s in ("keras3-jax", "jax")]
+        shared = {n for n, pin in locks[0].items() if locks[1].get(n) == pin}
+        assert set(sub) == shared - set(tf), variant
+        assert {"jax", "jaxlib"} <= set(sub) and "flax" not in sub and "keras-hub" not in sub
+    assert {"jax-cuda12-plugin", "jax-cuda12-pjrt"} <= set(
+        stackfiles.lock_pins((ROOT / "images" / "layers" / "jax-gpu.lock").read_text()))
+    assert [STACKS[s].build_args()["SUBLAYER"] for s in ("keras3-jax", "jax", "keras3-tf", "pytorch")] == [
+        "jax", "jax", "", ""]
+    # a derived stack installs its base's sublayer without shaping it
+    derived = [s for s in STACKS.values() if s.base == "keras3-jax"]
+    assert derived and all(s.sublayer == "jax" for s in derived)
+    # a sublayer must sit on one layer
+    bad = dict(STACKS, odd=Stack("odd", "odd-bench", "odd", "jax", "jax", "odd", layer="torch", sublayer="jax"))
+    monkeypatch.setattr(stackfiles, "STACKS", bad)
+    with pytest.raises(ValueError, match="sublayer 'jax'"):
+        stackfiles.layers()
 
 
 def test_every_stack_has_its_locks_and_one_dockerfile_takes_its_build_args():

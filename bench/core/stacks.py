@@ -136,6 +136,11 @@ class Stack:
             framework and its CUDA libraries: 5.2-6.7 GB of each gpu image), built and stored once. A derived
             stack (``base``) starts from its base's layer but is no member of it: the layer stays what the
             hand-written stacks share, and the derived stack's own lock (``uv pip sync``) replaces what it pins.
+        sublayer: a second shared layer, above ``layer``, for the members of that layer that share more (empty:
+            none): e.g. ``jax`` (jax, jaxlib and its CUDA plugins) for ``keras3-jax`` and ``jax``, which sit on
+            the ``tensorflow`` layer with ``keras2-tf`` and ``keras3-tf``. Its lock
+            ``images/layers/<sublayer>-<variant>.lock`` holds what its members pin identically and ``layer``
+            does not; all its members name the same ``layer``.
         base: the id of the stack this one is derived from (``make version-stack``; ``DERIVED_FILE``), None for
             the hand-written stacks. A derived stack is its base with ``pins`` changed: everything else inherited.
         pins: the requirement lines (``name==version``) that differ from the base, e.g. ``("keras==3.14.0",)``.
@@ -156,16 +161,18 @@ class Stack:
     variants: tuple[str, ...] = ("cpu", "gpu")
     default: bool = True
     layer: str = ""
+    sublayer: str = ""
     base: str | None = None
     pins: tuple[str, ...] = ()
 
     def build_args(self) -> dict[str, str]:
         """The Dockerfile's build arguments for this stack (the variant aside): its id, the environment the
         image sets (``IMAGE_ENV``; empty where the stack sets none), the C toolchain that torch.compile
-        needs on GPU (torch backends), its shared ``layer`` and the modules the build imports as its check."""
+        needs on GPU (torch backends), its shared ``layer`` and ``sublayer`` and the modules the build imports as
+        its check."""
         return {"STACK": self.id, **{k: self.env.get(k, "") for k in IMAGE_ENV},
                 "TOOLCHAIN": "1" if self.backend == "torch" else "0", "LAYER": self.layer,
-                "IMPORTS": ",".join(self.imports)}
+                "SUBLAYER": self.sublayer, "IMPORTS": ",".join(self.imports)}
 
     def image(self, variant: str) -> str:
         """The local image tag of ``variant`` (``dlbench/<id>:<variant>``)."""
@@ -277,7 +284,7 @@ STACKS: dict[str, Stack] = {
               imports=("keras", "tensorflow", "keras_hub", "keras_cv"), layer="tensorflow"),
         Stack("keras3-jax", "jax-bench", "Keras 3, JAX backend", "keras", "jax", "Keras 3 JAX",
               {"KERAS_BACKEND": "jax"}, reference="keras3-jax", imports=("keras", "jax", "keras_hub", "keras_cv"),
-              layer="tensorflow"),  # TensorFlow for tf.data, and the same CUDA 12.9 libraries as TF's
+              layer="tensorflow", sublayer="jax"),  # TensorFlow for tf.data, and the same CUDA 12.9 libraries as TF's
         Stack("keras3-torch", "torch-bench", "Keras 3, PyTorch backend", "keras", "torch", "Keras 3 PyTorch",
               {"KERAS_BACKEND": "torch"}, gpu_cuda="13.0", min_driver=580, reference="keras3-torch",
               imports=("keras", "torch", "keras_hub", "keras_cv"), layer="torch"),
@@ -286,7 +293,7 @@ STACKS: dict[str, Stack] = {
               imports=("torch", "torchvision", "transformers", "diffusers", "peft"), layer="torch"),
         Stack("jax", "plain-jax-bench", "plain JAX: Flax NNX models, optax optimizers, no Keras", "jax", "jax",
               "JAX (Flax)", imports=("jax", "flax", "optax", "tensorflow"),
-              layer="tensorflow"),  # TensorFlow for tf.data, and the same CUDA 12.9 libraries as TF's
+              layer="tensorflow", sublayer="jax"),  # TensorFlow for tf.data, and the same CUDA 12.9 libraries as TF's
         # PyPI's last CUDA 12 build of torch (2.10.0, CUDA 12.8) for R525-R575 drivers, which cannot run
         # the CUDA 13.0 torch 2.13.0 of `pytorch`; gpu only: PyPI has no CPU build of it.
         Stack("pytorch-cu12", "pytorch-cu12-bench", "plain PyTorch 2.10 on CUDA 12.8, for older drivers",

@@ -36,7 +36,8 @@ from bench.core.stacks import DEFAULT_STACKS, STACKS
 #: Disk an image build needs (bytes), measured with `docker system df -v` and rounded up for the wheels
 #: downloaded while building: a stack's own part (0.05-2.5 GB); its shared framework layer (``Stack.layer``:
 #: TensorFlow + CUDA 12.9 ~6.7 GB and torch + CUDA 13.0 ~5.2 GB on gpu, 2.4 and 1.2 GB on cpu), once for all
-#: the stacks naming it; a stack without one whole (pytorch-cu12: 8.4 GB); the collector 0.75 GB.
+#: the stacks naming it; a stack without one whole (pytorch-cu12: 8.4 GB); the collector 0.75 GB. A sublayer
+#: (``Stack.sublayer``: jax with its CUDA plugins, <1 GB) is counted as part of each member's own part.
 OWN_BYTES = {"gpu": 3 * 10**9, "cpu": 3 * 10**9}
 LAYER_BYTES = {"gpu": 7 * 10**9, "cpu": 3 * 10**9}
 IMAGE_BYTES = {"gpu": 9 * 10**9, "cpu": 4 * 10**9, "collector": 1 * 10**9}

@@ -2,8 +2,9 @@
 
 An image's tag is ``<variant>-<12 hex>``: a SHA-256 over every input of its build (the Dockerfile, the
 install script and uv's own lock, the C-toolchain script, the stack's lock for the variant and its shared
-layer's lock, the build arguments from ``bench/core/stacks.py``, and the bench package itself). A changed lock,
-Dockerfile or harness is a new tag; the same inputs always give the same tag, on any machine and in any checkout.
+layer's and sublayer's locks, the build arguments from ``bench/core/stacks.py``, and the bench package itself).
+A changed lock, Dockerfile or harness is a new tag; the same inputs always give the same tag, on any machine and
+in any checkout.
 
 ``python -m bench.host.imagetag STACK|collector VARIANT`` prints the tag (the Makefile's ``push``/``pull``).
 """
@@ -30,11 +31,10 @@ def inputs(image: str, variant: str, root: Path = ROOT) -> list[Path]:
     if image == "collector":
         own = ["images/collector/Dockerfile", "images/collector/requirements.lock"]
     else:
-        layer = get_stack(image).layer  # KeyError for an unknown stack
+        stack = get_stack(image)  # KeyError for an unknown stack
         own = ["images/Dockerfile", "images/c-toolchain.sh", "images/imports.py",
                f"images/{image}/requirements-{variant}.lock"]
-        if layer:
-            own.append(f"images/layers/{layer}-{variant}.lock")
+        own += [f"images/layers/{layer}-{variant}.lock" for layer in (stack.layer, stack.sublayer) if layer]
     # every file the image copies from bench/: code and its package data (the FLOP table MFU reads, the sweep grids)
     package = [f for f in (root / "bench").rglob("*") if f.is_file() and "__pycache__" not in f.parts]
     files = [root / p for p in (*COMMON, *own)] + sorted(package)
