@@ -41,6 +41,9 @@ WORKLOADS = ["mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", 
 #: A smoke cell tests a code path: every one must finish within this, imports included, on any x86-64 CPU
 #: (process.wall_s). Measured on a 2-core AMD EPYC: the slowest cell of each suite is listed by -s.
 SMOKE_CELL_LIMIT_S = 60
+#: What the GPU images run on the CPU: a convolution and an embedding + LSTM, through the CUDA builds of each
+#: framework (the CPU images run all five classic workloads; all five here cost CI ~3.5 more minutes)
+GPU_IMAGE_WORKLOADS = ("mnist_cnn", "babi_rnn")
 #: keras-cv's SD 1.4 parts have a fixed architecture (an 860M-parameter UNet, the 34M VAE encoder), kept at
 #: smoke size: building and XLA-compiling them on a CPU took 35-64 s (2-core EPYC). Their own bound.
 FIXED_ARCH_LIMIT_S = 120
@@ -138,11 +141,49 @@ def test_images_build(make_args):
     for name, variant, members in stackfiles.layers():
         for s in members:
             assert shared[s.image(variant)] > 1.2e9, (s.image(variant), shared)
-        # a sublayer's members share one more filesystem layer than each shares with a stack on its layer alone
         if members[0].sublayer == name:
-            first, second = (rootfs(s.image(variant)) for s in members[:2])
-            outside = next(s for s in ALL_STACKS.values() if s.layer == members[0].layer and not s.sublayer)
-            assert common_prefix(first, second) > common_prefix(first, rootfs(outside.image(variant))), name
+            check_sublayer_shared(variant, members)
+
+
+def test_a_changed_layer_lock_rebuilds_only_the_images_that_install_it(make_args, tmp_path):
+    """Each layer step copies only its own lock, so its cache key is that lock: with the jax sublayer's lock
+    changed, keras3-tf (tensorflow layer, no sublayer) rebuilds from cache into the very same filesystem layers."""
+    args, _ = make_args
+    for rel in ("pyproject.toml", "README.md", ".dockerignore", "images", "bench"):
+        src = ROOT / rel
+        if src.is_dir():
+            shutil.copytree(src, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, tmp_path / rel)
+    with open(tmp_path / "images" / "layers" / "jax-cpu.lock", "a") as f:
+        f.write("# changed\n")
+    stack, make = ALL_STACKS["keras3-tf"], dict(a.split("=", 1) for a in args)
+    build = [DOCKER, "build", "-f", "images/Dockerfile", "--build-arg", "VARIANT=cpu",
+             "--build-arg", f"BASE_IMAGE={make['BASE_IMAGE']}", "-t", "dlbench-cache-check:cpu", "."]
+    for k, v in stack.build_args().items():
+        build[2:2] = ["--build-arg", f"{k}={v}"]
+    if "CA_BUNDLE" in make:
+        build[2:2] = ["--secret", f"id=ca_bundle,src={make['CA_BUNDLE']}"]
+    p = subprocess.run(build, cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "DOCKER_BUILDKIT": "1"})
+    try:
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert rootfs("dlbench-cache-check:cpu") == rootfs(stack.image("cpu")), p.stderr[-3000:]
+    finally:
+        subprocess.run([DOCKER, "image", "rm", "dlbench-cache-check:cpu"], capture_output=True)
+
+
+def check_sublayer_shared(variant: str, members: list) -> None:
+    """The layer below a sublayer is one filesystem layer in every image on it (the bottom layers that the stacks
+    without the sublayer share are in every image on the layer: an ``ARG SUBLAYER`` declared above the layer's
+    step would build it twice), and the sublayer's members share a bottom layer beyond those (diff ids)."""
+    on_layer = [s for s in ALL_STACKS.values() if s.layer == members[0].layer and s.base is None]
+    others = [s for s in on_layer if s not in members]
+    assert len(others) >= 2, "the check needs two stacks on the layer without the sublayer"
+    layers = {s.id: rootfs(s.image(variant)) for s in on_layer}
+    every = set.intersection(*(set(ids) for ids in layers.values()))
+    assert set(bottom_shared([layers[s.id] for s in others])) <= every, (variant, "layer built twice")
+    assert set(bottom_shared([layers[s.id] for s in members])) - every, (variant, "sublayer not shared")
 
 
 def rootfs(image: str) -> list[str]:
@@ -150,9 +191,14 @@ def rootfs(image: str) -> list[str]:
     return json.loads(sh([DOCKER, "image", "inspect", "--format", "{{json .RootFS.Layers}}", image]).stdout)
 
 
-def common_prefix(a: list[str], b: list[str]) -> int:
-    """How many bottom layers ``a`` and ``b`` have in common."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+def bottom_shared(images: list[list[str]]) -> list[str]:
+    """The bottom layers (diff ids) that all ``images`` have in the same places."""
+    out = []
+    for ids in zip(*images, strict=False):
+        if len(set(ids)) > 1:
+            break
+        out.append(ids[0])
+    return out
 
 
 def shared_bytes() -> dict[str, float]:
@@ -295,16 +341,18 @@ def test_paper_suite_in_every_image(bench_all, make_args):
 
 
 def test_gpu_images_run_on_cpu(bench_all, make_args):
-    """The GPU variant of all five images and the gpu-only pytorch-cu12, from the locks GPU users get (CUDA
-    wheels; built by `test_images_build`, else by
-    bench-all here) run on the CPU: the classic smoke suite, then `--device gpu` in each fails with one clear
-    line, and the torch images carry torch.compile's toolchain."""
+    """The GPU variant of every default image and the gpu-only pytorch-cu12, from the locks GPU users get (CUDA
+    wheels; built by `test_images_build`, else by bench-all here) run on the CPU: two classic smoke cells each
+    (GPU_IMAGE_WORKLOADS), then `--device gpu` in each fails with one clear line, and the torch images carry
+    torch.compile's toolchain."""
     args, results = make_args
-    p = sh(["make", "bench-all", "VARIANT=gpu", "DEVICE=cpu", f"STACKS={' '.join(GPU_STACKS)}", *args], check=False)
+    p = sh(["make", "bench-all", "VARIANT=gpu", "DEVICE=cpu", f"STACKS={' '.join(GPU_STACKS)}",
+            f"WORKLOADS={' '.join(GPU_IMAGE_WORKLOADS)}", *args], check=False)
     df = pd.read_csv(results / "classic-smoke-cpu-gpu-images.csv")
     check_cell_times(df, "classic (gpu images)")
     assert p.returncode == 0, df[df.status != "ok"][["stack", "workload", "reason"]].to_string()
-    assert len(df) == 5 * len(GPU_STACKS) == 35 and (df.status == "ok").all() and (df.device == "cpu").all()
+    assert len(df) == len(GPU_IMAGE_WORKLOADS) * len(GPU_STACKS) == 14
+    assert set(df["workload"]) == set(GPU_IMAGE_WORKLOADS) and (df.status == "ok").all() and (df.device == "cpu").all()
     assert (df["env.image"] == df["stack"].map(lambda s: f"dlbench/{s}:gpu")).all()
     assert (df["env.image_variant"] == "gpu").all()
     torch_rows = df[df["stack"].isin(["pytorch", "keras3-torch"])]

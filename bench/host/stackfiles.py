@@ -195,7 +195,8 @@ def render_layer(layer: str, variant: str, members: list[Stack], root: Path = RO
     below = members[0].layer if members[0].sublayer == layer else ""
     if below:
         under = [s for s in STACKS.values() if s.base is None and s.layer == below]
-        installed = _common_pins(variant, under, root)
+        # layers() builds the layer below only for the variants all its stacks have
+        installed = _common_pins(variant, under, root) if all(variant in s.variants for s in under) else {}
         common = {n: pin for n, pin in common.items() if installed.get(n) != pin}
     where = f" above the {below} layer" if below else ""
     head = (f"# The {layer} layer{where} of the {variant} images of {', '.join(s.id for s in members)}: what their "
