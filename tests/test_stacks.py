@@ -95,6 +95,24 @@ def test_the_jax_sublayer_holds_what_its_stacks_share_above_the_tensorflow_layer
         stackfiles.layers()
 
 
+def test_no_argument_that_differs_between_stacks_on_a_layer_is_declared_above_its_step():
+    """An ARG is part of the cache key of every RUN after its declaration (Docker's Dockerfile reference, "Impact on
+    build caching"): one whose value differs between two stacks on one layer, declared above that layer's install
+    step, would build the layer once per value, and their images would no longer share it."""
+    lines = (ROOT / "images" / "Dockerfile").read_text().splitlines()
+    steps = {False: next(i for i, line in enumerate(lines) if '"/tmp/layer/$LAYER-' in line),
+             True: next(i for i, line in enumerate(lines) if '"/tmp/sublayer/$SUBLAYER-' in line)}
+    checked = 0
+    for name, _, members in stackfiles.layers():
+        at = steps[members[0].sublayer == name]
+        declared = {line.split()[1].split("=")[0] for line in lines[:at] if line.startswith("ARG ")}
+        assert {"LAYER", "VARIANT"} <= declared
+        for arg in declared & set(members[0].build_args()):
+            assert len({s.build_args()[arg] for s in members}) == 1, (name, arg)
+            checked += 1
+    assert checked >= 6
+
+
 def test_every_stack_has_its_locks_and_one_dockerfile_takes_its_build_args():
     for s in STACKS.values():
         dockerfile = (ROOT / s.dockerfile).read_text()
