@@ -12,14 +12,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from bench.core.stacks import STACKS as ALL_STACKS  # noqa: E402
+
 SRC = Path("results/cpu-smoke/classic-smoke-cpu.csv")
 OUT = Path("docs/img/cpu-smoke-classic.png")
-STACKS = ["keras2-tf", "keras3-tf", "keras3-jax", "keras3-torch", "pytorch"]
 
 df = pd.read_csv(SRC)
 df = df[df["status"] == "ok"]
+STACKS = [s for s in ALL_STACKS if s in set(df["stack"])]  # bench/core/stacks.py's order
 table = df.pivot(index="workload", columns="stack", values="metrics.ms_per_step_mean")[STACKS]
-ax = table.plot.barh(figsize=(9, 4.5), logx=True, width=0.8)
+ax = table.plot.barh(figsize=(9, 5), logx=True, width=0.8)
 ax.set_xlabel("ms/step, mean over the steady epochs (log scale; lower is faster)")
 ax.set_ylabel("")
 ax.set_title("Classic suite, CPU smoke run (2 vCPUs, synthetic data, 2 short epochs)\n"
