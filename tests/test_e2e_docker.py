@@ -177,9 +177,9 @@ def check_sublayer_shared(variant: str, members: list) -> None:
     """The sublayer's members share a bottom filesystem layer beyond those that every image on their layer shares
     (diff ids). That the layer below stays one layer for all of them is
     tests/test_stacks.py::test_no_argument_that_differs_between_stacks_on_a_layer_is_declared_above_its_step."""
-    on_layer = [s for s in ALL_STACKS.values() if s.layer == members[0].layer and s.base is None]
-    every = set(bottom_shared([rootfs(s.image(variant)) for s in on_layer]))
-    assert set(bottom_shared([rootfs(s.image(variant)) for s in members])) - every, (variant, "sublayer not shared")
+    ids = {s.id: rootfs(s.image(variant)) for s in stackfiles.layer_members(members[0].layer)}
+    every = set(bottom_shared(list(ids.values())))
+    assert set(bottom_shared([ids[s.id] for s in members])) - every, (variant, "sublayer not shared")
 
 
 def rootfs(image: str) -> list[str]:

@@ -193,8 +193,13 @@ def test_bench_run_records_the_order_rule_in_every_schedule():
 PARENT_MAKE = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")
 
 
+def child_make_env() -> dict[str, str]:
+    """This process's environment without the parent make's jobserver flags."""
+    return {k: v for k, v in os.environ.items() if k not in PARENT_MAKE}
+
+
 def make_n(*args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in PARENT_MAKE}
+    env = child_make_env()
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     return subprocess.run(["make", "-n", "--no-print-directory", *args, f"PYTHON={sys.executable}", "DEVICE=cpu",
                            "DOCKER=docker", "COMPOSE=docker compose"], cwd=ROOT, capture_output=True, text=True,
@@ -220,10 +225,8 @@ def test_make_compare_versions_runs_bench_all_of_the_two_stacks_in_abba_rounds_i
 
 def test_make_version_stack_and_compare_versions_refuse_missing_input():
     for target, args in (("version-stack", ["BASE=keras3-jax"]), ("compare-versions", ["BASE=keras3-jax"])):
-        # without the parent make's jobserver flags (`make test` runs the unit tests as a parallel job)
-        env = {k: v for k, v in os.environ.items() if k not in PARENT_MAKE}
         r = subprocess.run(["make", "--no-print-directory", target, *args], cwd=ROOT, capture_output=True, text=True,
-                           env=env)
+                           env=child_make_env())
         assert r.returncode == 2 and r.stderr.startswith(f"usage: make {target} ")
     assert 'bench.host.versions add --base "keras3-jax" --pins "keras==3.14.0"' in make_n(
         "version-stack", "BASE=keras3-jax", "PINS=keras==3.14.0")

@@ -165,11 +165,16 @@ def layers() -> list[tuple[str, str, list[Stack]]]:
                              "and no layer may have its name")
     out = []
     for name in names + subs:
-        members = [s for s in hand if name in (s.layer, s.sublayer)]
+        members = layer_members(name)
         for v in ("cpu", "gpu"):
             if all(v in s.variants for s in members):
                 out.append((name, v, members))
     return out
+
+
+def layer_members(name: str) -> list[Stack]:
+    """The hand-written stacks (``Stack.base`` None) naming ``name`` as their layer or sublayer, in STACKS order."""
+    return [s for s in STACKS.values() if s.base is None and name in (s.layer, s.sublayer)]
 
 
 def _common_pins(variant: str, members: list[Stack], root: Path) -> dict[str, str]:
@@ -194,7 +199,7 @@ def render_layer(layer: str, variant: str, members: list[Stack], root: Path = RO
     common = _common_pins(variant, members, root)
     below = members[0].layer if members[0].sublayer == layer else ""
     if below:
-        under = [s for s in STACKS.values() if s.base is None and s.layer == below]
+        under = layer_members(below)
         # layers() builds the layer below only for the variants all its stacks have
         installed = _common_pins(variant, under, root) if all(variant in s.variants for s in under) else {}
         common = {n: pin for n, pin in common.items() if installed.get(n) != pin}
