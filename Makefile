@@ -1,5 +1,7 @@
-# Benchmark matrix: build the five stack images and the collector, run the stacks in rounds (every stack
-# once per round, in a shuffled order), collect the results. `make` alone lists the targets.
+# Benchmark matrix of six stacks (keras2-tf: Keras 2 on TensorFlow; keras3-tf, keras3-jax, keras3-torch: Keras 3
+# on TensorFlow, JAX and PyTorch; pytorch: plain PyTorch; jax: plain JAX): build the stack images and the collector,
+# run the stacks in rounds (every stack once per round, in a shuffled order), collect the results. `make` alone lists
+# the targets.
 #
 # Knobs: STACKS (default: DEFAULT_STACKS in images/stacks.mk), SUITE (classic|tuning|paper), SIZE,
 #        DEVICE (auto|cpu|gpu), VARIANT (image variant, default: the device's; VARIANT=gpu DEVICE=cpu runs

@@ -30,7 +30,7 @@ def fail(message: str) -> NoReturn:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
-    """Benchmark matrix: Keras 2, Keras 3 (TensorFlow, JAX, PyTorch) and plain PyTorch."""
+    """Benchmark matrix: Keras 2 on TensorFlow, Keras 3 on TensorFlow, JAX and PyTorch, plain PyTorch and plain JAX."""
 
 
 @cli.command("list")

@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 
@@ -49,3 +50,14 @@ def test_collect_with_nothing_valid_is_an_error(tmp_path):
     p = subprocess.run([sys.executable, "-m", "bench", "collect", str(tmp_path), "-o", str(tmp_path / "o.csv")],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "no valid result record" in p.stderr
+
+
+def test_report_of_the_committed_runs_prints_no_pandas_performance_warning(tmp_path):
+    """A wide CSV read back and given more columns by the report's sections warned "DataFrame is highly fragmented"
+    (pandas' PerformanceWarning) on every report before the reader consolidated it."""
+    root = Path(__file__).resolve().parent.parent / "results"
+    for run in ("cpu-smoke", "ledger-cpu"):
+        out = subprocess.run([sys.executable, "-W", "always", "-m", "bench", "report", str(root / run), "-o",
+                              str(tmp_path / run)], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "PerformanceWarning" not in out.stderr, out.stderr[-2000:]

@@ -42,6 +42,7 @@ def test_readme_opens_with_the_two_commands_in_a_code_block():
     commands = [line.split("#")[0].strip() for line in block.group(1).splitlines()]
     assert "make bench-all" in commands
     assert "make test" in commands
+    assert "docker compose run jax-bench" in commands  # the compose way, beside make
 
 
 def test_readme_keeps_the_stacks_table_and_the_method_tables():

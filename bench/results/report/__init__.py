@@ -63,7 +63,9 @@ def read_bench_csv(csv_path: Path):
             raise ValueError(f"{csv_path} is not a bench CSV (no {col!r} column)")
     if "baseline" not in df.columns:
         df["baseline"] = False
-    return df
+    # read_csv leaves one block per column of a wide CSV; later column assignments would then warn
+    # (pandas' PerformanceWarning, "highly fragmented") on every report: one consolidated frame instead
+    return df.copy()
 
 
 def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes,
