@@ -1,8 +1,8 @@
 """mnist_hierarchical_rnn's row LSTM: the script's ``TimeDistributed(LSTM(128))`` (examples/mnist_hierarchical_rnn.py
 @2.0.8:68) ran as one call on the rows reshaped into the batch on Keras 2.0.8 (keras/layers/wrappers.py@2.0.8:190-208)
-and still does on tf-keras (tf_keras/src/layers/rnn/time_distributed.py@2.21.0:81-85, 213-254); Keras 3 calls it once
-per row (keras/src/layers/rnn/time_distributed.py@v3.15.1:128-134). The knob ``row_lstm=reshape`` builds 2017's form
-on any Keras; the record says which form ran, measured.
+and still does on tf-keras (tf_keras/src/layers/rnn/time_distributed.py@2.21.0:81-85, 168, 218-260); Keras 3 calls it
+once per row (keras/src/layers/rnn/time_distributed.py@v3.15.1:128-134). The knob ``row_lstm=reshape`` builds 2017's
+form on any Keras; the record says which form ran, measured.
 
 The independent count here patches the LSTM class's ``call`` (every LSTM of the model, the column LSTM included),
 where ``row_lstm_form`` wraps the one row-LSTM instance.

@@ -148,7 +148,7 @@ def hrnn_keras(keras, meta, row_lstm: str = "time_distributed"):
     ``TimeDistributed(LSTM(128))`` (line 68), which each Keras runs its own way: Keras 2.0.8 reshaped the input to
     (B*28, 28, 1) and called the LSTM once (keras/layers/wrappers.py@2.0.8:190-208, the path of an ``Input`` without
     a batch size), and so does tf-keras for a built-in layer (tf_keras/src/layers/rnn/time_distributed.py@2.21.0:
-    81-85, 213-254), but Keras 3 calls it once per row, 28 times, when the time axis is static
+    81-85, 168, 218-260), but Keras 3 calls it once per row, 28 times, when the time axis is static
     (keras/src/layers/rnn/time_distributed.py@v3.15.1:128-134): 28 x 28 + 28 = 812 sequential recurrent steps per
     forward pass instead of 56. ``reshape`` builds 2017's form explicitly on any Keras: reshape to (B*28, 28, 1), one
     call of the same row LSTM, reshape back to (B, 28, 128); the same weights (``row_lstm_form`` measures the form
