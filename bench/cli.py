@@ -57,9 +57,17 @@ def list_cmd(only_stacks: bool) -> None:
             aug = "; augmented" if w.augmentation else ""
             batch = f"{w.batch_size}{smoke}"
             click.echo(f"  {w.name:<24} tasks {','.join(w.tasks):<4} params {w.params:<9,} batch {batch:<13} "
-                       f"epochs {w.epochs['full']:<3} {w.optimizer.describe()}{aug}; {w.source}")
+                       f"epochs {w.epochs['full']:<3} {w.optimizer.describe()}{aug}{model_variants(w)}; {w.source}")
     click.echo(f"tasks: {', '.join(planning.all_tasks())}")
     click.echo(f"sizes: {', '.join(SIZES)}")
+
+
+def model_variants(w) -> str:
+    """``; Keras variants: --set row_lstm=reshape``: the named variants of a workload's model knobs (``bench list``)."""
+    from bench.core.knobs import DEFAULTS, KNOBS
+
+    sets = [f"--set {k}={v}" for k in w.keras_knobs for v in KNOBS["keras"][k] if v != DEFAULTS["keras"][k]]
+    return f"; Keras variants: {', '.join(sets)}" if sets else ""
 
 
 def resolve_device(requested: str, stacks: list[str]) -> str:

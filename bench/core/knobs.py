@@ -38,6 +38,12 @@ _SYNC = ("timing cadence: a device barrier and a clock read at epoch edges only 
          "(every:N: the spread is over windows) or after every step (step; the PyTorch loop also reads the loss "
          "back each step, and Keras, given a batch hook, reads its logs each step under every:N too)")
 
+_ROW_LSTM = ("mnist_hierarchical_rnn's Keras model (the only workload that takes it): time_distributed (default) is "
+             "its script's TimeDistributed(LSTM), which Keras 3 runs as 28 calls of the row LSTM, one per image row, "
+             "and tf.keras and Keras 2.0.8 as one call on the rows reshaped into the batch; reshape writes 2017's form "
+             "out on any Keras: (B*28, 28, 1), one call of the same LSTM, back to (B, 28, 128), the same weights. The "
+             "record's settings.row_lstm_form says which form ran, measured")
+
 
 _STEP_SYNC = "paper suite: a barrier and a clock read after every step, as its source timed them"
 _AUGMENT = ("the workload's real-time augmentation of its training images, on the host, per image, by one "
@@ -124,6 +130,8 @@ class KerasFitSettings(Settings):
     precision: str = knob("float32", ("float32", "mixed_float16", "mixed_bfloat16"), _PRECISION)
     tf32: str = knob("default", TF32_MODES, _TF32)
     sync: str = knob("epoch", Cadence, _SYNC)
+    # a model knob (MODEL_KNOBS): bench.run.workloads.classic.hrnn_keras, the default its script's layer
+    row_lstm: str = knob("time_distributed", ("time_distributed", "reshape"), _ROW_LSTM)
 
 
 @dataclass(frozen=True)
@@ -283,6 +291,20 @@ def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> s
             return "preload applies to the tensor_dataset pipeline only"
         if s.preload and s.num_workers:
             return "DataLoader workers cannot share tensors already on the GPU (preload with num_workers > 0)"
+    return None
+
+
+#: Knobs that change a workload's model -> the model they change: only a workload that takes one
+#: (``Workload.keras_knobs``) may set it off its default.
+MODEL_KNOBS = {"row_lstm": "mnist_hierarchical_rnn's Keras model (how its row LSTM meets the image rows)"}
+
+
+def model_knob_problem(settings: dict[str, Any], workload: str, takes: tuple[str, ...]) -> str | None:
+    """Why ``settings`` cannot run on ``workload``, whose model takes the model knobs ``takes`` (None when they can):
+    a ``MODEL_KNOBS`` knob set off its default for a model that has no such choice. Pure: imports no framework."""
+    for key in MODEL_KNOBS:
+        if key in settings and key not in takes and settings[key] != KerasFitSettings.defaults()[key]:
+            return f"{key}={settings[key]!r} applies only to {MODEL_KNOBS[key]}, not to {workload}'s"
     return None
 
 

@@ -429,6 +429,12 @@ class EffectiveSettings(Block):
     augmentation: dict[str, Any] | None = entry("fit suites: how training images were augmented (shift ranges, "
                                                 "flip, fill, interpolation, workers, where, implementation)")
     shuffle_buffer: int | None = entry("fit suites: examples each epoch's shuffle draws from")
+    row_lstm_calls_per_forward: int | None = entry("mnist_hierarchical_rnn, Keras: calls of the row LSTM in one "
+                                                   "forward pass, counted on the trained model (28: one per image "
+                                                   "row; 1: all rows at once, as Keras 2.0.8)")
+    row_lstm_form: str | None = entry("mnist_hierarchical_rnn, Keras: the row LSTM's form as measured: 'reshape' (one "
+                                      "call on the B*28 rows, 2017's form) or 'per_row' (28 calls of B rows, Keras 3's "
+                                      "TimeDistributed); the knob row_lstm is what was asked")
     normalize: dict[str, Any] | None = entry("PyTorch torchvision_dataset_transforms: Normalize's mean and std and "
                                              "where they come from")
     model_config: dict[str, Any] | None = entry("paper suite: the architecture config built (full: the published "

@@ -60,7 +60,8 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         else:
             rec["batch_size"] = cell.batch_size or w.batch_for(cell.size)
             reason = missing_model(stack.engine, w)
-        reason = reason or knobs.check(stack, dict(cell.settings), step_timed)
+        reason = (reason or knobs.check(stack, dict(cell.settings), step_timed)
+                  or knobs.model_knob_problem(dict(cell.settings), w.name, getattr(w, "keras_knobs", ())))
         if reason:
             raise Unsupported(reason)
         if stack.backend != "tensorflow":

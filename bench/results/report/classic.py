@@ -7,12 +7,35 @@ from bench.core.stacks import STACKS
 from bench.results.cell import inputs_of
 from bench.results.report.common import Footnotes, _num, fmt
 from bench.results.report.method import correctness_flags
-from bench.results.schema import Data, Metrics, Record, col
+from bench.results.schema import Data, EffectiveSettings, Metrics, Record, col
 
 #: The sentence under the table's heading: what each number is.
 METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
                 "comparison's metric (`metrics.fit_s_per_epoch`: the whole `fit` over its epochs, the first epoch "
                 "and each epoch's validation included, as Keras' progress bar timed them).")
+
+
+#: A hierarchical-RNN cell's row-LSTM form in the table (``settings.row_lstm_form``, measured on Keras stacks), and
+#: its explanation under it. The PyTorch and Flax twins call their row LSTM once by construction (``hrnn_torch``,
+#: ``hrnn_flax``: not measured).
+ROW_LSTM_LABELS = {"per_row": "row LSTM ×28", "reshape": "row LSTM ×1", "twin": "row LSTM ×1 (twin)",
+                   None: "row LSTM form not recorded"}
+ROW_LSTM_NOTE = ("row LSTM ×28 / ×1 (mnist_hierarchical_rnn): the calls of the row LSTM per forward pass, measured "
+                 "(`settings.row_lstm_form`): ×28 is Keras 3's `TimeDistributed`, one call per image row, 28 x 28 + 28 "
+                 "= 812 sequential recurrent steps; ×1 is one call on all B*28 rows, 56 steps, as Keras 2.0.8 ran the "
+                 "script and tf.keras still does (on Keras 3: `--set row_lstm=reshape`); (twin): the PyTorch and Flax "
+                 "models reshape the rows into the batch by construction (not measured)")
+
+
+def row_lstm_label(row, stack: str) -> str | None:
+    """The row-LSTM form of an ok ``mnist_hierarchical_rnn`` cell for the table (``ROW_LSTM_LABELS``); None for
+    another workload. A Keras record without ``settings.row_lstm_form`` (older code) says so."""
+    if row.get("workload") != "mnist_hierarchical_rnn":
+        return None
+    form = row.get(col(EffectiveSettings, "row_lstm_form"))
+    if not isinstance(form, str):
+        form = "twin" if STACKS[stack].engine != "keras" else None
+    return ROW_LSTM_LABELS.get(form, f"row LSTM {form}")
 
 
 def cell_text(row) -> str:
@@ -55,6 +78,10 @@ def classic_section(df, notes: Footnotes) -> list[str]:
                     text += " ⚠"
                     marks.add("⚠: flagged by the correctness gate (Method section): the model did not learn like "
                               "the others'")
+                form = row_lstm_label(r, s)
+                if form:
+                    text += f" · {form}"
+                    marks.add(ROW_LSTM_NOTE)
                 if r.get("size") == "full" and r.get(col(Data, "source")) == "synthetic":
                     text += " (syn)"
                     marks.add("(syn): synthetic data, asked for with --data synthetic: not the published task")

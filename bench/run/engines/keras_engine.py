@@ -342,7 +342,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     keras.mixed_precision.set_global_policy(precision)
     set_random_seed(keras, 0)
 
-    model = workload.build_keras(keras, ds.meta)
+    model = workload.build_keras(keras, ds.meta, **{k: getattr(settings, k) for k in workload.keras_knobs})
     compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
     if settings.jit_compile is not None:  # else Keras' own default (Keras 2: off; Keras 3: 'auto')
         compile_kw["jit_compile"] = settings.jit_compile
@@ -386,6 +386,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     finally:
         if telemetry:
             telemetry.stop()
+    if workload.keras_model_facts:  # measured on the trained model, outside the timed window
+        effective.update(workload.keras_model_facts(keras, model))
     trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
     metrics = Metrics(**timer.summary(batch_size, trained))
     metrics.update(fit_metrics(fit_s, epochs))

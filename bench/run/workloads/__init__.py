@@ -132,6 +132,10 @@ class Workload:
         build_flax: ``(meta, rngs: flax.nnx.Rngs) -> nnx.Module`` returning logits from the Keras layout's
             inputs (the plain-JAX stack, ``bench.run.engines.jax_engine``); None: the workload has no Flax
             definition yet, and its cells on that stack are recorded as unsupported.
+        keras_knobs: the model knobs (``bench.core.knobs.MODEL_KNOBS``) ``build_keras`` takes, as keyword arguments
+            named after them; another workload's cells that set one off its default are unsupported.
+        keras_model_facts: ``(keras_module, model) -> dict`` of what the trained Keras model does that its record
+            must state (measured; added to ``settings``), or None.
     """
 
     name: str
@@ -153,6 +157,8 @@ class Workload:
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
     build_flax: Callable[[dict[str, Any], Any], Any] | None = None
+    keras_knobs: tuple[str, ...] = ()
+    keras_model_facts: Callable[[Any, Any], dict[str, Any]] | None = None
 
     @property
     def learning_rate(self) -> float:

@@ -118,7 +118,7 @@ def cnn_torch(meta):
 
 # ---- mnist_hierarchical_rnn: keras/examples/mnist_hierarchical_rnn.py (2017) -----------------------
 
-def lstm_2017(keras, units: int):
+def lstm_2017(keras, units: int, name: str | None = None):
     """A Keras LSTM of ``units`` as Keras 2.0.8 built it by default: ``recurrent_activation='hard_sigmoid'``, which was
     ``clip(0.2 * x + 0.5, 0, 1)`` (keras/layers/recurrent.py@2.0.8:971, keras/backend/tensorflow_backend.py@2.0.8:
     2837-2853). Today's Keras defaults to ``sigmoid`` (and Keras 3's ``hard_sigmoid`` has slope 1/6), and with
@@ -131,16 +131,78 @@ def lstm_2017(keras, units: int):
     def hard_sigmoid_2017(x):
         return ops.clip(0.2 * x + 0.5, 0.0, 1.0)
 
-    return keras.layers.LSTM(units, recurrent_activation=hard_sigmoid_2017)
+    return keras.layers.LSTM(units, recurrent_activation=hard_sigmoid_2017, name=name)
 
 
-def hrnn_keras(keras, meta):
-    """Keras hierarchical RNN: (B, 28, 28, 1) -> LSTM(128) over each row's pixels -> LSTM(128) over rows -> softmax."""
+#: The name of the hierarchical RNN's row LSTM (``row_lstm_form`` finds it by it).
+ROW_LSTM = "row_lstm"
+#: Image rows, pixels per row, row LSTM units.
+ROWS, COLS, ROW_UNITS = 28, 28, 128
+
+
+def hrnn_keras(keras, meta, row_lstm: str = "time_distributed"):
+    """Keras hierarchical RNN of examples/mnist_hierarchical_rnn.py@2.0.8:65-74: (B, 28, 28, 1) -> LSTM(128) over
+    each row's 28 pixels -> LSTM(128) over the 28 rows -> softmax over ``num_classes``; 199,434 params.
+
+    ``row_lstm`` (the Keras-fit knob, ``bench.core.knobs.KerasFitSettings``): ``time_distributed`` is the script's
+    ``TimeDistributed(LSTM(128))`` (line 68), which each Keras runs its own way: Keras 2.0.8 reshaped the input to
+    (B*28, 28, 1) and called the LSTM once (keras/layers/wrappers.py@2.0.8:190-208, the path of an ``Input`` without
+    a batch size), and so does tf-keras for a built-in layer (tf_keras/src/layers/rnn/time_distributed.py@2.21.0:
+    81-85, 168, 218-260), but Keras 3 calls it once per row, 28 times, when the time axis is static
+    (keras/src/layers/rnn/time_distributed.py@v3.15.1:128-134): 28 x 28 + 28 = 812 sequential recurrent steps per
+    forward pass instead of 56. ``reshape`` builds 2017's form explicitly on any Keras: reshape to (B*28, 28, 1), one
+    call of the same row LSTM, reshape back to (B, 28, 128); the same weights (``row_lstm_form`` measures the form
+    a model runs).
+
+    Raises:
+        ValueError: an unknown ``row_lstm``.
+    """
     L = keras.layers
-    x = keras.Input((28, 28, 1))
-    rows = L.TimeDistributed(lstm_2017(keras, 128))(x)  # each row: 28 pixels, one feature each
+    x = keras.Input((ROWS, COLS, 1))
+    row = lstm_2017(keras, ROW_UNITS, name=ROW_LSTM)  # each row: 28 pixels, one feature each
+    if row_lstm == "time_distributed":
+        rows = L.TimeDistributed(row)(x)
+    elif row_lstm == "reshape":
+        ops = keras.ops if hasattr(keras, "ops") else keras.backend  # Keras 3, or tf-keras (Keras 2)
+        rows = ops.reshape(row(ops.reshape(x, (-1, COLS, 1))), (-1, ROWS, ROW_UNITS))
+    else:
+        raise ValueError(f"unknown row_lstm {row_lstm!r}; expected time_distributed or reshape")
     cols = lstm_2017(keras, 128)(rows)
     return keras.Model(x, L.Dense(meta["num_classes"], activation="softmax")(cols))
+
+
+def row_lstm_form(keras, model, batch: int = 2) -> dict[str, Any]:
+    """How ``model`` (an ``hrnn_keras`` model) applies its row LSTM, measured: the LSTM's ``call`` is counted, with
+    the sequences each call gets, during one forward pass of ``batch`` zero images (after training: nothing is
+    timed); a call inside a traced loop would count once, which no path of the Keras versions cited in
+    ``hrnn_keras`` takes for this model. ``model`` is left as it was.
+
+    Returns:
+        ``row_lstm_calls_per_forward`` (28 or 1) and ``row_lstm_form``: ``reshape`` (one call on all B*28 rows, as
+        Keras 2.0.8), ``per_row`` (28 calls of B rows each, Keras 3's ``TimeDistributed``), or ``other: ...``.
+    """
+    import numpy as np
+
+    layer = next(getattr(x, "layer", x) for x in model.layers if getattr(x, "layer", x).name == ROW_LSTM)
+    sequences: list[int] = []
+    call = layer.call
+
+    def counted(inputs, *args, **kwargs):
+        sequences.append(int(inputs.shape[0]))
+        return call(inputs, *args, **kwargs)
+
+    object.__setattr__(layer, "call", counted)  # past the layers' attribute tracking; undone below
+    try:
+        model(np.zeros((batch, ROWS, COLS, 1), "float32"), training=False)
+    finally:
+        object.__delattr__(layer, "call")
+    if sequences == [batch * ROWS]:
+        form = "reshape"
+    elif sequences == [batch] * ROWS:
+        form = "per_row"
+    else:
+        form = f"other: {len(sequences)} calls of {sorted(set(sequences))} sequences (batch {batch})"
+    return {"row_lstm_calls_per_forward": len(sequences), "row_lstm_form": form}
 
 
 def hrnn_torch(meta):
@@ -266,9 +328,13 @@ _w("mnist_cnn", dataset="mnist", batch_size=128, optimizer=adadelta_208(), param
           "params, Adadelta() (lr 1.0, rho 0.95, epsilon 1e-8), batch 128, 12 epochs")
 _w("mnist_hierarchical_rnn", dataset="mnist", batch_size=32, optimizer=rmsprop_208(), params=199_434,
    epochs={"smoke": 2, "full": 5}, samples={"smoke": 512, "full": None},
-   build_keras=hrnn_keras, build_torch=hrnn_torch, build_flax=hrnn_flax,
+   build_keras=hrnn_keras, build_torch=hrnn_torch, build_flax=hrnn_flax, keras_knobs=("row_lstm",),
+   keras_model_facts=row_lstm_form,
    source="keras/examples/mnist_hierarchical_rnn.py@2.0.8: LSTM 128 over rows then columns, 'rmsprop' "
-          "(lr 0.001, rho 0.9, epsilon 1e-8), batch 32, 5 epochs")
+          "(lr 0.001, rho 0.9, epsilon 1e-8), batch 32, 5 epochs",
+   notes=("Keras 3 runs the script's TimeDistributed(LSTM) as 28 calls of the row LSTM (812 sequential recurrent "
+          "steps per forward pass), where Keras 2.0.8 and tf.keras call it once on the reshaped rows (56): "
+          "row_lstm=reshape is 2017's form on Keras 3; settings.row_lstm_form records the form that ran",))
 _w("cifar10_cnn", dataset="cifar10", batch_size=32, params=1_250_858,
    optimizer=rmsprop_208(1e-4, decay=1e-6, source="examples/cifar10_cnn.py@2.0.8:65 rmsprop(lr=0.0001, decay=1e-6); "
                                                    f"{KERAS208}:212 (rho, epsilon)"),
