@@ -387,21 +387,73 @@ def test_a_gpu_run_measures_its_images_peak_once_per_gpu(tmp_path):
 
     def checks(stack, device):
         calls.append((stack, device))
-        return [Check("x: GEMM bf16", "ok", "600")], {"stack": stack, "gpu": gpu,
-                                                             "measured_tflops": {"bf16": 600.0}}
+        return [Check("x: GEMM bf16", "ok", "600")], {"stack": stack, "gpu": gpu, "measured_tflops": peaks}
+
+    peaks = {"bf16": 600.0, "fp32": 50.0, "tf32": 400.0}
 
     gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
     nvml = {"available": True, **gpu}
     line = probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: nvml)
     assert calls == [("pytorch", "gpu")] and "measured" in line
     saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
-    assert saved["measured_tflops"] == {"bf16": 600.0} and saved["gpu"] == gpu
+    assert saved["measured_tflops"] == peaks and saved["gpu"] == gpu
     assert "already" in probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: nvml)
     assert len(calls) == 1
     other = {"available": True, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-2"}  # another GPU of the model
     gpu = {"name": other["name"], "uuid": other["uuid"]}
     probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: other)
     assert len(calls) == 2
+
+
+def test_a_doctor_file_with_a_failed_mode_is_not_this_gpus_measurement(tmp_path):
+    """Through the ``checks`` seam the other tests fake: a file whose bf16 failed (None) is measured again."""
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
+    answers = iter([{"bf16": None, "fp32": 50.0, "tf32": 400.0}, {"bf16": 610.0, "fp32": 51.0, "tf32": 401.0}])
+    calls = []
+
+    def checks(stack, device):
+        calls.append(stack)
+        return [], {"stack": stack, "gpu": gpu, "measured_tflops": next(answers)}
+
+    probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: {"available": True, **gpu})
+    line = probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: {"available": True, **gpu})
+    assert len(calls) == 2 and "already" not in line
+    assert probe.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] == 610.0e12
+
+
+def test_a_failed_gemm_mode_is_measured_again_on_the_next_run(tmp_path, monkeypatch):
+    """A failed bf16 GEMM was saved as None beside fp32/tf32, and the file counted as this GPU's measurement for
+    good (mfu_measured null for every bf16 cell). Only successes are kept: the next run measures bf16 again and
+    re-runs nothing that succeeded. The real image_checks runs, with fakes for the framework's GPU list, NVML and
+    the GEMM subprocess."""
+    from bench.run import environment
+
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
+    tries: list[tuple[str, bool]] = []
+    bf16 = iter([None, 610.0])
+
+    def measure(stack, dtype, tf32):
+        tries.append((dtype, tf32))
+        if dtype == "bfloat16":
+            value = next(bf16)
+            return value, "" if value else "CUBLAS_STATUS_EXECUTION_FAILED"
+        return (400.0 if tf32 else 50.0), ""
+
+    monkeypatch.setattr(probe, "measure_gemm", measure)
+    monkeypatch.setattr(probe, "probe_gpus", lambda s: ["cuda:0"])
+    monkeypatch.setattr(environment, "gpu_info", lambda: {"available": True, **gpu})
+    probe.ensure_measured_peak("pytorch", tmp_path, "gpu")
+    saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
+    assert saved["measured_tflops"] == {"bf16": None, "fp32": 50.0, "tf32": 400.0}
+    assert probe.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] is None
+    tries.clear()
+    line = probe.ensure_measured_peak("pytorch", tmp_path, "gpu")
+    assert "already" not in line and tries == [("bfloat16", False)]  # fp32 / tf32 kept, not re-run
+    saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
+    assert saved["measured_tflops"] == {"bf16": 610.0, "fp32": 50.0, "tf32": 400.0}
+    assert probe.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] == 610.0e12
+    tries.clear()
+    assert "already" in probe.ensure_measured_peak("pytorch", tmp_path, "gpu") and tries == []
 
 
 def test_bench_run_on_a_gpu_ensures_the_measured_peak_before_its_cells(tmp_path, monkeypatch):
