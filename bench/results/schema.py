@@ -407,7 +407,10 @@ class EffectiveSettings(Block):
     tf32_matmul: bool | None = entry("float32 matmuls could use TF32: a GPU cell with no override and the "
                                      "framework's switch on (MFU divides by the peak of the math in effect)")
     tf32_conv: bool | None = entry("float32 convolutions could use TF32 (as tf32_matmul)")
-    tf32_rnn: bool | None = entry("float32 recurrent layers could use TF32 (PyTorch: cuDNN's RNN kernels)")
+    tf32_rnn: bool | None = entry("float32 LSTMs could use TF32, by the switch that governs the kernel they ran as: "
+                                  "cuDNN's RNN kernel for plain PyTorch's nn.LSTM on a GPU (cudnn.allow_tf32), "
+                                  "the backend's matmuls for every Keras stack's 2017 LSTMs (no cuDNN: hard_sigmoid) "
+                                  "and plain JAX's (bench.run.engines.frameworks.rnn_on_cudnn)")
     compile_cache: str | None = entry("PyTorch-backend stacks: 'fresh per cell' (torch.compile's inductor and Triton "
                                       "caches in an empty directory per cell process), plus any inductor cache switch "
                                       "the environment set")
