@@ -1,14 +1,20 @@
 """The preflight (bench.host.doctor) against a fake nvidia-smi and a fake docker on PATH: old driver, Hopper
-with TensorFlow's PTX, a busy GPU, MIG on, no Container Toolkit, no GPU at all."""
+on R535 (TensorFlow's sm_90 machine code), a busy GPU, MIG on, no Container Toolkit, no GPU at all."""
 
 from __future__ import annotations
 
 import collections
+import importlib.metadata
+import importlib.util
 import json
+import mmap
+import struct
+from pathlib import Path
 
 import pytest
 
 from bench.core.checks import Check
+from bench.core.stacks import TF_FATBIN_ARCHS
 from bench.host import doctor
 from bench.run import probe
 from tests.conftest import has
@@ -101,11 +107,62 @@ def test_old_driver_fails_the_cuda_13_images_only(host):
     assert cu12["Driver for pytorch-cu12"].state == "ok" and "CUDA 12.8" in cu12["Driver for pytorch-cu12"].value
 
 
-def test_hopper_needs_a_driver_that_jits_tensorflows_ptx(host):
-    checks = host(H100.format(driver="550.54.15"))
-    assert "TF PTX for keras3-tf" in failed(checks) and "TF PTX for keras2-tf" in failed(checks)
+def test_hopper_runs_tensorflow_on_an_r535_driver(host):
+    """TF 2.21's wheel holds sm_90 machine code (``TF_FATBIN_ARCHS``): an H100 on R535 needs no PTX JIT, so
+    the TF stacks pass there; only the CUDA 13 images fail, for their CUDA, as on an A100."""
+    checks = host(H100.format(driver="535.183.01"))
+    for sid in ("keras2-tf", "keras3-tf"):
+        assert checks[f"Driver for {sid}"].state == "ok" and "R525+" in checks[f"Driver for {sid}"].value
+    assert failed(checks) == ["Driver for keras3-torch", "Driver for pytorch"]
     assert checks["Power limit"].state == "warn" and "-pl 700" in checks["Power limit"].fix
     assert checks["Persistence mode"].state == "warn"
+
+
+def _fatbin_archs(path: Path) -> dict[str, set[int]]:
+    """The ``.nv_fatbin`` section's entries of the ELF shared object ``path``: SASS (ELF, kind 2) and PTX (kind 1)
+    compute capabilities x10. Fatbin containers start with magic 0xBA55ED50 (u32), version (u16), header size
+    (u16), payload size (u64); each entry with kind (u16), (u16), header size (u32), payload size (u64), and the
+    architecture at byte 28 -- the layout cuobjdump lists, read here because cuobjdump may be absent."""
+    with path.open("rb") as f:
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)  # 1 GB for libtensorflow_cc: not read whole
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names = heads[shstrndx][4]
+    out: dict[str, set[int]] = {"sass": set(), "ptx": set()}
+    for name_at, _, _, _, off, size in heads:
+        if data[names + name_at:data.find(b"\0", names + name_at)] != b".nv_fatbin":
+            continue
+        pos = off
+        while pos + 16 <= off + size:
+            magic, _, head, body = struct.unpack_from("<IHHQ", data, pos)
+            if magic != 0xBA55ED50:
+                pos += 8  # containers are 8-byte aligned
+                continue
+            entry, end = pos + head, pos + head + body
+            while entry < end:
+                kind, _, ehead, ebody = struct.unpack_from("<HHIQ", data, entry)
+                out[{1: "ptx", 2: "sass"}[kind]].add(struct.unpack_from("<I", data, entry + 28)[0])
+                entry += ehead + ebody
+            pos = end
+    return out
+
+
+def test_tf_fatbin_archs_are_the_installed_wheels():
+    """``TF_FATBIN_ARCHS`` (the doctor's reason to pass TF on Hopper with any R525+ driver) is what the installed
+    TensorFlow 2.21.0's CUDA kernels carry."""
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("tensorflow is not installed here: the image's own wheel is the one pinned")
+    root = Path(list(spec.submodule_search_locations)[0])
+    if importlib.metadata.version("tensorflow") != "2.21.0":
+        pytest.skip(f"tensorflow {importlib.metadata.version('tensorflow')} installed, TF_FATBIN_ARCHS is 2.21.0's")
+    sos = [root / "libtensorflow_framework.so.2", root / "libtensorflow_cc.so.2"]
+    if not all(so.exists() for so in sos):
+        pytest.skip("a CPU-only TensorFlow wheel: no CUDA kernels to read")
+    for so in sos:
+        archs = _fatbin_archs(so)
+        assert archs == {k: set(v) for k, v in TF_FATBIN_ARCHS.items()}, so.name
 
 
 def test_busy_gpu_fails(host):
@@ -330,21 +387,73 @@ def test_a_gpu_run_measures_its_images_peak_once_per_gpu(tmp_path):
 
     def checks(stack, device):
         calls.append((stack, device))
-        return [Check("x: GEMM bf16", "ok", "600")], {"stack": stack, "gpu": gpu,
-                                                             "measured_tflops": {"bf16": 600.0}}
+        return [Check("x: GEMM bf16", "ok", "600")], {"stack": stack, "gpu": gpu, "measured_tflops": peaks}
+
+    peaks = {"bf16": 600.0, "fp32": 50.0, "tf32": 400.0}
 
     gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
     nvml = {"available": True, **gpu}
     line = probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: nvml)
     assert calls == [("pytorch", "gpu")] and "measured" in line
     saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
-    assert saved["measured_tflops"] == {"bf16": 600.0} and saved["gpu"] == gpu
+    assert saved["measured_tflops"] == peaks and saved["gpu"] == gpu
     assert "already" in probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: nvml)
     assert len(calls) == 1
     other = {"available": True, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-2"}  # another GPU of the model
     gpu = {"name": other["name"], "uuid": other["uuid"]}
     probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: other)
     assert len(calls) == 2
+
+
+def test_a_doctor_file_with_a_failed_mode_is_not_this_gpus_measurement(tmp_path):
+    """Through the ``checks`` seam the other tests fake: a file whose bf16 failed (None) is measured again."""
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
+    answers = iter([{"bf16": None, "fp32": 50.0, "tf32": 400.0}, {"bf16": 610.0, "fp32": 51.0, "tf32": 401.0}])
+    calls = []
+
+    def checks(stack, device):
+        calls.append(stack)
+        return [], {"stack": stack, "gpu": gpu, "measured_tflops": next(answers)}
+
+    probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: {"available": True, **gpu})
+    line = probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: {"available": True, **gpu})
+    assert len(calls) == 2 and "already" not in line
+    assert probe.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] == 610.0e12
+
+
+def test_a_failed_gemm_mode_is_measured_again_on_the_next_run(tmp_path, monkeypatch):
+    """A failed bf16 GEMM was saved as None beside fp32/tf32, and the file counted as this GPU's measurement for
+    good (mfu_measured null for every bf16 cell). Only successes are kept: the next run measures bf16 again and
+    re-runs nothing that succeeded. The real image_checks runs, with fakes for the framework's GPU list, NVML and
+    the GEMM subprocess."""
+    from bench.run import environment
+
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
+    tries: list[tuple[str, bool]] = []
+    bf16 = iter([None, 610.0])
+
+    def measure(stack, dtype, tf32):
+        tries.append((dtype, tf32))
+        if dtype == "bfloat16":
+            value = next(bf16)
+            return value, "" if value else "CUBLAS_STATUS_EXECUTION_FAILED"
+        return (400.0 if tf32 else 50.0), ""
+
+    monkeypatch.setattr(probe, "measure_gemm", measure)
+    monkeypatch.setattr(probe, "probe_gpus", lambda s: ["cuda:0"])
+    monkeypatch.setattr(environment, "gpu_info", lambda: {"available": True, **gpu})
+    probe.ensure_measured_peak("pytorch", tmp_path, "gpu")
+    saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
+    assert saved["measured_tflops"] == {"bf16": None, "fp32": 50.0, "tf32": 400.0}
+    assert probe.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] is None
+    tries.clear()
+    line = probe.ensure_measured_peak("pytorch", tmp_path, "gpu")
+    assert "already" not in line and tries == [("bfloat16", False)]  # fp32 / tf32 kept, not re-run
+    saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
+    assert saved["measured_tflops"] == {"bf16": 610.0, "fp32": 50.0, "tf32": 400.0}
+    assert probe.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] == 610.0e12
+    tries.clear()
+    assert "already" in probe.ensure_measured_peak("pytorch", tmp_path, "gpu") and tries == []
 
 
 def test_bench_run_on_a_gpu_ensures_the_measured_peak_before_its_cells(tmp_path, monkeypatch):

@@ -97,7 +97,10 @@ def test_torch_default_leaves_matmul_fp32_and_cudnn_tf32_and_on_off_set_both():
     assert on["torch_float32_matmul_precision"] == "high"  # the tuning study's set_float32_matmul_precision("high")
     assert off["torch_matmul_allow_tf32"] is False and off["torch_cudnn_allow_tf32"] is False
     assert again == off  # default changes nothing: it only reads
-    assert tf32_math(default, "gpu") == {"matmul": False, "conv": True, "rnn": True}
+    # plain PyTorch's nn.LSTM is cuDNN's kernel (TF32); keras3-torch's 2017 LSTMs are torch matmuls (FP32)
+    assert tf32_math(default, "gpu", rnn_cudnn=True) == {"matmul": False, "conv": True, "rnn": True}
+    assert tf32_math(default, "gpu", rnn_cudnn=False) == {"matmul": False, "conv": True, "rnn": False}
+    assert tf32_math(on, "gpu", rnn_cudnn=False)["rnn"] is True
 
 
 def test_jax_default_is_its_default_precision_which_uses_tf32_on_a_gpu():
@@ -106,8 +109,8 @@ def test_jax_default_is_its_default_precision_which_uses_tf32_on_a_gpu():
     assert s["default"][0]["jax_default_matmul_precision"] is None
     assert s["on"][0]["jax_default_matmul_precision"] == "tensorfloat32"
     assert s["off"][0]["jax_default_matmul_precision"] == "highest"
-    assert tf32_math(s["default"][0], "gpu") == {"matmul": True, "conv": True, "rnn": True}
-    assert tf32_math(s["off"][0], "gpu") == {"matmul": False, "conv": False, "rnn": False}
+    assert tf32_math(s["default"][0], "gpu", rnn_cudnn=False) == {"matmul": True, "conv": True, "rnn": True}
+    assert tf32_math(s["off"][0], "gpu", rnn_cudnn=False) == {"matmul": False, "conv": False, "rnn": False}
 
 
 def test_tensorflow_default_has_tf32_on():
@@ -115,22 +118,76 @@ def test_tensorflow_default_has_tf32_on():
     s = switches("tensorflow")
     assert s["default"][0]["tf_tensor_float_32_execution"] is True
     assert s["off"][0]["tf_tensor_float_32_execution"] is False
-    assert tf32_math(s["default"][0], "gpu") == {"matmul": True, "conv": True, "rnn": True}
+    assert tf32_math(s["default"][0], "gpu", rnn_cudnn=False) == {"matmul": True, "conv": True, "rnn": True}
 
 
-@pytest.mark.parametrize("effective, device, expected", [
-    ({"tf_tensor_float_32_execution": True}, "gpu", (True, True, True)),
-    ({"tf_tensor_float_32_execution": True, "NVIDIA_TF32_OVERRIDE": "0"}, "gpu", (False,) * 3),  # the override wins
-    ({"jax_default_matmul_precision": None}, "gpu", (True, True, True)),
-    ({"jax_default_matmul_precision": "highest"}, "gpu", (False, False, False)),
-    # torch's default: matmuls FP32; cuDNN convolutions and RNN kernels (LSTMs) TF32 (the audit: rnn was unrecorded)
-    ({"torch_matmul_allow_tf32": False, "torch_cudnn_allow_tf32": True}, "gpu", (False, True, True)),
-    ({"torch_matmul_allow_tf32": True, "torch_cudnn_allow_tf32": True}, "gpu", (True, True, True)),
-    ({"tf_tensor_float_32_execution": True}, "cpu", (False, False, False)),  # a tensor-core mode: never on a CPU
-    ({}, "gpu", (False, False, False)),  # no switch recorded: not claimed
+@pytest.mark.parametrize("effective, device, rnn_cudnn, expected", [
+    ({"tf_tensor_float_32_execution": True}, "gpu", False, (True, True, True)),
+    ({"tf_tensor_float_32_execution": True, "NVIDIA_TF32_OVERRIDE": "0"}, "gpu", False, (False,) * 3),  # override
+    ({"jax_default_matmul_precision": None}, "gpu", False, (True, True, True)),
+    ({"jax_default_matmul_precision": "highest"}, "gpu", False, (False, False, False)),
+    # torch's default: matmuls FP32; cuDNN convolutions and RNN kernels (plain PyTorch's nn.LSTM) TF32
+    ({"torch_matmul_allow_tf32": False, "torch_cudnn_allow_tf32": True}, "gpu", True, (False, True, True)),
+    # ... but keras3-torch's 2017 LSTMs are no cuDNN kernel: torch matmuls, FP32 (the audit: it said TF32)
+    ({"torch_matmul_allow_tf32": False, "torch_cudnn_allow_tf32": True}, "gpu", False, (False, True, False)),
+    ({"torch_matmul_allow_tf32": True, "torch_cudnn_allow_tf32": False}, "gpu", False, (True, False, True)),
+    ({"torch_matmul_allow_tf32": True, "torch_cudnn_allow_tf32": True}, "gpu", True, (True, True, True)),
+    ({"tf_tensor_float_32_execution": True}, "cpu", False, (False, False, False)),  # a tensor-core mode: no CPU
+    ({}, "gpu", False, (False, False, False)),  # no switch recorded: not claimed
 ])
-def test_tf32_in_effect_per_op_kind(effective, device, expected):
-    assert tuple(tf32_math(effective, device).values()) == expected
+def test_tf32_in_effect_per_op_kind(effective, device, rnn_cudnn, expected):
+    assert tuple(tf32_math(effective, device, rnn_cudnn=rnn_cudnn).values()) == expected
+
+
+CUDNN_OK_CODE = """
+import json
+import keras
+from bench.run.workloads.classic import lstm_2017
+backend = keras.backend.backend()
+rnn = __import__(f"keras.src.backend.{backend}.rnn", fromlist=["rnn"])
+# the library's own rule with the GPU faked present: only the layer's arguments decide
+setattr(rnn, "_is_cuda_cudnn_available" if backend == "torch" else "_is_gpu_available", lambda: True)
+out = {}
+for name, layer in (("lstm_2017", lstm_2017(keras, 8)), ("sigmoid", keras.layers.LSTM(8))):
+    c = layer.cell
+    out[name] = bool(rnn.cudnn_ok(c.activation, c.recurrent_activation, layer.unroll, use_bias=c.use_bias))
+print("CUDNN" + json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_the_keras_stacks_2017_lstms_never_take_cudnn(backend):
+    """``rnn_on_cudnn`` says no Keras stack's LSTM is a cuDNN kernel, so ``tf32_rnn`` follows the matmul switch there:
+    keras 3.15.1's own ``cudnn_ok`` per backend, GPU faked present, refuses ``lstm_2017`` (hard_sigmoid) and takes a
+    sigmoid LSTM (so the check can fail)."""
+    import os
+
+    from bench.run.engines.frameworks import rnn_on_cudnn
+
+    needs(backend)
+    env = {**os.environ, "KERAS_BACKEND": backend}
+    p = subprocess.run([sys.executable, "-c", CUDNN_OK_CODE], capture_output=True, text=True, timeout=300,
+                       cwd=ROOT, env=env)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("CUDNN")), None)
+    assert line, p.stderr[-3000:]
+    assert json.loads(line[len("CUDNN"):]) == {"lstm_2017": False, "sigmoid": True}
+    for engine in ("keras", "jax"):
+        assert rnn_on_cudnn(engine, "gpu") is False
+    assert rnn_on_cudnn("torch", "cpu") is False
+
+
+@needs_torch
+def test_plain_pytorch_lstms_on_a_gpu_are_cudnn_kernels(monkeypatch):
+    """nn.LSTM takes cuDNN while ``torch.backends.cudnn.enabled`` (torch's default) and cuDNN is there (faked: no
+    GPU here); with cuDNN switched off its LSTMs would be matmuls."""
+    import torch
+
+    from bench.run.engines.frameworks import rnn_on_cudnn
+
+    monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: True)
+    assert torch.backends.cudnn.enabled is True and rnn_on_cudnn("torch", "gpu") is True
+    monkeypatch.setattr(torch.backends.cudnn, "enabled", False)
+    assert rnn_on_cudnn("torch", "gpu") is False
 
 
 @needs_torch
@@ -159,7 +216,7 @@ def test_mfu_divides_by_the_peak_of_the_math_in_effect():
     def peak(settings, workload="stable_diffusion", task="fit"):
         r = {"device": "gpu", "workload": workload, "task": task,
              "settings": {"precision": "float32", **settings,
-                          **{f"tf32_{k}": v for k, v in tf32_math(settings, "gpu").items()}},
+                          **{f"tf32_{k}": v for k, v in tf32_math(settings, "gpu", rnn_cudnn=False).items()}},
              "env": {"gpu": {"name": "NVIDIA A100-SXM4-80GB"}},
              "metrics": {"flops_per_step": 1e12, "ms_per_step_mean": 100.0}}
         add_mfu(r)

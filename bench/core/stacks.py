@@ -84,8 +84,8 @@ CONTAINER_ENV: tuple[ContainerVar, ...] = (
     ContainerVar("XLA_CLIENT_MEM_FRACTION", "0.95",
                  why="JAX's pool may grow to 95 % of GPU memory (XLA's default cap is 75 %, preallocated or not)"),
     ContainerVar("CUDA_CACHE_PATH", "/cache/cuda",
-                 why="the driver's JIT cache outlives `--rm` containers: TensorFlow 2.21 ships only PTX for sm_90 "
-                     "(H100/H200)"),
+                 why="the driver's JIT cache outlives `--rm` containers: a GPU newer than a wheel's machine code "
+                     "(TensorFlow 2.21: past sm_90) runs its PTX through it"),
     ContainerVar("CUDA_CACHE_MAXSIZE", "4294967296", why="4 GiB, CUDA's maximum"),
     ContainerVar("TF_CPP_MIN_LOG_LEVEL", "1"),
     ContainerVar("BENCH_DEVICE", "auto", from_host=True, job_value="gpu",
@@ -93,6 +93,15 @@ CONTAINER_ENV: tuple[ContainerVar, ...] = (
     ContainerVar("BENCH_OFFLINE", "0", from_host=True),
     ContainerVar("BENCH_REPEATS", "", from_host=True, why="empty: 3 on GPU, 1 on CPU"),
 )
+
+#: The CUDA architectures in the pinned TensorFlow 2.21.0 wheel's fatbins (tensorflow-2.21.0-cp311-cp311-
+#: manylinux_2_27_x86_64.whl), read from the ``.nv_fatbin`` sections of ``tensorflow/libtensorflow_framework.so.2``
+#: (40 kernels per architecture) and ``tensorflow/libtensorflow_cc.so.2`` (249): machine code (SASS, ELF entries)
+#: for these compute capabilities, and PTX for ``ptx``. Its ``build_info.py`` says ``sm_60 sm_70 sm_80 sm_89
+#: compute_90``: in TensorFlow's build, ``compute_90`` means SASS *and* PTX for 9.0. So H100/H200 (9.0) run
+#: TensorFlow's own kernels from machine code; only a GPU past 9.0 JIT-compiles the 9.0 PTX.
+#: ``tests/test_doctor.py::test_tf_fatbin_archs_are_the_installed_wheels`` re-reads them from the installed wheel.
+TF_FATBIN_ARCHS: dict[str, tuple[int, ...]] = {"sass": (60, 70, 80, 89, 90), "ptx": (90,)}
 
 #: The folders every bench container mounts (compose: a host folder and named volumes; the Kubernetes Job: its
 #: results claim and volumes that live as long as its pod, which runs every stack of the comparison).
@@ -119,8 +128,8 @@ class Stack:
         env: environment variables the worker process needs before importing the framework.
         gpu_cuda: the CUDA version the gpu image's wheels bundle.
         min_driver: the oldest NVIDIA driver branch that runs them (CUDA 12.x wheels: R525 through
-            minor-version compatibility; CUDA 13.0: R580). TensorFlow on H100/H200 also JIT-compiles its
-            CUDA 12.5 PTX, which needs R555 (docs/images.md, "Drivers").
+            minor-version compatibility; CUDA 13.0: R580). TensorFlow 2.21 holds sm_90 machine code
+            (``TF_FATBIN_ARCHS``), so H100/H200 need nothing newer for it (docs/images.md, "Drivers").
         reference: the stack's name in the published reference tables (``bench/core/reference/``), None when
             the references have no such column; one stack per name.
         imports: the modules its image build imports as a check (framework, model libraries).

@@ -41,8 +41,6 @@ from bench.core.stacks import DEFAULT_STACKS, STACKS
 OWN_BYTES = {"gpu": 3 * 10**9, "cpu": 3 * 10**9}
 LAYER_BYTES = {"gpu": 7 * 10**9, "cpu": 3 * 10**9}
 IMAGE_BYTES = {"gpu": 9 * 10**9, "cpu": 4 * 10**9, "collector": 1 * 10**9}
-#: TensorFlow 2.21 carries sm_90 only as CUDA 12.5 PTX: H100/H200 JIT it, which needs a R555+ driver.
-TF_PTX_MIN_DRIVER = 555
 #: What the host part asks ``nvidia-smi --query-gpu``: the identity the driver checks need (``ID_FIELDS``),
 #: then the state checked beside it (``STATE_FIELDS``).
 ID_FIELDS = ("name", "uuid", "driver_version")
@@ -176,8 +174,9 @@ def identity_check(gpu: dict[str, str], count: int) -> Check:
 
 
 def driver_checks(gpu: dict[str, str], stacks: Sequence[str]) -> list[Check]:
-    """The driver against each image's CUDA (``Stack.min_driver``), and TensorFlow's PTX on Hopper GPUs;
-    none when nvidia-smi gave no driver version (``identity_check`` fails then)."""
+    """The driver against each image's CUDA (``Stack.min_driver``); none when nvidia-smi gave no driver version
+    (``identity_check`` fails then). TensorFlow needs nothing more on H100/H200: its wheel holds sm_90 machine
+    code (``bench.core.stacks.TF_FATBIN_ARCHS``), so R525+ runs it there without a PTX JIT."""
     driver = known(gpu.get("driver_version")) or ""
     if not driver.split(".")[0].isdigit():
         return []
@@ -194,10 +193,6 @@ def driver_checks(gpu: dict[str, str], stacks: Sequence[str]) -> list[Check]:
             fix += f", or run {' / '.join(alt)} instead (STACKS=...)"
         out.append(Check(f"Driver for {sid}", "ok" if ok else "fail",
                          f"{driver}; the image bundles CUDA {s.gpu_cuda}: needs R{s.min_driver}+", fix))
-        hopper = any(h in gpu.get("name", "") for h in ("H100", "H200", "GH200"))
-        if s.backend == "tensorflow" and hopper and major < TF_PTX_MIN_DRIVER:
-            out.append(Check(f"TF PTX for {sid}", "fail", f"{gpu['name']}, driver {driver}",
-                             f"TensorFlow 2.21 runs on Hopper through CUDA 12.5 PTX: needs R{TF_PTX_MIN_DRIVER}+"))
     return out
 
 

@@ -369,7 +369,9 @@ class Telemetry:
     energy_note: str | None = entry("why the counter was not used (stalled, reset) or was unwrapped")
     energy_counter_vs_integrated: float | None = entry("counter energy / integrated power energy (a check: ~1.0 "
                                                        "over windows of 10 s or more)", "ratio")
-    energy_per_epoch_j: list[float] | None = entry("energy of each epoch, from epoch start to the next", "J")
+    energy_per_epoch_j: list[float] | None = entry("energy of each epoch's training steps (its two edges' counter "
+                                                   "reads); epochs under 1 s are named in telemetry.notes: the "
+                                                   "counter's ~20-100 ms updates make their J coarse", "J")
     j_per_epoch: float | None = entry("energy per steady epoch", "J")
     j_per_step: float | None = entry("energy per step", "J")
     examples_per_j: float | None = entry("examples per joule", "examples/J")
@@ -407,7 +409,10 @@ class EffectiveSettings(Block):
     tf32_matmul: bool | None = entry("float32 matmuls could use TF32: a GPU cell with no override and the "
                                      "framework's switch on (MFU divides by the peak of the math in effect)")
     tf32_conv: bool | None = entry("float32 convolutions could use TF32 (as tf32_matmul)")
-    tf32_rnn: bool | None = entry("float32 recurrent layers could use TF32 (PyTorch: cuDNN's RNN kernels)")
+    tf32_rnn: bool | None = entry("float32 LSTMs could use TF32, by the switch that governs the kernel they ran as: "
+                                  "cuDNN's RNN kernel for plain PyTorch's nn.LSTM on a GPU (cudnn.allow_tf32), "
+                                  "the backend's matmuls for every Keras stack's 2017 LSTMs (no cuDNN: hard_sigmoid) "
+                                  "and plain JAX's (bench.run.engines.frameworks.rnn_on_cudnn)")
     compile_cache: str | None = entry("PyTorch-backend stacks: 'fresh per cell' (torch.compile's inductor and Triton "
                                       "caches in an empty directory per cell process), plus any inductor cache switch "
                                       "the environment set")

@@ -187,7 +187,7 @@ def cuda_cache_bytes(env: Mapping[str, str] | None = None) -> int | None:
     """Bytes in the CUDA JIT cache (``CUDA_CACHE_PATH`` of ``env``, default ``os.environ``), None when the
     variable is unset; 0 while the directory does not exist (the driver makes it at its first JIT).
 
-    The driver JIT-compiles PTX for GPUs a wheel has no machine code for (TensorFlow 2.21 on H100/H200)
+    The driver JIT-compiles PTX for GPUs a wheel has no machine code for (TensorFlow 2.21 on a GPU past sm_90)
     and keeps the result there; compose puts it on a volume so that it outlives ``--rm`` containers.
     """
     root = (os.environ if env is None else env).get("CUDA_CACHE_PATH")

@@ -190,15 +190,25 @@ def measured_peak(results_dir: Path, stack_id: str, variant: str, gpu: dict[str,
     return value * 1e12, f"{path.name} ({saved.get('utc')}), {mode} GEMM {GEMM_N}^3 on {what}"
 
 
+def cached_tflops(saved: dict[str, Any], gpu: dict[str, Any] | None) -> dict[str, float]:
+    """The GEMM modes a doctor file ``saved`` holds a measurement for (TFLOP/s, truthy values only) when it was
+    measured on ``gpu`` (``same_gpu``); {} otherwise. A failed mode is saved as None and is not a measurement."""
+    if not gpu or not same_gpu(gpu, saved.get("gpu"))[0]:
+        return {}
+    return {k: v for k, v in (saved.get("measured_tflops") or {}).items() if v}
+
+
 def ensure_measured_peak(stack_id: str, results_dir: Path, variant: str,
                          checks: Callable[..., tuple[list[Check], dict[str, Any]]] | None = None,
                          identify: Callable[[], dict[str, Any]] | None = None) -> str:
     """Before a GPU run: the image's measured GEMM peak on this GPU, which every cell's ``mfu_measured`` is set against,
     measured now (the doctor's image part, ``image_checks``, saved where ``make doctor`` saves it) unless
-    ``results_dir/doctor/<stack>-<variant>.json`` already holds one for this GPU (``same_gpu``). So every path sets
-    it in its own image on its own GPU: ``make bench-all`` (whose preflight is the host part only), a SkyPilot VM
-    (``make doctor`` runs before the images exist there) and the Kubernetes Job. Returns one line saying which.
-    ``checks`` / ``identify``: ``image_checks`` and ``bench.run.environment.gpu_info`` (tests pass fakes)."""
+    ``results_dir/doctor/<stack>-<variant>.json`` already holds every mode (``GEMM_MODES``) for this GPU
+    (``same_gpu``). A mode that failed before (saved as None) is measured again; one measured before is kept, not
+    re-run. So every path sets it in its own image on its own GPU: ``make bench-all`` (whose preflight is the host
+    part only), a SkyPilot VM (``make doctor`` runs before the images exist there) and the Kubernetes Job. Returns
+    one line saying which. ``checks`` / ``identify``: ``image_checks`` and ``bench.run.environment.gpu_info``
+    (tests pass fakes)."""
     from bench.run.environment import gpu_info
 
     path = results_dir / "doctor" / f"{stack_id}-{variant}.json"
@@ -207,9 +217,18 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, variant: str,
         saved = json.loads(path.read_text())
     except (OSError, ValueError):
         saved = {}
-    if gpu and saved.get("measured_tflops") and same_gpu(gpu, saved.get("gpu"))[0]:
+    kept = cached_tflops(saved, gpu)
+    if all(name in kept for name, _, _ in GEMM_MODES):
         return f"{stack_id}: measured GEMM peak for this GPU already in {path.name}"
-    found, extra = (checks or image_checks)(stack_id, "gpu")
+
+    def measure(sid: str, dtype: str, tf32: bool) -> tuple[float | None, str]:
+        name = next(n for n, d, t in GEMM_MODES if (d, t) == (dtype, tf32))
+        return (kept[name], "") if name in kept else measure_gemm(sid, dtype, tf32)
+
+    found, extra = (checks or (lambda sid, device: image_checks(sid, device, measure=measure)))(stack_id, "gpu")
+    measured = extra.get("measured_tflops")
+    if measured is not None and extra.get("gpu") and same_gpu(extra["gpu"], saved.get("gpu"))[0]:
+        extra["measured_tflops"] = {**measured, **{k: v for k, v in kept.items() if not measured.get(k)}}
     save(path, "image", found, extra)
     values = ", ".join(f"{k} {v:.1f}" for k, v in (extra.get("measured_tflops") or {}).items() if v)
     return f"{stack_id}: measured the GEMM peak on this GPU ({values or 'no value'} TFLOP/s) -> {path}"

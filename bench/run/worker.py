@@ -72,7 +72,8 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
             run_epochs(rec, cell, stack, w, samples_csv)
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
         rec["settings"].update(frameworks.tf32_state(stack.backend))
-        math = frameworks.tf32_math(rec["settings"], cell.device)
+        math = frameworks.tf32_math(rec["settings"], cell.device,
+                                    rnn_cudnn=frameworks.rnn_on_cudnn(stack.engine, cell.device))
         rec["settings"].update({f"tf32_{kind}": on for kind, on in math.items()})
         rec["status"] = "ok"
     except Unsupported as e:

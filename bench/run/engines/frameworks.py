@@ -365,32 +365,57 @@ def hide_gpus_from_tensorflow() -> bool:
 #: ``jax/_src/lax/lax.py``, ``Precision``: DEFAULT and HIGH "use tensorfloat32 if available (e.g. on A100 and H100)";
 #: HIGHEST, alias 'float32', "uses float32"). None is the shipped default: DEFAULT.
 JAX_TF32_PRECISIONS = (None, "default", "fastest", "bfloat16", "high", "bfloat16_3x", "tensorfloat32")
-#: Record key of each framework switch -> (op kinds it governs, values that allow TF32 there). ``rnn``: the GEMMs of
-#: a recurrent layer: cuDNN's RNN kernels on PyTorch (``cudnn.allow_tf32`` covers them: torch 2.13
-#: ``backends/cudnn/rnn.py`` ``fp32_precision`` follows it), plain matmuls on TensorFlow and JAX.
+#: Record key of each framework switch -> (op kinds it governs, values that allow TF32 there). A recurrent layer's
+#: GEMMs are ``rnn_cudnn`` where it ran as cuDNN's RNN kernel, ``rnn_matmul`` where it ran as the framework's own
+#: matmuls (``rnn_on_cudnn`` says which): on PyTorch ``cudnn.allow_tf32`` covers cuDNN's RNN kernels (torch 2.13
+#: ``backends/cudnn/rnn.py`` ``fp32_precision`` follows it), ``allow_tf32`` / ``float32_matmul_precision`` the
+#: matmuls; TensorFlow's one switch covers both; JAX's precision covers matmuls (no cell here runs a JAX cuDNN
+#: RNN, so none is claimed for one).
 TF32_SWITCHES: dict[str, tuple[tuple[str, ...], tuple[Any, ...]]] = {
-    "tf_tensor_float_32_execution": (("matmul", "conv", "rnn"), (True,)),
-    "jax_default_matmul_precision": (("matmul", "conv", "rnn"), JAX_TF32_PRECISIONS),
-    "torch_matmul_allow_tf32": (("matmul",), (True,)),
-    "torch_cudnn_allow_tf32": (("conv", "rnn"), (True,)),
+    "tf_tensor_float_32_execution": (("matmul", "conv", "rnn_cudnn", "rnn_matmul"), (True,)),
+    "jax_default_matmul_precision": (("matmul", "conv", "rnn_matmul"), JAX_TF32_PRECISIONS),
+    "torch_matmul_allow_tf32": (("matmul", "rnn_matmul"), (True,)),
+    "torch_cudnn_allow_tf32": (("conv", "rnn_cudnn"), (True,)),
 }
 
 
-def tf32_math(effective: dict[str, Any], device: str) -> dict[str, bool]:
+def rnn_on_cudnn(engine: str, device: str) -> bool:
+    """Whether the LSTMs of a cell of ``engine`` on ``device`` run as cuDNN's RNN kernel (else as the backend's
+    matmuls, step by step). Only plain PyTorch's on a GPU: its workloads use ``nn.LSTM``, which takes cuDNN for CUDA
+    float tensors while ``torch.backends.cudnn.enabled`` (torch 2.13 ``aten/src/ATen/native/RNN.cpp`` ``use_cudnn``;
+    checked here). Every Keras stack builds its LSTMs as ``bench.run.workloads.classic.lstm_2017``, whose
+    ``hard_sigmoid`` recurrent activation fails Keras' ``cudnn_ok`` on each backend (keras 3.15.1
+    ``backend/{tensorflow,jax,torch}/rnn.py`` ``cudnn_ok`` want ``sigmoid``; tf-keras 2.21.0's
+    ``layers/rnn/lstm.py:578-580`` ``_could_use_gpu_kernel`` too), so Keras runs its generic loop of the backend's
+    matmuls. Plain JAX's Flax LSTMs are matmuls."""
+    if engine != "torch" or device != "gpu":
+        return False
+    import torch
+
+    return bool(torch.backends.cudnn.enabled and torch.backends.cudnn.is_available())
+
+
+def tf32_math(effective: dict[str, Any], device: str, rnn_cudnn: bool) -> dict[str, bool]:
     """Whether a cell's float32 matmuls, convolutions and recurrent layers could run as TF32:
     ``{"matmul": bool, "conv": bool, "rnn": bool}``.
 
     ``effective``: the record's ``settings`` block (the switches ``set_tf32`` returned, and the process's
-    ``NVIDIA_TF32_OVERRIDE``). True for an op kind on a GPU whose framework switch for it allows TF32 and no
-    ``NVIDIA_TF32_OVERRIDE=0``; TF32 is a tensor-core mode, never on a CPU. A switch absent from ``effective``
-    does not count (a record without the framework's switches says False)."""
+    ``NVIDIA_TF32_OVERRIDE``). ``rnn_cudnn``: the cell's LSTMs ran as cuDNN's RNN kernel (``rnn_on_cudnn``), so
+    ``rnn`` follows the switch that governs that kernel, else the one that governs matmuls. True for an op kind on
+    a GPU whose framework switch for it allows TF32 and no ``NVIDIA_TF32_OVERRIDE=0``; TF32 is a tensor-core
+    mode, never on a CPU. A switch absent from ``effective`` does not count (a record without the framework's
+    switches says False)."""
     out = {"matmul": False, "conv": False, "rnn": False}
     if device != "gpu" or effective.get("NVIDIA_TF32_OVERRIDE") == "0":
         return out
+    rnn_kind = "rnn_cudnn" if rnn_cudnn else "rnn_matmul"
     for key, (kinds, allowing) in TF32_SWITCHES.items():
         if key in effective and effective[key] in allowing:
             for kind in kinds:
-                out[kind] = True
+                if kind in out:
+                    out[kind] = True
+            if rnn_kind in kinds:
+                out["rnn"] = True
     return out
 
 
