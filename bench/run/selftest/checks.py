@@ -24,7 +24,8 @@ class Load:
 
     ``gemm_n`` / ``gemm_reps``: the GEMM peak (the probe's ``GEMM_N``, 30 calls, on a GPU); ``step_n`` /
     ``steps``: the bf16 GEMM step of the barrier and MFU checks; ``math_n``: the float32 matmul of the math-mode
-    check; ``energy_s``: the steady load of the energy check (s); ``alloc_bytes``: the memory check's allocation.
+    check; ``energy_s``: the steady load of the energy check (s), after ``warm_s`` of the same load (the GPU's power
+    settled before the window opens); ``alloc_bytes``: the memory check's allocation.
     """
 
     gemm_n: int
@@ -34,11 +35,13 @@ class Load:
     math_n: int
     energy_s: float
     alloc_bytes: int
+    warm_s: float = 2.0
 
 
 LOADS = {"gpu": Load(gemm_n=8192, gemm_reps=30, step_n=8192, steps=50, math_n=1024, energy_s=10.0,
                      alloc_bytes=2**30),
-         "cpu": Load(gemm_n=768, gemm_reps=8, step_n=512, steps=20, math_n=512, energy_s=0.0, alloc_bytes=0)}
+         "cpu": Load(gemm_n=768, gemm_reps=8, step_n=512, steps=20, math_n=512, energy_s=0.0, alloc_bytes=0,
+                     warm_s=0.0)}
 
 #: ours vs independent step time / GEMM rate. GPU: the barrier's own latency (~10-50 us) and the host's gap between
 #: steps against multi-ms GEMM steps; CPU: shared cores and OS scheduling (medians compared, still noisy).
@@ -115,8 +118,9 @@ def gemm_peak(backend: str, device: str, load: Load, setting: str) -> list[Resul
         ind.throughput_s(backend, call, 3, device)  # warm-up
         secs = ind.throughput_s(backend, call, load.gemm_reps, device)
         indep = 2.0 * load.gemm_n**3 * load.gemm_reps / secs / 1e12
+        cpu_note = " (a CPU has no TF32: FP32)" if mode == "tf32" and device != "gpu" else ""
         out.append(within(f"gemm {mode}", backend, ours, indep, "TFLOP/s", TIME_TOL[device],
-                          f"gemm_tflops vs independently timed {load.gemm_reps} x {load.gemm_n}^3 {dtype}"))
+                          f"gemm_tflops vs independently timed {load.gemm_reps} x {load.gemm_n}^3 {dtype}{cpu_note}"))
         if device != "gpu":
             out.append(na(f"gemm {mode} <= datasheet", backend, "CPU: no datasheet peak", "TFLOP/s"))
             continue
@@ -218,7 +222,7 @@ def energy(backend: str, device: str, load: Load) -> list[Result]:
         return [na("energy", backend, tel.reason, "J"), na("energy window", backend, tel.reason, "s")]
     call = frameworks.framework(backend).gemm_call("bfloat16", load.step_n, device)
     fw = frameworks.framework(backend)
-    _run_for(lambda: fw.run_and_wait(call, 10, device), 2.0)  # the GPU at steady power before the window
+    _run_for(lambda: fw.run_and_wait(call, 10, device), load.warm_s)  # the GPU at steady power before the window
     timer = EpochTimer(frameworks.make_barrier(backend, device), window=tel, cadence=EPOCH)
     timer.begin_epoch()
     steps = _run_for(lambda: fw.run_and_wait(call, 10, device), load.energy_s) * 10
