@@ -251,3 +251,12 @@ def test_selftest_runs_for_real_on_the_cpu(tmp_path):
             assert by[(fw, name)]["verdict"] == "n/a" and by[(fw, name)]["reason"].startswith("CPU"), name
     assert by[("torch", "energy")]["verdict"] == "n/a" and ("jax", "energy") not in by  # the first framework's
     assert "selftest on cpu" in p.stdout and "verdict" in p.stdout
+
+
+def test_make_selftest_names_make_build_when_an_image_is_not_built(tmp_path):
+    p = subprocess.run(["make", "-s", "selftest", "STACKS=keras3-jax", "DEVICE=cpu", "DOCKER=false",
+                        f"RESULTS_DIR={tmp_path}", f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "image dlbench/keras3-jax:cpu not built yet: run make build STACKS=keras3-jax" in p.stderr
+    assert not (tmp_path / "selftest").exists()
