@@ -260,3 +260,10 @@ def test_make_selftest_names_make_build_when_an_image_is_not_built(tmp_path):
     assert p.returncode == 2, p.stdout + p.stderr
     assert "image dlbench/keras3-jax:cpu not built yet: run make build STACKS=keras3-jax" in p.stderr
     assert not (tmp_path / "selftest").exists()
+
+
+def test_the_telemetry_window_must_hold_the_timed_region():
+    assert checks.window_check("torch", 10.02, 10.0).verdict == "pass"
+    assert checks.window_check("torch", 10.5, 10.0).verdict == "fail"  # holds more than the timed steps
+    short = checks.window_check("torch", 9.95, 10.0)  # within 1 %, but misses part of the timed region
+    assert short.verdict == "fail" and "shorter" in short.reason

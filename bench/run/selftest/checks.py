@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.run.selftest import NA, PASS, Result, at_most, failed, na, within
+from bench.run.selftest import FAIL, NA, PASS, Result, at_most, failed, na, within
 from bench.run.selftest import independent as ind
 
 
@@ -150,7 +150,7 @@ def math_mode(backend: str, device: str, load: Load, setting: str) -> list[Resul
     for kind, err in errors.items():
         seen = err > TF32_ERROR
         said = expected.get(kind)
-        verdict = PASS if said is not None and seen == bool(said) else NA if said is None else "fail"
+        verdict = PASS if said is not None and seen == bool(said) else NA if said is None else FAIL
         reason = (f"tf32={setting}: the record would write tf32_{kind}={said}; the numbers show "
                   f"{'TF32' if seen else 'FP32'} (relative error vs float64 {'>' if seen else '<='} {TF32_ERROR:g})"
                   + ("; measured on the matmul (recurrent layers are matmuls here)"
@@ -233,8 +233,18 @@ def energy(backend: str, device: str, load: Load) -> list[Result]:
     return [within("energy", backend, s["energy_counter_j"], s["energy_integrated_j"], "J", ENERGY_TOL,
                    f"NVML energy counter vs integrated {tel.power_source} power ({s['samples']} samples) over "
                    f"{s['window_s']:.1f} s; {s['energy_note'] or 'no counter note'}"),
-            within("energy window", backend, s["window_s"], timed, "s", WINDOW_TOL,
-                   "telemetry window (mark .. end_epoch) vs the timer's timed region")]
+            window_check(backend, s["window_s"], timed)]
+
+
+def window_check(backend: str, window_s: float | None, timed_s: float) -> Result:
+    """The telemetry window (first ``mark`` .. ``end_epoch``, s) must hold the timed region (s): ``mark`` comes after
+    the opening barrier and before the timer's first clock read, ``end_epoch`` after its last, so the window is at
+    least as long, and longer only by the sampler's own edge readings (``WINDOW_TOL``)."""
+    r = within("energy window", backend, window_s, timed_s, "s", WINDOW_TOL,
+               "telemetry window (mark .. end_epoch) vs the timer's timed region: it must hold it")
+    if window_s is not None and window_s < timed_s:
+        r.verdict, r.reason = FAIL, f"the telemetry window is shorter than the timed region: {r.reason}"
+    return r
 
 
 def _run_for(body: Callable[[], None], seconds: float) -> int:
