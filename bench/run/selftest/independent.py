@@ -53,8 +53,8 @@ def step_times_s(backend: str, call: Callable[[], Any], steps: int, device: str)
 
 def throughput_s(backend: str, call: Callable[[], Any], reps: int, device: str) -> float:
     """Seconds for ``reps`` back-to-back calls, timed independently: CUDA events around all of them (PyTorch on a
-    GPU), else ``perf_counter`` from the first call until every output is ready (JAX: blocks on each kept output;
-    TensorFlow: reads the last output back, its ops run in order on one stream)."""
+    GPU), else ``perf_counter`` from the first call until every kept output is ready (JAX: ``block_until_ready``;
+    TensorFlow: one element of each read back; PyTorch on a CPU: its calls are synchronous)."""
     if backend == "torch" and device == "gpu":
         import torch
 
@@ -67,7 +67,7 @@ def throughput_s(backend: str, call: Callable[[], Any], reps: int, device: str) 
         return start.elapsed_time(end) / 1000.0
     t0 = time.perf_counter()
     outs = [call() for _ in range(reps)]
-    for o in outs if backend == "jax" else outs[-1:]:
+    for o in outs:
         _wait(backend, o)
     return time.perf_counter() - t0
 

@@ -33,14 +33,16 @@ def plan(backend: str, first: bool) -> list[tuple[str, list[str]]]:
 
 def child_env(device: str, setting: str) -> dict[str, str]:
     """A child's environment: the cell's ``NVIDIA_TF32_OVERRIDE`` for this setting (``knobs.tf32_override``), no
-    visible GPU on a CPU run, and JAX's / TensorFlow's memory pools off so that NVML sees the memory check's
+    visible GPU and one OpenMP thread on a CPU run, and JAX's / TensorFlow's memory pools off so that NVML sees the memory check's
     allocation as it is made."""
     from bench.core.knobs import tf32_override
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
            "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
     if device == "cpu":
-        env["CUDA_VISIBLE_DEVICES"] = ""
+        # one intra-op thread: on shared cores a descheduled worker thread makes a step wait a scheduler tick (the
+        # checks compare two timings of the same work, not the CPU's throughput)
+        env.update(CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
     override = tf32_override({"tf32": setting})
     if override is None:
         env.pop("NVIDIA_TF32_OVERRIDE", None)
