@@ -33,8 +33,8 @@ def plan(backend: str, first: bool) -> list[tuple[str, list[str]]]:
 
 def child_env(device: str, setting: str) -> dict[str, str]:
     """A child's environment: the cell's ``NVIDIA_TF32_OVERRIDE`` for this setting (``knobs.tf32_override``), no
-    visible GPU and one OpenMP thread on a CPU run, and JAX's / TensorFlow's memory pools off so that NVML sees the memory check's
-    allocation as it is made."""
+    visible GPU and one OpenMP thread on a CPU run, and JAX's / TensorFlow's memory pools off so that NVML sees the
+    memory check's allocation as it is made."""
     from bench.core.knobs import tf32_override
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
