@@ -97,6 +97,8 @@ def test_mfu_is_na_with_the_reason_on_a_gpu_without_a_datasheet_peak(monkeypatch
 def test_gemm_peak_against_the_datasheet(monkeypatch, tflops, verdict):
     """bf16 on an H100 SXM: 989.5 TFLOP/s dense; more than 5 % above it is a timing error."""
     monkeypatch.setattr(frameworks, "gemm_tflops", lambda *a, **k: tflops)
+    applied = []
+    monkeypatch.setattr(frameworks, "set_tf32", lambda backend, mode: applied.append(mode))
     monkeypatch.setattr(frameworks, "framework", lambda b: types.SimpleNamespace(gemm_call=lambda *a: None))
     secs = 2 * 8192**3 * 30 / (tflops * 1e12)
     monkeypatch.setattr(ind, "throughput_s", lambda backend, call, reps, device: secs * reps / 30)
@@ -106,6 +108,7 @@ def test_gemm_peak_against_the_datasheet(monkeypatch, tflops, verdict):
     assert found["gemm bf16 <= datasheet"].verdict == verdict
     assert found["gemm bf16 <= datasheet"].reference == 989.5
     assert found["gemm fp32 <= datasheet"].reference == 67.0  # strict FP32 (the off setting) against FP32's peak
+    assert applied == ["off"]  # the setting's switches, as the probe sets them, not left to an earlier check
 
 
 def with_error(rel: float):

@@ -118,6 +118,7 @@ def gemm_peak(backend: str, device: str, load: Load, setting: str) -> list[Resul
     from bench.run import flops
     from bench.run.engines import frameworks
 
+    frameworks.set_tf32(backend, setting)  # as the probe's GEMM_CODE: the switches of this setting, whatever ran before
     out = []
     name = gpu_name() if device == "gpu" else None
     for mode, dtype in GEMM_BY_SETTING[setting]:
