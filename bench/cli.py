@@ -367,7 +367,10 @@ def selftest_cmd(device, backends, out_file) -> None:
     unknown = sorted(set(backends) - set(run.BACKENDS))
     if unknown:
         fail(f"unknown framework(s) {', '.join(unknown)}; known: {', '.join(run.BACKENDS)}")
-    text, code = run.main(device, list(dict.fromkeys(backends)) or list(run.BACKENDS), out_file)
+    try:
+        text, code = run.main(device, list(dict.fromkeys(backends)) or list(run.BACKENDS), out_file)
+    except OSError as e:  # --out not writable: one line, not a traceback wall
+        raise click.ClickException(f"selftest could not write {out_file}: {e.strerror or e}") from e
     click.echo(text)
     sys.exit(code)
 

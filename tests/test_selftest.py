@@ -270,3 +270,11 @@ def test_the_telemetry_window_must_hold_the_timed_region():
     assert checks.window_check("torch", 10.5, 10.0).verdict == "fail"  # holds more than the timed steps
     short = checks.window_check("torch", 9.95, 10.0)  # within 1 %, but misses part of the timed region
     assert short.verdict == "fail" and "shorter" in short.reason
+
+
+def test_an_unwritable_out_file_is_one_line_not_a_traceback(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    p = bench("selftest", "--device", "cpu", "--framework", "torch", "--out",
+              str(blocker / "x.json"))
+    assert p.returncode == 1 and "could not write" in p.stderr and "Traceback" not in p.stderr
