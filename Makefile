@@ -80,7 +80,7 @@ named_stacks := $(STACKS) $(patsubst build-%,%,$(filter build-%,$(MAKECMDGOALS))
 gpu_only_stacks := $(sort $(filter-out $(CPU_STACKS) collector,$(named_stacks)))
 ifeq ($(VARIANT),cpu)
   ifneq ($(gpu_only_stacks),)
-    $(if $(filter bench-% build build-% doctor,$(MAKECMDGOALS)),$(error $(gpu_only_stacks): gpu image only \
+    $(if $(filter bench-% build build-% doctor selftest,$(MAKECMDGOALS)),$(error $(gpu_only_stacks): gpu image only \
       (no CPU build of its framework can be locked); add VARIANT=gpu (it runs on a CPU too)))
   endif
 endif
@@ -108,7 +108,7 @@ TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
 DOCTOR := $(PYTHON) -m bench.host.doctor host --device $(RUN_DEVICE) --variant $(VARIANT) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
-.PHONY: help configure preflight doctor build bench-all collect report compare fidelity flops test test-unit test-e2e \
+.PHONY: help configure preflight doctor selftest build bench-all collect report compare fidelity flops test test-unit test-e2e \
 	lint lock stacks clean version-stack compare-versions cloud cloud-k8s cloud-collect push images e2e-base e2e-images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
@@ -160,6 +160,16 @@ doctor-%:
 	  echo "$*: image dlbench/$*:$(VARIANT) not built yet (make build): its checks skipped"; \
 	else mkdir -p $(RESULTS_DIR)/doctor && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
 	  bench doctor --stack $* --device $(RUN_DEVICE) --out /results/doctor/$*-$(VARIANT).json; fi
+
+selftest: ## Each built image checks its instruments on this device (barrier, GEMM peak, TF32, energy, memory, MFU): results/selftest/*.json
+	@status=0; for s in $(STACKS); do $(MAKE) --no-print-directory selftest-$$s || status=$$?; done; exit $$status
+
+selftest-%:
+	@if ! $(DOCKER) image inspect dlbench/$*:$(VARIANT) >/dev/null 2>&1; then \
+	  echo "make selftest: image dlbench/$*:$(VARIANT) not built yet: run make build STACKS=$* VARIANT=$(VARIANT) \
+	first (or python -m bench selftest natively, docs/selftest.md)" >&2; exit 2; \
+	else mkdir -p $(RESULTS_DIR)/selftest && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
+	  bench selftest --device $(RUN_DEVICE) --out /results/selftest/$*-$(VARIANT).json; fi
 
 bench-all: preflight configure $(if $(REGISTRY),images,build) ## Preflight, build (or pull), run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \

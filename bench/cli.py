@@ -360,6 +360,29 @@ def doctor_cmd(stack_id, device, out_file) -> None:
         sys.exit(1)
 
 
+@cli.command("selftest")
+@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
+              envvar="BENCH_DEVICE", help="auto: gpu when NVML finds one.")
+@click.option("--framework", "backends", multiple=True, help="Only this framework: torch, jax or tensorflow "
+              "(repeatable) [default: all three; those not installed are n/a].")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the results as JSON.")
+def selftest_cmd(device, backends, out_file) -> None:
+    """The instrument checks itself: barrier, GEMM peak, math mode, energy, memory and MFU, each ours vs an
+    independent measurement (docs/selftest.md). Exit 1 when a check fails."""
+    from bench.run.selftest import run
+
+    unknown = sorted(set(backends) - set(run.BACKENDS))
+    if unknown:
+        fail(f"unknown framework(s) {', '.join(unknown)}; known: {', '.join(run.BACKENDS)}")
+    try:
+        text, code = run.main(device, list(dict.fromkeys(backends)) or list(run.BACKENDS), out_file)
+    except OSError as e:  # --out not writable: one line, not a traceback wall
+        raise click.ClickException(f"selftest could not write {out_file}: {e.strerror or e}") from e
+    click.echo(text)
+    sys.exit(code)
+
+
 @cli.command("fields")
 def fields_cmd() -> None:
     """Describe every field of a result record: meaning [unit; rule across repeats] (bench.results.schema)."""
