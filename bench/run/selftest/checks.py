@@ -149,7 +149,8 @@ def math_mode(backend: str, device: str, load: Load, setting: str) -> list[Resul
     from bench.run.engines import frameworks
 
     state = frameworks.set_tf32(backend, setting)
-    expected = frameworks.tf32_math(state, device)
+    # the LSTM checked on torch is nn.LSTM, plain PyTorch's cuDNN kernel on a GPU; elsewhere LSTMs are matmuls
+    expected = frameworks.tf32_math(state, device, rnn_cudnn=frameworks.rnn_on_cudnn(backend, device))
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((load.math_n, load.math_n), dtype=np.float32) for _ in range(2))
     x = rng.standard_normal((4, 34, 34, 64), dtype=np.float32)
