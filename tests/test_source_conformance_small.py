@@ -150,3 +150,71 @@ def test_pytorch_sam_inputs_stay_float32_as_its_source():
     x = job.call.__closure__  # the call's inputs, as the job holds them
     dtypes = {str(c.cell_contents.dtype) for c in x if hasattr(c.cell_contents, "dtype")}
     assert dtypes == {"torch.float32", "torch.int64"}
+
+
+# ---- 5. classic: CIFAR's epochs, the LSTM implementation, bAbI's vocabulary ------------------------------------
+
+def test_source_cifar_iterator_trains_one_16_image_batch_in_every_epoch_after_the_first():
+    """keras/preprocessing/image.py@2.0.8:709-729 (``_flow_index``): 1563 batches per pass of 50,000 images at
+    batch 32, the last of 16; ``steps_per_epoch`` 1562 (cifar10_cnn.py@2.0.8:106) on one iterator for the fit."""
+    from bench.run.workloads import source_epoch_batch_sizes
+
+    first = source_epoch_batch_sizes(50_000, 32, 1562, 1)
+    assert first == [32] * 1562
+    for epoch in (2, 3, 50):
+        sizes = source_epoch_batch_sizes(50_000, 32, 1562, epoch)
+        assert len(sizes) == 1562 and sorted(set(sizes)) == [16, 32] and sizes.count(16) == 1
+        assert sum(sizes) == 1561 * 32 + 16
+    # an independent count: walk the source's index arithmetic through 3 epochs' batches
+    index, seen = 0, []
+    for _ in range(3 * 1562):
+        start = index * 32 % 50_000
+        size = 32 if start + 32 < 50_000 else 50_000 - start
+        index = index + 1 if size == 32 else 0
+        seen.append(size)
+    assert seen[1562:3124] == source_epoch_batch_sizes(50_000, 32, 1562, 2)
+    with pytest.raises(ValueError):
+        source_epoch_batch_sizes(50_000, 32, 1562, 0)
+
+
+def test_our_augmented_epochs_are_full_batches_and_the_record_says_how_the_source_differs():
+    from bench.run.workloads import EPOCH_BATCHES_NOTE
+
+    aug = get_workload("cifar10_cnn").augmentation
+    assert aug.drop_remainder and aug.record()["epoch_batches"] == EPOCH_BATCHES_NOTE
+    assert "1561 x 32 + 16" in EPOCH_BATCHES_NOTE
+
+
+@pytest.mark.skipif(not has("keras"), reason="keras not installed")
+def test_keras_3_lstm_is_implementation_2_where_2_0_8_ran_0():
+    """Keras 2.0.8's LSTM defaulted to ``implementation=0`` (keras/layers/recurrent.py@2.0.8:195), projecting the
+    inputs of all steps before the loop (recurrent.py@2.0.8:1076-1095); Keras 3 has 2, one fused matmul per step
+    (keras/src/layers/rnn/lstm.py@v3.15.1:114): the classic table's row."""
+    import keras
+
+    from bench.run.workloads.classic import lstm_2017
+
+    assert lstm_2017(keras, 4).cell.implementation == 2
+
+
+def test_babi_vocabulary_is_35_words_plus_padding():
+    """babi_rnn.py@2.0.8: ``vocab_size = len(vocab) + 1`` (index 0 pads), qa2 (1k) has 35 words."""
+    from bench.run import datasets
+
+    meta = datasets.synthetic("babi", 4, 4, "test").meta
+    assert meta["vocab_size"] == 36 == 35 + 1
+
+
+@needs_torch
+def test_augmented_cifar_records_its_loader_options_as_they_took_effect():
+    """The augmented loader keeps its one worker for the whole fit (as 2.0.8's one enqueuer) whatever the knobs
+    say: the record's settings say so, not the knobs' defaults."""
+    from bench.run.datasets import synthetic
+    from bench.run.engines import torch_engine
+
+    w = get_workload("cifar10_cnn")
+    ds = synthetic("cifar10", 64, 8, "test")
+    result = torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 1, 32, TorchFitSettings())
+    s = result.settings
+    assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == (False, True)
+    assert s.augmentation["epoch_batches"].startswith("ours: n // batch full batches")

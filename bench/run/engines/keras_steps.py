@@ -92,7 +92,7 @@ def compile_job(keras, job: Job, task: str, requested: bool | str) -> None:
 def _drop_stale_metrics(model) -> None:
     """Forget the compiled metrics of an earlier ``compile`` (Keras 3: ``Trainer._compile_metrics``), as Keras
     3.0.5's ``compile`` without metrics did (trainer.py@v3.0.5:157-158). tf.keras builds a fresh metrics container
-    on every compile: nothing to do there."""
+    on every compile (tf_keras/src/engine/training.py@2.21.0:796-802): nothing to do there."""
     if getattr(model, "_compile_metrics", None) is not None:
         model._compile_metrics = None
 

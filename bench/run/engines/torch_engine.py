@@ -353,7 +353,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         loader, effective.augmentation = augmented_loader(torch, aug, ds, workload, batch_size, dev)
         batches = _on_device(loader, dev)
         effective.update({"data_pipeline": "host_augmentation", "train_data_placement": AUGMENTED_PLACEMENT,
-                          "num_workers": aug.workers, "preload": False, "shuffle_buffer": n})
+                          "num_workers": aug.workers, "preload": False, "shuffle_buffer": n,
+                          "pin_memory": loader.pin_memory, "persistent_workers": loader.persistent_workers})
         trained = n // batch_size * batch_size if aug.drop_remainder else n
     else:
         batches = make_batches(torch, pipeline, settings, ds, workload, batch_size, dev)
