@@ -154,10 +154,11 @@ def test_engines_build_the_workloads_optimizer_and_record_it(name):
     o = w.optimizer
     k = keras_engine.optimizer_record(keras_engine.make_optimizer(keras, w))
     t = torch_engine.optimizer_record(torch_engine.make_optimizer(torch, [torch.nn.Parameter(torch.ones(1))], w), w)
+    to = o.for_engine("torch")  # mnist_cnn_tuning: torch's own RMSprop defaults on PyTorch
     assert k["learning_rate"] == pytest.approx(o.learning_rate) == t["learning_rate"]
-    assert k["epsilon"] == pytest.approx(o.epsilon) and t["eps"] == pytest.approx(o.epsilon)
+    assert k["epsilon"] == pytest.approx(o.epsilon) and t["eps"] == pytest.approx(to.epsilon)
     if o.name == "rmsprop":
-        assert k["rho"] == pytest.approx(o.rho) and t["alpha"] == pytest.approx(o.rho)
+        assert k["rho"] == pytest.approx(o.rho) and t["alpha"] == pytest.approx(to.rho)
     if o.name == "adadelta":
         assert k["rho"] == pytest.approx(o.rho) and t["rho"] == pytest.approx(o.rho)
     if o.name == "adam":
@@ -259,9 +260,10 @@ def test_torch_augmented_loader_is_one_worker_ten_batches_queued_full_batches(tm
     assert (loader.num_workers, loader.prefetch_factor, loader.drop_last, loader.persistent_workers) == \
         (1, 10, True, True)
     assert loader.pin_memory is False and len(loader) == 70 // 32
+    assert (how["pin_memory"], how["persistent_workers"]) == (False, True)  # as they took effect, disclosed
     assert how["where"].startswith("host (DataLoader") and "RandomAffine" in how["implementation"]
-    gpu_loader, _ = augmented_loader(torch, w.augmentation, ds, w, 32, torch.device("cuda"))
-    assert gpu_loader.pin_memory is True
+    gpu_loader, gpu_how = augmented_loader(torch, w.augmentation, ds, w, 32, torch.device("cuda"))
+    assert gpu_loader.pin_memory is True and gpu_how["pin_memory"] is True
     xb, yb = next(iter(loader))
     assert tuple(xb.shape) == (32, 3, 32, 32) and yb.dtype == torch.int64
     with pytest.raises(ValueError, match="batch 128 is larger than the 70 training examples"):

@@ -49,7 +49,8 @@ def test_settings_are_typed_with_one_default_each():
     assert knobs.DEFAULTS == {
         "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": "default",
                   "sync": "epoch", "row_lstm": "time_distributed"},
-        "torch": {"data_pipeline": "tensors_on_device", "num_workers": 0, "preload": False, "compile": "none",
+        "torch": {"data_pipeline": "tensors_on_device", "num_workers": 0, "pin_memory": False,
+                  "persistent_workers": False, "preload": False, "compile": "none",
                   "precision": "float32", "grad_scaler": False, "tf32": "default", "sync": "epoch"},
         "jax": {"data_pipeline": "numpy_batches", "jit_compile": True, "precision": "float32", "tf32": "default",
                 "sync": "epoch"}}
@@ -280,6 +281,21 @@ def test_study_mismatch_checks_every_setting_and_treats_unrecorded_as_different(
     assert study_mismatch(pd.Series({**good, "device": "cpu"})) == "device=cpu"
     assert study_mismatch(pd.Series({k: v for k, v in good.items() if k != "metrics.epochs"})) == \
         "metrics.epochs=not recorded"
+
+
+def test_study_pairs_a_pytorch_loader_row_only_with_pytorchs_default_loader_options():
+    """The post ran PyTorch's standard DataLoader options (pin_memory, persistent_workers False); a row that
+    pinned or kept its workers, or that does not say (records from before the options were recorded), is not
+    the study's run."""
+    from bench.results.report.tuning import STUDY, study_mismatch
+
+    good = {**STUDY, "settings.data_pipeline": "torchvision_dataset_transforms", "batch_size": 256.0,
+            "data.n_train": 60000.0, "metrics.epochs": 41.0, "settings.pin_memory": False,
+            "settings.persistent_workers": False}
+    assert study_mismatch(pd.Series(good)) is None
+    assert study_mismatch(pd.Series({**good, "settings.pin_memory": True})) == "settings.pin_memory=True"
+    assert study_mismatch(pd.Series({k: v for k, v in good.items() if k != "settings.persistent_workers"})) == \
+        "settings.persistent_workers=not recorded"
 
 
 def test_report_cli_rejects_a_non_bench_csv(tmp_path, capsys):

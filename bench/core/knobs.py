@@ -143,6 +143,9 @@ class TorchFitSettings(Settings):
                               ("tensors_on_device", "tensor_dataset", "torchvision_dataset_transforms"), _PIPELINE)
     augment: bool | None = knob(None, bool, _AUGMENT)
     num_workers: int = knob(0, int, "DataLoader worker processes (PyTorch)")
+    # PyTorch's DataLoader defaults (False), as the tuning post ran; True: a named variant (loader_kwargs)
+    pin_memory: bool = knob(False, bool, "DataLoader pin_memory: page-locked host batches (CUDA only)")
+    persistent_workers: bool = knob(False, bool, "DataLoader persistent_workers: workers kept across epochs")
     preload: bool = knob(False, bool, "tensor_dataset: tensors placed on the device before training "
                                       "(the study's time_preload)")
     compile: str = knob("none", ("none", "default", "reduce-overhead", "max-autotune"), _COMPILE)
@@ -287,6 +290,10 @@ def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> s
             return "grad_scaler only applies to float16 autocast"
         if s.num_workers and s.data_pipeline == "tensors_on_device":
             return "num_workers needs a DataLoader pipeline"
+        if s.persistent_workers and not s.num_workers:
+            return "persistent_workers needs num_workers > 0"
+        if s.pin_memory and (s.data_pipeline == "tensors_on_device" or s.preload):
+            return "pin_memory applies to host batches of a DataLoader pipeline (not preloaded)"
         if s.preload and s.data_pipeline != "tensor_dataset":
             return "preload applies to the tensor_dataset pipeline only"
         if s.preload and s.num_workers:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from bench.core import reference
 from bench.core.knobs import normalise, variant_name
 from bench.core.stacks import STACKS, get_stack
@@ -23,6 +25,9 @@ REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
 STUDY = {"workload": "mnist_cnn_tuning", "size": "full", "device": "gpu", "batch_size": 256, col(Metrics, "epochs"): 41,
          col(Data, "source"): "real", col(Data, "n_train"): 60000, setting_col("sync"): "epoch"}
 STUDY_TF_DATA_SHUFFLE_BUFFER = 20_000
+#: PyTorch pipelines through a ``DataLoader``, whose options the post left at PyTorch's defaults (both False).
+STUDY_LOADER_PIPELINES = ("tensor_dataset", "torchvision_dataset_transforms")
+STUDY_LOADER_OPTIONS = {"pin_memory": False, "persistent_workers": False}
 
 
 # ---- the reference's published tuning times -------------------------------------------------------
@@ -78,8 +83,9 @@ def study_mismatch(row) -> str | None:
     """Why a tuning row's run differs from the study's beyond its knobs (None: it ran the study's settings).
 
     Checks ``STUDY`` (model, size, device, batch, epochs, real data and its size, timing cadence), and for a
-    tf.data pipeline the shuffle buffer (``STUDY_TF_DATA_SHUFFLE_BUFFER``). A column the CSV lacks (a record
-    from before it was written) is a mismatch: nothing unrecorded is assumed to match.
+    tf.data pipeline the shuffle buffer (``STUDY_TF_DATA_SHUFFLE_BUFFER``), for a PyTorch ``DataLoader`` its options
+    as they took effect (``STUDY_LOADER_OPTIONS``). A column the CSV lacks (a record from before it was written) is
+    a mismatch: nothing unrecorded is assumed to match.
     """
     for column, expected in STUDY.items():
         value = row.get(column)
@@ -89,6 +95,11 @@ def study_mismatch(row) -> str | None:
     if row.get(setting_col("data_pipeline")) in ("tf_data_numpy", "tf_data_tensors") and \
             not _same(buffer, STUDY_TF_DATA_SHUFFLE_BUFFER):
         return f"{setting_col('shuffle_buffer')}={_shown(buffer)}"
+    if row.get(setting_col("data_pipeline")) in STUDY_LOADER_PIPELINES:
+        for knob, expected in STUDY_LOADER_OPTIONS.items():
+            value = row.get(setting_col(knob))
+            if not (isinstance(value, (bool, np.bool_)) and value == expected):
+                return f"{setting_col(knob)}={_shown(value)}"
     return None
 
 

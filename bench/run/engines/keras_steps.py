@@ -66,16 +66,35 @@ def compile_job(keras, job: Job, task: str, requested: bool | str) -> None:
     optimizer and loss, ``jit_compile=requested`` unless ``source.NOT_REQUESTED`` (then no ``jit_compile``
     argument: Keras' default); ``predict`` only when something is requested (SAM predict: the model as built,
     as the source predicted with it). A job with its own ``call`` (generate, SD predict) compiled what it calls
-    when it was built."""
+    when it was built.
+
+    ``fit`` compiles without metrics, as the source did: its ``model.compile(loss=..., optimizer=...,
+    jit_compile=...)`` (benchmark/bert/keras/fit.py@v0.0.5:22-26, gemma and mistral fit.py@v0.0.5:30-34) went
+    through keras-nlp 0.8.2's ``Task.compile``, which adds none (keras_nlp/src/models/task.py@0.8.2:101-106).
+    keras-hub 0.32.0's task ``compile`` adds accuracy unless told otherwise (``TextClassifier`` ``metrics="auto"``;
+    ``CausalLM`` ``weighted_metrics="auto"``), hence the explicit Nones; and Keras 3.15.1 keeps the metrics of an
+    earlier compile (keras-hub's task compiles itself when built) when ``compile`` gets none
+    (keras/src/trainers/trainer.py@v3.15.1:196-199), where the source's Keras 3.0.5 dropped them
+    (keras/src/trainers/trainer.py@v3.0.5:153-158): ``_drop_stale_metrics`` does what 3.0.5 did."""
     if job.call is not None:
         return
     kw = {} if requested == source.NOT_REQUESTED else {"jit_compile": requested}
     if task == "fit":
         if job.optimizer is None:
             raise ValueError(f"the {task} job of {type(job.model).__name__} names no optimizer")
-        job.model.compile(optimizer=_optimizer(keras, job.optimizer), loss=job.loss, **kw)
+        job.model.compile(optimizer=_optimizer(keras, job.optimizer), loss=job.loss, metrics=None,
+                          weighted_metrics=None, **kw)
+        _drop_stale_metrics(job.model)
     elif kw:
         job.model.compile(**kw)
+
+
+def _drop_stale_metrics(model) -> None:
+    """Forget the compiled metrics of an earlier ``compile`` (Keras 3: ``Trainer._compile_metrics``), as Keras
+    3.0.5's ``compile`` without metrics did (trainer.py@v3.0.5:157-158). tf.keras builds a fresh metrics container
+    on every compile (tf_keras/src/engine/training.py@2.21.0:796-802): nothing to do there."""
+    if getattr(model, "_compile_metrics", None) is not None:
+        model._compile_metrics = None
 
 
 def jit_in_effect(model) -> bool:

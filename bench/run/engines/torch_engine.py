@@ -26,8 +26,10 @@ MNIST_NORMALIZE = ((0.1307,), (0.3081,))
 
 
 def make_optimizer(torch, params, workload: Workload):
-    """The PyTorch optimizer of ``workload.optimizer``, every hyper-parameter explicit (Keras' names mapped:
-    RMSprop's ``rho`` is torch's ``alpha``, ``epsilon`` is ``eps``), so both engines train with the same rule.
+    """The PyTorch optimizer of ``workload.optimizer.for_engine("torch")``, every hyper-parameter explicit (Keras'
+    names mapped: RMSprop's ``rho`` is torch's ``alpha``, ``epsilon`` is ``eps``): the Keras values, except where
+    the source's PyTorch code took torch's own defaults (``OptimizerSpec.torch_rho`` / ``torch_epsilon``:
+    ``mnist_cnn_tuning``).
 
     Rules: torch's RMSprop adds eps to the root (torch/optim/rmsprop.py@v2.13.0, ``square_avg.sqrt().add_(eps)``)
     and its Adadelta takes both roots of ``x + eps`` (torch/optim/adadelta.py@v2.13.0:293-302), as Keras 2.0.8
@@ -38,7 +40,7 @@ def make_optimizer(torch, params, workload: Workload):
     Raises:
         ValueError: an optimizer this engine does not know.
     """
-    spec = workload.optimizer
+    spec = workload.optimizer.for_engine("torch")
     if spec.name == "rmsprop":
         return torch.optim.RMSprop(params, lr=spec.learning_rate, alpha=spec.rho, eps=spec.epsilon)
     if spec.name == "adadelta":
@@ -198,7 +200,9 @@ def augmented_loader(torch, aug: Augmentation, ds: Dataset, workload: Workload, 
     image augmented on its own (``augment_transform``) on the host by ``aug.workers`` background worker(s) that
     keep ``aug.max_queue_size`` batches queued (``prefetch_factor``) while the device trains, ``n // batch``
     steps an epoch (``drop_last``). A worker is a process here (the source's was a thread): a Python thread
-    would share the training loop's interpreter lock.
+    would share the training loop's interpreter lock. ``persistent_workers``: the source started one enqueuer
+    for the whole fit (keras/engine/training.py@2.0.8:1991-2006); ``pin_memory`` on a CUDA device is ours (the
+    source had no such step), recorded in the returned block and disclosed in docs/suites/classic.md.
 
     Returns:
         the loader, and the ``settings.augmentation`` block (the parameters and how they ran).
@@ -216,20 +220,29 @@ def augmented_loader(torch, aug: Augmentation, ds: Dataset, workload: Workload, 
         prefetch_factor=max(aug.max_queue_size // aug.workers, 1), drop_last=aug.drop_remainder,
         pin_memory=dev.type == "cuda", generator=torch.Generator(device="cpu").manual_seed(0))
     how = {**aug.record(), "where": AUGMENTED_PLACEMENT, "shuffle_buffer": ds.n_train,
+           "persistent_workers": loader.persistent_workers, "pin_memory": loader.pin_memory,
            "implementation": "torchvision.transforms.v2: " + " -> ".join(map(repr, transform.transforms))
            .replace("\n", "")}
     return loader, how
 
 
-def loader_kwargs(torch, batch_size: int, workers: int, dev) -> dict[str, Any]:
+def loader_kwargs(torch, batch_size: int, workers: int, dev, pin_memory: bool = False,
+                  persistent_workers: bool = False) -> dict[str, Any]:
     """``DataLoader`` arguments shared by the loader pipelines: shuffled every epoch, seeded.
+
+    ``pin_memory`` and ``persistent_workers`` default to PyTorch's own ``DataLoader`` defaults, both False
+    (torch/utils/data/dataloader.py@v2.13.0), the "standard loader options" the tuning study's post ran
+    (docs/suites/tuning.md); True for either is a named variant (``TorchFitSettings``). Each is passed only where
+    it can take effect: pinning with a CUDA device, persistence with worker processes (torch raises
+    "persistent_workers option needs num_workers > 0" otherwise).
 
     The shuffle generator lives on the CPU whatever ``dev`` is: torch's ``RandomSampler`` draws its
     permutation on the CPU and raises "Expected a 'cpu' device type for generator" when given a CUDA
     one (torch 2.13). Tensors preloaded on the GPU are indexed with those CPU indices, which works.
     """
     return {"batch_size": batch_size, "shuffle": True, "num_workers": workers,
-            "persistent_workers": workers > 0, "pin_memory": dev.type == "cuda" and workers > 0,
+            "persistent_workers": persistent_workers and workers > 0,
+            "pin_memory": pin_memory and dev.type == "cuda",
             "generator": torch.Generator(device="cpu").manual_seed(0)}
 
 
@@ -265,7 +278,8 @@ def make_batches(torch, pipeline: str, settings: TorchFitSettings, ds: Dataset, 
                 yield tuple(x[idx] for x in xs), y[idx]
 
         return epoch
-    loader_kw = loader_kwargs(torch, batch_size, settings.num_workers, dev)
+    loader_kw = loader_kwargs(torch, batch_size, settings.num_workers, dev, settings.pin_memory,
+                              settings.persistent_workers)
     if pipeline == "tensor_dataset":
         target = dev if settings.preload else torch.device("cpu")
         xs = to_tensors(torch, ds.x_train, workload.torch_layout, target)
@@ -339,12 +353,17 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         loader, effective.augmentation = augmented_loader(torch, aug, ds, workload, batch_size, dev)
         batches = _on_device(loader, dev)
         effective.update({"data_pipeline": "host_augmentation", "train_data_placement": AUGMENTED_PLACEMENT,
-                          "num_workers": aug.workers, "preload": False, "shuffle_buffer": n})
+                          "num_workers": aug.workers, "preload": False, "shuffle_buffer": n,
+                          "pin_memory": loader.pin_memory, "persistent_workers": loader.persistent_workers})
         trained = n // batch_size * batch_size if aug.drop_remainder else n
     else:
         batches = make_batches(torch, pipeline, settings, ds, workload, batch_size, dev)
         effective.shuffle_buffer = n  # a full permutation each epoch (randperm, DataLoader(shuffle=True))
         effective.train_data_placement = placement(pipeline, settings.preload)
+        if pipeline != "tensors_on_device":  # the DataLoader's options as they took effect (loader_kwargs)
+            kw = loader_kwargs(torch, batch_size, settings.num_workers, dev, settings.pin_memory,
+                               settings.persistent_workers)
+            effective.update({"pin_memory": kw["pin_memory"], "persistent_workers": kw["persistent_workers"]})
     xv = to_tensors(torch, ds.x_val, workload.torch_layout, dev)
     if pipeline == "torchvision_dataset_transforms" and not augmenting:
         # validate on what the model trains on: the transform's normalised pixels

@@ -9,7 +9,7 @@ backend) and one for plain PyTorch (and, for the plain-JAX stack, a third in Fla
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from bench.core.reference.keras_benchmarks import NUM_STEPS
@@ -30,6 +30,9 @@ class OptimizerSpec:
         decay: Keras 2's per-update learning-rate decay, ``lr_t = learning_rate / (1 + decay * t)`` with t the
             updates done before this one (keras/optimizers.py@2.0.8, ``get_updates``); 0: a constant rate.
         source: where the values come from (file@tag).
+        torch_rho / torch_epsilon: the PyTorch engine's ``alpha`` / ``eps`` where its source built PyTorch's
+            optimizer with torch's own defaults rather than the Keras values (``for_engine``); None: the same
+            values on every engine.
     """
 
     name: str
@@ -40,6 +43,16 @@ class OptimizerSpec:
     beta_2: float | None = None
     decay: float = 0.0
     source: str = ""
+    torch_rho: float | None = None
+    torch_epsilon: float | None = None
+
+    def for_engine(self, engine: str) -> OptimizerSpec:
+        """The spec ``engine`` (``keras``, ``torch``, ``jax``) builds: ``torch`` takes ``torch_rho`` /
+        ``torch_epsilon`` where set; every other engine takes the Keras values."""
+        if engine != "torch":
+            return self
+        return replace(self, rho=self.rho if self.torch_rho is None else self.torch_rho,
+                       epsilon=self.epsilon if self.torch_epsilon is None else self.torch_epsilon)
 
     def hyperparameters(self) -> dict[str, float]:
         """The rule's hyper-parameters that apply to ``name`` (Keras' names), without ``source``."""
@@ -52,7 +65,36 @@ class OptimizerSpec:
         names = {"rmsprop": "RMSprop", "adadelta": "Adadelta", "adam": "Adam"}
         short = {"learning_rate": "lr", "epsilon": "eps"}
         parts = [f"{short.get(k, k)} {v:g}" for k, v in self.hyperparameters().items() if k != "decay" or v]
+        torch = self.for_engine("torch")
+        if torch != self:
+            rho = "alpha" if self.name == "rmsprop" else "rho"
+            parts.append(f"(PyTorch {rho} {torch.rho:g} eps {torch.epsilon:g})")
         return f"{names.get(self.name, self.name)} {' '.join(parts)}"
+
+
+#: How an augmented epoch's batches differ from Keras 2.0.8's ``fit_generator(datagen.flow(...))`` (recorded).
+EPOCH_BATCHES_NOTE = (
+    "ours: n // batch full batches per epoch from a fresh permutation; the source's iterator ran on across epochs "
+    "(keras/preprocessing/image.py@2.0.8:709-729, one enqueuer for the whole fit: keras/engine/training.py@2.0.8:"
+    "1991-2006), cycling ceil(n / batch) batches per pass, the last one partial, while an epoch took n // batch "
+    "steps: cifar10 at batch 32 trains 1562 x 32 images in epoch 1 and 1561 x 32 + 16 in each later one")
+
+
+def source_epoch_batch_sizes(n: int, batch_size: int, steps_per_epoch: int, epoch: int) -> list[int]:
+    """The batch sizes of epoch ``epoch`` (1-based) as Keras 2.0.8's ``fit_generator`` drew them from
+    ``ImageDataGenerator.flow``: one iterator for the whole fit, each pass over the ``n`` images
+    ``ceil(n / batch_size)`` batches, the last one ``n % batch_size`` images when that is not 0
+    (``Iterator._flow_index``, keras/preprocessing/image.py@2.0.8:709-729), ``steps_per_epoch`` batches an epoch
+    (keras/engine/training.py@2.0.8:2006-2021). Arithmetic only (what ``EPOCH_BATCHES_NOTE`` states).
+
+    Raises:
+        ValueError: a non-positive size, step count or epoch.
+    """
+    if min(n, batch_size, steps_per_epoch, epoch) < 1:
+        raise ValueError("n, batch_size, steps_per_epoch and epoch must be positive")
+    per_pass = -(-n // batch_size)
+    first = (epoch - 1) * steps_per_epoch
+    return [min(batch_size, n - (i % per_pass) * batch_size) for i in range(first, first + steps_per_epoch)]
 
 
 @dataclass(frozen=True)
@@ -70,7 +112,9 @@ class Augmentation:
             shift of 2.6 pixels moves the image by 3.
         workers: background workers producing batches (``fit_generator(workers=1)``, training.py@2.0.8:1840).
         max_queue_size: batches they may queue ahead of the model (training.py@2.0.8:1839).
-        drop_remainder: an epoch is ``n // batch`` full batches (the script's ``steps_per_epoch``).
+        drop_remainder: an epoch is ``n // batch`` full batches (the script's ``steps_per_epoch``), each epoch a
+            fresh permutation; the source's iterator instead ran on across epochs, so most of its epochs held one
+            partial batch (``source_epoch_batch_sizes``): a disclosed difference (``EPOCH_BATCHES_NOTE``).
         source: file@tag.
     """
 
@@ -85,8 +129,12 @@ class Augmentation:
     source: str = ""
 
     def record(self) -> dict[str, Any]:
-        """The augmentation's parameters for a record's ``settings.augmentation`` block."""
-        return {k: v for k, v in asdict(self).items() if k != "source"}
+        """The augmentation's parameters for a record's ``settings.augmentation`` block, with how its epochs'
+        batches differ from the source's (``epoch_batches``)."""
+        out = {k: v for k, v in asdict(self).items() if k != "source"}
+        if self.drop_remainder:
+            out["epoch_batches"] = EPOCH_BATCHES_NOTE
+        return out
 
     def check(self, n_inputs: int, n_train: int, batch_size: int) -> None:
         """That a training set of ``n_inputs`` input arrays and ``n_train`` examples can be augmented in batches of

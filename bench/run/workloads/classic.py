@@ -350,19 +350,22 @@ _w("babi_rnn", dataset="babi", batch_size=32, optimizer=adam_208(), params=45_83
    build_keras=babi_keras, build_torch=babi_torch, validation_split=0.05, build_flax=babi_flax,
    source="keras/examples/babi_rnn.py@2.0.8: LSTM, embed 50, 'adam' (lr 0.001, beta_1 0.9, beta_2 0.999, "
           "epsilon 1e-8), batch 32, 40 epochs, bAbI qa2 (1k), validation_split 0.05; 45,836 params with qa2's "
-          "36-word vocabulary")
+          "35-word vocabulary plus padding (vocab_size 36)")
 # The tuning suite's model (bench/run/sweeps/tuning.yaml). Smoke: 4 steps of 8 per epoch. The sweep runs it in
 # mixed_float16 / float16 autocast, whose convolutions some CPUs emulate at ~0.1 s per image (a 256 batch:
 # 14-34 s per step).
 _w("mnist_cnn_tuning", suite="tuning", dataset="mnist", batch_size=256, params=563_018,
-   optimizer=OptimizerSpec("rmsprop", 1e-4, rho=0.9, epsilon=1e-7,
-                           source="the tuning study's post: RMSprop lr=1e-4; rho and epsilon not printed: Keras 3's "
-                                  "defaults (keras/src/optimizers/rmsprop.py@v3.9.2:56-58, the post's Keras)"),
+   optimizer=OptimizerSpec("rmsprop", 1e-4, rho=0.9, epsilon=1e-7, torch_rho=0.99, torch_epsilon=1e-8,
+                           source="the tuning study's post: RMSprop lr=1e-4, each engine's optimizer from its own "
+                                  "modules; rho and epsilon not printed: Keras 3's defaults on Keras "
+                                  "(keras/src/optimizers/rmsprop.py@v3.9.2:56-58, the post's Keras), torch's on "
+                                  "PyTorch (alpha 0.99, eps 1e-8: torch/optim/rmsprop.py@v2.13.0:31-36)"),
    epochs={"smoke": 2, "full": 41}, samples={"smoke": 32, "full": None}, smoke_batch_size=8,
    build_keras=cnn_keras, build_torch=cnn_torch, torch_layout=(NHWC_TO_NCHW,), build_flax=cnn_flax,
    source="MNIST CNN tuning study (4060 Ti, 2025): 4 Conv2D + 2 Dense, ~563k params, RMSprop 1e-4, "
           "batch 256, 41 epochs",
    notes=("the study publishes layer counts and ~563k parameters, not the layer list; this layout "
           "has 563,018",
-          "the post prints neither RMSprop's rho and epsilon nor PyTorch's (torch's own defaults are alpha 0.99, "
-          "eps 1e-8): both engines use Keras 3's defaults, rho 0.9 and epsilon 1e-7"))
+          "the post prints neither RMSprop's rho and epsilon nor PyTorch's alpha and eps: each engine uses its "
+          "framework's defaults (Keras rho 0.9, epsilon 1e-7; PyTorch alpha 0.99, eps 1e-8); the plain-JAX "
+          "stack, beyond the study, uses Keras 3's"))

@@ -34,13 +34,17 @@ class SegmentAnything(PaperModel):
         return cfg["image"] // 16
 
     def images(self, cfg, batch):
-        return _rng().random((batch, cfg["image"], cfg["image"], 3), dtype=np.float32)
+        """(B, H, W, 3) float64 in [0, 1): the Keras source's ``np.random.rand(1, 1024, 1024, 3)``
+        (benchmark/sam/keras/fit.py@v0.0.5:12, predict.py@v0.0.5:12), float64 as NumPy makes it; the PyTorch
+        jobs cast to float32, as their source's ``torch.Tensor`` (benchmark/sam/torch/*.py@v0.0.5:31)."""
+        return _rng().random((batch, cfg["image"], cfg["image"], 3))
 
     def prompts(self, cfg, batch):
-        """(points (B, 2, 2), labels (B, 2)): the source's two clicks, (500, 375) and (250, 375) on a 1024 px
-        image (scaled to the image size), labelled [1, 2] (benchmark/sam/keras/predict.py@v0.0.5)."""
-        pts = np.array([[500, 375], [250, 375]], np.float32) * cfg["image"] / 1024
-        return np.repeat(pts[None], batch, 0), np.repeat(np.array([[1, 2]], np.float32), batch, 0)
+        """(points (B, 2, 2), labels (B, 2)), int64 as the Keras source's ``np.array`` of Python ints: its two
+        clicks, (500, 375) and (250, 375) on a 1024 px image (scaled to the image size, rounded down), labelled
+        [1, 2] (benchmark/sam/keras/predict.py@v0.0.5:16-20)."""
+        pts = np.array([[500, 375], [250, 375]], np.int64) * cfg["image"] // 1024
+        return np.repeat(pts[None], batch, 0), np.repeat(np.array([[1, 2]], np.int64), batch, 0)
 
     def _keras3(self, hub, cfg) -> dict[str, Any]:
         """keras-hub's SAM parts (image encoder, prompt encoder, mask decoder)."""
@@ -81,7 +85,7 @@ class SegmentAnything(PaperModel):
         parts = self._keras3(cv, cfg) if stack.keras_major == 3 else self._keras2(cv, cfg)
         x = self.images(cfg, batch)
         if task == "fit":  # the source trains the image encoder alone, MSE against (64, 64, 256) targets
-            y = _rng().random((batch, e, e, cfg["out"]), dtype=np.float32)
+            y = _rng().random((batch, e, e, cfg["out"]))  # float64: np.random.rand (fit.py@v0.0.5:13)
             return Job(model=parts["image"], inputs=x, targets=y, optimizer="adam", loss="mse")
         if stack.keras_major == 3:
             model = cv.models.SAMImageSegmenter(cv.models.SAMBackbone(parts["image"], parts["prompt"],
@@ -111,7 +115,7 @@ class SegmentAnything(PaperModel):
         import torch
 
         model = self.torch_model(cfg, dev=dev)
-        x = torch.from_numpy(self.images(cfg, batch)).permute(0, 3, 1, 2).contiguous().to(dev)
+        x = torch.from_numpy(self.images(cfg, batch)).float().permute(0, 3, 1, 2).contiguous().to(dev)
         if task == "fit":
             e = self.embed(cfg)
             y = torch.from_numpy(_rng().random((batch, cfg["out"], e, e), dtype=np.float32)).to(dev)
@@ -119,6 +123,6 @@ class SegmentAnything(PaperModel):
             return Job(model=encoder, optimizer="adam",
                        call=lambda m: torch.nn.functional.mse_loss(m(pixel_values=x).last_hidden_state, y))
         points, labels = self.prompts(cfg, batch)
-        pts = torch.from_numpy(points)[:, None].to(dev)  # (B, 1 prompt, 2 points, xy)
+        pts = torch.from_numpy(points).float()[:, None].to(dev)  # (B, 1 prompt, 2 points, xy)
         lab = torch.from_numpy(labels).long()[:, None].to(dev)
         return Job(model=model, call=lambda m: m(pixel_values=x, input_points=pts, input_labels=lab).pred_masks)

@@ -45,8 +45,9 @@ class StableDiffusion(PaperModel):
         if task == "fit":  # the source: the VAE encoder up to its 8-channel moments, MSE, Adam
             enc = ImageEncoder(download_weights=False)
             model = keras.Model(enc.inputs, enc.layers[-3].output)
-            x = _rng().random((batch, img, img, 3), dtype=np.float32)
-            y = _rng().random((batch, lat, lat, 8), dtype=np.float32)
+            # float64, as the source's np.random.rand (benchmark/stable_diffusion/keras/fit.py@v0.0.5:12-13)
+            x = _rng().random((batch, img, img, 3))
+            y = _rng().random((batch, lat, lat, 8))
             return Job(model=model, inputs=x, targets=y, optimizer="adam", loss="mse")
         unet = DiffusionModel(img, img, cfg["text_len"], download_weights=False)
         self.compile_unet(unet, settings)
