@@ -190,12 +190,19 @@ def execute(req: Request, suite: str, make_cells) -> None:
     if req.cooldown_s and dev == "gpu":
         from bench.run.gpu_state import Cooldown
 
-        cooldown = Cooldown(req.cooldown_s)
-        click.echo(f"cooldown: up to {req.cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C")
+        given = "host nvidia-smi before the comparison's first stack (--idle-temp-c)"
+        cooldown = Cooldown(req.cooldown_s, idle_c=req.idle_temp_c, idle_source=given)
+        click.echo(f"cooldown: up to {req.cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C "
+                   f"(idle from {cooldown.idle_source})")
     elif req.cooldown_s:
         click.echo("cooldown: GPU runs only; ignored on CPU")
+    gpu = None
+    if dev == "gpu":  # read once: a record from another GPU (a preempted spot VM) is run again, never reused
+        from bench.run.gpu_state import gpu_uuid
+
+        gpu = gpu_uuid()
     outcomes = run_cells(cells, out, force=req.force, repeats=repeats, echo=click.echo, round_=req.round_,
-                         schedules=schedules, cooldown=cooldown)
+                         schedules=schedules, cooldown=cooldown, gpu=gpu)
     bad = [o for o in outcomes if o.status not in ("ok", "unsupported")]
     counts: dict[str, int] = {}
     for o in outcomes:
