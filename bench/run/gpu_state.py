@@ -30,11 +30,12 @@ def _open(nv):
 
 
 def seen_from() -> str:
-    """Which processes a ``processes`` count can see: ``nvmlDeviceGetComputeRunningProcesses`` inside a container
-    lists only processes of the container's PID namespace (NVIDIA/nvidia-docker issue #179: an empty list in the
-    container while the host lists the process; ``--pid=host`` shows it; NVML's own API reference for the call does
-    not state the namespace rule), so without the host's PID namespace another tenant is invisible. ``host pid namespace`` when PID 1 is
-    the host's init (``pid: host`` / ``hostPID``) or outside a container, else ``container pid namespace``."""
+    """Whose processes a ``processes`` count covers. ``nvmlDeviceGetComputeRunningProcesses`` inside a container
+    lists only the processes of the container's PID namespace (NVIDIA/nvidia-docker issue #179: an empty list in
+    the container while the host lists the process, shown with ``--pid=host``; NVML's own API reference for the
+    call does not state the namespace rule), so without the host's PID namespace another tenant is invisible.
+    Returns ``host pid namespace`` when PID 1 is an init (``HOST_INITS``: ``pid: host``, ``hostPID``, or no
+    container), ``container pid namespace`` otherwise, ``unknown`` when /proc/1/comm cannot be read."""
     try:
         init = Path("/proc/1/comm").read_text().strip()
     except OSError:
