@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -18,6 +18,9 @@ from bench.results.compare import ALPHA, THRESHOLD
 from bench.results.record import FIELDS
 from bench.run import plan as planning
 from bench.run.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
+
+if TYPE_CHECKING:
+    from bench.run.gpu_state import Cooldown
 
 USAGE_EXIT = 2
 BANNER_WIDTH = 78
@@ -155,6 +158,27 @@ def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str 
         fail(f"--round: {e} (--repeats sets the number of rounds)")
 
 
+#: ``cooldown.idle_source`` for a baseline given with ``--idle-temp-c``.
+IDLE_GIVEN = ("--idle-temp-c (make bench-all and the SkyPilot job read it with nvidia-smi on the host before the "
+              "comparison's first stack)")
+
+
+def cooldown_for(req: Request, dev: str) -> Cooldown | None:
+    """``req``'s cooldown (``bench.run.gpu_state.Cooldown``) on a GPU, else None: its idle baseline is
+    ``--idle-temp-c`` when given (read once before the comparison's first stack), else NVML's reading now."""
+    if not req.cooldown_s:
+        return None
+    if dev != "gpu":
+        click.echo("cooldown: GPU runs only; ignored on CPU")
+        return None
+    from bench.run.gpu_state import Cooldown
+
+    cooldown = Cooldown(req.cooldown_s, idle_c=req.idle_temp_c, idle_source=IDLE_GIVEN)
+    click.echo(f"cooldown: up to {req.cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C "
+               f"(idle from {cooldown.idle_source})")
+    return cooldown
+
+
 def execute(req: Request, suite: str, make_cells) -> None:
     """Resolve device and size of ``req``, build the cells with ``make_cells(size, device)``, run them, summarise."""
     from bench.run.runner import run_cells
@@ -181,21 +205,19 @@ def execute(req: Request, suite: str, make_cells) -> None:
         how = f"seed {sched['seed']}" if req.order == "shuffled" else f"rule {req.order}"
         click.echo(f"run: {len(cells)} cells, round {req.round_} of {repeats} ({how}, order "
                    f"{' '.join(sched['order'])}) -> {out}")
+    cooldown = cooldown_for(req, dev)  # before the GEMM peak probe heats the GPU
     if dev == "gpu":  # the peak mfu_measured divides by, measured in this image on this GPU once
         from bench.run.probe import ensure_measured_peak
 
         for sid in stack_ids:
             click.echo(ensure_measured_peak(sid, root, os.environ.get("BENCH_VARIANT", "gpu")))
-    cooldown = None
-    if req.cooldown_s and dev == "gpu":
-        from bench.run.gpu_state import Cooldown
+    gpu = None
+    if dev == "gpu":  # read once: a record from another GPU (a preempted spot VM) is run again, never reused
+        from bench.run.gpu_state import gpu_uuid
 
-        cooldown = Cooldown(req.cooldown_s)
-        click.echo(f"cooldown: up to {req.cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C")
-    elif req.cooldown_s:
-        click.echo("cooldown: GPU runs only; ignored on CPU")
+        gpu = gpu_uuid()
     outcomes = run_cells(cells, out, force=req.force, repeats=repeats, echo=click.echo, round_=req.round_,
-                         schedules=schedules, cooldown=cooldown)
+                         schedules=schedules, cooldown=cooldown, gpu=gpu)
     bad = [o for o in outcomes if o.status not in ("ok", "unsupported")]
     counts: dict[str, int] = {}
     for o in outcomes:

@@ -26,7 +26,14 @@ as=()
 docker info >/dev/null 2>&1 || as=(sudo)
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
+# The cooldown's idle baseline (COOLDOWN), read before make doctor's GEMM probe heats the GPU, for every stack of
+# every round (bench.host.launch.idle_temperature asks the same; set IDLE_TEMP_C to give it).
+idle=()
+if [ -z "${IDLE_TEMP_C:-}" ]; then
+  temp=$(nvidia-smi --query-gpu=temperature.gpu,uuid --format=csv,noheader 2>/dev/null | head -1 | sed 's/,.*//' || true)
+  [[ $temp =~ ^[0-9]+(\.[0-9]+)?$ ]] && idle=("IDLE_TEMP_C=$temp")
+fi
 echo "dlbench run: ${SUITE:-the default suite} on $gpu into $out${as[*]:+ (through sudo)}"
 ${as[@]+"${as[@]}"} make doctor DEVICE=gpu RESULTS_DIR="$out" GIT_COMMIT="$commit"
-${as[@]+"${as[@]}"} make bench-all DEVICE=gpu ${request[@]+"${request[@]}"} RESULTS_DIR="$out" \
+${as[@]+"${as[@]}"} make bench-all DEVICE=gpu ${request[@]+"${request[@]}"} ${idle[@]+"${idle[@]}"} RESULTS_DIR="$out" \
   PRICE_PER_HOUR="${PRICE_PER_HOUR:-}" REGISTRY="${REGISTRY:-}" GIT_COMMIT="$commit"

@@ -187,6 +187,20 @@ def test_run_makes_doctor_then_bench_all_into_the_bucket_folder_of_this_gpu(tmp_
     assert [c for c in vm.calls() if c.startswith(("make", "sudo make"))] == expected
 
 
+def test_run_reads_the_idle_temperature_before_the_doctor_heats_the_gpu(tmp_path):
+    """The cooldown's baseline is read (fake nvidia-smi) before make doctor's GEMM probe and given to bench-all."""
+    vm = VM(tmp_path, installed=tuple(INSTALLABLE), state=("docker-group",))
+    vm._fake(vm.bin, "nvidia-smi", 'case "$*" in *temperature.gpu*) echo "36, GPU-0";; *query-gpu=name*) echo "GPU";; '
+                                   'esac')
+    p = vm.run(RUN, str(tmp_path / "bucket"), **ENVS)
+    assert p.returncode == 0, p.stderr
+    calls = vm.calls()
+    temp = next(i for i, c in enumerate(calls) if "temperature.gpu" in c)
+    doctor = next(i for i, c in enumerate(calls) if c.startswith("make doctor"))
+    bench = [c for c in calls if c.startswith("make bench-all")]
+    assert temp < doctor and len(bench) == 1 and " IDLE_TEMP_C=36 " in bench[0]
+
+
 def test_run_without_its_settings_says_which_and_runs_nothing(tmp_path):
     vm = VM(tmp_path, installed=tuple(INSTALLABLE))
     p = vm.run(RUN, str(tmp_path / "bucket"), **{k: v for k, v in ENVS.items() if k != "RUN_NAME"})

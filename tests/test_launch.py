@@ -30,7 +30,7 @@ def test_compose_runs_each_step_through_make_and_goes_on_past_a_failed_stack(cap
         ran.append(cmd)
         return 1 if cmd[2] == "bench-keras3-jax" else 0
 
-    failed = launch.Compose("make", run).launch(launch.plan(STACKS, 2, seed=1), STACKS)
+    failed = launch.Compose("make", run, read_idle=lambda: None).launch(launch.plan(STACKS, 2, seed=1), STACKS)
     assert [c[2:] for c in ran] == [[f"bench-{s.stack}", f"ROUND={s.round}"] for s in launch.plan(STACKS, 2, 1)]
     assert failed == ["keras3-jax(round 1)", "keras3-jax(round 2)"]
     assert capsys.readouterr().out.count("== round") == 2

@@ -120,6 +120,11 @@ class Request:
         0.0, "GPU: before each cell, wait up to this many seconds for the GPU to be back within 3 °C of its "
              "temperature at the run's start; recorded per row [default: 0, off].",
         flag="--cooldown", env="BENCH_COOLDOWN", kind="float", minimum=0, make="COOLDOWN")
+    idle_temp_c: float | None = option(
+        None, "GPU, with --cooldown: the GPU's idle temperature (°C) the cooldown waits for, read once before the "
+              "comparison's first stack (make bench-all reads it with nvidia-smi); without it, the temperature as "
+              "this bench run starts (after any stack before it heated the GPU).",
+        flag="--idle-temp-c", env="BENCH_IDLE_TEMP_C", kind="float", make="IDLE_TEMP_C")
     compile_mode: str | None = option(
         None, "plain PyTorch: run under torch.compile in this mode (variant compile-<mode>; other stacks record "
               "the cell as unsupported).", flag="--compile", choices=("default", "reduce-overhead", "max-autotune"),

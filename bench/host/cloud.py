@@ -159,6 +159,8 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
                 "metadata": {"labels": {"app": "dlbench"}},
                 "spec": {
                     "restartPolicy": "Never",
+                    # NVML lists compute processes of the caller's PID namespace only: the busy check sees others
+                    "hostPID": True,
                     "nodeSelector": {"nvidia.com/gpu.product": gpu_product},
                     "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001},
                     "initContainers": init,

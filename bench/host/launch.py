@@ -16,6 +16,7 @@ so the schedule in every record, the resume and the drift check are the same whi
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -72,22 +73,58 @@ class Launcher(Protocol):
         """Run or write ``steps`` (``plan``) of the comparison of ``stacks``."""
 
 
+#: What the host asks ``nvidia-smi`` for the idle baseline (the doctor reads the driver the same way).
+IDLE_QUERY = ["nvidia-smi", "--query-gpu=temperature.gpu,uuid", "--format=csv,noheader"]
+
+
+def _ask(cmd: list[str]) -> str | None:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def idle_temperature(ask: Callable[[list[str]], str | None] = _ask) -> float | None:
+    """The GPU's temperature (°C) before the comparison's first stack, from ``IDLE_QUERY`` (GPU 0, the first line;
+    ``ask`` returns a command's stdout or None, tests pass a fake nvidia-smi): the cooldown's idle baseline for
+    every stack of every round (``bench run --idle-temp-c``), since each stack's own start follows the previous
+    stack's heat. None without nvidia-smi or with an answer that is not a number."""
+    out = ask(IDLE_QUERY)
+    first = (out or "").strip().splitlines()[:1]
+    try:
+        return float(first[0].split(",")[0]) if first else None
+    except ValueError:
+        return None
+
+
 @dataclass
 class Compose:
     """``make bench-<stack> ROUND=<r>`` per step on this host (the Makefile's compose run of one stack), printing
-    each round's order as it starts. ``run``: how a command runs (returns its exit status; tests pass a fake)."""
+    each round's order as it starts. ``run``: how a command runs (returns its exit status; tests pass a fake).
+    ``idle_c``: the cooldown's idle baseline (``idle_temperature``, read once before the first step unless given or
+    set as ``IDLE_TEMP_C`` in the environment), passed to every step as ``IDLE_TEMP_C``."""
 
     make: str = "make"
     run: Callable[[list[str]], int] = lambda cmd: subprocess.call(cmd)
+    idle_c: float | None = None
+    read_idle: Callable[[], float | None] = idle_temperature
 
     def launch(self, steps: Sequence[Step], stacks: Sequence[str]) -> list[str]:
         failed = []
+        if self.idle_c is None and not os.environ.get("IDLE_TEMP_C"):
+            self.idle_c = self.read_idle()
+            if self.idle_c is not None:
+                print(f"== idle GPU temperature before the first stack: {self.idle_c:g} °C (the cooldown's "
+                      "baseline for every stack)", flush=True)
+        idle = [f"IDLE_TEMP_C={self.idle_c:g}"] if self.idle_c is not None else []
         for step in steps:
             if step.stack == step.order[0]:
                 how = f"seed {step.seed}" if step.rule == SHUFFLED else f"order {step.rule}"
                 print(f"== round {step.round} of {step.rounds} ({how}): {' '.join(step.order)}", flush=True)
             rule = [f"ORDER={step.rule}"] if step.rule != SHUFFLED else []
-            if self.run([self.make, "--no-print-directory", f"bench-{step.stack}", f"ROUND={step.round}", *rule]):
+            if self.run([self.make, "--no-print-directory", f"bench-{step.stack}", f"ROUND={step.round}", *rule,
+                         *idle]):
                 failed.append(f"{step.stack}(round {step.round})")
         return failed
 

@@ -30,6 +30,7 @@ COMPOSE_HEAD = f"""\
 
 x-bench: &bench
   ipc: host  # PyTorch DataLoader workers share memory through /dev/shm
+  pid: host  # NVML lists only the caller's PID namespace's processes: the busy check must see other tenants
   user: "${{BENCH_UID:-10001}}:${{BENCH_GID:-10001}}"
 """
 

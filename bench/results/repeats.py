@@ -83,4 +83,13 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
     block["process_wall_s"] = [w for w in walls if w is not None]
     block["gpu_s"] = sum(r.get("process", {}).get("gpu_s") or 0.0 for r in records)
     out["repeats"] = block
+    carry_gpu_change_notes(out, records)
     return out
+
+
+def carry_gpu_change_notes(out: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """Put into the cell ``out`` every repeat's note that it was run again on this GPU (``runner.OTHER_GPU_NOTE``),
+    not only repeat 1's (whose ``notes`` the cell takes)."""
+    notes = out.setdefault("notes", [])
+    for r in records:
+        notes += [n for n in r.get("notes") or [] if n.startswith("GPU changed:") and n not in notes]

@@ -491,9 +491,11 @@ class Record:
     env: Env = entry("Python, framework and CUDA/cuDNN versions, GPU and driver (NVML), CPU, image, git commit, host",
                      default=None)
     gpu_before: dict[str, Any] | None = entry("GPU cells: the GPU as the cell started: processes, "
-                                              "process_memory_bytes, temperature_c")
-    cooldown: dict[str, Any] | None = entry("GPU cells with --cooldown: idle_c, target_c, start_c, end_c, waited_s, "
-                                            "reached, max_s")
+                                              "process_memory_bytes, temperature_c, seen_from (whose processes the "
+                                              "count covers: host pid namespace | container pid namespace)")
+    cooldown: dict[str, Any] | None = entry("GPU cells with --cooldown: idle_c, idle_source (where the idle "
+                                            "temperature was read), target_c, start_c, end_c, waited_s, reached, "
+                                            "max_s")
     notes: list[str] = entry("warnings that travel with the row (e.g. a CPU run is not a GPU benchmark)", default=[])
     started_utc: str | None = entry("when the worker started (UTC, ISO 8601)")
     finished_utc: str | None = entry("when it finished (UTC, ISO 8601)")

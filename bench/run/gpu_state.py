@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bench.run.telemetry import describe_error, nvml_index
@@ -28,9 +29,45 @@ def _open(nv):
     return nv, handle
 
 
+def seen_from() -> str:
+    """Whose processes a ``processes`` count covers. ``nvmlDeviceGetComputeRunningProcesses`` inside a container
+    lists only the processes of the container's PID namespace (NVIDIA/nvidia-docker issue #179: an empty list in
+    the container while the host lists the process, shown with ``--pid=host``; NVML's own API reference for the
+    call does not state the namespace rule), so without the host's PID namespace another tenant is invisible.
+    Returns ``host pid namespace`` when PID 1 is an init (``HOST_INITS``: ``pid: host``, ``hostPID``, or no
+    container), ``container pid namespace`` otherwise, ``unknown`` when /proc/1/comm cannot be read."""
+    try:
+        init = Path("/proc/1/comm").read_text().strip()
+    except OSError:
+        return "unknown"
+    return "host pid namespace" if init in HOST_INITS else "container pid namespace"
+
+
+#: PID 1's name when a process shares the host's PID namespace (a container's PID 1 is its own entry point).
+HOST_INITS = ("systemd", "init")
+
+
+def gpu_uuid(nv=None) -> str | None:
+    """The NVML UUID of the GPU the cells run on (``nvml_index``), read once per ``bench run`` so resume can tell
+    repeats measured on another GPU (a preempted spot VM); None without NVML. Never raises."""
+    try:
+        nv, h = _open(nv)
+    except Exception:
+        return None
+    try:
+        u = nv.nvmlDeviceGetUUID(h)
+        return u.decode() if isinstance(u, bytes) else str(u)
+    except Exception:
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            nv.nvmlShutdown()
+
+
 def snapshot(nv=None) -> dict[str, Any]:
     """The cell's GPU now: ``processes`` (compute processes NVML lists), ``process_memory_bytes`` (theirs),
-    ``temperature_c``; ``available`` False with ``reason`` without NVML. Never raises."""
+    ``temperature_c``, ``seen_from`` (``seen_from()``: what the process count covers); ``available`` False with
+    ``reason`` without NVML. Never raises."""
     try:
         nv, h = _open(nv)
     except Exception as e:
@@ -40,7 +77,8 @@ def snapshot(nv=None) -> dict[str, Any]:
         used = [getattr(p, "usedGpuMemory", None) for p in procs]
         return {"available": True, "reason": None, "processes": len(procs),
                 "process_memory_bytes": sum(u for u in used if isinstance(u, int)),
-                "temperature_c": float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))}
+                "temperature_c": float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
+                "seen_from": seen_from()}
     except Exception as e:
         return {"available": False, "reason": f"NVML query failed: {describe_error(e)}"}
     finally:
@@ -57,25 +95,34 @@ def busy_note(state: dict[str, Any]) -> str | None:
 
 
 class Cooldown:
-    """Waits before a cell until the GPU is within ``delta_c`` °C of its temperature at construction (the
-    run's start, an idle GPU), polling every ``poll_s`` s for at most ``max_s`` s.
+    """Waits before a cell until the GPU is within ``delta_c`` °C of its idle temperature, polling every ``poll_s``
+    s for at most ``max_s`` s. The idle temperature is ``idle_c`` when given (``--idle-temp-c``: the host reads it
+    once before a comparison's first stack, since each stack's ``bench run`` starts right after the previous one
+    heated the GPU), else the temperature at construction.
 
     Args:
         max_s: the cap (s); the cell runs after it even when the GPU is still warm (``reached`` false).
         delta_c: degrees above the idle temperature that count as cooled down.
+        idle_c / idle_source: the idle temperature (°C) and where it was read (recorded as ``idle_source``).
         nv / sleep / clock: a pynvml-compatible module and the wait's functions (tests pass fakes).
     """
 
     def __init__(self, max_s: float, delta_c: float = 3.0, nv=None, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic, poll_s: float = 2.0):
+                 clock: Callable[[], float] = time.monotonic, poll_s: float = 2.0,
+                 idle_c: float | None = None, idle_source: str | None = None):
         self.max_s, self.delta_c, self.nv = max_s, delta_c, nv
         self.sleep, self.clock, self.poll_s = sleep, clock, poll_s
-        self.idle_c = snapshot(nv).get("temperature_c")
+        if idle_c is None:
+            self.idle_c = snapshot(nv).get("temperature_c")
+            self.idle_source = "NVML as this bench run started (after any stack before it heated the GPU)"
+        else:
+            self.idle_c, self.idle_source = float(idle_c), idle_source or "given (--idle-temp-c)"
 
     def wait(self) -> dict[str, Any]:
-        """Wait, then return the record's ``cooldown`` block: ``max_s``, ``idle_c``, ``target_c``, ``start_c``,
-        ``end_c``, ``waited_s`` and ``reached`` (null temperatures and ``reason`` without NVML)."""
-        block: dict[str, Any] = {"max_s": self.max_s, "delta_c": self.delta_c, "idle_c": self.idle_c}
+        """Wait, then return the record's ``cooldown`` block: ``max_s``, ``idle_c``, ``idle_source``, ``target_c``,
+        ``start_c``, ``end_c``, ``waited_s`` and ``reached`` (null temperatures and ``reason`` without NVML)."""
+        block: dict[str, Any] = {"max_s": self.max_s, "delta_c": self.delta_c, "idle_c": self.idle_c,
+                                 "idle_source": self.idle_source}
         if self.idle_c is None:
             return {**block, "target_c": None, "start_c": None, "end_c": None, "waited_s": 0.0, "reached": None,
                     "reason": "no GPU temperature (NVML)"}

@@ -25,6 +25,7 @@ from typing import Any
 from bench.core.stacks import get_stack
 from bench.results.record import (
     FINAL_STATUSES,
+    REPEATS_DIR,
     Cell,
     RecordError,
     new_record,
@@ -160,9 +161,9 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict
     return rec
 
 
-def existing_record(cell: Cell, out_dir: Path, repeats: int = 1) -> dict[str, Any] | None:
+def existing_record(cell: Cell, out_dir: Path, repeats: int = 1, gpu: str | None = None) -> dict[str, Any] | None:
     """A valid record already on disk for ``cell`` (aggregated over ``repeats`` repeats) and made with its inputs
-    (``input_mismatch``), else None."""
+    on this run's GPU ``gpu`` (``input_mismatch``), else None."""
     path = result_path(out_dir, cell)
     if not path.exists():
         return None
@@ -170,17 +171,24 @@ def existing_record(cell: Cell, out_dir: Path, repeats: int = 1) -> dict[str, An
         rec = read_record(path)
     except RecordError:
         return None
-    if (rec.get("repeats") or {}).get("n", 1) != repeats or input_mismatch(rec, cell):
+    if (rec.get("repeats") or {}).get("n", 1) != repeats or input_mismatch(rec, cell, gpu):
         return None
     return rec
 
 
-def input_mismatch(rec: dict[str, Any], cell: Cell) -> str | None:
+def record_gpu(rec: dict[str, Any]) -> str | None:
+    """The NVML UUID of the GPU ``rec`` was measured on (``env.gpu.uuid``; None on CPU or without NVML)."""
+    return ((rec.get("env") or {}).get("gpu") or {}).get("uuid")
+
+
+def input_mismatch(rec: dict[str, Any], cell: Cell, gpu: str | None = None) -> str | None:
     """Why ``rec`` was not made with ``cell``'s inputs (None when it was), so a resumed run never returns a record
     measured with others: its ``cell_id`` (which names every measurement input off its default, ``Cell.id``), its
     device and knobs, the commit of the code that made it (when both are known: a record of older code is measured
     again, never mixed into a run of newer code), and, for a record written before the id named them, the inputs it
-    recorded as they took effect (batch size, the data policy, the epochs or timed steps of an ok record)."""
+    recorded as they took effect (batch size, the data policy, the epochs or timed steps of an ok record), and the
+    GPU (``gpu``, this run's NVML UUID, when both are known: a spot VM preempted between rounds comes back on another
+    GPU, and a cell's repeats, like the comparison, are one GPU's measurement)."""
     w = WORKLOADS.get(cell.workload)
     expected: list[tuple[str, Any, Any]] = [
         ("cell_id", rec.get("cell_id"), cell.id), ("device", rec.get("device"), cell.device),
@@ -197,6 +205,8 @@ def input_mismatch(rec: dict[str, Any], cell: Cell) -> str | None:
     made_by, running = (rec.get("env") or {}).get("git_commit"), _this_commit()
     if made_by and running:  # a record measured by other code may have run another method (or a fixed defect)
         expected.append(("env.git_commit", made_by, running))
+    if gpu and record_gpu(rec):
+        expected.append(("env.gpu.uuid", record_gpu(rec), gpu))
     wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
     return "; ".join(wrong) or None
 
@@ -207,43 +217,82 @@ def _this_commit() -> str | None:
     return git_commit()
 
 
-def on_disk_mismatch(cell: Cell, out_dir: Path) -> str | None:
+def on_disk_mismatch(cell: Cell, out_dir: Path, gpu: str | None = None) -> str | None:
     """``input_mismatch`` of the valid record at ``cell``'s path (None when there is none or it matches)."""
     try:
-        return input_mismatch(read_record(result_path(out_dir, cell)), cell)
+        return input_mismatch(read_record(result_path(out_dir, cell)), cell, gpu)
     except RecordError:
         return None
 
 
-def existing_status(cell: Cell, out_dir: Path, repeats: int = 1) -> str | None:
-    """Status of a valid record already on disk for ``cell`` (with ``repeats`` repeats), else None."""
-    rec = existing_record(cell, out_dir, repeats)
+def existing_status(cell: Cell, out_dir: Path, repeats: int = 1, gpu: str | None = None) -> str | None:
+    """Status of a valid record already on disk for ``cell`` (with ``repeats`` repeats, on ``gpu``), else None."""
+    rec = existing_record(cell, out_dir, repeats, gpu)
     return None if rec is None else rec["status"]
 
 
-def reuse_or_run(rcell: Cell, out_dir: Path, force: bool, cooldown: Cooldown | None) -> dict[str, Any]:
-    """Repeat ``rcell``'s final record already on disk (ok/unsupported; unless ``force``), else a new run."""
-    done = None if force else existing_record(rcell, out_dir)
-    return done if done and done["status"] in FINAL_STATUSES else run_one(rcell, out_dir, cooldown)
+#: Where a repeat measured on another GPU is kept when it is run again on this run's GPU (under ``repeats/``, so
+#: the collector never reads it as a cell).
+OTHER_GPU_DIR = "other-gpu"
+
+
+def set_aside_other_gpu(rcell: Cell, out_dir: Path, gpu: str | None) -> str | None:
+    """When the valid record at ``rcell``'s path was measured on a GPU other than ``gpu``, move it (never delete:
+    nothing measured is lost) to ``<stack>/repeats/other-gpu/<name>.<its uuid>.json`` and return the note the rerun
+    records; else None."""
+    path = result_path(out_dir, rcell)
+    try:
+        old = record_gpu(read_record(path))
+    except RecordError:
+        return None
+    if not gpu or not old or old == gpu:
+        return None
+    kept = Path(out_dir) / rcell.stack / REPEATS_DIR / OTHER_GPU_DIR / f"{path.stem}.{old}.json"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    path.replace(kept)
+    return (f"{OTHER_GPU_NOTE} repeat {rcell.repeat or 1} was measured on GPU {old} and run again on this run's GPU "
+            f"{gpu} (a spot VM preempted and resumed, or another host), so the cell is one GPU's measurement; the "
+            f"earlier record is kept as {kept.relative_to(Path(out_dir))}")
+
+
+#: How a rerun's note starts (``bench.results.repeats.aggregate`` carries it from every repeat into the cell).
+OTHER_GPU_NOTE = "GPU changed:"
+
+
+def reuse_or_run(rcell: Cell, out_dir: Path, force: bool, cooldown: Cooldown | None,
+                 gpu: str | None = None) -> dict[str, Any]:
+    """Repeat ``rcell``'s final record already on disk (ok/unsupported, measured on this run's GPU ``gpu``; unless
+    ``force``), else a new run; a record from another GPU is set aside first (``set_aside_other_gpu``) and the
+    new record notes it."""
+    done = None if force else existing_record(rcell, out_dir, gpu=gpu)
+    if done and done["status"] in FINAL_STATUSES:
+        return done
+    moved = set_aside_other_gpu(rcell, out_dir, gpu)
+    rec = run_one(rcell, out_dir, cooldown)
+    if moved:
+        rec.setdefault("notes", []).append(moved)
+        write_json_atomic(result_path(out_dir, rcell), rec)
+    return rec
 
 
 def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False,
-                 cooldown: Cooldown | None = None) -> dict[str, Any]:
+                 cooldown: Cooldown | None = None, gpu: str | None = None) -> dict[str, Any]:
     """Run ``repeats`` independent processes of ``cell`` (reusing finished repeats unless ``force``),
     then write and return the aggregated record (see ``bench.results.repeats``)."""
-    records = [reuse_or_run(replace(cell, repeat=k), out_dir, force, cooldown) for k in range(1, repeats + 1)]
+    records = [reuse_or_run(replace(cell, repeat=k), out_dir, force, cooldown, gpu) for k in range(1, repeats + 1)]
     rec = aggregate(records)
     write_json_atomic(result_path(out_dir, cell), rec)
     return rec
 
 
 def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: dict[str, Any],
-              force: bool = False, cooldown: Cooldown | None = None) -> dict[str, Any]:
-    """Run repeat ``round_`` of ``cell`` (``bench.host.rounds``; reused when already final unless ``force``).
-    Once all ``repeats`` repeats are on disk, write and return the aggregated record; before that, return
-    this repeat's record."""
-    rec = reuse_or_run(replace(cell, repeat=round_, schedule=schedule), out_dir, force, cooldown)
-    records = [existing_record(replace(cell, repeat=k), out_dir) for k in range(1, repeats + 1)]
+              force: bool = False, cooldown: Cooldown | None = None, gpu: str | None = None) -> dict[str, Any]:
+    """Run repeat ``round_`` of ``cell`` (``bench.host.rounds``; reused when already final on this run's GPU
+    ``gpu`` unless ``force``). Once all ``repeats`` repeats are on disk from this GPU, write and return the aggregated
+    record; before that (an earlier round ran on another GPU: it is run again when that round resumes), return this
+    repeat's record."""
+    rec = reuse_or_run(replace(cell, repeat=round_, schedule=schedule), out_dir, force, cooldown, gpu)
+    records = [existing_record(replace(cell, repeat=k), out_dir, gpu=gpu) for k in range(1, repeats + 1)]
     if any(r is None for r in records):
         return rec
     agg = aggregate(records)  # type: ignore[arg-type]
@@ -253,35 +302,39 @@ def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: di
 
 def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: int = 1,
               echo: Callable[[str], None] = print, round_: int | None = None,
-              schedules: dict[str, dict[str, Any]] | None = None, cooldown: Cooldown | None = None) -> list[Outcome]:
+              schedules: dict[str, dict[str, Any]] | None = None, cooldown: Cooldown | None = None,
+              gpu: str | None = None) -> list[Outcome]:
     """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early.
 
     With ``repeats`` > 1 each cell runs that many times, each in its own process, and its record is
     the aggregate (``bench.results.repeats.RULE``). A single run still carries a one-value ``repeats`` block.
     ``round_``: run only that repeat of each cell (``make bench-all``'s rounds, ``run_round``), with
     ``schedules[stack]`` as its record's ``schedule``. ``cooldown``: wait before each GPU cell
-    (``bench.run.gpu_state.Cooldown``).
+    (``bench.run.gpu_state.Cooldown``). ``gpu``: this run's GPU (NVML UUID, ``gpu_state.gpu_uuid``, read once per
+    ``bench run``): a record or repeat measured on another GPU is never reused but run again here
+    (``set_aside_other_gpu`` keeps the old file and the new record notes it).
     """
     outcomes = []
     for i, cell in enumerate(cells, 1):
         head = (f"[{i}/{len(cells)}] {cell.stack} {cell.workload} {cell.task} {cell.variant} "
                 f"({cell.size}, {cell.device})")
-        done = existing_status(cell, out_dir, repeats)
+        done = existing_status(cell, out_dir, repeats, gpu)
         if done in FINAL_STATUSES and not force:
             echo(f"{head}: already {done}, skipped (use --force to run again)")
             outcomes.append(Outcome(cell, done, skipped=True))
             continue
-        stale = on_disk_mismatch(cell, out_dir)
+        stale = on_disk_mismatch(cell, out_dir, gpu)
         if stale and not force:
             echo(f"{head}: the record on disk was made with other inputs or code ({stale}); running it again")
         if round_ is not None:
-            rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force, cooldown)
+            rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force, cooldown,
+                            gpu)
             if rec.get("repeat") is not None:
                 head += f" round {round_}/{repeats}"
         elif repeats > 1:
-            rec = run_repeated(cell, out_dir, repeats, force, cooldown)
+            rec = run_repeated(cell, out_dir, repeats, force, cooldown, gpu)
         else:
-            rec = aggregate([run_one(cell, out_dir, cooldown)])
+            rec = aggregate([reuse_or_run(cell, out_dir, True, cooldown, gpu)])
             write_json_atomic(result_path(out_dir, cell), rec)
         echo(f"{head}: {describe(rec)}")
         outcomes.append(Outcome(cell, rec["status"], record=rec))
