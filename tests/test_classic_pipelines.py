@@ -392,8 +392,8 @@ def _check_loop_epochs(m: dict, evals: list[float], epochs: int) -> None:
     """Each fit_epoch_s is that epoch's training steps (the timer's epoch_s) plus its validation (timed apart),
     up to bookkeeping; their mean is fit_s_per_epoch; the whole loop holds them all."""
     assert len(m["fit_epoch_s"]) == len(evals) == epochs
-    inner = [t + v for t, v in zip(m["epoch_s"], evals)]
-    for got, want in zip(m["fit_epoch_s"], inner):
+    inner = [t + v for t, v in zip(m["epoch_s"], evals, strict=True)]
+    for got, want in zip(m["fit_epoch_s"], inner, strict=True):
         assert want <= got <= want * 1.05 + 0.02
     assert min(m["fit_epoch_s"]) > VAL_S
     assert m["fit_s_per_epoch"] == pytest.approx(sum(m["fit_epoch_s"]) / epochs)
@@ -578,3 +578,158 @@ def test_the_2017_lstms_keep_keras_2_0_8s_hard_sigmoid_gate_and_off_cudnn(monkey
                                    rtol=1e-6)
         assert not torch_rnn.cudnn_ok(layer.cell.activation, gate, layer.unroll, layer.cell.use_bias)
     assert torch_rnn.cudnn_ok(keras.activations.tanh, keras.layers.LSTM(4).cell.recurrent_activation, False, True)
+
+
+# ---- the scripts' labels, loss and verbose; jit_compile as in effect ---------------------------------------------
+
+class _Captured(Exception):
+    """Raised by a capturing ``Model.fit`` once it has what ``fit`` was given."""
+
+
+def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
+    """What ``keras_engine.fit`` hands ``Model.fit`` (and ``compile``) for workload ``name``, without training."""
+    import keras
+
+    from bench.core.stacks import get_stack
+    from bench.run.engines import keras_engine
+
+    seen: dict = {}
+    real_compile = keras.Model.compile
+
+    def compile_(self, *a, **k):
+        seen["compile"] = k
+        return real_compile(self, *a, **k)
+
+    def fit_(self, *a, **k):
+        seen["fit"] = k
+        raise _Captured
+
+    monkeypatch.setattr(keras.Model, "compile", compile_)
+    monkeypatch.setattr(keras.Model, "fit", fit_)
+    w, ds = small(name, n)
+    with pytest.raises(_Captured):
+        keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, knobs.KerasFitSettings(**settings))
+    seen["ds"] = ds
+    return seen
+
+
+def _first_batch_labels(data) -> np.ndarray:
+    return next(iter(data))[1].numpy()
+
+
+@needs_keras_torch
+@pytest.mark.parametrize("name", ["mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "babi_rnn"])
+def test_keras_classic_cells_train_on_the_scripts_one_hot_labels_with_categorical_crossentropy(monkeypatch, name):
+    """examples/<name>.py@2.0.8: to_categorical on the host, categorical_crossentropy, metrics ['accuracy']."""
+    seen = _fit_args(monkeypatch, name)
+    ds, fit_kw = seen["ds"], seen["fit"]
+    n_classes = ds.meta["num_classes"]
+    y, y_val = fit_kw["y"], fit_kw["validation_data"][1]
+    assert y.shape == (ds.n_train, n_classes) and y.dtype == np.float32
+    assert np.array_equal(y.argmax(1), ds.y_train) and np.all(y.sum(1) == 1)
+    assert np.array_equal(y_val.argmax(1), ds.y_val) and y_val.shape[1] == n_classes
+    assert seen["compile"]["loss"] == "categorical_crossentropy" and seen["compile"]["metrics"] == ["accuracy"]
+
+
+@needs_keras_torch
+def test_augmented_and_tf_data_pipelines_get_the_same_one_hot_labels(monkeypatch):
+    aug = _fit_args(monkeypatch, "cifar10_cnn", 64)
+    assert _first_batch_labels(aug["fit"]["x"]).shape == (16, 10)
+    tfd = _fit_args(monkeypatch, "mnist_mlp", 64, data_pipeline="tf_data_numpy")
+    labels = _first_batch_labels(tfd["fit"]["x"])
+    assert labels.shape == (16, 10) and np.all(labels.sum(1) == 1)
+
+
+@needs_keras_torch
+def test_tuning_workload_keeps_integer_labels_and_the_sparse_loss(monkeypatch):
+    seen = _fit_args(monkeypatch, "mnist_cnn_tuning")
+    assert np.array_equal(seen["fit"]["y"], seen["ds"].y_train)
+    assert seen["compile"]["loss"] == "sparse_categorical_crossentropy"
+
+
+def test_label_form_is_the_workloads_source():
+    from bench.run.workloads import Labels
+
+    for name in ("mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"):
+        lab = get_workload(name).labels
+        assert (lab.form, lab.loss, lab.metrics) == ("one_hot", "categorical_crossentropy", ("accuracy",))
+        assert lab.source.startswith(f"examples/{name}.py@2.0.8:")
+    assert get_workload("mnist_cnn_tuning").labels.form == "integer"
+    with pytest.raises(ValueError, match="label form"):
+        Labels("soft", "x")
+
+
+@needs_keras_torch
+def test_keras_fit_runs_verbose_1_with_the_progress_bar_discarded_and_records_it(monkeypatch, capfd):
+    """verbose=1 by default, as the scripts' fit(verbose=1): Keras' ProgbarLogger gets every batch (the per-step
+    log fetch) and nothing reaches the cell's output; verbose=0 is the variant, and each record says which ran,
+    with the loss and labels it trained on and jit_compile as the model compiled it."""
+    import keras
+
+    from bench.core.stacks import get_stack
+    from bench.run.engines import keras_engine
+
+    batches: list[int] = []
+    real = keras.callbacks.ProgbarLogger.on_train_batch_end
+    monkeypatch.setattr(keras.callbacks.ProgbarLogger, "on_train_batch_end",
+                        lambda self, batch, logs=None: (batches.append(batch), real(self, batch, logs))[1])
+    w, ds = small("mnist_mlp", 64)
+    out = keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, knobs.KerasFitSettings())
+    s = to_json(out.settings)
+    assert len(batches) == 2 * 4  # every step of both epochs
+    assert s["verbose"] == 1 and s["loss"] == "categorical_crossentropy" and s["labels"]["form"] == "one_hot"
+    assert s["jit_compile"] is False and s["jit_compile_requested"] == "keras default"  # auto: off on torch
+    captured = capfd.readouterr()
+    assert "Epoch 1/2" not in captured.out + captured.err and "step" not in captured.out
+    batches.clear()
+    quiet = to_json(keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
+                                     knobs.KerasFitSettings(verbose=0)).settings)
+    assert batches == [] and quiet["verbose"] == 0
+
+
+def test_progress_bar_discarded_only_with_verbose(capsys):
+    from bench.run.engines.keras_engine import progress_bar_discarded
+
+    with progress_bar_discarded(1):
+        print("bar")
+    with progress_bar_discarded(0):
+        print("log")
+    assert capsys.readouterr().out == "log\n"
+
+
+def test_fit_variants_are_named_and_listed():
+    from click.testing import CliRunner
+
+    from bench.cli import cli
+
+    assert knobs.KerasFitSettings().verbose == 1 and knobs.KerasFitSettings().jit_compile is None
+    assert knobs.variant_name({"verbose": 0}) == "verbose=0"
+    assert knobs.parse_assignment("verbose=0") == ("verbose", 0)
+    assert knobs.parse_assignment("jit_compile=false") == ("jit_compile", False)
+    for cmd in (["knobs"], ["list"]):
+        text = CliRunner().invoke(cli, cmd).output
+        assert "--set jit_compile=false" in text and "--set verbose=0" in text
+
+
+@pytest.mark.skipif(not __import__("importlib.util").util.find_spec("jax"), reason="jax not installed")
+def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
+    """Keras 3's jit_compile='auto' turns XLA on for the JAX backend (keras/src/trainers/trainer.py@v3.15.1:256-275):
+    the record states it as in effect, and jit_compile=false as off."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json; from bench.core import knobs; from bench.core.stacks import get_stack; "
+            "from bench.run.engines import keras_engine; from bench.results.schema import to_json; "
+            "from tests.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
+            "for kw in ({}, {'jit_compile': False}):\n"
+            "    s = to_json(keras_engine.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
+            "knobs.KerasFitSettings(verbose=0, **kw)).settings)\n"
+            "    out[str(kw)] = [s['jit_compile'], s['jit_compile_requested']]\n"
+            "print(json.dumps(out))")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got == {"{}": [True, "keras default"], "{'jit_compile': False}": [False, False]}

@@ -435,6 +435,9 @@ class EffectiveSettings(Block):
     optimizer: dict[str, Any] | None = entry("fit suites: the optimizer as built, read back from it: name, "
                                              "learning_rate, its hyper-parameters and lr_schedule")
     loss: Any = entry("fit suites: the loss as the engine computed it")
+    labels: dict[str, Any] | None = entry("fit suites, Keras: the label form fed to fit ('one_hot': "
+                                          "keras.utils.to_categorical on the host before fit, as the 2017 scripts; "
+                                          "'integer'), the compiled metrics and the source (file@tag:lines)")
     augmentation: dict[str, Any] | None = entry("fit suites: how training images were augmented (shift ranges, "
                                                 "flip, fill, interpolation, workers, where, implementation)")
     shuffle_buffer: int | None = entry("fit suites: examples each epoch's shuffle draws from")

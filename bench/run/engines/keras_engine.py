@@ -8,6 +8,9 @@ edges, so Keras' own batch path runs as it does without us.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
 from typing import Any
 
 import numpy as np
@@ -21,9 +24,19 @@ from bench.run.engines.frameworks import make_barrier
 from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
 from bench.run.workloads import Augmentation, Workload
 
-#: The loss of every classic workload: the sparse form of the scripts' ``categorical_crossentropy`` on one-hot
-#: labels (examples/*.py@2.0.8), the same value from integer labels.
-LOSS = "sparse_categorical_crossentropy"
+
+def source_labels(keras, workload: Workload, ds: Dataset) -> Dataset:
+    """``ds`` with its labels in the form the workload's source fed them (``Workload.labels``): ``one_hot`` makes
+    them with ``keras.utils.to_categorical(y, num_classes)`` on the host, as the 2017 scripts did before ``fit``
+    (examples/mnist_mlp.py@2.0.8:34-35 and the others': ``bench.run.workloads.classic.ONE_HOT_LINES``), as float32
+    (2.0.8 fed targets to placeholders of ``K.floatx()``); ``integer`` returns ``ds`` as it is. Every data
+    pipeline and the augmentation then read these labels."""
+    if workload.labels.form == "integer":
+        return ds
+    n = int(ds.meta["num_classes"])
+    one_hot = [keras.utils.to_categorical(y, n).astype(np.float32) for y in (ds.y_train, ds.y_val)]
+    return dataclasses.replace(ds, y_train=one_hot[0], y_val=one_hot[1])
+
 #: The tuning study's tf.data shuffle buffer (the post: 20,000 examples), capped at the training set's size.
 TF_DATA_SHUFFLE_BUFFER = 20_000
 
@@ -327,6 +340,19 @@ def _layer_args(layer) -> str:
     return ", ".join(f"{k}={cfg[k]!r}" for k in keys if k in cfg)
 
 
+@contextlib.contextmanager
+def progress_bar_discarded(verbose: int):
+    """With ``verbose`` 1, ``sys.stdout`` goes to ``os.devnull`` for the block: Keras' progress bar (what
+    ``fit(verbose=1)`` prints, as the 2017 scripts ran: examples/mnist_mlp.py@2.0.8:53) is written, and
+    discarded, not the cell's log. Keras 3 and tf.keras print it through ``sys.stdout``
+    (keras/src/utils/io_utils.py@v3.15.1 ``print_msg``). With 0 nothing is redirected."""
+    if not verbose:
+        yield
+        return
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield
+
+
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
         settings: KerasFitSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` on ``ds`` for ``epochs`` and return the record blocks.
@@ -357,7 +383,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     if settings.jit_compile is not None:  # else Keras' own default (Keras 2: off; Keras 3: 'auto')
         compile_kw["jit_compile"] = settings.jit_compile
     optimizer = make_optimizer(keras, workload)
-    model.compile(optimizer=optimizer, loss=LOSS, metrics=["accuracy"], **compile_kw)
+    labels = workload.labels
+    model.compile(optimizer=optimizer, loss=labels.loss, metrics=list(labels.metrics), **compile_kw)
     jit = getattr(model, "jit_compile", getattr(model, "_jit_compile", None))
     effective.update({
         "precision": keras.mixed_precision.global_policy().name,
@@ -367,7 +394,10 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         "keras_backend": keras.backend.backend(),
         "data_pipeline": settings.data_pipeline,
     })
-    effective.loss = LOSS
+    effective.loss = labels.loss
+    effective.labels = {"form": labels.form, "metrics": list(labels.metrics), "source": labels.source}
+    effective.extra["verbose"] = settings.verbose
+    ds = source_labels(keras, workload, ds)
     effective.optimizer = optimizer_record(optimizer)
     augmenting = augment_in_effect(settings, workload.augmentation is not None)
     effective.extra["augment"] = augmenting
@@ -389,9 +419,10 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     try:
         barrier()
         start = clock()
-        history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
-                            validation_batch_size=batch_size, verbose=0,
-                            callbacks=[make_timing_callback(keras, timer, epochs=epoch_clock)])
+        with progress_bar_discarded(settings.verbose):
+            history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
+                                validation_batch_size=batch_size, verbose=settings.verbose,
+                                callbacks=[make_timing_callback(keras, timer, epochs=epoch_clock)])
         barrier()
         fit_call_s = clock() - start
     finally:
