@@ -61,8 +61,16 @@ def list_cmd(only_stacks: bool) -> None:
             batch = f"{w.batch_size}{smoke}"
             click.echo(f"  {w.name:<24} tasks {','.join(w.tasks):<4} params {w.params:<9,} batch {batch:<13} "
                        f"epochs {w.epochs['full']:<3} {w.optimizer.describe()}{aug}{model_variants(w)}; {w.source}")
+    click.echo(f"fit variants (Keras stacks): {fit_variants()}")
     click.echo(f"tasks: {', '.join(planning.all_tasks())}")
     click.echo(f"sizes: {', '.join(SIZES)}")
+
+
+def fit_variants() -> str:
+    """The fit suites' named one-flag Keras variants (``bench.core.knobs.FIT_VARIANTS``) as ``--set`` flags."""
+    from bench.core.knobs import FIT_VARIANTS
+
+    return " | ".join(f"--set {k}: {v}" for k, v in FIT_VARIANTS.items())
 
 
 def model_variants(w) -> str:
@@ -422,6 +430,7 @@ def knobs_cmd() -> None:
         for name, allowed in knobs.items():
             values = describe_allowed(allowed)
             click.echo(f"  {name:<20} {values}")
+    click.echo(f"named variants (fit suites, Keras stacks): {fit_variants()}")
     click.echo("meaning:")
     for name, text in DOCS.items():
         click.echo(f"  {name}: {text}")

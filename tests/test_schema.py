@@ -160,10 +160,10 @@ def test_to_json_writes_the_given_fields_a_given_null_included_and_the_extra_key
     assert schema.to_json(schema.Memory(device_peak_bytes=None)) == {"device_peak_bytes": None}
     assert schema.to_json(schema.Model(10, 8)) == {"params_total": 10, "params_trainable": 8}
     m = Metrics(epochs=2, steady_epoch_s=None)
-    m.fit_s = 1.5
+    m.fit_call_s = 1.5
     m.update({"fit_s_per_epoch": 0.75, "not_declared": 3})
     out = schema.to_json(m)
-    assert out == {"epochs": 2, "steady_epoch_s": None, "fit_s": 1.5, "fit_s_per_epoch": 0.75, "not_declared": 3}
+    assert out == {"epochs": 2, "steady_epoch_s": None, "fit_call_s": 1.5, "fit_s_per_epoch": 0.75, "not_declared": 3}
     assert list(out)[-1] == "not_declared" and m.extra == {"not_declared": 3}
     s = schema.EffectiveSettings(torch_version="2.13.0")
     s.update({"precision": "float32", "torch_matmul_allow_tf32": False})

@@ -48,7 +48,7 @@ def test_settings_are_typed_with_one_default_each():
     # the tables the CLI, the sweeps and the variant names read come from the classes
     assert knobs.DEFAULTS == {
         "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": "default",
-                  "sync": "epoch", "row_lstm": "time_distributed"},
+                  "sync": "epoch", "row_lstm": "time_distributed", "verbose": 1},
         "torch": {"data_pipeline": "tensors_on_device", "num_workers": 0, "pin_memory": False,
                   "persistent_workers": False, "preload": False, "compile": "none",
                   "precision": "float32", "grad_scaler": False, "tf32": "default", "sync": "epoch"},

@@ -31,8 +31,11 @@ _TF32 = ("TF32 for float32 matmuls and convolutions: default = each framework's 
 #: NVIDIA_TF32_OVERRIDE (it first appears in v0.0.6, commit f9792f0), the Keras 2.0.8 examples set nothing, and
 #: the tuning study changed only PyTorch's ``set_float32_matmul_precision`` (our ``on`` on that stack).
 TF32_MODES = ("default", "on", "off")
-_JIT = ("XLA compilation of the train step: Keras (False, True, or Keras 3's 'auto'); JAX (jax.jit of the step, "
-        "True by default; False runs it op by op)")
+_JIT = ("XLA compilation of the train step: Keras (False, True, or Keras 3's 'auto'; unset in the fit suites: "
+        "Keras' own default, off on Keras 2 and 'auto' on Keras 3, which turns XLA on for JAX always, for TensorFlow "
+        "on a GPU, never for PyTorch (keras/src/trainers/trainer.py@v3.15.1:256-275); the 2017 scripts had no XLA: "
+        "--set jit_compile=false is that variant; settings.jit_compile records what the model compiled with); JAX "
+        "(jax.jit of the step, True by default; False runs it op by op)")
 _COMPILE = "PyTorch: torch.compile mode applied to the model (none = eager)"
 _SYNC = ("timing cadence: a device barrier and a clock read at epoch edges only (epoch), after every N steps "
          "(every:N: the spread is over windows) or after every step (step; the PyTorch loop also reads the loss "
@@ -45,6 +48,11 @@ _ROW_LSTM = ("mnist_hierarchical_rnn's Keras model (the only workload that takes
              "record's settings.row_lstm_form says which form ran, measured")
 
 
+_VERBOSE = ("Keras fit's verbose: 1 (default: the 2017 scripts' fit(verbose=1), examples/mnist_mlp.py@2.0.8:53, and "
+            "Keras' own 'auto') draws the progress bar, written to a discarded stream (not the cell's log); its "
+            "ProgbarLogger reads the logs back every batch: a device-to-host fetch per step (Keras 3 on JAX and "
+            "PyTorch runs it in Keras' callback thread pool, on TensorFlow and tf.keras on the training thread), "
+            "whatever the sync cadence; 0 fetches the logs only at epoch ends")
 _STEP_SYNC = "paper suite: a barrier and a clock read after every step, as its source timed them"
 _AUGMENT = ("the workload's real-time augmentation of its training images, on the host, per image, by one "
             "background worker (cifar10_cnn: its 2017 script's shifts and flips); unset: on where the source had "
@@ -132,6 +140,7 @@ class KerasFitSettings(Settings):
     sync: str = knob("epoch", Cadence, _SYNC)
     # a model knob (MODEL_KNOBS): bench.run.workloads.classic.hrnn_keras, the default its script's layer
     row_lstm: str = knob("time_distributed", ("time_distributed", "reshape"), _ROW_LSTM)
+    verbose: int = knob(1, (1, 0), _VERBOSE)
 
 
 @dataclass(frozen=True)
@@ -299,6 +308,15 @@ def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> s
         if s.preload and s.num_workers:
             return "DataLoader workers cannot share tensors already on the GPU (preload with num_workers > 0)"
     return None
+
+
+#: One-flag variants of the fit suites' Keras cells that undo a default which is not the 2017 scripts' own
+#: (``bench knobs``, ``bench list``): knob=value -> what it is.
+FIT_VARIANTS: dict[str, str] = {
+    "jit_compile=false": "no XLA, as the 2017 scripts ran; Keras 3's default 'auto' uses XLA on JAX, and on "
+                         "TensorFlow on a GPU",
+    "verbose=0": "no progress bar, so no per-step log fetch; the scripts ran fit(verbose=1)",
+}
 
 
 #: Knobs that change a workload's model -> the model they change: only a workload that takes one

@@ -173,10 +173,14 @@ class Metrics(Block):
                                         "steady_epoch_s", "examples/s", "derived")
     total_train_s: float | None = entry("training steps of all epochs, compilation included, validation excluded",
                                         "s", "median")
-    fit_s: float | None = entry("fit suites: wall time of the whole fit, between device barriers (every epoch, the "
-                                "first and each one's validation included)", "s", "median")
-    fit_s_per_epoch: float | None = entry("fit_s over the epochs: the 2017 Keras backend comparison's metric",
-                                          "s/epoch", "median")
+    fit_call_s: float | None = entry("fit suites: wall time of the whole training call between device barriers "
+                                     "(Keras' model.fit; the PyTorch/JAX epoch loop): setup before the first epoch, "
+                                     "every epoch and each one's validation included", "s", "median")
+    fit_epoch_s: list[float] | None = entry("fit suites: each epoch as Keras 2.0.8's progress bar timed it, from "
+                                            "the epoch's begin to after its validation, device barrier before each "
+                                            "clock read (JSON list)", "s")
+    fit_s_per_epoch: float | None = entry("fit suites: the mean of fit_epoch_s, first epoch included: the 2017 "
+                                          "Keras backend comparison's metric", "s/epoch", "median")
     first_step_s: float | None = entry("the first step alone, tracing, compilation and lazy initialisation included "
                                        "(the model is built before the clock starts; paper suite, and fit cells "
                                        "under sync=step; null otherwise)", "s", "median")
@@ -431,6 +435,9 @@ class EffectiveSettings(Block):
     optimizer: dict[str, Any] | None = entry("fit suites: the optimizer as built, read back from it: name, "
                                              "learning_rate, its hyper-parameters and lr_schedule")
     loss: Any = entry("fit suites: the loss as the engine computed it")
+    labels: dict[str, Any] | None = entry("fit suites, Keras: the label form fed to fit ('one_hot': "
+                                          "keras.utils.to_categorical on the host before fit, as the 2017 scripts; "
+                                          "'integer'), the compiled metrics and the source (file@tag:lines)")
     augmentation: dict[str, Any] | None = entry("fit suites: how training images were augmented (shift ranges, "
                                                 "flip, fill, interpolation, workers, where, implementation)")
     shuffle_buffer: int | None = entry("fit suites: examples each epoch's shuffle draws from")

@@ -185,24 +185,66 @@ class EpochTimer:
         }
 
 
-def fit_metrics(fit_s: float, epochs: int) -> dict[str, float]:
-    """The 2017 Keras backend comparison's metric beside ours: seconds per epoch of the whole training call.
+class EpochClock:
+    """The 2017 comparison's seconds per epoch, as Keras 2.0.8's progress bar measured them.
+
+    Keras 2.0.8 built its train and test functions before the epoch loop (keras/engine/training.py@2.0.8:1575,
+    1582, then ``_fit_loop``); ``ProgbarLogger.on_epoch_begin`` started the epoch's ``Progbar`` clock
+    (keras/callbacks.py@2.0.8:270-280, keras/utils/generic_utils.py@2.0.8:266) and ``on_epoch_end`` printed
+    ``now - start`` (callbacks.py@2.0.8:303-309), which ``_fit_loop`` calls after the epoch's validation
+    (training.py@2.0.8:1131, 1151, 1203). So an epoch's time ran from its begin to after its validation, graph
+    building excluded. Call ``begin()`` where an epoch begins and ``end()`` after its validation; each reads the
+    clock after a device barrier (ours: Keras 2.0.8 read ``time.time()`` without one, after a ``session.run``
+    that had already returned the batch's loss). ``epoch_s`` holds each epoch's seconds.
+    """
+
+    def __init__(self, barrier: Callable[[], None]):
+        self._barrier = barrier
+        self._start: float | None = None
+        #: each epoch's seconds, begin to after its validation
+        self.epoch_s: list[float] = []
+
+    def begin(self) -> None:
+        self._barrier()
+        self._start = clock()
+
+    def end(self) -> None:
+        """Close the open epoch (a no-op when none is open)."""
+        if self._start is None:
+            return
+        self._barrier()
+        self.epoch_s.append(clock() - self._start)
+        self._start = None
+
+
+def fit_metrics(epoch_s: Sequence[float], call_s: float | None = None) -> dict[str, Any]:
+    """The 2017 Keras backend comparison's metric beside ours.
 
     Args:
-        fit_s: wall time of the whole ``fit`` (Keras' ``model.fit`` call; the PyTorch loop's epochs), between
-            device barriers: every epoch, the first (tracing/compilation) and each epoch's validation included (s).
-        epochs: epochs it ran.
+        epoch_s: each epoch's seconds as Keras 2.0.8's progress bar timed it (``EpochClock``): from the epoch's
+            begin to after its validation, the first epoch included (on Keras 3 and plain JAX it holds the
+            tracing and XLA compilation, which run lazily at the first step; 2.0.8 built its graph before).
+        call_s: wall time of the whole training call between device barriers (Keras' ``model.fit``, the
+            PyTorch/JAX loop), setup before the first epoch included, or None.
 
     Returns:
-        ``fit_s`` (s) and ``fit_s_per_epoch`` (s/epoch): what Keras' progress bar printed per epoch in the 2017
-        runs (../shared/reference/keras_backends_k80_2017.md: "training seconds per epoch"), averaged.
+        ``fit_epoch_s`` (the list), ``fit_s_per_epoch`` (s/epoch: their mean; the 2017 comparison
+        (../shared/reference/keras_backends_k80_2017.md) reports one "training seconds per epoch" per model and
+        backend without saying which epochs; the mean over all of them is what ``epochs`` such lines average to)
+        and, given ``call_s``, ``fit_call_s`` (s).
 
     Raises:
-        ValueError: ``epochs`` < 1 or a negative or non-finite ``fit_s``.
+        ValueError: no epoch, or a negative or non-finite time.
     """
-    if epochs < 1 or not math.isfinite(fit_s) or fit_s < 0:
-        raise ValueError(f"fit_metrics needs epochs >= 1 and a finite fit_s >= 0, got {fit_s!r} s, {epochs!r} epochs")
-    return {"fit_s": float(fit_s), "fit_s_per_epoch": float(fit_s) / epochs}
+    times = [float(t) for t in epoch_s] + ([float(call_s)] if call_s is not None else [])
+    if not epoch_s or not all(math.isfinite(t) and t >= 0 for t in times):
+        raise ValueError(f"fit_metrics needs at least one epoch and finite times >= 0, got {list(epoch_s)!r}, "
+                         f"call {call_s!r} s")
+    out: dict[str, Any] = {"fit_epoch_s": [float(t) for t in epoch_s],
+                           "fit_s_per_epoch": float(np.mean(epoch_s))}
+    if call_s is not None:
+        out["fit_call_s"] = float(call_s)
+    return out
 
 
 def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:

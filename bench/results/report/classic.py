@@ -11,8 +11,9 @@ from bench.results.schema import Data, EffectiveSettings, Metrics, Record, col
 
 #: The sentence under the table's heading: what each number is.
 METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
-                "comparison's metric (`metrics.fit_s_per_epoch`: the whole `fit` over its epochs, the first epoch "
-                "and each epoch's validation included, as Keras' progress bar timed them).")
+                "comparison's metric (`metrics.fit_s_per_epoch`: each epoch from its begin to after its validation, as "
+                "Keras 2.0.8's progress bar timed it, averaged over the epochs, the first included; setup before "
+                "the first epoch excluded).")
 
 
 #: A hierarchical-RNN cell's row-LSTM form in the table (``settings.row_lstm_form``, measured on Keras stacks), and

@@ -20,7 +20,7 @@ The pattern, for a new engine (e.g. plain JAX, modelled on ``torch_engine``)::
     effective.update({"precision": precision, "compile": mode})       # knobs in effect, other engine keys: extra
     effective.update(frameworks.set_tf32("torch", settings.tf32))     # a mapping: declared keys set, others extra
     metrics = Metrics(**timer.summary(batch_size, trained))        # a mapping's keys: each must be declared
-    metrics.update(fit_metrics(fit_s, epochs))
+    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
     return EpochResult(settings=effective, metrics=metrics, history=hist,
                        model=Model(params_total=..., params_trainable=...),
                        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)))

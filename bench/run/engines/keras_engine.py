@@ -8,6 +8,9 @@ edges, so Keras' own batch path runs as it does without us.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
 from typing import Any
 
 import numpy as np
@@ -18,12 +21,22 @@ from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
 from bench.run.engines import EpochResult, Unsupported, frameworks
 from bench.run.engines.frameworks import make_barrier
-from bench.run.timing import Cadence, EpochTimer, clock, fit_metrics
+from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
 from bench.run.workloads import Augmentation, Workload
 
-#: The loss of every classic workload: the sparse form of the scripts' ``categorical_crossentropy`` on one-hot
-#: labels (examples/*.py@2.0.8), the same value from integer labels.
-LOSS = "sparse_categorical_crossentropy"
+
+def source_labels(keras, workload: Workload, ds: Dataset) -> Dataset:
+    """``ds`` with its labels in the form the workload's source fed them (``Workload.labels``): ``one_hot`` makes
+    them with ``keras.utils.to_categorical(y, num_classes)`` on the host, as the 2017 scripts did before ``fit``
+    (examples/mnist_mlp.py@2.0.8:34-35 and the others': ``bench.run.workloads.classic.ONE_HOT_LINES``), as float32
+    (2.0.8 fed targets to placeholders of ``K.floatx()``); ``integer`` returns ``ds`` as it is. Every data
+    pipeline and the augmentation then read these labels."""
+    if workload.labels.form == "integer":
+        return ds
+    n = int(ds.meta["num_classes"])
+    one_hot = [keras.utils.to_categorical(y, n).astype(np.float32) for y in (ds.y_train, ds.y_val)]
+    return dataclasses.replace(ds, y_train=one_hot[0], y_val=one_hot[1])
+
 #: The tuning study's tf.data shuffle buffer (the post: 20,000 examples), capped at the training set's size.
 TF_DATA_SHUFFLE_BUFFER = 20_000
 
@@ -63,8 +76,13 @@ def set_random_seed(keras, seed: int = 0) -> bool:
     return False
 
 
-def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
+def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False, epochs: EpochClock | None = None):
     """The timing callback for ``timer``'s cadence.
+
+    ``epochs`` (an ``EpochClock``, or None): also timed per epoch as Keras 2.0.8's progress bar did, begun at
+    ``on_epoch_begin`` before the timer's own clock, ended at ``on_epoch_end``, which Keras 3 and tf.keras call
+    after the epoch's validation (keras/src/backend/jax/trainer.py@v3.15.1:442, 511, 526; the same order on the
+    other backends), as 2.0.8 did.
 
     ``sync=epoch``: a callback with epoch hooks only. It overrides no batch hook, so Keras keeps its own
     batch path: Keras 3 dispatches batch-end work to a thread pool (``CallbackList._async_train``) and
@@ -80,6 +98,8 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
 
     class EpochEdges(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
+            if epochs is not None:
+                epochs.begin()
             timer.begin_epoch()
 
         def on_test_begin(self, logs=None):  # fit's validation: after the epoch's last training step
@@ -87,6 +107,8 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False):
 
         def on_epoch_end(self, epoch, logs=None):
             self.close()
+            if epochs is not None:
+                epochs.end()
 
         def close(self):
             timer.end_epoch((self.params or {}).get("steps"))
@@ -318,14 +340,28 @@ def _layer_args(layer) -> str:
     return ", ".join(f"{k}={cfg[k]!r}" for k in keys if k in cfg)
 
 
+@contextlib.contextmanager
+def progress_bar_discarded(verbose: int):
+    """With ``verbose`` 1, ``sys.stdout`` goes to ``os.devnull`` for the block: Keras' progress bar (what
+    ``fit(verbose=1)`` prints, as the 2017 scripts ran: examples/mnist_mlp.py@2.0.8:53) is written, and
+    discarded, not the cell's log. Keras 3 and tf.keras print it through ``sys.stdout``
+    (keras/src/utils/io_utils.py@v3.15.1 ``print_msg``). With 0 nothing is redirected."""
+    if not verbose:
+        yield
+        return
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield
+
+
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
         settings: KerasFitSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` on ``ds`` for ``epochs`` and return the record blocks.
 
     ``settings``: ``bench.core.knobs.KerasFitSettings`` (defaults, allowed values and meaning there). The workload's
     augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
-    (``augmented_train_data``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric: the whole ``fit``
-    call's wall time (first epoch and validation included) over ``epochs`` (``bench.run.timing.fit_metrics``).
+    (``augmented_train_data``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric: each epoch timed as
+    Keras 2.0.8's progress bar did, from ``on_epoch_begin`` to after its validation (``bench.run.timing.EpochClock``;
+    the barriers are ours), averaged; ``metrics.fit_call_s`` is the whole ``fit`` call (``fit_metrics``).
 
     Raises:
         Unsupported: ``augment`` asked for where the source has none, or with another data pipeline.
@@ -347,7 +383,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     if settings.jit_compile is not None:  # else Keras' own default (Keras 2: off; Keras 3: 'auto')
         compile_kw["jit_compile"] = settings.jit_compile
     optimizer = make_optimizer(keras, workload)
-    model.compile(optimizer=optimizer, loss=LOSS, metrics=["accuracy"], **compile_kw)
+    labels = workload.labels
+    model.compile(optimizer=optimizer, loss=labels.loss, metrics=list(labels.metrics), **compile_kw)
     jit = getattr(model, "jit_compile", getattr(model, "_jit_compile", None))
     effective.update({
         "precision": keras.mixed_precision.global_policy().name,
@@ -357,7 +394,10 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         "keras_backend": keras.backend.backend(),
         "data_pipeline": settings.data_pipeline,
     })
-    effective.loss = LOSS
+    effective.loss = labels.loss
+    effective.labels = {"form": labels.form, "metrics": list(labels.metrics), "source": labels.source}
+    effective.extra["verbose"] = settings.verbose
+    ds = source_labels(keras, workload, ds)
     effective.optimizer = optimizer_record(optimizer)
     augmenting = augment_in_effect(settings, workload.augmentation is not None)
     effective.extra["augment"] = augmenting
@@ -375,14 +415,16 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
 
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
+    epoch_clock = EpochClock(barrier)
     try:
         barrier()
         start = clock()
-        history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
-                            validation_batch_size=batch_size, verbose=0,
-                            callbacks=[make_timing_callback(keras, timer)])
+        with progress_bar_discarded(settings.verbose):
+            history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
+                                validation_batch_size=batch_size, verbose=settings.verbose,
+                                callbacks=[make_timing_callback(keras, timer, epochs=epoch_clock)])
         barrier()
-        fit_s = clock() - start
+        fit_call_s = clock() - start
     finally:
         if telemetry:
             telemetry.stop()
@@ -390,7 +432,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         effective.update(workload.keras_model_facts(keras, model))
     trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
     metrics = Metrics(**timer.summary(batch_size, trained))
-    metrics.update(fit_metrics(fit_s, epochs))
+    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
     return EpochResult(
         settings=effective,
         metrics=metrics,

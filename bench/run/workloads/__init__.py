@@ -152,6 +152,34 @@ class Augmentation:
 
 
 @dataclass(frozen=True)
+class Labels:
+    """How a workload's source fed its labels to Keras, and the loss and metrics it compiled with.
+
+    Attributes:
+        form: ``one_hot`` (``keras.utils.to_categorical`` on the host before ``fit``: float32 rows of
+            ``num_classes``) or ``integer`` (the class ids as stored).
+        loss: the Keras loss the source compiled (``categorical_crossentropy`` on one-hot rows,
+            ``sparse_categorical_crossentropy`` on integer ids).
+        metrics: the Keras metrics the source compiled.
+        source: file@tag:lines, or why the form is assumed.
+    """
+
+    form: str
+    loss: str
+    metrics: tuple[str, ...] = ("accuracy",)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.form not in ("one_hot", "integer"):
+            raise ValueError(f"unknown label form {self.form!r}; expected one_hot or integer")
+
+
+#: Integer labels with the sparse loss: the workloads whose source does not say otherwise.
+INTEGER_LABELS = Labels("integer", "sparse_categorical_crossentropy", ("accuracy",),
+                        "not stated by the source: integer class ids, Keras' sparse loss")
+
+
+@dataclass(frozen=True)
 class Workload:
     """One model of a suite.
 
@@ -184,6 +212,8 @@ class Workload:
             named after them; another workload's cells that set one off its default are unsupported.
         keras_model_facts: ``(keras_module, model) -> dict`` of what the trained Keras model does that its record
             must state (measured; added to ``settings``), or None.
+        labels: the label form, loss and metrics of the Keras stacks, as the source fed and compiled them
+            (``Labels``; the PyTorch and Flax twins keep their idiomatic integer-label losses).
     """
 
     name: str
@@ -207,6 +237,7 @@ class Workload:
     build_flax: Callable[[dict[str, Any], Any], Any] | None = None
     keras_knobs: tuple[str, ...] = ()
     keras_model_facts: Callable[[Any, Any], dict[str, Any]] | None = None
+    labels: Labels = INTEGER_LABELS
 
     @property
     def learning_rate(self) -> float:

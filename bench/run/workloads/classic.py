@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.run.datasets import Dataset
-from bench.run.workloads import Augmentation, OptimizerSpec, Workload, register
+from bench.run.workloads import Augmentation, Labels, OptimizerSpec, Workload, register
 from bench.run.workloads.flax_models import babi_flax, cifar_flax, cnn2017_flax, cnn_flax, hrnn_flax, mlp_flax
 
 #: Keras 2.0.8's optimizer defaults (keras/optimizers.py@2.0.8: RMSprop line 212, Adadelta 331, Adam 401). Keras 3
@@ -301,7 +301,23 @@ def babi_torch(meta):
     return BabiRNN()
 
 
+#: Where each 2017 script one-hot encodes its labels and compiles ``categorical_crossentropy`` with
+#: ``metrics=['accuracy']`` (examples/<name>.py@2.0.8: the to_categorical lines; the compile lines).
+ONE_HOT_LINES = {"mnist_mlp": "34-35; 46-48", "mnist_cnn": "44-45; 59-61", "mnist_hierarchical_rnn": "59-60; 76-78",
+                 "cifar10_cnn": "37-38; 68-70",
+                 "babi_rnn": "137-138 (vectorize_stories: np.zeros(len(word_idx) + 1), 1 at the answer); 213-214"}
+
+
+def labels_2017(name: str) -> Labels:
+    """The one-hot labels, ``categorical_crossentropy`` and ``accuracy`` of the 2017 script ``name``
+    (``ONE_HOT_LINES``)."""
+    return Labels("one_hot", "categorical_crossentropy", ("accuracy",),
+                  f"examples/{name}.py@2.0.8:{ONE_HOT_LINES[name]}")
+
+
 def _w(name: str, suite: str = "classic", **kw: Any) -> Workload:
+    if suite == "classic":  # every classic workload is a 2017 script, and feeds its labels one-hot
+        kw.setdefault("labels", labels_2017(name))
     return register(Workload(name=name, suite=suite, **kw))
 
 
