@@ -234,10 +234,10 @@ class Workload:
     augmentation: Augmentation | None = None
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
-    build_flax: Callable[[dict[str, Any], Any], Any] | None = None
     keras_knobs: tuple[str, ...] = ()
     keras_model_facts: Callable[[Any, Any], dict[str, Any]] | None = None
     labels: Labels = INTEGER_LABELS
+    build_flax: Callable[[dict[str, Any], Any], Any] | None = None
 
     @property
     def learning_rate(self) -> float:
