@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from bench.run import telemetry
+from bench.run import nvml, telemetry
 from bench.run.telemetry import ENERGY_COUNTER_MODULUS, Telemetry, counter_energy_j, for_device
 
 
@@ -335,9 +335,9 @@ def test_null_telemetry_still_measures_process_cpu():
 
 
 def test_nvml_index_follows_cuda_visible_devices():
-    assert telemetry.nvml_index({"CUDA_VISIBLE_DEVICES": "3,1"}) == 3
-    assert telemetry.nvml_index({"CUDA_VISIBLE_DEVICES": "GPU-abc"}) == "GPU-abc"
-    assert telemetry.nvml_index({}) == 0
+    assert nvml.nvml_index({"CUDA_VISIBLE_DEVICES": "3,1"}) == 3
+    assert nvml.nvml_index({"CUDA_VISIBLE_DEVICES": "GPU-abc"}) == "GPU-abc"
+    assert nvml.nvml_index({}) == 0
 
 
 def test_raw_samples_csv(tmp_path):

@@ -15,7 +15,6 @@ else of the whole run: exactly the steps the time metrics cover, never validatio
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import os
 import re
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bench.run.nvml import describe_error, device_handle, init, nvml_index, shutdown
 
 #: The energy counter is an unsigned 64-bit count of millijoules.
 ENERGY_COUNTER_MODULUS = 2**64
@@ -101,27 +102,12 @@ SAMPLE_FIELDS = tuple(f.name for f in fields(Sample))
 SUMMARISED = ("gpu_util_pct", "mem_util_pct", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temperature_c")
 
 
-def describe_error(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}".strip()
-
-
 def stats(values: list[float]) -> dict[str, float | None]:
     """mean, p50 and max of ``values`` (all None when empty)."""
     if not values:
         return {"mean": None, "p50": None, "max": None}
     a = np.asarray(values, dtype=np.float64)
     return {"mean": float(a.mean()), "p50": float(np.percentile(a, 50)), "max": float(a.max())}
-
-
-def nvml_index(env: dict[str, str] | None = None) -> int | str:
-    """The NVML device of the cell's first visible GPU: an index, or a UUID from CUDA_VISIBLE_DEVICES.
-
-    NVML ignores CUDA_VISIBLE_DEVICES, so the mapping is done here.
-    """
-    first = (env if env is not None else os.environ).get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    if not first:
-        return 0
-    return int(first) if first.isdigit() else first
 
 
 def counter_energy_j(readings: list[tuple[float, int]]) -> tuple[float | None, str | None]:
@@ -240,8 +226,7 @@ class Telemetry:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self.handle = (nvml.nvmlDeviceGetHandleByUUID(index) if isinstance(index, str)
-                       else nvml.nvmlDeviceGetHandleByIndex(index))
+        self.handle = device_handle(nvml, index)
         self.name = _text(nvml.nvmlDeviceGetName(self.handle))
         self.index = index
         self.power_source = self._probe_power_source()
@@ -533,17 +518,12 @@ def for_device(device: str, nvml=None, **kwargs) -> Telemetry | NullTelemetry:
     if device != "gpu":
         return NullTelemetry("CPU run: no GPU telemetry")
     try:
-        if nvml is None:
-            import pynvml  # provided by nvidia-ml-py
-
-            nvml = pynvml
-        nvml.nvmlInit()
+        nvml = init(nvml)
     except Exception as e:
         return NullTelemetry(f"NVML unavailable: {describe_error(e)}")
     kwargs.setdefault("index", nvml_index())
     try:
         return Telemetry(nvml, **kwargs)
     except Exception as e:
-        with contextlib.suppress(Exception):
-            nvml.nvmlShutdown()
+        shutdown(nvml)
         return NullTelemetry(f"NVML device query failed: {describe_error(e)}")
