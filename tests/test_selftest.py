@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.run import selftest, telemetry
+from bench.run import selftest
 from bench.run.engines import frameworks
 from bench.run.selftest import checks, run
 from bench.run.selftest import independent as ind
+from bench.run.telemetry import sampler
 from tests.test_telemetry import FakeNvml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,7 +169,7 @@ def test_energy_counter_against_integrated_power_through_a_fake_nvml(monkeypatch
     fake_framework(monkeypatch, AsyncDevice(0.002))
     nv = PowerLies(time.perf_counter, watts=300.0)
     nv.factor = factor
-    monkeypatch.setattr(telemetry, "for_device", lambda device: telemetry.Telemetry(nv, interval_s=0.02))
+    monkeypatch.setattr(sampler, "for_device", lambda device: sampler.Telemetry(nv, interval_s=0.02))
     energy, window = checks.energy("torch", "gpu", SMALL)
     assert energy.verdict == verdict, energy
     assert energy.reference == pytest.approx(300.0 * factor * energy.measured / 300.0, rel=0.05)
@@ -176,7 +177,7 @@ def test_energy_counter_against_integrated_power_through_a_fake_nvml(monkeypatch
 
 
 def test_energy_and_memory_are_na_with_the_reason_without_nvml(monkeypatch):
-    monkeypatch.setattr(telemetry, "for_device", lambda device: telemetry.NullTelemetry("NVML unavailable: no lib"))
+    monkeypatch.setattr(sampler, "for_device", lambda device: sampler.NullTelemetry("NVML unavailable: no lib"))
     assert checks.energy("torch", "gpu", SMALL)[0].reason == "NVML unavailable: no lib"
     assert checks.memory("torch", "gpu", SMALL)[0].verdict == "n/a"
     assert {r.verdict for r in checks.energy("torch", "cpu", SMALL) + checks.memory("torch", "cpu", SMALL)} == {"n/a"}
@@ -192,7 +193,7 @@ class HeldMemory(FakeNvml):
 @pytest.mark.parametrize("peak_factor, verdict", [(1.0, "pass"), (0.5, "fail")])
 def test_memory_peak_against_nvml_while_an_allocation_is_held(monkeypatch, peak_factor, verdict):
     nv = HeldMemory(time.perf_counter)
-    monkeypatch.setattr(telemetry, "for_device", lambda device: telemetry.Telemetry(nv, background=False))
+    monkeypatch.setattr(sampler, "for_device", lambda device: sampler.Telemetry(nv, background=False))
 
     def allocate(backend, nbytes):  # the allocator rounds up to 2 MiB, as NVML sees it
         nv.used += -(-nbytes // 2**21) * 2**21

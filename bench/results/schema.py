@@ -120,7 +120,7 @@ def to_json(block: Block) -> dict[str, Any]:
 
 @dataclass
 class Stats:
-    """A telemetry quantity summarised over the timed window (``bench.run.telemetry.stats``)."""
+    """A telemetry quantity summarised over the timed window (``bench.run.telemetry.samples.stats``)."""
 
     mean: float | None = entry("mean over the window's samples")
     p50: float | None = entry("median over the window's samples")

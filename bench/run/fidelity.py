@@ -28,10 +28,10 @@ from typing import Any
 from bench.core.knobs import KerasFitSettings, settings_class
 from bench.core.stacks import get_stack
 from bench.results.schema import to_json
-from bench.run import telemetry
 from bench.run.cellenv import cell_env
 from bench.run.engines import epoch_engine, frameworks
 from bench.run.engines.frameworks import make_barrier
+from bench.run.telemetry import sampler
 from bench.run.timing import Cadence, clock
 from bench.run.workloads import Workload, get_workload
 
@@ -209,7 +209,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
             if "fit_call_overhead_s" in h:
                 overhead_s.append(h["fit_call_overhead_s"])
             continue
-        tel = telemetry.for_device(device)  # the harness as cells run it, sampler included
+        tel = sampler.for_device(device)  # the harness as cells run it, sampler included
         # augment=False: the free-running loop trains on the stored images, so the harness must too
         out = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
                                              settings_cls.from_dict({"sync": name, "augment": False}), telemetry=tel)

@@ -20,9 +20,10 @@ from bench.core.stacks import get_stack
 from bench.results import derived
 from bench.results.record import Cell, new_record, write_json_atomic
 from bench.results.schema import to_json
-from bench.run import flops, telemetry
+from bench.run import flops
 from bench.run.engines import Unsupported, epoch_engine, frameworks, missing_model, step_engine
 from bench.run.environment import capture, stack_pins, utc_now
+from bench.run.telemetry import sampler
 from bench.run.workloads import StepWorkload, get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
@@ -112,7 +113,7 @@ def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | No
     rec["data"] = {**ds.record(), "requested": cell.data}
     if ds.source == "synthetic":
         rec["notes"].append("data=synthetic: " + (ds.reason or ""))
-    tel = telemetry.for_device(cell.device)
+    tel = sampler.for_device(cell.device)
     tel.measure_idle()
     try:
         settings = knobs.settings_class(stack.engine, "epochs").from_dict(dict(cell.settings))
@@ -152,7 +153,7 @@ def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_c
     if cell.seq_len:
         cfg["seq_len"] = cell.seq_len
     rec["data"] = {"source": "synthetic", "reason": "random inputs of the published shapes (the source's method)"}
-    tel = telemetry.for_device(cell.device)
+    tel = sampler.for_device(cell.device)
     tel.measure_idle()
     try:
         settings = knobs.settings_class(stack.engine, "steps").from_dict(dict(cell.settings))

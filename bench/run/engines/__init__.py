@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from bench.core.knobs import Settings
     from bench.core.stacks import Stack
     from bench.run.datasets import Dataset
-    from bench.run.telemetry import NullTelemetry, Telemetry
+    from bench.run.telemetry.sampler import NullTelemetry, Telemetry
     from bench.run.timing import EpochTimer
     from bench.run.workloads import StepWorkload, Workload
 

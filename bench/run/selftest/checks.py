@@ -176,13 +176,13 @@ def memory(backend: str, device: str, load: Load) -> list[Result]:
     """The framework's peak bytes (``frameworks.device_peak_bytes``, the record's peak) against NVML's used memory
     (the telemetry sampler's reading) grown by a held allocation of ``load.alloc_bytes``. Runs first in its
     process, so the peak is that allocation's; the child's environment turns off JAX's and TensorFlow's pools."""
-    from bench.run import telemetry
     from bench.run.engines import frameworks
+    from bench.run.telemetry import sampler
 
     if device != "gpu":
         return [na("memory", backend, "CPU: no device memory counter", "bytes")]
-    tel = telemetry.for_device("gpu")
-    if not isinstance(tel, telemetry.Telemetry):
+    tel = sampler.for_device("gpu")
+    if not isinstance(tel, sampler.Telemetry):
         return [na("memory", backend, tel.reason, "bytes")]
     hold = _allocate(backend, 1024)  # the framework's context and allocator exist before the first reading
     before = tel.sample_once().memory_used_bytes
@@ -222,15 +222,15 @@ def energy(backend: str, device: str, load: Load) -> list[Result]:
     """NVML's energy counter over a steady bf16 GEMM load of ``load.energy_s`` against the integral of the sampled
     power over the same window (both from the telemetry summary the record gets), and the telemetry window's length
     against the timed region's (``EpochTimer`` with the sampler as its window, cadence ``epoch``)."""
-    from bench.run import telemetry
     from bench.run.engines import frameworks
+    from bench.run.telemetry import sampler
     from bench.run.timing import EPOCH, EpochTimer
 
     if device != "gpu":
         return [na("energy", backend, "CPU: no NVML energy counter", "J"),
                 na("energy window", backend, "CPU: no telemetry window", "s")]
-    tel = telemetry.for_device("gpu")
-    if not isinstance(tel, telemetry.Telemetry):
+    tel = sampler.for_device("gpu")
+    if not isinstance(tel, sampler.Telemetry):
         return [na("energy", backend, tel.reason, "J"), na("energy window", backend, tel.reason, "s")]
     call = frameworks.framework(backend).gemm_call("bfloat16", load.step_n, device)
     fw = frameworks.framework(backend)
