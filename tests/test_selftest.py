@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bench.run import selftest
-from bench.run.engines import frameworks
+from bench.run.engines import frameworks, gemm, math_mode
 from bench.run.selftest import checks, run
 from bench.run.selftest import independent as ind
 from bench.run.telemetry import sampler
@@ -97,9 +97,9 @@ def test_mfu_is_na_with_the_reason_on_a_gpu_without_a_datasheet_peak(monkeypatch
 @pytest.mark.parametrize("tflops, verdict", [(900.0, "pass"), (1030.0, "pass"), (1100.0, "fail")])
 def test_gemm_peak_against_the_datasheet(monkeypatch, tflops, verdict):
     """bf16 on an H100 SXM: 989.5 TFLOP/s dense; more than 5 % above it is a timing error."""
-    monkeypatch.setattr(frameworks, "gemm_tflops", lambda *a, **k: tflops)
+    monkeypatch.setattr(gemm, "gemm_tflops", lambda *a, **k: tflops)
     applied = []
-    monkeypatch.setattr(frameworks, "set_tf32", lambda backend, mode: applied.append(mode))
+    monkeypatch.setattr(math_mode, "set_tf32", lambda backend, mode: applied.append(mode))
     monkeypatch.setattr(frameworks, "framework", lambda b: types.SimpleNamespace(gemm_call=lambda *a: None))
     secs = 2 * 8192**3 * 30 / (tflops * 1e12)
     monkeypatch.setattr(ind, "throughput_s", lambda backend, call, reps, device: secs * reps / 30)
@@ -135,7 +135,7 @@ def with_error(rel: float):
 ])
 def test_math_mode_on_a_gpu_compares_what_the_record_would_write_with_the_numbers(monkeypatch, state, errors,
                                                                                   verdicts):
-    monkeypatch.setattr(frameworks, "set_tf32", lambda backend, mode: state)
+    monkeypatch.setattr(math_mode, "set_tf32", lambda backend, mode: state)
     monkeypatch.setattr(ind, "matmul32", with_error(errors[0]))
     monkeypatch.setattr(ind, "conv32", with_error(errors[1]))
     monkeypatch.setattr(ind, "lstm_rel_error", lambda seed, device: errors[2])
@@ -146,7 +146,7 @@ def test_math_mode_on_a_gpu_compares_what_the_record_would_write_with_the_number
 
 
 def test_math_mode_of_jax_on_a_gpu_reads_recurrent_layers_from_the_matmul(monkeypatch):
-    monkeypatch.setattr(frameworks, "set_tf32", lambda b, m: {"jax_default_matmul_precision": None})
+    monkeypatch.setattr(math_mode, "set_tf32", lambda b, m: {"jax_default_matmul_precision": None})
     monkeypatch.setattr(ind, "matmul32", with_error(4e-4))
     monkeypatch.setattr(ind, "conv32", with_error(4e-4))
     found = checks.math_mode("jax", "gpu", SMALL, "default")

@@ -21,7 +21,7 @@ from bench.results import derived
 from bench.results.record import Cell, new_record, write_json_atomic
 from bench.results.schema import to_json
 from bench.run import flops
-from bench.run.engines import Unsupported, epoch_engine, frameworks, missing_model, step_engine
+from bench.run.engines import Unsupported, epoch_engine, frameworks, math_mode, missing_model, oom, step_engine
 from bench.run.environment import capture, stack_pins, utc_now
 from bench.run.telemetry import sampler
 from bench.run.workloads import StepWorkload, get_workload
@@ -72,15 +72,15 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         else:
             run_epochs(rec, cell, stack, w, samples_csv)
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
-        rec["settings"].update(frameworks.tf32_state(stack.backend))
-        math = frameworks.tf32_math(rec["settings"], cell.device,
-                                    rnn_cudnn=frameworks.rnn_on_cudnn(stack.engine, cell.device))
+        rec["settings"].update(math_mode.tf32_state(stack.backend))
+        math = math_mode.tf32_math(rec["settings"], cell.device,
+                                    rnn_cudnn=math_mode.rnn_on_cudnn(stack.engine, cell.device))
         rec["settings"].update({f"tf32_{kind}": on for kind, on in math.items()})
         rec["status"] = "ok"
     except Unsupported as e:
         rec["status"], rec["reason"] = "unsupported", str(e)
     except BaseException as e:  # every failure becomes a record
-        rec["status"] = "oom" if frameworks.is_oom(e) else "failed"
+        rec["status"] = "oom" if oom.is_oom(e) else "failed"
         rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
         rec["traceback"] = traceback.format_exc()[-4000:]
     add_env(rec, cell)
