@@ -308,7 +308,7 @@ def test_main_reports_garbled_nvidia_smi_output_in_the_table(host, capsys, monke
 #: the framework's own API, in turns; the best of each (other processes on a shared CPU only slow a run down).
 GEMM_CHECK = """
 import sys, time
-from bench.run.engines import frameworks
+from bench.run.engines import frameworks, gemm
 backend, n, reps = sys.argv[1], 384, 20
 frameworks.import_backend(backend)
 if backend == "torch":
@@ -333,7 +333,7 @@ def reference():
     for _ in range(reps):
         wait()
     return 2.0 * n**3 * reps / (time.perf_counter() - t0) / 1e12
-pairs = [(frameworks.gemm_tflops(backend, "float32", n=n, reps=reps, device="cpu"), reference()) for _ in range(7)]
+pairs = [(gemm.gemm_tflops(backend, "float32", n=n, reps=reps, device="cpu"), reference()) for _ in range(7)]
 print("TFLOPS", max(p[0] for p in pairs), max(p[1] for p in pairs))
 """
 #: One thread per framework: on a busy 2-core CPU a two-thread GEMM stalls whenever one of its threads waits for

@@ -36,7 +36,7 @@ def test_loader_shuffle_generator_is_on_the_cpu_for_a_cuda_device():
     ("cpu", ["g++"], None),
 ])
 def test_torch_compile_toolchain_is_checked_on_every_device(tmp_path, monkeypatch, device, on_path, blocked):
-    from bench.run.engines import Unsupported, frameworks
+    from bench.run.engines import Unsupported, toolchain
 
     for name in on_path:
         exe = tmp_path / name
@@ -44,23 +44,23 @@ def test_torch_compile_toolchain_is_checked_on_every_device(tmp_path, monkeypatc
         exe.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CC", raising=False)
-    reason = frameworks.torch_compile_blocker(device)
+    reason = toolchain.torch_compile_blocker(device)
     assert (reason is None) if blocked is None else (blocked in reason)
     if blocked:
         with pytest.raises(Unsupported, match=f"compile=default: .*{re.escape(blocked)}"):
-            frameworks.require_torch_compile(device, "compile=default")
+            toolchain.require_torch_compile(device, "compile=default")
 
 
 def test_torch_compile_on_gpu_needs_python_headers(tmp_path, monkeypatch):
     import sysconfig
 
-    from bench.run.engines import frameworks
+    from bench.run.engines import toolchain
 
     (tmp_path / "gcc").write_text("#!/bin/sh\n")
     (tmp_path / "gcc").chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(sysconfig, "get_paths", lambda: {"include": str(tmp_path / "include")})
-    assert "Python.h is missing" in frameworks.torch_compile_blocker("gpu")
+    assert "Python.h is missing" in toolchain.torch_compile_blocker("gpu")
 
 
 def test_energy_window_excludes_validation():

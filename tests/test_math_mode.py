@@ -11,7 +11,7 @@ import pytest
 
 from bench.core import knobs
 from bench.run import flops
-from bench.run.engines.frameworks import tf32_math
+from bench.run.engines.math_mode import tf32_math
 from tests.conftest import needs_torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,12 +54,12 @@ def test_compose_leaves_the_tf32_override_to_the_runner():
 
 SWITCHES_CODE = """
 import json, sys
-from bench.run.engines import frameworks
+from bench.run.engines import frameworks, math_mode
 backend = sys.argv[1]
 frameworks.import_backend(backend)
 out = {}
 for mode in ("default", "on", "off", "default"):
-    out.setdefault(mode, []).append(frameworks.set_tf32(backend, mode))
+    out.setdefault(mode, []).append(math_mode.set_tf32(backend, mode))
 print("SWITCHES" + json.dumps(out))
 """
 
@@ -162,7 +162,7 @@ def test_the_keras_stacks_2017_lstms_never_take_cudnn(backend):
     sigmoid LSTM (so the check can fail)."""
     import os
 
-    from bench.run.engines.frameworks import rnn_on_cudnn
+    from bench.run.engines.math_mode import rnn_on_cudnn
 
     needs(backend)
     env = {**os.environ, "KERAS_BACKEND": backend}
@@ -182,7 +182,7 @@ def test_plain_pytorch_lstms_on_a_gpu_are_cudnn_kernels(monkeypatch):
     GPU here); with cuDNN switched off its LSTMs would be matmuls."""
     import torch
 
-    from bench.run.engines.frameworks import rnn_on_cudnn
+    from bench.run.engines.math_mode import rnn_on_cudnn
 
     monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: True)
     assert torch.backends.cudnn.enabled is True and rnn_on_cudnn("torch", "gpu") is True

@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.run import selftest, telemetry
-from bench.run.engines import frameworks
+from bench.run import selftest
+from bench.run.engines import frameworks, gemm, math_mode
 from bench.run.selftest import checks, run
 from bench.run.selftest import independent as ind
+from bench.run.telemetry import sampler
 from tests.test_telemetry import FakeNvml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,9 +97,9 @@ def test_mfu_is_na_with_the_reason_on_a_gpu_without_a_datasheet_peak(monkeypatch
 @pytest.mark.parametrize("tflops, verdict", [(900.0, "pass"), (1030.0, "pass"), (1100.0, "fail")])
 def test_gemm_peak_against_the_datasheet(monkeypatch, tflops, verdict):
     """bf16 on an H100 SXM: 989.5 TFLOP/s dense; more than 5 % above it is a timing error."""
-    monkeypatch.setattr(frameworks, "gemm_tflops", lambda *a, **k: tflops)
+    monkeypatch.setattr(gemm, "gemm_tflops", lambda *a, **k: tflops)
     applied = []
-    monkeypatch.setattr(frameworks, "set_tf32", lambda backend, mode: applied.append(mode))
+    monkeypatch.setattr(math_mode, "set_tf32", lambda backend, mode: applied.append(mode))
     monkeypatch.setattr(frameworks, "framework", lambda b: types.SimpleNamespace(gemm_call=lambda *a: None))
     secs = 2 * 8192**3 * 30 / (tflops * 1e12)
     monkeypatch.setattr(ind, "throughput_s", lambda backend, call, reps, device: secs * reps / 30)
@@ -134,7 +135,7 @@ def with_error(rel: float):
 ])
 def test_math_mode_on_a_gpu_compares_what_the_record_would_write_with_the_numbers(monkeypatch, state, errors,
                                                                                   verdicts):
-    monkeypatch.setattr(frameworks, "set_tf32", lambda backend, mode: state)
+    monkeypatch.setattr(math_mode, "set_tf32", lambda backend, mode: state)
     monkeypatch.setattr(ind, "matmul32", with_error(errors[0]))
     monkeypatch.setattr(ind, "conv32", with_error(errors[1]))
     monkeypatch.setattr(ind, "lstm_rel_error", lambda seed, device: errors[2])
@@ -145,7 +146,7 @@ def test_math_mode_on_a_gpu_compares_what_the_record_would_write_with_the_number
 
 
 def test_math_mode_of_jax_on_a_gpu_reads_recurrent_layers_from_the_matmul(monkeypatch):
-    monkeypatch.setattr(frameworks, "set_tf32", lambda b, m: {"jax_default_matmul_precision": None})
+    monkeypatch.setattr(math_mode, "set_tf32", lambda b, m: {"jax_default_matmul_precision": None})
     monkeypatch.setattr(ind, "matmul32", with_error(4e-4))
     monkeypatch.setattr(ind, "conv32", with_error(4e-4))
     found = checks.math_mode("jax", "gpu", SMALL, "default")
@@ -168,7 +169,7 @@ def test_energy_counter_against_integrated_power_through_a_fake_nvml(monkeypatch
     fake_framework(monkeypatch, AsyncDevice(0.002))
     nv = PowerLies(time.perf_counter, watts=300.0)
     nv.factor = factor
-    monkeypatch.setattr(telemetry, "for_device", lambda device: telemetry.Telemetry(nv, interval_s=0.02))
+    monkeypatch.setattr(sampler, "for_device", lambda device: sampler.Telemetry(nv, interval_s=0.02))
     energy, window = checks.energy("torch", "gpu", SMALL)
     assert energy.verdict == verdict, energy
     assert energy.reference == pytest.approx(300.0 * factor * energy.measured / 300.0, rel=0.05)
@@ -176,7 +177,7 @@ def test_energy_counter_against_integrated_power_through_a_fake_nvml(monkeypatch
 
 
 def test_energy_and_memory_are_na_with_the_reason_without_nvml(monkeypatch):
-    monkeypatch.setattr(telemetry, "for_device", lambda device: telemetry.NullTelemetry("NVML unavailable: no lib"))
+    monkeypatch.setattr(sampler, "for_device", lambda device: sampler.NullTelemetry("NVML unavailable: no lib"))
     assert checks.energy("torch", "gpu", SMALL)[0].reason == "NVML unavailable: no lib"
     assert checks.memory("torch", "gpu", SMALL)[0].verdict == "n/a"
     assert {r.verdict for r in checks.energy("torch", "cpu", SMALL) + checks.memory("torch", "cpu", SMALL)} == {"n/a"}
@@ -192,7 +193,7 @@ class HeldMemory(FakeNvml):
 @pytest.mark.parametrize("peak_factor, verdict", [(1.0, "pass"), (0.5, "fail")])
 def test_memory_peak_against_nvml_while_an_allocation_is_held(monkeypatch, peak_factor, verdict):
     nv = HeldMemory(time.perf_counter)
-    monkeypatch.setattr(telemetry, "for_device", lambda device: telemetry.Telemetry(nv, background=False))
+    monkeypatch.setattr(sampler, "for_device", lambda device: sampler.Telemetry(nv, background=False))
 
     def allocate(backend, nbytes):  # the allocator rounds up to 2 MiB, as NVML sees it
         nv.used += -(-nbytes // 2**21) * 2**21

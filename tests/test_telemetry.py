@@ -7,8 +7,10 @@ import types
 
 import pytest
 
-from bench.run import telemetry
-from bench.run.telemetry import ENERGY_COUNTER_MODULUS, Telemetry, counter_energy_j, for_device
+from bench.run import nvml
+from bench.run.telemetry import samples
+from bench.run.telemetry.energy import ENERGY_COUNTER_MODULUS, counter_energy_j
+from bench.run.telemetry.sampler import Telemetry, for_device
 
 
 class NotSupported(Exception):
@@ -318,7 +320,7 @@ def test_for_device_never_raises():
 
     s = for_device("gpu", nvml=Broken()).summary(1, 1)
     assert s["available"] is False and "NVML unavailable" in s["reason"]
-    assert set(s) == set(telemetry.empty_summary("x"))
+    assert set(s) == set(samples.empty_summary("x"))
 
 
 def test_null_telemetry_still_measures_process_cpu():
@@ -335,9 +337,9 @@ def test_null_telemetry_still_measures_process_cpu():
 
 
 def test_nvml_index_follows_cuda_visible_devices():
-    assert telemetry.nvml_index({"CUDA_VISIBLE_DEVICES": "3,1"}) == 3
-    assert telemetry.nvml_index({"CUDA_VISIBLE_DEVICES": "GPU-abc"}) == "GPU-abc"
-    assert telemetry.nvml_index({}) == 0
+    assert nvml.nvml_index({"CUDA_VISIBLE_DEVICES": "3,1"}) == 3
+    assert nvml.nvml_index({"CUDA_VISIBLE_DEVICES": "GPU-abc"}) == "GPU-abc"
+    assert nvml.nvml_index({}) == 0
 
 
 def test_raw_samples_csv(tmp_path):
@@ -346,5 +348,5 @@ def test_raw_samples_csv(tmp_path):
     drive(tel, clock, epochs=2, epoch_s=1.0)
     tel.write_samples(tmp_path / "s.csv")
     lines = (tmp_path / "s.csv").read_text().splitlines()
-    assert lines[0].split(",") == list(telemetry.SAMPLE_FIELDS)
+    assert lines[0].split(",") == list(samples.SAMPLE_FIELDS)
     assert len(lines) == len(tel.samples) + 1

@@ -37,7 +37,8 @@ def flops_rates(metrics: dict[str, Any]) -> None:
 
 def energy_rates(metrics: dict[str, Any], examples_per_epoch: int | None) -> None:
     """``examples_per_j`` = examples per epoch / ``j_per_epoch`` (J): fit cells' training set, step-timed cells' batch x
-    timed steps (the telemetry window's examples, ``bench.run.telemetry.Telemetry.summary``); None without either."""
+    timed steps (the telemetry window's examples, ``bench.run.telemetry.sampler.Telemetry.summary``); None without
+    either."""
     j = metrics.get("j_per_epoch")
     metrics["examples_per_j"] = examples_per_epoch / j if examples_per_epoch and j else None
 

@@ -120,7 +120,7 @@ def to_json(block: Block) -> dict[str, Any]:
 
 @dataclass
 class Stats:
-    """A telemetry quantity summarised over the timed window (``bench.run.telemetry.stats``)."""
+    """A telemetry quantity summarised over the timed window (``bench.run.telemetry.samples.stats``)."""
 
     mean: float | None = entry("mean over the window's samples")
     p50: float | None = entry("median over the window's samples")
@@ -416,7 +416,7 @@ class EffectiveSettings(Block):
     tf32_rnn: bool | None = entry("float32 LSTMs could use TF32, by the switch that governs the kernel they ran as: "
                                   "cuDNN's RNN kernel for plain PyTorch's nn.LSTM on a GPU (cudnn.allow_tf32), "
                                   "the backend's matmuls for every Keras stack's 2017 LSTMs (no cuDNN: hard_sigmoid) "
-                                  "and plain JAX's (bench.run.engines.frameworks.rnn_on_cudnn)")
+                                  "and plain JAX's (bench.run.engines.math_mode.rnn_on_cudnn)")
     compile_cache: str | None = entry("PyTorch-backend stacks: 'fresh per cell' (torch.compile's inductor and Triton "
                                       "caches in an empty directory per cell process), plus any inductor cache switch "
                                       "the environment set")

@@ -132,7 +132,7 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     ``nvml_device``, the NVML index or UUID it was read from.
 
     NVML ignores ``CUDA_VISIBLE_DEVICES``, so its first entry (``env``, default ``os.environ``) is mapped as the
-    telemetry maps it (``bench.run.telemetry.nvml_index``): a UUID is looked up by UUID, an index is taken as an
+    telemetry maps it (``bench.run.nvml.nvml_index``): a UUID is looked up by UUID, an index is taken as an
     NVML index, as torch 2.13 maps it (torch/cuda/__init__.py, ``_get_nvml_device_index``); unset, GPU 0 (a
     container's only GPU). An index is right when CUDA numbers GPUs as NVML does: with
     ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (CUDA's "PCI bus ID in ascending order"); with GPUs of one model CUDA's
@@ -141,19 +141,17 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
     Returns ``{"available": False, "reason": ...}`` without a driver or NVML, or when the GPU is not found.
     """
-    from bench.run.telemetry import nvml_index
+    from bench.run import nvml
 
     if env is None:
         env = os.environ
     try:
-        import pynvml as nv  # provided by nvidia-ml-py
-
-        nv.nvmlInit()
+        nv = nvml.init()
     except Exception as e:
         return {"available": False, "reason": f"NVML unavailable: {type(e).__name__}: {e}"}
     try:
-        device = nvml_index(dict(env))
-        h = nv.nvmlDeviceGetHandleByUUID(device) if isinstance(device, str) else nv.nvmlDeviceGetHandleByIndex(device)
+        device = nvml.nvml_index(env)
+        h = nvml.device_handle(nv, device)
         cuda = nv.nvmlSystemGetCudaDriverVersion_v2()
         count = nv.nvmlDeviceGetCount()
         info = {
@@ -179,8 +177,7 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     except Exception as e:
         return {"available": False, "reason": f"NVML query failed: {type(e).__name__}: {e}"}
     finally:
-        with contextlib.suppress(Exception):
-            nv.nvmlShutdown()
+        nvml.shutdown(nv)
 
 
 def cuda_cache_bytes(env: Mapping[str, str] | None = None) -> int | None:

@@ -28,10 +28,10 @@ from typing import Any
 from bench.core.knobs import KerasFitSettings, settings_class
 from bench.core.stacks import get_stack
 from bench.results.schema import to_json
-from bench.run import telemetry
 from bench.run.cellenv import cell_env
-from bench.run.engines import epoch_engine, frameworks
+from bench.run.engines import epoch_engine, frameworks, math_mode
 from bench.run.engines.frameworks import make_barrier
+from bench.run.telemetry import sampler
 from bench.run.timing import Cadence, clock
 from bench.run.workloads import Workload, get_workload
 
@@ -48,7 +48,7 @@ def _hand_keras(stack, w, ds, device, epochs, batch) -> dict[str, float]:
     from bench.run.engines.keras_engine import import_keras, make_optimizer, model_inputs
 
     keras = import_keras(stack)
-    frameworks.set_tf32(stack.backend, TF32_AS_HARNESS)
+    math_mode.set_tf32(stack.backend, TF32_AS_HARNESS)
     keras.utils.set_random_seed(0)
     model = w.build_keras(keras, ds.meta)
     model.compile(optimizer=make_optimizer(keras, w), loss="sparse_categorical_crossentropy",
@@ -80,7 +80,7 @@ def _hand_torch(stack, w, ds, device, epochs, batch) -> dict[str, float]:
 
     from bench.run.engines.torch_engine import make_optimizer, to_tensors
 
-    frameworks.set_tf32("torch", TF32_AS_HARNESS)
+    math_mode.set_tf32("torch", TF32_AS_HARNESS)
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     model = w.build_torch(ds.meta).to(dev)
@@ -119,7 +119,7 @@ def _hand_jax(stack, w, ds, device, epochs, batch) -> dict[str, float]:
 
     from bench.run.engines import jax_engine
 
-    frameworks.set_tf32("jax", TF32_AS_HARNESS)
+    math_mode.set_tf32("jax", TF32_AS_HARNESS)
     dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
     with jax.default_device(dev):
         model = jax_engine.build_model(nnx, w, ds.meta)
@@ -209,7 +209,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
             if "fit_call_overhead_s" in h:
                 overhead_s.append(h["fit_call_overhead_s"])
             continue
-        tel = telemetry.for_device(device)  # the harness as cells run it, sampler included
+        tel = sampler.for_device(device)  # the harness as cells run it, sampler included
         # augment=False: the free-running loop trains on the stored images, so the harness must too
         out = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
                                              settings_cls.from_dict({"sync": name, "augment": False}), telemetry=tel)

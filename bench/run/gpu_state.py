@@ -16,17 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.run.telemetry import describe_error, nvml_index
+from bench.run.nvml import describe_error, open_device
 
 
 def _open(nv):
-    if nv is None:
-        import pynvml as nv  # provided by nvidia-ml-py
-    nv.nvmlInit()
-    index = nvml_index()
-    handle = (nv.nvmlDeviceGetHandleByUUID(index) if isinstance(index, str)
-              else nv.nvmlDeviceGetHandleByIndex(index))
-    return nv, handle
+    return open_device(nv)
 
 
 def seen_from() -> str:

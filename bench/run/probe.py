@@ -22,14 +22,14 @@ from bench.run.cellenv import cell_env
 #: warning and zero devices), and run one matmul on the first, so driver or PTX problems show here.
 PROBE_CODE = """\
 import json, warnings
-from bench.run.engines import frameworks
+from bench.run.engines import frameworks, gemm
 frameworks.import_backend({backend!r})
 print("IMPORTED", flush=True)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     gpus = frameworks.gpu_devices({backend!r})
     if gpus:
-        frameworks.gpu_matmul({backend!r})
+        gemm.gpu_matmul({backend!r})
 print("PROBE" + json.dumps({{"gpus": gpus, "warnings": [str(w.message) for w in caught]}}))
 """
 
@@ -74,10 +74,10 @@ def probe_gpus(stack: Stack, timeout_s: float = 300.0) -> list[str]:
 #: The GEMM modes measured in each image: (name, dtype, TF32 allowed).
 GEMM_MODES = (("bf16", "bfloat16", False), ("fp32", "float32", False), ("tf32", "float32", True))
 GEMM_CODE = """\
-from bench.run.engines import frameworks
+from bench.run.engines import frameworks, gemm, math_mode
 frameworks.import_backend({backend!r})
-frameworks.set_tf32({backend!r}, {mode!r})
-print("TFLOPS", frameworks.gemm_tflops({backend!r}, {dtype!r}, n={n}, device={device!r}))
+math_mode.set_tf32({backend!r}, {mode!r})
+print("TFLOPS", gemm.gemm_tflops({backend!r}, {dtype!r}, n={n}, device={device!r}))
 """
 
 

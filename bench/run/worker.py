@@ -20,9 +20,10 @@ from bench.core.stacks import get_stack
 from bench.results import derived
 from bench.results.record import Cell, new_record, write_json_atomic
 from bench.results.schema import to_json
-from bench.run import flops, telemetry
-from bench.run.engines import Unsupported, epoch_engine, frameworks, missing_model, step_engine
+from bench.run import flops
+from bench.run.engines import Unsupported, epoch_engine, frameworks, math_mode, missing_model, oom, step_engine
 from bench.run.environment import capture, stack_pins, utc_now
+from bench.run.telemetry import sampler
 from bench.run.workloads import StepWorkload, get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
@@ -71,15 +72,15 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         else:
             run_epochs(rec, cell, stack, w, samples_csv)
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
-        rec["settings"].update(frameworks.tf32_state(stack.backend))
-        math = frameworks.tf32_math(rec["settings"], cell.device,
-                                    rnn_cudnn=frameworks.rnn_on_cudnn(stack.engine, cell.device))
+        rec["settings"].update(math_mode.tf32_state(stack.backend))
+        math = math_mode.tf32_math(rec["settings"], cell.device,
+                                    rnn_cudnn=math_mode.rnn_on_cudnn(stack.engine, cell.device))
         rec["settings"].update({f"tf32_{kind}": on for kind, on in math.items()})
         rec["status"] = "ok"
     except Unsupported as e:
         rec["status"], rec["reason"] = "unsupported", str(e)
     except BaseException as e:  # every failure becomes a record
-        rec["status"] = "oom" if frameworks.is_oom(e) else "failed"
+        rec["status"] = "oom" if oom.is_oom(e) else "failed"
         rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
         rec["traceback"] = traceback.format_exc()[-4000:]
     add_env(rec, cell)
@@ -112,7 +113,7 @@ def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | No
     rec["data"] = {**ds.record(), "requested": cell.data}
     if ds.source == "synthetic":
         rec["notes"].append("data=synthetic: " + (ds.reason or ""))
-    tel = telemetry.for_device(cell.device)
+    tel = sampler.for_device(cell.device)
     tel.measure_idle()
     try:
         settings = knobs.settings_class(stack.engine, "epochs").from_dict(dict(cell.settings))
@@ -152,7 +153,7 @@ def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_c
     if cell.seq_len:
         cfg["seq_len"] = cell.seq_len
     rec["data"] = {"source": "synthetic", "reason": "random inputs of the published shapes (the source's method)"}
-    tel = telemetry.for_device(cell.device)
+    tel = sampler.for_device(cell.device)
     tel.measure_idle()
     try:
         settings = knobs.settings_class(stack.engine, "steps").from_dict(dict(cell.settings))

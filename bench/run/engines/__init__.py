@@ -9,8 +9,9 @@ epoch engine only):
 - ``StepEngine`` (``keras_steps``, ``torch_steps``) times the tasks of a step-timed workload (``paper``
   suite) and returns a ``StepResult``.
 
-The framework specifics they share (barrier, TF32, GPU visibility, peak memory) live in
-``bench.run.engines.frameworks``, one class per framework.
+The framework specifics they share (barrier, GPU visibility, peak memory) live in ``bench.run.engines.frameworks``,
+one class per framework; the TF32 knob and its meaning in ``math_mode``, torch.compile's toolchain check in
+``toolchain``, out-of-memory errors in ``oom``, the GEMM benchmark in ``gemm``.
 
 The record blocks an engine owns are the schema's dataclasses (``bench.results.schema``), so mypy checks them
 from the engine to the worker; the worker turns them into the record's JSON in one place (``schema.to_json``).
@@ -18,7 +19,7 @@ The pattern, for a new engine (e.g. plain JAX, modelled on ``torch_engine``)::
 
     effective = EffectiveSettings(torch_version=torch.__version__)   # declared settings: typed keywords
     effective.update({"precision": precision, "compile": mode})       # knobs in effect, other engine keys: extra
-    effective.update(frameworks.set_tf32("torch", settings.tf32))     # a mapping: declared keys set, others extra
+    effective.update(math_mode.set_tf32("torch", settings.tf32))     # a mapping: declared keys set, others extra
     metrics = Metrics(**timer.summary(batch_size, trained))        # a mapping's keys: each must be declared
     metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
     return EpochResult(settings=effective, metrics=metrics, history=hist,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from bench.core.knobs import Settings
     from bench.core.stacks import Stack
     from bench.run.datasets import Dataset
-    from bench.run.telemetry import NullTelemetry, Telemetry
+    from bench.run.telemetry.sampler import NullTelemetry, Telemetry
     from bench.run.timing import EpochTimer
     from bench.run.workloads import StepWorkload, Workload
 

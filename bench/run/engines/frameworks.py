@@ -1,17 +1,21 @@
-"""Per-framework switches and read-outs: GPUs seen, a GPU matmul, GEMM throughput, TF32, peak device memory and
-the device barrier, one class per framework (``TensorFlow``, ``Jax``, ``Torch``) behind ``Framework``, as
-Zeus keeps each GPU vendor behind one class. ``framework(backend)`` picks one; the module-level functions
-are the same calls by backend name. Each method imports its framework lazily: call them only inside a
-cell or probe process.
+"""Per-framework adapters: GPUs seen, a GPU matmul, a GEMM call, the TF32 switches, peak device memory and the device
+barrier, one class per framework (``TensorFlow``, ``Jax``, ``Torch``) behind ``Framework``, as Zeus keeps each GPU
+vendor behind one class. ``framework(backend)`` picks one; the module-level functions here are the adapter calls
+by backend name (the GEMM benchmark is ``bench.run.engines.gemm``, the TF32 knob and its interpretation
+``bench.run.engines.math_mode``). Each method imports its framework lazily: call them only inside a cell or probe
+process.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
+
+#: JAX GEMM results kept in flight while the host waits for the oldest (``Jax.run_and_wait``).
+GEMM_IN_FLIGHT = 2
+
 
 
 class Framework(ABC):
@@ -53,7 +57,8 @@ class Framework(ABC):
 
     @abstractmethod
     def tf32_switches(self) -> dict[str, Any]:
-        """The framework's TF32 switches as they are now (record keys -> values; see ``TF32_SWITCHES``)."""
+        """The framework's TF32 switches as they are now (record keys -> values; see
+        ``bench.run.engines.math_mode.TF32_SWITCHES``)."""
 
     @abstractmethod
     def peak_bytes(self) -> int | None:
@@ -281,63 +286,14 @@ def import_backend(backend: str) -> None:
     framework(backend).import_module()
 
 
-def gpu_matmul(backend: str) -> float:
-    """One 256x256 float32 matmul on the framework's first GPU; returns the sum of the result.
-
-    A real operation, so a PTX/driver mismatch fails here rather than in the first cell.
-    """
-    import numpy as np
-
-    return framework(backend).gpu_matmul(np.ones((256, 256), np.float32))
-
-
-#: JAX GEMM results kept in flight while the host waits for the oldest (``Jax.run_and_wait``).
-GEMM_IN_FLIGHT = 2
-
-
-def gemm_tflops(backend: str, dtype: str, n: int = 8192, reps: int = 30, device: str = "gpu") -> float:
-    """Achieved dense GEMM throughput (TFLOP/s) of ``reps`` n x n matmuls of random inputs in ``dtype``
-    (``bfloat16`` or ``float32``; whether float32 may use TF32 is the caller's ``set_tf32`` and
-    NVIDIA_TF32_OVERRIDE), after 3 warm-up calls: 2 n^3 FLOP per call over the seconds from the first call
-    until the device has finished every call's work (``Framework.run_and_wait``). The "measured peak"
-    beside the datasheet's, as mamf-finder measures it (one large square shape here, not its search over
-    shapes).
-    """
-    import time
-
-    fw = framework(backend)
-    call = fw.gemm_call(dtype, n, device)
-    fw.run_and_wait(call, 3, device)
-    t0 = time.perf_counter()
-    fw.run_and_wait(call, reps, device)
-    return 2.0 * n**3 * reps / (time.perf_counter() - t0) / 1e12
-
-
-def tf32_state(backend: str) -> dict[str, Any]:
-    """The process's ``NVIDIA_TF32_OVERRIDE`` and the framework's TF32 switches as they are now (record keys).
-
-    Raises:
-        ValueError: unknown backend.
-    """
-    return {"NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE"), **framework(backend).tf32_switches()}
-
-
-def set_tf32(backend: str, mode: str) -> dict[str, Any]:
-    """Apply a cell's ``tf32`` knob (``bench.core.knobs.TF32_MODES``) and return ``tf32_state`` afterwards: ``default``
-    touches nothing (each framework's shipped math mode: TensorFlow and JAX TF32 on, PyTorch matmul off and cuDNN
-    on, as the sources ran), ``on``/``off`` set every switch of the framework. The runner sets
-    ``NVIDIA_TF32_OVERRIDE=0`` for ``off`` (``knobs.tf32_override``). The worker reads ``tf32_state`` again when the
-    cell ends, so the record holds the switches' final values (``tf32_math`` interprets them).
-
-    Raises:
-        ValueError: an unknown backend or mode.
-    """
-    fw = framework(backend)
-    if mode not in ("default", "on", "off"):
-        raise ValueError(f"tf32={mode!r}: expected default, on or off")
-    if mode != "default":
-        fw.set_tf32(mode == "on")
-    return tf32_state(backend)
+def device_peak_bytes(backend: str, device: str) -> int | None:
+    """Peak device memory allocated by the framework in this process (bytes), None on CPU or unknown."""
+    if device != "gpu":
+        return None
+    try:
+        return framework(backend).peak_bytes()
+    except Exception:  # a missing counter is recorded as null, never a failed cell
+        return None
 
 
 def hide_gpus_from_tensorflow() -> bool:
@@ -359,114 +315,3 @@ def hide_gpus_from_tensorflow() -> bool:
 
     wrapt.register_post_import_hook(hide, "tensorflow")
     return True
-
-
-#: JAX precisions that let float32 matmuls and convolutions use TF32 on a GPU that has it (jax 0.10.2
-#: ``jax/_src/lax/lax.py``, ``Precision``: DEFAULT and HIGH "use tensorfloat32 if available (e.g. on A100 and H100)";
-#: HIGHEST, alias 'float32', "uses float32"). None is the shipped default: DEFAULT.
-JAX_TF32_PRECISIONS = (None, "default", "fastest", "bfloat16", "high", "bfloat16_3x", "tensorfloat32")
-#: Record key of each framework switch -> (op kinds it governs, values that allow TF32 there). A recurrent layer's
-#: GEMMs are ``rnn_cudnn`` where it ran as cuDNN's RNN kernel, ``rnn_matmul`` where it ran as the framework's own
-#: matmuls (``rnn_on_cudnn`` says which): on PyTorch ``cudnn.allow_tf32`` covers cuDNN's RNN kernels (torch 2.13
-#: ``backends/cudnn/rnn.py`` ``fp32_precision`` follows it), ``allow_tf32`` / ``float32_matmul_precision`` the
-#: matmuls; TensorFlow's one switch covers both; JAX's precision covers matmuls (no cell here runs a JAX cuDNN
-#: RNN, so none is claimed for one).
-TF32_SWITCHES: dict[str, tuple[tuple[str, ...], tuple[Any, ...]]] = {
-    "tf_tensor_float_32_execution": (("matmul", "conv", "rnn_cudnn", "rnn_matmul"), (True,)),
-    "jax_default_matmul_precision": (("matmul", "conv", "rnn_matmul"), JAX_TF32_PRECISIONS),
-    "torch_matmul_allow_tf32": (("matmul", "rnn_matmul"), (True,)),
-    "torch_cudnn_allow_tf32": (("conv", "rnn_cudnn"), (True,)),
-}
-
-
-def rnn_on_cudnn(engine: str, device: str) -> bool:
-    """Whether the LSTMs of a cell of ``engine`` on ``device`` run as cuDNN's RNN kernel (else as the backend's
-    matmuls, step by step). Only plain PyTorch's on a GPU: its workloads use ``nn.LSTM``, which takes cuDNN for CUDA
-    float tensors while ``torch.backends.cudnn.enabled`` (torch 2.13 ``aten/src/ATen/native/RNN.cpp`` ``use_cudnn``;
-    checked here). Every Keras stack builds its LSTMs as ``bench.run.workloads.classic.lstm_2017``, whose
-    ``hard_sigmoid`` recurrent activation fails Keras' ``cudnn_ok`` on each backend (keras 3.15.1
-    ``backend/{tensorflow,jax,torch}/rnn.py`` ``cudnn_ok`` want ``sigmoid``; tf-keras 2.21.0's
-    ``layers/rnn/lstm.py:578-580`` ``_could_use_gpu_kernel`` too), so Keras runs its generic loop of the backend's
-    matmuls. Plain JAX's Flax LSTMs are matmuls."""
-    if engine != "torch" or device != "gpu":
-        return False
-    import torch
-
-    return bool(torch.backends.cudnn.enabled and torch.backends.cudnn.is_available())
-
-
-def tf32_math(effective: dict[str, Any], device: str, rnn_cudnn: bool) -> dict[str, bool]:
-    """Whether a cell's float32 matmuls, convolutions and recurrent layers could run as TF32:
-    ``{"matmul": bool, "conv": bool, "rnn": bool}``.
-
-    ``effective``: the record's ``settings`` block (the switches ``set_tf32`` returned, and the process's
-    ``NVIDIA_TF32_OVERRIDE``). ``rnn_cudnn``: the cell's LSTMs ran as cuDNN's RNN kernel (``rnn_on_cudnn``), so
-    ``rnn`` follows the switch that governs that kernel, else the one that governs matmuls. True for an op kind on
-    a GPU whose framework switch for it allows TF32 and no ``NVIDIA_TF32_OVERRIDE=0``; TF32 is a tensor-core
-    mode, never on a CPU. A switch absent from ``effective`` does not count (a record without the framework's
-    switches says False)."""
-    out = {"matmul": False, "conv": False, "rnn": False}
-    if device != "gpu" or effective.get("NVIDIA_TF32_OVERRIDE") == "0":
-        return out
-    rnn_kind = "rnn_cudnn" if rnn_cudnn else "rnn_matmul"
-    for key, (kinds, allowing) in TF32_SWITCHES.items():
-        if key in effective and effective[key] in allowing:
-            for kind in kinds:
-                if kind in out:
-                    out[kind] = True
-            if rnn_kind in kinds:
-                out["rnn"] = True
-    return out
-
-
-def torch_compile_blocker(device: str) -> str | None:
-    """Why ``torch.compile`` cannot run in this process on ``device`` (``cpu`` or ``gpu``); None when it can.
-
-    CPU: inductor writes C++ kernels and builds them with a C++ compiler. GPU: inductor's kernels are
-    Triton kernels, and Triton compiles a small C launcher for each at run time with ``$CC``, else gcc,
-    else clang, against Python's headers (triton/runtime/build.py), so an image without them fails at
-    the first compiled step. Checked on every device (``docs/platform.md``, "torch.compile's toolchain").
-    """
-    import shutil
-    import sysconfig
-    from pathlib import Path
-
-    if device == "cpu":
-        if any(shutil.which(c) for c in ("c++", "g++", "clang++")):
-            return None
-        return "torch.compile on CPU needs a C++ compiler for inductor's kernels; this image has none"
-    compilers = [os.environ["CC"]] if os.environ.get("CC") else ["gcc", "clang"]
-    if not any(shutil.which(c) for c in compilers):
-        return ("torch.compile on GPU needs a C compiler (Triton builds its kernel launcher at run time); this "
-                "image has none: install gcc and libc6-dev")
-    include = sysconfig.get_paths()["include"]
-    if not Path(include, "Python.h").is_file():
-        return f"torch.compile on GPU needs Python's headers for Triton's launcher; {include}/Python.h is missing"
-    return None
-
-
-def device_peak_bytes(backend: str, device: str) -> int | None:
-    """Peak device memory allocated by the framework in this process (bytes), None on CPU or unknown."""
-    if device != "gpu":
-        return None
-    try:
-        return framework(backend).peak_bytes()
-    except Exception:  # a missing counter is recorded as null, never a failed cell
-        return None
-
-
-def is_oom(exc: BaseException) -> bool:
-    """True when ``exc`` is an out-of-memory error of any framework."""
-    text = f"{type(exc).__name__}: {exc}".lower()
-    return isinstance(exc, MemoryError) or any(
-        s in text for s in ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhausted"))
-
-
-def require_torch_compile(device: str, what: str) -> None:
-    """Raise ``Unsupported`` naming ``what`` (the setting that asked for torch.compile) when
-    ``torch_compile_blocker(device)`` finds the toolchain missing."""
-    from bench.run.engines import Unsupported
-
-    reason = torch_compile_blocker(device)
-    if reason:
-        raise Unsupported(f"{what}: {reason}")

@@ -23,7 +23,7 @@ from bench.core.knobs import JaxFitSettings, augment_in_effect, augmentation_pro
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
-from bench.run.engines import EpochResult, Unsupported, frameworks, missing_model
+from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, missing_model
 from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
 from bench.run.workloads import Augmentation, Workload
 
@@ -308,7 +308,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     effective: dict[str, Any] = {**_versions(), "jit_compile": jit, "precision": settings.precision,
                                  "param_dtype": "float32", "compute_dtype": settings.precision,
                                  "data_pipeline": pipeline, "augment": augmenting}
-    effective.update(frameworks.set_tf32("jax", settings.tf32))
+    effective.update(math_mode.set_tf32("jax", settings.tf32))
     dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
     effective["device"] = str(dev)
     model = build_model(nnx, workload, ds.meta)

@@ -19,7 +19,7 @@ from bench.core.knobs import KerasFitSettings, augment_in_effect, augmentation_p
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
-from bench.run.engines import EpochResult, Unsupported, frameworks
+from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, toolchain
 from bench.run.engines.frameworks import make_barrier
 from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
 from bench.run.workloads import Augmentation, Workload
@@ -370,10 +370,10 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     if reason:
         raise Unsupported(reason)
     if stack.backend == "torch" and settings.jit_compile is True:
-        frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
+        toolchain.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
     effective = EffectiveSettings(keras_version=keras.__version__)
-    effective.update(frameworks.set_tf32(stack.backend, settings.tf32))
+    effective.update(math_mode.set_tf32(stack.backend, settings.tf32))
     precision = settings.precision
     keras.mixed_precision.set_global_policy(precision)
     set_random_seed(keras, 0)

@@ -19,7 +19,7 @@ from bench.core.knobs import KerasStepSettings
 from bench.core.reference import keras_benchmarks as source
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
-from bench.run.engines import StepResult, frameworks, output_block
+from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
 from bench.run.engines.keras_engine import import_keras, make_timing_callback
 from bench.run.timing import EpochTimer, time_calls
@@ -134,17 +134,17 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
 
     Raises:
         Unsupported: ``jit_compile=True`` on Keras' torch backend without torch.compile's toolchain
-            (``frameworks.torch_compile_blocker``).
+            (``toolchain.torch_compile_blocker``).
         RuntimeError: ``generate`` stopped before the fixed length.
     """
     requested, requested_by = jit_request(stack, w.name, task, settings.jit_compile)
     if stack.backend == "torch" and requested is True:
-        frameworks.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
+        toolchain.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
     effective = EffectiveSettings(keras_version=keras.__version__, keras_backend=keras.backend.backend(),
                                   jit_compile_requested=requested, jit_compile_requested_by=requested_by)
     effective.extra["steps"] = steps
-    effective.update(frameworks.set_tf32(stack.backend, settings.tf32))
+    effective.update(math_mode.set_tf32(stack.backend, settings.tf32))
     effective.extra["precision"] = _set_precision(keras, stack, w.model.precision)
     keras.utils.set_random_seed(0)
     job = w.model.keras_job(stack, keras, task, cfg, batch,

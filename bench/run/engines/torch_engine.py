@@ -15,7 +15,7 @@ from bench.core.knobs import TorchFitSettings, augment_in_effect, augmentation_p
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
-from bench.run.engines import EpochResult, Unsupported, frameworks
+from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, toolchain
 from bench.run.engines.frameworks import make_barrier
 from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
 from bench.run.workloads import Augmentation, Workload
@@ -315,7 +315,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
 
     Raises:
         Unsupported: ``compile`` asked for and the image lacks torch.compile's toolchain
-            (``frameworks.torch_compile_blocker``: a C++ compiler on CPU, a C compiler on GPU); ``augment`` asked
+            (``toolchain.torch_compile_blocker``: a C++ compiler on CPU, a C compiler on GPU); ``augment`` asked
             for where the source has none, or with another data pipeline; the torchvision pipeline on a
             dataset other than MNIST.
     """
@@ -327,13 +327,13 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     augmenting = augment_in_effect(settings, workload.augmentation is not None)
     pipeline, mode, precision = settings.data_pipeline, settings.compile, settings.precision
     if mode != "none":
-        frameworks.require_torch_compile(device, f"compile={mode}")
+        toolchain.require_torch_compile(device, f"compile={mode}")
     effective = EffectiveSettings(torch_version=torch.__version__)
     effective.update({"precision": precision, "compile": mode, "data_pipeline": pipeline,
                       "num_workers": settings.num_workers,
                       # tensors_on_device holds the data on the device whatever preload says
                       "preload": settings.preload or pipeline == "tensors_on_device"})
-    effective.update(frameworks.set_tf32("torch", settings.tf32))
+    effective.update(math_mode.set_tf32("torch", settings.tf32))
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     model = workload.build_torch(ds.meta).to(dev)

@@ -13,7 +13,7 @@ from typing import Any
 from bench.core.knobs import TorchStepSettings
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
-from bench.run.engines import StepResult, frameworks, output_block
+from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
 from bench.run.timing import EpochTimer, time_calls
 from bench.run.workloads import Job, StepWorkload, check_output
@@ -45,17 +45,17 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     max-autotune; ``tf32``).
 
     Raises:
-        Unsupported: ``compile`` without torch.compile's toolchain (``frameworks.torch_compile_blocker``).
+        Unsupported: ``compile`` without torch.compile's toolchain (``toolchain.torch_compile_blocker``).
         RuntimeError: ``generate`` stopped before the fixed length.
     """
     import torch
 
     mode = settings.compile
     if mode != "none":
-        frameworks.require_torch_compile(device, f"compile={mode}")
+        toolchain.require_torch_compile(device, f"compile={mode}")
     effective = EffectiveSettings(torch_version=torch.__version__)
     effective.update({"compile": mode, "steps": steps, "precision": w.model.precision})
-    effective.update(frameworks.set_tf32("torch", settings.tf32))
+    effective.update(math_mode.set_tf32("torch", settings.tf32))
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     job = w.model.torch_job(task, cfg, batch, dev, dataclasses.asdict(settings))

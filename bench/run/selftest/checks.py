@@ -113,12 +113,12 @@ def barrier_and_mfu(backend: str, device: str, load: Load) -> list[Result]:
 
 
 def gemm_peak(backend: str, device: str, load: Load, setting: str) -> list[Result]:
-    """The probe's GEMM rate (``frameworks.gemm_tflops``, as ``make doctor`` measures the peak) per precision of
+    """The probe's GEMM rate (``gemm.gemm_tflops``, as ``make doctor`` measures the peak) per precision of
     this TF32 setting, against the same matmuls timed independently, and (GPU) against the datasheet peak."""
     from bench.run import flops
-    from bench.run.engines import frameworks
+    from bench.run.engines import frameworks, gemm, math_mode
 
-    frameworks.set_tf32(backend, setting)  # as the probe's GEMM_CODE: the switches of this setting, whatever ran before
+    math_mode.set_tf32(backend, setting)  # as the probe's GEMM_CODE: the switches of this setting, whatever ran before
     out = []
     name = gpu_name() if device == "gpu" else None
     for mode, dtype in GEMM_BY_SETTING[setting]:
@@ -126,7 +126,7 @@ def gemm_peak(backend: str, device: str, load: Load, setting: str) -> list[Resul
         ind.throughput_s(backend, call, 3, device)  # warm-up
         ours, indep = 0.0, 0.0
         for _ in range(load.repeats):  # interleaved, the best of each: other processes' load only slows a run down
-            ours = max(ours, frameworks.gemm_tflops(backend, dtype, n=load.gemm_n, reps=load.gemm_reps, device=device))
+            ours = max(ours, gemm.gemm_tflops(backend, dtype, n=load.gemm_n, reps=load.gemm_reps, device=device))
             secs = ind.throughput_s(backend, call, load.gemm_reps, device)
             indep = max(indep, 2.0 * load.gemm_n**3 * load.gemm_reps / secs / 1e12)
         cpu_note = " (a CPU has no TF32: FP32)" if mode == "tf32" and device != "gpu" else ""
@@ -146,11 +146,11 @@ def math_mode(backend: str, device: str, load: Load, setting: str) -> list[Resul
     float32 ops of fixed random inputs show next to a float64 reference: relative error above ``TF32_ERROR`` means
     TF32 (or coarser) math, below it FP32. Recurrent layers: PyTorch's cuDNN LSTM; TensorFlow and JAX run them as
     plain matmuls, so the matmul's reading stands for them."""
-    from bench.run.engines import frameworks
+    from bench.run.engines import math_mode as switches  # the module, not this check of the same name
 
-    state = frameworks.set_tf32(backend, setting)
+    state = switches.set_tf32(backend, setting)
     # the LSTM checked on torch is nn.LSTM, plain PyTorch's cuDNN kernel on a GPU; elsewhere LSTMs are matmuls
-    expected = frameworks.tf32_math(state, device, rnn_cudnn=frameworks.rnn_on_cudnn(backend, device))
+    expected = switches.tf32_math(state, device, rnn_cudnn=switches.rnn_on_cudnn(backend, device))
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((load.math_n, load.math_n), dtype=np.float32) for _ in range(2))
     x = rng.standard_normal((4, 34, 34, 64), dtype=np.float32)
@@ -176,13 +176,13 @@ def memory(backend: str, device: str, load: Load) -> list[Result]:
     """The framework's peak bytes (``frameworks.device_peak_bytes``, the record's peak) against NVML's used memory
     (the telemetry sampler's reading) grown by a held allocation of ``load.alloc_bytes``. Runs first in its
     process, so the peak is that allocation's; the child's environment turns off JAX's and TensorFlow's pools."""
-    from bench.run import telemetry
     from bench.run.engines import frameworks
+    from bench.run.telemetry import sampler
 
     if device != "gpu":
         return [na("memory", backend, "CPU: no device memory counter", "bytes")]
-    tel = telemetry.for_device("gpu")
-    if not isinstance(tel, telemetry.Telemetry):
+    tel = sampler.for_device("gpu")
+    if not isinstance(tel, sampler.Telemetry):
         return [na("memory", backend, tel.reason, "bytes")]
     hold = _allocate(backend, 1024)  # the framework's context and allocator exist before the first reading
     before = tel.sample_once().memory_used_bytes
@@ -222,15 +222,15 @@ def energy(backend: str, device: str, load: Load) -> list[Result]:
     """NVML's energy counter over a steady bf16 GEMM load of ``load.energy_s`` against the integral of the sampled
     power over the same window (both from the telemetry summary the record gets), and the telemetry window's length
     against the timed region's (``EpochTimer`` with the sampler as its window, cadence ``epoch``)."""
-    from bench.run import telemetry
     from bench.run.engines import frameworks
+    from bench.run.telemetry import sampler
     from bench.run.timing import EPOCH, EpochTimer
 
     if device != "gpu":
         return [na("energy", backend, "CPU: no NVML energy counter", "J"),
                 na("energy window", backend, "CPU: no telemetry window", "s")]
-    tel = telemetry.for_device("gpu")
-    if not isinstance(tel, telemetry.Telemetry):
+    tel = sampler.for_device("gpu")
+    if not isinstance(tel, sampler.Telemetry):
         return [na("energy", backend, tel.reason, "J"), na("energy window", backend, tel.reason, "s")]
     call = frameworks.framework(backend).gemm_call("bfloat16", load.step_n, device)
     fw = frameworks.framework(backend)

@@ -1,41 +1,22 @@
-"""What the GPU did during a cell's timed window, read through NVML (nvidia-ml-py).
-
-A background thread samples utilisation, memory, power, clocks, temperature and clock-event (throttle)
-reasons every ``interval_s``; energy comes from the total-energy counter (mJ since driver load) read at
-synchronised window edges. Every metric a GPU or driver does not offer is null with its reason in
-``unsupported``, and the cell still succeeds. Facts relied on: docs/platform.md, "NVML".
-
-Window protocol (the engines follow it through ``bench.run.timing.EpochTimer``): the caller synchronises
-the device, then calls ``mark()`` at the start of every epoch (the first mark opens the window and
-starts the sampler), ``end_epoch()`` right after the epoch's last training step (before validation),
-and ``stop()`` after the last one. An epoch without ``end_epoch`` ends at the next mark (or at stop).
-Summaries and energy cover the training steps of the steady epochs (2..N) when there are at least two,
-else of the whole run: exactly the steps the time metrics cover, never validation.
-"""
+"""The NVML sampler of the cell's GPU (``Telemetry``), its stand-in without one (``NullTelemetry``) and
+``for_device``, which picks; the window protocol is in ``bench.run.telemetry``'s docstring."""
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import os
-import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-#: The energy counter is an unsigned 64-bit count of millijoules.
-ENERGY_COUNTER_MODULUS = 2**64
-#: A counter step larger than this (J per second of wall time) cannot be real energy: a reset, not a wrap.
-MAX_PLAUSIBLE_W = 5000.0
-#: The counter updates every ~20-100 ms (docs/platform.md, "NVML": NVML's API reference gives no update interval for
-#: ``nvmlDeviceGetTotalEnergyConsumption``; Yang et al., "Part-time Power Measurements", arXiv:2312.02741, measured
-#: the A100/H100 sensor's power updating every 100 ms); a window, or an epoch's own J, shorter than this gets a note.
-MIN_WINDOW_S = 1.0
+from bench.run.nvml import describe_error, device_handle, init, nvml_index, shutdown
+from bench.run.telemetry.cpu import CpuMeter
+from bench.run.telemetry.energy import MIN_WINDOW_S, counter_energy_j, integrated_energy_j, short_epochs_note
+from bench.run.telemetry.power_source import averaged_power_note
+from bench.run.telemetry.samples import SUMMARISED, Sample, empty_summary, stats, write_samples
+
 DEFAULT_INTERVAL_S = 0.1
 IDLE_WINDOW_S = 1.0
 
@@ -45,170 +26,6 @@ THROTTLE_REASONS = ("HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "
 #: is reported as its own share of samples (``power_capped_fraction``); ``throttled`` comes from the others.
 POWER_CAP_REASONS = ("SwPowerCap",)
 ALL_REASONS = (*THROTTLE_REASONS, "GpuIdle", "ApplicationsClocksSetting", "SyncBoost", "DisplayClockSetting")
-
-
-#: GPUs built on GA100 (A100, A800, A30), by NVML name: their ``nvmlDeviceGetPowerUsage`` is instantaneous.
-GA100_NAME = re.compile(r"\bA(100|800|30)X?\b")
-#: NVML's architecture number of Ampere (``NVML_DEVICE_ARCH_AMPERE``, nvidia-ml-py 13.615.71).
-ARCH_AMPERE = 7
-
-
-def averaged_power_kind(name: str, arch: int | None) -> str | None:
-    """What ``nvmlDeviceGetPowerUsage`` returns on the GPU named ``name`` of NVML architecture ``arch``:
-    "1-s average" or "instantaneous"; None when ``arch`` is unknown and the name is not a GA100 one.
-
-    nvml.h (nvidia-nvml-dev 13.5.37, ``nvmlDeviceGetPowerUsage``): "On Ampere (except GA100) or newer GPUs, the
-    API returns power averaged over 1 sec interval. On GA100 and older architectures, instantaneous power is
-    returned." Ampere's GA100 and GA10x share one architecture number, so GA100 is told by name.
-    """
-    if GA100_NAME.search(name):
-        return "instantaneous"
-    if arch is None:
-        return None
-    return "1-s average" if arch >= ARCH_AMPERE else "instantaneous"
-
-
-def averaged_power_note(name: str, arch: int | None) -> str:
-    """The telemetry note of a window whose power came from ``nvmlDeviceGetPowerUsage`` (``averaged_power_kind``)."""
-    kind = averaged_power_kind(name, arch)
-    head = "power is NVML's nvmlDeviceGetPowerUsage reading (NVML_FI_DEV_POWER_INSTANT not offered)"
-    if kind == "instantaneous":
-        return f"{head}: instantaneous on {name} (GA100 and pre-Ampere GPUs)"
-    if kind == "1-s average":
-        return f"{head}: a 1-s average on {name} (Ampere except GA100, and newer), so it lags and smooths the load"
-    return (f"{head}: a 1-s average on Ampere-and-newer GPUs other than GA100, instantaneous on GA100 and older; "
-            f"the architecture of {name} is unknown")
-
-
-@dataclass
-class Sample:
-    """One reading. Units: t s (the bench clock), util %, memory bytes, power W, clocks MHz, temp degC,
-    energy mJ (raw counter), reasons a bitmask. None where the metric is not available."""
-
-    t: float
-    gpu_util_pct: float | None = None
-    mem_util_pct: float | None = None
-    memory_used_bytes: int | None = None
-    power_w: float | None = None
-    sm_clock_mhz: float | None = None
-    mem_clock_mhz: float | None = None
-    temperature_c: float | None = None
-    clocks_event_reasons: int | None = None
-    energy_mj: int | None = None
-
-
-SAMPLE_FIELDS = tuple(f.name for f in fields(Sample))
-SUMMARISED = ("gpu_util_pct", "mem_util_pct", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temperature_c")
-
-
-def describe_error(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}".strip()
-
-
-def stats(values: list[float]) -> dict[str, float | None]:
-    """mean, p50 and max of ``values`` (all None when empty)."""
-    if not values:
-        return {"mean": None, "p50": None, "max": None}
-    a = np.asarray(values, dtype=np.float64)
-    return {"mean": float(a.mean()), "p50": float(np.percentile(a, 50)), "max": float(a.max())}
-
-
-def nvml_index(env: dict[str, str] | None = None) -> int | str:
-    """The NVML device of the cell's first visible GPU: an index, or a UUID from CUDA_VISIBLE_DEVICES.
-
-    NVML ignores CUDA_VISIBLE_DEVICES, so the mapping is done here.
-    """
-    first = (env if env is not None else os.environ).get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    if not first:
-        return 0
-    return int(first) if first.isdigit() else first
-
-
-def counter_energy_j(readings: list[tuple[float, int]]) -> tuple[float | None, str | None]:
-    """Energy in J over a series of (t s, counter mJ) readings, unwrapping a 64-bit wrap.
-
-    Returns (joules, note). Joules is None when the counter went backwards by an implausible amount
-    (a driver reset) or never advanced (stalled); the note says which.
-    """
-    if len(readings) < 2:
-        return None, "fewer than two energy-counter readings"
-    total_mj, wrapped = 0, False
-    for (t0, e0), (t1, e1) in zip(readings, readings[1:], strict=False):
-        d = e1 - e0
-        if d < 0:
-            d += ENERGY_COUNTER_MODULUS
-            wrapped = True
-        if d / 1000.0 > MAX_PLAUSIBLE_W * max(t1 - t0, 1e-3) + 1.0:
-            return None, "energy counter jumped or went backwards (driver reset?); not usable"
-        total_mj += d
-    if total_mj == 0:
-        return None, "energy counter did not advance during the window (stalled)"
-    return total_mj / 1000.0, ("energy counter wrapped during the window (unwrapped)" if wrapped else None)
-
-
-def integrated_energy_j(samples: list[Sample], t0: float, t1: float) -> float | None:
-    """Trapezoidal integral of sampled power over [t0, t1] (J); None with fewer than two power samples."""
-    pts = [(s.t, s.power_w) for s in samples if s.power_w is not None and t0 <= s.t <= t1]
-    if len(pts) < 2:
-        return None
-    t = np.array([p[0] for p in pts])
-    p = np.array([p[1] for p in pts])
-    # extend flat to the edges so that the whole window is covered
-    t = np.concatenate([[t0], t, [t1]])
-    p = np.concatenate([[p[0]], p, [p[-1]]])
-    return float(np.sum((p[1:] + p[:-1]) / 2.0 * np.diff(t)))
-
-
-def _ranges(numbers: list[int]) -> str:
-    """``[1, 2, 3, 5]`` -> ``"1-3, 5"``."""
-    runs: list[list[int]] = []
-    for n in numbers:
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
-
-
-def short_epochs_note(epochs: list[tuple[tuple[float, Any], tuple[float, Any]]],
-                      epoch_j: list[float | None]) -> str | None:
-    """The note for ``energy_per_epoch_j`` when some epochs with a J figure lasted under ``MIN_WINDOW_S``: each is
-    the difference of two energy-counter reads (or a few power samples), and the counter's update interval
-    (~20-100 ms) is a large share of a 0.3-0.5 s epoch, so that epoch's J is coarse even when the summed window is
-    long. ``epochs``: (start edge, end edge) per epoch, an edge (t s, counter mJ); ``epoch_j`` its J per epoch.
-    None when no such epoch."""
-    short = [(i + 1, b[0] - a[0]) for i, ((a, b), j) in enumerate(zip(epochs, epoch_j, strict=True))
-             if j is not None and b[0] - a[0] < MIN_WINDOW_S]
-    if not short:
-        return None
-    lo, hi = min(s for _, s in short), max(s for _, s in short)
-    span = f"{lo:.2f} s" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f} s"
-    return (f"energy_per_epoch_j: epoch(s) {_ranges([i for i, _ in short])} of {len(epochs)} lasted {span}, under "
-            f"{MIN_WINDOW_S:g} s: the energy counter's update interval (~20-100 ms) is a large share of each, so "
-            f"their own J are coarse; energy_j / j_per_epoch sum or average them over the window")
-
-
-class CpuMeter:
-    """CPU utilisation of this process (all threads) over a window, in % of one core."""
-
-    def __init__(self, clock: Callable[[], float]):
-        self._clock = clock
-        self._t0: float | None = None
-        self._c0: float | None = None
-
-    @staticmethod
-    def _cpu_s() -> float:
-        t = os.times()
-        return t.user + t.system
-
-    def start(self) -> None:
-        self._t0, self._c0 = self._clock(), self._cpu_s()
-
-    def stop(self) -> float | None:
-        if self._t0 is None or self._c0 is None:
-            return None
-        wall = self._clock() - self._t0
-        return 100.0 * (self._cpu_s() - self._c0) / wall if wall > 0 else None
 
 
 class Telemetry:
@@ -240,8 +57,7 @@ class Telemetry:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self.handle = (nvml.nvmlDeviceGetHandleByUUID(index) if isinstance(index, str)
-                       else nvml.nvmlDeviceGetHandleByIndex(index))
+        self.handle = device_handle(nvml, index)
         self.name = _text(nvml.nvmlDeviceGetName(self.handle))
         self.index = index
         self.power_source = self._probe_power_source()
@@ -459,35 +275,11 @@ class Telemetry:
 
     def write_samples(self, path: Path) -> None:
         """Raw samples as CSV (columns: ``SAMPLE_FIELDS``)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=SAMPLE_FIELDS)
-            w.writeheader()
-            w.writerows(asdict(s) for s in self.samples)
-        tmp.replace(path)
+        write_samples(self.samples, path)
 
 
 def _text(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
-
-
-def empty_summary(reason: str | None) -> dict[str, Any]:
-    """The telemetry block with every field null and ``reason`` (a CPU run, no NVML...)."""
-    out: dict[str, Any] = {"available": False, "reason": reason, "gpu_name": None, "gpu_index": None,
-                           "interval_s": None, "power_source": None, "idle_power_w": None, "window": None,
-                           "window_s": None, "samples": 0, "memory_used_peak_bytes": None,
-                           "throttled": None, "throttle_reasons": None, "throttle_fraction": None,
-                           "power_capped_fraction": None, "energy_above_idle_j": None,
-                           "j_per_step_above_idle": None,
-                           "energy_j": None, "energy_method": None, "energy_counter_j": None,
-                           "energy_integrated_j": None, "energy_note": None,
-                           "energy_counter_vs_integrated": None, "energy_per_epoch_j": [],
-                           "j_per_epoch": None, "j_per_step": None, "examples_per_j": None,
-                           "cpu_util_pct": None, "notes": [], "unsupported": {}}
-    for key in SUMMARISED:
-        out[key] = stats([])
-    return out
 
 
 class NullTelemetry:
@@ -533,17 +325,12 @@ def for_device(device: str, nvml=None, **kwargs) -> Telemetry | NullTelemetry:
     if device != "gpu":
         return NullTelemetry("CPU run: no GPU telemetry")
     try:
-        if nvml is None:
-            import pynvml  # provided by nvidia-ml-py
-
-            nvml = pynvml
-        nvml.nvmlInit()
+        nvml = init(nvml)
     except Exception as e:
         return NullTelemetry(f"NVML unavailable: {describe_error(e)}")
     kwargs.setdefault("index", nvml_index())
     try:
         return Telemetry(nvml, **kwargs)
     except Exception as e:
-        with contextlib.suppress(Exception):
-            nvml.nvmlShutdown()
+        shutdown(nvml)
         return NullTelemetry(f"NVML device query failed: {describe_error(e)}")

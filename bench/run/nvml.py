@@ -1,0 +1,63 @@
+"""NVML (nvidia-ml-py's ``pynvml``) for the cell's GPU: the one place that imports it, initialises it, finds the
+cell's device, describes its errors and shuts it down. Facts relied on: docs/platform.md, "NVML".
+
+Seam for tests: every opener takes ``nv``, a pynvml-compatible module; None imports ``pynvml``, so a test either
+passes a fake or puts one in ``sys.modules["pynvml"]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+
+def load(nv: Any = None) -> Any:
+    """``nv``, or the ``pynvml`` module (provided by nvidia-ml-py) when None. Raises ImportError without it."""
+    if nv is not None:
+        return nv
+    import pynvml  # provided by nvidia-ml-py
+
+    return pynvml
+
+
+def init(nv: Any = None) -> Any:
+    """``load(nv)`` with ``nvmlInit`` called; raises what the import or ``nvmlInit`` raises (no library, no driver)."""
+    nv = load(nv)
+    nv.nvmlInit()
+    return nv
+
+
+def nvml_index(env: Mapping[str, str] | None = None) -> int | str:
+    """The NVML device of the cell's first visible GPU: an index, or a UUID from CUDA_VISIBLE_DEVICES
+    (``env``, default ``os.environ``).
+
+    NVML ignores CUDA_VISIBLE_DEVICES, so the mapping is done here.
+    """
+    first = (env if env is not None else os.environ).get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if not first:
+        return 0
+    return int(first) if first.isdigit() else first
+
+
+def device_handle(nv: Any, index: int | str) -> Any:
+    """NVML's handle of the GPU ``index`` (an NVML index, or a UUID looked up by UUID); raises NVML's error."""
+    return nv.nvmlDeviceGetHandleByUUID(index) if isinstance(index, str) else nv.nvmlDeviceGetHandleByIndex(index)
+
+
+def open_device(nv: Any = None) -> tuple[Any, Any]:
+    """(initialised module, handle of the cell's GPU, ``nvml_index()``); raises what import, init or lookup raise."""
+    nv = init(nv)
+    return nv, device_handle(nv, nvml_index())
+
+
+def describe_error(e: BaseException) -> str:
+    """``"<type>: <message>"`` of an NVML (or import) error, for a record's reason."""
+    return f"{type(e).__name__}: {e}".strip()
+
+
+def shutdown(nv: Any) -> None:
+    """``nvmlShutdown``; never raises (a failed shutdown changes no reading)."""
+    with contextlib.suppress(Exception):
+        nv.nvmlShutdown()
