@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.run import selftest
+from bench.run import selftest, timing
 from bench.run.engines import frameworks, gemm, math_mode
 from bench.run.selftest import checks, run
 from bench.run.selftest import independent as ind
@@ -37,18 +37,38 @@ def test_within_and_at_most_verdicts():
     assert selftest.at_most("x", "torch", 1.06, 1.0, "TFLOP/s", 0.05, "").verdict == "fail"
 
 
-class AsyncDevice:
-    """A device that queues work: a call returns at once, the barrier waits until the queued time has passed."""
+class VirtualClock:
+    """A clock that only the fake device moves: a call's dispatch costs ``dispatch_s``, a barrier jumps to the end of
+    the queued work. Timings read from it are exact, whatever else the CPU is doing (real sleeps on a loaded 2-core
+    machine stretched the barrier's steps past the 5 % tolerance)."""
 
-    def __init__(self, step_s: float):
-        self.step_s, self.busy_until = step_s, 0.0
+    def __init__(self, dispatch_s: float = 1e-5):
+        self.now, self.dispatch_s = 0.0, dispatch_s
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class AsyncDevice:
+    """A device that queues work: a call returns at once, the barrier waits until the queued time has passed.
+    ``clock``: a ``VirtualClock`` (the barrier advances it; nothing sleeps), else real time."""
+
+    def __init__(self, step_s: float, clock: VirtualClock | None = None):
+        self.step_s, self.busy_until, self.clock = step_s, 0.0, clock
+
+    def now(self) -> float:
+        return self.clock() if self.clock else time.perf_counter()
 
     def call(self):
-        self.busy_until = max(self.busy_until, time.perf_counter()) + self.step_s
+        if self.clock:
+            self.clock.now += self.clock.dispatch_s
+        self.busy_until = max(self.busy_until, self.now()) + self.step_s
         return self.busy_until
 
     def barrier(self):
-        while time.perf_counter() < self.busy_until:
+        if self.clock:
+            self.clock.now = max(self.clock.now, self.busy_until)
+        while self.now() < self.busy_until:
             pass
 
     def run_and_wait(self, call, reps, device):
@@ -67,7 +87,7 @@ def fake_framework(monkeypatch, dev: AsyncDevice, broken_barrier: bool = False, 
     def independent(backend, call, steps, device):  # device-side time: when each step's work ended
         out = []
         for _ in range(steps):
-            t0 = max(time.perf_counter(), dev.busy_until)
+            t0 = max(dev.now(), dev.busy_until)
             out.append(call() - t0)
         dev.barrier()
         return out
@@ -76,7 +96,8 @@ def fake_framework(monkeypatch, dev: AsyncDevice, broken_barrier: bool = False, 
 
 
 def test_barrier_and_mfu_pass_on_a_true_barrier_and_a_broken_barrier_fails(monkeypatch):
-    dev = AsyncDevice(0.004)
+    dev = AsyncDevice(0.004, clock=VirtualClock())
+    monkeypatch.setattr(timing, "clock", dev.clock)  # the harness's EpochTimer reads the same virtual time
     fake_framework(monkeypatch, dev)
     barrier, mfu = checks.barrier_and_mfu("torch", "gpu", SMALL)
     assert barrier.verdict == "pass", barrier
