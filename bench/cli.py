@@ -446,8 +446,13 @@ def knobs_cmd() -> None:
               help="Smallest relative change worth flagging.")
 @click.option("-o", "--output", "out_csv", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the comparison as CSV.")
-def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
+@click.option("--variant-a", default=None, help="Compare A's cells of this variant (e.g. default) ...")
+@click.option("--variant-b", default=None, help="... with B's of this one (e.g. row_lstm-reshape): a knob's "
+              "effect; A and B may be the same CSV. Both or neither.")
+def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv, variant_a, variant_b) -> None:
     """Per-cell ratio B/A of a metric, with a significance test across repeats."""
+    if (variant_a is None) != (variant_b is None):
+        fail("--variant-a and --variant-b go together")
     try:
         import pandas as pd
 
@@ -455,7 +460,8 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
     except ImportError as e:
         fail(f"compare needs pandas and scipy ({e}); install dlbench[collect] or use the collector image")
     try:
-        table = compare(pd.read_csv(csv_a), pd.read_csv(csv_b), metric, alpha, threshold)
+        table = compare(pd.read_csv(csv_a), pd.read_csv(csv_b), metric, alpha, threshold,
+                        (variant_a, variant_b) if variant_a is not None else None)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         fail(str(e).splitlines()[0])
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):
