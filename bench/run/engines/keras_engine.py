@@ -393,7 +393,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
 
     model = workload.build_keras(keras, ds.meta, **{k: getattr(settings, k) for k in workload.keras_knobs})
     compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
-    if settings.jit_compile is not None:  # else Keras' own default (Keras 2: off; Keras 3: 'auto')
+    if settings.jit_compile is not None:  # else Keras' own (Keras 2: step off, optimizer's XLA on; Keras 3: 'auto')
         compile_kw["jit_compile"] = settings.jit_compile
     optimizer = make_optimizer(keras, workload, settings.jit_compile)
     labels = workload.labels
