@@ -21,9 +21,15 @@ from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
-from bench.run.engines.keras_engine import import_keras, make_timing_callback
+from bench.run.engines.keras_engine import import_keras, make_timing_callback, progress_bar_discarded
 from bench.run.timing import EpochTimer, time_calls
 from bench.run.workloads import Job, StepWorkload, check_output
+
+#: ``verbose`` of the Keras ``fit`` / ``predict`` calls. The source passed none (benchmark/keras_utils.py@v0.0.5:41,
+#: 47), so Keras' default ``verbose="auto"`` applied (keras/trainers/trainer.py@v3.0.5:403, 668), which its
+#: ``ProgbarLogger`` reads as 1 (keras/callbacks/progbar_logger.py@v3.0.5:31-34): the progress bar, updated after
+#: every batch. Here the same, the bar written to a discarded stream (``progress_bar_discarded``).
+VERBOSE = 1
 
 
 def _set_precision(keras, stack: Stack, precision: str) -> str:
@@ -157,12 +163,15 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         compile_job(keras, job, task, requested)
         if job.call is not None:
             result = time_calls(lambda: job.call(job.model), steps, timer)
-        elif task == "fit":
-            job.model.fit(_repeat((job.inputs, job.targets), steps + 1), epochs=1,
-                          verbose=0, callbacks=[make_timing_callback(keras, timer, split_first=True)])
         else:
-            result = job.model.predict(_repeat(job.inputs, steps + 1), verbose=0,
-                                       callbacks=[make_timing_callback(keras, timer, split_first=True)])
+            effective.extra["verbose"] = VERBOSE
+            with progress_bar_discarded(VERBOSE):
+                if task == "fit":
+                    job.model.fit(_repeat((job.inputs, job.targets), steps + 1), epochs=1, verbose=VERBOSE,
+                                  callbacks=[make_timing_callback(keras, timer, split_first=True)])
+                else:
+                    result = job.model.predict(_repeat(job.inputs, steps + 1), verbose=VERBOSE,
+                                               callbacks=[make_timing_callback(keras, timer, split_first=True)])
         barrier()
     finally:
         if telemetry:
