@@ -46,10 +46,13 @@ def _optimizer(keras, name: str):
 
 
 def _repeat(batch, n: int):
-    """``n`` copies of one batch as a tf.data pipeline, as the source fed ``fit``/``predict`` (keras-hub
-    tasks convert their input to tf.data themselves and reject Python generators). On the JAX and torch
-    backends TensorFlow is only the input pipeline, kept off the GPU by the worker
-    (``frameworks.hide_gpus_from_tensorflow``)."""
+    """``n`` copies of one ready batch as a tf.data pipeline for ``fit``/``predict`` (keras-hub tasks convert their
+    input to tf.data themselves and reject Python generators). The source fed tf.data too, but SAM and SD batched
+    each step from one example's slices (``from_tensor_slices(...).repeat((NUM_STEPS + 1) * B).batch(B)``,
+    sam/keras/fit.py@v0.0.5:18-22, sam/keras/predict.py@v0.0.5:21-25, stable_diffusion/keras/fit.py@v0.0.5:18-22),
+    a host copy per step that this skips; its text models read cached, ready batches as here
+    (benchmark/keras_utils.py@v0.0.5:91-108, 118-132). On the JAX and torch backends TensorFlow is only the input
+    pipeline, kept off the GPU by the worker (``frameworks.hide_gpus_from_tensorflow``)."""
     import tensorflow as tf
 
     return tf.data.Dataset.from_tensors(batch).repeat(n)
