@@ -20,8 +20,9 @@ needs_hub = pytest.mark.skipif(not all(has(m) for m in ("torch", "keras", "keras
 @needs_torch
 @pytest.mark.parametrize("dev", ["cpu", "cuda"])
 def test_loader_defaults_are_pytorchs_and_the_tuned_options_are_a_variant(dev):
-    """The tuning post ran PyTorch's standard loader options: ``DataLoader``'s defaults, pin_memory and
-    persistent_workers False (torch/utils/data/dataloader.py@v2.13.0). The old code turned both on with workers."""
+    """The tuning suite's default loader options are PyTorch's own, ``DataLoader``'s defaults, pin_memory and
+    persistent_workers False (torch/utils/data/dataloader.py@v2.13.0): assumed, the study's table gives the
+    pipelines and ``num_workers`` only. The old code turned both on with workers."""
     import inspect
 
     import torch
