@@ -189,8 +189,9 @@ def test_our_augmented_epochs_are_full_batches_and_the_record_says_how_the_sourc
 @pytest.mark.skipif(not has("keras"), reason="keras not installed")
 def test_keras_3_lstm_is_implementation_2_where_2_0_8_ran_0():
     """Keras 2.0.8's LSTM defaulted to ``implementation=0`` (keras/layers/recurrent.py@2.0.8:195), projecting the
-    inputs of all steps before the loop (recurrent.py@2.0.8:1076-1095); Keras 3 has 2, one fused matmul per step
-    (keras/src/layers/rnn/lstm.py@v3.15.1:114): the classic table's row."""
+    inputs of all steps before the loop (recurrent.py@2.0.8:1076-1095) and four per-gate recurrent matmuls per step
+    (recurrent.py@2.0.8:1165-1172); Keras 3 has 2 (keras/src/layers/rnn/lstm.py@v3.15.1:114): two gate-fused
+    matmuls per step, input and state (lstm.py@v3.15.1:277-279): the classic table's row."""
     import keras
 
     from bench.run.workloads.classic import lstm_2017
