@@ -258,8 +258,9 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, 
     """``fit`` arguments for the data pipeline (where ``fit`` then makes the batches: ``placement``).
 
     tf.data pipelines shuffle each epoch from a buffer of ``shuffle_buffer`` examples, batch with parallel
-    calls and prefetch, both AUTOTUNE (the study's table gives `autotune` for its tf.data rows; which calls, assumed); ``tensors_fit`` hands ``fit`` backend tensors
-    (on the device where the backend puts them), which ``fit`` batches its own way per backend (``PLACEMENT``).
+    calls and prefetch, both AUTOTUNE (the study's table gives ``autotune`` for its tf.data rows; which calls,
+    assumed); ``tensors_fit`` hands ``fit`` backend tensors (on the device where the backend puts them), which
+    ``fit`` batches its own way per backend (``PLACEMENT``).
 
     Raises:
         ValueError: an unknown ``pipeline``.

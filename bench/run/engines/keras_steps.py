@@ -78,13 +78,13 @@ def compile_job(keras, job: Job, task: str, requested: bool | str) -> None:
     when it was built.
 
     ``fit`` compiles without metrics, as the source did: its ``model.compile(loss=..., optimizer=...,
-    jit_compile=...)`` (benchmark/bert/keras/fit.py@v0.0.5:22-26, gemma/keras/fit.py@v0.0.5:30-34, mistral/keras/fit.py@v0.0.5:31-35) went
-    through keras-nlp 0.8.2's ``Task.compile``, which adds none (keras_nlp/src/models/task.py@0.8.2:101-106).
-    keras-hub 0.32.0's task ``compile`` adds accuracy unless told otherwise (``TextClassifier`` ``metrics="auto"``;
-    ``CausalLM`` ``weighted_metrics="auto"``), hence the explicit Nones; and Keras 3.15.1 keeps the metrics of an
-    earlier compile (keras-hub's task compiles itself when built) when ``compile`` gets none
-    (keras/src/trainers/trainer.py@v3.15.1:196-199), where the source's Keras 3.0.5 dropped them
-    (keras/trainers/trainer.py@v3.0.5:153-158): ``_drop_stale_metrics`` does what 3.0.5 did."""
+    jit_compile=...)`` (benchmark/bert/keras/fit.py@v0.0.5:22-26, gemma/keras/fit.py@v0.0.5:30-34,
+    mistral/keras/fit.py@v0.0.5:31-35) went through keras-nlp 0.8.2's ``Task.compile``, which adds none
+    (keras_nlp/src/models/task.py@0.8.2:101-106). keras-hub 0.32.0's task ``compile`` adds accuracy unless told
+    otherwise (``TextClassifier`` ``metrics="auto"``; ``CausalLM`` ``weighted_metrics="auto"``), hence the explicit
+    Nones; and Keras 3.15.1 keeps the metrics of an earlier compile (keras-hub's task compiles itself when built)
+    when ``compile`` gets none (keras/src/trainers/trainer.py@v3.15.1:196-199), where the source's Keras 3.0.5
+    dropped them (keras/trainers/trainer.py@v3.0.5:153-158): ``_drop_stale_metrics`` does what 3.0.5 did."""
     if job.call is not None:
         return
     kw = {} if requested == source.NOT_REQUESTED else {"jit_compile": requested}
