@@ -32,9 +32,12 @@ _TF32 = ("TF32 for float32 matmuls and convolutions: default = each framework's 
 #: the tuning study changed only PyTorch's ``set_float32_matmul_precision`` (our ``on`` on that stack).
 TF32_MODES = ("default", "on", "off")
 _JIT = ("XLA compilation of the train step: Keras (False, True, or Keras 3's 'auto'; unset in the fit suites: "
-        "Keras' own default, off on Keras 2 and 'auto' on Keras 3, which turns XLA on for JAX always, for TensorFlow "
-        "on a GPU, never for PyTorch (keras/src/trainers/trainer.py@v3.15.1:256-275); the 2017 scripts had no XLA: "
-        "--set jit_compile=false is that variant; settings.jit_compile records what the model compiled with); JAX "
+        "Keras' own default: on Keras 2 (tf-keras) the model's step off but each optimizer's update step under XLA on "
+        "a GPU (tf-keras optimizers' own jit_compile=True, tf_keras/src/optimizers/optimizer.py@2.21.0:49, 59-67); "
+        "'auto' on Keras 3, which turns XLA on for JAX always, for TensorFlow on a GPU, never for PyTorch "
+        "(keras/src/trainers/trainer.py@v3.15.1:256-275); the 2017 scripts had no XLA: --set jit_compile=false is "
+        "that variant, and turns tf-keras optimizers' XLA off too; settings.jit_compile records what the model "
+        "compiled with, settings.optimizer.jit_compile what a tf-keras optimizer did); JAX "
         "(jax.jit of the step, True by default; False runs it op by op)")
 _COMPILE = "PyTorch: torch.compile mode applied to the model (none = eager)"
 _SYNC = ("timing cadence: a device barrier and a clock read at epoch edges only (epoch), after every N steps "
@@ -314,7 +317,7 @@ def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> s
 #: (``bench knobs``, ``bench list``): knob=value -> what it is.
 FIT_VARIANTS: dict[str, str] = {
     "jit_compile=false": "no XLA, as the 2017 scripts ran; Keras 3's default 'auto' uses XLA on JAX, and on "
-                         "TensorFlow on a GPU",
+                         "TensorFlow on a GPU; tf-keras optimizers compile their update with XLA on a GPU",
     "verbose=0": "no progress bar, so no per-step log fetch; the scripts ran fit(verbose=1)",
 }
 

@@ -433,7 +433,9 @@ class EffectiveSettings(Block):
     jit_compile_requested_by: str | None = entry("who asked: the source's call (file@v0.0.5) or the jit_compile knob")
     generate_function: str | None = entry("paper suite, Keras generate: how the generate function was compiled")
     optimizer: dict[str, Any] | None = entry("fit suites: the optimizer as built, read back from it: name, "
-                                             "learning_rate, its hyper-parameters and lr_schedule")
+                                             "learning_rate, its hyper-parameters and lr_schedule; tf-keras "
+                                             "(keras2-tf): jit_compile, its own XLA update step as it took effect "
+                                             "(on with a GPU unless the cell's jit_compile is false)")
     loss: Any = entry("fit suites: the loss as the engine computed it")
     labels: dict[str, Any] | None = entry("fit suites, Keras: the label form fed to fit ('one_hot': "
                                           "keras.utils.to_categorical on the host before fit, as the 2017 scripts; "

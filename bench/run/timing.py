@@ -222,8 +222,9 @@ def fit_metrics(epoch_s: Sequence[float], call_s: float | None = None) -> dict[s
 
     Args:
         epoch_s: each epoch's seconds as Keras 2.0.8's progress bar timed it (``EpochClock``): from the epoch's
-            begin to after its validation, the first epoch included (on Keras 3 and plain JAX it holds the
-            tracing and XLA compilation, which run lazily at the first step; 2.0.8 built its graph before).
+            begin to after its validation, the first epoch included (on Keras 3, tf-keras and plain JAX it holds
+            the tracing, and XLA compilation where XLA is on, which run lazily at the first step; 2.0.8 built its
+            graph before), in float seconds where 2.0.8's bar printed whole ones.
         call_s: wall time of the whole training call between device barriers (Keras' ``model.fit``, the
             PyTorch/JAX loop), setup before the first epoch included, or None.
 

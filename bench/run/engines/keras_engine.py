@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import os
 from typing import Any
 
@@ -37,7 +38,8 @@ def source_labels(keras, workload: Workload, ds: Dataset) -> Dataset:
     one_hot = [keras.utils.to_categorical(y, n).astype(np.float32) for y in (ds.y_train, ds.y_val)]
     return dataclasses.replace(ds, y_train=one_hot[0], y_val=one_hot[1])
 
-#: The tuning study's tf.data shuffle buffer (the post: 20,000 examples), capped at the training set's size.
+#: The tuning suite's tf.data shuffle buffer, 20,000 examples, capped at the training set's size: assumed (the
+#: study's table, bench/core/reference/mnist_cnn_tuning_4060ti.csv, says only "shuffling on").
 TF_DATA_SHUFFLE_BUFFER = 20_000
 
 
@@ -142,9 +144,15 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False, ep
     return EpochEdges() if timer.cadence.every is None else StepTimer()
 
 
-def make_optimizer(keras, workload: Workload):
+def make_optimizer(keras, workload: Workload, jit_compile: bool | str | None = None):
     """The Keras optimizer of ``workload.optimizer`` with every hyper-parameter explicit (Keras 3 and tf.keras
     defaults differ from the Keras 2.0.8 scripts': ``bench.run.workloads.classic.KERAS208``).
+
+    ``jit_compile``: the cell's knob. tf-keras optimizers take their own ``jit_compile``, True by default, which
+    compiles each variable's update step with XLA whenever a GPU is listed
+    (tf_keras/src/optimizers/optimizer.py@2.21.0:49, 59-67, 211), whatever ``Model.compile`` was given; so
+    ``jit_compile=False`` turns it off there too (Keras 2.0.8 had no XLA). Keras 3 optimizers have no such
+    argument: the trainer's ``jit_compile`` covers their update.
 
     A ``decay`` is Keras 2.0.8's per-update ``lr / (1 + decay * t)`` (keras/optimizers.py@2.0.8:232), which is
     ``keras.optimizers.schedules.InverseTimeDecay(lr, decay_steps=1, decay_rate=decay)``: Keras calls a schedule
@@ -161,13 +169,17 @@ def make_optimizer(keras, workload: Workload):
     lr = spec.learning_rate
     if spec.decay:
         lr = keras.optimizers.schedules.InverseTimeDecay(spec.learning_rate, decay_steps=1, decay_rate=spec.decay)
-    if spec.name == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate=lr, rho=spec.rho, epsilon=spec.epsilon)
-    if spec.name == "adadelta":
-        return keras.optimizers.Adadelta(learning_rate=lr, rho=spec.rho, epsilon=spec.epsilon)
+    classes = {"rmsprop": "RMSprop", "adadelta": "Adadelta", "adam": "Adam"}
+    if spec.name not in classes:
+        raise ValueError(f"unknown optimizer {spec.name!r}")
+    cls = getattr(keras.optimizers, classes[spec.name])
     if spec.name == "adam":
-        return keras.optimizers.Adam(learning_rate=lr, beta_1=spec.beta_1, beta_2=spec.beta_2, epsilon=spec.epsilon)
-    raise ValueError(f"unknown optimizer {spec.name!r}")
+        kw: dict[str, Any] = {"beta_1": spec.beta_1, "beta_2": spec.beta_2, "epsilon": spec.epsilon}
+    else:
+        kw = {"rho": spec.rho, "epsilon": spec.epsilon}
+    if jit_compile is False and "jit_compile" in inspect.signature(cls).parameters:
+        kw["jit_compile"] = False
+    return cls(learning_rate=lr, **kw)
 
 
 def optimizer_record(optimizer) -> dict[str, Any]:
@@ -187,6 +199,8 @@ def optimizer_record(optimizer) -> dict[str, Any]:
     for key in ("rho", "momentum", "centered", "epsilon", "beta_1", "beta_2", "amsgrad"):
         if key in cfg:
             out[key] = cfg[key] if isinstance(cfg[key], bool) else float(cfg[key])
+    if hasattr(optimizer, "jit_compile"):  # tf-keras: as it took effect (False without a GPU: optimizer.py:59-67)
+        out["jit_compile"] = bool(optimizer.jit_compile)
     return out
 
 
@@ -235,7 +249,7 @@ def placement(pipeline: str, keras_major: int, backend: str) -> str:
 
 
 def shuffle_buffer(pipeline: str, n_train: int) -> int:
-    """Examples a pipeline's shuffle draws from: the tuning study's tf.data buffer (``TF_DATA_SHUFFLE_BUFFER``,
+    """Examples a pipeline's shuffle draws from: the tuning suite's tf.data buffer (``TF_DATA_SHUFFLE_BUFFER``,
     capped at ``n_train``), else ``n_train`` (``fit(shuffle=True)`` permutes the whole set each epoch)."""
     return min(TF_DATA_SHUFFLE_BUFFER, n_train) if pipeline in ("tf_data_numpy", "tf_data_tensors") else n_train
 
@@ -244,8 +258,9 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, 
     """``fit`` arguments for the data pipeline (where ``fit`` then makes the batches: ``placement``).
 
     tf.data pipelines shuffle each epoch from a buffer of ``shuffle_buffer`` examples, batch with parallel
-    calls and prefetch, both AUTOTUNE (the tuning study's setup); ``tensors_fit`` hands ``fit`` backend tensors
-    (on the device where the backend puts them), which ``fit`` batches its own way per backend (``PLACEMENT``).
+    calls and prefetch, both AUTOTUNE (the study's table gives ``autotune`` for its tf.data rows; which calls,
+    assumed); ``tensors_fit`` hands ``fit`` backend tensors (on the device where the backend puts them), which
+    ``fit`` batches its own way per backend (``PLACEMENT``).
 
     Raises:
         ValueError: an unknown ``pipeline``.
@@ -380,9 +395,9 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
 
     model = workload.build_keras(keras, ds.meta, **{k: getattr(settings, k) for k in workload.keras_knobs})
     compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
-    if settings.jit_compile is not None:  # else Keras' own default (Keras 2: off; Keras 3: 'auto')
+    if settings.jit_compile is not None:  # else Keras' own (Keras 2: step off, optimizer's XLA on; Keras 3: 'auto')
         compile_kw["jit_compile"] = settings.jit_compile
-    optimizer = make_optimizer(keras, workload)
+    optimizer = make_optimizer(keras, workload, settings.jit_compile)
     labels = workload.labels
     model.compile(optimizer=optimizer, loss=labels.loss, metrics=list(labels.metrics), **compile_kw)
     jit = getattr(model, "jit_compile", getattr(model, "_jit_compile", None))

@@ -1,5 +1,8 @@
-"""A plain, idiomatic PyTorch training loop: tensors preloaded on the device, a shuffled index per
-epoch, the optimizer Keras uses with Keras' defaults, loss read back every step (as Keras does).
+"""A plain, idiomatic PyTorch training loop: tensors preloaded on the device (the validation set always, the
+training set by default), a shuffled index per epoch, the workload's optimizer with its source's hyper-parameters.
+The loss and accuracy are summed on the device and read back once per epoch at the default ``sync=epoch`` (every
+step only under ``sync=step``), where Keras' ``fit(verbose=1)`` fetches its logs after every step: the classic
+table's row on the twins' loop.
 """
 
 from __future__ import annotations
@@ -231,10 +234,10 @@ def loader_kwargs(torch, batch_size: int, workers: int, dev, pin_memory: bool = 
     """``DataLoader`` arguments shared by the loader pipelines: shuffled every epoch, seeded.
 
     ``pin_memory`` and ``persistent_workers`` default to PyTorch's own ``DataLoader`` defaults, both False
-    (torch/utils/data/dataloader.py@v2.13.0), the "standard loader options" the tuning study's post ran
-    (docs/suites/tuning.md); True for either is a named variant (``TorchFitSettings``). Each is passed only where
-    it can take effect: pinning with a CUDA device, persistence with worker processes (torch raises
-    "persistent_workers option needs num_workers > 0" otherwise).
+    (torch/utils/data/dataloader.py@v2.13.0): what the tuning study is assumed to have run (its table gives the
+    pipelines and ``num_workers`` only: docs/suites/tuning.md); True for either is a named variant
+    (``TorchFitSettings``). Each is passed only where it can take effect: pinning with a CUDA device, persistence
+    with worker processes (torch raises "persistent_workers option needs num_workers > 0" otherwise).
 
     The shuffle generator lives on the CPU whatever ``dev`` is: torch's ``RandomSampler`` draws its
     permutation on the CPU and raises "Expected a 'cpu' device type for generator" when given a CUDA
@@ -378,7 +381,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     cadence = Cadence.parse(settings.sync)
     timer = EpochTimer(barrier, telemetry, cadence)
     epoch_clock = EpochClock(barrier)
-    # sync=step reads the loss back every step, as Keras does for its progress logs; the other cadences
+    # sync=step reads the loss back every step, as Keras' verbose=1 does for its progress logs; the other cadences
     # add it up on the device and read it once per epoch, after the timed steps
     read_every_step = cadence.every == 1
     hist: dict[str, list[float]] = {"accuracy": [], "loss": [], "val_accuracy": [], "val_loss": []}
