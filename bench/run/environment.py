@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib
 import importlib.metadata as md
 import os
 import platform
@@ -22,10 +23,14 @@ from typing import Any
 import bench
 from bench.core.stacks import STACKS, parse_pin
 
+#: The distributions a record names (``env.packages``): the frameworks, their model libraries and the GPU runtime
+#: the image locks pin (XLA's CUDA plugin and PJRT, Triton, cuDNN/cuBLAS/CUDA runtime under the CUDA 12 names and
+#: torch 2.13's CUDA 13 ones); absent ones are left out.
 DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-keras", "keras", "keras-hub", "keras-nlp", "keras-cv", "jax",
-                 "jaxlib", "jax-cuda12-plugin", "torch", "transformers", "diffusers", "peft",
-                 "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cuda-runtime-cu12",
-                 "nvidia-cuda-runtime", "nvidia-ml-py", "click", "pooch")
+                 "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "flax", "optax", "torch", "torchvision", "triton",
+                 "transformers", "diffusers", "peft", "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
+                 "nvidia-cublas-cu12", "nvidia-cublas", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime",
+                 "nvidia-ml-py", "click", "pooch")
 ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION",
             "TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_CACHE_PATH", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS",
             "CUDA_VISIBLE_DEVICES", "BENCH_OFFLINE")
@@ -107,9 +112,10 @@ def framework_cuda() -> dict[str, Any]:
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
         out["torch"] = {"cuda": torch.version.cuda, "cudnn": cudnn}
     if "jax" in sys.modules:
-        jax = sys.modules["jax"]
         try:
-            backend = jax.extend.backend.get_backend()
+            # ``import jax`` (0.10.2) does not import ``jax.extend``: without Flax (which imports it) the
+            # attribute is missing, so the submodule is imported here (jax is already in the process)
+            backend = importlib.import_module("jax.extend.backend").get_backend()
             out["jax"] = {"platform": backend.platform, "platform_version": backend.platform_version}
         except Exception as e:  # the field says why instead of failing the cell
             out["jax"] = {"error": f"{type(e).__name__}: {e}"}
