@@ -57,6 +57,15 @@ def describe_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}".strip()
 
 
+def function_not_found(nv: Any, e: BaseException) -> bool:
+    """Whether ``e`` says the driver's NVML (or the ``pynvml`` module) lacks the function called: pynvml raises
+    ``NVMLError`` with ``NVML_ERROR_FUNCTION_NOT_FOUND`` (``NVMLError_FunctionNotFound``) for a symbol the driver's
+    library does not export, and a module without the wrapper raises AttributeError."""
+    if isinstance(e, AttributeError):
+        return True
+    return getattr(e, "value", None) == getattr(nv, "NVML_ERROR_FUNCTION_NOT_FOUND", 13)
+
+
 def shutdown(nv: Any) -> None:
     """``nvmlShutdown``; never raises (a failed shutdown changes no reading)."""
     with contextlib.suppress(Exception):
