@@ -410,6 +410,16 @@ class EffectiveSettings(Block):
     torch_matmul_allow_tf32: bool | None = entry(_TF32_SWITCHES)
     torch_cudnn_allow_tf32: bool | None = entry(_TF32_SWITCHES)
     torch_float32_matmul_precision: str | None = entry(_TF32_SWITCHES)
+    torch_matmul_fp32_precision: str | None = entry("torch 2.9+: torch.backends.cuda.matmul.fp32_precision as the "
+                                                    "cell ended ('tf32'; 'ieee'; 'none': inherited, no TF32)")
+    torch_cudnn_conv_fp32_precision: str | None = entry("torch 2.9+: torch.backends.cudnn.conv.fp32_precision (cuDNN "
+                                                        "convolutions), as torch_matmul_fp32_precision")
+    torch_cudnn_rnn_fp32_precision: str | None = entry("torch 2.9+: torch.backends.cudnn.rnn.fp32_precision (cuDNN "
+                                                       "RNN kernels), as torch_matmul_fp32_precision")
+    torch_cudnn_fp32_precision: str | None = entry(
+        "torch 2.9+: the cuDNN-wide torch.backends.cudnn.fp32_precision, which inductor's Triton convolution kernels "
+        "(torch.compile max-autotune) follow: TF32 only when 'tf32' (tf32=on sets it, tf32=off 'ieee'; at "
+        "tf32=default it is 'none', so such a kernel runs FP32 while cuDNN's convolutions run TF32)")
     tf32_matmul: bool | None = entry("float32 matmuls could use TF32: a GPU cell with no override and the "
                                      "framework's switch on (MFU divides by the peak of the math in effect)")
     tf32_conv: bool | None = entry("float32 convolutions could use TF32 (as tf32_matmul)")
