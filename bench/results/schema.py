@@ -294,8 +294,9 @@ class Gpu:
     driver: str | None = entry("driver version")
     cuda_driver: Any = entry("CUDA version the driver supports")
     memory_total_bytes: int | None = entry("device memory", "bytes")
-    mig_mode: bool | None = entry("the GPU is in MIG mode (null where NVML does not say); then a note says MFU and "
-                                  "energy are the whole GPU's and not comparable")
+    mig_mode: bool | None = entry("the GPU is in MIG mode, or the cell's device is a MIG slice (a MIG-... UUID in "
+                                  "CUDA_VISIBLE_DEVICES; null where NVML does not say); then a note says energy is "
+                                  "the whole GPU's and MFU has no datasheet peak (null)")
     nvml_device: Any = entry("the NVML device index")
 
 

@@ -122,10 +122,16 @@ def framework_cuda() -> dict[str, Any]:
     return out
 
 
-def mig_mode(nv, handle) -> bool | None:
+def mig_mode(nv, handle, name: str | None = None) -> bool | None:
     """Whether the GPU is in MIG mode (its current mode; None where NVML does not say, e.g. GPUs without
-    MIG). In MIG mode a container gets one slice, but NVML's power, energy and utilisation are the parent
-    GPU's: MFU against the whole GPU's peak and energy per step are not comparable with a full GPU's."""
+    MIG), True for a handle that is itself a MIG slice (``bench.run.nvml.is_mig_slice``: a ``MIG-...`` UUID in
+    CUDA_VISIBLE_DEVICES, named e.g. ``NVIDIA A100-SXM4-40GB MIG 1g.5gb``). In MIG mode a container gets one slice,
+    but NVML's power, energy and utilisation are the parent GPU's: MFU against the whole GPU's peak and energy per
+    step are not comparable with a full GPU's."""
+    from bench.run import nvml
+
+    if nvml.is_mig_slice(nv, handle, name):
+        return True
     try:
         current, _pending = nv.nvmlDeviceGetMigMode(handle)
     except Exception:  # NotSupported on GPUs without MIG, FunctionNotFound on old drivers
@@ -160,16 +166,17 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         h = nvml.device_handle(nv, device)
         cuda = nv.nvmlSystemGetCudaDriverVersion_v2()
         count = nv.nvmlDeviceGetCount()
+        name = nv.nvmlDeviceGetName(h)
         info = {
             "available": True,
             "count": count,
             "nvml_device": device,
-            "name": nv.nvmlDeviceGetName(h),
+            "name": name,
             "uuid": nv.nvmlDeviceGetUUID(h),
             "driver": nv.nvmlSystemGetDriverVersion(),
             "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
             "memory_total_bytes": int(nv.nvmlDeviceGetMemoryInfo(h).total),
-            "mig_mode": mig_mode(nv, h),
+            "mig_mode": mig_mode(nv, h, name),
         }
         if isinstance(device, int) and count > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(
                 {nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(count)}) > 1:

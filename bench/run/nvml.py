@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,20 @@ def open_device(nv: Any = None) -> tuple[Any, Any]:
     """(initialised module, handle of the cell's GPU, ``nvml_index()``); raises what import, init or lookup raise."""
     nv = init(nv)
     return nv, device_handle(nv, nvml_index())
+
+
+def is_mig_slice(nv: Any, handle: Any, name: str | None = None) -> bool:
+    """Whether ``handle`` is a MIG device (a slice of a GPU), as ``nvmlDeviceGetHandleByUUID`` returns for a
+    ``MIG-...`` UUID in CUDA_VISIBLE_DEVICES: ``nvmlDeviceIsMigDeviceHandle`` says so (nvidia-ml-py 13.615.71 returns
+    a ``c_uint``), or, where the driver cannot answer, its NVML name carries the profile
+    (``NVIDIA A100-SXM4-40GB MIG 1g.5gb``)."""
+    try:
+        answer = nv.nvmlDeviceIsMigDeviceHandle(handle)
+        if int(getattr(answer, "value", answer)):
+            return True
+    except Exception:  # FunctionNotFound on old drivers, a fake without it: the name decides
+        pass
+    return bool(re.search(r"\bMIG\b", str(name or "")))
 
 
 def describe_error(e: BaseException) -> str:

@@ -27,8 +27,8 @@ from bench.run.telemetry import sampler
 from bench.run.workloads import StepWorkload, get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
-MIG_NOTE = ("MIG mode: the cell ran on a GPU slice while NVML reports the whole GPU; MFU and energy are not "
-            "comparable with a full GPU's")
+MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energy are the whole GPU's and a "
+            "datasheet peak is the whole GPU's (MFU null): not comparable with a full GPU's")
 
 
 def add_energy_metrics(rec: dict[str, Any]) -> None:
@@ -186,6 +186,8 @@ def add_mfu(rec: dict[str, Any]) -> None:
     tf32_mm, tf32_conv = bool(s.get("tf32_matmul")), bool(s.get("tf32_conv"))
     share = flops.conv_fraction(rec.get("workload", ""), rec.get("task", ""))
     peak, why = flops.peak_flops(gpu, precision, tf32_mm, tf32_conv, share)
+    if gpu and (rec["env"].get("gpu") or {}).get("mig_mode"):  # a slice, whatever NVML names it
+        peak, why = None, flops.MIG_PEAK_REASON
     m["peak_flops"], m["peak_source"] = peak, why
     measured, source = measured_peak_in_effect(rec, precision, tf32_mm, tf32_conv, share) \
         if gpu and rec.get("stack") else (None, "no GPU in this record")
