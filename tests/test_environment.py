@@ -56,3 +56,67 @@ def test_the_gpu_runtime_packages_the_locks_pin_are_recorded(name):
     assert name in _lock_names()
     assert name in environment.DISTRIBUTIONS
 
+
+
+@pytest.mark.parametrize("name", ["XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR",
+                                  "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_FLAGS", "TF_GPU_ALLOCATOR",
+                                  "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "CUDA_DEVICE_ORDER"])
+def test_the_allocator_and_device_order_variables_are_recorded(monkeypatch, name):
+    monkeypatch.setenv(name, "x")
+    assert name in environment.ENV_VARS
+    assert environment.capture()["env_vars"][name] == "x"
+
+
+BOTH_FRACTIONS = {"XLA_CLIENT_MEM_FRACTION": "0.95", "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"}
+
+
+def test_jaxlib_refuses_both_memory_fractions():
+    """The fact the check rests on (jaxlib 0.10.2 jaxlib/xla_client.py): the CUDA plugin's options raise."""
+    pytest.importorskip("jaxlib")
+    from jaxlib import xla_client
+
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in BOTH_FRACTIONS.items():
+            mp.setenv(k, v)
+        with pytest.raises(ValueError, match="XLA_PYTHON_CLIENT_MEM_FRACTION"):
+            xla_client.generate_pjrt_gpu_plugin_options()
+
+
+def test_both_memory_fractions_are_a_problem_only_for_a_jax_gpu_cell():
+    from bench.core.stacks import get_stack
+    from bench.run.cellenv import gpu_env_problem
+
+    line = gpu_env_problem(get_stack("keras3-jax"), "gpu", BOTH_FRACTIONS)
+    assert line and "XLA_CLIENT_MEM_FRACTION=0.95" in line and "XLA_PYTHON_CLIENT_MEM_FRACTION=0.5" in line
+    assert "\n" not in line
+    assert gpu_env_problem(get_stack("jax"), "gpu", BOTH_FRACTIONS)
+    assert gpu_env_problem(get_stack("keras3-jax"), "cpu", BOTH_FRACTIONS) is None
+    assert gpu_env_problem(get_stack("pytorch"), "gpu", BOTH_FRACTIONS) is None
+    assert gpu_env_problem(get_stack("jax"), "gpu", {"XLA_CLIENT_MEM_FRACTION": "0.95"}) is None
+
+
+def test_the_probe_fails_with_one_line_naming_both_fractions(monkeypatch):
+    """make doctor / --device resolution: the JAX probe would otherwise find only the CPU (or fall back to it)."""
+    from bench.core.stacks import get_stack
+    from bench.run import probe
+
+    for k, v in BOTH_FRACTIONS.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(probe.subprocess, "run", lambda *a, **k: pytest.fail("the probe ran"))
+    with pytest.raises(RuntimeError) as e:
+        probe.probe_gpus(get_stack("jax"))
+    assert "XLA_CLIENT_MEM_FRACTION" in str(e.value) and "XLA_PYTHON_CLIENT_MEM_FRACTION" in str(e.value)
+
+
+def test_a_jax_gpu_cell_fails_with_one_line_naming_both_fractions(monkeypatch):
+    from bench.results.record import Cell
+    from bench.run import worker
+
+    for k, v in BOTH_FRACTIONS.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(worker, "capture", lambda: {"gpu": {"available": False, "reason": "no GPU here"}})
+    monkeypatch.setattr(worker, "run_epochs", lambda *a, **k: pytest.fail("the cell ran"))
+    cell = Cell(stack="keras3-jax", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device="gpu")
+    rec = worker.run_cell(cell)
+    assert rec["status"] == "failed" and "XLA_PYTHON_CLIENT_MEM_FRACTION=0.5" in rec["reason"]
+    assert "XLA_CLIENT_MEM_FRACTION=0.95" in rec["reason"] and not rec.get("traceback")

@@ -31,9 +31,14 @@ DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-keras", "keras", "keras-hub
                  "transformers", "diffusers", "peft", "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
                  "nvidia-cublas-cu12", "nvidia-cublas", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime",
                  "nvidia-ml-py", "click", "pooch")
+#: The environment variables a record names (``env.env_vars``): math mode, the frameworks' GPU memory allocators
+#: (JAX/XLA's pool, TensorFlow's, PyTorch's caching allocator under its old and new names), XLA's flags, which GPU
+#: and in which order CUDA numbers them, the JIT cache, Keras' backend.
 ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION",
-            "TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_CACHE_PATH", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS",
-            "CUDA_VISIBLE_DEVICES", "BENCH_OFFLINE")
+            "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR", "XLA_FLAGS",
+            "TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF",
+            "CUDA_CACHE_PATH", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+            "BENCH_OFFLINE")
 
 
 def utc_now() -> str:

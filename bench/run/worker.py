@@ -21,6 +21,7 @@ from bench.results import derived
 from bench.results.record import Cell, new_record, write_json_atomic
 from bench.results.schema import to_json
 from bench.run import flops
+from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
 from bench.run.engines import Unsupported, epoch_engine, frameworks, math_mode, missing_model, oom, step_engine
 from bench.run.environment import capture, stack_pins, utc_now
 from bench.run.telemetry import sampler
@@ -65,6 +66,9 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
                   or knobs.model_knob_problem(dict(cell.settings), w.name, getattr(w, "keras_knobs", ())))
         if reason:
             raise Unsupported(reason)
+        problem = gpu_env_problem(stack, cell.device, os.environ)
+        if problem:
+            raise EnvironmentProblem(problem)
         if stack.backend != "tensorflow":
             frameworks.hide_gpus_from_tensorflow()
         if isinstance(w, StepWorkload):
@@ -79,6 +83,8 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         rec["status"] = "ok"
     except Unsupported as e:
         rec["status"], rec["reason"] = "unsupported", str(e)
+    except EnvironmentProblem as e:  # one line, no traceback: the fix is in the environment
+        rec["status"], rec["reason"] = "failed", str(e)
     except BaseException as e:  # every failure becomes a record
         rec["status"] = "oom" if oom.is_oom(e) else "failed"
         rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
