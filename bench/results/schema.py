@@ -308,8 +308,9 @@ class CudaCache:
     maxsize: str | None = entry("CUDA_CACHE_MAXSIZE")
     bytes_before: int | None = entry("cache size before the cell's process started", "bytes")
     bytes_after: int | None = entry("cache size after it exited (the driver writes the cache at exit)", "bytes")
-    jit_compiled: bool | None = entry("the cache grew: the first step/epoch paid for compiling PTX for this GPU "
-                                      "(null without the variable)")
+    jit_compiled: bool | None = entry("the cache grew: the driver JIT-compiled code during the cell (PTX for a GPU "
+                                      "newer than a wheel's machine code, or runtime-compiled kernels), whose "
+                                      "compile time may be inside the first step/epoch (null without the variable)")
 
 
 @dataclass
