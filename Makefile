@@ -11,7 +11,9 @@
 #        shuffle, default 1), ORDER (shuffled|abba: how each round orders the stacks), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
 #        idle + 3 degC; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
-#        REGISTRY (pull images tagged by their inputs where it has them; make push). Also passed through to
+#        REGISTRY (pull images tagged by their inputs where it has them; make push), HISTORY (on|off: collect
+#        appends the run to $(RESULTS_DIR)/history.sqlite; off: the CSV only, for a RESULTS_DIR on a bucket's FUSE
+#        mount, which takes no SQLite writes: cloud/run.sh). Also passed through to
 #        `bench run` as they are: BATCH_SIZE, EPOCHS, STEPS, SEQ_LEN, WORKLOADS, TASKS, COMPILE, NO_AUGMENT=1
 #        (`python3 -m bench.host request vars`). Every default (SUITE, SIZE, REPEATS, SEED, ...) is bench's own,
 #        declared once in bench/core/request.py; only what you set is passed on.
@@ -104,6 +106,12 @@ BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_
 	$(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) \
 	$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE))
 
+# collect's results history (results/history.sqlite, docs/history.md); off on a bucket mount (cloud/run.sh)
+HISTORY ?= on
+ifeq ($(filter on off,$(HISTORY)),)
+  $(error HISTORY must be on or off (got '$(HISTORY)'))
+endif
+
 FIDELITY_WORKLOAD ?= cifar10_cnn
 # The doctor's Container Toolkit check runs `nvidia-smi -L` in this image with --gpus all.
 TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
@@ -180,9 +188,9 @@ bench-all: preflight configure $(if $(REGISTRY),images,build) ## Preflight, buil
 	  --order $(ORDER) --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
 	$(MAKE) --no-print-directory collect || { echo "collect failed" >&2; exit 1; }; exit $$status
 
-collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv, then rewrite results/report.md (collector container)
+collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (and results/history.sqlite unless HISTORY=off), then rewrite results/report.md (collector container)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
-	  bench collect /results/runs/$(RUN) -o /results/$(RUN).csv
+	  bench collect /results/runs/$(RUN) -o /results/$(RUN).csv$(if $(filter off,$(HISTORY)), --no-history)
 	$(MAKE) --no-print-directory report
 
 report: ## results/report.md (one section per collected results/*.csv) + PNG plots in results/plots/<run>/

@@ -322,11 +322,16 @@ def collect_cmd(results_dir: Path, out_csv: Path, history_path: Path | None, no_
         click.echo(f"skipped {path}: {reason}", err=True)
     click.echo(f"wrote {out_csv}: {len(df)} rows, {len(bad)} file(s) skipped")
     if not no_history:
+        import sqlite3
+
         history_path = history_path or out_csv.parent / HISTORY_NAME
         try:
             n = append_run(history_path, out_csv.stem, df, source=str(results_dir))
         except HistoryError as e:
-            fail(str(e))
+            fail(f"{e} (the CSV {out_csv} is written)")
+        except sqlite3.Error as e:  # e.g. a bucket's FUSE mount (goofys on S3) refuses SQLite's random writes
+            fail(f"cannot write the history {history_path}: {type(e).__name__}: {e}; the CSV {out_csv} is written. "
+                 "A bucket mounted with FUSE takes no SQLite writes: --history on a local disk, or --no-history")
         click.echo(f"history {history_path}: run {out_csv.stem}, {n} rows (replacing any earlier collect of it)")
     click.echo("ms/step (mean over steady-state steps):")
     click.echo(pivot_ms_per_step(df).to_string())

@@ -251,11 +251,16 @@ def fit_metrics(epoch_s: Sequence[float], call_s: float | None = None) -> dict[s
 def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:
     """Time ``steps + 1`` calls of ``call``: the first (build/compile) as the timer's first epoch, the others
     as its second, so ``timer.summary`` reports the first apart and its statistics cover steps 2..N.
-    Returns the last call's result."""
+    Returns the last call's result.
+
+    Each call's result is held until the barrier after it has run: JAX's barrier waits on ``jax.live_arrays()``,
+    which a dropped result is not in, so a first call whose output were discarded would end its epoch before its
+    work had (its compile and run would land in step 2)."""
     timer.begin_epoch()
-    call()
+    first = call()
     timer.end_step()
     timer.begin_epoch()
+    del first
     out = None
     for _ in range(steps):
         out = call()
