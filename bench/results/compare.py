@@ -190,7 +190,8 @@ def test_pair(a: list[float], b: list[float], alpha: float, threshold: float) ->
 
 def with_inputs(df):
     """``df`` with an ``inputs`` column: the input suffix of each row's cell_id (``""`` without a cell_id column)."""
-    return df.assign(**{INPUTS: df[CELL_ID].map(inputs_of) if CELL_ID in df.columns else ""})
+    # a copy first: a CSV of a few hundred columns, filtered, is fragmented, and assign would warn (PerformanceWarning)
+    return df.copy().assign(**{INPUTS: df[CELL_ID].map(inputs_of) if CELL_ID in df.columns else ""})
 
 
 VARIANT = col(Record, "variant")
