@@ -18,7 +18,7 @@ import pytest
 from bench.core.reference import keras_benchmarks as source
 from bench.core.reference.keras_benchmarks import NOT_REQUESTED
 from bench.core.stacks import STACKS, get_stack
-from bench.run.engines import keras_steps
+from bench.run.engines.keras import steps as keras_steps
 from bench.run.workloads import SUITES, get_workload
 from tests.conftest import has
 
@@ -242,7 +242,7 @@ _EFFECT = r"""
 import json, sys
 import keras
 import tensorflow as tf
-from bench.run.engines import keras_steps
+from bench.run.engines.keras import steps as keras_steps
 from bench.core.stacks import get_stack
 from bench.run.workloads import get_workload
 from bench.run.workloads.paper.stable_diffusion import StableDiffusion

@@ -123,7 +123,7 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
 
     from bench.core.stacks import get_stack
     from bench.results.schema import to_json
-    from bench.run.engines import keras_engine
+    from bench.run.engines.keras import fit as keras_fit
 
     counted: list[int] = []
     real_fit, real_call = keras.Model.fit, keras.layers.LSTM.call
@@ -146,7 +146,7 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
     w = get_workload("mnist_hierarchical_rnn")
     w = dataclasses.replace(w, samples={"smoke": 16, "full": None})
     ds = w.load_data("smoke", "synthetic")
-    out = keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 8,
+    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 8,
                            knobs.KerasFitSettings(row_lstm=row_lstm))
     s = to_json(out.settings)
     assert counted == [calls]

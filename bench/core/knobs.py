@@ -124,7 +124,7 @@ class Settings:
 
 @dataclass(frozen=True)
 class KerasFitSettings(Settings):
-    """``model.fit`` on a Keras stack (``bench.run.engines.keras_engine``), as the tuning study varied it."""
+    """``model.fit`` on a Keras stack (``bench.run.engines.keras.fit``), as the tuning study varied it."""
 
     engine: ClassVar[str] = "keras"
     data_pipeline: str = knob("numpy_fit", ("numpy_fit", "tf_data_numpy", "tf_data_tensors", "tensors_fit"),
@@ -145,7 +145,7 @@ class KerasFitSettings(Settings):
 
 @dataclass(frozen=True)
 class TorchFitSettings(Settings):
-    """A plain PyTorch training loop (``bench.run.engines.torch_engine``), as the tuning study varied it."""
+    """A plain PyTorch training loop (``bench.run.engines.torch.fit``), as the tuning study varied it."""
 
     engine: ClassVar[str] = "torch"
     data_pipeline: str = knob("tensors_on_device",
@@ -168,7 +168,7 @@ class TorchFitSettings(Settings):
 
 @dataclass(frozen=True)
 class KerasStepSettings(Settings):
-    """A step-timed Keras task (``paper`` suite, ``bench.run.engines.keras_steps``).
+    """A step-timed Keras task (``paper`` suite, ``bench.run.engines.keras.steps``).
 
     ``jit_compile`` None (the default) requests, cell by cell, what keras-benchmarks v0.0.5 requested
     (``bench.core.reference.keras_benchmarks.SOURCE_JIT``: ``use_jit()`` in some cells, nothing, i.e. Keras' own
@@ -184,7 +184,7 @@ class KerasStepSettings(Settings):
 
 @dataclass(frozen=True)
 class TorchStepSettings(Settings):
-    """A step-timed PyTorch task (``paper`` suite, ``bench.run.engines.torch_steps``)."""
+    """A step-timed PyTorch task (``paper`` suite, ``bench.run.engines.torch.steps``)."""
 
     engine: ClassVar[str] = "torch"
     compile: str = knob("none", ("none", "default", "reduce-overhead", "max-autotune"), _COMPILE)
@@ -194,7 +194,7 @@ class TorchStepSettings(Settings):
 
 @dataclass(frozen=True)
 class JaxFitSettings(Settings):
-    """A plain JAX training loop: a Flax NNX model and an optax optimizer (``bench.run.engines.jax_engine``)."""
+    """A plain JAX training loop: a Flax NNX model and an optax optimizer (``bench.run.engines.jax.fit``)."""
 
     engine: ClassVar[str] = "jax"
     data_pipeline: str = knob("numpy_batches", ("numpy_batches", "device_put_once", "tf_data_numpy"), _PIPELINE)

@@ -45,7 +45,9 @@ class NoisyMeasurement(RuntimeError):
 
 
 def _hand_keras(stack, w, ds, device, epochs, batch) -> dict[str, float]:
-    from bench.run.engines.keras_engine import import_keras, make_optimizer, model_inputs
+    from bench.run.engines.keras.data import model_inputs
+    from bench.run.engines.keras.fit import make_optimizer
+    from bench.run.engines.keras.runtime import import_keras
 
     keras = import_keras(stack)
     math_mode.set_tf32(stack.backend, TF32_AS_HARNESS)
@@ -78,7 +80,8 @@ def _hand_keras(stack, w, ds, device, epochs, batch) -> dict[str, float]:
 def _hand_torch(stack, w, ds, device, epochs, batch) -> dict[str, float]:
     import torch
 
-    from bench.run.engines.torch_engine import make_optimizer, to_tensors
+    from bench.run.engines.torch.data import to_tensors
+    from bench.run.engines.torch.fit import make_optimizer
 
     math_mode.set_tf32("torch", TF32_AS_HARNESS)
     torch.manual_seed(0)
@@ -110,28 +113,28 @@ def _hand_torch(stack, w, ds, device, epochs, batch) -> dict[str, float]:
 
 
 def _hand_jax(stack, w, ds, device, epochs, batch) -> dict[str, float]:
-    """The free-running plain-JAX loop: the engine's own jitted train step (``jax_engine.make_steps``, float32)
-    fed as a default cell feeds it (``numpy_batches``: NumPy batches of a fresh permutation, moved by the call), so
-    the two differ only in what the harness adds; one barrier per epoch block, on the last step's outputs."""
+    """The free-running plain-JAX loop: the engine's own jitted train step (``bench.run.engines.jax.fit.make_steps``,
+    float32) fed as a default cell feeds it (``numpy_batches``: NumPy batches of a fresh permutation, moved by the
+    call), so the two differ only in what the harness adds; one barrier per epoch block, on the last step's outputs."""
     import jax
     import optax
     from flax import nnx
 
-    from bench.run.engines import jax_engine
+    from bench.run.engines.jax import data, fit
 
     math_mode.set_tf32("jax", TF32_AS_HARNESS)
     dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
     with jax.default_device(dev):
-        model = jax_engine.build_model(nnx, w, ds.meta)
-        tx, _ = jax_engine.make_optimizer(optax, w)
+        model = fit.build_model(nnx, w, ds.meta)
+        tx, _ = fit.make_optimizer(optax, w)
         model.train()
         train_def, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]  # flax overloads: 3 parts
         model.eval()
         eval_def = nnx.graphdef(model)
-        train, _ = jax_engine.make_steps(jax, nnx, optax, (train_def, eval_def), tx, "float32", jit=True)
+        train, _ = fit.make_steps(jax, nnx, optax, (train_def, eval_def), tx, "float32", jit=True)
         params, rest = jax.device_put((params, rest), dev)
         opt_state = jax.device_put(tx.init(params), dev)
-        epoch_batches = jax_engine.numpy_epochs(ds.x_train, ds.y_train, batch)
+        epoch_batches = data.numpy_epochs(ds.x_train, ds.y_train, batch)
     state = [params, opt_state, rest]
     totals: list[Any] = []
 

@@ -115,8 +115,8 @@ class StepEngine(Protocol):
         """
 
 
-_MODULES = {"epochs": {"keras": "keras_engine", "torch": "torch_engine", "jax": "jax_engine"},
-            "steps": {"keras": "keras_steps", "torch": "torch_steps"}}
+_MODULES = {"epochs": {"keras": "keras.fit", "torch": "torch.fit", "jax": "jax.fit"},
+            "steps": {"keras": "keras.steps", "torch": "torch.steps"}}
 
 
 #: The ``Workload`` builder each epoch engine trains.

@@ -21,7 +21,7 @@ from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
-from bench.run.engines.keras_engine import import_keras, make_timing_callback
+from bench.run.engines.keras.runtime import import_keras, make_timing_callback
 from bench.run.timing import EpochTimer, time_calls
 from bench.run.workloads import Job, StepWorkload, check_output
 
@@ -57,7 +57,7 @@ def jit_request(stack: Stack, workload: str, task: str, knob: bool | str | None)
         return knob, "jit_compile knob (variant)"
     decl = source.source_jit(workload, task)
     if stack.keras_major is None:
-        raise ValueError(f"{stack.id} is not a Keras stack: keras_steps does not run it")
+        raise ValueError(f"{stack.id} is not a Keras stack: the Keras step engine does not run it")
     return decl.requested(stack.keras_major, stack.backend), decl.cite
 
 
