@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
+from bench.core.families.jax import JaxFitSettings
+from bench.core.families.keras import KerasFitSettings
+from bench.core.families.torch import TorchFitSettings
 from bench.results.schema import to_json
 from bench.run import datasets
 from bench.run.datasets import Dataset
@@ -300,7 +303,7 @@ def test_keras_augmentation_in_tf_data_is_the_source_transform_with_its_shift_di
 def test_augment_knob_is_a_variant_with_clear_limits():
     """augment unset: the source decides; false: off (a variant); true where the source has none, or with another
     data pipeline: a reason (the cell is recorded unsupported)."""
-    K, T = knobs.KerasFitSettings, knobs.TorchFitSettings
+    K, T = KerasFitSettings, TorchFitSettings
     assert K().augment is None and "augment" in knobs.KNOBS["keras"] and "augment" in knobs.KNOBS["torch"]
     assert knobs.augment_in_effect(K(), True) and not knobs.augment_in_effect(K(augment=False), True)
     assert not knobs.augment_in_effect(K(), False)
@@ -364,7 +367,7 @@ def test_keras_fit_s_per_epoch_is_the_progress_bars_epoch_setup_excluded_validat
     monkeypatch.setattr(keras.Model, "fit", lambda self, *a, callbacks=(), **k:
                         real_fit(self, *a, callbacks=[Slow(), *callbacks], **k))
     w, ds = small("mnist_mlp", 256)
-    m = to_json(keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, knobs.KerasFitSettings()).metrics)
+    m = to_json(keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasFitSettings()).metrics)
     assert len(m["fit_epoch_s"]) == len(seen) == 3
     assert m["fit_epoch_s"] == pytest.approx(seen, rel=0.05, abs=0.01)
     assert min(m["fit_epoch_s"]) > VAL_S  # validation inside each epoch
@@ -410,7 +413,7 @@ def test_torch_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
 
     evals = _timed(monkeypatch, torch_fit)
     w, ds = small("mnist_mlp", 512)
-    out = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, knobs.TorchFitSettings())
+    out = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchFitSettings())
     _check_loop_epochs(to_json(out.metrics), evals, 3)
 
 
@@ -421,7 +424,7 @@ def test_jax_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
 
     evals = _timed(monkeypatch, jax_fit)
     w, ds = small("mnist_mlp", 512)
-    out = jax_fit.fit(get_stack("jax"), w, ds, "cpu", 3, 64, knobs.JaxFitSettings())
+    out = jax_fit.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxFitSettings())
     _check_loop_epochs(to_json(out.metrics), evals, 3)
 
 
@@ -485,7 +488,7 @@ def test_torchvision_pipeline_is_torchvision_mnist_with_totensor_and_normalize()
     dataset = torchvision_mnist(ds)
     assert isinstance(dataset, torchvision.datasets.MNIST)
     expected = (ds.x_train[0][..., 0] - 0.1307) / 0.3081
-    settings = knobs.TorchFitSettings(data_pipeline="torchvision_dataset_transforms")
+    settings = TorchFitSettings(data_pipeline="torchvision_dataset_transforms")
     epoch = make_batches(torch, "torchvision_dataset_transforms", settings, ds, get_workload("mnist_cnn_tuning"), 8,
                          torch.device("cpu"))
     seen = []
@@ -611,7 +614,7 @@ def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
     monkeypatch.setattr(keras.Model, "fit", fit_)
     w, ds = small(name, n)
     with pytest.raises(_Captured):
-        keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, knobs.KerasFitSettings(**settings))
+        keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, KerasFitSettings(**settings))
     seen["ds"] = ds
     return seen
 
@@ -677,7 +680,7 @@ def test_keras_fit_runs_verbose_1_with_the_progress_bar_discarded_and_records_it
     monkeypatch.setattr(keras.callbacks.ProgbarLogger, "on_train_batch_end",
                         lambda self, batch, logs=None: (batches.append(batch), real(self, batch, logs))[1])
     w, ds = small("mnist_mlp", 64)
-    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, knobs.KerasFitSettings())
+    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasFitSettings())
     s = to_json(out.settings)
     assert len(batches) == 2 * 4  # every step of both epochs
     assert s["verbose"] == 1 and s["loss"] == "categorical_crossentropy" and s["labels"]["form"] == "one_hot"
@@ -686,7 +689,7 @@ def test_keras_fit_runs_verbose_1_with_the_progress_bar_discarded_and_records_it
     assert "Epoch 1/2" not in captured.out + captured.err and "step" not in captured.out
     batches.clear()
     quiet = to_json(keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
-                                     knobs.KerasFitSettings(verbose=0)).settings)
+                                     KerasFitSettings(verbose=0)).settings)
     assert batches == [] and quiet["verbose"] == 0
 
 
@@ -705,7 +708,7 @@ def test_fit_variants_are_named_and_listed():
 
     from bench.cli import cli
 
-    assert knobs.KerasFitSettings().verbose == 1 and knobs.KerasFitSettings().jit_compile is None
+    assert KerasFitSettings().verbose == 1 and KerasFitSettings().jit_compile is None
     assert knobs.variant_name({"verbose": 0}) == "verbose=0"
     assert knobs.parse_assignment("verbose=0") == ("verbose", 0)
     assert knobs.parse_assignment("jit_compile=false") == ("jit_compile", False)
@@ -723,12 +726,13 @@ def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
     import subprocess
     import sys
 
-    code = ("import json; from bench.core import knobs; from bench.core.stacks import get_stack; "
+    code = ("import json; from bench.core.families.keras import KerasFitSettings; "
+            "from bench.core.stacks import get_stack; "
             "from bench.run.engines.keras import fit as keras_fit; from bench.results.schema import to_json; "
             "from tests.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
             "for kw in ({}, {'jit_compile': False}):\n"
             "    s = to_json(keras_fit.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
-            "knobs.KerasFitSettings(verbose=0, **kw)).settings)\n"
+            "KerasFitSettings(verbose=0, **kw)).settings)\n"
             "    out[str(kw)] = [s['jit_compile'], s['jit_compile_requested']]\n"
             "print(json.dumps(out))")
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}

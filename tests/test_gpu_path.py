@@ -111,7 +111,7 @@ class Window:
 
 @needs_torch
 def test_torch_engine_closes_each_epoch_before_validation(monkeypatch):
-    from bench.core.knobs import TorchFitSettings
+    from bench.core.families.torch import TorchFitSettings
     from bench.core.stacks import get_stack
     from bench.run import datasets
     from bench.run.engines.torch import fit as torch_fit

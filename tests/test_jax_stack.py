@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
+from bench.core.families.jax import JaxFitSettings
+from bench.core.families.torch import TorchFitSettings
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.run.workloads import WORKLOADS, Workload, get_workload
 from tests.conftest import has, needs_keras_torch, needs_torch
@@ -33,7 +35,7 @@ def test_jax_is_a_default_stack_on_the_tensorflow_layer():
 
 
 def test_jax_knobs_are_validated_and_named_as_the_other_engines():
-    assert knobs.settings_class("jax") is knobs.JaxFitSettings
+    assert knobs.settings_class("jax") is JaxFitSettings
     assert knobs.KNOBS["jax"]["data_pipeline"] == ("numpy_batches", "device_put_once", "tf_data_numpy")
     assert knobs.check(JAX, {}) is None
     assert knobs.check(JAX, {"jit_compile": False, "precision": "bfloat16", "tf32": "off", "sync": "every:4"}) is None
@@ -49,9 +51,9 @@ def test_jax_knobs_are_validated_and_named_as_the_other_engines():
 
 
 def test_augment_on_jax_takes_the_default_pipeline_only():
-    s = knobs.JaxFitSettings(data_pipeline="device_put_once")
+    s = JaxFitSettings(data_pipeline="device_put_once")
     assert "add augment=false" in knobs.augmentation_problem(s, "cifar10_cnn", True)
-    assert knobs.augmentation_problem(knobs.JaxFitSettings(), "cifar10_cnn", True) is None
+    assert knobs.augmentation_problem(JaxFitSettings(), "cifar10_cnn", True) is None
     assert knobs.augmentation_problem(dataclasses.replace(s, augment=False), "cifar10_cnn", True) is None
 
 
@@ -265,7 +267,7 @@ def _fit(name: str, epochs: int = 2, **kw):
 
     w = get_workload(name)
     ds = w.load_data("smoke", "synthetic")
-    return _blocks(jax_fit.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), knobs.JaxFitSettings(**kw)))
+    return _blocks(jax_fit.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), JaxFitSettings(**kw)))
 
 
 def _blocks(out) -> dict:
@@ -288,7 +290,7 @@ def test_jax_learns_like_pytorch_on_the_same_smoke_data():
     w = get_workload("mnist_mlp")
     ds = w.load_data("smoke", "synthetic")
     j = _fit("mnist_mlp", epochs=4)
-    t = _blocks(torch_fit.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, knobs.TorchFitSettings()))
+    t = _blocks(torch_fit.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, TorchFitSettings()))
     for h in (j["history"], t["history"]):
         assert h["loss"][-1] < h["loss"][0]
     assert abs(j["history"]["loss"][-1] - t["history"]["loss"][-1]) < 0.1 * t["history"]["loss"][-1]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.core.knobs import TorchFitSettings, check
+from bench.core.families.torch import TorchFitSettings
+from bench.core.knobs import check
 from bench.core.stacks import get_stack
 from bench.run.workloads import get_workload
 from tests.conftest import has, needs_torch

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.knobs import JaxFitSettings, augment_in_effect, augmentation_problem
+from bench.core.families.jax import JaxFitSettings
+from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
@@ -148,7 +149,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         settings: JaxFitSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` with a plain JAX loop and return the record blocks (as ``bench.run.engines.torch.fit.fit``).
 
-    ``settings``: ``bench.core.knobs.JaxFitSettings``. The workload's augmentation, where its source had one and
+    ``settings``: ``bench.core.families.jax.JaxFitSettings``. The workload's augmentation, where its source had one and
     ``augment`` is not false, replaces the data pipeline (``AugmentedBatches``). The barrier blocks on the last
     step's outputs (new parameters, optimizer state and totals: everything the step computes); JAX dispatches
     asynchronously on every device. ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric with

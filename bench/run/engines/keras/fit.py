@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.knobs import KerasFitSettings, augment_in_effect, augmentation_problem
+from bench.core.families.keras import KerasFitSettings
+from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
@@ -96,8 +97,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         settings: KerasFitSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` on ``ds`` for ``epochs`` and return the record blocks.
 
-    ``settings``: ``bench.core.knobs.KerasFitSettings`` (defaults, allowed values and meaning there). The workload's
-    augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
+    ``settings``: ``bench.core.families.keras.KerasFitSettings`` (defaults, allowed values and meaning there). The
+    workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
     (``augmented_train_data``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric: each epoch timed as
     Keras 2.0.8's progress bar did, from ``on_epoch_begin`` to after its validation (``bench.run.timing.EpochClock``;
     the barriers are ours), averaged; ``metrics.fit_call_s`` is the whole ``fit`` call (``fit_metrics``).

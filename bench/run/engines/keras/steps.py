@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.knobs import KerasStepSettings
+from bench.core.families.keras import KerasStepSettings
 from bench.core.reference import keras_benchmarks as source
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
@@ -127,8 +127,8 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         settings: KerasStepSettings, telemetry=None) -> StepResult:
     """Build ``w``'s Keras model for ``task``, time ``steps`` steps after the first, return the record blocks.
 
-    ``settings``: ``bench.core.knobs.KerasStepSettings``; ``jit_compile`` unset requests what the source requested
-    for the cell (``jit_request``). The ``settings`` block records ``jit_compile_requested`` (True, False,
+    ``settings``: ``bench.core.families.keras.KerasStepSettings``; ``jit_compile`` unset requests what the source
+    requested for the cell (``jit_request``). The ``settings`` block records ``jit_compile_requested`` (True, False,
     "auto" or ``source.NOT_REQUESTED``), ``jit_compile_requested_by`` and ``jit_compile`` in effect, read
     from the model after the run (``jit_in_effect``; generate: ``generate_compiler``, also ``generate_function``).
 

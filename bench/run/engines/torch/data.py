@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.knobs import TorchFitSettings
+from bench.core.families.torch import TorchFitSettings
 from bench.run.datasets import Dataset
 from bench.run.engines import Unsupported
 from bench.run.workloads import Augmentation, Workload

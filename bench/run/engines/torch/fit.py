@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.core.knobs import TorchFitSettings, augment_in_effect, augmentation_problem
+from bench.core.families.torch import TorchFitSettings
+from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
@@ -99,8 +100,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         settings: TorchFitSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` with a plain PyTorch loop and return the record blocks.
 
-    ``settings``: ``bench.core.knobs.TorchFitSettings`` (defaults, allowed values and meaning there). The workload's
-    augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
+    ``settings``: ``bench.core.families.torch.TorchFitSettings`` (defaults, allowed values and meaning there). The
+    workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
     (``augmented_loader``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric with
     Keras 2.0.8's progress-bar definition (``bench.run.timing.EpochClock``): each epoch from its begin to after its
     validation, barriers ours, averaged; ``metrics.fit_call_s`` is the whole loop (``fit_metrics``).
