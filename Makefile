@@ -11,9 +11,11 @@
 #        shuffle, default 1), ORDER (shuffled|abba: how each round orders the stacks), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
 #        idle + 3 degC; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
-#        REGISTRY (pull images tagged by their inputs where it has them; make push). Also passed through to
+#        REGISTRY (pull images tagged by their inputs where it has them; make push), HISTORY (on|off: collect
+#        appends the run to $(RESULTS_DIR)/history.sqlite; off: the CSV only, for a RESULTS_DIR on a bucket's FUSE
+#        mount, which takes no SQLite writes: cloud/run.sh). Also passed through to
 #        `bench run` as they are: BATCH_SIZE, EPOCHS, STEPS, SEQ_LEN, WORKLOADS, TASKS, COMPILE, NO_AUGMENT=1
-#        (`python3 -m bench.core.request vars`). Every default (SUITE, SIZE, REPEATS, SEED, ...) is bench's own,
+#        (`python3 -m bench.host request vars`). Every default (SUITE, SIZE, REPEATS, SEED, ...) is bench's own,
 #        declared once in bench/core/request.py; only what you set is passed on.
 
 SHELL := /bin/bash
@@ -23,8 +25,10 @@ comma := ,
 # The stack lists, services and Dockerfiles: written from bench/core/stacks.py by `make stacks`.
 include images/stacks.mk
 PYTHON ?= python3
-# The inputs of `bench run` and their defaults (bench/core/request.py; standard library only).
-REQUEST := $(PYTHON) -m bench.core.request
+# The host's tools, one front door (`$(PYTHON) -m bench.host --help` lists them; standard library only).
+HOST_CLI := $(PYTHON) -m bench.host
+# The inputs of `bench run` and their defaults (bench/core/request.py).
+REQUEST := $(HOST_CLI) request
 # what the user set (command line or environment), as opposed to a default this Makefile filled in
 user_set = $(filter command line environment environment override,$(origin $(1)))
 STACKS ?= $(DEFAULT_STACKS)
@@ -102,10 +106,16 @@ BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_
 	$(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) \
 	$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE))
 
+# collect's results history (results/history.sqlite, docs/history.md); off on a bucket mount (cloud/run.sh)
+HISTORY ?= on
+ifeq ($(filter on off,$(HISTORY)),)
+  $(error HISTORY must be on or off (got '$(HISTORY)'))
+endif
+
 FIDELITY_WORKLOAD ?= cifar10_cnn
 # The doctor's Container Toolkit check runs `nvidia-smi -L` in this image with --gpus all.
 TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
-DOCTOR := $(PYTHON) -m bench.host.doctor host --device $(RUN_DEVICE) --variant $(VARIANT) --stacks "$(STACKS)" \
+DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --variant $(VARIANT) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
 .PHONY: help configure preflight doctor selftest build bench-all collect report compare fidelity flops test test-unit test-e2e \
@@ -174,13 +184,13 @@ selftest-%:
 bench-all: preflight configure $(if $(REGISTRY),images,build) ## Preflight, build (or pull), run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
-	@status=0; $(PYTHON) -m bench.host.launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) --seed $(SEED) \
+	@status=0; $(HOST_CLI) launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) --seed $(SEED) \
 	  --order $(ORDER) --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
 	$(MAKE) --no-print-directory collect || { echo "collect failed" >&2; exit 1; }; exit $$status
 
-collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv, then rewrite results/report.md (collector container)
+collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (and results/history.sqlite unless HISTORY=off), then rewrite results/report.md (collector container)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
-	  bench collect /results/runs/$(RUN) -o /results/$(RUN).csv
+	  bench collect /results/runs/$(RUN) -o /results/$(RUN).csv$(if $(filter off,$(HISTORY)), --no-history)
 	$(MAKE) --no-print-directory report
 
 report: ## results/report.md (one section per collected results/*.csv) + PNG plots in results/plots/<run>/
@@ -195,20 +205,20 @@ compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.cs
 # stack; compare-versions runs two stacks in ABBA rounds (REPEATS: bench.host.versions.COMPARE_ROUNDS) into one run.
 version-stack: ## Declare and lock a stack = BASE + pins: make version-stack BASE=keras3-jax PINS="keras==3.14.1 keras-hub==0.29.1"
 	@test -n "$(BASE)" -a -n "$(PINS)" || { echo "usage: make version-stack BASE=<stack> PINS=\"name==version ...\"" >&2; exit 2; }
-	@$(PYTHON) -m bench.host.versions add --base "$(BASE)" --pins "$(PINS)"
+	@$(HOST_CLI) versions add --base "$(BASE)" --pins "$(PINS)"
 
 compare-versions: ## BASE vs CANDIDATE in interleaved ABBA rounds on this device, then collect: make compare-versions BASE=keras3-jax CANDIDATE=<stack> [SUITE=] [REPEATS=4]
 	@test -n "$(BASE)" -a -n "$(CANDIDATE)" || { echo "usage: make compare-versions BASE=<stack> CANDIDATE=<stack>" \
 	  "[SUITE=classic] [REPEATS=4] [DEVICE=auto]" >&2; exit 2; }
-	@$(PYTHON) -m bench.host.versions pair "$(BASE)" "$(CANDIDATE)"
+	@$(HOST_CLI) versions pair "$(BASE)" "$(CANDIDATE)"
 	$(MAKE) --no-print-directory bench-all STACKS="$(BASE) $(CANDIDATE)" ORDER=abba \
-	  REPEATS=$(or $(REPEATS),$$($(PYTHON) -m bench.host.versions rounds)) \
+	  REPEATS=$(or $(REPEATS),$$($(HOST_CLI) versions rounds)) \
 	  RUN=$(if $(call user_set,RUN),$(RUN),versions-$(BASE)-vs-$(CANDIDATE)-$(SUITE)-$(SIZE)-$(RUN_DEVICE))
 
 # Registry (REGISTRY=ghcr.io/<owner>/dlbench): an image's tag names its variant and a hash of its build inputs
 # (bench/host/imagetag.py), so a changed lock, Dockerfile or harness is a new tag and a stale image is never reused.
 PUSH_STACKS = $(filter-out $(DERIVED_STACKS),$(if $(filter cpu,$(VARIANT)),$(CPU_STACKS),$(ALL_STACKS)))
-IMAGE_REF = $(REGISTRY)/$$i:$$($(PYTHON) -m bench.host.imagetag $$i $$v)
+IMAGE_REF = $(REGISTRY)/$$i:$$($(HOST_CLI) imagetag $$i $$v)
 for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo latest || echo $(VARIANT) );
 need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [VARIANT=cpu|gpu]" >&2; exit 2; }
 
@@ -234,24 +244,24 @@ BUCKET ?=
 REGISTRY ?=
 GPU_PRODUCT ?=
 CLOUD_RUN ?= dlbench-$(SUITE)-$(shell date -u +%Y%m%d-%H%M)
-# Only what the user set goes to the cloud; bench.host.cloud takes the rest from the request's GPU defaults.
+# Only what the user set goes to the cloud; `bench.host cloud` takes the rest from the request's GPU defaults.
 CLOUD_REQUEST = $(if $(call user_set,STACKS),--stacks "$(STACKS)") $(if $(call user_set,SIZE),--size $(SIZE)) \
 	$(if $(REPEATS),--repeats $(REPEATS)) $(if $(call user_set,SEED),--seed $(SEED)) \
 	$(foreach v,$(REQUEST_VARS),$(if $($(v)),--input '$(v)=$($(v))'))
 
 cloud: ## SkyPilot jobs, one per GPU type: make cloud SUITE=paper GPUS="A100 H100" BUCKET=name [SPOT=1] [DRY_RUN=1]
-	$(PYTHON) -m bench.host.cloud launch --suite $(SUITE) --gpus "$(GPUS)" $(CLOUD_REQUEST) \
+	$(HOST_CLI) cloud launch --suite $(SUITE) --gpus "$(GPUS)" $(CLOUD_REQUEST) \
 	  --bucket "$(BUCKET)" --run-name "$(CLOUD_RUN)" \
 	  $(if $(SPOT),--spot) $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR)) \
 	  $(if $(REGISTRY),--registry "$(REGISTRY)") $(if $(DRY_RUN),--dry-run)
 
 cloud-k8s: ## A Kubernetes Job (no SkyPilot) on the images make push pushed: make cloud-k8s REGISTRY=... GPU_PRODUCT=...
-	@$(PYTHON) -m bench.host.cloud k8s --suite $(SUITE) $(CLOUD_REQUEST) \
+	@$(HOST_CLI) cloud k8s --suite $(SUITE) $(CLOUD_REQUEST) \
 	  --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)"
 
 cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<CLOUD_RUN> (gs://, or a folder); CSV + report
 	@test -n "$(FROM)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }
-	$(PYTHON) -m bench.host.cloud collect --source "$(FROM)" --dest "$(RESULTS_DIR)/cloud/$(notdir $(FROM))" $(if $(DRY_RUN),--dry-run)
+	$(HOST_CLI) cloud collect --source "$(FROM)" --dest "$(RESULTS_DIR)/cloud/$(notdir $(FROM))" $(if $(DRY_RUN),--dry-run)
 	$(if $(DRY_RUN),@echo "(dry run: collect and report skipped)",$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
 	  bench collect /results/cloud/$(notdir $(FROM)) -o /results/$(notdir $(FROM)).csv && $(MAKE) --no-print-directory report)
 
@@ -286,7 +296,7 @@ e2e-images: e2e-base
 lint: ## ruff, mypy on bench/, hadolint on every Dockerfile, compose files against the compose-spec schema, the docs site (mkdocs --strict)
 	$(PYTHON) -m ruff check bench tests
 	$(PYTHON) -m mypy bench
-	$(PYTHON) -m bench.host.stackfiles --check
+	$(HOST_CLI) stackfiles --check
 	hadolint images/Dockerfile images/collector/Dockerfile
 	check-jsonschema --builtin-schema vendor.compose-spec compose.yaml compose.gpu.yaml
 	$(PYTHON) -m mkdocs build --strict --quiet -d $(CURDIR)/.site
@@ -298,7 +308,7 @@ lock: ## Regenerate every image's locked, hashed requirements (needs uv)
 	images/lock.sh
 
 stacks: ## Rewrite compose.yaml, compose.gpu.yaml and images/stacks.mk from bench/core/stacks.py (the one stack list)
-	$(PYTHON) -m bench.host.stackfiles
+	$(HOST_CLI) stackfiles
 
 clean: ## Remove scratch files of interrupted cells and Python caches (results are kept)
 	find $(RESULTS_DIR) -name .work -type d -prune -exec rm -rf {} + 2>/dev/null || true

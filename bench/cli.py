@@ -322,11 +322,16 @@ def collect_cmd(results_dir: Path, out_csv: Path, history_path: Path | None, no_
         click.echo(f"skipped {path}: {reason}", err=True)
     click.echo(f"wrote {out_csv}: {len(df)} rows, {len(bad)} file(s) skipped")
     if not no_history:
+        import sqlite3
+
         history_path = history_path or out_csv.parent / HISTORY_NAME
         try:
             n = append_run(history_path, out_csv.stem, df, source=str(results_dir))
         except HistoryError as e:
-            fail(str(e))
+            fail(f"{e} (the CSV {out_csv} is written)")
+        except sqlite3.Error as e:  # e.g. a bucket's FUSE mount (goofys on S3) refuses SQLite's random writes
+            fail(f"cannot write the history {history_path}: {type(e).__name__}: {e}; the CSV {out_csv} is written. "
+                 "A bucket mounted with FUSE takes no SQLite writes: --history on a local disk, or --no-history")
         click.echo(f"history {history_path}: run {out_csv.stem}, {n} rows (replacing any earlier collect of it)")
     click.echo("ms/step (mean over steady-state steps):")
     click.echo(pivot_ms_per_step(df).to_string())
@@ -447,8 +452,13 @@ def knobs_cmd() -> None:
               help="Smallest relative change worth flagging.")
 @click.option("-o", "--output", "out_csv", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the comparison as CSV.")
-def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
+@click.option("--variant-a", default=None, help="Compare A's cells of this variant (e.g. default) ...")
+@click.option("--variant-b", default=None, help="... with B's of this one (e.g. row_lstm-reshape): a knob's "
+              "effect; A and B may be the same CSV. Both or neither.")
+def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv, variant_a, variant_b) -> None:
     """Per-cell ratio B/A of a metric, with a significance test across repeats."""
+    if (variant_a is None) != (variant_b is None):
+        fail("--variant-a and --variant-b go together")
     try:
         import pandas as pd
 
@@ -456,7 +466,8 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv) -> None:
     except ImportError as e:
         fail(f"compare needs pandas and scipy ({e}); install dlbench[collect] or use the collector image")
     try:
-        table = compare(pd.read_csv(csv_a), pd.read_csv(csv_b), metric, alpha, threshold)
+        table = compare(pd.read_csv(csv_a), pd.read_csv(csv_b), metric, alpha, threshold,
+                        (variant_a, variant_b) if variant_a is not None else None)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         fail(str(e).splitlines()[0])
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):

@@ -35,5 +35,7 @@ if [ -z "${IDLE_TEMP_C:-}" ]; then
 fi
 echo "dlbench run: ${SUITE:-the default suite} on $gpu into $out${as[*]:+ (through sudo)}"
 ${as[@]+"${as[@]}"} make doctor DEVICE=gpu RESULTS_DIR="$out" GIT_COMMIT="$commit"
+# HISTORY=off: the bucket is a FUSE mount (goofys on S3), which cannot take SQLite's random writes, so the VM
+# collects the CSV only; `make cloud-collect` at home appends the run to the local results/history.sqlite.
 ${as[@]+"${as[@]}"} make bench-all DEVICE=gpu ${request[@]+"${request[@]}"} ${idle[@]+"${idle[@]}"} RESULTS_DIR="$out" \
-  PRICE_PER_HOUR="${PRICE_PER_HOUR:-}" REGISTRY="${REGISTRY:-}" GIT_COMMIT="$commit"
+  PRICE_PER_HOUR="${PRICE_PER_HOUR:-}" REGISTRY="${REGISTRY:-}" GIT_COMMIT="$commit" HISTORY=off

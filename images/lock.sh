@@ -15,7 +15,7 @@ compile() {
 if [ $# -eq 0 ]; then
     compile uv.in uv.lock.txt
     compile collector/requirements.in collector/requirements.lock
-    (cd .. && python3 -m bench.host.versions refresh)
+    (cd .. && python3 -m bench.host versions refresh)
 fi
 # one "<stack> <variant>" line per image (every stack, or the ones named)
 PYTHONPATH=.. python3 -c 'import sys
@@ -25,4 +25,4 @@ for s in sys.argv[1:] or STACKS:
     compile "$s/requirements-$v.in" "$s/requirements-$v.lock"
 done
 # The shared layers' locks (images/layers/) are what the stacks' new locks pin identically.
-(cd .. && python3 -m bench.host.stackfiles)
+(cd .. && python3 -m bench.host stackfiles)

@@ -511,8 +511,9 @@ def test_torchvision_pipeline_needs_mnist():
 
 @needs_keras_torch
 def test_tf_data_shuffles_from_the_studys_buffer_of_20000():
-    """The post's tf.data pipeline shuffled from a buffer of 20,000: element i of an epoch comes from the first
-    20,000 + i examples (a whole-set shuffle would draw from all 25,000 at once)."""
+    """The tuning suite's tf.data pipeline shuffles from a buffer of 20,000 (assumed: the study's table says only
+    "shuffling on"): element i of an epoch comes from the first 20,000 + i examples (a whole-set shuffle would draw
+    from all 25,000 at once)."""
     import keras
 
     from bench.run.engines.keras.data import TF_DATA_SHUFFLE_BUFFER, shuffle_buffer, train_data

@@ -10,6 +10,7 @@ import yaml
 
 from bench.core.stacks import CONTAINER_ENV, DEFAULT_STACKS, STACKS
 from bench.host import cloud, imagetag, rounds
+from bench.host.__main__ import main as host_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -138,7 +139,7 @@ def test_collect_copies_a_folder_and_names_the_bucket_tools(tmp_path):
     src = tmp_path / "bucket" / "run1" / "NVIDIA-H100" / "runs"
     src.mkdir(parents=True)
     (src / "a.json").write_text("{}")
-    cloud.main(["collect", "--source", str(tmp_path / "bucket" / "run1"), "--dest", str(tmp_path / "home")])
+    host_cli(["cloud", "collect", "--source", str(tmp_path / "bucket" / "run1"), "--dest", str(tmp_path / "home")])
     assert (tmp_path / "home" / "NVIDIA-H100" / "runs" / "a.json").exists()
 
 

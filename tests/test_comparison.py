@@ -96,6 +96,38 @@ def test_bench_compare_uses_the_same_statistic():
                                                                                s.verdict)
 
 
+def test_compare_pairs_a_variant_with_another_within_one_csv(tmp_path):
+    """A knob's effect: the default cells against the variant's, from one CSV, matched on everything but the
+    variant; the statistic is the same; a variant absent from a side is a clear error."""
+    row = {"stack": "keras3-jax", "suite": "classic", "workload": "w", "task": "fit", "size": "smoke",
+           "device": "cpu", "status": "ok"}
+    both = pd.DataFrame([
+        {**row, "variant": "default", "metrics.ms_per_step_mean": 10.1,
+         "repeats.ms_per_step_mean.values": json.dumps(BASE_MS)},
+        {**row, "variant": "row_lstm-reshape", "metrics.ms_per_step_mean": 8.1,
+         "repeats.ms_per_step_mean.values": json.dumps(FAST_MS)},
+        {**row, "stack": "keras3-tf", "variant": "default", "metrics.ms_per_step_mean": 5.0},
+    ])
+    table = cmp.compare(both, both, variants=("default", "row_lstm-reshape"))
+    assert len(table) == 1  # keras3-tf has no variant row: unmatched
+    r = table.iloc[0]
+    s = ratio_stats(BASE_MS, FAST_MS)
+    assert r["stack"] == "keras3-jax" and r["variant"] == "default -> row_lstm-reshape"
+    assert (r["ratio"], r["p_value"], r["verdict"]) == (s.ratio, s.p_value, s.verdict)
+    with pytest.raises(ValueError, match="no row of variant 'verbose-0'.*default, row_lstm-reshape"):
+        cmp.compare(both, both, variants=("default", "verbose-0"))
+    path = tmp_path / "run.csv"
+    both.to_csv(path, index=False)
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "bench", "compare", str(path), str(path), "--variant-a", "default"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "go together" in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-m", "bench", "compare", str(path), str(path), "--variant-a", "default",
+                        "--variant-b", "row_lstm-reshape"], capture_output=True, text=True)
+    assert p.returncode == 0 and "default -> row_lstm-reshape" in p.stdout, p.stderr
+
+
 # ---- the report -------------------------------------------------------------------------------------------------
 
 def cell_record(stack, workload, values, peak=None, first_epoch=1.0, order_rule=None):

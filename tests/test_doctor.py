@@ -16,6 +16,7 @@ import pytest
 from bench.core.checks import Check
 from bench.core.stacks import TF_FATBIN_ARCHS
 from bench.host import doctor
+from bench.host.__main__ import main as host_cli
 from bench.run import probe
 from tests.conftest import has
 
@@ -204,12 +205,12 @@ def test_main_prints_the_table_saves_json_and_exits_1_on_a_problem(host, tmp_pat
     monkeypatch.setenv("FAKE_APPS", "")
     monkeypatch.setenv("FAKE_TOOLKIT", "1")
     out = tmp_path / "doctor" / "host.json"
-    rc = doctor.main(["host", "--variant", "gpu", "--docker", "docker", "--out", str(out)])
+    rc = host_cli(["doctor", "host", "--variant", "gpu", "--docker", "docker", "--out", str(out)])
     text = capsys.readouterr()
     assert rc == 1 and "✗" in text.out and "Driver for pytorch" in text.err
     saved = json.loads(out.read_text())
     assert saved["part"] == "host" and any(c["state"] == "fail" for c in saved["checks"])
-    assert doctor.main(["host", "--stacks", "keras4"]) == 2
+    assert host_cli(["doctor", "host", "--stacks", "keras4"]) == 2
 
 
 def test_image_checks_probe_then_measure_each_gemm_mode():
@@ -298,7 +299,7 @@ def test_main_reports_garbled_nvidia_smi_output_in_the_table(host, capsys, monke
     for k, v in (("FAKE_GPU_CSV", "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error"),
                  ("FAKE_APPS", ""), ("FAKE_APPS_1", ""), ("FAKE_QUERY_ERROR", ""), ("FAKE_TOOLKIT", "1")):
         monkeypatch.setenv(k, v)
-    assert doctor.main(["host", "--device", "gpu", "--variant", "gpu", "--docker", "docker"]) == 1
+    assert host_cli(["doctor", "host", "--device", "gpu", "--variant", "gpu", "--docker", "docker"]) == 1
     text = capsys.readouterr()
     assert "✗  unreadable: nvidia-smi answered" in text.out and "Traceback" not in text.err
 

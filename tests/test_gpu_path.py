@@ -466,6 +466,67 @@ def test_gpu_record_notes_mig(tmp_path, monkeypatch):
     assert "cuda_cache" not in rec["env"]  # the runner's, after the process exits (test_runner.py)
 
 
+def mig_slice_pynvml(answers_mig_handle: bool):
+    """A fake pynvml for a bare host where CUDA_VISIBLE_DEVICES names a MIG slice by UUID: the handle is the MIG
+    device's, whose name carries the profile and whose MIG mode NVML does not give (a MIG device handle);
+    ``answers_mig_handle``: the driver has ``nvmlDeviceIsMigDeviceHandle`` (else only the name says)."""
+    import ctypes
+    import types
+
+    class NotSupported(Exception):
+        pass
+
+    def not_supported(h):
+        raise NotSupported("Not Supported")
+
+    nv = types.SimpleNamespace(
+        NVML_DEVICE_MIG_ENABLE=1, nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+        nvmlDeviceGetHandleByUUID=lambda u: ("mig", u), nvmlDeviceGetHandleByIndex=lambda i: ("gpu", i),
+        nvmlSystemGetCudaDriverVersion_v2=lambda: 12040, nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetName=lambda h: "NVIDIA A100-SXM4-40GB MIG 1g.5gb" if h[0] == "mig" else "NVIDIA A100-SXM4-40GB",
+        nvmlDeviceGetUUID=lambda h: "MIG-1234" if h[0] == "mig" else "GPU-1",
+        nvmlSystemGetDriverVersion=lambda: "550.54.15",
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=5 * 2**30), nvmlDeviceGetMigMode=not_supported)
+    if answers_mig_handle:  # nvidia-ml-py 13.615.71 returns the c_uint itself
+        nv.nvmlDeviceIsMigDeviceHandle = lambda h: ctypes.c_uint(1 if h[0] == "mig" else 0)
+    return nv
+
+
+@pytest.mark.parametrize("answers_mig_handle", [True, False])
+def test_a_mig_slice_chosen_by_uuid_is_a_slice_with_no_datasheet_peak(monkeypatch, answers_mig_handle):
+    """CUDA_VISIBLE_DEVICES=MIG-<uuid> on a bare host: NVML hands back the MIG device, whose name matches the A100
+    family. The record must say MIG (and carry the note), and MFU must not divide by the whole A100's peak."""
+    import sys
+
+    from bench.results.record import Cell, new_record
+    from bench.run import worker
+    from bench.run.environment import gpu_info
+
+    monkeypatch.setitem(sys.modules, "pynvml", mig_slice_pynvml(answers_mig_handle))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-1234")
+    info = gpu_info()
+    assert info["name"] == "NVIDIA A100-SXM4-40GB MIG 1g.5gb" and info["mig_mode"] is True
+
+    cell = Cell(stack="pytorch", suite="paper", workload="bert", task="fit", size="full", device="gpu")
+    rec = new_record(cell)
+    monkeypatch.setattr(worker, "capture", lambda: {"gpu": info})
+    worker.add_env(rec, cell)
+    assert worker.MIG_NOTE in rec["notes"]
+    rec.update(settings={"precision": "bfloat16"}, metrics={"flops_per_step": 1e12, "ms_per_step_mean": 10.0})
+    worker.add_mfu(rec)
+    assert rec["metrics"]["peak_flops"] is None and "MIG slice" in rec["metrics"]["peak_source"]
+    assert rec["metrics"]["mfu"] is None
+
+
+def test_a_mig_slice_name_has_no_datasheet_peak_but_a_whole_gpu_does():
+    from bench.run import flops
+
+    peak, why = flops.peak_flops("NVIDIA A100-SXM4-40GB MIG 3g.20gb", "bfloat16", False)
+    assert peak is None and "MIG slice" in why
+    assert flops.gpu_family("NVIDIA A100-SXM4-40GB MIG 1g.5gb") is None
+    assert flops.peak_flops("NVIDIA A100-SXM4-40GB", "bfloat16", False)[0] == 312e12
+
+
 def two_gpu_pynvml(names=("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"), uuids=("GPU-aaa", "GPU-bbb")):
     """A fake pynvml holding two GPUs (index -> name, UUID), as nvidia-ml-py 13 answers (str, not bytes)."""
     import types

@@ -231,3 +231,28 @@ def test_show_exports_csv_and_no_history_skips(two_runs, tmp_path):
     write_run(tmp_path / "runs" / "r3", 23, "3.15.1")
     assert bench("collect", tmp_path / "runs" / "r3", "-o", tmp_path / "x" / "r3.csv", "--no-history").returncode == 0
     assert not (tmp_path / "x" / "history.sqlite").exists()
+
+
+def test_a_history_sqlite_cannot_write_is_one_line_and_the_csv_is_written(tmp_path):
+    """A results folder on a bucket's FUSE mount (goofys on S3: no random writes) makes SQLite fail with
+    sqlite3.OperationalError; here a history path SQLite cannot open (a folder) does the same. One line, not a
+    traceback, and the CSV is there."""
+    write_run(tmp_path / "runs" / "r1", 20, "3.15.1")
+    (tmp_path / "bucket" / "history.sqlite").mkdir(parents=True)
+    out = tmp_path / "bucket" / "r1.csv"
+    p = bench("collect", tmp_path / "runs" / "r1", "-o", out)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "cannot write the history" in p.stderr and "OperationalError" in p.stderr and "--no-history" in p.stderr
+    assert len(pd.read_csv(out)) == 4
+
+
+@pytest.mark.parametrize("setting, flag", [((), False), (("HISTORY=on",), False), (("HISTORY=off",), True)])
+def test_make_collect_skips_the_history_with_history_off(setting, flag):
+    """cloud/run.sh collects into the bucket with HISTORY=off (make bench-all passes it to make collect)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run(["make", "-n", "--no-print-directory", "collect", f"PYTHON={sys.executable}", "DEVICE=cpu",
+                        *setting], cwd=root, capture_output=True, text=True, timeout=60)
+    line = next(x for x in p.stdout.splitlines() if "bench collect" in x)
+    assert ("--no-history" in line) is flag, p.stdout

@@ -46,5 +46,7 @@ def test_the_kubernetes_job_runs_the_same_plan_as_compose():
 
 
 def test_make_bench_all_uses_the_launcher_not_a_loop_of_its_own():
-    recipe = (ROOT / "Makefile").read_text().split("\nbench-all:", 1)[1].split("\n\n", 1)[0]
-    assert "-m bench.host.launch compose" in recipe and "for r in" not in recipe
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\nbench-all:", 1)[1].split("\n\n", 1)[0]
+    assert "$(HOST_CLI) launch compose" in recipe and "for r in" not in recipe
+    assert "\nHOST_CLI := $(PYTHON) -m bench.host\n" in makefile

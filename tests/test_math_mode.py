@@ -94,7 +94,9 @@ def test_torch_default_leaves_matmul_fp32_and_cudnn_tf32_and_on_off_set_both():
     s = switches("torch")
     default, on, off, again = s["default"][0], s["on"][0], s["off"][0], s["default"][1]
     assert default == {"NVIDIA_TF32_OVERRIDE": None, "torch_matmul_allow_tf32": False,
-                       "torch_cudnn_allow_tf32": True, "torch_float32_matmul_precision": "highest"}
+                       "torch_cudnn_allow_tf32": True, "torch_float32_matmul_precision": "highest",
+                       "torch_matmul_fp32_precision": "none", "torch_cudnn_conv_fp32_precision": "tf32",
+                       "torch_cudnn_rnn_fp32_precision": "tf32", "torch_cudnn_fp32_precision": "none"}
     assert on["torch_matmul_allow_tf32"] is True and on["torch_cudnn_allow_tf32"] is True
     assert on["torch_float32_matmul_precision"] == "high"  # the tuning study's set_float32_matmul_precision("high")
     assert off["torch_matmul_allow_tf32"] is False and off["torch_cudnn_allow_tf32"] is False
@@ -103,6 +105,51 @@ def test_torch_default_leaves_matmul_fp32_and_cudnn_tf32_and_on_off_set_both():
     assert tf32_math(default, "gpu", rnn_cudnn=True) == {"matmul": False, "conv": True, "rnn": True}
     assert tf32_math(default, "gpu", rnn_cudnn=False) == {"matmul": False, "conv": True, "rnn": False}
     assert tf32_math(on, "gpu", rnn_cudnn=False)["rnn"] is True
+
+
+@needs_torch
+def test_torch_on_and_off_set_every_fp32_precision_switch_inductor_reads():
+    """torch 2.13's legacy switches leave the cuDNN-wide fp32_precision at 'none', and inductor's Triton convolution
+    kernels take ALLOW_TF32 from it (torch/_inductor/kernel/conv.py): tf32=on must set it to 'tf32' (else a
+    max-autotune Triton convolution runs FP32 while the record says tf32_conv), tf32=off to 'ieee', together with
+    the per-op switches, while the legacy switches stay readable and agree."""
+    s = switches("torch")
+    on, off = s["on"][0], s["off"][0]
+    keys = ("torch_matmul_fp32_precision", "torch_cudnn_conv_fp32_precision", "torch_cudnn_rnn_fp32_precision",
+            "torch_cudnn_fp32_precision")
+    assert [on[k] for k in keys] == ["tf32"] * 4
+    assert [off[k] for k in keys] == ["ieee"] * 4
+    assert on["torch_matmul_allow_tf32"] is True and off["torch_cudnn_allow_tf32"] is False  # no "mix of APIs" error
+    # what the record says for a non-compiled cell is unchanged: the per-op keys agree with the legacy ones
+    legacy = {k: v for k, v in on.items() if not k.endswith("fp32_precision")}
+    assert tf32_math(on, "gpu", rnn_cudnn=True) == tf32_math(legacy, "gpu", rnn_cudnn=True)
+    legacy = {k: v for k, v in off.items() if not k.endswith("fp32_precision")}
+    assert tf32_math(off, "gpu", rnn_cudnn=True) == tf32_math(legacy, "gpu", rnn_cudnn=True)
+
+
+NEW_API_ONLY_CODE = """
+import json, torch
+from bench.run.engines import math_mode
+torch.backends.cuda.matmul.fp32_precision = "ieee"  # a library that used only torch's new API
+torch.backends.cudnn.conv.fp32_precision = "ieee"
+torch.backends.cudnn.rnn.fp32_precision = "ieee"
+print("STATE" + json.dumps(math_mode.tf32_state("torch")))
+"""
+
+
+@needs_torch
+def test_torch_switches_are_read_when_a_library_mixed_the_legacy_and_new_apis():
+    """torch refuses to read cudnn.allow_tf32 after the new API set it apart from the legacy flag: the legacy key is
+    then None and the per-op fp32_precision keys still say FP32, instead of the cell failing."""
+    import os
+
+    p = subprocess.run([sys.executable, "-c", NEW_API_ONLY_CODE], capture_output=True, text=True, timeout=300,
+                       cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    line = next((x for x in p.stdout.splitlines() if x.startswith("STATE")), None)
+    assert line, p.stderr[-3000:]
+    state = json.loads(line[len("STATE"):])
+    assert state["torch_cudnn_allow_tf32"] is None and state["torch_cudnn_conv_fp32_precision"] == "ieee"
+    assert tf32_math(state, "gpu", rnn_cudnn=True) == {"matmul": False, "conv": False, "rnn": False}
 
 
 def test_jax_default_is_its_default_precision_which_uses_tf32_on_a_gpu():

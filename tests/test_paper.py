@@ -228,6 +228,28 @@ def test_keras_torch_backend_smoke_cells(keras_torch_backend, workload, task):
         assert 0 < rec["model"]["params_trainable"] < rec["model"]["params_total"]
 
 
+
+@needs_hub
+@pytest.mark.parametrize("workload,task", [("bert", "predict"), ("mistral", "fit")])
+def test_keras_fit_and_predict_run_verbose_1_as_the_source_with_the_bar_discarded(keras_torch_backend, monkeypatch,
+                                                                                  capfd, workload, task):
+    """The source called ``model.fit(dataset, epochs=1, callbacks=...)`` / ``model.predict(dataset, callbacks=...)``
+    without ``verbose`` (benchmark/keras_utils.py@v0.0.5:41, 47): Keras' "auto", i.e. 1 (keras/trainers/
+    trainer.py@v3.0.5:403, 668): a ``ProgbarLogger`` updated after every batch. Ours the same, the bar discarded,
+    recorded as ``settings.verbose``; the old code ran ``verbose=0`` (no ProgbarLogger at all)."""
+    import keras
+
+    batches: list[int] = []
+    hook = "on_train_batch_end" if task == "fit" else "on_predict_batch_end"
+    real = getattr(keras.callbacks.ProgbarLogger, hook)
+    monkeypatch.setattr(keras.callbacks.ProgbarLogger, hook,
+                        lambda self, batch, logs=None: (batches.append(batch), real(self, batch, logs))[1])
+    rec = _run("keras3-torch", workload, task, 1)
+    assert rec["status"] == "ok", rec.get("traceback")
+    assert rec["settings"]["verbose"] == 1
+    assert len(batches) == rec["metrics"]["steps"] + 1  # every batch, the first (build) one included
+    assert "/step" not in capfd.readouterr().out
+
 def test_compile_variant_is_pytorch_only_and_other_knobs_are_refused():
     cells = plan.expand(["pytorch", "keras3-jax"], "paper", "full", "gpu", ["bert"], ["fit"],
                         variant="compile-default", settings={"compile": "default"})

@@ -184,8 +184,9 @@ def test_a_jit_compile_knob_is_requested_in_every_cell(knob):
 
 def test_tf_keras_unset_jit_compile_is_no_xla():
     """tf_keras 2.15 src/engine/training.py: Model._jit_compile starts None and make_train_function /
-    make_predict_function build an XLA function only ``if self.jit_compile``: unset is no XLA (Keras 2's SAM
-    predict and SD fit in the source)."""
+    make_predict_function build an XLA function only ``if self.jit_compile``: unset is no XLA for the model's
+    functions (Keras 2's SAM predict and SD fit in the source; SD fit's Adam still applies its update under XLA on
+    a GPU, the optimizer's own ``jit_compile=True``, keras/optimizers/optimizer.py@v2.15.0:49, 59-67)."""
     assert ksteps.jit_in_effect(SimpleNamespace(jit_compile=None)) is False
     assert ksteps.jit_in_effect(SimpleNamespace(jit_compile=True)) is True
 

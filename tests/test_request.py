@@ -51,7 +51,7 @@ def test_bench_set_from_the_environment_names_the_variant(tmp_path, fake_worker,
 
 
 def helper(*args: str) -> str:
-    p = subprocess.run([PY, "-m", "bench.core.request", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    p = subprocess.run([PY, "-m", "bench.host", "request", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
 
@@ -63,7 +63,7 @@ def test_the_host_reads_each_default_from_the_request():
     assert helper("default", "suite") == Request().suite == "classic"
     assert helper("default", "seed") == "1"
     assert helper("default", "timeout_s", "--size", "full") == "3600"
-    p = subprocess.run([PY, "-m", "bench.core.request", "default", "repeats"], cwd=ROOT, capture_output=True,
+    p = subprocess.run([PY, "-m", "bench.host", "request", "default", "repeats"], cwd=ROOT, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 2 and "depends on the device" in p.stderr and "Traceback" not in p.stderr
 

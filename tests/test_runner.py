@@ -310,6 +310,14 @@ def test_ptx_jit_is_measured_after_the_worker_process_exits(tmp_path, monkeypatc
     assert any("CUDA JIT cache grew" in n for n in rec["notes"]) is bool(expected)
 
 
+def test_the_jit_note_does_not_claim_the_cache_grew_only_for_a_wheels_ptx():
+    """The driver's JIT cache also fills with runtime-compiled PTX (torch's NVRTC kernels, cuDNN's runtime-fused
+    kernels): the note says the driver compiled code during the cell, and that its time *may* be in the first step."""
+    note = runner.PTX_JIT_NOTE
+    assert "runtime-compiled kernels" in note and "newer than a wheel's machine code" in note
+    assert "may be inside the first epoch/step" in note and "PTX for this GPU" not in note
+
+
 def test_derived_metrics_belong_to_the_aggregated_time_not_to_repeat_one():
     """B10: repeats of 10, 20 and 30 ms/step give the row 20 ms/step, and the MFU, TFLOP/s and throughput of 20 ms,
     not the 10 ms repeat's (the old aggregation copied every metric outside its median list from repeat 1)."""

@@ -21,8 +21,9 @@ needs_hub = pytest.mark.skipif(not all(has(m) for m in ("torch", "keras", "keras
 @needs_torch
 @pytest.mark.parametrize("dev", ["cpu", "cuda"])
 def test_loader_defaults_are_pytorchs_and_the_tuned_options_are_a_variant(dev):
-    """The tuning post ran PyTorch's standard loader options: ``DataLoader``'s defaults, pin_memory and
-    persistent_workers False (torch/utils/data/dataloader.py@v2.13.0). The old code turned both on with workers."""
+    """The tuning suite's default loader options are PyTorch's own, ``DataLoader``'s defaults, pin_memory and
+    persistent_workers False (torch/utils/data/dataloader.py@v2.13.0): assumed, the study's table gives the
+    pipelines and ``num_workers`` only. The old code turned both on with workers."""
     import inspect
 
     import torch
@@ -189,8 +190,9 @@ def test_our_augmented_epochs_are_full_batches_and_the_record_says_how_the_sourc
 @pytest.mark.skipif(not has("keras"), reason="keras not installed")
 def test_keras_3_lstm_is_implementation_2_where_2_0_8_ran_0():
     """Keras 2.0.8's LSTM defaulted to ``implementation=0`` (keras/layers/recurrent.py@2.0.8:195), projecting the
-    inputs of all steps before the loop (recurrent.py@2.0.8:1076-1095); Keras 3 has 2, one fused matmul per step
-    (keras/src/layers/rnn/lstm.py@v3.15.1:114): the classic table's row."""
+    inputs of all steps before the loop (recurrent.py@2.0.8:1076-1095) and four per-gate recurrent matmuls per step
+    (recurrent.py@2.0.8:1165-1172); Keras 3 has 2 (keras/src/layers/rnn/lstm.py@v3.15.1:114): two gate-fused
+    matmuls per step, input and state (lstm.py@v3.15.1:277-279): the classic table's row."""
     import keras
 
     from bench.run.workloads.classic import lstm_2017
@@ -219,3 +221,44 @@ def test_augmented_cifar_records_its_loader_options_as_they_took_effect():
     s = result.settings
     assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == (False, True)
     assert s.augmentation["epoch_batches"].startswith("ours: n // batch full batches")
+
+
+# ---- tf-keras optimizers compile their own update with XLA -----------------------------------------------------
+
+def test_tf_keras_optimizer_xla_follows_the_jit_compile_knob_and_is_recorded_as_it_took_effect():
+    """tf-keras optimizers take ``jit_compile=True`` by default and run each update step under XLA whenever a GPU
+    is listed (tf_keras/src/optimizers/optimizer.py@2.21.0:49, 59-67, 211), whatever ``Model.compile`` got. So the
+    ``jit_compile=false`` variant (2017: no XLA) must switch it off there too, and the record must say what the
+    optimizer did. Keras 3 optimizers have no such argument and get none. The old code passed nothing."""
+    import types
+
+    from bench.run.engines.keras.fit import make_optimizer, optimizer_record
+
+    made: list[dict] = []
+
+    class TfKerasRMSprop:  # tf-keras' signature and its GPU rule, as optimizer.py:59-67
+        def __init__(self, learning_rate, rho, epsilon, jit_compile=True, gpu=True):
+            made.append({"jit_compile": jit_compile})
+            self.jit_compile = bool(jit_compile and gpu)
+
+        def get_config(self):
+            return {"learning_rate": 0.001, "rho": 0.9, "epsilon": 1e-8}
+
+    class Keras3RMSprop:  # no jit_compile argument
+        def __init__(self, learning_rate, rho, epsilon):
+            made.append({})
+
+        def get_config(self):
+            return {"learning_rate": 0.001, "rho": 0.9, "epsilon": 1e-8}
+
+    w = get_workload("mnist_mlp")
+    tfk = types.SimpleNamespace(optimizers=types.SimpleNamespace(RMSprop=TfKerasRMSprop))
+    k3 = types.SimpleNamespace(optimizers=types.SimpleNamespace(RMSprop=Keras3RMSprop))
+    on = make_optimizer(tfk, w, None)
+    assert made[-1] == {"jit_compile": True} and optimizer_record(on)["jit_compile"] is True
+    off = make_optimizer(tfk, w, False)
+    assert made[-1] == {"jit_compile": False} and optimizer_record(off)["jit_compile"] is False
+    make_optimizer(tfk, w, True)
+    assert made[-1] == {"jit_compile": True}
+    k3opt = make_optimizer(k3, w, False)
+    assert made[-1] == {} and "jit_compile" not in optimizer_record(k3opt)

@@ -18,7 +18,7 @@ ROOT = stackfiles.ROOT
 
 def test_generated_files_are_current():
     assert stackfiles.stale() == [], "run `make stacks`"
-    p = subprocess.run([sys.executable, "-m", "bench.host.stackfiles", "--check"], cwd=ROOT, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "bench.host", "stackfiles", "--check"], cwd=ROOT, capture_output=True,
                        text=True)
     assert p.returncode == 0, p.stderr
 
@@ -32,11 +32,11 @@ def test_check_names_a_stale_file_and_make_stacks_rewrites_it(tmp_path):
         (tmp_path / name).write_text(text)
     (tmp_path / "compose.yaml").write_text("services: {}\n")
     (tmp_path / "images" / "layers" / "torch-gpu.lock").unlink()
-    check = [sys.executable, "-m", "bench.host.stackfiles", "--check", "--root", str(tmp_path)]
+    check = [sys.executable, "-m", "bench.host", "stackfiles", "--check", "--root", str(tmp_path)]
     p = subprocess.run(check, cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 1 and "compose.yaml is stale: run `make stacks`" in p.stderr
     assert "images/layers/torch-gpu.lock is stale" in p.stderr
-    subprocess.run(check[:3] + check[4:], cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(check[:4] + check[5:], cwd=ROOT, check=True, capture_output=True)
     assert subprocess.run(check, cwd=ROOT).returncode == 0
 
 

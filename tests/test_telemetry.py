@@ -248,6 +248,55 @@ def test_thermal_and_hardware_reasons_flag_the_window():
     assert s["throttle_fraction"] == pytest.approx(1.0) and s["power_capped_fraction"] == pytest.approx(1.0)
 
 
+class FunctionNotFound(Exception):
+    """pynvml's NVMLError_FunctionNotFound: the driver's NVML does not export the symbol."""
+
+    value = 13  # NVML_ERROR_FUNCTION_NOT_FOUND
+
+
+class R525Nvml(FakeNvml):
+    """An R525/R530 driver: no ``nvmlDeviceGetCurrentClocksEventReasons`` (the name NVML took in R535), only the
+    older ``nvmlDeviceGetCurrentClocksThrottleReasons`` with the same bits."""
+
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.event_calls = self.throttle_calls = 0
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        self.event_calls += 1
+        raise FunctionNotFound("Function Not Found")
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, h):
+        self.throttle_calls += 1
+        return self.reasons
+
+
+def test_an_old_driver_gives_the_throttle_reasons_through_the_older_name():
+    """CUDA 12 images run on R525: the clock-event reasons come from nvmlDeviceGetCurrentClocksThrottleReasons,
+    so throttling is still seen (not a null with FunctionNotFound)."""
+    clock = FakeClock()
+    nv = R525Nvml(clock, reasons=FakeNvml.nvmlClocksEventReasonHwThermalSlowdown)
+    tel = Telemetry(nv, index=0, interval_s=0.5, clock=clock, sleep=lambda s: clock.advance(s), background=False)
+    drive(tel, clock, epochs=2)
+    s = tel.summary(10, 100)
+    assert "clocks_event_reasons" not in s["unsupported"]
+    assert s["throttled"] is True and s["throttle_reasons"] == ["HwThermalSlowdown"]
+    assert nv.event_calls == 1 and nv.throttle_calls == len(tel.samples)  # the new name is tried once
+
+
+def test_a_not_supported_reason_query_is_not_retried_under_the_old_name():
+    """Only a missing function switches names; NotSupported stays a null with its reason."""
+    clock = FakeClock()
+    nv = R525Nvml(clock, unsupported={"reasons"})
+    nv.nvmlDeviceGetCurrentClocksEventReasons = lambda h: nv._check("reasons")
+    tel = Telemetry(nv, index=0, interval_s=0.5, clock=clock, sleep=lambda s: clock.advance(s), background=False)
+    drive(tel, clock, epochs=2)
+    s = tel.summary(10, 100)
+    assert "Not Supported" in s["unsupported"]["clocks_event_reasons"] and nv.throttle_calls == 0
+
+
 def test_energy_above_idle_subtracts_idle_power_over_the_same_window():
     clock = FakeClock()
     tel = make(clock, watts=200.0)

@@ -177,3 +177,33 @@ def test_a_keras_predict_closes_its_timed_window_before_predict_returns():
     # the first step (build + compile) ends at the next mark (the telemetry protocol), steps 2..3 at predict's end
     assert events == ["mark", "mark", "end", "predict returned"]
     assert [k for _, k in timer.intervals[1]] == [1, 1]
+
+
+@pytest.mark.parametrize("cadence", [STEP, EPOCH])
+def test_time_calls_holds_each_result_until_the_barrier_after_it(cadence):
+    """The JAX barrier blocks on ``jax.live_arrays()``: the first (compiling) call's result must still be alive,
+    and so in that list, when the barrier that ends its epoch runs, under every cadence."""
+    jax = pytest.importorskip("jax")
+    import weakref
+
+    import jax.numpy as jnp
+
+    real = frameworks.framework("jax").barrier("cpu")
+    a = jnp.ones((256, 256))
+    mm = jax.jit(lambda x: x @ x)
+    results: list[weakref.ref] = []
+    held: list[bool] = []
+
+    def call():
+        out = mm(a)
+        results.append(weakref.ref(out))
+        return out
+
+    def barrier():
+        if results:  # the barrier after a call: is the latest result among the arrays it waits on?
+            latest = results[-1]()
+            held.append(latest is not None and any(x is latest for x in jax.live_arrays()))
+        real()
+
+    timing.time_calls(call, 3, EpochTimer(barrier, cadence=cadence))
+    assert held and all(held), held

@@ -157,7 +157,8 @@ def test_a_failed_lock_leaves_nothing_behind_and_says_so_in_one_line(tmp_path, f
     (["pair", "keras3-jax", "nope"], "unknown stack 'nope'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message):
-    r = subprocess.run([sys.executable, "-m", "bench.host.versions", *argv], cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "bench.host", "versions", *argv], cwd=ROOT, capture_output=True,
+                       text=True)
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
@@ -228,13 +229,13 @@ def test_make_version_stack_and_compare_versions_refuse_missing_input():
         r = subprocess.run(["make", "--no-print-directory", target, *args], cwd=ROOT, capture_output=True, text=True,
                            env=child_make_env())
         assert r.returncode == 2 and r.stderr.startswith(f"usage: make {target} ")
-    assert 'bench.host.versions add --base "keras3-jax" --pins "keras==3.14.0"' in make_n(
+    assert '-m bench.host versions add --base "keras3-jax" --pins "keras==3.14.0"' in make_n(
         "version-stack", "BASE=keras3-jax", "PINS=keras==3.14.0")
 
 
 def test_make_lock_relocks_derived_stacks_too():
     lock_sh = (ROOT / "images/lock.sh").read_text()
-    assert "python3 -m bench.host.versions refresh" in lock_sh and "for s in sys.argv[1:] or STACKS" in lock_sh
+    assert "python3 -m bench.host versions refresh" in lock_sh and "for s in sys.argv[1:] or STACKS" in lock_sh
 
 
 @pytest.fixture

@@ -161,7 +161,9 @@ def test_cifar10_augmentation_is_the_scripts():
 def test_loss_is_the_scripts_categorical_crossentropy():
     """The scripts compile categorical_crossentropy on one-hot labels (e.g. mnist_cnn.py@2.0.8:44-45, 59); the
     Keras stacks do the same (``Workload.labels``), and the PyTorch twins' CrossEntropyLoss on integer labels
-    (logits) is the same value."""
+    (logits) is the same value, except for saturated predictions: Keras' loss on probabilities clips them to
+    [1e-7, 1 - 1e-7] (as 2.0.8, keras/backend/tensorflow_backend.py@2.0.8:2751-2760), a logits loss does not (nor
+    does Keras on TensorFlow inside ``fit``, which takes the softmax's logits: the classic table's row)."""
     import keras
     import numpy as np
     import torch
@@ -177,6 +179,12 @@ def test_loss_is_the_scripts_categorical_crossentropy():
     torch_ce = float(torch.nn.CrossEntropyLoss()(torch.from_numpy(logits), torch.from_numpy(labels)))
     assert loss == "categorical_crossentropy"
     assert ours == pytest.approx(cce, rel=1e-6) and torch_ce == pytest.approx(cce, rel=1e-5)
+    saturated = np.array([[40.0] + [0.0] * 9], "float32")  # the true class (1) gets e^-40 of the mass
+    p_sat = np.exp(saturated - saturated.max()) / np.exp(saturated - saturated.max()).sum()
+    true_1 = np.eye(10, dtype="float32")[1:2]
+    capped = float(keras.ops.convert_to_numpy(keras.losses.categorical_crossentropy(true_1, p_sat)).mean())
+    unclipped = float(torch.nn.CrossEntropyLoss()(torch.from_numpy(saturated), torch.tensor([1])))
+    assert capped == pytest.approx(-np.log(1e-7), rel=1e-4) and unclipped == pytest.approx(40.0, rel=1e-5)
 
 
 @needs_torch

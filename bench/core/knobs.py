@@ -81,7 +81,7 @@ def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> s
 #: (``bench knobs``, ``bench list``): knob=value -> what it is.
 FIT_VARIANTS: dict[str, str] = {
     "jit_compile=false": "no XLA, as the 2017 scripts ran; Keras 3's default 'auto' uses XLA on JAX, and on "
-                         "TensorFlow on a GPU",
+                         "TensorFlow on a GPU; tf-keras optimizers compile their update with XLA on a GPU",
     "verbose=0": "no progress bar, so no per-step log fetch; the scripts ran fit(verbose=1)",
 }
 

@@ -6,19 +6,19 @@ variable); the ``bench`` command generates its options from it (``bench.cli``), 
 ``bench.host.cloud``'s SkyPilot task and Kubernetes Job, ``cloud/run.sh``) passes on only what the user set and takes
 every default from here instead of restating it:
 
-- ``python3 -m bench.core.request default NAME [--device cpu|gpu]``: the default of one input as a run resolves it
+- ``python3 -m bench.host request default NAME [--device cpu|gpu]``: the default of one input as a run resolves it
   (``size``, ``repeats`` and ``timeout_s`` depend on the device or size);
-- ``python3 -m bench.core.request vars``: the Makefile variables that pass through to ``bench run`` as they are;
-- ``python3 -m bench.core.request args VAR=VALUE...``: those variables as ``bench run`` arguments (shell-quoted);
+- ``python3 -m bench.host request vars``: the Makefile variables that pass through to ``bench run`` as they are;
+- ``python3 -m bench.host request args VAR=VALUE...``: those variables as ``bench run`` arguments (shell-quoted);
   an empty value is unset.
+
+The ``request`` command is defined here (``add_parser``) and run by the host's front door, ``bench.host``.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
-import sys
-from collections.abc import Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -248,18 +248,25 @@ def run_args(values: dict[str, str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python3 -m bench.core.request default NAME [--device D] [--size S] | vars | args VAR=VALUE...``."""
-    p = argparse.ArgumentParser(prog="python3 -m bench.core.request", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("default", help="print one input's default")
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``request default NAME [--device D] [--size S] | vars | args VAR=VALUE...`` (``python3 -m bench.host
+    request``)."""
+    p = sub.add_parser("request", help="bench run's inputs: one's default, the Makefile's pass-through variables, "
+                       "their bench run arguments", description=__doc__.splitlines()[0])
+    cmd = p.add_subparsers(dest="cmd", required=True)
+    d = cmd.add_parser("default", help="print one input's default")
     d.add_argument("name")
     d.add_argument("--device", choices=sorted(REPEATS))
     d.add_argument("--size", choices=sorted(TIMEOUT_S))
-    sub.add_parser("vars", help="print the Makefile variables passed through to bench run")
-    a = sub.add_parser("args", help="print bench run arguments for VAR=VALUE pairs (shell-quoted)")
+    cmd.add_parser("vars", help="print the Makefile variables passed through to bench run")
+    a = cmd.add_parser("args", help="print bench run arguments for VAR=VALUE pairs (shell-quoted)")
     a.add_argument("pairs", nargs="*", metavar="VAR=VALUE")
-    ns = p.parse_args(argv)
+    p.set_defaults(main=main, parser=p)
+
+
+def main(ns: argparse.Namespace) -> int:
+    """``request ...`` (module docstring): exit 2 for an unknown input, a default that needs the device or size, or
+    a pass-through value bench run would refuse."""
     try:
         if ns.cmd == "default":
             value = default(ns.name, ns.device, ns.size)
@@ -272,9 +279,5 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(f"expected VAR=VALUE, got {bad[0]!r}")
             print(shlex.join(run_args(dict(pair.split("=", 1) for pair in ns.pairs))))
     except ValueError as e:
-        p.error(str(e))
+        ns.parser.error(str(e))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -34,10 +34,13 @@ TF32_HELP = ("TF32 for float32 matmuls and convolutions: default = each framewor
 #: the tuning study changed only PyTorch's ``set_float32_matmul_precision`` (our ``on`` on that stack).
 TF32_MODES = ("default", "on", "off")
 JIT_HELP = ("XLA compilation of the train step: Keras (False, True, or Keras 3's 'auto'; unset in the fit suites: "
-            "Keras' own default, off on Keras 2 and 'auto' on Keras 3, which turns XLA on for JAX always, for "
-            "TensorFlow on a GPU, never for PyTorch (keras/src/trainers/trainer.py@v3.15.1:256-275); the 2017 scripts "
-            "had no XLA: --set jit_compile=false is that variant; settings.jit_compile records what the model "
-            "compiled with); JAX (jax.jit of the step, True by default; False runs it op by op)")
+            "Keras' own default: on Keras 2 (tf-keras) the model's step off but each optimizer's update step under XLA "
+            "on a GPU (tf-keras optimizers' own jit_compile=True, tf_keras/src/optimizers/optimizer.py@2.21.0:49, "
+            "59-67); 'auto' on Keras 3, which turns XLA on for JAX always, for TensorFlow on a GPU, never for PyTorch "
+            "(keras/src/trainers/trainer.py@v3.15.1:256-275); the 2017 scripts had no XLA: --set jit_compile=false is "
+            "that variant, and turns tf-keras optimizers' XLA off too; settings.jit_compile records what the model "
+            "compiled with, settings.optimizer.jit_compile what a tf-keras optimizer did); JAX "
+            "(jax.jit of the step, True by default; False runs it op by op)")
 SYNC_HELP = ("timing cadence: a device barrier and a clock read at epoch edges only (epoch), after every N steps "
              "(every:N: the spread is over windows) or after every step (step; the PyTorch loop also reads the loss "
              "back each step, and Keras, given a batch hook, reads its logs each step under every:N too)")

@@ -13,7 +13,7 @@ containers of one pod holding one GPU, with the environment and volumes compose 
 (``bench.core.stacks.CONTAINER_ENV``, ``CONTAINER_VOLUMES``), then the collector writes the CSV and report on the
 volume.
 
-``python -m bench.host.cloud launch|k8s|collect ...`` (the Makefile's ``cloud``, ``cloud-k8s`` and
+``python3 -m bench.host cloud launch|k8s|collect ...`` (the Makefile's ``cloud``, ``cloud-k8s`` and
 ``cloud-collect`` targets).
 """
 
@@ -33,6 +33,8 @@ from bench.core.stacks import CONTAINER_ENV, CONTAINER_VOLUMES, DEFAULT_STACKS, 
 from bench.host import imagetag, launch, rounds
 
 TASK_YAML = "cloud/dlbench.sky.yaml"
+#: How its errors name it.
+PROG = "python3 -m bench.host cloud"
 
 
 def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size: str, repeats: int,
@@ -187,9 +189,11 @@ def collect_from(source: str, dest: Path) -> list[str]:
     return ["cp", "-r", f"{source.rstrip('/')}/.", str(dest)]
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.host.cloud", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``cloud launch|k8s|collect`` (``python3 -m bench.host cloud ...``)."""
+    p = sub.add_parser("cloud", help="SkyPilot jobs (launch), a Kubernetes Job (k8s), bring a cloud run home "
+                       "(collect)", description=__doc__.splitlines()[0])
+    cmd = p.add_subparsers(dest="cmd", required=True)
     run = argparse.ArgumentParser(add_help=False)  # what a comparison is, for both launchers
     # Defaults: the request's, as a run on a GPU resolves them (bench.core.request), never restated here.
     run.add_argument("--suite", default=request.default("suite"))
@@ -200,21 +204,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument("--input", dest="inputs", action="append", default=[], metavar="VAR=VALUE",
                      help="another bench run input the user set, as its Makefile variable (SET=tf32=off); repeatable")
     run.add_argument("--registry", default="", help="the images make push pushed (launch: pull instead of build)")
-    la = sub.add_parser("launch", parents=[run], help="print (--dry-run) or run the sky jobs launch commands")
+    la = cmd.add_parser("launch", parents=[run], help="print (--dry-run) or run the sky jobs launch commands")
     la.add_argument("--gpus", required=True, help='GPU types, space-separated: "A100 H100" (A100-80GB, L4, ...)')
     la.add_argument("--bucket", default="")
     la.add_argument("--run-name", default="")
     la.add_argument("--spot", action="store_true")
     la.add_argument("--price-per-hour", type=float, default=None)
     la.add_argument("--dry-run", action="store_true")
-    k8 = sub.add_parser("k8s", parents=[run], help="print a batch/v1 Job (YAML) for one comparison")
+    k8 = cmd.add_parser("k8s", parents=[run], help="print a batch/v1 Job (YAML) for one comparison")
     k8.add_argument("--gpu-product", default="")
     k8.add_argument("--claim", default="dlbench-results")
-    co = sub.add_parser("collect", help="copy a results bucket or folder into results/cloud/<run>")
+    co = cmd.add_parser("collect", help="copy a results bucket or folder into results/cloud/<run>")
     co.add_argument("--source", required=True)
     co.add_argument("--dest", type=Path, required=True)
     co.add_argument("--dry-run", action="store_true")
-    a = p.parse_args(argv)
+    p.set_defaults(main=main, parser=p)
+
+
+def main(a: argparse.Namespace) -> int:
+    """``cloud launch|k8s|collect``: exit 1 when a command it runs fails or its tool is missing, 2 for bad input."""
     try:
         inputs = dict(pair.partition("=")[::2] for pair in getattr(a, "inputs", []))
         if a.cmd == "launch":
@@ -222,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                                    a.run_name, a.spot, a.seed, a.price_per_hour, a.registry, inputs)
             _run(cmds, a.dry_run, "sky", "pip install skypilot, then `sky check` (README \"Run on the cloud\")")
         elif a.cmd == "k8s":
-            import yaml
+            import yaml  # the one command that needs a package (PyYAML): imported only when it runs
 
             job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim,
                           inputs=inputs)
@@ -233,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             cmd = collect_from(a.source, a.dest)
             _run([cmd], a.dry_run, cmd[0], f"install the {cmd[0]} CLI, or mount the bucket and pass its folder")
     except ValueError as e:
-        p.error(str(e))
+        a.parser.error(str(e))
+    return 0
 
 
 def _run(cmds: list[list[str]], dry_run: bool, tool: str, how: str) -> None:
@@ -242,12 +251,8 @@ def _run(cmds: list[list[str]], dry_run: bool, tool: str, how: str) -> None:
     if dry_run:
         return
     if not shutil.which(tool):
-        sys.exit(f"bench.host.cloud: {tool!r} is not installed: {how}")
+        sys.exit(f"{PROG}: {tool!r} is not installed: {how}")
     for cmd in cmds:
         rc = subprocess.run(cmd).returncode
         if rc:
-            sys.exit(f"bench.host.cloud: {shlex.join(cmd[:3])} ... exited with status {rc}")
-
-
-if __name__ == "__main__":
-    main()
+            sys.exit(f"{PROG}: {shlex.join(cmd[:3])} ... exited with status {rc}")

@@ -2,7 +2,7 @@
 
 Two parts:
 
-- ``host`` (``python3 -m bench.host.doctor host``; ``make doctor``, and ``make bench-all`` before it builds): Docker,
+- ``host`` (``python3 -m bench.host doctor host``; ``make doctor``, and ``make bench-all`` before it builds): Docker,
   Compose, BuildKit, free disk for the images still to build and, on a GPU host, the NVIDIA driver against
   every image's CUDA, the NVIDIA Container Toolkit, other processes on GPU 0, the GPU the runs get (a
   benchmark on a shared GPU is invalid, as optimum-benchmark's device-isolation check enforces), persistence
@@ -299,9 +299,10 @@ def _num(text: str) -> float | None:
         return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python3 -m bench.host.doctor host``: prints the table, saves JSON; exit 1 when a check failed."""
-    ap = argparse.ArgumentParser(prog="python3 -m bench.host.doctor", description=__doc__.splitlines()[0])
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``doctor host`` (``python3 -m bench.host doctor host``)."""
+    ap = sub.add_parser("doctor", help="the host preflight: Docker, disk, driver vs images, GPU not shared (exit 1 "
+                        "on a problem)", description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=["host"])
     ap.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     ap.add_argument("--variant", choices=["cpu", "gpu"], default="cpu")
@@ -311,7 +312,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--toolkit-image", default="dlbench-base:bookworm",
                     help="a small local image to run `nvidia-smi -L` in with --gpus all")
     ap.add_argument("--out", type=Path, default=None, help="also save the checks as JSON here")
-    args = ap.parse_args(argv)
+    ap.set_defaults(main=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """``doctor host``: prints the table, saves JSON; exit 1 when a check failed, 2 for an unknown stack."""
     stacks = args.stacks.split()
     unknown = [s for s in stacks if s not in STACKS]
     if unknown:
@@ -325,7 +330,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failed:
         print(f"doctor: {len(failed)} problem(s): {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,14 +6,15 @@ layer's and sublayer's locks, the build arguments from ``bench/core/stacks.py``,
 A changed lock, Dockerfile or harness is a new tag; the same inputs always give the same tag, on any machine and
 in any checkout.
 
-``python -m bench.host.imagetag STACK|collector VARIANT`` prints the tag (the Makefile's ``push``/``pull``).
+``python3 -m bench.host imagetag STACK|collector VARIANT`` prints the tag (the Makefile's ``push`` and
+``images``).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from bench.core.stacks import get_stack
@@ -58,15 +59,20 @@ def tag(image: str, variant: str, root: Path = ROOT) -> str:
     return f"{variant}-{h.hexdigest()[:12]}"
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        sys.exit("usage: python -m bench.host.imagetag STACK|collector VARIANT")
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``imagetag STACK|collector VARIANT`` (``python3 -m bench.host imagetag``)."""
+    p = sub.add_parser("imagetag", help="print an image's registry tag, named by its build inputs (make push, "
+                       "make images)", description=__doc__.splitlines()[0])
+    p.add_argument("image", metavar="STACK|collector")
+    p.add_argument("variant", metavar="VARIANT", help="cpu or gpu (the collector's: latest)")
+    p.set_defaults(main=main, parser=p)
+
+
+def main(args: argparse.Namespace) -> int:
+    """``imagetag``: print the tag; exit 1 for an unknown stack or a missing input."""
     try:
-        print(tag(args[0], args[1]))
+        print(tag(args.image, args.variant))
     except (KeyError, FileNotFoundError) as e:
-        sys.exit(f"bench.host.imagetag: {e}")
-
-
-if __name__ == "__main__":
-    main()
+        print(f"{args.parser.prog}: {e}", file=sys.stderr)
+        return 1
+    return 0

@@ -10,7 +10,7 @@ so the schedule in every record, the resume and the drift check are the same whi
 - ``KubernetesJob`` (``make cloud-k8s``, ``bench.host.cloud.k8s_job``): one init container per step, in order
   (init containers run one at a time, so the stacks never share the GPU).
 
-``python3 -m bench.host.launch compose --stacks "A B" --rounds N --seed S [--order abba]`` runs the compose launcher.
+``python3 -m bench.host launch compose --stacks "A B" --rounds N --seed S [--order abba]`` runs the compose launcher.
 """
 
 from __future__ import annotations
@@ -143,9 +143,10 @@ class KubernetesJob:
         return []
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python3 -m bench.host.launch compose --stacks "A B" --rounds N [--seed S]``: exit 1 when a stack failed."""
-    p = argparse.ArgumentParser(prog="python3 -m bench.host.launch", description=__doc__.splitlines()[0])
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``launch compose`` (``python3 -m bench.host launch compose --stacks "A B" --rounds N [--seed S]``)."""
+    p = sub.add_parser("launch", help="run a comparison's rounds x stacks through make bench-<stack> (exit 1 when a "
+                       "stack failed)", description=__doc__.splitlines()[0])
     p.add_argument("launcher", choices=["compose"])
     p.add_argument("--stacks", required=True, help="space-separated stack ids")
     p.add_argument("--rounds", type=int, required=True)
@@ -153,17 +154,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--order", default=SHUFFLED, choices=rounds.ORDER_RULES,
                    help="shuffled (with --seed) or abba (two stacks)")
     p.add_argument("--make", default="make")
-    a = p.parse_args(argv)
+    p.set_defaults(main=main, parser=p)
+
+
+def main(args: argparse.Namespace) -> int:
+    """``launch compose``: exit 1 when a stack failed, 2 for a plan that cannot be (``plan``)."""
     try:
-        steps = plan(a.stacks.split(), a.rounds, a.seed, a.order)
+        steps = plan(args.stacks.split(), args.rounds, args.seed, args.order)
     except ValueError as e:
-        p.error(str(e))
-    stacks = a.stacks.split()
-    failed = Compose(a.make).launch(steps, stacks)
+        args.parser.error(str(e))
+    stacks = args.stacks.split()
+    failed = Compose(args.make).launch(steps, stacks)
     if failed:
         print(f"not all cells succeeded in: {' '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

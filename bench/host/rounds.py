@@ -11,7 +11,7 @@ of rounds is balanced, every four rounds each stack runs first and second twice,
 4k+1..4k+4 adds the same total to both stacks (positions 1,2,2,1 vs 2,1,1,2). A random order balances drift only
 on average over many rounds, and a comparison of two stacks has 4 to 8.
 
-``python -m bench.host.rounds --seed S --round R STACK...`` prints round R's order (the Makefile's loop).
+``python3 -m bench.host rounds --seed S --round R STACK...`` prints round R's order.
 """
 
 from __future__ import annotations
@@ -65,18 +65,20 @@ def schedule(stack: str, stacks: Sequence[str], seed: int, round_: int, rounds: 
             "order_rule": rule}
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.host.rounds", description="Print round R's stack order.")
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``rounds`` (``python3 -m bench.host rounds --seed S --round R STACK...``)."""
+    p = sub.add_parser("rounds", help="print round R's stack order", description="Print round R's stack order.")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
     p.add_argument("--round", dest="round_", type=int, required=True)
     p.add_argument("--order", default=ORDER_RULES[0], choices=ORDER_RULES)
     p.add_argument("stacks", nargs="+")
-    args = p.parse_args(argv)
+    p.set_defaults(main=main, parser=p)
+
+
+def main(args: argparse.Namespace) -> int:
+    """``rounds``: print the order; exit 2 for one that cannot be (``order``)."""
     try:
         print(" ".join(order(args.stacks, args.seed, args.round_, args.order)))
     except ValueError as e:
-        p.error(str(e))
-
-
-if __name__ == "__main__":
-    main()
+        args.parser.error(str(e))
+    return 0

@@ -2,7 +2,7 @@
 ``images/stacks.mk`` (the Makefile's stack lists, services, Dockerfiles and variants) and the shared layers'
 locks ``images/layers/<layer>-<variant>.lock`` (from the member stacks' locks too: ``make lock`` reruns it).
 
-``python3 -m bench.host.stackfiles`` rewrites them (``make stacks``); ``--check`` rewrites nothing and exits 1
+``python3 -m bench.host stackfiles`` rewrites them (``make stacks``); ``--check`` rewrites nothing and exits 1
 naming each stale file (a unit test runs it). Standard library only, like ``bench.core.stacks``.
 """
 
@@ -230,12 +230,17 @@ def stale(root: Path = ROOT, texts: dict[str, str] | None = None) -> list[str]:
             if not (root / name).is_file() or (root / name).read_text() != text]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI: write the stale files (or, with ``--check``, name them and return 1)."""
-    ap = argparse.ArgumentParser(prog="python3 -m bench.host.stackfiles", description=__doc__.splitlines()[0])
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``stackfiles [--check]`` (``python3 -m bench.host stackfiles``)."""
+    ap = sub.add_parser("stackfiles", help="rewrite the files written from the stack list (make stacks); --check: "
+                        "exit 1 naming each stale one", description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 naming each stale file; write nothing")
     ap.add_argument("--root", type=Path, default=ROOT, help="repository root [default: this checkout]")
-    args = ap.parse_args(argv)
+    ap.set_defaults(main=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """``stackfiles``: write the stale files (or, with ``--check``, name them and return 1)."""
     texts = files(args.root)
     old = stale(args.root, texts)
     if args.check:
@@ -247,7 +252,3 @@ def main(argv: list[str] | None = None) -> int:
         (args.root / name).write_text(texts[name])
         print(f"wrote {name}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,9 +17,9 @@ rows, report):
 Running ``add`` again with the same input rewrites the same files (idempotent). ``refresh`` (run by ``make lock``)
 rewrites every derived stack's ``.in`` from its base's current one.
 
-``python3 -m bench.host.versions add --base keras3-jax --pins "keras==3.14.1 keras-hub==0.29.1"``,
-``python3 -m bench.host.versions refresh``, ``python3 -m bench.host.versions pair BASE CANDIDATE`` (the line
-``make compare-versions`` prints), ``python3 -m bench.host.versions rounds`` (its default rounds).
+``python3 -m bench.host versions add --base keras3-jax --pins "keras==3.14.1 keras-hub==0.29.1"``,
+``python3 -m bench.host versions refresh``, ``python3 -m bench.host versions pair BASE CANDIDATE`` (the line
+``make compare-versions`` prints), ``python3 -m bench.host versions rounds`` (its default rounds).
 """
 
 from __future__ import annotations
@@ -244,19 +244,24 @@ def pair(base_id: str, candidate_id: str) -> str:
             "the comparison is of two stacks, not of one version change")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI (module docstring). Bad input: one line on stderr, exit 2; a failed lock: exit 1."""
-    p = argparse.ArgumentParser(prog="python3 -m bench.host.versions", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    a = sub.add_parser("add", help="declare, write and lock a derived stack")
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``versions add|refresh|pair|rounds`` (module docstring)."""
+    p = sub.add_parser("versions", help="version stacks: add one (make version-stack), refresh, check a pair "
+                       "(make compare-versions)", description=__doc__.splitlines()[0])
+    cmd = p.add_subparsers(dest="cmd", required=True)
+    a = cmd.add_parser("add", help="declare, write and lock a derived stack")
     a.add_argument("--base", required=True)
     a.add_argument("--pins", required=True, help='space-separated name==version, e.g. "keras==3.14.1"')
-    sub.add_parser("refresh", help="rewrite the derived stacks' .in files from their bases'")
-    c = sub.add_parser("pair", help="check BASE and CANDIDATE for make compare-versions")
+    cmd.add_parser("refresh", help="rewrite the derived stacks' .in files from their bases'")
+    c = cmd.add_parser("pair", help="check BASE and CANDIDATE for make compare-versions")
     c.add_argument("base")
     c.add_argument("candidate")
-    sub.add_parser("rounds", help="print make compare-versions' default rounds (COMPARE_ROUNDS)")
-    args = p.parse_args(argv)
+    cmd.add_parser("rounds", help="print make compare-versions' default rounds (COMPARE_ROUNDS)")
+    p.set_defaults(main=main, parser=p)
+
+
+def main(args: argparse.Namespace) -> int:
+    """``versions ...`` (module docstring). Bad input: one line on stderr, exit 2; a failed lock: exit 1."""
     try:
         if args.cmd == "add":
             s = add(args.base, args.pins.split())
@@ -271,10 +276,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(pair(args.base, args.candidate))
     except VersionError as e:
-        print(f"{p.prog} {args.cmd}: {e}", file=sys.stderr)
+        print(f"{args.parser.prog} {args.cmd}: {e}", file=sys.stderr)
         return 1 if isinstance(e, LockError) else 2
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -193,12 +193,40 @@ def with_inputs(df):
     return df.assign(**{INPUTS: df[CELL_ID].map(inputs_of) if CELL_ID in df.columns else ""})
 
 
-def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, threshold: float = THRESHOLD):
+VARIANT = col(Record, "variant")
+
+
+def pair_variants(df_a, df_b, variant_a: str, variant_b: str):
+    """The rows of variant ``variant_a`` in ``df_a`` and of ``variant_b`` in ``df_b``, both relabelled
+    ``"<variant_a> -> <variant_b>"`` so that ``compare`` matches a variant's cells with the other's (a knob's
+    effect: ``default`` against ``row_lstm-reshape``, from one CSV or two).
+
+    Raises:
+        ValueError: a side has no row of its variant (the variants it has are named).
+    """
+    label = f"{variant_a} -> {variant_b}"
+    out = []
+    for name, df, variant in (("A", df_a, variant_a), ("B", df_b, variant_b)):
+        if VARIANT not in df.columns:
+            raise ValueError(f"CSV {name} lacks column {VARIANT}")
+        rows = df[df[VARIANT] == variant]
+        if rows.empty:
+            have = ", ".join(sorted(map(str, df[VARIANT].dropna().unique())))
+            raise ValueError(f"CSV {name} has no row of variant {variant!r} (it has: {have})")
+        out.append(rows.assign(**{VARIANT: label}))
+    return out[0], out[1]
+
+
+def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, threshold: float = THRESHOLD,
+            variants: tuple[str, str] | None = None):
     """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, then ``test_pair``'s columns).
+
+    ``variants``: (variant of A, variant of B) to match across variants (``pair_variants``), e.g. a knob's
+    effect within one run; None matches equal variants.
 
     Raises:
         ValueError: an undeclared metric, a CSV lacks the key columns or the metric, holds a cell twice, or no cell
-            matches.
+            matches; a variant of ``variants`` absent from its CSV.
     """
     import pandas as pd
 
@@ -207,6 +235,8 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
         missing = [c for c in [*KEY, column] if c not in df.columns]
         if missing:
             raise ValueError(f"CSV {name} lacks columns: {', '.join(missing)}")
+    if variants:
+        df_a, df_b = pair_variants(df_a, df_b, *variants)
     a_ok, b_ok = (with_inputs(df[df[STATUS] == "ok"]).set_index([*KEY, INPUTS]) for df in (df_a, df_b))
     for name, ok in (("A", a_ok), ("B", b_ok)):
         twice = ok.index[ok.index.duplicated()].unique()

@@ -294,8 +294,9 @@ class Gpu:
     driver: str | None = entry("driver version")
     cuda_driver: Any = entry("CUDA version the driver supports")
     memory_total_bytes: int | None = entry("device memory", "bytes")
-    mig_mode: bool | None = entry("the GPU is in MIG mode (null where NVML does not say); then a note says MFU and "
-                                  "energy are the whole GPU's and not comparable")
+    mig_mode: bool | None = entry("the GPU is in MIG mode, or the cell's device is a MIG slice (a MIG-... UUID in "
+                                  "CUDA_VISIBLE_DEVICES; null where NVML does not say); then a note says energy is "
+                                  "the whole GPU's and MFU has no datasheet peak (null)")
     nvml_device: Any = entry("the NVML device index")
 
 
@@ -307,8 +308,9 @@ class CudaCache:
     maxsize: str | None = entry("CUDA_CACHE_MAXSIZE")
     bytes_before: int | None = entry("cache size before the cell's process started", "bytes")
     bytes_after: int | None = entry("cache size after it exited (the driver writes the cache at exit)", "bytes")
-    jit_compiled: bool | None = entry("the cache grew: the first step/epoch paid for compiling PTX for this GPU "
-                                      "(null without the variable)")
+    jit_compiled: bool | None = entry("the cache grew: the driver JIT-compiled code during the cell (PTX for a GPU "
+                                      "newer than a wheel's machine code, or runtime-compiled kernels), whose "
+                                      "compile time may be inside the first step/epoch (null without the variable)")
 
 
 @dataclass
@@ -410,6 +412,16 @@ class EffectiveSettings(Block):
     torch_matmul_allow_tf32: bool | None = entry(_TF32_SWITCHES)
     torch_cudnn_allow_tf32: bool | None = entry(_TF32_SWITCHES)
     torch_float32_matmul_precision: str | None = entry(_TF32_SWITCHES)
+    torch_matmul_fp32_precision: str | None = entry("torch 2.9+: torch.backends.cuda.matmul.fp32_precision as the "
+                                                    "cell ended ('tf32'; 'ieee'; 'none': inherited, no TF32)")
+    torch_cudnn_conv_fp32_precision: str | None = entry("torch 2.9+: torch.backends.cudnn.conv.fp32_precision (cuDNN "
+                                                        "convolutions), as torch_matmul_fp32_precision")
+    torch_cudnn_rnn_fp32_precision: str | None = entry("torch 2.9+: torch.backends.cudnn.rnn.fp32_precision (cuDNN "
+                                                       "RNN kernels), as torch_matmul_fp32_precision")
+    torch_cudnn_fp32_precision: str | None = entry(
+        "torch 2.9+: the cuDNN-wide torch.backends.cudnn.fp32_precision, which inductor's Triton convolution kernels "
+        "(torch.compile max-autotune) follow: TF32 only when 'tf32' (tf32=on sets it, tf32=off 'ieee'; at "
+        "tf32=default it is 'none', so such a kernel runs FP32 while cuDNN's convolutions run TF32)")
     tf32_matmul: bool | None = entry("float32 matmuls could use TF32: a GPU cell with no override and the "
                                      "framework's switch on (MFU divides by the peak of the math in effect)")
     tf32_conv: bool | None = entry("float32 convolutions could use TF32 (as tf32_matmul)")
@@ -433,7 +445,9 @@ class EffectiveSettings(Block):
     jit_compile_requested_by: str | None = entry("who asked: the source's call (file@v0.0.5) or the jit_compile knob")
     generate_function: str | None = entry("paper suite, Keras generate: how the generate function was compiled")
     optimizer: dict[str, Any] | None = entry("fit suites: the optimizer as built, read back from it: name, "
-                                             "learning_rate, its hyper-parameters and lr_schedule")
+                                             "learning_rate, its hyper-parameters and lr_schedule; tf-keras "
+                                             "(keras2-tf): jit_compile, its own XLA update step as it took effect "
+                                             "(on with a GPU unless the cell's jit_compile is false)")
     loss: Any = entry("fit suites: the loss as the engine computed it")
     labels: dict[str, Any] | None = entry("fit suites, Keras: the label form fed to fit ('one_hot': "
                                           "keras.utils.to_categorical on the host before fit, as the 2017 scripts; "

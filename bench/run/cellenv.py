@@ -34,6 +34,29 @@ def cell_env(stack: Stack, device: str, settings: dict[str, Any] | None = None) 
     return env
 
 
+class EnvironmentProblem(Exception):
+    """The cell's environment would make its framework run somewhere other than the cell's device."""
+
+
+def gpu_env_problem(stack: Stack, device: str, env: Mapping[str, str]) -> str | None:
+    """One line when ``env`` would silently keep a GPU cell of ``stack`` off the GPU, else None.
+
+    JAX stacks: jaxlib 0.10.2 raises ValueError when both ``XLA_CLIENT_MEM_FRACTION`` and the deprecated
+    ``XLA_PYTHON_CLIENT_MEM_FRACTION`` are set (jaxlib/xla_client.py ``generate_pjrt_gpu_plugin_options``, called
+    while the CUDA plugin's backend is made), and JAX's backend initialisation logs that failure and goes on
+    without the CUDA backend: the cell would run on the CPU. The images set ``XLA_CLIENT_MEM_FRACTION``
+    (``bench.core.stacks.CONTAINER_ENV``), so a user's ``XLA_PYTHON_CLIENT_MEM_FRACTION`` passed in is enough.
+    """
+    if device != "gpu" or stack.backend != "jax":
+        return None
+    new, old = env.get("XLA_CLIENT_MEM_FRACTION", ""), env.get("XLA_PYTHON_CLIENT_MEM_FRACTION", "")
+    if new and old:
+        return (f"XLA_CLIENT_MEM_FRACTION={new} and XLA_PYTHON_CLIENT_MEM_FRACTION={old} are both set: jaxlib refuses "
+                "the pair when it starts its CUDA backend and JAX then runs on the CPU; unset "
+                "XLA_PYTHON_CLIENT_MEM_FRACTION (deprecated; XLA_CLIENT_MEM_FRACTION sets the same fraction)")
+    return None
+
+
 #: torch 2.13's switches for inductor's caches (torch/_inductor/config.py, torch/_functorch/config.py@v2.13.0); a
 #: cell's ``settings.compile_cache`` names those its environment sets, since they change what the cache does.
 INDUCTOR_CACHE_SWITCHES = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCHINDUCTOR_FX_GRAPH_CACHE",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib
 import importlib.metadata as md
 import os
 import platform
@@ -22,13 +23,22 @@ from typing import Any
 import bench
 from bench.core.stacks import STACKS, parse_pin
 
+#: The distributions a record names (``env.packages``): the frameworks, their model libraries and the GPU runtime
+#: the image locks pin (XLA's CUDA plugin and PJRT, Triton, cuDNN/cuBLAS/CUDA runtime under the CUDA 12 names and
+#: torch 2.13's CUDA 13 ones); absent ones are left out.
 DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-keras", "keras", "keras-hub", "keras-nlp", "keras-cv", "jax",
-                 "jaxlib", "jax-cuda12-plugin", "torch", "transformers", "diffusers", "peft",
-                 "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cuda-runtime-cu12",
-                 "nvidia-cuda-runtime", "nvidia-ml-py", "click", "pooch")
+                 "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "flax", "optax", "torch", "torchvision", "triton",
+                 "transformers", "diffusers", "peft", "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
+                 "nvidia-cublas-cu12", "nvidia-cublas", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime",
+                 "nvidia-ml-py", "click", "pooch")
+#: The environment variables a record names (``env.env_vars``): math mode, the frameworks' GPU memory allocators
+#: (JAX/XLA's pool, TensorFlow's, PyTorch's caching allocator under its old and new names), XLA's flags, which GPU
+#: and in which order CUDA numbers them, the JIT cache, Keras' backend.
 ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION",
-            "TF_FORCE_GPU_ALLOW_GROWTH", "CUDA_CACHE_PATH", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS",
-            "CUDA_VISIBLE_DEVICES", "BENCH_OFFLINE")
+            "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR", "XLA_FLAGS",
+            "TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF",
+            "CUDA_CACHE_PATH", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+            "BENCH_OFFLINE")
 
 
 def utc_now() -> str:
@@ -107,19 +117,26 @@ def framework_cuda() -> dict[str, Any]:
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
         out["torch"] = {"cuda": torch.version.cuda, "cudnn": cudnn}
     if "jax" in sys.modules:
-        jax = sys.modules["jax"]
         try:
-            backend = jax.extend.backend.get_backend()
+            # ``import jax`` (0.10.2) does not import ``jax.extend``: without Flax (which imports it) the
+            # attribute is missing, so the submodule is imported here (jax is already in the process)
+            backend = importlib.import_module("jax.extend.backend").get_backend()
             out["jax"] = {"platform": backend.platform, "platform_version": backend.platform_version}
         except Exception as e:  # the field says why instead of failing the cell
             out["jax"] = {"error": f"{type(e).__name__}: {e}"}
     return out
 
 
-def mig_mode(nv, handle) -> bool | None:
+def mig_mode(nv, handle, name: str | None = None) -> bool | None:
     """Whether the GPU is in MIG mode (its current mode; None where NVML does not say, e.g. GPUs without
-    MIG). In MIG mode a container gets one slice, but NVML's power, energy and utilisation are the parent
-    GPU's: MFU against the whole GPU's peak and energy per step are not comparable with a full GPU's."""
+    MIG), True for a handle that is itself a MIG slice (``bench.run.nvml.is_mig_slice``: a ``MIG-...`` UUID in
+    CUDA_VISIBLE_DEVICES, named e.g. ``NVIDIA A100-SXM4-40GB MIG 1g.5gb``). In MIG mode a container gets one slice,
+    but NVML's power, energy and utilisation are the parent GPU's: MFU against the whole GPU's peak and energy per
+    step are not comparable with a full GPU's."""
+    from bench.run import nvml
+
+    if nvml.is_mig_slice(nv, handle, name):
+        return True
     try:
         current, _pending = nv.nvmlDeviceGetMigMode(handle)
     except Exception:  # NotSupported on GPUs without MIG, FunctionNotFound on old drivers
@@ -154,16 +171,17 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         h = nvml.device_handle(nv, device)
         cuda = nv.nvmlSystemGetCudaDriverVersion_v2()
         count = nv.nvmlDeviceGetCount()
+        name = nv.nvmlDeviceGetName(h)
         info = {
             "available": True,
             "count": count,
             "nvml_device": device,
-            "name": nv.nvmlDeviceGetName(h),
+            "name": name,
             "uuid": nv.nvmlDeviceGetUUID(h),
             "driver": nv.nvmlSystemGetDriverVersion(),
             "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
             "memory_total_bytes": int(nv.nvmlDeviceGetMemoryInfo(h).total),
-            "mig_mode": mig_mode(nv, h),
+            "mig_mode": mig_mode(nv, h, name),
         }
         if isinstance(device, int) and count > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(
                 {nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(count)}) > 1:

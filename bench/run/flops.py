@@ -20,6 +20,7 @@ whose vendor publishes no dense peak (A10G), gets MFU ``null`` with the reason.
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,21 @@ PEAK_TFLOPS: dict[str, dict[str, float] | None] = {
 }
 
 
+#: Why a MIG slice has no peak: a datasheet gives the whole GPU's, and a slice has a fraction of its SMs.
+MIG_PEAK_REASON = ("a MIG slice of the GPU: no datasheet peak (the datasheet's is the whole GPU's; a slice has a "
+                   "fraction of its SMs)")
+
+
+def is_mig_name(name: str | None) -> bool:
+    """Whether an NVML device name is a MIG slice's (``NVIDIA A100-SXM4-40GB MIG 1g.5gb``)."""
+    return bool(re.search(r"\bMIG\b", str(name or "")))
+
+
 def gpu_family(name: str | None) -> str | None:
     """The ``PEAK_TFLOPS`` key for an NVML device name (e.g. ``NVIDIA H100 80GB HBM3`` -> ``H100 SXM``),
-    None when the GPU is not in the table (H100/H200 NVL have other clocks and are left out)."""
-    if not name:
+    None when the GPU is not in the table (H100/H200 NVL have other clocks and are left out) or the name is a MIG
+    slice's (``is_mig_name``: a slice is not the whole GPU)."""
+    if not name or is_mig_name(name):
         return None
     n = name.upper()
     if "NVL" in n:
@@ -84,6 +96,8 @@ def peak_flops(gpu_name: str | None, precision: str, tf32: bool, tf32_conv: bool
     by ``conv_fraction``, the share of the cell's FLOPs in convolutions (``combined_peak``); None with the reason
     when that share is unknown.
     """
+    if is_mig_name(gpu_name):
+        return None, MIG_PEAK_REASON
     fam = gpu_family(gpu_name)
     if fam is None:
         return None, f"no peak table entry for GPU {gpu_name!r}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,9 +53,32 @@ def open_device(nv: Any = None) -> tuple[Any, Any]:
     return nv, device_handle(nv, nvml_index())
 
 
+def is_mig_slice(nv: Any, handle: Any, name: str | None = None) -> bool:
+    """Whether ``handle`` is a MIG device (a slice of a GPU), as ``nvmlDeviceGetHandleByUUID`` returns for a
+    ``MIG-...`` UUID in CUDA_VISIBLE_DEVICES: ``nvmlDeviceIsMigDeviceHandle`` says so (nvidia-ml-py 13.615.71 returns
+    a ``c_uint``), or, where the driver cannot answer, its NVML name carries the profile
+    (``NVIDIA A100-SXM4-40GB MIG 1g.5gb``)."""
+    try:
+        answer = nv.nvmlDeviceIsMigDeviceHandle(handle)
+        if int(getattr(answer, "value", answer)):
+            return True
+    except Exception:  # FunctionNotFound on old drivers, a fake without it: the name decides
+        pass
+    return bool(re.search(r"\bMIG\b", str(name or "")))
+
+
 def describe_error(e: BaseException) -> str:
     """``"<type>: <message>"`` of an NVML (or import) error, for a record's reason."""
     return f"{type(e).__name__}: {e}".strip()
+
+
+def function_not_found(nv: Any, e: BaseException) -> bool:
+    """Whether ``e`` says the driver's NVML (or the ``pynvml`` module) lacks the function called: pynvml raises
+    ``NVMLError`` with ``NVML_ERROR_FUNCTION_NOT_FOUND`` (``NVMLError_FunctionNotFound``) for a symbol the driver's
+    library does not export, and a module without the wrapper raises AttributeError."""
+    if isinstance(e, AttributeError):
+        return True
+    return getattr(e, "value", None) == getattr(nv, "NVML_ERROR_FUNCTION_NOT_FOUND", 13)
 
 
 def shutdown(nv: Any) -> None:

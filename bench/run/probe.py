@@ -16,7 +16,7 @@ from typing import Any
 
 from bench.core.checks import Check, save
 from bench.core.stacks import STACKS, Stack
-from bench.run.cellenv import cell_env
+from bench.run.cellenv import cell_env, gpu_env_problem
 
 #: The probe: import the framework, list its GPUs (keeping its warnings: torch reports an old driver as a
 #: warning and zero devices), and run one matmul on the first, so driver or PTX problems show here.
@@ -54,10 +54,15 @@ def probe_gpus(stack: Stack, timeout_s: float = 300.0) -> list[str]:
 
     Raises:
         RuntimeError: the framework cannot be imported, or it imports but fails on the GPU or reports a
-            driver too old for the image's CUDA (``gpu_failure``).
+            driver too old for the image's CUDA (``gpu_failure``), or the environment would keep it off the GPU
+            (``bench.run.cellenv.gpu_env_problem``).
     """
+    env = cell_env(stack, "gpu")
+    problem = gpu_env_problem(stack, "gpu", env)
+    if problem:
+        raise RuntimeError(f"stack {stack.id}: {problem}")
     p = subprocess.run([sys.executable, "-c", PROBE_CODE.format(backend=stack.backend)],
-                       env=cell_env(stack, "gpu"), capture_output=True, text=True, timeout=timeout_s)
+                       env=env, capture_output=True, text=True, timeout=timeout_s)
     for line in p.stdout.splitlines():
         if line.startswith("PROBE"):
             found = json.loads(line[5:])

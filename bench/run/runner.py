@@ -43,8 +43,12 @@ from bench.run.workloads import WORKLOADS, StepWorkload
 WORKER = [sys.executable, "-m", "bench.run.worker"]
 
 
-PTX_JIT_NOTE = ("the CUDA JIT cache grew during this cell: its first step/epoch includes the driver compiling PTX "
-                "for this GPU (later cells reuse the cache)")
+#: The cache fills with whatever PTX the driver compiles: a wheel's PTX for a GPU newer than its machine code, and
+#: PTX generated at run time (torch's NVRTC kernels where it does not build a cubin for this GPU, cuDNN's
+#: runtime-fused kernels), so its growth does not say which.
+PTX_JIT_NOTE = ("the CUDA JIT cache grew during this cell: the driver JIT-compiled code during the cell (PTX for a "
+                "GPU newer than a wheel's machine code, or runtime-compiled kernels): its compile time may be "
+                "inside the first epoch/step (later cells reuse the cache)")
 
 
 def add_cuda_cache(rec: dict[str, Any], env: Mapping[str, str], bytes_before: int | None) -> None:

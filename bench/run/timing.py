@@ -222,8 +222,9 @@ def fit_metrics(epoch_s: Sequence[float], call_s: float | None = None) -> dict[s
 
     Args:
         epoch_s: each epoch's seconds as Keras 2.0.8's progress bar timed it (``EpochClock``): from the epoch's
-            begin to after its validation, the first epoch included (on Keras 3 and plain JAX it holds the
-            tracing and XLA compilation, which run lazily at the first step; 2.0.8 built its graph before).
+            begin to after its validation, the first epoch included (on Keras 3, tf-keras and plain JAX it holds
+            the tracing, and XLA compilation where XLA is on, which run lazily at the first step; 2.0.8 built its
+            graph before), in float seconds where 2.0.8's bar printed whole ones.
         call_s: wall time of the whole training call between device barriers (Keras' ``model.fit``, the
             PyTorch/JAX loop), setup before the first epoch included, or None.
 
@@ -250,11 +251,16 @@ def fit_metrics(epoch_s: Sequence[float], call_s: float | None = None) -> dict[s
 def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:
     """Time ``steps + 1`` calls of ``call``: the first (build/compile) as the timer's first epoch, the others
     as its second, so ``timer.summary`` reports the first apart and its statistics cover steps 2..N.
-    Returns the last call's result."""
+    Returns the last call's result.
+
+    Each call's result is held until the barrier after it has run: JAX's barrier waits on ``jax.live_arrays()``,
+    which a dropped result is not in, so a first call whose output were discarded would end its epoch before its
+    work had (its compile and run would land in step 2)."""
     timer.begin_epoch()
-    call()
+    first = call()
     timer.end_step()
     timer.begin_epoch()
+    del first
     out = None
     for _ in range(steps):
         out = call()

@@ -21,14 +21,15 @@ from bench.results import derived
 from bench.results.record import Cell, new_record, write_json_atomic
 from bench.results.schema import to_json
 from bench.run import flops
+from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
 from bench.run.engines import Unsupported, epoch_engine, frameworks, math_mode, missing_model, oom, step_engine
 from bench.run.environment import capture, stack_pins, utc_now
 from bench.run.telemetry import sampler
 from bench.run.workloads import StepWorkload, get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
-MIG_NOTE = ("MIG mode: the cell ran on a GPU slice while NVML reports the whole GPU; MFU and energy are not "
-            "comparable with a full GPU's")
+MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energy are the whole GPU's and a "
+            "datasheet peak is the whole GPU's (MFU null): not comparable with a full GPU's")
 
 
 def add_energy_metrics(rec: dict[str, Any]) -> None:
@@ -65,6 +66,9 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
                   or knobs.model_knob_problem(dict(cell.settings), w.name, getattr(w, "keras_knobs", ())))
         if reason:
             raise Unsupported(reason)
+        problem = gpu_env_problem(stack, cell.device, os.environ)
+        if problem:
+            raise EnvironmentProblem(problem)
         if stack.backend != "tensorflow":
             frameworks.hide_gpus_from_tensorflow()
         if isinstance(w, StepWorkload):
@@ -79,6 +83,8 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         rec["status"] = "ok"
     except Unsupported as e:
         rec["status"], rec["reason"] = "unsupported", str(e)
+    except EnvironmentProblem as e:  # one line, no traceback: the fix is in the environment
+        rec["status"], rec["reason"] = "failed", str(e)
     except BaseException as e:  # every failure becomes a record
         rec["status"] = "oom" if oom.is_oom(e) else "failed"
         rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
@@ -186,6 +192,8 @@ def add_mfu(rec: dict[str, Any]) -> None:
     tf32_mm, tf32_conv = bool(s.get("tf32_matmul")), bool(s.get("tf32_conv"))
     share = flops.conv_fraction(rec.get("workload", ""), rec.get("task", ""))
     peak, why = flops.peak_flops(gpu, precision, tf32_mm, tf32_conv, share)
+    if gpu and (rec["env"].get("gpu") or {}).get("mig_mode"):  # a slice, whatever NVML names it
+        peak, why = None, flops.MIG_PEAK_REASON
     m["peak_flops"], m["peak_source"] = peak, why
     measured, source = measured_peak_in_effect(rec, precision, tf32_mm, tf32_conv, share) \
         if gpu and rec.get("stack") else (None, "no GPU in this record")

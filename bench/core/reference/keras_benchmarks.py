@@ -12,9 +12,11 @@ XLA (``jit_compile``) in the source is not uniform:
 - SAM predict calls ``predict`` on the uncompiled ``SegmentAnythingModel`` (only ``model.backbone``, which
   predict never calls apart, is compiled); SD fit compiles with ``loss="mse", optimizer="adam"`` and no
   ``jit_compile``; Gemma/Mistral generate compile with ``sampler="greedy"`` only. Those cells take the
-  libraries' own defaults (``NOT_REQUESTED``): Keras 2 compiles no XLA (``jit_compile`` None; keras 2.15,
-  which the source ran, and tf_keras 2.15 ``src/engine/training.py`` build XLA functions only when it is
-  truthy); Keras 3 resolves "auto"
+  libraries' own defaults (``NOT_REQUESTED``): Keras 2 builds the model's functions without XLA (``jit_compile``
+  None; keras 2.15, which the source ran, and tf_keras 2.15 ``src/engine/training.py`` build XLA functions only
+  when it is truthy), though its optimizers keep their own ``jit_compile=True`` and apply each update under XLA
+  when a GPU is listed (keras/optimizers/optimizer.py@v2.15.0:49, 59-67; tf_keras 2.21.0 the same): SD fit's
+  Adam update; Keras 3 resolves "auto"
   (keras 3.15.1 ``keras/src/trainers/trainer.py`` ``_resolve_auto_jit_compile``, the same in 3.0.5): False on
   torch, False on TensorFlow without a GPU, else True when every layer ``supports_jit``. Generate compiles
   by keras-hub's ``CausalLM.make_generate_function`` (0.32.0; keras-nlp 0.8.2's ``GenerativeTask`` does

@@ -122,7 +122,8 @@ def round_drift(df) -> list[tuple[str, int, float]]:
 
 #: Rows that break a rule of a valid GPU measurement: (column, what it means).
 RULES = ((col(Record, "gpu_before", "processes"), "GPU busy: another process was on the GPU"),
-         (col(Env, "gpu", "mig_mode"), "MIG mode: a GPU slice, while power and MFU are the whole GPU's"),
+         (col(Env, "gpu", "mig_mode"),
+          "MIG mode: a GPU slice, while power and energy are the whole GPU's (no datasheet MFU)"),
          (col(Telemetry, "throttled"), "throttled: thermal or hardware clock-event reasons in the timed window"))
 
 

@@ -51,12 +51,13 @@ def provenance(df) -> list[str]:
     if (df["device"] == "cpu").any():
         lines.append("- **CPU rows are smoke tests of the harness, not GPU benchmarks.**")
     if _flagged(df, col(Env, "gpu", "mig_mode")):
-        lines.append("- **MIG mode: the GPU was partitioned; power, energy and MFU are the whole GPU's figures, "
-                     "not comparable with a full GPU's.**")
+        lines.append("- **MIG mode: the GPU was partitioned; power and energy are the whole GPU's figures and MFU "
+                     "has no datasheet peak for a slice, not comparable with a full GPU's.**")
     jit = _flagged(df, col(Env, "cuda_cache", "jit_compiled"))
     if jit:
-        lines.append(f"- {jit} cell(s) paid for the driver's PTX JIT compilation (the CUDA cache grew): their "
-                     "first step/epoch includes it; steady-state figures do not.")
+        lines.append(f"- {jit} cell(s) paid for the driver's PTX JIT compilation (the CUDA cache grew: PTX for a GPU "
+                     "newer than a wheel's machine code, or runtime-compiled kernels): their first step/epoch may "
+                     "include it; steady-state figures do not.")
     return lines + [""]
 
 

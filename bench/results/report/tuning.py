@@ -20,12 +20,14 @@ J_EPOCH, P50 = col(Metrics, "j_per_epoch"), col(Metrics, "ms_per_step_p50")
 
 REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
 #: The study's run, from the header of ``REFERENCE_CSV``: the model, the whole of MNIST's 60,000 training images,
-#: 41 epochs of batch 256 on a GPU, timed as whole epochs (our ``sync=epoch``); tf.data shuffled from a buffer
-#: of 20,000 (the post). A row is paired with a published time only when it ran all of these (``study_mismatch``).
+#: 41 epochs of batch 256 on a GPU, timed as whole epochs (our ``sync=epoch``); tf.data shuffled from our buffer
+#: of 20,000 (assumed: the header says only "shuffling on"). A row is paired with a published time only when it ran
+#: all of these (``study_mismatch``).
 STUDY = {"workload": "mnist_cnn_tuning", "size": "full", "device": "gpu", "batch_size": 256, col(Metrics, "epochs"): 41,
          col(Data, "source"): "real", col(Data, "n_train"): 60000, setting_col("sync"): "epoch"}
 STUDY_TF_DATA_SHUFFLE_BUFFER = 20_000
-#: PyTorch pipelines through a ``DataLoader``, whose options the post left at PyTorch's defaults (both False).
+#: PyTorch pipelines through a ``DataLoader``, whose options the study does not give: PyTorch's defaults (both
+#: False) assumed.
 STUDY_LOADER_PIPELINES = ("tensor_dataset", "torchvision_dataset_transforms")
 STUDY_LOADER_OPTIONS = {"pin_memory": False, "persistent_workers": False}
 

@@ -46,13 +46,18 @@ JAX_TF32_PRECISIONS = (None, "default", "fastest", "bfloat16", "high", "bfloat16
 #: GEMMs are ``rnn_cudnn`` where it ran as cuDNN's RNN kernel, ``rnn_matmul`` where it ran as the framework's own
 #: matmuls (``rnn_on_cudnn`` says which): on PyTorch ``cudnn.allow_tf32`` covers cuDNN's RNN kernels (torch 2.13
 #: ``backends/cudnn/rnn.py`` ``fp32_precision`` follows it), ``allow_tf32`` / ``float32_matmul_precision`` the
-#: matmuls; TensorFlow's one switch covers both; JAX's precision covers matmuls (no cell here runs a JAX cuDNN
-#: RNN, so none is claimed for one).
+#: matmuls, and torch's per-op ``fp32_precision`` switches (2.9 and later) say the same per op ('tf32' allows it;
+#: they agree with the legacy ones in every state ``set_tf32`` leaves); TensorFlow's one switch covers both; JAX's
+#: precision covers matmuls (no cell here runs a JAX cuDNN RNN, so none is claimed for one). torch's cuDNN-wide
+#: ``torch_cudnn_fp32_precision`` is recorded but not here: it governs inductor's Triton convolutions only.
 TF32_SWITCHES: dict[str, tuple[tuple[str, ...], tuple[Any, ...]]] = {
     "tf_tensor_float_32_execution": (("matmul", "conv", "rnn_cudnn", "rnn_matmul"), (True,)),
     "jax_default_matmul_precision": (("matmul", "conv", "rnn_matmul"), JAX_TF32_PRECISIONS),
     "torch_matmul_allow_tf32": (("matmul", "rnn_matmul"), (True,)),
     "torch_cudnn_allow_tf32": (("conv", "rnn_cudnn"), (True,)),
+    "torch_matmul_fp32_precision": (("matmul", "rnn_matmul"), ("tf32",)),
+    "torch_cudnn_conv_fp32_precision": (("conv",), ("tf32",)),
+    "torch_cudnn_rnn_fp32_precision": (("rnn_cudnn",), ("tf32",)),
 }
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.run.nvml import describe_error, device_handle, init, nvml_index, shutdown
+from bench.run.nvml import describe_error, device_handle, function_not_found, init, nvml_index, shutdown
 from bench.run.telemetry.cpu import CpuMeter
 from bench.run.telemetry.energy import MIN_WINDOW_S, counter_energy_j, integrated_energy_j, short_epochs_note
 from bench.run.telemetry.power_source import averaged_power_note
@@ -57,6 +57,7 @@ class Telemetry:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._throttle_reasons_api = False  # the driver lacks the clock-event name (R525/R530): use the old one
         self.handle = device_handle(nvml, index)
         self.name = _text(nvml.nvmlDeviceGetName(self.handle))
         self.index = index
@@ -99,6 +100,22 @@ class Telemetry:
                 return v.value.uiVal / 1000.0
         return self.nv.nvmlDeviceGetPowerUsage(self.handle) / 1000.0
 
+    def _clocks_event_reasons(self) -> int:
+        """The current clock-event reasons (bitmask). ``nvmlDeviceGetCurrentClocksEventReasons`` is the name NVML
+        took in driver R535; R525/R530 (the CUDA 12 images' minimum driver) export only the older
+        ``nvmlDeviceGetCurrentClocksThrottleReasons``, which returns the same bits (nvidia-ml-py 13.615.71 ``pynvml``:
+        ``nvmlClocksThrottleReason*`` and ``nvmlClocksEventReason*`` share their values), so a FunctionNotFound
+        switches to it for the rest of the window."""
+        nv, h = self.nv, self.handle
+        if not self._throttle_reasons_api:
+            try:
+                return int(nv.nvmlDeviceGetCurrentClocksEventReasons(h))
+            except Exception as e:
+                if not function_not_found(nv, e):
+                    raise
+                self._throttle_reasons_api = True
+        return int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(h))
+
     def energy_mj(self) -> int | None:
         return self._read("energy", lambda: int(self.nv.nvmlDeviceGetTotalEnergyConsumption(self.handle)))
 
@@ -117,8 +134,7 @@ class Telemetry:
             mem_clock_mhz=self._read("mem_clock", lambda: float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM))),
             temperature_c=self._read("temperature", lambda: float(
                 nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))),
-            clocks_event_reasons=self._read("clocks_event_reasons", lambda: int(
-                nv.nvmlDeviceGetCurrentClocksEventReasons(h))),
+            clocks_event_reasons=self._read("clocks_event_reasons", self._clocks_event_reasons),
             energy_mj=self.energy_mj(),
         )
         with self._lock:

@@ -25,7 +25,8 @@ def source_labels(keras, workload: Workload, ds: Dataset) -> Dataset:
     one_hot = [keras.utils.to_categorical(y, n).astype(np.float32) for y in (ds.y_train, ds.y_val)]
     return dataclasses.replace(ds, y_train=one_hot[0], y_val=one_hot[1])
 
-#: The tuning study's tf.data shuffle buffer (the post: 20,000 examples), capped at the training set's size.
+#: The tuning suite's tf.data shuffle buffer, 20,000 examples, capped at the training set's size: assumed (the
+#: study's table, bench/core/reference/mnist_cnn_tuning_4060ti.csv, says only "shuffling on").
 TF_DATA_SHUFFLE_BUFFER = 20_000
 
 
@@ -74,7 +75,7 @@ def placement(pipeline: str, keras_major: int, backend: str) -> str:
 
 
 def shuffle_buffer(pipeline: str, n_train: int) -> int:
-    """Examples a pipeline's shuffle draws from: the tuning study's tf.data buffer (``TF_DATA_SHUFFLE_BUFFER``,
+    """Examples a pipeline's shuffle draws from: the tuning suite's tf.data buffer (``TF_DATA_SHUFFLE_BUFFER``,
     capped at ``n_train``), else ``n_train`` (``fit(shuffle=True)`` permutes the whole set each epoch)."""
     return min(TF_DATA_SHUFFLE_BUFFER, n_train) if pipeline in ("tf_data_numpy", "tf_data_tensors") else n_train
 
@@ -83,8 +84,9 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, 
     """``fit`` arguments for the data pipeline (where ``fit`` then makes the batches: ``placement``).
 
     tf.data pipelines shuffle each epoch from a buffer of ``shuffle_buffer`` examples, batch with parallel
-    calls and prefetch, both AUTOTUNE (the tuning study's setup); ``tensors_fit`` hands ``fit`` backend tensors
-    (on the device where the backend puts them), which ``fit`` batches its own way per backend (``PLACEMENT``).
+    calls and prefetch, both AUTOTUNE (the study's table gives ``autotune`` for its tf.data rows; which calls,
+    assumed); ``tensors_fit`` hands ``fit`` backend tensors (on the device where the backend puts them), which
+    ``fit`` batches its own way per backend (``PLACEMENT``).
 
     Raises:
         ValueError: an unknown ``pipeline``.

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 from typing import Any
 
@@ -32,9 +33,15 @@ from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
 from bench.run.workloads import Workload
 
 
-def make_optimizer(keras, workload: Workload):
+def make_optimizer(keras, workload: Workload, jit_compile: bool | str | None = None):
     """The Keras optimizer of ``workload.optimizer`` with every hyper-parameter explicit (Keras 3 and tf.keras
     defaults differ from the Keras 2.0.8 scripts': ``bench.run.workloads.classic.KERAS208``).
+
+    ``jit_compile``: the cell's knob. tf-keras optimizers take their own ``jit_compile``, True by default, which
+    compiles each variable's update step with XLA whenever a GPU is listed
+    (tf_keras/src/optimizers/optimizer.py@2.21.0:49, 59-67, 211), whatever ``Model.compile`` was given; so
+    ``jit_compile=False`` turns it off there too (Keras 2.0.8 had no XLA). Keras 3 optimizers have no such
+    argument: the trainer's ``jit_compile`` covers their update.
 
     A ``decay`` is Keras 2.0.8's per-update ``lr / (1 + decay * t)`` (keras/optimizers.py@2.0.8:232), which is
     ``keras.optimizers.schedules.InverseTimeDecay(lr, decay_steps=1, decay_rate=decay)``: Keras calls a schedule
@@ -51,13 +58,17 @@ def make_optimizer(keras, workload: Workload):
     lr = spec.learning_rate
     if spec.decay:
         lr = keras.optimizers.schedules.InverseTimeDecay(spec.learning_rate, decay_steps=1, decay_rate=spec.decay)
-    if spec.name == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate=lr, rho=spec.rho, epsilon=spec.epsilon)
-    if spec.name == "adadelta":
-        return keras.optimizers.Adadelta(learning_rate=lr, rho=spec.rho, epsilon=spec.epsilon)
+    classes = {"rmsprop": "RMSprop", "adadelta": "Adadelta", "adam": "Adam"}
+    if spec.name not in classes:
+        raise ValueError(f"unknown optimizer {spec.name!r}")
+    cls = getattr(keras.optimizers, classes[spec.name])
     if spec.name == "adam":
-        return keras.optimizers.Adam(learning_rate=lr, beta_1=spec.beta_1, beta_2=spec.beta_2, epsilon=spec.epsilon)
-    raise ValueError(f"unknown optimizer {spec.name!r}")
+        kw: dict[str, Any] = {"beta_1": spec.beta_1, "beta_2": spec.beta_2, "epsilon": spec.epsilon}
+    else:
+        kw = {"rho": spec.rho, "epsilon": spec.epsilon}
+    if jit_compile is False and "jit_compile" in inspect.signature(cls).parameters:
+        kw["jit_compile"] = False
+    return cls(learning_rate=lr, **kw)
 
 
 def optimizer_record(optimizer) -> dict[str, Any]:
@@ -77,6 +88,8 @@ def optimizer_record(optimizer) -> dict[str, Any]:
     for key in ("rho", "momentum", "centered", "epsilon", "beta_1", "beta_2", "amsgrad"):
         if key in cfg:
             out[key] = cfg[key] if isinstance(cfg[key], bool) else float(cfg[key])
+    if hasattr(optimizer, "jit_compile"):  # tf-keras: as it took effect (False without a GPU: optimizer.py:59-67)
+        out["jit_compile"] = bool(optimizer.jit_compile)
     return out
 
 
@@ -120,9 +133,9 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
 
     model = workload.build_keras(keras, ds.meta, **{k: getattr(settings, k) for k in workload.keras_knobs})
     compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
-    if settings.jit_compile is not None:  # else Keras' own default (Keras 2: off; Keras 3: 'auto')
+    if settings.jit_compile is not None:  # else Keras' own (Keras 2: step off, optimizer's XLA on; Keras 3: 'auto')
         compile_kw["jit_compile"] = settings.jit_compile
-    optimizer = make_optimizer(keras, workload)
+    optimizer = make_optimizer(keras, workload, settings.jit_compile)
     labels = workload.labels
     model.compile(optimizer=optimizer, loss=labels.loss, metrics=list(labels.metrics), **compile_kw)
     jit = getattr(model, "jit_compile", getattr(model, "_jit_compile", None))

@@ -21,9 +21,16 @@ from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
+from bench.run.engines.keras.fit import progress_bar_discarded
 from bench.run.engines.keras.runtime import import_keras, make_timing_callback
 from bench.run.timing import EpochTimer, time_calls
 from bench.run.workloads import Job, StepWorkload, check_output
+
+#: ``verbose`` of the Keras ``fit`` / ``predict`` calls. The source passed none (benchmark/keras_utils.py@v0.0.5:41,
+#: 47), so Keras' default ``verbose="auto"`` applied (keras/trainers/trainer.py@v3.0.5:403, 668), which its
+#: ``ProgbarLogger`` reads as 1 (keras/callbacks/progbar_logger.py@v3.0.5:31-34): the progress bar, updated after
+#: every batch. Here the same, the bar written to a discarded stream (``progress_bar_discarded``).
+VERBOSE = 1
 
 
 def _set_precision(keras, stack: Stack, precision: str) -> str:
@@ -40,10 +47,13 @@ def _optimizer(keras, name: str):
 
 
 def _repeat(batch, n: int):
-    """``n`` copies of one batch as a tf.data pipeline, as the source fed ``fit``/``predict`` (keras-hub
-    tasks convert their input to tf.data themselves and reject Python generators). On the JAX and torch
-    backends TensorFlow is only the input pipeline, kept off the GPU by the worker
-    (``frameworks.hide_gpus_from_tensorflow``)."""
+    """``n`` copies of one ready batch as a tf.data pipeline for ``fit``/``predict`` (keras-hub tasks convert their
+    input to tf.data themselves and reject Python generators). The source fed tf.data too, but SAM and SD batched
+    each step from one example's slices (``from_tensor_slices(...).repeat((NUM_STEPS + 1) * B).batch(B)``,
+    sam/keras/fit.py@v0.0.5:18-22, sam/keras/predict.py@v0.0.5:21-25, stable_diffusion/keras/fit.py@v0.0.5:18-22),
+    a host copy per step that this skips; its text models read cached, ready batches as here
+    (benchmark/keras_utils.py@v0.0.5:91-108, 118-132). On the JAX and torch backends TensorFlow is only the input
+    pipeline, kept off the GPU by the worker (``frameworks.hide_gpus_from_tensorflow``)."""
     import tensorflow as tf
 
     return tf.data.Dataset.from_tensors(batch).repeat(n)
@@ -69,13 +79,13 @@ def compile_job(keras, job: Job, task: str, requested: bool | str) -> None:
     when it was built.
 
     ``fit`` compiles without metrics, as the source did: its ``model.compile(loss=..., optimizer=...,
-    jit_compile=...)`` (benchmark/bert/keras/fit.py@v0.0.5:22-26, gemma and mistral fit.py@v0.0.5:30-34) went
-    through keras-nlp 0.8.2's ``Task.compile``, which adds none (keras_nlp/src/models/task.py@0.8.2:101-106).
-    keras-hub 0.32.0's task ``compile`` adds accuracy unless told otherwise (``TextClassifier`` ``metrics="auto"``;
-    ``CausalLM`` ``weighted_metrics="auto"``), hence the explicit Nones; and Keras 3.15.1 keeps the metrics of an
-    earlier compile (keras-hub's task compiles itself when built) when ``compile`` gets none
-    (keras/src/trainers/trainer.py@v3.15.1:196-199), where the source's Keras 3.0.5 dropped them
-    (keras/src/trainers/trainer.py@v3.0.5:153-158): ``_drop_stale_metrics`` does what 3.0.5 did."""
+    jit_compile=...)`` (benchmark/bert/keras/fit.py@v0.0.5:22-26, gemma/keras/fit.py@v0.0.5:30-34,
+    mistral/keras/fit.py@v0.0.5:31-35) went through keras-nlp 0.8.2's ``Task.compile``, which adds none
+    (keras_nlp/src/models/task.py@0.8.2:101-106). keras-hub 0.32.0's task ``compile`` adds accuracy unless told
+    otherwise (``TextClassifier`` ``metrics="auto"``; ``CausalLM`` ``weighted_metrics="auto"``), hence the explicit
+    Nones; and Keras 3.15.1 keeps the metrics of an earlier compile (keras-hub's task compiles itself when built)
+    when ``compile`` gets none (keras/src/trainers/trainer.py@v3.15.1:196-199), where the source's Keras 3.0.5
+    dropped them (keras/trainers/trainer.py@v3.0.5:153-158): ``_drop_stale_metrics`` does what 3.0.5 did."""
     if job.call is not None:
         return
     kw = {} if requested == source.NOT_REQUESTED else {"jit_compile": requested}
@@ -157,12 +167,15 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         compile_job(keras, job, task, requested)
         if job.call is not None:
             result = time_calls(lambda: job.call(job.model), steps, timer)
-        elif task == "fit":
-            job.model.fit(_repeat((job.inputs, job.targets), steps + 1), epochs=1,
-                          verbose=0, callbacks=[make_timing_callback(keras, timer, split_first=True)])
         else:
-            result = job.model.predict(_repeat(job.inputs, steps + 1), verbose=0,
-                                       callbacks=[make_timing_callback(keras, timer, split_first=True)])
+            effective.extra["verbose"] = VERBOSE
+            with progress_bar_discarded(VERBOSE):
+                if task == "fit":
+                    job.model.fit(_repeat((job.inputs, job.targets), steps + 1), epochs=1, verbose=VERBOSE,
+                                  callbacks=[make_timing_callback(keras, timer, split_first=True)])
+                else:
+                    result = job.model.predict(_repeat(job.inputs, steps + 1), verbose=VERBOSE,
+                                               callbacks=[make_timing_callback(keras, timer, split_first=True)])
         barrier()
     finally:
         if telemetry:

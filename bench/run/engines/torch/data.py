@@ -159,10 +159,10 @@ def loader_kwargs(torch, batch_size: int, workers: int, dev, pin_memory: bool = 
     """``DataLoader`` arguments shared by the loader pipelines: shuffled every epoch, seeded.
 
     ``pin_memory`` and ``persistent_workers`` default to PyTorch's own ``DataLoader`` defaults, both False
-    (torch/utils/data/dataloader.py@v2.13.0), the "standard loader options" the tuning study's post ran
-    (docs/suites/tuning.md); True for either is a named variant (``TorchFitSettings``). Each is passed only where
-    it can take effect: pinning with a CUDA device, persistence with worker processes (torch raises
-    "persistent_workers option needs num_workers > 0" otherwise).
+    (torch/utils/data/dataloader.py@v2.13.0): what the tuning study is assumed to have run (its table gives the
+    pipelines and ``num_workers`` only: docs/suites/tuning.md); True for either is a named variant
+    (``TorchFitSettings``). Each is passed only where it can take effect: pinning with a CUDA device, persistence
+    with worker processes (torch raises "persistent_workers option needs num_workers > 0" otherwise).
 
     The shuffle generator lives on the CPU whatever ``dev`` is: torch's ``RandomSampler`` draws its
     permutation on the CPU and raises "Expected a 'cpu' device type for generator" when given a CUDA

@@ -1,6 +1,8 @@
-"""A plain, idiomatic PyTorch training loop: tensors preloaded on the device, a shuffled index per
-epoch, the optimizer Keras uses with Keras' defaults, loss read back every step (as Keras does). The data
-pipelines are ``bench.run.engines.torch.data``'s.
+"""A plain, idiomatic PyTorch training loop: tensors preloaded on the device (the validation set always, the
+training set by default), a shuffled index per epoch, the workload's optimizer with its source's hyper-parameters.
+The loss and accuracy are summed on the device and read back once per epoch at the default ``sync=epoch`` (every
+step only under ``sync=step``), where Keras' ``fit(verbose=1)`` fetches its logs after every step: the classic
+table's row on the twins' loop. The data pipelines are ``bench.run.engines.torch.data``'s.
 """
 
 from __future__ import annotations
@@ -171,7 +173,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     cadence = Cadence.parse(settings.sync)
     timer = EpochTimer(barrier, telemetry, cadence)
     epoch_clock = EpochClock(barrier)
-    # sync=step reads the loss back every step, as Keras does for its progress logs; the other cadences
+    # sync=step reads the loss back every step, as Keras' verbose=1 does for its progress logs; the other cadences
     # add it up on the device and read it once per epoch, after the timed steps
     read_every_step = cadence.every == 1
     hist: dict[str, list[float]] = {"accuracy": [], "loss": [], "val_accuracy": [], "val_loss": []}

@@ -2,7 +2,9 @@
 
 Out-of-the-box PyTorch, as the published method measures: eager mode (``compile`` is an opt-in
 variant), the model in the dtype the source used, ``torch.inference_mode`` for predict and generate,
-AdamW/Adam with Keras' default hyper-parameters so both sides run the same update rule.
+AdamW/Adam with Keras' default hyper-parameters, so both sides run the same update rule but for where epsilon goes:
+torch adds it after the bias correction (torch/optim/adam.py@v2.13.0:544), Keras before it
+(keras/src/optimizers/adam.py@v3.15.1:117, 132-137).
 """
 
 from __future__ import annotations
