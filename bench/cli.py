@@ -253,7 +253,7 @@ def cell_inputs(req: Request, command: str = "run") -> dict:
 @request_options("run")
 def run_cmd(**inputs) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
-    from bench.core.knobs import SettingsError
+    from bench.core.settings import SettingsError
 
     req = Request(**inputs)
     stack_ids = stack_list(req.stacks)
@@ -428,7 +428,8 @@ def fields_cmd() -> None:
 @cli.command("knobs")
 def knobs_cmd() -> None:
     """The settings a cell or sweep may set, per engine, with their values."""
-    from bench.core.knobs import DOCS, KNOBS, describe_allowed
+    from bench.core.knobs import DOCS, KNOBS
+    from bench.core.settings import describe_allowed
 
     for engine, knobs in KNOBS.items():
         click.echo(f"{engine}:")

@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
+from bench.core.families.jax import JaxFitSettings
+from bench.core.families.keras import KerasFitSettings
+from bench.core.families.torch import TorchFitSettings
 from bench.results.schema import to_json
 from bench.run import datasets
 from bench.run.datasets import Dataset
@@ -78,7 +81,7 @@ def reference(w) -> np.ndarray:
 def keras_steps(w) -> np.ndarray:
     import keras
 
-    from bench.run.engines.keras_engine import make_optimizer
+    from bench.run.engines.keras.fit import make_optimizer
 
     var = keras.Variable(P0.astype("float32"))
     opt = make_optimizer(keras, w)
@@ -90,7 +93,7 @@ def keras_steps(w) -> np.ndarray:
 def torch_steps(w) -> np.ndarray:
     import torch
 
-    from bench.run.engines.torch_engine import make_optimizer, make_scheduler
+    from bench.run.engines.torch.fit import make_optimizer, make_scheduler
 
     p = torch.nn.Parameter(torch.tensor(P0, dtype=torch.float64))
     opt = make_optimizer(torch, [p], w)
@@ -148,12 +151,13 @@ def test_engines_build_the_workloads_optimizer_and_record_it(name):
     import keras
     import torch
 
-    from bench.run.engines import keras_engine, torch_engine
+    from bench.run.engines.keras import fit as keras_fit
+    from bench.run.engines.torch import fit as torch_fit
 
     w = get_workload(name)
     o = w.optimizer
-    k = keras_engine.optimizer_record(keras_engine.make_optimizer(keras, w))
-    t = torch_engine.optimizer_record(torch_engine.make_optimizer(torch, [torch.nn.Parameter(torch.ones(1))], w), w)
+    k = keras_fit.optimizer_record(keras_fit.make_optimizer(keras, w))
+    t = torch_fit.optimizer_record(torch_fit.make_optimizer(torch, [torch.nn.Parameter(torch.ones(1))], w), w)
     to = o.for_engine("torch")  # mnist_cnn_tuning: torch's own RMSprop defaults on PyTorch
     assert k["learning_rate"] == pytest.approx(o.learning_rate) == t["learning_rate"]
     assert k["epsilon"] == pytest.approx(o.epsilon) and t["eps"] == pytest.approx(to.epsilon)
@@ -235,7 +239,7 @@ def test_torch_augmentation_is_the_source_transform_with_its_shift_distribution(
     the source's outputs, with the source's distribution of shifts and flips."""
     import torch
 
-    from bench.run.engines.torch_engine import augment_transform
+    from bench.run.engines.torch.data import augment_transform
 
     torch.manual_seed(0)
     image = distinct_image()
@@ -252,7 +256,7 @@ def test_torch_augmented_loader_is_one_worker_ten_batches_queued_full_batches(tm
     steps_per_epoch = n // batch; pinned memory only for a CUDA device (the GPU branch, checked without one)."""
     import torch
 
-    from bench.run.engines.torch_engine import augmented_loader
+    from bench.run.engines.torch.data import augmented_loader
 
     w = get_workload("cifar10_cnn")
     ds = datasets.synthetic("cifar10", 70, 8, "test")
@@ -276,7 +280,7 @@ def test_keras_augmentation_in_tf_data_is_the_source_transform_with_its_shift_di
     queued) gives, image by image, one of the source's outputs with the source's distribution; n // batch steps."""
     import keras
 
-    from bench.run.engines.keras_engine import augmented_train_data
+    from bench.run.engines.keras.data import augmented_train_data
 
     keras.utils.set_random_seed(0)
     image = distinct_image()
@@ -299,7 +303,7 @@ def test_keras_augmentation_in_tf_data_is_the_source_transform_with_its_shift_di
 def test_augment_knob_is_a_variant_with_clear_limits():
     """augment unset: the source decides; false: off (a variant); true where the source has none, or with another
     data pipeline: a reason (the cell is recorded unsupported)."""
-    K, T = knobs.KerasFitSettings, knobs.TorchFitSettings
+    K, T = KerasFitSettings, TorchFitSettings
     assert K().augment is None and "augment" in knobs.KNOBS["keras"] and "augment" in knobs.KNOBS["torch"]
     assert knobs.augment_in_effect(K(), True) and not knobs.augment_in_effect(K(augment=False), True)
     assert not knobs.augment_in_effect(K(), False)
@@ -342,7 +346,7 @@ def test_keras_fit_s_per_epoch_is_the_progress_bars_epoch_setup_excluded_validat
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines import keras_engine
+    from bench.run.engines.keras import fit as keras_fit
 
     seen: list[float] = []
 
@@ -363,7 +367,7 @@ def test_keras_fit_s_per_epoch_is_the_progress_bars_epoch_setup_excluded_validat
     monkeypatch.setattr(keras.Model, "fit", lambda self, *a, callbacks=(), **k:
                         real_fit(self, *a, callbacks=[Slow(), *callbacks], **k))
     w, ds = small("mnist_mlp", 256)
-    m = to_json(keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, knobs.KerasFitSettings()).metrics)
+    m = to_json(keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasFitSettings()).metrics)
     assert len(m["fit_epoch_s"]) == len(seen) == 3
     assert m["fit_epoch_s"] == pytest.approx(seen, rel=0.05, abs=0.01)
     assert min(m["fit_epoch_s"]) > VAL_S  # validation inside each epoch
@@ -405,22 +409,22 @@ def _check_loop_epochs(m: dict, evals: list[float], epochs: int) -> None:
 @needs_torch
 def test_torch_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
     from bench.core.stacks import get_stack
-    from bench.run.engines import torch_engine
+    from bench.run.engines.torch import fit as torch_fit
 
-    evals = _timed(monkeypatch, torch_engine)
+    evals = _timed(monkeypatch, torch_fit)
     w, ds = small("mnist_mlp", 512)
-    out = torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, knobs.TorchFitSettings())
+    out = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchFitSettings())
     _check_loop_epochs(to_json(out.metrics), evals, 3)
 
 
 def test_jax_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
     pytest.importorskip("flax")
     from bench.core.stacks import get_stack
-    from bench.run.engines import jax_engine
+    from bench.run.engines.jax import fit as jax_fit
 
-    evals = _timed(monkeypatch, jax_engine)
+    evals = _timed(monkeypatch, jax_fit)
     w, ds = small("mnist_mlp", 512)
-    out = jax_engine.fit(get_stack("jax"), w, ds, "cpu", 3, 64, knobs.JaxFitSettings())
+    out = jax_fit.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxFitSettings())
     _check_loop_epochs(to_json(out.metrics), evals, 3)
 
 
@@ -460,7 +464,7 @@ def mnist_like(n_train: int, n_val: int) -> Dataset:
 def test_idx_files_read_back_by_torchvision(tmp_path):
     from torchvision.datasets.mnist import read_image_file, read_label_file
 
-    from bench.run.engines.torch_engine import write_mnist_idx
+    from bench.run.engines.torch.data import write_mnist_idx
 
     ds = mnist_like(20, 6)
     raw = write_mnist_idx(tmp_path, ds)
@@ -477,14 +481,14 @@ def test_torchvision_pipeline_is_torchvision_mnist_with_totensor_and_normalize()
     import torch
     import torchvision
 
-    from bench.run.engines.torch_engine import MNIST_NORMALIZE, make_batches, torchvision_mnist
+    from bench.run.engines.torch.data import MNIST_NORMALIZE, make_batches, torchvision_mnist
 
     assert MNIST_NORMALIZE == ((0.1307,), (0.3081,))
     ds = mnist_like(24, 6)
     dataset = torchvision_mnist(ds)
     assert isinstance(dataset, torchvision.datasets.MNIST)
     expected = (ds.x_train[0][..., 0] - 0.1307) / 0.3081
-    settings = knobs.TorchFitSettings(data_pipeline="torchvision_dataset_transforms")
+    settings = TorchFitSettings(data_pipeline="torchvision_dataset_transforms")
     epoch = make_batches(torch, "torchvision_dataset_transforms", settings, ds, get_workload("mnist_cnn_tuning"), 8,
                          torch.device("cpu"))
     seen = []
@@ -499,7 +503,7 @@ def test_torchvision_pipeline_is_torchvision_mnist_with_totensor_and_normalize()
 @needs_torch
 def test_torchvision_pipeline_needs_mnist():
     from bench.run.engines import Unsupported
-    from bench.run.engines.torch_engine import torchvision_mnist
+    from bench.run.engines.torch.data import torchvision_mnist
 
     with pytest.raises(Unsupported, match="torchvision.datasets.MNIST"):
         torchvision_mnist(datasets.synthetic("cifar10", 4, 2, "test"))
@@ -512,7 +516,7 @@ def test_tf_data_shuffles_from_the_studys_buffer_of_20000():
     from all 25,000 at once)."""
     import keras
 
-    from bench.run.engines.keras_engine import TF_DATA_SHUFFLE_BUFFER, shuffle_buffer, train_data
+    from bench.run.engines.keras.data import TF_DATA_SHUFFLE_BUFFER, shuffle_buffer, train_data
 
     assert TF_DATA_SHUFFLE_BUFFER == 20_000 and shuffle_buffer("tf_data_numpy", 1000) == 1000
     assert shuffle_buffer("numpy_fit", 25_000) == 25_000
@@ -590,11 +594,11 @@ class _Captured(Exception):
 
 
 def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
-    """What ``keras_engine.fit`` hands ``Model.fit`` (and ``compile``) for workload ``name``, without training."""
+    """What ``keras_fit.fit`` hands ``Model.fit`` (and ``compile``) for workload ``name``, without training."""
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines import keras_engine
+    from bench.run.engines.keras import fit as keras_fit
 
     seen: dict = {}
     real_compile = keras.Model.compile
@@ -611,7 +615,7 @@ def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
     monkeypatch.setattr(keras.Model, "fit", fit_)
     w, ds = small(name, n)
     with pytest.raises(_Captured):
-        keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, knobs.KerasFitSettings(**settings))
+        keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, KerasFitSettings(**settings))
     seen["ds"] = ds
     return seen
 
@@ -670,14 +674,14 @@ def test_keras_fit_runs_verbose_1_with_the_progress_bar_discarded_and_records_it
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines import keras_engine
+    from bench.run.engines.keras import fit as keras_fit
 
     batches: list[int] = []
     real = keras.callbacks.ProgbarLogger.on_train_batch_end
     monkeypatch.setattr(keras.callbacks.ProgbarLogger, "on_train_batch_end",
                         lambda self, batch, logs=None: (batches.append(batch), real(self, batch, logs))[1])
     w, ds = small("mnist_mlp", 64)
-    out = keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, knobs.KerasFitSettings())
+    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasFitSettings())
     s = to_json(out.settings)
     assert len(batches) == 2 * 4  # every step of both epochs
     assert s["verbose"] == 1 and s["loss"] == "categorical_crossentropy" and s["labels"]["form"] == "one_hot"
@@ -685,13 +689,13 @@ def test_keras_fit_runs_verbose_1_with_the_progress_bar_discarded_and_records_it
     captured = capfd.readouterr()
     assert "Epoch 1/2" not in captured.out + captured.err and "step" not in captured.out
     batches.clear()
-    quiet = to_json(keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
-                                     knobs.KerasFitSettings(verbose=0)).settings)
+    quiet = to_json(keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
+                                     KerasFitSettings(verbose=0)).settings)
     assert batches == [] and quiet["verbose"] == 0
 
 
 def test_progress_bar_discarded_only_with_verbose(capsys):
-    from bench.run.engines.keras_engine import progress_bar_discarded
+    from bench.run.engines.keras.fit import progress_bar_discarded
 
     with progress_bar_discarded(1):
         print("bar")
@@ -705,7 +709,7 @@ def test_fit_variants_are_named_and_listed():
 
     from bench.cli import cli
 
-    assert knobs.KerasFitSettings().verbose == 1 and knobs.KerasFitSettings().jit_compile is None
+    assert KerasFitSettings().verbose == 1 and KerasFitSettings().jit_compile is None
     assert knobs.variant_name({"verbose": 0}) == "verbose=0"
     assert knobs.parse_assignment("verbose=0") == ("verbose", 0)
     assert knobs.parse_assignment("jit_compile=false") == ("jit_compile", False)
@@ -723,12 +727,13 @@ def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
     import subprocess
     import sys
 
-    code = ("import json; from bench.core import knobs; from bench.core.stacks import get_stack; "
-            "from bench.run.engines import keras_engine; from bench.results.schema import to_json; "
+    code = ("import json; from bench.core.families.keras import KerasFitSettings; "
+            "from bench.core.stacks import get_stack; "
+            "from bench.run.engines.keras import fit as keras_fit; from bench.results.schema import to_json; "
             "from tests.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
             "for kw in ({}, {'jit_compile': False}):\n"
-            "    s = to_json(keras_engine.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
-            "knobs.KerasFitSettings(verbose=0, **kw)).settings)\n"
+            "    s = to_json(keras_fit.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
+            "KerasFitSettings(verbose=0, **kw)).settings)\n"
             "    out[str(kw)] = [s['jit_compile'], s['jit_compile_requested']]\n"
             "print(json.dumps(out))")
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}

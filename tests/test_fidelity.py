@@ -39,10 +39,11 @@ def test_keras_free_running_loop_cancels_the_cost_of_each_fit_call():
 
 @needs_keras_torch
 def test_a_keras_free_running_run_without_steady_time_is_an_error_not_a_negative_ms_per_step(monkeypatch):
-    import bench.run.fidelity
+    from bench.run.engines import NoisyMeasurement
+    from bench.run.engines.keras import handloop
 
-    monkeypatch.setattr(bench.run.fidelity, "clock", lambda: 0.0)  # every fit call "takes" 0 s: no steady time
-    with pytest.raises(bench.run.fidelity.NoisyMeasurement, match=r"noise exceeds its 1 steady epoch\(s\)"):
+    monkeypatch.setattr(handloop, "clock", lambda: 0.0)  # every fit call "takes" 0 s: no steady time
+    with pytest.raises(NoisyMeasurement, match=r"noise exceeds its 1 steady epoch\(s\)"):
         measure("keras3-torch", "mnist_mlp", "cpu", "smoke", epochs=2, cadences=("epoch",))
 
 

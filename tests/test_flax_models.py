@@ -64,7 +64,7 @@ def test_parameter_count_is_keras_and_torch(name, monkeypatch):
     monkeypatch.setenv("KERAS_BACKEND", "torch")
     import keras
 
-    from bench.run.engines.torch_engine import effective_param_count
+    from bench.run.engines.torch.fit import effective_param_count
 
     w = get_workload(name)
     meta = datasets.SYNTHETIC[w.dataset]["meta"]

@@ -16,7 +16,7 @@ def test_loader_shuffle_generator_is_on_the_cpu_for_a_cuda_device():
     for generator" (tensor_dataset + preload on a GPU). The loader's generator is a seeded CPU one."""
     import torch
 
-    from bench.run.engines.torch_engine import loader_kwargs
+    from bench.run.engines.torch.data import loader_kwargs
 
     kw = loader_kwargs(torch, 4, 0, torch.device("cuda"))
     assert kw["generator"].device.type == "cpu" and kw["shuffle"] is True
@@ -111,18 +111,18 @@ class Window:
 
 @needs_torch
 def test_torch_engine_closes_each_epoch_before_validation(monkeypatch):
-    from bench.core.knobs import TorchFitSettings
+    from bench.core.families.torch import TorchFitSettings
     from bench.core.stacks import get_stack
     from bench.run import datasets
-    from bench.run.engines import torch_engine
+    from bench.run.engines.torch import fit as torch_fit
     from bench.run.workloads import get_workload
 
     events: list[str] = []
-    real = torch_engine._evaluate
-    monkeypatch.setattr(torch_engine, "_evaluate", lambda *a: (events.append("validate"), real(*a))[1])
+    real = torch_fit._evaluate
+    monkeypatch.setattr(torch_fit, "_evaluate", lambda *a: (events.append("validate"), real(*a))[1])
     w = get_workload("mnist_mlp")
     ds = w.prepare(datasets.synthetic("mnist", 16, 8, "test"))
-    torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 2, 8, TorchFitSettings(), telemetry=Window(events))
+    torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 2, 8, TorchFitSettings(), telemetry=Window(events))
     assert events == ["mark", "end", "validate", "mark", "end", "validate", "stop"]
 
 
@@ -131,7 +131,7 @@ def test_keras_timing_callback_closes_the_epoch_when_validation_begins():
     """Keras' fit runs validation through evaluate() with the same callbacks, which calls on_test_begin."""
     import keras
 
-    from bench.run.engines.keras_engine import make_timing_callback
+    from bench.run.engines.keras.runtime import make_timing_callback
     from bench.run.timing import EpochTimer
 
     events: list[str] = []
@@ -153,7 +153,7 @@ def test_every_keras_stack_and_pipeline_has_a_placement_label():
     Keras on TensorFlow (2 and 3) wraps NumPy and tensors alike in tf.data, so nothing there is on the device."""
     from bench.core.knobs import KNOBS
     from bench.core.stacks import STACKS, get_stack
-    from bench.run.engines.keras_engine import HOST_TF_DATA, placement
+    from bench.run.engines.keras.data import HOST_TF_DATA, placement
 
     keras_stacks = [get_stack(s) for s in STACKS if get_stack(s).engine == "keras"]
     for stack in keras_stacks:
@@ -173,7 +173,7 @@ import numpy as np
 import keras
 from keras.src.trainers import data_adapters
 from keras.src.trainers.data_adapters import array_data_adapter, array_slicing
-from bench.run.engines.keras_engine import train_data
+from bench.run.engines.keras.data import train_data
 
 seen = {"calls": [], "sliced_as": []}
 
@@ -211,7 +211,7 @@ print("OBSERVED" + json.dumps(out))
 
 def observed_placement(obs: dict) -> str:
     """The placement label that what Keras did (``PLACEMENT_PROBE``) amounts to."""
-    from bench.run.engines.keras_engine import DEVICE_TORCH, HOST_NUMPY, HOST_TF_DATA
+    from bench.run.engines.keras.data import DEVICE_TORCH, HOST_NUMPY, HOST_TF_DATA
 
     if any(c.startswith("TFDatasetAdapter.") or c == "ArrayDataAdapter.get_tf_dataset" for c in obs["calls"]):
         return HOST_TF_DATA
@@ -232,7 +232,7 @@ def test_train_data_placement_matches_what_keras_fit_does(backend):
     import sys
 
     from bench.core.knobs import KNOBS
-    from bench.run.engines.keras_engine import placement
+    from bench.run.engines.keras.data import placement
 
     for module in ("keras", "tensorflow", backend):
         pytest.importorskip(module)

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
+from bench.core.families.jax import JaxFitSettings
+from bench.core.families.torch import TorchFitSettings
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.run.workloads import WORKLOADS, Workload, get_workload
 from tests.conftest import has, needs_keras_torch, needs_torch
@@ -33,7 +35,7 @@ def test_jax_is_a_default_stack_on_the_tensorflow_layer():
 
 
 def test_jax_knobs_are_validated_and_named_as_the_other_engines():
-    assert knobs.settings_class("jax") is knobs.JaxFitSettings
+    assert knobs.settings_class("jax") is JaxFitSettings
     assert knobs.KNOBS["jax"]["data_pipeline"] == ("numpy_batches", "device_put_once", "tf_data_numpy")
     assert knobs.check(JAX, {}) is None
     assert knobs.check(JAX, {"jit_compile": False, "precision": "bfloat16", "tf32": "off", "sync": "every:4"}) is None
@@ -49,9 +51,9 @@ def test_jax_knobs_are_validated_and_named_as_the_other_engines():
 
 
 def test_augment_on_jax_takes_the_default_pipeline_only():
-    s = knobs.JaxFitSettings(data_pipeline="device_put_once")
+    s = JaxFitSettings(data_pipeline="device_put_once")
     assert "add augment=false" in knobs.augmentation_problem(s, "cifar10_cnn", True)
-    assert knobs.augmentation_problem(knobs.JaxFitSettings(), "cifar10_cnn", True) is None
+    assert knobs.augmentation_problem(JaxFitSettings(), "cifar10_cnn", True) is None
     assert knobs.augmentation_problem(dataclasses.replace(s, augment=False), "cifar10_cnn", True) is None
 
 
@@ -110,8 +112,8 @@ def test_flax_parameter_counts_equal_keras_and_torch(name, monkeypatch):
     import keras
     from flax import nnx
 
-    from bench.run.engines.jax_engine import param_count
-    from bench.run.engines.torch_engine import effective_param_count
+    from bench.run.engines.jax.fit import param_count
+    from bench.run.engines.torch.fit import effective_param_count
 
     w = get_workload(name)
     model = w.build_flax(meta(name), nnx.Rngs(params=0, dropout=1))
@@ -145,7 +147,7 @@ def optax_steps(w) -> np.ndarray:
     import jax.numpy as jnp
     import optax
 
-    from bench.run.engines.jax_engine import make_optimizer
+    from bench.run.engines.jax.fit import make_optimizer
 
     jax.config.update("jax_enable_x64", True)
     try:
@@ -193,7 +195,7 @@ def test_optax_adam_differs_from_keras_208_only_by_where_eps_goes():
 def test_optimizer_record_names_what_was_built():
     import optax
 
-    from bench.run.engines.jax_engine import make_optimizer
+    from bench.run.engines.jax.fit import make_optimizer
 
     _, rec = make_optimizer(optax, get_workload("cifar10_cnn"))
     assert rec == {"name": "optax.rmsprop", "learning_rate": 1e-4, "decay": 0.9, "eps": 1e-8, "eps_in_sqrt": False,
@@ -211,7 +213,7 @@ def test_jax_augmentation_is_the_source_transform_with_its_shift_distribution():
     round(0.1 * 32) = 3 pixels and both flips occur."""
     from scipy import ndimage
 
-    from bench.run.engines.jax_engine import augment_images
+    from bench.run.engines.jax.data import augment_images
     from bench.run.workloads.classic import CIFAR10_AUGMENTATION as aug
 
     rng = np.random.default_rng(3)
@@ -236,7 +238,7 @@ def test_jax_augmentation_is_the_source_transform_with_its_shift_distribution():
 
 
 def test_augmented_batches_are_full_shuffled_batches_from_one_queued_thread():
-    from bench.run.engines.jax_engine import AugmentedBatches
+    from bench.run.engines.jax.data import AugmentedBatches
     from bench.run.workloads.classic import CIFAR10_AUGMENTATION as aug
 
     images = np.arange(100, dtype=np.float32)[:, None, None, None] * np.ones((1, 8, 8, 1), np.float32)
@@ -261,11 +263,11 @@ def test_augmented_batches_are_full_shuffled_batches_from_one_queued_thread():
 # ---- fit: learning, records, knobs in effect ---------------------------------------------------------------
 
 def _fit(name: str, epochs: int = 2, **kw):
-    from bench.run.engines import jax_engine
+    from bench.run.engines.jax import fit as jax_fit
 
     w = get_workload(name)
     ds = w.load_data("smoke", "synthetic")
-    return _blocks(jax_engine.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), knobs.JaxFitSettings(**kw)))
+    return _blocks(jax_fit.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), JaxFitSettings(**kw)))
 
 
 def _blocks(out) -> dict:
@@ -283,12 +285,12 @@ def test_jax_learns_like_pytorch_on_the_same_smoke_data():
     """mnist_mlp, 4 epochs on the same synthetic smoke data: the loss falls on both stacks, the final losses are
     within 10 % and the final training accuracies within 0.15 of each other (Keras' glorot initialisation starts
     the Flax model at a higher loss than torch's default initialisation)."""
-    from bench.run.engines import torch_engine
+    from bench.run.engines.torch import fit as torch_fit
 
     w = get_workload("mnist_mlp")
     ds = w.load_data("smoke", "synthetic")
     j = _fit("mnist_mlp", epochs=4)
-    t = _blocks(torch_engine.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, knobs.TorchFitSettings()))
+    t = _blocks(torch_fit.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, TorchFitSettings()))
     for h in (j["history"], t["history"]):
         assert h["loss"][-1] < h["loss"][0]
     assert abs(j["history"]["loss"][-1] - t["history"]["loss"][-1]) < 0.1 * t["history"]["loss"][-1]
@@ -342,7 +344,7 @@ def test_bfloat16_computes_in_bfloat16_with_float32_parameters():
     import optax
     from flax import nnx
 
-    from bench.run.engines.jax_engine import make_optimizer, make_steps
+    from bench.run.engines.jax.fit import make_optimizer, make_steps
 
     w = get_workload("mnist_mlp")
     model = w.build_flax({"num_classes": 10}, nnx.Rngs(params=0, dropout=1))
@@ -361,7 +363,7 @@ def test_bfloat16_computes_in_bfloat16_with_float32_parameters():
 
 
 def test_every_pytorch_pipeline_names_where_it_makes_its_batches():
-    from bench.run.engines.torch_engine import placement
+    from bench.run.engines.torch.data import placement
 
     assert placement("tensors_on_device", False).startswith("device")
     assert placement("tensor_dataset", False).startswith("host")

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench.core import knobs
+from bench.core.families.torch import TorchFitSettings
+from bench.core.settings import SettingsError
 from bench.run import flops
 from bench.run.engines.math_mode import tf32_math
 from tests.conftest import needs_torch
@@ -26,7 +28,7 @@ def test_every_engine_defaults_to_each_frameworks_shipped_math_mode():
         assert cls().tf32 == "default", cls.__name__
         assert cls.allowed()["tf32"] == ("default", "on", "off")
     # the knob PyTorch's float32_matmul_precision was is gone: it and allow_tf32 are one switch in torch 2.13
-    assert "matmul_precision" not in knobs.TorchFitSettings.allowed()
+    assert "matmul_precision" not in TorchFitSettings.allowed()
 
 
 @pytest.mark.parametrize("settings, override", [
@@ -301,7 +303,7 @@ def test_strict_fp32_and_tf32_everywhere_are_variants_one_flag_away(tmp_path):
     assert knobs.parse_assignment("steps_per_execution=512") == ("steps_per_execution", 512)
     assert knobs.parse_assignment("preload=true") == ("preload", True)
     for bad, message in (("tf32=of", "not valid"), ("tf33=off", "unknown knob"), ("tf32", "KNOB=VALUE")):
-        with pytest.raises(knobs.SettingsError, match=message):
+        with pytest.raises(SettingsError, match=message):
             knobs.parse_assignment(bad)
     p = subprocess.run([sys.executable, "-m", "bench", "run", "--stack", "pytorch", "--set", "tf32=maybe",
                         "--device", "cpu", "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)

@@ -18,7 +18,7 @@ import pytest
 from bench.core.reference import keras_benchmarks as source
 from bench.core.reference.keras_benchmarks import NOT_REQUESTED
 from bench.core.stacks import STACKS, get_stack
-from bench.run.engines import keras_steps
+from bench.run.engines.keras import steps as ksteps
 from bench.run.workloads import SUITES, get_workload
 from tests.conftest import has
 
@@ -104,11 +104,11 @@ def test_fit_losses_and_optimizers_are_the_sources(keras_torch_backend, workload
         assert isinstance(job.loss, keras.losses.SparseCategoricalCrossentropy)
         assert job.loss.get_config()["from_logits"] is True
     assert job.optimizer == optimizer
-    opt = keras_steps._optimizer(keras, job.optimizer).get_config()
+    opt = ksteps._optimizer(keras, job.optimizer).get_config()
     expected = {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "amsgrad": False,
                 "weight_decay": 0.004 if optimizer == "adamw" else None}
     assert {k: opt[k] for k in expected} == pytest.approx(expected)
-    assert type(keras_steps._optimizer(keras, job.optimizer)).__name__ == {"adam": "Adam", "adamw": "AdamW"}[optimizer]
+    assert type(ksteps._optimizer(keras, job.optimizer)).__name__ == {"adam": "Adam", "adamw": "AdamW"}[optimizer]
 
 
 @needs_hub
@@ -167,7 +167,7 @@ def test_jit_requested_per_cell_is_the_sources(stack, workload, task):
     request True on tf.keras, Keras 3 TensorFlow and JAX, False on Keras 3 torch; the others request nothing
     (SOURCE_REQUESTS cites each file). The old code requested ``stack.backend != "torch"`` everywhere."""
     s = get_stack(stack)
-    requested, by = keras_steps.jit_request(s, workload, task, None)
+    requested, by = ksteps.jit_request(s, workload, task, None)
     if SOURCE_REQUESTS[(workload, task)] == "use_jit":
         assert requested is (s.id != "keras3-torch")
     else:
@@ -178,7 +178,7 @@ def test_jit_requested_per_cell_is_the_sources(stack, workload, task):
 @pytest.mark.parametrize("knob", [True, False, "auto"])
 def test_a_jit_compile_knob_is_requested_in_every_cell(knob):
     for workload, task in CELLS:
-        requested, by = keras_steps.jit_request(get_stack("keras3-jax"), workload, task, knob)
+        requested, by = ksteps.jit_request(get_stack("keras3-jax"), workload, task, knob)
         assert requested is knob and by == "jit_compile knob (variant)"
 
 
@@ -187,8 +187,8 @@ def test_tf_keras_unset_jit_compile_is_no_xla():
     make_predict_function build an XLA function only ``if self.jit_compile``: unset is no XLA for the model's
     functions (Keras 2's SAM predict and SD fit in the source; SD fit's Adam still applies its update under XLA on
     a GPU, the optimizer's own ``jit_compile=True``, keras/optimizers/optimizer.py@v2.15.0:49, 59-67)."""
-    assert keras_steps.jit_in_effect(SimpleNamespace(jit_compile=None)) is False
-    assert keras_steps.jit_in_effect(SimpleNamespace(jit_compile=True)) is True
+    assert ksteps.jit_in_effect(SimpleNamespace(jit_compile=None)) is False
+    assert ksteps.jit_in_effect(SimpleNamespace(jit_compile=True)) is True
 
 
 @pytest.mark.parametrize("backend,jit,eager,expected", [
@@ -199,7 +199,7 @@ def test_generate_compiler_follows_keras_hub(backend, jit, eager, expected):
     jax.jit whatever jit_compile says, TensorFlow tf.function(jit_compile=model.jit_compile); run_eagerly:
     eager."""
     model = SimpleNamespace(jit_compile=jit, run_eagerly=eager, generate_function=object())
-    assert keras_steps.generate_compiler(backend, model)[0] is expected
+    assert ksteps.generate_compiler(backend, model)[0] is expected
 
 
 @needs_hub
@@ -211,16 +211,16 @@ def test_keras3_torch_cells_have_no_xla_in_effect(keras_torch_backend, workload,
     import keras
 
     stack, w = get_stack("keras3-torch"), get_workload(workload)
-    requested, _ = keras_steps.jit_request(stack, workload, task, None)
-    keras_steps._set_precision(keras, stack, w.model.precision)
+    requested, _ = ksteps.jit_request(stack, workload, task, None)
+    ksteps._set_precision(keras, stack, w.model.precision)
     with keras.device("meta"):
         job = w.model.keras_job(stack, keras, task, w.model.config("smoke"), 1,
                                 {"jit_compile": requested, "jit_compile_knob": None})
-        keras_steps.compile_job(keras, job, task, requested)
+        ksteps.compile_job(keras, job, task, requested)
     if task == "generate":
-        assert keras_steps.generate_compiler("torch", job.model)[0] is False
+        assert ksteps.generate_compiler("torch", job.model)[0] is False
     else:
-        assert keras_steps.jit_in_effect(job.model) is False
+        assert ksteps.jit_in_effect(job.model) is False
 
 
 def test_sd_predict_compiles_the_unet_as_keras_cv_does():
@@ -243,7 +243,7 @@ _EFFECT = r"""
 import json, sys
 import keras
 import tensorflow as tf
-from bench.run.engines import keras_steps
+from bench.run.engines.keras import steps as ksteps
 from bench.core.stacks import get_stack
 from bench.run.workloads import get_workload
 from bench.run.workloads.paper.stable_diffusion import StableDiffusion
@@ -254,22 +254,22 @@ if sys.argv[2] == "fake-gpu":  # TensorFlow lists a GPU: Keras' "auto" takes its
     tf.config.list_physical_devices = lambda device_type=None: [gpu]
 for wl, task in json.loads(sys.argv[3]):
     w = get_workload(wl)
-    requested, _ = keras_steps.jit_request(stack, wl, task, None)
-    keras_steps._set_precision(keras, stack, w.model.precision)
+    requested, _ = ksteps.jit_request(stack, wl, task, None)
+    ksteps._set_precision(keras, stack, w.model.precision)
     if (wl, task) == ("stable_diffusion", "predict"):  # keras-cv's rule, on a small stand-in for the 860M UNet
         unet = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
         StableDiffusion.compile_unet(unet, {"jit_compile": requested, "jit_compile_knob": None})
-        out[f"{wl} {task}"] = [requested, keras_steps.jit_in_effect(unet)]
+        out[f"{wl} {task}"] = [requested, ksteps.jit_in_effect(unet)]
         continue
     job = w.model.keras_job(stack, keras, task, w.model.config("smoke"), 1,
                             {"jit_compile": requested, "jit_compile_knob": None})
-    keras_steps.compile_job(keras, job, task, requested)
+    ksteps.compile_job(keras, job, task, requested)
     if task == "generate":
         produced = job.call(job.model) if sys.argv[2] == "cpu" else None
-        out[f"{wl} {task}"] = [requested, keras_steps.generate_compiler(stack.backend, job.model)[0], produced,
+        out[f"{wl} {task}"] = [requested, ksteps.generate_compiler(stack.backend, job.model)[0], produced,
                                job.recorded["prompt_tokens"]]
     else:
-        out[f"{wl} {task}"] = [requested, keras_steps.jit_in_effect(job.model)]
+        out[f"{wl} {task}"] = [requested, ksteps.jit_in_effect(job.model)]
     keras.config.set_dtype_policy("float32")
 print("RESULT " + json.dumps(out))
 """

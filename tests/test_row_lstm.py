@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
+from bench.core.families.keras import KerasFitSettings
+from bench.core.settings import SettingsError
 from bench.run.workloads import get_workload
 from tests.conftest import needs_keras_torch
 
@@ -123,7 +125,7 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
 
     from bench.core.stacks import get_stack
     from bench.results.schema import to_json
-    from bench.run.engines import keras_engine
+    from bench.run.engines.keras import fit as keras_fit
 
     counted: list[int] = []
     real_fit, real_call = keras.Model.fit, keras.layers.LSTM.call
@@ -146,8 +148,8 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
     w = get_workload("mnist_hierarchical_rnn")
     w = dataclasses.replace(w, samples={"smoke": 16, "full": None})
     ds = w.load_data("smoke", "synthetic")
-    out = keras_engine.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 8,
-                           knobs.KerasFitSettings(row_lstm=row_lstm))
+    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 8,
+                           KerasFitSettings(row_lstm=row_lstm))
     s = to_json(out.settings)
     assert counted == [calls]
     assert s["row_lstm_calls_per_forward"] == calls and s["row_lstm_form"] == form
@@ -175,7 +177,7 @@ def test_the_knob_is_unsupported_where_there_is_no_row_lstm():
     assert rec["status"] == "unsupported" and "does not apply to the torch engine" in rec["reason"]
     rec = run("keras3-jax", "mnist_hierarchical_rnn", "sideways")
     assert rec["status"] == "unsupported" and "row_lstm='sideways' is not valid" in rec["reason"]
-    with pytest.raises(knobs.SettingsError, match="row_lstm=sideways is not valid"):
+    with pytest.raises(SettingsError, match="row_lstm=sideways is not valid"):
         knobs.parse_assignment("row_lstm=sideways")
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.core.knobs import TorchFitSettings, check
+from bench.core.families.torch import TorchFitSettings
+from bench.core.knobs import check
 from bench.core.stacks import get_stack
 from bench.run.workloads import get_workload
 from tests.conftest import has, needs_torch
@@ -27,7 +28,7 @@ def test_loader_defaults_are_pytorchs_and_the_tuned_options_are_a_variant(dev):
 
     import torch
 
-    from bench.run.engines.torch_engine import loader_kwargs
+    from bench.run.engines.torch.data import loader_kwargs
 
     defaults = inspect.signature(torch.utils.data.DataLoader).parameters
     kw = loader_kwargs(torch, 4, 6, torch.device(dev))
@@ -55,12 +56,12 @@ def test_loader_option_knobs_are_refused_where_they_cannot_apply():
                                              ({"pin_memory": True}, (False, False))])  # CPU: nothing pinned
 def test_loader_options_are_recorded_as_they_took_effect(knobs, expected):
     from bench.run.datasets import synthetic
-    from bench.run.engines import torch_engine
+    from bench.run.engines.torch import fit as torch_fit
 
     w = get_workload("mnist_cnn_tuning")
     ds = synthetic("mnist", 16, 8, "test")
     settings = TorchFitSettings(data_pipeline="tensor_dataset", num_workers=1, **knobs)
-    result = torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 1, 8, settings)
+    result = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 1, 8, settings)
     s = result.settings
     assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == expected
 
@@ -76,7 +77,7 @@ def test_tuning_pytorch_rmsprop_has_torchs_defaults_and_keras_keeps_keras_3s():
 
     import torch
 
-    from bench.run.engines.torch_engine import make_optimizer, optimizer_record
+    from bench.run.engines.torch.fit import make_optimizer, optimizer_record
 
     w = get_workload("mnist_cnn_tuning")
     sig = inspect.signature(torch.optim.RMSprop).parameters
@@ -103,7 +104,7 @@ def test_keras3_fit_compiles_without_metrics_as_the_source(workload, monkeypatch
 
     if keras.backend.backend() != "torch":
         pytest.skip("Keras was imported on another backend in this process")
-    from bench.run.engines.keras_steps import compile_job
+    from bench.run.engines.keras.steps import compile_job
 
     w = get_workload(workload)
     job = w.model.keras_job(get_stack("keras3-torch"), keras, "fit", w.model.config("smoke"), 1, {})
@@ -212,11 +213,11 @@ def test_augmented_cifar_records_its_loader_options_as_they_took_effect():
     """The augmented loader keeps its one worker for the whole fit (as 2.0.8's one enqueuer) whatever the knobs
     say: the record's settings say so, not the knobs' defaults."""
     from bench.run.datasets import synthetic
-    from bench.run.engines import torch_engine
+    from bench.run.engines.torch import fit as torch_fit
 
     w = get_workload("cifar10_cnn")
     ds = synthetic("cifar10", 64, 8, "test")
-    result = torch_engine.fit(get_stack("pytorch"), w, ds, "cpu", 1, 32, TorchFitSettings())
+    result = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 1, 32, TorchFitSettings())
     s = result.settings
     assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == (False, True)
     assert s.augmentation["epoch_batches"].startswith("ours: n // batch full batches")
@@ -231,7 +232,7 @@ def test_tf_keras_optimizer_xla_follows_the_jit_compile_knob_and_is_recorded_as_
     optimizer did. Keras 3 optimizers have no such argument and get none. The old code passed nothing."""
     import types
 
-    from bench.run.engines.keras_engine import make_optimizer, optimizer_record
+    from bench.run.engines.keras.fit import make_optimizer, optimizer_record
 
     made: list[dict] = []
 

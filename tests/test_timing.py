@@ -158,7 +158,7 @@ def test_a_keras_predict_closes_its_timed_window_before_predict_returns():
     import keras
     import numpy as np
 
-    from bench.run.engines.keras_engine import make_timing_callback
+    from bench.run.engines.keras.runtime import make_timing_callback
 
     events = []
 

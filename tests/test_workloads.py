@@ -64,7 +64,7 @@ def test_torch_forward_shapes(name):
     w = get_workload(name)
     ds = datasets.synthetic(w.dataset, 3, 2, "test")
     ds = w.prepare(ds) if w.prepare else ds
-    from bench.run.engines.torch_engine import to_tensors
+    from bench.run.engines.torch.data import to_tensors
 
     model = w.build_torch(ds.meta)
     out = model(*to_tensors(torch, ds.x_train, w.torch_layout, torch.device("cpu")))
@@ -78,7 +78,7 @@ def test_equal_parameter_counts_keras_and_torch(name, monkeypatch):
     monkeypatch.setenv("KERAS_BACKEND", "torch")
     import keras
 
-    from bench.run.engines.torch_engine import effective_param_count
+    from bench.run.engines.torch.fit import effective_param_count
 
     w = get_workload(name)
     keras_params = w.build_keras(keras, meta(name)).count_params()
@@ -189,7 +189,7 @@ def test_loss_is_the_scripts_categorical_crossentropy():
 
 @needs_torch
 def test_lstm_second_bias_is_the_only_difference():
-    from bench.run.engines.torch_engine import effective_param_count
+    from bench.run.engines.torch.fit import effective_param_count
 
     model = get_workload("mnist_hierarchical_rnn").build_torch({"num_classes": 10})
     raw = sum(p.numel() for p in model.parameters())

@@ -121,9 +121,10 @@ class Stack:
         id: stack id used everywhere (e.g. ``keras3-jax``).
         service: its compose service name.
         title: human-readable description.
-        engine: ``keras`` (model.fit on a Keras model), ``torch`` (a plain PyTorch loop) or ``jax`` (a plain
-            Flax NNX + optax loop).
-        backend: the array framework doing the work: ``tensorflow``, ``jax`` or ``torch``.
+        engine: the family that trains it (``bench.core.families.FAMILIES``): ``keras`` (model.fit on a Keras
+            model), ``torch`` (a plain PyTorch loop) or ``jax`` (a plain Flax NNX + optax loop).
+        backend: the array framework doing the work, one the families drive (``bench.core.families.FRAMEWORKS``):
+            ``tensorflow``, ``jax`` or ``torch``.
         label: short column title in the report (e.g. ``Keras 3 JAX``).
         env: environment variables the worker process needs before importing the framework.
         gpu_cuda: the CUDA version the gpu image's wheels bundle.

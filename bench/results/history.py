@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench.core.families import FRAMEWORKS
 from bench.core.stacks import STACKS
 from bench.results.schema import EffectiveSettings, Env, Memory, Metrics, Model, Record, Repeats, col, spread_col
 
@@ -34,8 +35,6 @@ from bench.results.schema import EffectiveSettings, Env, Memory, Metrics, Model,
 HISTORY_SCHEMA = 1
 #: The history's file name beside the collected CSVs (``results/history.sqlite``).
 HISTORY_NAME = "history.sqlite"
-#: Framework packages a version label may name (``version_label``), as ``env.packages`` spells them.
-FRAMEWORKS = ("tensorflow", "jax", "torch")
 
 
 class HistoryError(Exception):
@@ -66,9 +65,10 @@ def version_label(row: dict[str, Any]) -> str:
     Read from what the row holds, never from the stack's name: Keras from ``settings.keras_version`` (what the
     engine ran: tf-keras 2.21.0 for Keras 2, though the image also has Keras 3), then the backend Keras ran on
     (``settings.keras_backend``), or for a row without Keras its stack's backend (every framework of
-    ``FRAMEWORKS`` in ``env.packages`` for an unknown stack: the plain-JAX image holds TensorFlow for tf.data,
-    which does no training there) and the model and optimizer libraries it records (``settings.flax_version``,
-    ``settings.optax_version``); then any pin the row records (``env.pins.*``) that names another package.
+    ``bench.core.families.FRAMEWORKS`` in ``env.packages`` for an unknown stack: the plain-JAX image holds
+    TensorFlow for tf.data, which does no training there) and the model and optimizer libraries it records
+    (``settings.flax_version``, ``settings.optax_version``); then any pin the row records (``env.pins.*``) that
+    names another package.
     Empty when the row holds no versions (an old record without ``env.packages``).
     """
     packages = _mapping(row, f"{col(Env, 'packages')}.")

@@ -44,7 +44,7 @@ RULES: dict[str, str] = {
 
 def entry(help: str, unit: str = "", rule: Rule = "first", default: Any = None) -> Any:
     """A record field: its meaning (``help``), unit (``ms``, ``s``, ``J``, ``W``, ``bytes``, ``FLOP/s``...; empty for
-    a label or a count) and rule across repeats (``RULES``), like ``bench.core.knobs.knob`` declares a setting.
+    a label or a count) and rule across repeats (``RULES``), like ``bench.core.settings.knob`` declares a setting.
     ``default``: the value of an absent field (a mutable default is copied per instance)."""
     meta = {"help": help, "unit": unit, "rule": rule}
     if isinstance(default, (dict, list)):

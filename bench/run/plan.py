@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.core.cadence import Cadence
-from bench.core.knobs import KerasFitSettings
+from bench.core.families.keras import KerasFitSettings
 from bench.core.request import TIMEOUT_S
 from bench.core.stacks import STACKS
 from bench.results.record import Cell

@@ -95,7 +95,7 @@ def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: 
     """Achieved TFLOP/s of n x n GEMMs of ``stack_id``'s framework in a fresh process with the environment
     a cell with that TF32 setting gets (``bench.run.cellenv.cell_env``); (None, why) when it fails."""
     s = STACKS[stack_id]
-    mode = "on" if tf32 else "off"  # the knob values (bench.core.knobs.TF32_MODES): TF32 GEMMs, or strict FP32
+    mode = "on" if tf32 else "off"  # the knob values (bench.core.settings.TF32_MODES): TF32 GEMMs, or strict FP32
     code = GEMM_CODE.format(backend=s.backend, mode=mode, dtype=dtype, device=device, n=n)
     try:
         p = subprocess.run([sys.executable, "-c", code], env=cell_env(s, device, {"tf32": mode}),

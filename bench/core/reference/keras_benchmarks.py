@@ -1,6 +1,6 @@
 """What the paper suite's source requested, cell by cell: haifeng-jin/keras-benchmarks v0.0.5, the code the
 keras.io "Keras 3 benchmarks" page cites. The default of every paper cell is this request; a ``jit_compile``
-knob is a named variant (``bench.core.knobs.KerasStepSettings``).
+knob is a named variant (``bench.core.families.keras.KerasStepSettings``).
 
 XLA (``jit_compile``) in the source is not uniform:
 

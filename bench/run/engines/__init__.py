@@ -1,21 +1,25 @@
 """Engines run a task of a workload on a stack inside the cell's own process.
 
-Two declared shapes, each implemented by one module per engine family (``keras``, ``torch``; ``jax`` has an
-epoch engine only):
+Each framework family (``bench.core.families.FAMILIES``: ``keras``, ``torch``, ``jax``) has one package here,
+``bench.run.engines.<family>``, imported only when a cell needs it (by dotted path, from its ``Family`` line). What
+a family package provides, by module:
 
-- ``EpochEngine`` (``keras_engine``: ``model.fit`` on the Keras stacks; ``torch_engine``: a plain PyTorch
-  loop; ``jax_engine``: a plain JAX loop over a Flax NNX model) trains a classic workload on its dataset and
-  returns an ``EpochResult``.
-- ``StepEngine`` (``keras_steps``, ``torch_steps``) times the tasks of a step-timed workload (``paper``
-  suite) and returns a ``StepResult``.
+- ``fit``: the ``EpochEngine`` (``fit``), which trains a classic workload on its dataset and returns an
+  ``EpochResult`` (``keras``: ``model.fit`` on the Keras stacks; ``torch``: a plain PyTorch loop; ``jax``: a plain
+  JAX loop over a Flax NNX model);
+- ``steps``: the ``StepEngine`` (``run``), which times the tasks of a step-timed workload (``paper`` suite) and
+  returns a ``StepResult`` (``keras`` and ``torch``: the families with step settings);
+- ``adapter``: ``ADAPTER``, the ``bench.run.engines.frameworks.Framework`` of the framework it drives (barrier, GPUs
+  seen, TF32 switches, peak memory; ``Family.framework``);
+- ``handloop``: the free-running loop ``bench.run.fidelity`` compares the harness with (``HandLoop``).
 
-The framework specifics they share (barrier, GPU visibility, peak memory) live in ``bench.run.engines.frameworks``,
-one class per framework; the TF32 knob and its meaning in ``math_mode``, torch.compile's toolchain check in
-``toolchain``, out-of-memory errors in ``oom``, the GEMM benchmark in ``gemm``.
+What the families share stays here: these shapes and results, the adapter base and the calls by backend name
+(``frameworks``), the TF32 knob and its meaning (``math_mode``), torch.compile's toolchain check (``toolchain``),
+out-of-memory errors (``oom``), the GEMM benchmark (``gemm``).
 
 The record blocks an engine owns are the schema's dataclasses (``bench.results.schema``), so mypy checks them
 from the engine to the worker; the worker turns them into the record's JSON in one place (``schema.to_json``).
-The pattern, for a new engine (e.g. plain JAX, modelled on ``torch_engine``)::
+The pattern, for a new engine (modelled on ``bench.run.engines.torch.fit``)::
 
     effective = EffectiveSettings(torch_version=torch.__version__)   # declared settings: typed keywords
     effective.update({"precision": precision, "compile": mode})       # knobs in effect, other engine keys: extra
@@ -29,17 +33,17 @@ The pattern, for a new engine (e.g. plain JAX, modelled on ``torch_engine``)::
 A block writes exactly the fields it was given (a given None stays a null, an unset field stays absent), so
 returning a dataclass writes the same JSON as the dict it replaced.
 """
-
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from bench.core.families import FAMILIES, KIND_MODULES
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model, Output
 
 if TYPE_CHECKING:
-    from bench.core.knobs import Settings
+    from bench.core.settings import Settings
     from bench.core.stacks import Stack
     from bench.run.datasets import Dataset
     from bench.run.telemetry.sampler import NullTelemetry, Telemetry
@@ -49,6 +53,12 @@ if TYPE_CHECKING:
 
 class Unsupported(Exception):
     """The cell cannot run on this stack or with these settings; the message is the reason."""
+
+
+class NoisyMeasurement(RuntimeError):
+    """A free-running run (``HandLoop``) that measured no time for its steady epochs: the machine's noise exceeded
+    the epochs it measures, so there is no ms/step to report (Keras' loop: its ``epochs``-epoch ``fit`` took no
+    longer than its 1-epoch ``fit``)."""
 
 
 @dataclass
@@ -91,7 +101,7 @@ def output_block(checked: dict[str, Any] | None) -> Output | None:
 
 
 class EpochEngine(Protocol):
-    """What ``keras_engine`` and ``torch_engine`` implement (modules satisfy it through their ``fit``)."""
+    """What a family's ``fit`` module implements (the module satisfies it through its ``fit``)."""
 
     def fit(self, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
             settings: Settings, telemetry: Telemetry | NullTelemetry | None = None) -> EpochResult:
@@ -103,7 +113,7 @@ class EpochEngine(Protocol):
 
 
 class StepEngine(Protocol):
-    """What ``keras_steps`` and ``torch_steps`` implement (modules satisfy it through their ``run``)."""
+    """What a family's ``steps`` module implements (the module satisfies it through its ``run``)."""
 
     def run(self, stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int,
             device: str, settings: Settings,
@@ -115,34 +125,43 @@ class StepEngine(Protocol):
         """
 
 
-_MODULES = {"epochs": {"keras": "keras_engine", "torch": "torch_engine", "jax": "jax_engine"},
-            "steps": {"keras": "keras_steps", "torch": "torch_steps"}}
+class HandLoop(Protocol):
+    """What a family's ``handloop`` module implements (through its ``run``): the free-running loop of
+    ``bench.run.fidelity``, the same model and data with no hooks at all."""
 
+    def run(self, stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch: int,
+            tf32: str) -> dict[str, float]:
+        """Train ``w`` on ``ds`` for ``epochs`` epochs of ``batch`` under the ``tf32`` knob's mode, timed as blocks.
 
-#: The ``Workload`` builder each epoch engine trains.
-BUILDERS = {"keras": "build_keras", "torch": "build_torch", "jax": "build_flax"}
+        Returns:
+            ``first_epoch_s`` (the compiling epoch), ``steady_s`` (the ``epochs - 1`` others, one block) and,
+            where each run pays a cost before its first step, ``fit_call_overhead_s``.
+
+        Raises:
+            NoisyMeasurement: no steady time was measured.
+        """
 
 
 def missing_model(engine: str, workload: Workload) -> str | None:
-    """Why ``workload`` cannot be trained by ``engine``'s epoch engine: it has no model for that framework (the
-    reason its cells are recorded with), else None."""
-    builder = BUILDERS.get(engine)
-    if builder is None or getattr(workload, builder, None) is not None:
+    """Why ``workload`` cannot be trained by ``engine``'s epoch engine: it has no model for that family's framework
+    (its ``Family.builder`` is unset; the reason its cells are recorded with), else None."""
+    family = FAMILIES.get(engine)
+    if family is None or getattr(workload, family.builder, None) is not None:
         return None
-    framework = {"jax": "Flax NNX"}.get(engine, engine)
-    return f"{workload.name} has no {framework} definition (Workload.{builder}) yet: the {engine} engine cannot run it"
+    return (f"{workload.name} has no {family.model_label} definition (Workload.{family.builder}) yet: the {engine} "
+            "engine cannot run it")
 
 
 def _module(engine: str, kind: str):
-    try:
-        name = _MODULES[kind][engine]
-    except KeyError:
-        raise ValueError(f"unknown engine {engine!r} or kind {kind!r}") from None
-    return importlib.import_module(f"bench.run.engines.{name}")
+    family = FAMILIES.get(engine)
+    if family is None or kind not in family.kinds:
+        raise ValueError(f"unknown engine {engine!r} or kind {kind!r}")
+    return importlib.import_module(family.module(KIND_MODULES[kind]))
 
 
 def epoch_engine(engine: str) -> EpochEngine:
-    """The epoch engine of a stack's ``engine`` field (``keras``, ``torch`` or ``jax``); imported lazily.
+    """The epoch engine of a stack's ``engine`` field (a family: ``bench.core.families.FAMILIES``), the ``fit``
+    module of its package; imported lazily.
 
     Raises:
         ValueError: unknown engine.
@@ -151,9 +170,10 @@ def epoch_engine(engine: str) -> EpochEngine:
 
 
 def step_engine(engine: str) -> StepEngine:
-    """The step engine of a stack's ``engine`` field (``keras`` or ``torch``); imported lazily.
+    """The step engine of a stack's ``engine`` field (a family with step settings), the ``steps`` module of its
+    package; imported lazily.
 
     Raises:
-        ValueError: unknown engine.
+        ValueError: unknown engine, or one without a step engine.
     """
     return cast(StepEngine, _module(engine, "steps"))

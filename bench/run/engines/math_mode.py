@@ -21,7 +21,7 @@ def tf32_state(backend: str) -> dict[str, Any]:
 
 
 def set_tf32(backend: str, mode: str) -> dict[str, Any]:
-    """Apply a cell's ``tf32`` knob (``bench.core.knobs.TF32_MODES``) and return ``tf32_state`` afterwards: ``default``
+    """Apply a cell's ``tf32`` knob (``settings.TF32_MODES``) and return ``tf32_state`` afterwards: ``default``
     touches nothing (each framework's shipped math mode: TensorFlow and JAX TF32 on, PyTorch matmul off and cuDNN
     on, as the sources ran), ``on``/``off`` set every switch of the framework. The runner sets
     ``NVIDIA_TF32_OVERRIDE=0`` for ``off`` (``knobs.tf32_override``). The worker reads ``tf32_state`` again when the

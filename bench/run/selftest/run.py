@@ -15,10 +15,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.core.families import FRAMEWORKS
 from bench.run.selftest import FAIL, NA, PASS, Result, failed, na
 
-#: import name of each framework the harness drives (``bench.run.engines.frameworks.FRAMEWORKS``)
-BACKENDS = ("torch", "jax", "tensorflow")
+#: import name of each framework the harness drives (``bench.core.families.FRAMEWORKS``), in the order the
+#: children run: TensorFlow, which the JAX and Keras 3 images also carry (tf.data, keras-hub), last, so that the
+#: first child (which also runs the energy check) is the image's own framework wherever it has another
+BACKENDS = tuple(sorted(FRAMEWORKS, key=lambda b: b == "tensorflow"))
 #: the time one child may take (s): the whole self-test stays within ~5 min per image on an A100/H100
 CHILD_TIMEOUT_S = 240.0
 

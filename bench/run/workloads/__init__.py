@@ -206,7 +206,7 @@ class Workload:
         source: where the architecture and hyper-parameters come from.
         notes: deliberate differences from the source.
         build_flax: ``(meta, rngs: flax.nnx.Rngs) -> nnx.Module`` returning logits from the Keras layout's
-            inputs (the plain-JAX stack, ``bench.run.engines.jax_engine``); None: the workload has no Flax
+            inputs (the plain-JAX stack, ``bench.run.engines.jax``); None: the workload has no Flax
             definition yet, and its cells on that stack are recorded as unsupported.
         keras_knobs: the model knobs (``bench.core.knobs.MODEL_KNOBS``) ``build_keras`` takes, as keyword arguments
             named after them; another workload's cells that set one off its default are unsupported.

@@ -1,4 +1,4 @@
-"""The classic models once more in Flax NNX, for the plain-JAX stack (``bench.run.engines.jax_engine``).
+"""The classic models once more in Flax NNX, for the plain-JAX stack (``bench.run.engines.jax``).
 
 Each builder is ``(meta, rngs: flax.nnx.Rngs) -> nnx.Module`` whose ``__call__(*inputs)`` takes the Keras layout the
 Dataset holds (NHWC images, flat pixels for the MLP) and returns logits (no softmax), like the PyTorch builders.

@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.knobs import KerasStepSettings
+from bench.core.families.keras import KerasStepSettings
 from bench.core.reference import keras_benchmarks as source
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
-from bench.run.engines.keras_engine import import_keras, make_timing_callback, progress_bar_discarded
+from bench.run.engines.keras.fit import progress_bar_discarded
+from bench.run.engines.keras.runtime import import_keras, make_timing_callback
 from bench.run.timing import EpochTimer, time_calls
 from bench.run.workloads import Job, StepWorkload, check_output
 
@@ -66,7 +67,7 @@ def jit_request(stack: Stack, workload: str, task: str, knob: bool | str | None)
         return knob, "jit_compile knob (variant)"
     decl = source.source_jit(workload, task)
     if stack.keras_major is None:
-        raise ValueError(f"{stack.id} is not a Keras stack: keras_steps does not run it")
+        raise ValueError(f"{stack.id} is not a Keras stack: the Keras step engine does not run it")
     return decl.requested(stack.keras_major, stack.backend), decl.cite
 
 
@@ -136,8 +137,8 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         settings: KerasStepSettings, telemetry=None) -> StepResult:
     """Build ``w``'s Keras model for ``task``, time ``steps`` steps after the first, return the record blocks.
 
-    ``settings``: ``bench.core.knobs.KerasStepSettings``; ``jit_compile`` unset requests what the source requested
-    for the cell (``jit_request``). The ``settings`` block records ``jit_compile_requested`` (True, False,
+    ``settings``: ``bench.core.families.keras.KerasStepSettings``; ``jit_compile`` unset requests what the source
+    requested for the cell (``jit_request``). The ``settings`` block records ``jit_compile_requested`` (True, False,
     "auto" or ``source.NOT_REQUESTED``), ``jit_compile_requested_by`` and ``jit_compile`` in effect, read
     from the model after the run (``jit_in_effect``; generate: ``generate_compiler``, also ``generate_function``).
 

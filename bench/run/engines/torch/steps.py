@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bench.core.knobs import TorchStepSettings
+from bench.core.families.torch import TorchStepSettings
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
@@ -43,7 +43,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         settings: TorchStepSettings, telemetry=None) -> StepResult:
     """Build ``w``'s PyTorch model for ``task``, time ``steps`` steps after the first, return the record blocks.
 
-    ``settings``: ``bench.core.knobs.TorchStepSettings`` (``compile``: none, default, reduce-overhead,
+    ``settings``: ``bench.core.families.torch.TorchStepSettings`` (``compile``: none, default, reduce-overhead,
     max-autotune; ``tf32``).
 
     Raises:

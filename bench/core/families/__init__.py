@@ -1,0 +1,103 @@
+"""The framework families: the one registry. Standard library only (the host validates knobs with it).
+
+A family is what a stack's ``engine`` field names: one way of training a workload (Keras' ``fit``, a plain PyTorch
+loop, a plain JAX loop) with its typed settings (knobs) and its engines. It is a plug-in in two halves, split by the
+layering (docs/layout.md), both named by its one ``Family`` line in ``FAMILIES``:
+
+- its settings, ``bench.core.families.<name>``: standard library only, because the host (bare ``python3``)
+  validates a cell's knobs and ``bench knobs`` lists them before any framework exists;
+- its run-time package, ``bench.run.engines.<name>`` (``Family.package``), imported only inside a cell or probe, by
+  dotted path: ``adapter`` (``ADAPTER``: the barrier, GPUs seen, TF32 switches and peak memory of its
+  ``framework``), ``fit`` (the epoch engine: ``fit``), ``steps`` (the step engine: ``run``; where the family has
+  step settings), ``handloop`` (the free-running loop of ``bench.run.fidelity``: ``run``) and their helpers.
+
+Every list keyed by family derives from ``FAMILIES``: the knobs' lists (``bench.core.knobs``), the engine modules
+and the workload builder each trains (``bench.run.engines``), the frameworks the harness drives and their adapters
+(``FRAMEWORKS``, ``bench.run.engines.frameworks``), the free-running loops (``bench.run.fidelity``).
+``tests/test_families.py`` fails when another module spells a list of family names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.core.families import jax, keras, torch
+from bench.core.settings import Settings
+
+#: The two kinds of engine: ``epochs`` (classic and tuning suites: a workload trained on its dataset) and
+#: ``steps`` (the paper suite: step-timed tasks) -> the module of a family's package that implements it.
+KIND_MODULES = {"epochs": "fit", "steps": "steps"}
+
+
+@dataclass(frozen=True)
+class Family:
+    """One framework family, as its ``FAMILIES`` line declares it.
+
+    Attributes:
+        name: what a stack's ``engine`` field says (``bench.core.stacks.Stack.engine``).
+        package: its run-time package (dotted path; imported lazily, inside a cell).
+        framework: the import name of the framework its ``adapter`` drives; a stack's ``backend`` names one
+            (Keras' adapter is TensorFlow's: the backend only Keras runs on; Keras on JAX or PyTorch uses theirs).
+        builder: the ``bench.run.workloads.Workload`` attribute holding the model this family trains.
+        model_label: how a reason names that model's framework (``bench.run.engines.missing_model``).
+        fit: the settings class of its epoch engine (every family has one).
+        steps: the settings class of its step engine; None: the family runs no step-timed workload.
+    """
+
+    name: str
+    package: str
+    framework: str
+    builder: str
+    model_label: str
+    fit: type[Settings]
+    steps: type[Settings] | None = None
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of engine it has (``KIND_MODULES``' keys)."""
+        return ("epochs", "steps") if self.steps is not None else ("epochs",)
+
+    def settings(self, kind: str) -> type[Settings] | None:
+        """Its settings class for engines of ``kind`` (None: it has no such engine)."""
+        return {"epochs": self.fit, "steps": self.steps}.get(kind)
+
+    def module(self, part: str) -> str:
+        """The dotted path of a module of its package (``adapter``, ``fit``, ``steps``, ``handloop``...)."""
+        return f"{self.package}.{part}"
+
+
+#: The families, one line each: the one list every other list of families derives from.
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("keras", "bench.run.engines.keras", "tensorflow", "build_keras", "keras",
+           keras.KerasFitSettings, keras.KerasStepSettings),
+    Family("torch", "bench.run.engines.torch", "torch", "build_torch", "torch",
+           torch.TorchFitSettings, torch.TorchStepSettings),
+    Family("jax", "bench.run.engines.jax", "jax", "build_flax", "Flax NNX", jax.JaxFitSettings),
+)}
+
+#: The import names of the frameworks the harness drives, one adapter each (a stack's ``backend`` is one).
+FRAMEWORKS = tuple(f.framework for f in FAMILIES.values())
+
+
+def get_family(name: str) -> Family:
+    """The family a stack's ``engine`` names.
+
+    Raises:
+        ValueError: no such family.
+    """
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(FAMILIES)}") from None
+
+
+def framework_family(backend: str) -> Family:
+    """The family whose package holds the adapter of the framework ``backend`` (``FRAMEWORKS``).
+
+    Raises:
+        ValueError: no family drives that framework.
+    """
+    for f in FAMILIES.values():
+        if f.framework == backend:
+            return f
+    raise ValueError(f"unknown backend {backend!r}")

@@ -1,0 +1,202 @@
+"""``model.fit`` on the four Keras stacks, timed by a callback at the cell's ``sync`` cadence
+(``bench.run.engines.keras.runtime.make_timing_callback``), fed by the data pipelines of
+``bench.run.engines.keras.data``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+from typing import Any
+
+import numpy as np
+
+from bench.core.families.keras import KerasFitSettings
+from bench.core.knobs import augment_in_effect, augmentation_problem
+from bench.core.stacks import Stack
+from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
+from bench.run.datasets import Dataset
+from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, toolchain
+from bench.run.engines.frameworks import make_barrier
+from bench.run.engines.keras.data import (
+    AUGMENTED_PLACEMENT,
+    augmented_train_data,
+    model_inputs,
+    placement,
+    shuffle_buffer,
+    source_labels,
+    train_data,
+)
+from bench.run.engines.keras.runtime import import_keras, make_timing_callback, set_random_seed
+from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
+from bench.run.workloads import Workload
+
+
+def make_optimizer(keras, workload: Workload, jit_compile: bool | str | None = None):
+    """The Keras optimizer of ``workload.optimizer`` with every hyper-parameter explicit (Keras 3 and tf.keras
+    defaults differ from the Keras 2.0.8 scripts': ``bench.run.workloads.classic.KERAS208``).
+
+    ``jit_compile``: the cell's knob. tf-keras optimizers take their own ``jit_compile``, True by default, which
+    compiles each variable's update step with XLA whenever a GPU is listed
+    (tf_keras/src/optimizers/optimizer.py@2.21.0:49, 59-67, 211), whatever ``Model.compile`` was given; so
+    ``jit_compile=False`` turns it off there too (Keras 2.0.8 had no XLA). Keras 3 optimizers have no such
+    argument: the trainer's ``jit_compile`` covers their update.
+
+    A ``decay`` is Keras 2.0.8's per-update ``lr / (1 + decay * t)`` (keras/optimizers.py@2.0.8:232), which is
+    ``keras.optimizers.schedules.InverseTimeDecay(lr, decay_steps=1, decay_rate=decay)``: Keras calls a schedule
+    with the updates done so far, 0 first, as 2.0.8 read its ``iterations``.
+    Update rules: Adadelta's and Adam's are 2.0.8's (keras/optimizers.py@2.0.8:362, 424-434); RMSprop's puts
+    epsilon inside the square root (keras/src/optimizers/rmsprop.py@v3.15.1:143-145; tf-keras 2.21.0
+    tf_keras/src/optimizers/rmsprop.py:191-192), where 2.0.8 added it to the root (keras/optimizers.py@2.0.8:239):
+    a documented difference.
+
+    Raises:
+        ValueError: an optimizer this engine does not know.
+    """
+    spec = workload.optimizer
+    lr = spec.learning_rate
+    if spec.decay:
+        lr = keras.optimizers.schedules.InverseTimeDecay(spec.learning_rate, decay_steps=1, decay_rate=spec.decay)
+    classes = {"rmsprop": "RMSprop", "adadelta": "Adadelta", "adam": "Adam"}
+    if spec.name not in classes:
+        raise ValueError(f"unknown optimizer {spec.name!r}")
+    cls = getattr(keras.optimizers, classes[spec.name])
+    if spec.name == "adam":
+        kw: dict[str, Any] = {"beta_1": spec.beta_1, "beta_2": spec.beta_2, "epsilon": spec.epsilon}
+    else:
+        kw = {"rho": spec.rho, "epsilon": spec.epsilon}
+    if jit_compile is False and "jit_compile" in inspect.signature(cls).parameters:
+        kw["jit_compile"] = False
+    return cls(learning_rate=lr, **kw)
+
+
+def optimizer_record(optimizer) -> dict[str, Any]:
+    """What the Keras optimizer was built with, read back from it (``settings.optimizer``): its class, initial
+    learning rate, the hyper-parameters of its rule and the learning-rate schedule (None: constant)."""
+    cfg = optimizer.get_config()
+    out: dict[str, Any] = {"name": type(optimizer).__name__}
+    lr = cfg["learning_rate"]
+    if isinstance(lr, dict):  # a serialised schedule
+        sched = lr.get("config", {})
+        out["learning_rate"] = float(sched["initial_learning_rate"])
+        out["lr_schedule"] = {"class": lr.get("class_name"),
+                              **{k: sched[k] for k in ("decay_steps", "decay_rate", "staircase") if k in sched}}
+    else:
+        out["learning_rate"] = float(lr)
+        out["lr_schedule"] = None
+    for key in ("rho", "momentum", "centered", "epsilon", "beta_1", "beta_2", "amsgrad"):
+        if key in cfg:
+            out[key] = cfg[key] if isinstance(cfg[key], bool) else float(cfg[key])
+    if hasattr(optimizer, "jit_compile"):  # tf-keras: as it took effect (False without a GPU: optimizer.py:59-67)
+        out["jit_compile"] = bool(optimizer.jit_compile)
+    return out
+
+
+@contextlib.contextmanager
+def progress_bar_discarded(verbose: int):
+    """With ``verbose`` 1, ``sys.stdout`` goes to ``os.devnull`` for the block: Keras' progress bar (what
+    ``fit(verbose=1)`` prints, as the 2017 scripts ran: examples/mnist_mlp.py@2.0.8:53) is written, and
+    discarded, not the cell's log. Keras 3 and tf.keras print it through ``sys.stdout``
+    (keras/src/utils/io_utils.py@v3.15.1 ``print_msg``). With 0 nothing is redirected."""
+    if not verbose:
+        yield
+        return
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield
+
+
+def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
+        settings: KerasFitSettings, telemetry=None) -> EpochResult:
+    """Train ``workload`` on ``ds`` for ``epochs`` and return the record blocks.
+
+    ``settings``: ``bench.core.families.keras.KerasFitSettings`` (defaults, allowed values and meaning there). The
+    workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
+    (``augmented_train_data``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric: each epoch timed as
+    Keras 2.0.8's progress bar did, from ``on_epoch_begin`` to after its validation (``bench.run.timing.EpochClock``;
+    the barriers are ours), averaged; ``metrics.fit_call_s`` is the whole ``fit`` call (``fit_metrics``).
+
+    Raises:
+        Unsupported: ``augment`` asked for where the source has none, or with another data pipeline.
+    """
+    reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
+    if reason:
+        raise Unsupported(reason)
+    if stack.backend == "torch" and settings.jit_compile is True:
+        toolchain.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
+    keras = import_keras(stack)
+    effective = EffectiveSettings(keras_version=keras.__version__)
+    effective.update(math_mode.set_tf32(stack.backend, settings.tf32))
+    precision = settings.precision
+    keras.mixed_precision.set_global_policy(precision)
+    set_random_seed(keras, 0)
+
+    model = workload.build_keras(keras, ds.meta, **{k: getattr(settings, k) for k in workload.keras_knobs})
+    compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
+    if settings.jit_compile is not None:  # else Keras' own (Keras 2: step off, optimizer's XLA on; Keras 3: 'auto')
+        compile_kw["jit_compile"] = settings.jit_compile
+    optimizer = make_optimizer(keras, workload, settings.jit_compile)
+    labels = workload.labels
+    model.compile(optimizer=optimizer, loss=labels.loss, metrics=list(labels.metrics), **compile_kw)
+    jit = getattr(model, "jit_compile", getattr(model, "_jit_compile", None))
+    effective.update({
+        "precision": keras.mixed_precision.global_policy().name,
+        "jit_compile_requested": "keras default" if settings.jit_compile is None else settings.jit_compile,
+        "jit_compile": jit,
+        "steps_per_execution": compile_kw["steps_per_execution"],
+        "keras_backend": keras.backend.backend(),
+        "data_pipeline": settings.data_pipeline,
+    })
+    effective.loss = labels.loss
+    effective.labels = {"form": labels.form, "metrics": list(labels.metrics), "source": labels.source}
+    effective.extra["verbose"] = settings.verbose
+    ds = source_labels(keras, workload, ds)
+    effective.optimizer = optimizer_record(optimizer)
+    augmenting = augment_in_effect(settings, workload.augmentation is not None)
+    effective.extra["augment"] = augmenting
+    trained = ds.n_train
+    aug = workload.augmentation
+    if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
+        fit_kw, effective.augmentation = augmented_train_data(keras, aug, ds, batch_size)
+        effective.update({"data_pipeline": "host_augmentation", "train_data_placement": AUGMENTED_PLACEMENT,
+                          "shuffle_buffer": ds.n_train})
+        trained = ds.n_train // batch_size * batch_size if aug.drop_remainder else ds.n_train
+    else:
+        fit_kw = train_data(keras, settings.data_pipeline, ds, batch_size)
+        effective.train_data_placement = placement(settings.data_pipeline, stack.keras_major or 0, stack.backend)
+        effective.shuffle_buffer = shuffle_buffer(settings.data_pipeline, ds.n_train)
+
+    barrier = make_barrier(stack.backend, device)
+    timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
+    epoch_clock = EpochClock(barrier)
+    try:
+        barrier()
+        start = clock()
+        with progress_bar_discarded(settings.verbose):
+            history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
+                                validation_batch_size=batch_size, verbose=settings.verbose,
+                                callbacks=[make_timing_callback(keras, timer, epochs=epoch_clock)])
+        barrier()
+        fit_call_s = clock() - start
+    finally:
+        if telemetry:
+            telemetry.stop()
+    if workload.keras_model_facts:  # measured on the trained model, outside the timed window
+        effective.update(workload.keras_model_facts(keras, model))
+    trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
+    metrics = Metrics(**timer.summary(batch_size, trained))
+    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
+    return EpochResult(
+        settings=effective,
+        metrics=metrics,
+        history={k: [float(v) for v in vals] for k, vals in history.history.items()},
+        model=Model(params_total=int(model.count_params()), params_trainable=trainable),
+        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
+    )
+
+
+def param_count(stack: Stack, workload: Workload, meta: dict[str, Any]) -> int:
+    """Parameter count of the Keras model of ``workload`` (used by the cross-stack tests)."""
+    keras = import_keras(stack)
+    return int(workload.build_keras(keras, meta).count_params())
+
