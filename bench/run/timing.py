@@ -266,3 +266,18 @@ def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:
         out = call()
         timer.end_step()
     return out
+
+
+def time_free_running(epoch: Callable[[], object], barrier: Callable[[], object], epochs: int) -> dict[str, float]:
+    """A free-running loop's times (s): ``epoch()`` once between barriers (it compiles), then the other
+    ``epochs - 1`` as one block between barriers, with no hook or clock read inside (``bench.run.fidelity``'s
+    reference for the PyTorch and JAX hand loops). Returns ``first_epoch_s`` and ``steady_s``."""
+    barrier()
+    t0 = clock()
+    epoch()
+    barrier()
+    t1 = clock()
+    for _ in range(epochs - 1):
+        epoch()
+    barrier()
+    return {"first_epoch_s": t1 - t0, "steady_s": clock() - t1}

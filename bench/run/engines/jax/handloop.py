@@ -11,7 +11,7 @@ from bench.core.stacks import Stack
 from bench.run.datasets import Dataset
 from bench.run.engines import math_mode
 from bench.run.engines.jax import data, fit
-from bench.run.timing import clock
+from bench.run.timing import time_free_running
 from bench.run.workloads import Workload
 
 
@@ -48,12 +48,4 @@ def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch:
     def barrier():  # the step's every output: new parameters, optimizer state, model state, the batch's totals
         jax.block_until_ready((state, totals))
 
-    barrier()
-    t0 = clock()
-    epoch()
-    barrier()
-    t1 = clock()
-    for _ in range(epochs - 1):
-        epoch()
-    barrier()
-    return {"first_epoch_s": t1 - t0, "steady_s": clock() - t1}
+    return time_free_running(epoch, barrier, epochs)

@@ -11,7 +11,7 @@ from bench.run.engines import math_mode
 from bench.run.engines.frameworks import make_barrier
 from bench.run.engines.torch.data import to_tensors
 from bench.run.engines.torch.fit import make_optimizer
-from bench.run.timing import clock
+from bench.run.timing import time_free_running
 from bench.run.workloads import Workload
 
 
@@ -38,12 +38,4 @@ def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch:
             loss.backward()
             opt.step()
 
-    barrier()
-    t0 = clock()
-    epoch()
-    barrier()
-    t1 = clock()
-    for _ in range(epochs - 1):
-        epoch()
-    barrier()
-    return {"first_epoch_s": t1 - t0, "steady_s": clock() - t1}
+    return time_free_running(epoch, barrier, epochs)
