@@ -51,15 +51,15 @@ def test_list_names_every_stack_and_workload(capsys):
 
 
 def test_device_gpu_without_gpu_is_a_clear_error(monkeypatch):
-    import bench.cli as cli
+    from bench.run import session
 
-    monkeypatch.setattr(cli, "planning_probe", lambda sid: [])
+    monkeypatch.setattr(session, "planning_probe", lambda sid: [])
     with pytest.raises(SystemExit) as e:
         main(["run", "--stack", "pytorch", "--device", "gpu"])
     assert e.value.code == 2
 
 
 def test_device_auto_without_gpu_falls_back_to_cpu():
-    import bench.cli as cli
+    from bench.run import session
 
-    assert cli.resolve_device("cpu", ["pytorch"]) == "cpu"
+    assert session.resolve_device("cpu", ["pytorch"]) == "cpu"

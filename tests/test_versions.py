@@ -184,7 +184,7 @@ def test_abba_order_is_balanced_and_recorded_and_shuffled_stays_the_default():
 
 
 def test_bench_run_records_the_order_rule_in_every_schedule():
-    from bench.cli import round_schedules
+    from bench.run.session import round_schedules
 
     sched = round_schedules(["keras3-jax"], 3, f"keras3-jax {CANDIDATE}", None, 4, "abba")
     assert sched["keras3-jax"]["order_rule"] == "abba" and sched["keras3-jax"]["position"] == 2
