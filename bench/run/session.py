@@ -224,7 +224,7 @@ def _prepare_gpu(stack_ids: list[str], root: Path, echo: Echo) -> str | None:
     from bench.run.probe import ensure_measured_peak
 
     for sid in stack_ids:
-        echo(ensure_measured_peak(sid, root, os.environ.get("BENCH_VARIANT", "gpu")))
+        echo(ensure_measured_peak(sid, root, os.environ.get("BENCH_FLAVOR", "gpu")))
     return gpu_uuid()
 
 
