@@ -265,7 +265,7 @@ cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<C
 	$(if $(DRY_RUN),@echo "(dry run: collect and report skipped)",$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
 	  bench collect /results/cloud/$(notdir $(FROM)) -o /results/$(notdir $(FROM)).csv && $(MAKE) --no-print-directory report)
 
-fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<flavor>.json)
+fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<device>.json)
 	@mkdir -p $(RESULTS_DIR)/fidelity
 	@for s in $(STACKS); do $(MAKE) --no-print-directory fidelity-$$s || exit 1; done
 
