@@ -29,9 +29,11 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 from bench.core.checks import Check, save, table
 from bench.core.stacks import DEFAULT_STACKS, STACKS
+from bench.core.words import Device
 
 #: Disk an image build needs (bytes), measured with `docker system df -v` and rounded up for the wheels
 #: downloaded while building: a stack's own part (0.05-2.5 GB); its shared framework layer (``Stack.layer``:
@@ -304,7 +306,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ap = sub.add_parser("doctor", help="the host preflight: Docker, disk, driver vs images, GPU not shared (exit 1 "
                         "on a problem)", description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=["host"])
-    ap.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    ap.add_argument("--device", choices=get_args(Device), default="auto")
     ap.add_argument("--flavor", choices=["cpu", "gpu"], default="cpu")
     ap.add_argument("--stacks", default=" ".join(DEFAULT_STACKS), help="space-separated stack ids")
     ap.add_argument("--docker", default=os.environ.get("DOCKER", "docker"))
