@@ -4,7 +4,7 @@
 # the targets.
 #
 # Knobs: STACKS (default: DEFAULT_STACKS in images/stacks.mk), SUITE (classic|tuning|paper), SIZE,
-#        DEVICE (auto|cpu|gpu), VARIANT (image variant, default: the device's; VARIANT=gpu DEVICE=cpu runs
+#        DEVICE (auto|cpu|gpu), FLAVOR (image flavor, default: the device's; FLAVOR=gpu DEVICE=cpu runs
 #        the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on CPU), TIMEOUT (per-cell limit, s),
 #        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
 #        cell, e.g. SET="tf32=off": `bench knobs`; the cells' variant is named after them), SEED (the rounds'
@@ -66,14 +66,14 @@ endif
 # Rounds of make bench-all: REPEATS, or bench's own default for the device. Round r runs every stack once,
 # in an order shuffled with SEED (bench/host/rounds.py); a rerun with the same plan resumes where it stopped.
 ROUNDS := $(or $(REPEATS),$(shell $(REQUEST) default repeats --device $(RUN_DEVICE)))
-# The image variant follows the device; VARIANT=gpu DEVICE=cpu runs the GPU images on the CPU (what CI
+# The image flavor follows the device; FLAVOR=gpu DEVICE=cpu runs the GPU images on the CPU (what CI
 # does to exercise the artefacts GPU users pull: CUDA builds of the frameworks run on a CPU too).
-VARIANT ?= $(RUN_DEVICE)
-ifeq ($(filter cpu gpu,$(VARIANT)),)
-  $(error VARIANT must be cpu or gpu (got '$(VARIANT)'))
+FLAVOR ?= $(RUN_DEVICE)
+ifeq ($(filter cpu gpu,$(FLAVOR)),)
+  $(error FLAVOR must be cpu or gpu (got '$(FLAVOR)'))
 endif
-ifeq ($(VARIANT)-$(RUN_DEVICE),cpu-gpu)
-  $(error VARIANT=cpu images cannot use a GPU; use VARIANT=gpu or DEVICE=cpu)
+ifeq ($(FLAVOR)-$(RUN_DEVICE),cpu-gpu)
+  $(error FLAVOR=cpu images cannot use a GPU; use FLAVOR=gpu or DEVICE=cpu)
 endif
 unknown_stacks := $(filter-out $(ALL_STACKS),$(STACKS))
 ifneq ($(unknown_stacks),)
@@ -82,27 +82,27 @@ endif
 named_stacks := $(STACKS) $(patsubst build-%,%,$(filter build-%,$(MAKECMDGOALS))) \
 	$(patsubst bench-%,%,$(filter-out bench-all,$(filter bench-%,$(MAKECMDGOALS))))
 gpu_only_stacks := $(sort $(filter-out $(CPU_STACKS) collector,$(named_stacks)))
-ifeq ($(VARIANT),cpu)
+ifeq ($(FLAVOR),cpu)
   ifneq ($(gpu_only_stacks),)
     $(if $(filter bench-% build build-% doctor selftest,$(MAKECMDGOALS)),$(error $(gpu_only_stacks): gpu image only \
-      (no CPU build of its framework can be locked); add VARIANT=gpu (it runs on a CPU too)))
+      (no CPU build of its framework can be locked); add FLAVOR=gpu (it runs on a CPU too)))
   endif
 endif
 ifeq ($(origin SIZE),undefined)
   SIZE := $(shell $(REQUEST) default size --device $(RUN_DEVICE))
 endif
-RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(VARIANT)),-$(VARIANT)-images)
+RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(FLAVOR)),-$(FLAVOR)-images)
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 COMPOSE_FILES := -f compose.yaml $(if $(filter gpu,$(RUN_DEVICE)),-f compose.gpu.yaml)
 
-export BENCH_VARIANT := $(VARIANT)
+export BENCH_FLAVOR := $(FLAVOR)
 export BENCH_DEVICE := $(RUN_DEVICE)
 export BENCH_RESULTS := $(RESULTS_DIR)
 export BENCH_UID := $(shell id -u)
 export BENCH_GID := $(shell id -g)
 export DOCKER_BUILDKIT := 1
 
-BUILD_ARGS := --build-arg VARIANT=$(VARIANT) --build-arg BENCH_GIT_COMMIT=$(GIT_COMMIT) \
+BUILD_ARGS := --build-arg FLAVOR=$(FLAVOR) --build-arg BENCH_GIT_COMMIT=$(GIT_COMMIT) \
 	$(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) \
 	$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE))
 
@@ -115,7 +115,7 @@ endif
 FIDELITY_WORKLOAD ?= cifar10_cnn
 # The doctor's Container Toolkit check runs `nvidia-smi -L` in this image with --gpus all.
 TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
-DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --variant $(VARIANT) --stacks "$(STACKS)" \
+DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --flavor $(FLAVOR) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
 .PHONY: help configure preflight doctor selftest build bench-all collect report compare fidelity flops test test-unit test-e2e \
@@ -128,22 +128,22 @@ help: ## List the targets
 	@echo
 	@grep -hE '^[a-zA-Z0-9%_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 	@echo
-	@echo "Now: DEVICE=$(DEVICE) -> device $(RUN_DEVICE), images $(VARIANT), SIZE=$(SIZE), SUITE=$(SUITE), RUN=$(RUN)"
+	@echo "Now: DEVICE=$(DEVICE) -> device $(RUN_DEVICE), images $(FLAVOR), SIZE=$(SIZE), SUITE=$(SUITE), RUN=$(RUN)"
 	@echo "     STACKS=$(STACKS)"
 
-configure: ## Write .env so that `docker compose run <service>` uses this host's variant (cpu/gpu)
+configure: ## Write .env so that `docker compose run <service>` uses this host's flavor (cpu/gpu)
 	@printf '%s\n' "# written by make configure" \
 	  "COMPOSE_FILE=compose.yaml$(if $(filter gpu,$(RUN_DEVICE)),:compose.gpu.yaml)" \
-	  "BENCH_VARIANT=$(VARIANT)" "BENCH_DEVICE=$(RUN_DEVICE)" "BENCH_RESULTS=$(RESULTS_DIR)" \
+	  "BENCH_FLAVOR=$(FLAVOR)" "BENCH_DEVICE=$(RUN_DEVICE)" "BENCH_RESULTS=$(RESULTS_DIR)" \
 	  "BENCH_UID=$(BENCH_UID)" "BENCH_GID=$(BENCH_GID)" > .env
-	@echo "wrote .env (variant $(VARIANT))"
+	@echo "wrote .env (flavor $(FLAVOR))"
 
 build: configure $(addprefix build-,$(STACKS)) build-collector ## Build the stack images and the collector
 
 build-%: ## Build one image: build-<stack> or build-collector
 	$(DOCKER) build -f $(or $(dockerfile_$*),images/$*/Dockerfile) $(BUILD_ARGS) $(build_args_$*) \
-	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) \
-	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(VARIANT)) .
+	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) \
+	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
 
 # the inputs the user set, as `bench run` options (an input bench rejects stops make: its error is printed above)
 REQUEST_ARGS = $(shell $(REQUEST) args $(REQUEST_PAIRS) || echo __bad_request__)
@@ -152,7 +152,7 @@ bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax
 	$(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
 	@mkdir -p $(RESULTS_DIR)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T -e BENCH_IMAGE_DIGEST="$$($(DOCKER) image inspect --format \
-	  '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' dlbench/$*:$(VARIANT) 2>/dev/null)" $(service_$*) \
+	  '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' dlbench/$*:$(FLAVOR) 2>/dev/null)" $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
 	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)" \
 	    $(if $(filter-out shuffled,$(ORDER)),--order $(ORDER)), \
@@ -166,20 +166,20 @@ doctor: ## Host checks, then each built image's (GPU seen, a matmul, GEMM TFLOP/
 	for s in $(STACKS); do $(MAKE) --no-print-directory doctor-$$s || status=1; done; exit $$status
 
 doctor-%:
-	@if ! $(DOCKER) image inspect dlbench/$*:$(VARIANT) >/dev/null 2>&1; then \
-	  echo "$*: image dlbench/$*:$(VARIANT) not built yet (make build): its checks skipped"; \
+	@if ! $(DOCKER) image inspect dlbench/$*:$(FLAVOR) >/dev/null 2>&1; then \
+	  echo "$*: image dlbench/$*:$(FLAVOR) not built yet (make build): its checks skipped"; \
 	else mkdir -p $(RESULTS_DIR)/doctor && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
-	  bench doctor --stack $* --device $(RUN_DEVICE) --out /results/doctor/$*-$(VARIANT).json; fi
+	  bench doctor --stack $* --device $(RUN_DEVICE) --out /results/doctor/$*-$(FLAVOR).json; fi
 
 selftest: ## Each built image checks its instruments on this device (barrier, GEMM peak, TF32, energy, memory, MFU): results/selftest/*.json
 	@status=0; for s in $(STACKS); do $(MAKE) --no-print-directory selftest-$$s || status=$$?; done; exit $$status
 
 selftest-%:
-	@if ! $(DOCKER) image inspect dlbench/$*:$(VARIANT) >/dev/null 2>&1; then \
-	  echo "make selftest: image dlbench/$*:$(VARIANT) not built yet: run make build STACKS=$* VARIANT=$(VARIANT) \
+	@if ! $(DOCKER) image inspect dlbench/$*:$(FLAVOR) >/dev/null 2>&1; then \
+	  echo "make selftest: image dlbench/$*:$(FLAVOR) not built yet: run make build STACKS=$* FLAVOR=$(FLAVOR) \
 	first (or python -m bench selftest natively, docs/selftest.md)" >&2; exit 2; \
 	else mkdir -p $(RESULTS_DIR)/selftest && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
-	  bench selftest --device $(RUN_DEVICE) --out /results/selftest/$*-$(VARIANT).json; fi
+	  bench selftest --device $(RUN_DEVICE) --out /results/selftest/$*-$(FLAVOR).json; fi
 
 bench-all: preflight configure $(if $(REGISTRY),images,build) ## Preflight, build (or pull), run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
@@ -215,20 +215,20 @@ compare-versions: ## BASE vs CANDIDATE in interleaved ABBA rounds on this device
 	  REPEATS=$(or $(REPEATS),$$($(HOST_CLI) versions rounds)) \
 	  RUN=$(if $(call user_set,RUN),$(RUN),versions-$(BASE)-vs-$(CANDIDATE)-$(SUITE)-$(SIZE)-$(RUN_DEVICE))
 
-# Registry (REGISTRY=ghcr.io/<owner>/dlbench): an image's tag names its variant and a hash of its build inputs
+# Registry (REGISTRY=ghcr.io/<owner>/dlbench): an image's tag names its flavor and a hash of its build inputs
 # (bench/host/imagetag.py), so a changed lock, Dockerfile or harness is a new tag and a stale image is never reused.
-PUSH_STACKS = $(filter-out $(DERIVED_STACKS),$(if $(filter cpu,$(VARIANT)),$(CPU_STACKS),$(ALL_STACKS)))
+PUSH_STACKS = $(filter-out $(DERIVED_STACKS),$(if $(filter cpu,$(FLAVOR)),$(CPU_STACKS),$(ALL_STACKS)))
 IMAGE_REF = $(REGISTRY)/$$i:$$($(HOST_CLI) imagetag $$i $$v)
-for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo latest || echo $(VARIANT) );
-need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [VARIANT=cpu|gpu]" >&2; exit 2; }
+for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo latest || echo $(FLAVOR) );
+need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [FLAVOR=cpu|gpu]" >&2; exit 2; }
 
-push: ## Push the built images of VARIANT, tagged by their inputs: make push REGISTRY=ghcr.io/<owner>/dlbench VARIANT=gpu
+push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGISTRY=ghcr.io/<owner>/dlbench FLAVOR=gpu
 	$(need_registry)
 	@mkdir -p $(RESULTS_DIR)/images
 	@set -eo pipefail; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
 	  $(DOCKER) tag dlbench/$$i:$$v $$ref; $(DOCKER) push $$ref >/dev/null; \
 	  $(DOCKER) image inspect --format '{{index .RepoDigests 0}}' $$ref; \
-	done | tee $(RESULTS_DIR)/images/$(VARIANT).txt
+	done | tee $(RESULTS_DIR)/images/$(FLAVOR).txt
 
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
 	@$(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
@@ -265,7 +265,7 @@ cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<C
 	$(if $(DRY_RUN),@echo "(dry run: collect and report skipped)",$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
 	  bench collect /results/cloud/$(notdir $(FROM)) -o /results/$(notdir $(FROM)).csv && $(MAKE) --no-print-directory report)
 
-fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<variant>.json)
+fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<device>.json)
 	@mkdir -p $(RESULTS_DIR)/fidelity
 	@for s in $(STACKS); do $(MAKE) --no-print-directory fidelity-$$s || exit 1; done
 
@@ -273,7 +273,7 @@ fidelity-%:
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) bench fidelity --stack $* \
 	  --workload $(FIDELITY_WORKLOAD) --size $(SIZE) --device $(RUN_DEVICE) --out /results/fidelity/$*-$(RUN_DEVICE).json
 
-# The unit tests and the image builds (both variants) run as parallel jobs (builds wait on the network and the
+# The unit tests and the image builds (both flavors) run as parallel jobs (builds wait on the network and the
 # disk as much as on the CPU); the end-to-end cells then run alone, one at a time, with every build a cache hit.
 E2E := $(PYTHON) -m pytest -m docker -q -s --durations=0 tests/test_e2e_docker.py
 

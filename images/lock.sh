@@ -2,8 +2,8 @@
 # Regenerates the images' locked, hashed requirements. Needs uv, PyPI and python3.
 #   images/lock.sh            every lock (make lock); a derived stack's .in is first rewritten from its base's
 #   images/lock.sh STACK...   only these stacks' locks (make version-stack), then the shared layers
-# The stacks and their variants come from bench/core/stacks.py. Every lock resolves against PyPI alone (the torch
-# stacks pin PyPI's torch in both variants: PyPI has no CPU build of torchvision). An existing lock is uv's
+# The stacks and their flavors come from bench/core/stacks.py. Every lock resolves against PyPI alone (the torch
+# stacks pin PyPI's torch in both flavors: PyPI has no CPU build of torchvision). An existing lock is uv's
 # preference, so a re-lock moves only what its .in file changed.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -17,11 +17,11 @@ if [ $# -eq 0 ]; then
     compile collector/requirements.in collector/requirements.lock
     (cd .. && python3 -m bench.host versions refresh)
 fi
-# one "<stack> <variant>" line per image (every stack, or the ones named)
+# one "<stack> <flavor>" line per image (every stack, or the ones named)
 PYTHONPATH=.. python3 -c 'import sys
 from bench.core.stacks import STACKS
 for s in sys.argv[1:] or STACKS:
-    for v in STACKS[s].variants: print(s, v)' "$@" | while read -r s v; do
+    for v in STACKS[s].flavors: print(s, v)' "$@" | while read -r s v; do
     compile "$s/requirements-$v.in" "$s/requirements-$v.lock"
 done
 # The shared layers' locks (images/layers/) are what the stacks' new locks pin identically.

@@ -316,15 +316,16 @@ def test_augment_knob_is_a_variant_with_clear_limits():
 
 
 def test_no_augment_flag_is_one_variant():
-    from bench.cli import run_variant
+    from bench.core.request import Request
     from bench.run import plan
 
-    kw = run_variant(None, True)
+    kw = Request(no_augment=True).variant_settings()
     assert kw == {"settings": {"augment": False}, "variant": "augment=false"}
     cells = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["cifar10_cnn"], **kw)
     assert [(c.variant, c.settings) for c in cells] == [("augment=false", {"augment": False})]
-    assert run_variant("default", True)["variant"] == "compile-default+augment=false"
-    assert run_variant(None, False) == {}
+    assert Request(compile_mode="default", no_augment=True).variant_settings()["variant"] == \
+        "compile-default+augment=false"
+    assert Request().variant_settings() == {}
 
 
 # ---- the 2017 metric: s/epoch of the whole fit ------------------------------------------------------------------

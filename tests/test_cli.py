@@ -51,15 +51,39 @@ def test_list_names_every_stack_and_workload(capsys):
 
 
 def test_device_gpu_without_gpu_is_a_clear_error(monkeypatch):
-    import bench.cli as cli
+    from bench.run import session
 
-    monkeypatch.setattr(cli, "planning_probe", lambda sid: [])
+    monkeypatch.setattr(session, "planning_probe", lambda sid: [])
     with pytest.raises(SystemExit) as e:
         main(["run", "--stack", "pytorch", "--device", "gpu"])
     assert e.value.code == 2
 
 
 def test_device_auto_without_gpu_falls_back_to_cpu():
-    import bench.cli as cli
+    from bench.run import session
 
-    assert cli.resolve_device("cpu", ["pytorch"]) == "cpu"
+    assert session.resolve_device("cpu", ["pytorch"]) == "cpu"
+
+
+def test_bench_help_the_makefile_head_and_the_package_description_name_every_default_stack(capsys):
+    import re
+    from pathlib import Path
+
+    from bench.core.stacks import DEFAULT_STACKS
+
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    root = Path(__file__).resolve().parents[1]
+    head = "".join(line for line in (root / "Makefile").read_text().splitlines(keepends=True)[:4])
+    description = re.search(r'^description = "(.*)"$', (root / "pyproject.toml").read_text(), flags=re.M)
+    assert description
+    for text in (" ".join(capsys.readouterr().out.split()), head, description.group(1)):
+        for sid in DEFAULT_STACKS:
+            assert re.search(rf"(?<![\w-]){re.escape(sid)}(?![\w-])", text), (sid, text[:80])
+
+
+def test_python_m_bench_cli_is_the_same_command():
+    p = subprocess.run([sys.executable, "-m", "bench.cli", "list", "--stacks"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout.split()[:2] == ["keras2-tf", "keras3-tf"]

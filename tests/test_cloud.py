@@ -165,11 +165,11 @@ def make(*args):
 
 def test_make_push_tags_every_built_image_by_its_inputs_and_records_its_digest(tmp_path):
     fake, log = fake_docker(tmp_path)
-    p = make("push", "REGISTRY=ghcr.io/o/dlbench", "VARIANT=cpu", f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
+    p = make("push", "REGISTRY=ghcr.io/o/dlbench", "FLAVOR=cpu", f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
     assert p.returncode == 0, p.stderr
     from bench.core.stacks import STACKS
 
-    cpu = [s.id for s in STACKS.values() if "cpu" in s.variants and s.base is None]  # version stacks: not pushed
+    cpu = [s.id for s in STACKS.values() if "cpu" in s.flavors and s.base is None]  # version stacks: not pushed
     calls = log.read_text().splitlines()
     assert f"tag dlbench/{cpu[0]}:cpu ghcr.io/o/dlbench/{cpu[0]}:{imagetag.tag(cpu[0], 'cpu')}" in calls
     assert f"push ghcr.io/o/dlbench/collector:{imagetag.tag('collector', 'latest')}" in calls
@@ -181,7 +181,7 @@ def test_make_push_tags_every_built_image_by_its_inputs_and_records_its_digest(t
 
 def test_images_pulls_what_the_registry_has_and_builds_the_rest(tmp_path):
     fake, log = fake_docker(tmp_path, pullable=("keras3-jax", "collector"))
-    p = make("images", "REGISTRY=reg/x", "STACKS=keras3-jax pytorch", "VARIANT=cpu", "DEVICE=cpu",
+    p = make("images", "REGISTRY=reg/x", "STACKS=keras3-jax pytorch", "FLAVOR=cpu", "DEVICE=cpu",
              f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
     assert p.returncode == 0, p.stderr
     calls = log.read_text().splitlines()

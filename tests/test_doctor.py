@@ -61,14 +61,14 @@ def host(tmp_path, monkeypatch):
     Usage = collections.namedtuple("Usage", "total used free")
     monkeypatch.setattr(doctor.shutil, "disk_usage", lambda p: Usage(500e9, 100e9, 400e9))
 
-    def run(gpu_csv="", apps="", toolkit="1", device="auto", variant="gpu", stacks=doctor.DEFAULT_STACKS,
+    def run(gpu_csv="", apps="", toolkit="1", device="auto", flavor="gpu", stacks=doctor.DEFAULT_STACKS,
             apps_1="", query_error=""):
         monkeypatch.setenv("FAKE_GPU_CSV", gpu_csv)
         monkeypatch.setenv("FAKE_APPS", apps)
         monkeypatch.setenv("FAKE_APPS_1", apps_1)
         monkeypatch.setenv("FAKE_QUERY_ERROR", query_error)
         monkeypatch.setenv("FAKE_TOOLKIT", toolkit)
-        checks = doctor.host_checks(device, variant, list(stacks), docker="docker")
+        checks = doctor.host_checks(device, flavor, list(stacks), docker="docker")
         return {c.name: c for c in checks}
 
     return run
@@ -79,7 +79,7 @@ def failed(checks):
 
 
 def test_good_gpu_host_passes(host):
-    checks = host(A100.format(driver="580.65.06", mig="Disabled"), variant="gpu")
+    checks = host(A100.format(driver="580.65.06", mig="Disabled"), flavor="gpu")
     assert failed(checks) == []
     assert checks["Docker engine"].value == "20.10.24" and checks["BuildKit"].state == "ok"
     assert checks["NVIDIA Container Toolkit"].state == "ok"
@@ -176,7 +176,7 @@ def test_mig_fails_a_gpu_run_with_the_fix(host):
     checks = host(A100.format(driver="580.65.06", mig="Enabled"), device="gpu")
     assert failed(checks) == ["MIG"] and "sees no CUDA device" in checks["MIG"].fix
     assert "nvidia-smi -i 0 -mig 0" in checks["MIG"].fix and "not be comparable" in checks["MIG"].fix
-    cpu = host(A100.format(driver="580.65.06", mig="Enabled"), device="cpu", variant="cpu")
+    cpu = host(A100.format(driver="580.65.06", mig="Enabled"), device="cpu", flavor="cpu")
     assert cpu["MIG"].state == "warn"  # a CPU run does not use the GPU
 
 
@@ -187,16 +187,16 @@ def test_missing_container_toolkit_fails(host):
 
 
 def test_no_gpu_says_what_is_used_instead(host):
-    checks = host(device="auto", variant="cpu")
+    checks = host(device="auto", flavor="cpu")
     assert failed(checks) == [] and checks["NVIDIA GPU"].state == "info"
     assert "CPU images and smoke size" in checks["NVIDIA GPU"].fix
     assert "Driver for pytorch" not in checks
-    assert failed(host(device="gpu", variant="gpu")) == ["NVIDIA GPU"]
+    assert failed(host(device="gpu", flavor="gpu")) == ["NVIDIA GPU"]
 
 
 def test_no_docker_engine_fails_with_the_fix(host, monkeypatch, tmp_path):
     (tmp_path / "docker").write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
-    checks = host(variant="cpu")
+    checks = host(flavor="cpu")
     assert "Docker engine" in failed(checks) and "dockerd" in checks["Docker engine"].fix
 
 
@@ -205,7 +205,7 @@ def test_main_prints_the_table_saves_json_and_exits_1_on_a_problem(host, tmp_pat
     monkeypatch.setenv("FAKE_APPS", "")
     monkeypatch.setenv("FAKE_TOOLKIT", "1")
     out = tmp_path / "doctor" / "host.json"
-    rc = host_cli(["doctor", "host", "--variant", "gpu", "--docker", "docker", "--out", str(out)])
+    rc = host_cli(["doctor", "host", "--flavor", "gpu", "--docker", "docker", "--out", str(out)])
     text = capsys.readouterr()
     assert rc == 1 and "✗" in text.out and "Driver for pytorch" in text.err
     saved = json.loads(out.read_text())
@@ -299,7 +299,7 @@ def test_main_reports_garbled_nvidia_smi_output_in_the_table(host, capsys, monke
     for k, v in (("FAKE_GPU_CSV", "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error"),
                  ("FAKE_APPS", ""), ("FAKE_APPS_1", ""), ("FAKE_QUERY_ERROR", ""), ("FAKE_TOOLKIT", "1")):
         monkeypatch.setenv(k, v)
-    assert host_cli(["doctor", "host", "--device", "gpu", "--variant", "gpu", "--docker", "docker"]) == 1
+    assert host_cli(["doctor", "host", "--device", "gpu", "--flavor", "gpu", "--docker", "docker"]) == 1
     text = capsys.readouterr()
     assert "✗  unreadable: nvidia-smi answered" in text.out and "Traceback" not in text.err
 
@@ -461,14 +461,14 @@ def test_bench_run_on_a_gpu_ensures_the_measured_peak_before_its_cells(tmp_path,
     from click.testing import CliRunner
 
     from bench import cli
-    from bench.run import runner
+    from bench.run import runner, session
 
     seen = []
-    monkeypatch.setattr(cli, "resolve_device", lambda requested, stacks: "gpu")
-    monkeypatch.setattr(probe, "ensure_measured_peak", lambda sid, root, variant: seen.append((sid, variant)) or "ok")
+    monkeypatch.setattr(session, "resolve_device", lambda requested, stacks: "gpu")
+    monkeypatch.setattr(probe, "ensure_measured_peak", lambda sid, root, flavor: seen.append((sid, flavor)) or "ok")
     monkeypatch.setattr(runner, "run_cells", lambda cells, out, **kw: seen.append(len(cells)) or [])
     monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
-    monkeypatch.setenv("BENCH_VARIANT", "gpu")
+    monkeypatch.setenv("BENCH_FLAVOR", "gpu")
     r = CliRunner().invoke(cli.cli, ["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert seen == [("pytorch", "gpu"), 1]  # the peak first, then the cells

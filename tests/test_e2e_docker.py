@@ -1,10 +1,10 @@
-"""End to end through Docker: build every image (both variants) on a local base image, run `make bench-all`
+"""End to end through Docker: build every image (both flavors) on a local base image, run `make bench-all`
 at smoke size on CPU, check the CSV; then `docker compose run jax-bench` and the GPU images' checks.
 
 Needs a running Docker engine (BuildKit-capable client) and debootstrap, or an existing base image.
 Skipped without Docker unless BENCH_REQUIRE_DOCKER=1 (CI), where a missing engine is a failure.
 
-`make test` builds every image first, the CPU and the GPU variants, beside the unit tests (`test_base_image`,
+`make test` builds every image first, the CPU and the GPU flavors, beside the unit tests (`test_base_image`,
 then `test_images_build`, a parallel make job: builds wait on the network and the disk as much as on the
 CPU), then runs this whole module with BENCH_E2E_PREPARED=1, where those builds are cache hits. The cells
 themselves always run one at a time: they are CPU-bound (two at once took as long as one after the other).
@@ -34,7 +34,7 @@ COMPOSE = os.environ.get("COMPOSE", "docker-compose")
 BASE = os.environ.get("BENCH_BASE_IMAGE", "dlbench-base:bookworm")
 STACKS = list(DEFAULT_STACKS)
 #: The GPU image stage also builds and runs the gpu-only stacks (pytorch-cu12).
-GPU_STACKS = [s.id for s in ALL_STACKS.values() if s.default or s.variants == ("gpu",)]
+GPU_STACKS = [s.id for s in ALL_STACKS.values() if s.default or s.flavors == ("gpu",)]
 #: The stacks with a step engine: the paper suite's (the plain-JAX stack records its paper cells unsupported).
 PAPER_STACKS = [s for s in STACKS if ALL_STACKS[s].engine != "jax"]
 WORKLOADS = ["mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"]
@@ -49,7 +49,7 @@ GPU_IMAGE_WORKLOADS = ("mnist_cnn", "babi_rnn")
 FIXED_ARCH_LIMIT_S = 120
 #: The runner kills a cell past this (a `timeout` record), so one slow path cannot eat the CI budget.
 CELL_TIMEOUT_S = 180
-#: Free disk the whole run wants: both variants' images, ~34 GB in all now that the stacks on one framework
+#: Free disk the whole run wants: both flavors' images, ~34 GB in all now that the stacks on one framework
 #: share its layer (images/layers/), plus a build's largest layer again while it is written.
 E2E_BYTES = 45 * 10**9
 #: Set by `make test` after `test_base_image` made room: the module's later runs must not prune what the
@@ -94,9 +94,9 @@ def copy_if_changed(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-def images_present(variant: str, stacks: list[str]) -> bool:
-    """Whether ``dlbench/<stack>:<variant>`` exists for every stack."""
-    return all(subprocess.run([DOCKER, "image", "inspect", f"dlbench/{s}:{variant}"],
+def images_present(flavor: str, stacks: list[str]) -> bool:
+    """Whether ``dlbench/<stack>:<flavor>`` exists for every stack."""
+    return all(subprocess.run([DOCKER, "image", "inspect", f"dlbench/{s}:{flavor}"],
                               capture_output=True).returncode == 0 for s in stacks)
 
 
@@ -125,24 +125,24 @@ def test_base_image(make_args):
 
 
 def test_images_build(make_args):
-    """Every stack image builds from its lock, the cpu variant of the default stacks and the gpu variant of
+    """Every stack image builds from its lock, the cpu flavor of the default stacks and the gpu flavor of
     those and of the gpu-only stacks, with the collector; each build imports its framework and fails on a
     module without bytecode (images/imports.py). `make test` runs this beside the unit tests. The stacks that
     name one shared layer (images/layers/) build it once: their images share it on disk."""
     args, _ = make_args
-    for variant, stacks in (("cpu", STACKS), ("gpu", GPU_STACKS)):
+    for flavor, stacks in (("cpu", STACKS), ("gpu", GPU_STACKS)):
         start = time.monotonic()
-        sh(["make", "build", f"VARIANT={variant}", f"STACKS={' '.join(stacks)}", *args], timeout=3600)
-        print(f"{variant} images built in {time.monotonic() - start:.0f} s")  # CI's log: what each variant costs
+        sh(["make", "build", f"FLAVOR={flavor}", f"STACKS={' '.join(stacks)}", *args], timeout=3600)
+        print(f"{flavor} images built in {time.monotonic() - start:.0f} s")  # CI's log: what each flavor costs
     assert images_present("cpu", STACKS) and images_present("gpu", GPU_STACKS)
     # the framework layer is stored once: without it a stack image shared only the base, toolchain and uv
     # layers (<0.6 GB); measured with it: 1.7 GB (torch, cpu) to 7.0 GB (TensorFlow + CUDA 12.9, gpu)
     shared = shared_bytes()
-    for name, variant, members in stackfiles.layers():
+    for name, flavor, members in stackfiles.layers():
         for s in members:
-            assert shared[s.image(variant)] > 1.2e9, (s.image(variant), shared)
+            assert shared[s.image(flavor)] > 1.2e9, (s.image(flavor), shared)
         if members[0].sublayer == name:
-            check_sublayer_shared(variant, members)
+            check_sublayer_shared(flavor, members)
 
 
 def test_a_changed_layer_lock_rebuilds_only_the_images_that_install_it(make_args, tmp_path):
@@ -158,7 +158,7 @@ def test_a_changed_layer_lock_rebuilds_only_the_images_that_install_it(make_args
     with open(tmp_path / "images" / "layers" / "jax-cpu.lock", "a") as f:
         f.write("# changed\n")
     stack, make = ALL_STACKS["keras3-tf"], dict(a.split("=", 1) for a in args)
-    build = [DOCKER, "build", "-f", "images/Dockerfile", "--build-arg", "VARIANT=cpu",
+    build = [DOCKER, "build", "-f", "images/Dockerfile", "--build-arg", "FLAVOR=cpu",
              "--build-arg", f"BASE_IMAGE={make['BASE_IMAGE']}", "-t", "dlbench-cache-check:cpu", "."]
     for k, v in stack.build_args().items():
         build[2:2] = ["--build-arg", f"{k}={v}"]
@@ -173,13 +173,13 @@ def test_a_changed_layer_lock_rebuilds_only_the_images_that_install_it(make_args
         subprocess.run([DOCKER, "image", "rm", "dlbench-cache-check:cpu"], capture_output=True)
 
 
-def check_sublayer_shared(variant: str, members: list) -> None:
+def check_sublayer_shared(flavor: str, members: list) -> None:
     """The sublayer's members share a bottom filesystem layer beyond those that every image on their layer shares
     (diff ids). That the layer below stays one layer for all of them is
     tests/test_stacks.py::test_no_argument_that_differs_between_stacks_on_a_layer_is_declared_above_its_step."""
-    ids = {s.id: rootfs(s.image(variant)) for s in stackfiles.layer_members(members[0].layer)}
+    ids = {s.id: rootfs(s.image(flavor)) for s in stackfiles.layer_members(members[0].layer)}
     every = set(bottom_shared(list(ids.values())))
-    assert set(bottom_shared([ids[s.id] for s in members])) - every, (variant, "sublayer not shared")
+    assert set(bottom_shared([ids[s.id] for s in members])) - every, (flavor, "sublayer not shared")
 
 
 def rootfs(image: str) -> list[str]:
@@ -256,7 +256,7 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
 
 def test_compose_run_service_resumes(bench_all, make_args):
     args, results = make_args
-    env = {"BENCH_RESULTS": str(results), "BENCH_VARIANT": "cpu", "BENCH_UID": str(os.getuid()),
+    env = {"BENCH_RESULTS": str(results), "BENCH_FLAVOR": "cpu", "BENCH_UID": str(os.getuid()),
            "BENCH_GID": str(os.getgid()), "BENCH_DEVICE": "auto"}
     p = sh([COMPOSE, "-f", "compose.yaml", "run", "--rm", "-T", "jax-bench"], env=env, timeout=900)
     assert p.stdout.count("already ok, skipped") == 5
@@ -264,7 +264,7 @@ def test_compose_run_service_resumes(bench_all, make_args):
 
 def test_device_gpu_without_gpu_is_a_clear_error(bench_all, make_args):
     args, results = make_args
-    env = {"BENCH_RESULTS": str(results), "BENCH_VARIANT": "cpu", "BENCH_UID": str(os.getuid()),
+    env = {"BENCH_RESULTS": str(results), "BENCH_FLAVOR": "cpu", "BENCH_UID": str(os.getuid()),
            "BENCH_GID": str(os.getgid())}
     p = sh([COMPOSE, "-f", "compose.yaml", "run", "--rm", "-T", "jax-bench", "bench", "run", "--stack",
             "keras3-jax", "--device", "gpu"], env=env, check=False, timeout=900)
@@ -337,12 +337,12 @@ def test_paper_suite_in_every_image(bench_all, make_args):
 
 
 def test_gpu_images_run_on_cpu(bench_all, make_args):
-    """The GPU variant of every default image and the gpu-only pytorch-cu12, from the locks GPU users get (CUDA
+    """The GPU flavor of every default image and the gpu-only pytorch-cu12, from the locks GPU users get (CUDA
     wheels; built by `test_images_build`, else by bench-all here) run on the CPU: two classic smoke cells each
     (GPU_IMAGE_WORKLOADS), then `--device gpu` in each fails with one clear line, and the torch images carry
     torch.compile's toolchain."""
     args, results = make_args
-    p = sh(["make", "bench-all", "VARIANT=gpu", "DEVICE=cpu", f"STACKS={' '.join(GPU_STACKS)}",
+    p = sh(["make", "bench-all", "FLAVOR=gpu", "DEVICE=cpu", f"STACKS={' '.join(GPU_STACKS)}",
             f"WORKLOADS={' '.join(GPU_IMAGE_WORKLOADS)}", *args], check=False)
     df = pd.read_csv(results / "classic-smoke-cpu-gpu-images.csv")
     check_cell_times(df, "classic (gpu images)")
@@ -350,14 +350,14 @@ def test_gpu_images_run_on_cpu(bench_all, make_args):
     assert len(df) == len(GPU_IMAGE_WORKLOADS) * len(GPU_STACKS) == 14
     assert set(df["workload"]) == set(GPU_IMAGE_WORKLOADS) and (df.status == "ok").all() and (df.device == "cpu").all()
     assert (df["env.image"] == df["stack"].map(lambda s: f"dlbench/{s}:gpu")).all()
-    assert (df["env.image_variant"] == "gpu").all()
+    assert (df["env.image_flavor"] == "gpu").all()
     torch_rows = df[df["stack"].isin(["pytorch", "keras3-torch"])]
     assert (torch_rows["env.packages.torch"] == "2.13.0").all()  # PyPI's CUDA 13.0 build, not +cpu
     cu12 = df[df["stack"] == "pytorch-cu12"]
     assert (cu12["env.packages.torch"] == "2.10.0").all() and (cu12["env.image"] == "dlbench/pytorch-cu12:gpu").all()
     tf_rows = df[df["stack"].isin(["keras2-tf", "keras3-tf"])]
     assert tf_rows["env.framework_cuda.tensorflow.is_cuda_build"].astype(bool).all()
-    env = {"BENCH_RESULTS": str(results), "BENCH_VARIANT": "gpu", "BENCH_UID": str(os.getuid()),
+    env = {"BENCH_RESULTS": str(results), "BENCH_FLAVOR": "gpu", "BENCH_UID": str(os.getuid()),
            "BENCH_GID": str(os.getgid())}
     for stack in GPU_STACKS:
         service = ALL_STACKS[stack].service

@@ -437,7 +437,7 @@ def test_mfu_against_the_measured_gemm_peak(tmp_path, monkeypatch):
         {"part": "image", "utc": "2026-11-22T00:00:00+00:00", "gpu": "NVIDIA H100 80GB HBM3",
          "measured_tflops": {"bf16": 700.0, "fp32": 50.0, "tf32": 350.0}}))
     monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
-    monkeypatch.setenv("BENCH_VARIANT", "gpu")
+    monkeypatch.setenv("BENCH_FLAVOR", "gpu")
 
     def rec(gpu, precision="bfloat16"):
         r = {"stack": "pytorch", "device": "gpu", "env": {"gpu": {"name": gpu}},
@@ -608,7 +608,7 @@ def test_measured_peak_is_keyed_by_the_gpus_nvml_identity(tmp_path, monkeypatch,
                                         probe=lambda s: [framework_gpu])
     save(tmp_path / "doctor" / "keras3-tf-gpu.json", "image", checks, extra)
     monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
-    monkeypatch.setenv("BENCH_VARIANT", "gpu")
+    monkeypatch.setenv("BENCH_FLAVOR", "gpu")
 
     def mfu(gpu):
         r = {"stack": "keras3-tf", "device": "gpu", "env": {"gpu": gpu},

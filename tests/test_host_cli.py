@@ -46,7 +46,7 @@ def test_help_lists_every_command_with_a_one_line_description():
     (["rounds", "--round", "0", "pytorch"], "python3 -m bench.host rounds: error: round must be at least 1, got 0"),
     (["launch", "compose", "--stacks", "pytorch", "--rounds", "x"], "argument --rounds: invalid int value: 'x'"),
     (["request", "default", "repeats"], "python3 -m bench.host request: error: the default repeats depends on"),
-    (["imagetag", "pytorch"], "the following arguments are required: VARIANT"),
+    (["imagetag", "pytorch"], "the following arguments are required: FLAVOR"),
     (["cloud", "collect", "--source", "ftp://x", "--dest", "/nonexistent", "--dry-run"], "cannot copy from 'ftp://x'"),
 ])
 def test_bad_input_is_one_line_on_stderr_and_exit_2(argv, message):

@@ -130,15 +130,15 @@ def test_every_stack_cools_to_the_baseline_read_before_the_first_stack():
 def test_a_bench_run_given_the_baseline_cools_to_it_not_to_its_own_hot_start(monkeypatch):
     """The CLI's cooldown for the second stack: the GPU reads 70 °C as its bench run starts (the first stack just
     heated it); given --idle-temp-c 38 the target is 41 °C and the record says where 38 came from."""
-    from bench import cli
     from bench.core.request import Request
+    from bench.run import session
 
     monkeypatch.setattr(gpu_state, "snapshot", lambda nv=None, _f=gpu_state.snapshot: _f(Nvml(temps=(70,))))
-    given = cli.cooldown_for(Request(cooldown_s=60, idle_temp_c=38.0), "gpu")
-    assert given is not None and given.idle_c == 38.0 and given.idle_source == cli.IDLE_GIVEN
-    own = cli.cooldown_for(Request(cooldown_s=60), "gpu")  # without it: the hot start, and the record says so
+    given = session.cooldown_for(Request(cooldown_s=60, idle_temp_c=38.0), "gpu")
+    assert given is not None and given.idle_c == 38.0 and given.idle_source == session.IDLE_GIVEN
+    own = session.cooldown_for(Request(cooldown_s=60), "gpu")  # without it: the hot start, and the record says so
     assert own is not None and own.idle_c == 70.0 and "as this bench run started" in own.idle_source
-    assert cli.cooldown_for(Request(cooldown_s=60, idle_temp_c=38.0), "cpu") is None
+    assert session.cooldown_for(Request(cooldown_s=60, idle_temp_c=38.0), "cpu") is None
 
 
 def test_the_busy_check_sees_the_hosts_processes_and_says_so(monkeypatch, tmp_path):

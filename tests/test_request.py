@@ -7,10 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 
-from bench import cli
+from bench.cli import running
 from bench.core import request
 from bench.core.request import Request
 from bench.host import cloud
@@ -21,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 
-@pytest.mark.parametrize("command, cmd", [("run", cli.run_cmd), ("sweep", cli.sweep_cmd)])
+@pytest.mark.parametrize("command, cmd", [("run", running.run_cmd), ("sweep", running.sweep_cmd)])
 def test_every_option_of_run_and_sweep_is_a_request_field_with_its_default(command, cmd):
-    params = {p.name: p for p in cmd.params if isinstance(p, cli.click.Option)}
+    params = {p.name: p for p in cmd.params if isinstance(p, click.Option)}
     fields = {f.name: f for f in Request.options(command)}
     assert set(params) == set(fields)
     for name, f in fields.items():
@@ -33,10 +34,10 @@ def test_every_option_of_run_and_sweep_is_a_request_field_with_its_default(comma
 
 
 def test_existing_flags_and_environment_variables_keep_working():
-    flags = {o for p in cli.run_cmd.params for o in p.opts}
+    flags = {o for p in running.run_cmd.params for o in p.opts}
     assert {"--stack", "--out", "--timeout", "--cooldown", "--set", "--compile", "--no-augment", "--round",
             "--batch-size", "--seq-len", "--telemetry-samples"} <= flags
-    envs = {p.envvar for p in cli.run_cmd.params}
+    envs = {p.envvar for p in running.run_cmd.params}
     assert {"BENCH_STACK", "BENCH_DEVICE", "BENCH_REPEATS", "BENCH_SYNC", "BENCH_SET", "BENCH_DATA",
             "BENCH_COOLDOWN"} <= envs
 

@@ -82,6 +82,17 @@ def test_schema_version_2_records_in_results_still_load():
         read_record(p)
 
 
+def test_records_that_call_the_image_flavor_by_its_old_name_still_load(tmp_path):
+    """env.image_variant, the image's cpu/gpu flavor before it was called env.image_flavor: committed records hold it,
+    and they load with it kept as it is (an undeclared key)."""
+    declared = {f.name for f in dataclasses.fields(Env)}
+    assert "image_flavor" in declared and "image_variant" not in declared
+    old = [p for p in _records() if "image_variant" in (json.loads(p.read_text()).get("env") or {})]
+    assert old
+    for p in old:
+        assert read_record(p)["env"]["image_variant"] in ("cpu", "gpu", None)
+
+
 def test_a_record_that_does_not_fit_the_schema_is_named_and_skipped(tmp_path):
     rec = json.loads(next(_records()).read_text())
     bad = {**rec, "metrics": {**rec["metrics"], "ms_per_step_mean": "fast"}, "telemetry": None}

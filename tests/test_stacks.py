@@ -41,17 +41,17 @@ def test_check_names_a_stale_file_and_make_stacks_rewrites_it(tmp_path):
 
 
 def test_a_shared_layer_is_what_its_stacks_pin_identically_and_follows_a_changed_lock(tmp_path):
-    """images/layers/<layer>-<variant>.lock: the framework and its CUDA libraries, each pin verbatim (version and
+    """images/layers/<layer>-<flavor>.lock: the framework and its CUDA libraries, each pin verbatim (version and
     hashes) in every member's lock; a member whose lock moves a pin drops it from the layer."""
     members = {layer: [s.id for s in stacks] for layer, _, stacks in stackfiles.layers()}
     assert members == {"tensorflow": ["keras2-tf", "keras3-tf", "keras3-jax", "jax"],
                        "torch": ["keras3-torch", "pytorch"], "jax": ["keras3-jax", "jax"]}
-    for layer, variant, stacks in stackfiles.layers():
-        pins = stackfiles.lock_pins((ROOT / "images" / "layers" / f"{layer}-{variant}.lock").read_text())
+    for layer, flavor, stacks in stackfiles.layers():
+        pins = stackfiles.lock_pins((ROOT / "images" / "layers" / f"{layer}-{flavor}.lock").read_text())
         for s in stacks:
-            own = stackfiles.lock_pins((ROOT / "images" / s.id / f"requirements-{variant}.lock").read_text())
-            assert all(own[n] == pin for n, pin in pins.items()), (layer, variant, s.id)
-        assert layer in pins and ("numpy" in pins) == (layer != "jax"), (layer, variant)
+            own = stackfiles.lock_pins((ROOT / "images" / s.id / f"requirements-{flavor}.lock").read_text())
+            assert all(own[n] == pin for n, pin in pins.items()), (layer, flavor, s.id)
+        assert layer in pins and ("numpy" in pins) == (layer != "jax"), (layer, flavor)
     gpu = stackfiles.lock_pins((ROOT / "images" / "layers" / "tensorflow-gpu.lock").read_text())
     assert {"nvidia-cudnn-cu12", "nvidia-cublas-cu12"} <= set(gpu)
     assert gpu["tensorflow"].startswith("tensorflow==2.21.0")
@@ -72,14 +72,14 @@ def test_a_shared_layer_is_what_its_stacks_pin_identically_and_follows_a_changed
 def test_the_jax_sublayer_holds_what_its_stacks_share_above_the_tensorflow_layer(monkeypatch):
     """keras3-jax and jax share jax, jaxlib and (gpu) its CUDA plugins in a second layer above TensorFlow's: in it
     is each pin both locks have identically and the tensorflow layer lacks; keras2-tf and keras3-tf build none."""
-    for variant in ("cpu", "gpu"):
-        sub = stackfiles.lock_pins((ROOT / "images" / "layers" / f"jax-{variant}.lock").read_text())
-        tf = stackfiles.lock_pins((ROOT / "images" / "layers" / f"tensorflow-{variant}.lock").read_text())
+    for flavor in ("cpu", "gpu"):
+        sub = stackfiles.lock_pins((ROOT / "images" / "layers" / f"jax-{flavor}.lock").read_text())
+        tf = stackfiles.lock_pins((ROOT / "images" / "layers" / f"tensorflow-{flavor}.lock").read_text())
         assert not set(sub) & set(tf)
-        locks = [stackfiles.lock_pins((ROOT / "images" / s / f"requirements-{variant}.lock").read_text())
+        locks = [stackfiles.lock_pins((ROOT / "images" / s / f"requirements-{flavor}.lock").read_text())
                  for s in ("keras3-jax", "jax")]
         shared = {n for n, pin in locks[0].items() if locks[1].get(n) == pin}
-        assert set(sub) == shared - set(tf), variant
+        assert set(sub) == shared - set(tf), flavor
         assert {"jax", "jaxlib"} <= set(sub) and "flax" not in sub and "keras-hub" not in sub
     assert {"jax-cuda12-plugin", "jax-cuda12-pjrt"} <= set(
         stackfiles.lock_pins((ROOT / "images" / "layers" / "jax-gpu.lock").read_text()))
@@ -106,7 +106,7 @@ def test_no_argument_that_differs_between_stacks_on_a_layer_is_declared_above_it
     for name, _, members in stackfiles.layers():
         at = steps[members[0].sublayer == name]
         declared = {line.split()[1].split("=")[0] for line in lines[:at] if line.startswith("ARG ")}
-        assert {"LAYER", "VARIANT"} <= declared
+        assert {"LAYER", "FLAVOR"} <= declared
         for arg in declared & set(members[0].build_args()):
             assert len({s.build_args()[arg] for s in members}) == 1, (name, arg)
             checked += 1
@@ -121,7 +121,7 @@ def test_every_stack_has_its_locks_and_one_dockerfile_takes_its_build_args():
             assert f"\nARG {arg}" in dockerfile, (s.id, arg)
         assert set(s.env) <= set(IMAGE_ENV), s.id  # the image sets the stack's environment too
         assert s.imports, s.id
-        for v in s.variants:
+        for v in s.flavors:
             assert (ROOT / "images" / s.id / f"requirements-{v}.lock").is_file(), (s.id, v)
     assert {s.reference for s in STACKS.values() if s.reference} == {
         "keras2-tensorflow", "keras3-tensorflow", "keras3-jax", "keras3-torch", "pytorch"}
@@ -129,7 +129,7 @@ def test_every_stack_has_its_locks_and_one_dockerfile_takes_its_build_args():
 
 def test_the_cuda_12_torch_stack_is_an_extra_gpu_image():
     cu12 = STACKS["pytorch-cu12"]
-    assert cu12.variants == ("gpu",) and not cu12.default and cu12.min_driver < STACKS["pytorch"].min_driver
+    assert cu12.flavors == ("gpu",) and not cu12.default and cu12.min_driver < STACKS["pytorch"].min_driver
     assert "pytorch-cu12" not in DEFAULT_STACKS and len(DEFAULT_STACKS) == 6
     lock = (ROOT / "images" / "pytorch-cu12" / "requirements-gpu.lock").read_text()
     assert "\ntorch==2.10.0 " in lock and "nvidia-cublas-cu12==12.8" in lock and "cu13" not in lock
@@ -180,8 +180,8 @@ def test_a_new_stack_gets_its_column_in_the_paper_table(extra_stack, tmp_path):
 def test_make_refuses_a_cpu_build_of_a_gpu_only_stack_and_builds_its_gpu_image_with_its_args():
     make = ["make", "-n", "--no-print-directory", "DEVICE=cpu", "DOCKER=docker", "COMPOSE=docker-compose"]
     cpu = subprocess.run([*make, "build-pytorch-cu12"], cwd=ROOT, capture_output=True, text=True)
-    assert cpu.returncode != 0 and "pytorch-cu12: gpu image only" in cpu.stderr and "VARIANT=gpu" in cpu.stderr
-    gpu = subprocess.run([*make, "VARIANT=gpu", "build-pytorch-cu12"], cwd=ROOT, capture_output=True, text=True)
+    assert cpu.returncode != 0 and "pytorch-cu12: gpu image only" in cpu.stderr and "FLAVOR=gpu" in cpu.stderr
+    gpu = subprocess.run([*make, "FLAVOR=gpu", "build-pytorch-cu12"], cwd=ROOT, capture_output=True, text=True)
     assert gpu.returncode == 0, gpu.stderr
     assert "-f images/Dockerfile" in gpu.stdout and "--build-arg STACK=pytorch-cu12" in gpu.stdout
     assert "--build-arg TOOLCHAIN=1" in gpu.stdout and "-t dlbench/pytorch-cu12:gpu" in gpu.stdout

@@ -30,11 +30,11 @@ def test_a_derived_stack_is_its_base_with_its_pins_and_a_valid_image_and_service
     s = derive(base, ("keras_hub==0.29.1", "Keras==3.14.1"))
     assert s.id == "keras3-jax--keras-3.14.1--keras-hub-0.29.1" and s.base == "keras3-jax"
     assert s.pins == ("keras==3.14.1", "keras-hub==0.29.1") and not s.default and s.reference is None
-    for f in ("engine", "backend", "env", "imports", "variants", "layer", "gpu_cuda", "dockerfile"):
+    for f in ("engine", "backend", "env", "imports", "flavors", "layer", "gpu_cuda", "dockerfile"):
         assert getattr(s, f) == getattr(base, f)
     assert DOCKER_COMPONENT.fullmatch(s.id) and COMPOSE_SERVICE.match(s.service) and s.service != base.service
     assert s.label == "Keras 3 JAX (keras 3.14.1, keras-hub 0.29.1)"
-    assert derived_id("keras3-jax", ("jax[cuda12]==0.9.2",)) == "keras3-jax--jax-0.9.2"  # extras: per variant
+    assert derived_id("keras3-jax", ("jax[cuda12]==0.9.2",)) == "keras3-jax--jax-0.9.2"  # extras: per flavor
     for bad in (("keras>=3",), ("keras==3.1+cu12",), ("keras==1", "keras==2"), ()):
         with pytest.raises(ValueError):
             derive(base, bad)
@@ -126,7 +126,7 @@ def test_add_writes_the_declaration_inputs_and_locks_through_lock_sh_and_is_idem
         base = (root / f"images/keras3-jax/requirements-{v}.lock").read_text()
         assert lock == base + "# fake-uv\n"  # seeded with the base's lock: uv's preference
     calls = fake_uv.read_text().splitlines()
-    # exactly lock.sh's options, for the new stack's two variants only
+    # exactly lock.sh's options, for the new stack's two flavors only
     assert calls == [f"pip compile -q {CANDIDATE}/requirements-{v}.in --generate-hashes --python-version 3.11 "
                      f"--python-platform x86_64-manylinux_2_28 --no-header -o {CANDIDATE}/requirements-{v}.lock"
                      for v in ("cpu", "gpu")]
@@ -184,7 +184,7 @@ def test_abba_order_is_balanced_and_recorded_and_shuffled_stays_the_default():
 
 
 def test_bench_run_records_the_order_rule_in_every_schedule():
-    from bench.cli import round_schedules
+    from bench.run.session import round_schedules
 
     sched = round_schedules(["keras3-jax"], 3, f"keras3-jax {CANDIDATE}", None, 4, "abba")
     assert sched["keras3-jax"]["order_rule"] == "abba" and sched["keras3-jax"]["position"] == 2
@@ -284,5 +284,5 @@ def test_a_pin_matches_its_installed_version_whatever_the_trailing_zeros():
 
 
 def test_make_push_leaves_version_stacks_out():
-    out = make_n("push", "REGISTRY=r.example/x", "VARIANT=cpu")
+    out = make_n("push", "REGISTRY=r.example/x", "FLAVOR=cpu")
     assert "keras3-jax " in out.replace(";", " ") and CANDIDATE not in out

@@ -28,18 +28,18 @@ def test_the_workflow_passes_actionlint_and_a_broken_one_does_not(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     broken = tmp_path / "broken.yml"
     broken.write_text(WORKFLOW.read_text().replace("runs-on: ubuntu-latest", "runs-on: ubuntu-lastest")
-                      .replace("${{ matrix.variant }}", "${{ matrix.varient }}", 1))
+                      .replace("${{ matrix.flavor }}", "${{ matrix.flavr }}", 1))
     p = actionlint(broken)
-    assert p.returncode == 1 and "ubuntu-lastest" in p.stdout and "varient" in p.stdout
+    assert p.returncode == 1 and "ubuntu-lastest" in p.stdout and "flavr" in p.stdout
 
 
 def test_the_workflow_builds_and_pushes_with_the_makefiles_commands():
     wf = yaml.safe_load(WORKFLOW.read_text())
     job = wf["jobs"]["images"]
-    assert job["strategy"]["matrix"]["variant"] == ["cpu", "gpu"]
+    assert job["strategy"]["matrix"]["flavor"] == ["cpu", "gpu"]
     runs = [s["run"] for s in job["steps"] if "run" in s]
-    assert any(r.startswith("make build VARIANT=${{ matrix.variant }}") for r in runs)
-    assert any(r.startswith("make bench-all VARIANT=cpu DEVICE=cpu") for r in runs)
+    assert any(r.startswith("make build FLAVOR=${{ matrix.flavor }}") for r in runs)
+    assert any(r.startswith("make bench-all FLAVOR=cpu DEVICE=cpu") for r in runs)
     assert any(r.startswith("make push REGISTRY=") for r in runs)
     helped = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     for target in ("build", "bench-all", "push"):  # the targets the workflow calls exist

@@ -2,7 +2,7 @@
 only.
 
 ``Request`` declares each input once (``option``: default, help, CLI option, environment variable, Makefile
-variable); the ``bench`` command generates its options from it (``bench.cli``), and the host side (the Makefile,
+variable); the ``bench`` command generates its options from it (``bench.cli.common``), and the host side (the Makefile,
 ``bench.host.cloud``'s SkyPilot task and Kubernetes Job, ``cloud/run.sh``) passes on only what the user set and takes
 every default from here instead of restating it:
 
@@ -21,9 +21,10 @@ import argparse
 import shlex
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from bench.core.stacks import STACKS
+from bench.core.words import Device, RunDevice, Size
 
 #: ``make bench-all``'s rounds shuffle with this seed unless ``SEED``/``--seed`` says otherwise (``bench.host.rounds``).
 DEFAULT_SEED = 1
@@ -34,9 +35,9 @@ ORDER_RULES = ("shuffled", "abba")
 TIMEOUT_S = {"smoke": 600.0, "full": 3600.0}
 #: Independent repeats per cell by device unless ``--repeats`` says otherwise: GPU timings vary run to run, and CPU
 #: runs are smoke tests of the harness.
-REPEATS = {"gpu": 3, "cpu": 1}
+REPEATS: dict[RunDevice, int] = {"gpu": 3, "cpu": 1}
 #: ``size`` auto: the published sizes on a GPU, smoke on a CPU.
-AUTO_SIZE = {"gpu": "full", "cpu": "smoke"}
+AUTO_SIZE: dict[RunDevice, Size] = {"gpu": "full", "cpu": "smoke"}
 RUN, SWEEP = "run", "sweep"
 
 
@@ -74,10 +75,10 @@ class Request:
                                         make="WORKLOADS", commands=(RUN,))
     tasks: tuple[str, ...] = option((), "Only these tasks (fit, ...); repeatable.", flag="--task", multiple=True,
                                     make="TASKS", commands=(RUN,))
-    size: str = option("auto", "smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU.",
-                       choices=("auto", "smoke", "full"))
-    device: str = option("auto", "gpu makes a missing GPU an error.", env="BENCH_DEVICE",
-                         choices=("auto", "cpu", "gpu"))
+    size: Size | Literal["auto"] = option(
+        "auto", "smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU.",
+        choices=("auto", *get_args(Size)))
+    device: Device = option("auto", "gpu makes a missing GPU an error.", env="BENCH_DEVICE", choices=get_args(Device))
     out_dir: Path | None = option(None, "Run directory [default: $BENCH_RESULTS_DIR/runs/<suite>-<size>-<device>].",
                                  flag="--out", kind="path")
     force: bool = option(False, "Run cells again even when a result exists.", kind="flag")
@@ -149,11 +150,11 @@ class Request:
         """The fields ``command`` (``run`` or ``sweep``) takes, in declaration order."""
         return [f for f in fields(cls) if command in f.metadata["commands"]]
 
-    def size_for(self, device: str) -> str:
+    def size_for(self, device: RunDevice) -> Size:
         """``size`` as a run on ``device`` (``cpu``/``gpu``) resolves it (``auto``: ``AUTO_SIZE``)."""
         return AUTO_SIZE[device] if self.size == "auto" else self.size
 
-    def repeats_for(self, device: str) -> int:
+    def repeats_for(self, device: RunDevice) -> int:
         """``repeats`` as a run on ``device`` resolves it (``REPEATS`` unless set)."""
         return self.repeats or REPEATS[device]
 

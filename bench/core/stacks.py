@@ -135,13 +135,13 @@ class Stack:
             the references have no such column; one stack per name.
         imports: the modules its image build imports as a check (framework, model libraries).
         dockerfile: the Dockerfile that builds its image (``build_args``); its locks are
-            ``images/<id>/requirements-<variant>.lock``. One Dockerfile serves every stack today.
-        variants: the image variants it has: ``cpu`` and ``gpu``, or ``gpu`` alone where no CPU build of
+            ``images/<id>/requirements-<flavor>.lock``. One Dockerfile serves every stack today.
+        flavors: the image flavors it has: ``cpu`` and ``gpu``, or ``gpu`` alone where no CPU build of
             its framework can be locked (it then runs on a CPU only from its gpu image).
         default: part of ``make bench-all``'s default ``STACKS``; an extra stack is run by naming it.
         layer: the shared framework layer its image starts from (empty: none): every package that all the
             stacks naming the same layer pin identically (same version and hashes) in their lock of a
-            variant, written to ``images/layers/<layer>-<variant>.lock`` by ``make stacks`` and installed
+            flavor, written to ``images/layers/<layer>-<flavor>.lock`` by ``make stacks`` and installed
             in one image layer before the stack's own lock. The images then share that layer (the
             framework and its CUDA libraries: 5.2-6.7 GB of each gpu image), built and stored once. A derived
             stack (``base``) starts from its base's layer but is no member of it: the layer stays what the
@@ -149,7 +149,7 @@ class Stack:
         sublayer: a second shared layer, above ``layer``, for the members of that layer that share more (empty:
             none): e.g. ``jax`` (jax, jaxlib and its CUDA plugins) for ``keras3-jax`` and ``jax``, which sit on
             the ``tensorflow`` layer with ``keras2-tf`` and ``keras3-tf``. Its lock
-            ``images/layers/<sublayer>-<variant>.lock`` holds what its members pin identically and ``layer``
+            ``images/layers/<sublayer>-<flavor>.lock`` holds what its members pin identically and ``layer``
             does not; all its members name the same ``layer``.
         base: the id of the stack this one is derived from (``make version-stack``; ``DERIVED_FILE``), None for
             the hand-written stacks. A derived stack is its base with ``pins`` changed: everything else inherited.
@@ -168,7 +168,7 @@ class Stack:
     reference: str | None = None
     imports: tuple[str, ...] = ()
     dockerfile: str = "images/Dockerfile"
-    variants: tuple[str, ...] = ("cpu", "gpu")
+    flavors: tuple[str, ...] = ("cpu", "gpu")
     default: bool = True
     layer: str = ""
     sublayer: str = ""
@@ -176,7 +176,7 @@ class Stack:
     pins: tuple[str, ...] = ()
 
     def build_args(self) -> dict[str, str]:
-        """The Dockerfile's build arguments for this stack (the variant aside): its id, the environment the
+        """The Dockerfile's build arguments for this stack (the flavor aside): its id, the environment the
         image sets (``IMAGE_ENV``; empty where the stack sets none), the C toolchain that torch.compile
         needs on GPU (torch backends), its shared ``layer`` and ``sublayer`` and the modules the build imports as
         its check."""
@@ -184,9 +184,9 @@ class Stack:
                 "TOOLCHAIN": "1" if self.backend == "torch" else "0", "LAYER": self.layer,
                 "SUBLAYER": self.sublayer, "IMPORTS": ",".join(self.imports)}
 
-    def image(self, variant: str) -> str:
-        """The local image tag of ``variant`` (``dlbench/<id>:<variant>``)."""
-        return f"dlbench/{self.id}:{variant}"
+    def image(self, flavor: str) -> str:
+        """The local image tag of ``flavor`` (``dlbench/<id>:<flavor>``)."""
+        return f"dlbench/{self.id}:{flavor}"
 
     @property
     def keras_major(self) -> int | None:
@@ -202,9 +202,9 @@ class Stack:
 DERIVED_FILE = Path(__file__).with_name("derived_stacks.json")
 
 #: A path component of a Docker image reference (distribution/reference grammar.go ``path-component``, lowercase
-#: only): a derived stack's id is one, so ``dlbench/<id>:<variant>`` is a valid image name.
+#: only): a derived stack's id is one, so ``dlbench/<id>:<flavor>`` is a valid image name.
 IMAGE_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
-#: An exact pin: name (PEP 503 letters, digits, ``._-``), optional extras (ignored: each variant keeps its base's
+#: An exact pin: name (PEP 503 letters, digits, ``._-``), optional extras (ignored: each flavor keeps its base's
 #: extras), ``==``, a version of PEP 440's public characters (a local ``+label`` would not fit an image name).
 PIN = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?"
                  r"\s*==\s*([A-Za-z0-9][A-Za-z0-9.!]*)\s*")
@@ -308,7 +308,7 @@ STACKS: dict[str, Stack] = {
         # the CUDA 13.0 torch 2.13.0 of `pytorch`; gpu only: PyPI has no CPU build of it.
         Stack("pytorch-cu12", "pytorch-cu12-bench", "plain PyTorch 2.10 on CUDA 12.8, for older drivers",
               "torch", "torch", "PyTorch 2.10 (CUDA 12.8)", gpu_cuda="12.8", min_driver=525,
-              imports=("torch", "torchvision", "transformers", "diffusers", "peft"), variants=("gpu",), default=False),
+              imports=("torch", "torchvision", "transformers", "diffusers", "peft"), flavors=("gpu",), default=False),
     )
 }
 STACKS.update(load_derived(DERIVED_FILE, STACKS))

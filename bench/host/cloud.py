@@ -115,7 +115,7 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
     containers run one at a time, so the stacks never share the GPU), then the collector.
 
     Images: ``<registry>/<stack>:gpu-<hash>`` and ``<registry>/collector:latest-<hash>``, tagged by their
-    build inputs as ``make push REGISTRY=... VARIANT=gpu`` pushed them (``bench.host.imagetag``).
+    build inputs as ``make push REGISTRY=... FLAVOR=gpu`` pushed them (``bench.host.imagetag``).
     Every bench container gets compose's environment and folders (``k8s_env``, ``k8s_volumes``): results on
     the PersistentVolumeClaim ``claim`` at /results, datasets and the CUDA JIT cache in the pod's volumes,
     and a memory-backed /dev/shm of ``shm_gib`` GiB (PyTorch's DataLoader workers and XLA use it).

@@ -29,9 +29,11 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 from bench.core.checks import Check, save, table
 from bench.core.stacks import DEFAULT_STACKS, STACKS
+from bench.core.words import Device
 
 #: Disk an image build needs (bytes), measured with `docker system df -v` and rounded up for the wheels
 #: downloaded while building: a stack's own part (0.05-2.5 GB); its shared framework layer (``Stack.layer``:
@@ -86,29 +88,29 @@ def docker_checks(run: Runner, docker: str, compose: Sequence[str]) -> tuple[lis
     return out, version
 
 
-def build_bytes(variant: str, missing: Sequence[str], built: set[str]) -> int:
-    """Disk the ``variant`` images of the ``missing`` stacks need (bytes): each one's own part, plus each shared
+def build_bytes(flavor: str, missing: Sequence[str], built: set[str]) -> int:
+    """Disk the ``flavor`` images of the ``missing`` stacks need (bytes): each one's own part, plus each shared
     layer they name that no ``built`` stack's image holds yet, once; a stack without a layer its whole image."""
     have = {STACKS[s].layer for s in built}
     layers = {STACKS[s].layer for s in missing if STACKS[s].layer} - have
-    return (sum(OWN_BYTES[variant] if STACKS[s].layer else IMAGE_BYTES[variant] for s in missing)
-            + len(layers) * LAYER_BYTES[variant])
+    return (sum(OWN_BYTES[flavor] if STACKS[s].layer else IMAGE_BYTES[flavor] for s in missing)
+            + len(layers) * LAYER_BYTES[flavor])
 
 
-def disk_check(run: Runner, docker: str, variant: str, stacks: Sequence[str]) -> Check:
+def disk_check(run: Runner, docker: str, flavor: str, stacks: Sequence[str]) -> Check:
     """Free disk under Docker's root against the images of ``stacks`` (and the collector) not yet built."""
     root = run([docker, "info", "--format", "{{.DockerRootDir}}"]).stdout.strip() or "/var/lib/docker"
     path = Path(root)
     while not path.exists() and path != path.parent:
         path = path.parent
     free = shutil.disk_usage(path).free
-    built = {s.id for s in STACKS.values() if variant in s.variants
-             and run([docker, "image", "inspect", s.image(variant)]).returncode == 0}
+    built = {s.id for s in STACKS.values() if flavor in s.flavors
+             and run([docker, "image", "inspect", s.image(flavor)]).returncode == 0}
     missing = [s for s in stacks if s not in built]
-    need = build_bytes(variant, missing, built)
+    need = build_bytes(flavor, missing, built)
     if run([docker, "image", "inspect", "dlbench/collector:latest"]).returncode != 0:
         need += IMAGE_BYTES["collector"]
-    value = f"{free / 1e9:.0f} GB free at {path}; {len(missing)} {variant} image(s) to build need ~{need / 1e9:.0f} GB"
+    value = f"{free / 1e9:.0f} GB free at {path}; {len(missing)} {flavor} image(s) to build need ~{need / 1e9:.0f} GB"
     ok = free >= need
     return Check("Disk for images", "ok" if ok else "fail", value,
                  "" if ok else "free disk under Docker's root (docker system prune) or move it (data-root)")
@@ -188,7 +190,7 @@ def driver_checks(gpu: dict[str, str], stacks: Sequence[str]) -> list[Check]:
         fix = "" if ok else f"update the NVIDIA driver to R{s.min_driver} or newer (README, 'Drivers')"
         # the same engine and framework on an older CUDA, when a stack offers one
         alt = [t.id for t in STACKS.values() if t.id != sid and (t.engine, t.backend) == (s.engine, s.backend)
-               and "gpu" in t.variants and major >= t.min_driver]
+               and "gpu" in t.flavors and major >= t.min_driver]
         if alt:
             fix += f", or run {' / '.join(alt)} instead (STACKS=...)"
         out.append(Check(f"Driver for {sid}", "ok" if ok else "fail",
@@ -260,13 +262,13 @@ def toolkit_check(run: Runner, docker: str, image: str) -> Check:
                                "and restart Docker")
 
 
-def host_checks(device: str, variant: str, stacks: Sequence[str], docker: str = "docker",
+def host_checks(device: str, flavor: str, stacks: Sequence[str], docker: str = "docker",
                 compose: Sequence[str] = ("docker", "compose"), toolkit_image: str = "dlbench-base:bookworm",
                 run: Runner = run_cmd) -> list[Check]:
-    """Every host check for a run on ``device`` (cpu/gpu/auto) with ``variant`` images of ``stacks``."""
+    """Every host check for a run on ``device`` (cpu/gpu/auto) with ``flavor`` images of ``stacks``."""
     checks, engine = docker_checks(run, docker, compose)
     if engine:
-        checks.append(disk_check(run, docker, variant, stacks))
+        checks.append(disk_check(run, docker, flavor, stacks))
     query = query_gpus(run)
     if not query.gpus and query.garbled and device != "cpu":
         checks.append(Check("NVIDIA GPU", "fail", f"unreadable: {query.problem}",
@@ -281,7 +283,7 @@ def host_checks(device: str, variant: str, stacks: Sequence[str], docker: str = 
     gpu = query.gpus[0]  # nvidia-smi lists the GPUs in index order
     checks.append(identity_check(gpu, len(query.gpus)))
     checks += driver_checks(gpu, stacks)
-    if engine and variant == "gpu":
+    if engine and flavor == "gpu":
         checks.append(toolkit_check(run, docker, toolkit_image))
     if query.problem:
         checks.append(Check("GPU state", "warn", f"not checked (persistence, MIG, ECC, power, clocks): "
@@ -304,8 +306,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ap = sub.add_parser("doctor", help="the host preflight: Docker, disk, driver vs images, GPU not shared (exit 1 "
                         "on a problem)", description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=["host"])
-    ap.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
-    ap.add_argument("--variant", choices=["cpu", "gpu"], default="cpu")
+    ap.add_argument("--device", choices=get_args(Device), default="auto")
+    ap.add_argument("--flavor", choices=["cpu", "gpu"], default="cpu")
     ap.add_argument("--stacks", default=" ".join(DEFAULT_STACKS), help="space-separated stack ids")
     ap.add_argument("--docker", default=os.environ.get("DOCKER", "docker"))
     ap.add_argument("--compose", default=os.environ.get("COMPOSE", "docker compose"))
@@ -322,7 +324,7 @@ def main(args: argparse.Namespace) -> int:
     if unknown:
         print(f"doctor: error: unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}", file=sys.stderr)
         return 2
-    checks = host_checks(args.device, args.variant, stacks, args.docker, args.compose.split(), args.toolkit_image)
+    checks = host_checks(args.device, args.flavor, stacks, args.docker, args.compose.split(), args.toolkit_image)
     print(table(checks))
     if args.out:
         save(args.out, "host", checks)

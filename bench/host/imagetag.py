@@ -1,12 +1,12 @@
 """Registry tags named by what an image is built from, so that a stale image is never reused by mistake.
 
-An image's tag is ``<variant>-<12 hex>``: a SHA-256 over every input of its build (the Dockerfile, the
-install script and uv's own lock, the C-toolchain script, the stack's lock for the variant and its shared
+An image's tag is ``<flavor>-<12 hex>``: a SHA-256 over every input of its build (the Dockerfile, the
+install script and uv's own lock, the C-toolchain script, the stack's lock for the flavor and its shared
 layer's and sublayer's locks, the build arguments from ``bench/core/stacks.py``, and the bench package itself).
 A changed lock, Dockerfile or harness is a new tag; the same inputs always give the same tag, on any machine and
 in any checkout.
 
-``python3 -m bench.host imagetag STACK|collector VARIANT`` prints the tag (the Makefile's ``push`` and
+``python3 -m bench.host imagetag STACK|collector FLAVOR`` prints the tag (the Makefile's ``push`` and
 ``images``).
 """
 
@@ -23,30 +23,30 @@ ROOT = Path(__file__).resolve().parents[2]
 COMMON = ("images/install.sh", "images/uv.lock.txt", "pyproject.toml")
 
 
-def inputs(image: str, variant: str, root: Path = ROOT) -> list[Path]:
-    """The files the build of ``image`` (a stack id, or ``collector``) at ``variant`` reads, sorted.
+def inputs(image: str, flavor: str, root: Path = ROOT) -> list[Path]:
+    """The files the build of ``image`` (a stack id, or ``collector``) at ``flavor`` reads, sorted.
 
     Raises:
-        KeyError: an unknown stack. FileNotFoundError: a missing input (e.g. no lock for the variant).
+        KeyError: an unknown stack. FileNotFoundError: a missing input (e.g. no lock for the flavor).
     """
     if image == "collector":
         own = ["images/collector/Dockerfile", "images/collector/requirements.lock"]
     else:
         stack = get_stack(image)  # KeyError for an unknown stack
         own = ["images/Dockerfile", "images/c-toolchain.sh", "images/imports.py",
-               f"images/{image}/requirements-{variant}.lock"]
-        own += [f"images/layers/{layer}-{variant}.lock" for layer in (stack.layer, stack.sublayer) if layer]
+               f"images/{image}/requirements-{flavor}.lock"]
+        own += [f"images/layers/{layer}-{flavor}.lock" for layer in (stack.layer, stack.sublayer) if layer]
     # every file the image copies from bench/: code and its package data (the FLOP table MFU reads, the sweep grids)
     package = [f for f in (root / "bench").rglob("*") if f.is_file() and "__pycache__" not in f.parts]
     files = [root / p for p in (*COMMON, *own)] + sorted(package)
     for f in files:
         if not f.is_file():
-            raise FileNotFoundError(f"{f.relative_to(root)} (an input of {image}:{variant}) does not exist")
+            raise FileNotFoundError(f"{f.relative_to(root)} (an input of {image}:{flavor}) does not exist")
     return sorted(files)
 
 
-def tag(image: str, variant: str, root: Path = ROOT) -> str:
-    """``<variant>-<first 12 hex of SHA-256>`` over the inputs' paths and contents and the build arguments.
+def tag(image: str, flavor: str, root: Path = ROOT) -> str:
+    """``<flavor>-<first 12 hex of SHA-256>`` over the inputs' paths and contents and the build arguments.
 
     Raises:
         as ``inputs``.
@@ -54,24 +54,24 @@ def tag(image: str, variant: str, root: Path = ROOT) -> str:
     h = hashlib.sha256()
     args = {} if image == "collector" else get_stack(image).build_args()
     h.update(repr(sorted(args.items())).encode())
-    for f in inputs(image, variant, root):
+    for f in inputs(image, flavor, root):
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-    return f"{variant}-{h.hexdigest()[:12]}"
+    return f"{flavor}-{h.hexdigest()[:12]}"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``imagetag STACK|collector VARIANT`` (``python3 -m bench.host imagetag``)."""
+    """Register ``imagetag STACK|collector FLAVOR`` (``python3 -m bench.host imagetag``)."""
     p = sub.add_parser("imagetag", help="print an image's registry tag, named by its build inputs (make push, "
                        "make images)", description=__doc__.splitlines()[0])
     p.add_argument("image", metavar="STACK|collector")
-    p.add_argument("variant", metavar="VARIANT", help="cpu or gpu (the collector's: latest)")
+    p.add_argument("flavor", metavar="FLAVOR", help="cpu or gpu (the collector's: latest)")
     p.set_defaults(main=main, parser=p)
 
 
 def main(args: argparse.Namespace) -> int:
     """``imagetag``: print the tag; exit 1 for an unknown stack or a missing input."""
     try:
-        print(tag(args.image, args.variant))
+        print(tag(args.image, args.flavor))
     except (KeyError, FileNotFoundError) as e:
         print(f"{args.parser.prog}: {e}", file=sys.stderr)
         return 1

@@ -6,8 +6,8 @@ rows, report):
 
 1. its declaration, ``{"base": ..., "pins": [...]}`` in ``bench/core/derived_stacks.json`` (``stacks.DERIVED_FILE``;
    ``bench.core.stacks.derive`` builds the ``Stack``: id ``<base>--<name>-<version>...``, ``default=False``);
-2. ``images/<id>/requirements-<variant>.in`` per variant of the base: the base's ``.in`` with each pinned line
-   replaced (keeping the variant's extras, e.g. ``jax[cuda12]`` in gpu). A pinned package that the ``.in`` names
+2. ``images/<id>/requirements-<flavor>.in`` per flavor of the base: the base's ``.in`` with each pinned line
+   replaced (keeping the flavor's extras, e.g. ``jax[cuda12]`` in gpu). A pinned package that the ``.in`` names
    only through a shared ``-r`` file gets that file inlined; one the base's lock has only as a dependency is added
    as a line. A package the base's lock lacks, or a pin equal to the base's, is an error;
 3. its hashed locks: ``images/lock.sh <id>`` (the ``uv pip compile`` of ``make lock``), starting from a copy of the
@@ -57,15 +57,15 @@ class LockError(VersionError):
 
 @dataclass(frozen=True)
 class Derived:
-    """What ``add`` writes: the ``stack`` and, per variant, the text of its ``.in`` file."""
+    """What ``add`` writes: the ``stack`` and, per flavor, the text of its ``.in`` file."""
 
     stack: Stack
     inputs: dict[str, str]
 
 
-def _base_lock(base: Stack, variant: str, root: Path) -> dict[str, str]:
-    """Normalised name -> version pinned in the base's lock of ``variant`` (empty when it has none yet)."""
-    path = root / "images" / base.id / f"requirements-{variant}.lock"
+def _base_lock(base: Stack, flavor: str, root: Path) -> dict[str, str]:
+    """Normalised name -> version pinned in the base's lock of ``flavor`` (empty when it has none yet)."""
+    path = root / "images" / base.id / f"requirements-{flavor}.lock"
     if not path.is_file():
         return {}
     return {n: text.split("==", 1)[1].split()[0] for n, text in lock_pins(path.read_text()).items()}
@@ -110,7 +110,7 @@ def _rewrite(path: Path, pins: dict[str, str], dest: Path, done: set[str]) -> li
 
 
 def derived_inputs(base: Stack, pins: Sequence[str], root: Path = ROOT) -> Derived:
-    """The derived stack of ``base`` with ``pins`` and its ``.in`` text per variant (nothing is written).
+    """The derived stack of ``base`` with ``pins`` and its ``.in`` text per flavor (nothing is written).
 
     Raises:
         VersionError: unknown or derived base, a bad pin, a package the base's requirements and lock lack, or a
@@ -122,7 +122,7 @@ def derived_inputs(base: Stack, pins: Sequence[str], root: Path = ROOT) -> Deriv
         raise VersionError(str(e)) from None
     want = dict(parse_pin(p) for p in stack.pins)
     texts = {}
-    for v in base.variants:
+    for v in base.flavors:
         src = root / "images" / base.id / f"requirements-{v}.in"
         if not src.is_file():
             raise VersionError(f"{base.id} has no {src.relative_to(root)}")
@@ -177,9 +177,9 @@ def write_inputs(d: Derived, root: Path) -> None:
             shutil.copyfile(base_lock, lock)
 
 
-def lock_name(variant: str) -> str:
-    """A stack's lock file name for ``variant``."""
-    return f"requirements-{variant}.lock"
+def lock_name(flavor: str) -> str:
+    """A stack's lock file name for ``flavor``."""
+    return f"requirements-{flavor}.lock"
 
 
 def add(base_id: str, pins: Sequence[str], root: Path = ROOT, run: Callable[..., int] = subprocess.call) -> Stack:

@@ -327,7 +327,7 @@ class Env:
     image: str | None = entry("the stack image's tag (null outside make)")
     image_digest: str | None = entry("the image the cell ran in: its registry digest when pulled (make bench-all "
                                      "REGISTRY=...), else its local image ID (null outside make)")
-    image_variant: str | None = entry("the image variant (cpu or gpu)")
+    image_flavor: str | None = entry("the image flavor (cpu or gpu)")
     in_container: bool | None = entry("the cell ran inside a container")
     packages: dict[str, Any] = entry("package -> version of the frameworks and libraries", default={})
     stack_base: str | None = entry("a derived stack (make version-stack): the stack it is derived from; null otherwise")

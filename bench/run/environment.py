@@ -244,7 +244,7 @@ def capture() -> dict[str, Any]:
         "image": os.environ.get("BENCH_IMAGE"),
         # the Makefile passes the image's registry digest (pulled) or its local ID (built here)
         "image_digest": os.environ.get("BENCH_IMAGE_DIGEST") or None,
-        "image_variant": os.environ.get("BENCH_VARIANT"),
+        "image_flavor": os.environ.get("BENCH_FLAVOR"),
         "in_container": Path("/.dockerenv").exists(),
         "packages": package_versions(),
         "framework_cuda": framework_cuda(),

@@ -172,12 +172,12 @@ def same_gpu(record_gpu: dict[str, Any], saved: Any) -> tuple[bool, str]:
     return bool(record_gpu.get("name")) and record_gpu.get("name") == saved.get("name"), repr(saved.get("name"))
 
 
-def measured_peak(results_dir: Path, stack_id: str, variant: str, gpu: dict[str, Any] | None, precision: str,
+def measured_peak(results_dir: Path, stack_id: str, flavor: str, gpu: dict[str, Any] | None, precision: str,
                   tf32: bool) -> tuple[float | None, str]:
     """The GEMM FLOP/s ``make doctor`` measured for this stack's image on this GPU and math mode, from
-    ``results_dir/doctor/<stack>-<variant>.json``; ``gpu`` is the record's ``env.gpu`` (NVML name and UUID),
+    ``results_dir/doctor/<stack>-<flavor>.json``; ``gpu`` is the record's ``env.gpu`` (NVML name and UUID),
     matched by ``same_gpu``. (None, why) when there is none or it was measured on another GPU."""
-    path = results_dir / "doctor" / f"{stack_id}-{variant}.json"
+    path = results_dir / "doctor" / f"{stack_id}-{flavor}.json"
     mode = gemm_mode(precision, tf32)
     if mode is None:
         return None, f"no measured peak for {precision}"
@@ -203,12 +203,12 @@ def cached_tflops(saved: dict[str, Any], gpu: dict[str, Any] | None) -> dict[str
     return {k: v for k, v in (saved.get("measured_tflops") or {}).items() if v}
 
 
-def ensure_measured_peak(stack_id: str, results_dir: Path, variant: str,
+def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
                          checks: Callable[..., tuple[list[Check], dict[str, Any]]] | None = None,
                          identify: Callable[[], dict[str, Any]] | None = None) -> str:
     """Before a GPU run: the image's measured GEMM peak on this GPU, which every cell's ``mfu_measured`` is set against,
     measured now (the doctor's image part, ``image_checks``, saved where ``make doctor`` saves it) unless
-    ``results_dir/doctor/<stack>-<variant>.json`` already holds every mode (``GEMM_MODES``) for this GPU
+    ``results_dir/doctor/<stack>-<flavor>.json`` already holds every mode (``GEMM_MODES``) for this GPU
     (``same_gpu``). A mode that failed before (saved as None) is measured again; one measured before is kept, not
     re-run. So every path sets it in its own image on its own GPU: ``make bench-all`` (whose preflight is the host
     part only), a SkyPilot VM (``make doctor`` runs before the images exist there) and the Kubernetes Job. Returns
@@ -216,7 +216,7 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, variant: str,
     (tests pass fakes)."""
     from bench.run.environment import gpu_info
 
-    path = results_dir / "doctor" / f"{stack_id}-{variant}.json"
+    path = results_dir / "doctor" / f"{stack_id}-{flavor}.json"
     gpu = nvml_identity((identify or gpu_info)())
     try:
         saved = json.loads(path.read_text())

@@ -122,7 +122,7 @@ def measured_peak_in_effect(rec: dict[str, Any], precision: str, tf32_mm: bool, 
     from bench.run.probe import measured_peak
 
     results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
-    stack, variant, gpu = str(rec.get("stack")), os.environ.get("BENCH_VARIANT", rec["device"]), rec["env"].get("gpu")
+    stack, variant, gpu = str(rec.get("stack")), os.environ.get("BENCH_FLAVOR", rec["device"]), rec["env"].get("gpu")
     matmul, source = measured_peak(results, stack, variant, gpu, precision, tf32_mm)
     if precision != "float32" or tf32_mm == tf32_conv or matmul is None:
         return matmul, source

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from bench.core.reference.keras_benchmarks import NUM_STEPS
+from bench.core.words import Size
 from bench.run.datasets import Dataset
 
 
@@ -390,7 +391,7 @@ class StepWorkload:
 
 WORKLOADS: dict[str, Workload | StepWorkload] = {}
 SUITES: dict[str, list[str]] = {}
-SIZES = ("smoke", "full")
+SIZES: tuple[Size, ...] = get_args(Size)
 
 
 AnyWorkload = TypeVar("AnyWorkload", "Workload", "StepWorkload")

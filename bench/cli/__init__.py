@@ -1,0 +1,47 @@
+"""The ``bench`` command line inside the images: it only parses. Each command calls the one function that does it
+(``bench.run.session`` runs a request, ``bench.results.actions`` the results side) and maps that function's known
+errors to one line on stderr: exit code 2 for bad input (``bench.core.errors.InputError``), 1 for a run with a cell
+that did not succeed or a command that failed. Commands: ``info`` (list, knobs, fields), ``running`` (run, sweep,
+fidelity, doctor, selftest), ``results`` (collect, compare, report, history).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from bench.cli import info, results, running
+from bench.core.stacks import DEFAULT_STACKS, STACKS
+
+USAGE_EXIT = 2
+
+
+def _summary() -> str:
+    """``bench --help``'s first line: every default stack by id and title (``bench.core.stacks``)."""
+    return "Benchmark matrix of the stacks " + "; ".join(f"{sid} ({STACKS[sid].title})" for sid in DEFAULT_STACKS) + "."
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=_summary())
+def cli() -> None:
+    pass
+
+
+for _command in (*info.COMMANDS, *running.COMMANDS, *results.COMMANDS):
+    cli.add_command(_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: click errors become one line on stderr with exit code 2."""
+    try:
+        rv = cli.main(args=argv, prog_name="bench", standalone_mode=False)
+    except click.UsageError as e:
+        click.echo(f"bench: error: {e.format_message()}", err=True)
+        sys.exit(USAGE_EXIT)
+    except click.Abort:
+        click.echo("bench: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        click.echo(f"bench: error: {e.format_message()}", err=True)
+        sys.exit(e.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)

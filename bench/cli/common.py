@@ -1,0 +1,66 @@
+"""What every ``bench`` command shares: one-line usage errors and the options generated from ``Request``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import Field
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar, get_args
+
+import click
+
+from bench.core.request import Request, cli_flag
+from bench.core.words import Device
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str) -> NoReturn:
+    """Raise a usage error that ``bench.cli.main`` prints as one line (exit code 2)."""
+    raise click.UsageError(message)
+
+
+def warn(message: str) -> None:
+    """``message`` on stderr (a command body's ``warn``)."""
+    click.echo(message, err=True)
+
+
+def device_option(help: str | None = None) -> Callable[[F], F]:
+    """``--device auto|cpu|gpu`` (``bench.core.words.Device``; env BENCH_DEVICE), default auto."""
+    return click.option("--device", type=click.Choice(get_args(Device)), default="auto", show_default=True,
+                        envvar="BENCH_DEVICE", help=help)
+
+
+def _click_type(f: Field[Any]) -> Any:
+    """The click type of a ``Request`` field (``bench.core.request.option``'s kind, choices and minimum)."""
+    m = f.metadata
+    if m["choices"]:
+        return click.Choice(m["choices"])
+    if m["kind"] == "int":
+        return click.IntRange(min=m["minimum"], min_open=m["open_min"]) if m["minimum"] is not None else int
+    if m["kind"] == "float":
+        return click.FloatRange(min=m["minimum"], min_open=m["open_min"]) if m["minimum"] is not None else float
+    if m["kind"] == "path":
+        return click.Path(file_okay=False, path_type=Path)
+    return None
+
+
+def request_options(command: str) -> Callable[[F], F]:
+    """Decorator: one click option per ``bench.core.request.Request`` field that ``command`` takes, its name, type,
+    default, environment variable and help declared there (the one place they are)."""
+
+    def decorate(f: F) -> F:
+        for field_ in reversed(Request.options(command)):
+            m = field_.metadata
+            kw: dict[str, Any] = {"help": m["help"], "envvar": m["env"], "metavar": m["metavar"]}
+            if m["kind"] == "flag":
+                kw.update(is_flag=True, default=field_.default)
+            elif m["multiple"]:
+                kw.update(multiple=True, required=m["required"], type=_click_type(field_))
+            else:
+                kw.update(type=_click_type(field_), default=field_.default,
+                          show_default=field_.default is not None and "[default:" not in m["help"])
+            f = click.option(cli_flag(field_), field_.name, **kw)(f)
+        return f
+
+    return decorate

@@ -1,0 +1,66 @@
+"""``bench list``, ``bench knobs`` and ``bench fields``: what there is to run and to read."""
+
+from __future__ import annotations
+
+import click
+
+from bench.core.stacks import STACKS
+from bench.results.record import FIELDS
+from bench.run import plan as planning
+from bench.run.scenarios import scenario_of
+from bench.run.workloads import SIZES, SUITES, WORKLOADS
+
+
+@click.command("list")
+@click.option("--stacks", "only_stacks", is_flag=True, help="Print stack ids only.")
+def list_cmd(only_stacks: bool) -> None:
+    """Stacks, suites, workloads, tasks and sizes."""
+    if only_stacks:
+        click.echo("\n".join(STACKS))
+        return
+    click.echo("stacks:")
+    for s in STACKS.values():
+        click.echo(f"  {s.id:<13} service {s.service:<14} {s.title}")
+    click.echo("suites:")
+    for suite, names in SUITES.items():
+        click.echo(f"  {suite}: {', '.join(names)}")
+    click.echo("workloads:")
+    for w in WORKLOADS.values():
+        click.echo(f"  {w.name:<24} {scenario_of(w).describe(w)}")
+    click.echo(f"fit variants (Keras stacks): {fit_variants()}")
+    click.echo(f"tasks: {', '.join(planning.all_tasks())}")
+    click.echo(f"sizes: {', '.join(SIZES)}")
+
+
+def fit_variants() -> str:
+    """The fit suites' named one-flag Keras variants (``bench.core.knobs.FIT_VARIANTS``) as ``--set`` flags."""
+    from bench.core.knobs import FIT_VARIANTS
+
+    return " | ".join(f"--set {k}: {v}" for k, v in FIT_VARIANTS.items())
+
+
+@click.command("fields")
+def fields_cmd() -> None:
+    """Describe every field of a result record: meaning [unit; rule across repeats] (bench.results.schema)."""
+    for name, text in FIELDS.items():
+        click.echo(f"{name}: {text}")
+
+
+@click.command("knobs")
+def knobs_cmd() -> None:
+    """The settings a cell or sweep may set, per engine, with their values."""
+    from bench.core.knobs import DOCS, KNOBS
+    from bench.core.settings import describe_allowed
+
+    for engine, knobs in KNOBS.items():
+        click.echo(f"{engine}:")
+        for name, allowed in knobs.items():
+            values = describe_allowed(allowed)
+            click.echo(f"  {name:<20} {values}")
+    click.echo(f"named variants (fit suites, Keras stacks): {fit_variants()}")
+    click.echo("meaning:")
+    for name, text in DOCS.items():
+        click.echo(f"  {name}: {text}")
+
+
+COMMANDS = (list_cmd, fields_cmd, knobs_cmd)

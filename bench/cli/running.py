@@ -1,0 +1,113 @@
+"""``bench run``, ``sweep``, ``fidelity``, ``doctor`` and ``selftest``: parse, call the one function that runs it
+(``bench.run.session``, ``bench.run.probe``, ``bench.run.selftest``), exit with its code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import get_args
+
+import click
+
+from bench.cli.common import device_option, fail, request_options, warn
+from bench.core.errors import InputError
+from bench.core.request import Request
+from bench.core.stacks import STACKS
+from bench.core.words import Device, Size
+from bench.run import session
+
+
+@click.command("run")
+@request_options("run")
+def run_cmd(**inputs: object) -> None:
+    """Run every cell of the selection, each in its own process; one JSON result per cell."""
+    try:
+        code = session.run_request(Request(**inputs), click.echo, warn)  # type: ignore[arg-type]
+    except InputError as e:
+        fail(str(e))
+    if code:
+        sys.exit(code)
+
+
+@click.command("sweep")
+@click.argument("grid_file", type=click.Path(dir_okay=False, path_type=Path))
+@request_options("sweep")
+def sweep_cmd(grid_file: Path, **inputs: object) -> None:
+    """Run a YAML grid of settings (see bench/run/sweeps/tuning.yaml); invalid combinations become
+    'unsupported' records with the reason."""
+    try:
+        code = session.run_sweep(Request(**inputs), grid_file, click.echo, warn)  # type: ignore[arg-type]
+    except InputError as e:
+        fail(str(e))
+    if code:
+        sys.exit(code)
+
+
+@click.command("fidelity")
+@click.option("--stack", "stack_id", required=True, help="Stack id.")
+@click.option("--workload", default="cifar10_cnn", show_default=True,
+              help="A workload whose step cost dominates.")
+@click.option("--size", type=click.Choice(get_args(Size)), default="full", show_default=True)
+@device_option()
+@click.option("--epochs", type=click.IntRange(min=2), default=4, show_default=True,
+              help="Epochs per run; the first compiles, the others give the steady ms/step.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the result as JSON (with the environment).")
+def fidelity_cmd(stack_id: str, workload: str, size: Size, device: Device, epochs: int,
+                 out_file: Path | None) -> None:
+    """Harness ms/step under each timing cadence against a free-running loop (same model and data)."""
+    from bench.core.errors import CommandFailed
+
+    try:
+        session.fidelity(stack_id, workload, size, device, epochs, out_file, click.echo)
+    except InputError as e:
+        fail(str(e))
+    except CommandFailed as e:
+        raise click.ClickException(str(e)) from e
+
+
+@click.command("doctor")
+@click.option("--stack", "stack_id", default=lambda: os.environ.get("BENCH_STACK"), required=True,
+              help="Stack id [default: this image's, $BENCH_STACK].")
+@device_option("gpu makes a missing GPU a failed check.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also save the checks and the measured GEMM TFLOP/s as JSON.")
+def doctor_cmd(stack_id: str, device: Device, out_file: Path | None) -> None:
+    """Preflight inside an image: the framework sees the GPU and runs a matmul; measured GEMM TFLOP/s."""
+    from bench.core.checks import save, table
+    from bench.run import probe
+
+    if stack_id not in STACKS:
+        fail(f"unknown stack {stack_id!r}; known: {', '.join(STACKS)}")
+    checks, extra = probe.image_checks(stack_id, device)
+    click.echo(table(checks))
+    if out_file:
+        save(out_file, "image", checks, extra)
+    if any(c.state == "fail" for c in checks):
+        sys.exit(1)
+
+
+@click.command("selftest")
+@device_option("auto: gpu when NVML finds one.")
+@click.option("--framework", "backends", multiple=True, help="Only this framework: torch, jax or tensorflow "
+              "(repeatable) [default: all three; those not installed are n/a].")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the results as JSON.")
+def selftest_cmd(device: Device, backends: tuple[str, ...], out_file: Path | None) -> None:
+    """The instrument checks itself: barrier, GEMM peak, math mode, energy, memory and MFU, each ours vs an
+    independent measurement (docs/selftest.md). Exit 1 when a check fails."""
+    from bench.run.selftest import run
+
+    unknown = sorted(set(backends) - set(run.BACKENDS))
+    if unknown:
+        fail(f"unknown framework(s) {', '.join(unknown)}; known: {', '.join(run.BACKENDS)}")
+    try:
+        text, code = run.main(device, list(dict.fromkeys(backends)) or list(run.BACKENDS), out_file)
+    except OSError as e:  # --out not writable: one line, not a traceback wall
+        raise click.ClickException(f"selftest could not write {out_file}: {e.strerror or e}") from e
+    click.echo(text)
+    sys.exit(code)
+
+
+COMMANDS = (run_cmd, sweep_cmd, fidelity_cmd, doctor_cmd, selftest_cmd)

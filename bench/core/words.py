@@ -1,0 +1,14 @@
+"""The closed vocabularies that several layers share, each defined once as a ``Literal``: type hints use it, and
+the values (CLI choices, checks) come from it with ``typing.get_args``. Standard library only."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+#: Where a run's cells run: ``auto`` resolves to ``gpu`` when every selected stack's framework sees a GPU, else ``cpu``.
+Device = Literal["auto", "cpu", "gpu"]
+#: A device once resolved (``auto`` decided).
+RunDevice = Literal["cpu", "gpu"]
+#: A workload's size: ``smoke`` (tiny and fast, the harness's test) or ``full`` (the published sizes);
+#: ``bench.run.workloads.SIZES`` lists them.
+Size = Literal["smoke", "full"]

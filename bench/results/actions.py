@@ -1,0 +1,196 @@
+"""The bodies of ``bench``'s results commands: collect, compare, report and the history's runs, show and export-bmf.
+
+Each prints through ``echo`` (stdout; ``warn``: stderr) and raises ``bench.core.errors.InputError`` for what the user
+can fix (a missing file or package, a bad flag), which the CLI prints as one line with exit code 2. pandas, scipy
+and matplotlib are imported here, when a command needs them, never when ``bench`` starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from bench.core.errors import InputError
+
+Echo = Callable[[str], None]
+NEEDS = "install dlbench[collect] or use the collector image"
+
+
+def to_stderr(message: str) -> None:
+    """``warn``'s default: ``message`` on stderr."""
+    print(message, file=sys.stderr)
+
+
+def collect_run(results_dir: Path, out_csv: Path, history_path: Path | None, no_history: bool,
+                echo: Echo = print, warn: Echo = to_stderr) -> None:
+    """``bench collect``: every cell JSON under ``results_dir`` into ``out_csv`` (the run is its stem), appended to
+    the history (``history_path``, default history.sqlite beside the CSV) unless ``no_history``; prints ms/step by
+    workload x stack.
+
+    Raises:
+        InputError: no pandas, no records or an unreadable one, a history that refuses the run.
+    """
+    try:
+        from bench.results.collect import collect, pivot_ms_per_step
+        from bench.results.history import HISTORY_NAME, HistoryError, append_run
+    except ImportError as e:
+        raise InputError(f"collect needs pandas ({e}); {NEEDS}") from e
+    try:
+        df, bad = collect(results_dir, out_csv)
+    except (FileNotFoundError, ValueError) as e:
+        raise InputError(str(e)) from e
+    for path, reason in bad:
+        warn(f"skipped {path}: {reason}")
+    echo(f"wrote {out_csv}: {len(df)} rows, {len(bad)} file(s) skipped")
+    if not no_history:
+        import sqlite3
+
+        history_path = history_path or out_csv.parent / HISTORY_NAME
+        try:
+            n = append_run(history_path, out_csv.stem, df, source=str(results_dir))
+        except HistoryError as e:
+            raise InputError(f"{e} (the CSV {out_csv} is written)") from e
+        except sqlite3.Error as e:  # e.g. a bucket's FUSE mount (goofys on S3) refuses SQLite's random writes
+            raise InputError(
+                f"cannot write the history {history_path}: {type(e).__name__}: {e}; the CSV {out_csv} is written. "
+                "A bucket mounted with FUSE takes no SQLite writes: --history on a local disk, or --no-history") from e
+        echo(f"history {history_path}: run {out_csv.stem}, {n} rows (replacing any earlier collect of it)")
+    echo("ms/step (mean over steady-state steps):")
+    echo(pivot_ms_per_step(df).to_string())
+
+
+def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold: float, out_csv: Path | None,
+                 variants: tuple[str, str] | None, echo: Echo = print) -> None:
+    """``bench compare``: per cell, the ratio B/A of ``metrics.<metric>`` with a Mann-Whitney U test at ``alpha``
+    across repeats, flagged beyond ``threshold`` (relative); ``variants``: A's cells of the first variant against
+    B's of the second. Prints the table and a summary line; writes it to ``out_csv`` when given.
+
+    Raises:
+        InputError: no pandas/scipy, an unreadable CSV, or a metric or variant the CSVs lack.
+    """
+    try:
+        import pandas as pd
+
+        from bench.results.compare import compare, rule_text
+    except ImportError as e:
+        raise InputError(f"compare needs pandas and scipy ({e}); {NEEDS}") from e
+    try:
+        table = compare(pd.read_csv(csv_a), pd.read_csv(csv_b), metric, alpha, threshold, variants)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise InputError(str(e).splitlines()[0]) from e
+    with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):
+        echo(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    flagged = table[table["verdict"].isin(["higher", "lower"])]
+    echo(f"{len(table)} cells compared; {len(flagged)} changed beyond noise "
+         f"({rule_text(alpha, threshold)}); "
+         f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats)")
+    if out_csv:
+        table.to_csv(out_csv, index=False)
+
+
+def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_hour: float | None,
+                     history_path: Path | None, echo: Echo = print, warn: Echo = to_stderr) -> None:
+    """``bench report``: report.md with plots from the collected CSVs ``sources`` (a directory: every bench CSV in
+    it), in ``out_dir`` (default: the first source's directory), with cost at ``price_per_hour`` ($ per GPU-hour)
+    and the History section from ``history_path`` (default: history.sqlite there, when there).
+
+    Raises:
+        InputError: no pandas/matplotlib, a given history that is not there, or CSVs the report cannot read.
+    """
+    try:
+        from bench.results.report import load_runs, write_report
+    except ImportError as e:
+        raise InputError(f"report needs pandas and matplotlib ({e}); {NEEDS}") from e
+    try:
+        runs, warnings = load_runs(list(sources))
+        for w in warnings:
+            warn(f"warning: {w}")
+        first = sources[0]
+        if history_path is not None and not history_path.is_file():
+            raise InputError(f"no history at {history_path}")
+        history_path = history_path or (first if first.is_dir() else first.parent) / "history.sqlite"
+        path = write_report(runs, out_dir or (first if first.is_dir() else first.parent), price_per_hour,
+                            history_path)
+    except InputError:
+        raise
+    except ValueError as e:
+        raise InputError(str(e)) from e
+    echo(f"wrote {path}")
+
+
+def _history() -> ModuleType:
+    """``bench.results.history``, or InputError naming what it needs."""
+    try:
+        from bench.results import history
+    except ImportError as e:
+        raise InputError(f"history needs pandas ({e}); {NEEDS}") from e
+    return history
+
+
+def history_runs(history_path: Path, echo: Echo = print) -> None:
+    """``bench history runs``: the runs in the history, oldest first.
+
+    Raises:
+        InputError: no pandas, or no readable history at ``history_path``.
+    """
+    h = _history()
+    try:
+        table = h.runs(history_path)
+    except h.HistoryError as e:
+        raise InputError(str(e)) from e
+    echo(table.to_string(index=False) if len(table) else f"{history_path}: no runs")
+
+
+def history_show(history_path: Path, run: str | None, stacks: Sequence[str], cells: Sequence[str],
+                 out_csv: Path | None, echo: Echo = print) -> None:
+    """``bench history show``: the rows of ``run`` (default all) for ``stacks`` and ``cells`` (default all), as
+    ms/step per run, stack and cell, or every column into ``out_csv``.
+
+    Raises:
+        InputError: no pandas, no readable history, or a stack or cell the history does not hold.
+    """
+    h = _history()
+    try:
+        df = h.load(history_path, run)
+    except h.HistoryError as e:
+        raise InputError(str(e)) from e
+    for name, values in (("stack", stacks), ("cell", cells)):
+        unknown = sorted(set(values) - set(df[name]))
+        if unknown:
+            raise InputError(f"no {name} {', '.join(unknown)} in the history (it has: "
+                             f"{', '.join(sorted(set(df[name])))})")
+        if values:
+            df = df[df[name].isin(values)]
+    if out_csv is not None:
+        df.to_csv(out_csv, index=False)
+        echo(f"wrote {out_csv}: {len(df)} rows")
+        return
+    cols = ["run", "date", "stack", "versions", "machine", "cell", "status", "ms_per_step_mean", "repeats_n"]
+    echo(df[cols].to_string(index=False) if len(df) else "no rows")
+
+
+def history_export_bmf(history_path: Path, run: str | None, out_json: Path, echo: Echo = print) -> None:
+    """``bench history export-bmf``: one run's (default: the latest) ok cells in Bencher Metric Format into
+    ``out_json``: latency (ns per step), throughput (examples/s).
+
+    Raises:
+        InputError: no pandas, no readable history, an empty one, or a run it does not hold.
+    """
+    import json
+
+    h = _history()
+    try:
+        if run is None:
+            listed = h.runs(history_path)
+            if listed.empty:
+                raise InputError(f"{history_path}: no runs")
+            run = str(listed["run"].iloc[-1])
+        bmf: dict[str, Any] = h.to_bmf(h.load(history_path, run))
+    except h.HistoryError as e:
+        raise InputError(str(e)) from e
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps(bmf, indent=2) + "\n")
+    echo(f"wrote {out_json}: run {run}, {len(bmf)} benchmarks")

@@ -1,0 +1,262 @@
+"""One ``bench run`` or ``bench sweep`` executed from its ``Request``: validate the cells, resolve the device and size,
+plan the rounds, cool down, ensure the measured GEMM peak, run the cells (``bench.run.runner``) and summarise.
+
+Bad input raises ``bench.core.errors.InputError`` before anything runs (the CLI prints it as one line, exit code 2).
+Output goes through ``echo`` (progress, stdout) and ``warn`` (the CPU banner and the failure count, stderr).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.core.errors import InputError
+from bench.core.request import Request
+from bench.core.stacks import DEFAULT_STACKS, get_stack
+from bench.core.words import Device, RunDevice, Size
+from bench.run import plan as planning
+
+if TYPE_CHECKING:
+    from bench.results.cell import Cell
+    from bench.run.gpu_state import Cooldown
+
+Echo = Callable[[str], None]
+BANNER_WIDTH = 78
+#: ``cooldown.idle_source`` for a baseline given with ``--idle-temp-c``.
+IDLE_GIVEN = ("--idle-temp-c (make bench-all and the SkyPilot job read it with nvidia-smi on the host before the "
+              "comparison's first stack)")
+
+
+def to_stderr(message: str) -> None:
+    """``warn``'s default: ``message`` on stderr."""
+    print(message, file=sys.stderr)
+
+
+def stack_list(stacks: Iterable[str]) -> list[str]:
+    """The stack ids of ``--stack`` values, first mention first; ``all`` means the default stacks."""
+    stacks = list(stacks)
+    return list(DEFAULT_STACKS) if "all" in stacks else list(dict.fromkeys(stacks))
+
+
+def planning_probe(stack_id: str) -> list[str]:
+    """The GPUs the framework of ``stack_id`` sees (``bench.run.probe.probe_gpus``; RuntimeError when it cannot
+    tell)."""
+    from bench.run.probe import probe_gpus
+
+    return probe_gpus(get_stack(stack_id))
+
+
+def resolve_device(requested: Device, stacks: list[str]) -> RunDevice:
+    """``auto`` -> gpu when every selected stack's framework sees a GPU, else cpu.
+
+    Raises:
+        InputError: ``gpu`` with no visible GPU (naming the stack that sees none), or a framework that cannot tell.
+    """
+    if requested == "cpu":
+        return "cpu"
+    for sid in stacks:
+        try:
+            gpus = planning_probe(sid)
+        except RuntimeError as e:
+            raise InputError(str(e)) from e
+        if not gpus:
+            if requested == "gpu":
+                raise InputError(f"--device gpu (DEVICE=gpu) but the {get_stack(sid).backend} framework of stack "
+                                 f"{sid} sees no GPU; check the NVIDIA driver, the NVIDIA Container Toolkit and "
+                                 f"that the container was started with a GPU")
+            return "cpu"
+    return "gpu"
+
+
+def banner(lines: list[str], warn: Echo = to_stderr) -> None:
+    """``lines`` framed by rules of ``!``, loud enough to notice in a scrolling log."""
+    rule = "!" * BANNER_WIDTH
+    warn("\n".join([rule, *(f"!! {line}" for line in lines), rule]))
+
+
+def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str | None, seed: int | None,
+                    repeats: int, rule: str = "shuffled") -> dict[str, dict[str, Any]]:
+    """Each stack's ``schedule`` block for ``--round`` (empty without it), its order by ``rule`` (``--order``).
+
+    Raises:
+        InputError: ``--round-stacks``/``--seed``/``--order`` without ``--round``, or a round the plan lacks.
+    """
+    from bench.host import rounds
+
+    if round_ is None:
+        if round_stacks is not None or seed is not None or rule != rounds.ORDER_RULES[0]:
+            raise InputError("--round-stacks, --seed and --order go with --round")
+        return {}
+    stacks = round_stacks.split() if round_stacks else stack_ids
+    try:
+        return {s: rounds.schedule(s, stacks, rounds.DEFAULT_SEED if seed is None else seed, round_, repeats, rule)
+                for s in stack_ids}
+    except ValueError as e:
+        raise InputError(f"--round: {e} (--repeats sets the number of rounds)") from e
+
+
+def cooldown_for(req: Request, dev: RunDevice, echo: Echo = print) -> Cooldown | None:
+    """``req``'s cooldown (``bench.run.gpu_state.Cooldown``) on a GPU, else None: its idle baseline is
+    ``--idle-temp-c`` when given (read once before the comparison's first stack), else NVML's reading now."""
+    if not req.cooldown_s:
+        return None
+    if dev != "gpu":
+        echo("cooldown: GPU runs only; ignored on CPU")
+        return None
+    from bench.run.gpu_state import Cooldown
+
+    cooldown = Cooldown(req.cooldown_s, idle_c=req.idle_temp_c, idle_source=IDLE_GIVEN)
+    echo(f"cooldown: up to {req.cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C "
+         f"(idle from {cooldown.idle_source})")
+    return cooldown
+
+
+def cell_inputs(req: Request, command: str = "run") -> dict[str, Any]:
+    """``plan.expand``'s (``command`` run) or ``plan.sweep_cells``' (sweep) keyword inputs from ``req``."""
+    kw = {"batch_size": req.batch_size, "epochs": req.epochs, "timeout_s": req.timeout_s,
+          "telemetry_samples": req.telemetry_samples, "data": req.data}
+    if command == "run":
+        kw.update(steps=req.steps, seq_len=req.seq_len, sync=req.sync)
+    return kw
+
+
+def run_request(req: Request, echo: Echo = print, warn: Echo = to_stderr) -> int:
+    """``bench run``: every cell of ``req``'s selection, each in its own process. Returns the exit code (1 when a
+    cell did not succeed).
+
+    Raises:
+        InputError: a bad ``--set``, selection or device, before any cell runs.
+    """
+    from bench.core.settings import SettingsError
+
+    stack_ids = stack_list(req.stacks)
+    kw = cell_inputs(req)
+    try:
+        kw.update(req.variant_settings())
+    except SettingsError as e:
+        raise InputError(f"--set: {e}") from e
+    try:  # validate everything before probing a framework
+        planning.expand(stack_ids, req.suite, "smoke", "cpu", req.workloads, req.tasks, **kw)
+    except planning.PlanError as e:
+        raise InputError(str(e)) from e
+    return execute(req, req.suite, lambda sz, dev: planning.expand(stack_ids, req.suite, sz, dev, req.workloads,
+                                                                    req.tasks, **kw), echo, warn)
+
+
+def run_sweep(req: Request, grid_file: Path, echo: Echo = print, warn: Echo = to_stderr) -> int:
+    """``bench sweep``: the YAML grid ``grid_file`` on ``req``'s stacks (invalid combinations are recorded
+    ``unsupported``). Returns the exit code (1 when a cell did not succeed).
+
+    Raises:
+        InputError: a bad grid, selection or device, before any cell runs.
+    """
+    from bench.run import sweep
+
+    stack_ids = stack_list(req.stacks)
+    kw = cell_inputs(req, "sweep")
+    try:  # validate everything before probing a framework
+        grid = sweep.load(grid_file)
+        planning.sweep_cells(grid, stack_ids, size="smoke", device="cpu", **kw)
+    except (sweep.GridError, planning.PlanError) as e:
+        raise InputError(str(e)) from e
+    return execute(req, grid.name, lambda sz, dev: planning.sweep_cells(grid, stack_ids, size=sz, device=dev, **kw),
+                   echo, warn)
+
+
+def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], list[Cell]], echo: Echo = print,
+            warn: Echo = to_stderr) -> int:
+    """Resolve device and size of ``req``, build the cells with ``make_cells(size, device)``, run them, summarise.
+    Returns the exit code: 1 when a cell's status is neither ``ok`` nor ``unsupported``, else 0.
+
+    Raises:
+        InputError: no GPU for ``--device gpu``, cells the plan refuses, or bad ``--round`` inputs.
+    """
+    stack_ids = stack_list(req.stacks)
+    dev = resolve_device(req.device, stack_ids)
+    size = req.size_for(dev)
+    try:
+        cells = make_cells(size, dev)
+    except planning.PlanError as e:
+        raise InputError(str(e)) from e
+    repeats = req.repeats_for(dev)
+    schedules = round_schedules(stack_ids, req.round_, req.round_stacks, req.seed, repeats, req.order)
+    root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
+    out = req.out_dir or root / "runs" / f"{suite}-{size}-{dev}"
+    if dev == "cpu":
+        banner([f"CPU MODE: no GPU in use (--device {req.device}). Size: {size}.",
+                "These numbers are smoke tests of the harness, NOT GPU benchmarks.",
+                "Every result row carries device=cpu and this note."], warn)
+    echo(_run_line(req, len(cells), repeats, schedules.get(stack_ids[0]), out))
+    cooldown = cooldown_for(req, dev, echo)  # before the GEMM peak probe heats the GPU
+    gpu = _prepare_gpu(stack_ids, root, echo) if dev == "gpu" else None
+    from bench.run.runner import run_cells
+
+    outcomes = run_cells(cells, out, force=req.force, repeats=repeats, echo=echo, round_=req.round_,
+                         schedules=schedules, cooldown=cooldown, gpu=gpu)
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    echo("summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" -> {out}")
+    bad = [o for o in outcomes if o.status not in ("ok", "unsupported")]
+    if bad:
+        warn(f"{len(bad)} cell(s) did not succeed; see their records and .log files")
+        return 1
+    return 0
+
+
+def _run_line(req: Request, n_cells: int, repeats: int, sched: dict[str, Any] | None, out: Path) -> str:
+    """The ``run:`` line: cells, repeats or this round's order, and the run directory."""
+    if req.round_ is None or sched is None:
+        return f"run: {n_cells} cells x {repeats} repeat(s) -> {out}"
+    how = f"seed {sched['seed']}" if req.order == "shuffled" else f"rule {req.order}"
+    return (f"run: {n_cells} cells, round {req.round_} of {repeats} ({how}, order "
+            f"{' '.join(sched['order'])}) -> {out}")
+
+
+def _prepare_gpu(stack_ids: list[str], root: Path, echo: Echo) -> str | None:
+    """Before a GPU run's cells: each stack's measured GEMM peak (what ``mfu_measured`` divides by, measured in this
+    image on this GPU once) and the GPU's UUID, read once so that a record from another GPU (a preempted spot VM) is
+    run again, never reused."""
+    from bench.run.gpu_state import gpu_uuid
+    from bench.run.probe import ensure_measured_peak
+
+    for sid in stack_ids:
+        echo(ensure_measured_peak(sid, root, os.environ.get("BENCH_FLAVOR", "gpu")))
+    return gpu_uuid()
+
+
+def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: int, out_file: Path | None,
+             echo: Echo = print) -> None:
+    """``bench fidelity``: the harness's ms/step under each timing cadence against a free-running loop
+    (``bench.run.fidelity.measure``), printed and, with ``out_file``, written as JSON with the environment.
+
+    Raises:
+        InputError: a workload or stack the plan refuses, or no GPU for ``device`` gpu.
+        CommandFailed: the measurement itself failed (its first line).
+    """
+    from bench.core.errors import CommandFailed
+    from bench.results.record import write_json_atomic
+    from bench.run.environment import capture, utc_now
+    from bench.run.fidelity import measure
+    from bench.run.workloads import WORKLOADS
+
+    try:
+        planning.expand([stack_id], WORKLOADS[workload].suite if workload in WORKLOADS else "classic", size,
+                        "cpu", [workload])
+    except planning.PlanError as e:
+        raise InputError(str(e)) from e
+    dev = resolve_device(device, [stack_id])
+    try:
+        r = measure(stack_id, workload, dev, size, epochs)
+    except Exception as e:  # one line, not a traceback wall
+        raise CommandFailed(f"fidelity run failed: {type(e).__name__}: {e}".splitlines()[0]) from e
+    echo(f"{stack_id} {workload} ({size}, {dev}), order {', '.join(r['order'])}: free-running loop "
+         f"{r['handloop_ms_per_step']:.3f} ms/step")
+    for cadence, c in r["cadences"].items():
+        echo(f"  sync={cadence:<8} {c['ms_per_step']:.3f} ms/step, ratio {c['ratio']:.4f} "
+             f"({c['overhead_pct']:+.2f} %)")
+    if out_file:
+        write_json_atomic(out_file, {**r, "utc": utc_now(), "env": capture()})
