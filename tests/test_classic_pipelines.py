@@ -655,7 +655,7 @@ def test_tuning_workload_keeps_integer_labels_and_the_sparse_loss(monkeypatch):
 
 
 def test_label_form_is_the_workloads_source():
-    from bench.run.workloads import Labels
+    from bench.run.workloads.training import Labels
 
     for name in ("mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"):
         lab = get_workload(name).labels

@@ -279,7 +279,7 @@ def test_outputs_are_checked_for_shape_and_finiteness():
     import numpy as np
     import torch
 
-    from bench.run.workloads import check_output
+    from bench.run.workloads.job import check_output
 
     out = check_output("predict", {"masks": np.zeros((2, 3, 4)), "iou": torch.ones(2, 3), "n": 5})
     assert out == {"shapes": [[2, 3, 4], [2, 3]], "finite": True}

@@ -159,7 +159,7 @@ def test_pytorch_sam_inputs_stay_float32_as_its_source():
 def test_source_cifar_iterator_trains_one_16_image_batch_in_every_epoch_after_the_first():
     """keras/preprocessing/image.py@2.0.8:709-729 (``_flow_index``): 1563 batches per pass of 50,000 images at
     batch 32, the last of 16; ``steps_per_epoch`` 1562 (cifar10_cnn.py@2.0.8:106) on one iterator for the fit."""
-    from bench.run.workloads import source_epoch_batch_sizes
+    from bench.run.workloads.training import source_epoch_batch_sizes
 
     first = source_epoch_batch_sizes(50_000, 32, 1562, 1)
     assert first == [32] * 1562
@@ -180,7 +180,7 @@ def test_source_cifar_iterator_trains_one_16_image_batch_in_every_epoch_after_th
 
 
 def test_our_augmented_epochs_are_full_batches_and_the_record_says_how_the_source_differs():
-    from bench.run.workloads import EPOCH_BATCHES_NOTE
+    from bench.run.workloads.training import EPOCH_BATCHES_NOTE
 
     aug = get_workload("cifar10_cnn").augmentation
     assert aug.drop_remainder and aug.record()["epoch_batches"] == EPOCH_BATCHES_NOTE

@@ -24,7 +24,8 @@ from bench.run.engines.frameworks import make_barrier
 from bench.run.engines.keras.fit import progress_bar_discarded
 from bench.run.engines.keras.runtime import import_keras, make_timing_callback
 from bench.run.timing import EpochTimer, time_calls
-from bench.run.workloads import Job, StepWorkload, check_output
+from bench.run.workloads import StepWorkload
+from bench.run.workloads.job import Job, check_output
 
 #: ``verbose`` of the Keras ``fit`` / ``predict`` calls. The source passed none (benchmark/keras_utils.py@v0.0.5:41,
 #: 47), so Keras' default ``verbose="auto"`` applied (keras/trainers/trainer.py@v3.0.5:403, 668), which its

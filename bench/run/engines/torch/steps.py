@@ -18,7 +18,8 @@ from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
 from bench.run.timing import EpochTimer, time_calls
-from bench.run.workloads import Job, StepWorkload, check_output
+from bench.run.workloads import StepWorkload
+from bench.run.workloads.job import Job, check_output
 
 
 def _optimizer(torch, name: str, params):
