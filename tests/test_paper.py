@@ -79,7 +79,7 @@ def test_sd_vae_encoder_and_sam_image_encoder_counts_on_meta():
 def test_lora_rank4_on_q_and_v_trains_only_the_adapters():
     import torch
 
-    from bench.run.workloads.paper import LORA_RANK
+    from bench.run.workloads.paper.common import LORA_RANK
 
     m = get_workload("mistral").model
     job = m.torch_job("fit", m.config("full"), 1, torch.device("meta"), {})

@@ -119,7 +119,7 @@ class StepWorkload:
     Attributes:
         name / suite / source: as for ``Workload``.
         cells: the published (task, batch size) pairs; one cell each.
-        model: the model class instance (a ``bench.run.workloads.paper.PaperModel``): ``config(size)``,
+        model: the model class instance (a ``bench.run.workloads.paper.common.PaperModel``): ``config(size)``,
             ``keras_job``, ``torch_job``, ``torch_model``, ``unsupported(stack)``, ``precision`` and
             ``published_params``.
         steps: timed steps after the first (build + compile) step, per size.
@@ -157,13 +157,6 @@ def register(w: AnyWorkload) -> AnyWorkload:
     WORKLOADS[w.name] = w
     SUITES.setdefault(w.suite, []).append(w.name)
     return w
-
-
-def add_to_suite(suite: str, name: str) -> None:
-    """List an already registered workload in another suite too."""
-    if name not in WORKLOADS:
-        raise KeyError(f"unknown workload {name!r}")
-    SUITES.setdefault(suite, []).append(name)
 
 
 def _load_families() -> None:

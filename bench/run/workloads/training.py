@@ -1,6 +1,6 @@
 """How a workload trains, whatever the stack: its optimizer and every hyper-parameter of its source
 (``OptimizerSpec``), the source's real-time augmentation (``Augmentation``, with how its epochs' batches differ from
-Keras 2.0.8's, ``source_epoch_batch_sizes``) and its label form, loss and metrics (``Labels``). Standard library
+Keras 2.0.8's, ``EPOCH_BATCHES_NOTE``) and its label form, loss and metrics (``Labels``). Standard library
 only: the registry (``bench.run.workloads``) and the engines import it inside and outside a cell.
 """
 
@@ -74,23 +74,6 @@ EPOCH_BATCHES_NOTE = (
     "steps: cifar10 at batch 32 trains 1562 x 32 images in epoch 1 and 1561 x 32 + 16 in each later one")
 
 
-def source_epoch_batch_sizes(n: int, batch_size: int, steps_per_epoch: int, epoch: int) -> list[int]:
-    """The batch sizes of epoch ``epoch`` (1-based) as Keras 2.0.8's ``fit_generator`` drew them from
-    ``ImageDataGenerator.flow``: one iterator for the whole fit, each pass over the ``n`` images
-    ``ceil(n / batch_size)`` batches, the last one ``n % batch_size`` images when that is not 0
-    (``Iterator._flow_index``, keras/preprocessing/image.py@2.0.8:709-729), ``steps_per_epoch`` batches an epoch
-    (keras/engine/training.py@2.0.8:2006-2021). Arithmetic only (what ``EPOCH_BATCHES_NOTE`` states).
-
-    Raises:
-        ValueError: a non-positive size, step count or epoch.
-    """
-    if min(n, batch_size, steps_per_epoch, epoch) < 1:
-        raise ValueError("n, batch_size, steps_per_epoch and epoch must be positive")
-    per_pass = -(-n // batch_size)
-    first = (epoch - 1) * steps_per_epoch
-    return [min(batch_size, n - (i % per_pass) * batch_size) for i in range(first, first + steps_per_epoch)]
-
-
 @dataclass(frozen=True)
 class Augmentation:
     """Real-time augmentation of the training images, produced on the host while the device trains, as
@@ -108,7 +91,7 @@ class Augmentation:
         max_queue_size: batches they may queue ahead of the model (training.py@2.0.8:1839).
         drop_remainder: an epoch is ``n // batch`` full batches (the script's ``steps_per_epoch``), each epoch a
             fresh permutation; the source's iterator instead ran on across epochs, so most of its epochs held one
-            partial batch (``source_epoch_batch_sizes``): a disclosed difference (``EPOCH_BATCHES_NOTE``).
+            partial batch: a disclosed difference (``EPOCH_BATCHES_NOTE``).
         source: file@tag.
     """
 
