@@ -547,7 +547,8 @@ def test_classic_table_shows_the_2017_metric_beside_ms_per_step():
     a record from before the metric existed keeps its ms/step alone."""
     import pandas as pd
 
-    from bench.results.report import Footnotes, classic_section
+    from bench.results.report.classic import classic_section
+    from bench.results.report.common import Footnotes
 
     base = {"suite": "classic", "workload": "mnist_cnn", "task": "fit", "size": "full", "variant": "default",
             "status": "ok", "data.source": "real"}

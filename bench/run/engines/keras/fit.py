@@ -223,10 +223,3 @@ def fit_data(keras, stack: Stack, workload: Workload, ds: Dataset, batch_size: i
     effective.train_data_placement = placement(settings.data_pipeline, stack.keras_major or 0, stack.backend)
     effective.shuffle_buffer = shuffle_buffer(settings.data_pipeline, ds.n_train)
     return fit_kw, ds.n_train
-
-
-def param_count(stack: Stack, workload: Workload, meta: dict[str, Any]) -> int:
-    """Parameter count of the Keras model of ``workload`` (used by the cross-stack tests)."""
-    keras = import_keras(stack)
-    return int(workload.build_keras(keras, meta).count_params())
-
