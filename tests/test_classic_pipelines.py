@@ -548,7 +548,8 @@ def test_classic_table_shows_the_2017_metric_beside_ms_per_step():
     a record from before the metric existed keeps its ms/step alone."""
     import pandas as pd
 
-    from bench.results.report import Footnotes, classic_section
+    from bench.results.report.classic import classic_section
+    from bench.results.report.common import Footnotes
 
     base = {"suite": "classic", "workload": "mnist_cnn", "task": "fit", "size": "full", "variant": "default",
             "status": "ok", "data.source": "real"}
@@ -656,7 +657,7 @@ def test_tuning_workload_keeps_integer_labels_and_the_sparse_loss(monkeypatch):
 
 
 def test_label_form_is_the_workloads_source():
-    from bench.run.workloads import Labels
+    from bench.run.workloads.training import Labels
 
     for name in ("mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"):
         lab = get_workload(name).labels

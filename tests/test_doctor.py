@@ -249,6 +249,26 @@ def test_gemm_measurement_runs_in_a_cell_like_process():
     assert why == "" and value and value > 0
 
 
+def test_the_probes_module_entry_prints_what_the_parent_parses(monkeypatch, capsys):
+    """``python -m bench.run.gpucheck``: the probe's two lines and the GEMM's one, from the module's own entry."""
+    from bench.run import gpucheck
+    from bench.run.engines import frameworks, gemm, math_mode
+
+    calls = []
+    monkeypatch.setattr(frameworks, "import_backend", lambda b: calls.append(("import", b)))
+    monkeypatch.setattr(frameworks, "gpu_devices", lambda b: ["cuda:0"])
+    monkeypatch.setattr(gemm, "gpu_matmul", lambda b: calls.append(("matmul", b)))
+    monkeypatch.setattr(math_mode, "set_tf32", lambda b, mode: calls.append(("tf32", mode)))
+    monkeypatch.setattr(gemm, "gemm_tflops", lambda b, dtype, n, device: calls.append((dtype, n, device)) or 1.5)
+    gpucheck.main(["probe", "torch"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "IMPORTED" and json.loads(lines[1][5:]) == {"gpus": ["cuda:0"], "warnings": []}
+    gpucheck.main(["gemm", "torch", "off", "float32", "128", "cpu"])
+    assert capsys.readouterr().out.splitlines() == ["TFLOPS 1.5"]
+    assert calls == [("import", "torch"), ("matmul", "torch"), ("import", "torch"), ("tf32", "off"),
+                     ("float32", 128, "cpu")]
+
+
 def test_only_processes_on_the_gpu_the_runs_use_count(host):
     """A shared 8-GPU VM: a job on GPU 1 leaves GPU 0, the one compose's count: 1 gives the runs, free."""
     two = "\n".join([A100.format(driver="580.65.06", mig="Disabled")] * 2)

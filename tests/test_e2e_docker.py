@@ -24,7 +24,7 @@ import pytest
 from bench.core.stacks import DEFAULT_STACKS
 from bench.core.stacks import STACKS as ALL_STACKS
 from bench.host import stackfiles
-from bench.results.report import correctness_flags
+from bench.results.report.method import correctness_flags
 
 pytestmark = pytest.mark.docker
 

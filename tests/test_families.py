@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.core import knobs
-from bench.core.families import FAMILIES, FRAMEWORKS, KIND_MODULES, Family, framework_family, get_family
+from bench.core.families import FAMILIES, FRAMEWORKS, KIND_MODULES, Family, framework_family
 from bench.core.settings import Settings
 from bench.core.stacks import STACKS
 
@@ -33,7 +33,7 @@ def test_every_family_has_its_settings_engines_adapter_loop_and_builder(name):
     from bench.run.workloads import Workload
 
     f = FAMILIES[name]
-    assert f.name == name and get_family(name) is f
+    assert f.name == name
     for kind in f.kinds:
         cls = f.settings(kind)
         assert cls is not None and issubclass(cls, Settings) and cls.engine == name, (name, kind)
@@ -180,7 +180,7 @@ def test_a_new_family_is_one_registry_line(monkeypatch):
 
     extra = Family("extra", "bench.run.engines.torch", "extra-framework", "build_torch", "extra", FAMILIES["torch"].fit)
     monkeypatch.setitem(FAMILIES, "extra", extra)
-    assert get_family("extra") is extra and framework_family("extra-framework") is extra
+    assert framework_family("extra-framework") is extra
     assert engines.epoch_engine("extra") is importlib.import_module("bench.run.engines.torch.fit")
     with pytest.raises(ValueError, match="unknown engine 'extra' or kind 'steps'"):
         engines.step_engine("extra")

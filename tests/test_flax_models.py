@@ -19,9 +19,7 @@ NAMES = ["mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"]
 
 
 def builder(name):
-    from bench.run.workloads.flax_models import BUILDERS
-
-    return BUILDERS[name]
+    return get_workload(name).build_flax
 
 
 def build(name, seed=0):

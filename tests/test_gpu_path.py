@@ -415,7 +415,7 @@ def test_mig_mode_is_recorded(monkeypatch, mig, expected):
 
 def test_report_says_when_a_run_used_mig_or_paid_for_ptx_jit():
     pd = pytest.importorskip("pandas")
-    from bench.results.report import provenance
+    from bench.results.report.provenance import provenance
 
     df = pd.DataFrame({"stack": ["pytorch", "keras3-tf"], "device": ["gpu", "gpu"],
                        "env.gpu.mig_mode": [True, True], "env.cuda_cache.jit_compiled": [False, True]})

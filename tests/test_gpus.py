@@ -6,7 +6,8 @@ import pandas as pd
 
 from bench.results.collect import collect
 from bench.results.record import Cell, new_record, result_path, write_json_atomic
-from bench.results.report import gpu_groups, gpu_seconds, load_runs, write_report
+from bench.results.report import load_runs, write_report
+from bench.results.report.gpus import gpu_groups, gpu_seconds
 
 
 def machine(root, gpu, uuid, ms_by_stack, wall=100.0):

@@ -5,7 +5,7 @@ import math
 
 import pandas as pd
 
-from bench.results.report import correctness_flags, method_section, round_drift
+from bench.results.report.method import correctness_flags, method_section, round_drift
 
 
 def row(stack, acc, loss=(2.0, 1.0), size="full", source="real", ms=(10.0, 10.0), workload="mnist_cnn",
@@ -77,7 +77,8 @@ def test_records_without_rounds_or_cadence_say_so():
 
 
 def test_rows_that_break_a_rule_are_listed_and_flagged_cells_are_marked_in_the_table():
-    from bench.results.report import Footnotes, classic_section
+    from bench.results.report.classic import classic_section
+    from bench.results.report.common import Footnotes
 
     rows = [row("keras3-tf", 0.990), row("keras3-jax", 0.988), row("keras3-torch", 0.880), row("pytorch", 0.991)]
     rows[0].update({"gpu_before.processes": 2, "telemetry.throttled": False, "env.gpu.mig_mode": False,

@@ -80,7 +80,7 @@ def test_sd_vae_encoder_and_sam_image_encoder_counts_on_meta():
 def test_lora_rank4_on_q_and_v_trains_only_the_adapters():
     import torch
 
-    from bench.run.workloads.paper import LORA_RANK
+    from bench.run.workloads.paper.common import LORA_RANK
 
     m = get_workload("mistral").model
     job = m.torch_job("fit", m.config("full"), 1, torch.device("meta"), {})
@@ -280,7 +280,7 @@ def test_outputs_are_checked_for_shape_and_finiteness():
     import numpy as np
     import torch
 
-    from bench.run.workloads import check_output
+    from bench.run.workloads.job import check_output
 
     out = check_output("predict", {"masks": np.zeros((2, 3, 4)), "iou": torch.ones(2, 3), "n": 5})
     assert out == {"shapes": [[2, 3, 4], [2, 3]], "finite": True}

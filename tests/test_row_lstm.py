@@ -198,7 +198,8 @@ def test_bench_list_and_knobs_name_the_variant(capsys):
 def test_the_classic_table_says_which_form_each_stack_ran():
     import pandas as pd
 
-    from bench.results.report import Footnotes, classic_section
+    from bench.results.report.classic import classic_section
+    from bench.results.report.common import Footnotes
 
     base = {"suite": "classic", "workload": "mnist_hierarchical_rnn", "task": "fit", "size": "full",
             "status": "ok", "data.source": "real", "metrics.ms_per_step_mean": 5.0}

@@ -156,11 +156,26 @@ def test_pytorch_sam_inputs_stay_float32_as_its_source():
 
 # ---- 5. classic: CIFAR's epochs, the LSTM implementation, bAbI's vocabulary ------------------------------------
 
+def source_epoch_batch_sizes(n: int, batch_size: int, steps_per_epoch: int, epoch: int) -> list[int]:
+    """The batch sizes of epoch ``epoch`` (1-based) as Keras 2.0.8's ``fit_generator`` drew them from
+    ``ImageDataGenerator.flow``: one iterator for the whole fit, each pass over the ``n`` images
+    ``ceil(n / batch_size)`` batches, the last one ``n % batch_size`` images when that is not 0
+    (``Iterator._flow_index``, keras/preprocessing/image.py@2.0.8:709-729), ``steps_per_epoch`` batches an epoch
+    (keras/engine/training.py@2.0.8:2006-2021). Arithmetic only (what ``EPOCH_BATCHES_NOTE`` states).
+
+    Raises:
+        ValueError: a non-positive size, step count or epoch.
+    """
+    if min(n, batch_size, steps_per_epoch, epoch) < 1:
+        raise ValueError("n, batch_size, steps_per_epoch and epoch must be positive")
+    per_pass = -(-n // batch_size)
+    first = (epoch - 1) * steps_per_epoch
+    return [min(batch_size, n - (i % per_pass) * batch_size) for i in range(first, first + steps_per_epoch)]
+
+
 def test_source_cifar_iterator_trains_one_16_image_batch_in_every_epoch_after_the_first():
     """keras/preprocessing/image.py@2.0.8:709-729 (``_flow_index``): 1563 batches per pass of 50,000 images at
     batch 32, the last of 16; ``steps_per_epoch`` 1562 (cifar10_cnn.py@2.0.8:106) on one iterator for the fit."""
-    from bench.run.workloads import source_epoch_batch_sizes
-
     first = source_epoch_batch_sizes(50_000, 32, 1562, 1)
     assert first == [32] * 1562
     for epoch in (2, 3, 50):
@@ -180,7 +195,7 @@ def test_source_cifar_iterator_trains_one_16_image_batch_in_every_epoch_after_th
 
 
 def test_our_augmented_epochs_are_full_batches_and_the_record_says_how_the_source_differs():
-    from bench.run.workloads import EPOCH_BATCHES_NOTE
+    from bench.run.workloads.training import EPOCH_BATCHES_NOTE
 
     aug = get_workload("cifar10_cnn").augmentation
     assert aug.drop_remainder and aug.record()["epoch_batches"] == EPOCH_BATCHES_NOTE

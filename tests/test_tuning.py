@@ -22,6 +22,8 @@ from bench.results import report
 from bench.results.collect import collect
 from bench.results.compare import compare, min_attainable_p
 from bench.results.record import Cell, new_record, result_path, write_json_atomic
+from bench.results.report import paper as report_paper
+from bench.results.report import tuning as report_tuning
 from bench.run import plan, sweep
 from bench.run.workloads import get_workload
 from tests.conftest import needs_torch
@@ -67,7 +69,7 @@ def test_settings_are_typed_with_one_default_each():
 def test_default_grid_has_every_reference_row_for_its_stack():
     """Each row of the reference CSV (and its preload column) is a variant of the matching stack."""
     variants = {sid: {v.name for v in sweep.default_grid("tuning").variants(sid)} for sid in ("keras3-tf", "pytorch")}
-    ref = report.reference_times()
+    ref = report_tuning.reference_times()
     assert len(ref) == 33 + 8  # 33 rows, 8 of them PyTorch tensor_dataset rows with a preload time
     missing = [key for key in ref if key[1] not in variants[key[0]]]
     assert not missing
@@ -313,7 +315,7 @@ def test_reference_rows_parse():
     row = next(csv.DictReader(io.StringIO(
         "stack,data_pipeline,num_workers,steps_per_execution,jit,precision,grad_scaler,matmul_precision,time_s,"
         "time_preload_s,gpu_util_pct,power_w\npytorch,tensor_dataset,0,,none,float32,,,38,35,99,138\n")))
-    pairs = report.reference_settings(row)
+    pairs = report_tuning.reference_settings(row)
     assert pairs == [({"data_pipeline": "tensor_dataset"}, 38.0),
                      ({"data_pipeline": "tensor_dataset", "preload": True}, 35.0)]
 
@@ -409,7 +411,7 @@ def main_ok(argv: list[str]) -> None:
 
 
 def test_published_table_is_complete():
-    pub = report.published_ms()
+    pub = report_paper.published_ms()
     assert len(pub) == 48
     assert pub[("gemma", "fit", 8, "keras2-tf")] is None  # NA in the source
     assert pub[("mistral", "generate", 1, "keras3-jax")] == 679.30

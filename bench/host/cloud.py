@@ -148,13 +148,26 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
 
     init: list[dict[str, Any]] = []
     launch.KubernetesJob(container, init).launch(launch.plan(stacks, repeats, seed), stacks)
-    collector = {"name": "collect", "image": f"{registry}/collector:{imagetag.tag('collector', 'latest')}",
-                 "command": ["sh", "-c", f"bench collect /results/runs/{run} -o /results/{run}.csv && "
-                                         "bench report /results -o /results"],
-                 "volumeMounts": results}
+    return job_manifest(name or f"dlbench-{suite}", gpu_product, init, [collector_container(registry, run, results)],
+                        volumes)
+
+
+def collector_container(registry: str, run: str, mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Job's last container: the collector image merging run ``run``'s records on /results into
+    ``/results/<run>.csv`` and writing the report there (``mounts``: the /results volume mount)."""
+    return {"name": "collect", "image": f"{registry}/collector:{imagetag.tag('collector', 'latest')}",
+            "command": ["sh", "-c", f"bench collect /results/runs/{run} -o /results/{run}.csv && "
+                                    "bench report /results -o /results"],
+            "volumeMounts": mounts}
+
+
+def job_manifest(name: str, gpu_product: str, init: list[dict[str, Any]], containers: list[dict[str, Any]],
+                 volumes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``batch/v1`` Job ``name``: one pod on a node labelled ``nvidia.com/gpu.product`` = ``gpu_product``,
+    running the ``init`` containers one at a time, then ``containers``, with ``volumes``."""
     return {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name or f"dlbench-{suite}", "labels": {"app": "dlbench"}},
+        "metadata": {"name": name, "labels": {"app": "dlbench"}},
         "spec": {
             "backoffLimit": 2,  # a retried pod resumes: finished cells are on the volume
             "template": {
@@ -166,7 +179,7 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
                     "nodeSelector": {"nvidia.com/gpu.product": gpu_product},
                     "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001},
                     "initContainers": init,
-                    "containers": [collector],
+                    "containers": containers,
                     "volumes": volumes,
                 },
             },

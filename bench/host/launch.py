@@ -21,7 +21,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from bench.host import rounds
 
@@ -64,13 +64,6 @@ def plan(stacks: Sequence[str], n_rounds: int, seed: int = rounds.DEFAULT_SEED,
         order = tuple(rounds.order(stacks, seed, r, rule))
         steps += [Step(r, n_rounds, s, order, seed, rule) for s in order]
     return steps
-
-
-class Launcher(Protocol):
-    """Carries out a plan; returns the stacks (with their round) that did not succeed."""
-
-    def launch(self, steps: Sequence[Step], stacks: Sequence[str]) -> list[str]:
-        """Run or write ``steps`` (``plan``) of the comparison of ``stacks``."""
 
 
 #: What the host asks ``nvidia-smi`` for the idle baseline (the doctor reads the driver the same way).

@@ -144,6 +144,20 @@ def mig_mode(nv, handle, name: str | None = None) -> bool | None:
     return int(current) == int(getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1))
 
 
+def device_order_note(nv: Any, env: Mapping[str, str], device: int | str, count: int) -> str | None:
+    """Why NVML's GPU ``device`` (an index, of ``count``) may not be the cell's first CUDA device: the host has GPUs
+    of different models and CUDA numbers them fastest first (no ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` in ``env``).
+    None when the index is safe (a UUID, one GPU, PCI order, or GPUs of one model). ``nv``: the NVML module."""
+    if isinstance(device, int) and count > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(
+            {nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(count)}) > 1:
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        return (f"the cell's first CUDA device (CUDA_VISIBLE_DEVICES={visible or 'unset'}) read as NVML's GPU "
+                f"{device}; CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so on this host "
+                "of different GPU models it may be another one: set CUDA_DEVICE_ORDER=PCI_BUS_ID or give the "
+                "GPU's UUID in CUDA_VISIBLE_DEVICES")
+    return None
+
+
 def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The cell's GPU as NVML sees it: name, UUID, driver, CUDA driver version, memory (bytes), MIG mode, and
     ``nvml_device``, the NVML index or UUID it was read from.
@@ -183,14 +197,9 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
             "memory_total_bytes": int(nv.nvmlDeviceGetMemoryInfo(h).total),
             "mig_mode": mig_mode(nv, h, name),
         }
-        if isinstance(device, int) and count > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(
-                {nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(count)}) > 1:
-            visible = env.get("CUDA_VISIBLE_DEVICES")
-            info["nvml_device_note"] = (
-                f"the cell's first CUDA device (CUDA_VISIBLE_DEVICES={visible or 'unset'}) read as NVML's GPU "
-                f"{device}; CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so on this host "
-                "of different GPU models it may be another one: set CUDA_DEVICE_ORDER=PCI_BUS_ID or give the "
-                "GPU's UUID in CUDA_VISIBLE_DEVICES")
+        note = device_order_note(nv, env, device, count)
+        if note:
+            info["nvml_device_note"] = note
         return info
     except Exception as e:
         return {"available": False, "reason": f"NVML query failed: {type(e).__name__}: {e}"}

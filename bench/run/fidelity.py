@@ -29,13 +29,14 @@ from typing import Any, cast
 from bench.core.families import FAMILIES
 from bench.core.families.keras import KerasFitSettings
 from bench.core.knobs import settings_class
-from bench.core.stacks import get_stack
+from bench.core.stacks import Stack, get_stack
 from bench.results.schema import to_json
 from bench.run.cellenv import cell_env
 from bench.run.engines import HandLoop, epoch_engine, frameworks
 from bench.run.scenarios.epochs import fit_workload
 from bench.run.telemetry import sampler
 from bench.run.timing import Cadence
+from bench.run.workloads import Workload
 
 #: The free-running loops' math mode: the harness cell's default (each framework's shipped TF32 mode), so the
 #: two sides of the comparison differ only in how they are timed.
@@ -59,6 +60,42 @@ def hand_loop(engine: str) -> HandLoop | None:
 CADENCES = ("step", "every:8", "epoch")
 
 
+def checked_request(stack_id: str, workload: str, epochs: int, cadences: tuple[str, ...]) -> tuple[Stack, Workload]:
+    """The stack and the epoch-timed workload ``measure`` is asked to time.
+
+    Raises:
+        KeyError: unknown stack or workload. ValueError: fewer than 2 epochs, an invalid cadence, or a step-timed
+            workload.
+    """
+    if epochs < 2:
+        raise ValueError("fidelity needs at least 2 epochs (the first one compiles)")
+    for c in cadences:
+        Cadence.parse(c)
+    return get_stack(stack_id), fit_workload(workload)
+
+
+def become_cell_process(stack: Stack, device: str) -> None:
+    """Give this process the environment a default cell of ``stack`` on ``device`` gets (``cell_env``), before any
+    framework is imported: what ``cell_env`` leaves out (a TF32 override a cell must not inherit) is removed."""
+    env = cell_env(stack, device)
+    for removed in set(os.environ) - set(env):
+        del os.environ[removed]
+    os.environ.update(env)
+    if stack.backend != "tensorflow":
+        frameworks.hide_gpus_from_tensorflow()
+
+
+def cadence_summary(metrics: list[dict[str, Any]], steady_steps: int, hand_ms: float) -> dict[str, Any]:
+    """One cadence's entry of ``measure``'s ``cadences`` from its runs' ``metrics`` (``Metrics`` as JSON):
+    ms/step over the ``steady_steps`` steps after the first epoch, each run's and their mean, the epochs, barriers
+    and clock reads per run, and the mean's ratio to the hand loop's ``hand_ms`` (ms/step)."""
+    each = [1000.0 * sum(m["epoch_s"][1:]) / steady_steps for m in metrics]
+    mean = sum(each) / len(each)
+    return {"ms_per_step": mean, "runs_ms": each, "epoch_s": [m["epoch_s"] for m in metrics],
+            "barriers": [m["barriers"] for m in metrics], "clock_reads": [m["clock_reads"] for m in metrics],
+            "ratio": mean / hand_ms, "overhead_pct": 100.0 * (mean / hand_ms - 1.0)}
+
+
 def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 4,
             cadences: tuple[str, ...] = CADENCES) -> dict[str, Any]:
     """Run hand, each cadence, each cadence in reverse, hand on ``workload``; returns ms/step and ratios.
@@ -75,17 +112,8 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
         KeyError: unknown stack or workload. ValueError: fewer than 2 epochs or an invalid cadence.
         bench.run.engines.NoisyMeasurement: a Keras free-running run measured no time for its steady epochs.
     """
-    if epochs < 2:
-        raise ValueError("fidelity needs at least 2 epochs (the first one compiles)")
-    for c in cadences:
-        Cadence.parse(c)
-    stack, w = get_stack(stack_id), fit_workload(workload)
-    env = cell_env(stack, device)  # as a default cell's process: before any framework import
-    for removed in set(os.environ) - set(env):  # cell_env drops what a cell must not inherit (a TF32 override)
-        del os.environ[removed]
-    os.environ.update(env)
-    if stack.backend != "tensorflow":
-        frameworks.hide_gpus_from_tensorflow()
+    stack, w = checked_request(stack_id, workload, epochs, cadences)
+    become_cell_process(stack, device)
     ds = w.load_data(size, data="fallback")  # times the harness: synthetic data of the real shapes will do
     batch = w.batch_for(size)
     steps = -(-ds.n_train // batch)
@@ -110,13 +138,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
                                              settings_cls.from_dict({"sync": name, "augment": False}), telemetry=tel)
         runs[name].append(to_json(out.metrics))
     hand_mean = sum(hand_ms) / len(hand_ms)
-    per_cadence = {}
-    for c, ms in runs.items():
-        each = [1000.0 * sum(m["epoch_s"][1:]) / ((epochs - 1) * steps) for m in ms]
-        mean = sum(each) / len(each)
-        per_cadence[c] = {"ms_per_step": mean, "runs_ms": each, "epoch_s": [m["epoch_s"] for m in ms],
-                          "barriers": [m["barriers"] for m in ms], "clock_reads": [m["clock_reads"] for m in ms],
-                          "ratio": mean / hand_mean, "overhead_pct": 100.0 * (mean / hand_mean - 1.0)}
+    per_cadence = {c: cadence_summary(ms, (epochs - 1) * steps, hand_mean) for c, ms in runs.items()}
     return {"stack": stack_id, "workload": workload, "device": device, "size": size, "epochs": epochs,
             "steps_per_epoch": steps, "batch_size": batch, "order": order, "handloop_ms_per_step": hand_mean,
             "handloop_runs_ms": hand_ms, "handloop_fit_call_overhead_s": overhead_s or None,

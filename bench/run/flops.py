@@ -165,7 +165,7 @@ def count_split(workload: str, task: str, size: str = "full") -> tuple[float, fl
     from torch.utils.flop_counter import FlopCounterMode
 
     from bench.run.scenarios.steps import step_workload
-    from bench.run.workloads.paper import CausalLM
+    from bench.run.workloads.paper.causal_lm import CausalLM
 
     w = step_workload(workload)
     cfg = w.model.config(size)
@@ -187,7 +187,7 @@ def count_split(workload: str, task: str, size: str = "full") -> tuple[float, fl
 
 def _generate_greedy(lm, cfg: dict[str, Any], dev) -> None:
     """The forward passes of Hugging Face's greedy ``generate`` for one sequence of ``lm`` (a
-    ``bench.run.workloads.paper.CausalLM``): prefill of the BOS + 5 prompt with ``logits_to_keep=1`` (as
+    ``bench.run.workloads.paper.causal_lm.CausalLM``): prefill of the BOS + 5 prompt with ``logits_to_keep=1`` (as
     ``GenerationMixin`` passes it), then ``new_tokens - 1`` single-token steps on the KV cache."""
     import torch
 

@@ -18,21 +18,6 @@ from bench.core.checks import Check, save
 from bench.core.stacks import STACKS, Stack
 from bench.run.cellenv import cell_env, gpu_env_problem
 
-#: The probe: import the framework, list its GPUs (keeping its warnings: torch reports an old driver as a
-#: warning and zero devices), and run one matmul on the first, so driver or PTX problems show here.
-PROBE_CODE = """\
-import json, warnings
-from bench.run.engines import frameworks, gemm
-frameworks.import_backend({backend!r})
-print("IMPORTED", flush=True)
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    gpus = frameworks.gpu_devices({backend!r})
-    if gpus:
-        gemm.gpu_matmul({backend!r})
-print("PROBE" + json.dumps({{"gpus": gpus, "warnings": [str(w.message) for w in caught]}}))
-"""
-
 #: How CUDA, the frameworks and the driver say that the driver is older than the CUDA in the image.
 DRIVER_TOO_OLD = re.compile(r"driver.{0,40}(too old|insufficient)|insufficient.{0,20}driver|"
                             r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|cudaErrorInsufficientDriver", re.IGNORECASE)
@@ -49,8 +34,8 @@ def gpu_failure(stack: Stack, text: str) -> str:
 
 
 def probe_gpus(stack: Stack, timeout_s: float = 300.0) -> list[str]:
-    """GPUs the stack's framework sees and can run a matmul on, asked of a separate process (the runner
-    imports none). Empty when it sees none.
+    """GPUs the stack's framework sees and can run a matmul on, asked of a separate process
+    (``python -m bench.run.gpucheck probe``: the runner imports no framework). Empty when it sees none.
 
     Raises:
         RuntimeError: the framework cannot be imported, or it imports but fails on the GPU or reports a
@@ -61,7 +46,7 @@ def probe_gpus(stack: Stack, timeout_s: float = 300.0) -> list[str]:
     problem = gpu_env_problem(stack, "gpu", env)
     if problem:
         raise RuntimeError(f"stack {stack.id}: {problem}")
-    p = subprocess.run([sys.executable, "-c", PROBE_CODE.format(backend=stack.backend)],
+    p = subprocess.run([sys.executable, "-m", "bench.run.gpucheck", "probe", stack.backend],
                        env=env, capture_output=True, text=True, timeout=timeout_s)
     for line in p.stdout.splitlines():
         if line.startswith("PROBE"):
@@ -78,13 +63,6 @@ def probe_gpus(stack: Stack, timeout_s: float = 300.0) -> list[str]:
 
 #: The GEMM modes measured in each image: (name, dtype, TF32 allowed).
 GEMM_MODES = (("bf16", "bfloat16", False), ("fp32", "float32", False), ("tf32", "float32", True))
-GEMM_CODE = """\
-from bench.run.engines import frameworks, gemm, math_mode
-frameworks.import_backend({backend!r})
-math_mode.set_tf32({backend!r}, {mode!r})
-print("TFLOPS", gemm.gemm_tflops({backend!r}, {dtype!r}, n={n}, device={device!r}))
-"""
-
 
 #: GEMM size of the measured peak: large enough to saturate an A100/H100 (1.1 TFLOP per bf16 call).
 GEMM_N = 8192
@@ -92,13 +70,14 @@ GEMM_N = 8192
 
 def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: int = GEMM_N,
                  timeout_s: float = 600.0) -> tuple[float | None, str]:
-    """Achieved TFLOP/s of n x n GEMMs of ``stack_id``'s framework in a fresh process with the environment
-    a cell with that TF32 setting gets (``bench.run.cellenv.cell_env``); (None, why) when it fails."""
+    """Achieved TFLOP/s of n x n GEMMs of ``stack_id``'s framework in a fresh process
+    (``python -m bench.run.gpucheck gemm``) with the environment a cell with that TF32 setting gets
+    (``bench.run.cellenv.cell_env``); (None, why) when it fails."""
     s = STACKS[stack_id]
     mode = "on" if tf32 else "off"  # the knob values (bench.core.settings.TF32_MODES): TF32 GEMMs, or strict FP32
-    code = GEMM_CODE.format(backend=s.backend, mode=mode, dtype=dtype, device=device, n=n)
+    command = [sys.executable, "-m", "bench.run.gpucheck", "gemm", s.backend, mode, dtype, str(n), device]
     try:
-        p = subprocess.run([sys.executable, "-c", code], env=cell_env(s, device, {"tf32": mode}),
+        p = subprocess.run(command, env=cell_env(s, device, {"tf32": mode}),
                            capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout_s:g} s"

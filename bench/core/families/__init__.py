@@ -79,18 +79,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 FRAMEWORKS = tuple(f.framework for f in FAMILIES.values())
 
 
-def get_family(name: str) -> Family:
-    """The family a stack's ``engine`` names.
-
-    Raises:
-        ValueError: no such family.
-    """
-    try:
-        return FAMILIES[name]
-    except KeyError:
-        raise ValueError(f"unknown engine {name!r}; known: {', '.join(FAMILIES)}") from None
-
-
 def framework_family(backend: str) -> Family:
     """The family whose package holds the adapter of the framework ``backend`` (``FRAMEWORKS``).
 

@@ -20,29 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.results.report.classic import classic_section
-from bench.results.report.common import REFERENCE_STACKS, Footnotes, fmt
-from bench.results.report.gpus import cost_line, gpu_comparison, gpu_groups, gpu_seconds, slug
+from bench.results.report.common import Footnotes
+from bench.results.report.gpus import cost_line, gpu_comparison, gpu_groups, slug
 from bench.results.report.history import HISTORY_DIR, history_section, trend_plots
-from bench.results.report.method import correctness_flags, method_section, round_drift
-from bench.results.report.paper import PAPER_CSV, paper_columns, paper_rows, paper_section, published_ms
+from bench.results.report.method import method_section
+from bench.results.report.paper import paper_section
 from bench.results.report.plots import comparison_plots, paper_plots, tuning_plots
-from bench.results.report.provenance import provenance, run_span
-from bench.results.report.tuning import (
-    REFERENCE_CSV,
-    findings,
-    reference_settings,
-    reference_times,
-    tuning_frame,
-    tuning_section,
-)
+from bench.results.report.provenance import provenance
+from bench.results.report.tuning import tuning_frame, tuning_section
 from bench.results.report.versions import overhead_section, overhead_tables, version_tables, versions_section
-
-__all__ = ["Footnotes", "PAPER_CSV", "REFERENCE_CSV", "REFERENCE_STACKS", "classic_section", "correctness_flags",
-           "findings", "fmt", "gpu_comparison", "gpu_groups", "gpu_seconds", "load_runs", "method_section",
-           "overhead_section", "overhead_tables", "paper_columns", "paper_plots", "paper_rows", "paper_section",
-           "provenance", "published_ms", "read_bench_csv", "reference_settings", "reference_times", "round_drift",
-           "run_sections", "run_span", "tuning_frame", "tuning_plots", "tuning_section", "version_tables",
-           "versions_section", "write_report"]
 
 
 def read_bench_csv(csv_path: Path):

@@ -181,14 +181,7 @@ def method_section(df) -> list[str]:
                  + _counts(ok, setting_col("sync")))
     if col(Metrics, "ms_per_step_basis") in ok.columns:
         lines.append(f"- Spread (p50/p90) over: {_counts(ok, col(Metrics, 'ms_per_step_basis'))}")
-    seed, n_rounds = col(Record, "schedule", "seed"), col(Record, "schedule", "rounds")
-    if seed in ok.columns and ok[seed].notna().any():
-        seeds = sorted({int(s) for s in ok[seed].dropna()})
-        rounds = sorted({int(s) for s in ok[n_rounds].dropna()}) if n_rounds in ok else []
-        lines.append(f"- Order: {', '.join(map(str, rounds)) or 'n/a'} round(s), every stack once per round in an "
-                     f"order shuffled with seed {', '.join(map(str, seeds))} (`schedule.*` in each row)")
-    else:
-        lines.append("- Order: not run in rounds (no `schedule` in the records)")
+    lines.append(order_line(ok))
     drift = round_drift(ok)
     if drift:
         lines.append("- Drift, last round's / first round's mean ms/step (median over a stack's cells): "
@@ -210,19 +203,35 @@ def method_section(df) -> list[str]:
         lines += [f"  - {meaning}: {', '.join(rows)}" for meaning, rows in breaks]
     else:
         lines.append("- No row broke a rule (GPU busy, MIG, thermal/hardware throttling).")
+    return lines + correctness_lines(df, ok) + [""]
+
+
+def order_line(ok) -> str:
+    """The Method's line on the order cells ran in: rounds and shuffle seed from the ``schedule`` columns of the
+    ok rows ``ok`` (records before rounds have none)."""
+    seed, n_rounds = col(Record, "schedule", "seed"), col(Record, "schedule", "rounds")
+    if seed not in ok.columns or not ok[seed].notna().any():
+        return "- Order: not run in rounds (no `schedule` in the records)"
+    seeds = sorted({int(s) for s in ok[seed].dropna()})
+    rounds = sorted({int(s) for s in ok[n_rounds].dropna()}) if n_rounds in ok else []
+    return (f"- Order: {', '.join(map(str, rounds)) or 'n/a'} round(s), every stack once per round in an "
+            f"order shuffled with seed {', '.join(map(str, seeds))} (`schedule.*` in each row)")
+
+
+def correctness_lines(df, ok) -> list[str]:
+    """The Method's correctness gate: the rule, then a table of the rows of ``df`` it flags (``correctness_flags``)
+    or a line saying none was; ``ok``: ``df``'s ok rows, which say whether full-size real-data rows ran."""
     flags = correctness_flags(df)
     full_real = ((_col(ok, "size") == "full") & (_col(ok, col(Data, "source")) == "real")).any()
-    lines.append(f"- Correctness gate: every fit row's training loss must fall; at full size on real data, final "
-                 f"val_accuracy within {ACCURACY_TOLERANCE:.0%} (absolute) of the stacks' median, or within "
-                 f"{ACCURACY_Z} standard errors of the difference of two accuracies on `data.n_val` examples "
-                 "where that is wider (binomial test-set noise: 1000-question bAbI)"
-                 + ("" if full_real else " (no full-size real-data rows here: only the loss check applied)"))
-    if flags:
-        lines += ["", "| stack | workload | variant | check | value | median | band |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {f['stack']} | {f['workload']} | {f['variant']} | {f['check']} | {f['value']} | "
-                  f"{f.get('median', '')} | {f.get('band', '')} |" for f in flags]
-        lines += ["", "**Speed numbers of flagged rows stand beside a model that did not learn like the others'.**"]
-    else:
-        lines.append("- No row flagged.")
-    return lines + [""]
+    lines = [f"- Correctness gate: every fit row's training loss must fall; at full size on real data, final "
+             f"val_accuracy within {ACCURACY_TOLERANCE:.0%} (absolute) of the stacks' median, or within "
+             f"{ACCURACY_Z} standard errors of the difference of two accuracies on `data.n_val` examples "
+             "where that is wider (binomial test-set noise: 1000-question bAbI)"
+             + ("" if full_real else " (no full-size real-data rows here: only the loss check applied)")]
+    if not flags:
+        return lines + ["- No row flagged."]
+    lines += ["", "| stack | workload | variant | check | value | median | band |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {f['stack']} | {f['workload']} | {f['variant']} | {f['check']} | {f['value']} | "
+              f"{f.get('median', '')} | {f.get('band', '')} |" for f in flags]
+    return lines + ["", "**Speed numbers of flagged rows stand beside a model that did not learn like the others'.**"]

@@ -6,6 +6,7 @@ for the others)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from bench.core.stacks import STACKS
 from bench.results.compare import CI_LEVEL
@@ -60,10 +61,19 @@ def paper_plots(df, out_dir: Path) -> dict[str, str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     rows = paper_rows(df)
-    files: dict[str, str] = {}
+    files = speedup_plot(plt, rows, out_dir)
+    keras_cols, other_cols = paper_columns(df)
+    files.update(ms_per_step_plot(plt, rows, keras_cols + other_cols, out_dir))
+    return files
+
+
+def speedup_plot(plt, rows: list[dict[str, Any]], out_dir: Path) -> dict[str, str]:
+    """Figure 1 from ``paper_rows``' ``rows``: Keras 2's ms/step over Keras 3's best, ours beside published, into
+    ``out_dir/paper_speedup.png`` with ``plt`` (matplotlib.pyplot, Agg); {} when no row has both of ours."""
+    import numpy as np
+
     labels, ours_sp, pub_sp = [], [], []
     for row in rows:
         ours = {sid: ours_ms(c) for sid, c in row["ours"].items()}
@@ -75,41 +85,47 @@ def paper_plots(df, out_dir: Path) -> dict[str, str]:
         labels.append(f"{row['model']} {row['task']} {row['batch']}")
         ours_sp.append(k2 / best)
         pub_sp.append(pub_k2 / pub_best if pub_k2 and pub_best else np.nan)
-    if labels:
-        fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.5))
-        y = np.arange(len(labels))
-        ax.barh(y - 0.2, ours_sp, height=0.4, label="ours")
-        ax.barh(y + 0.2, pub_sp, height=0.4, label="published (A100)")
-        ax.set_yticks(y, labels, fontsize=8)
-        ax.axvline(1.0, color="grey", lw=0.8)
-        ax.set_xlabel("throughput speedup, Keras 3 best over Keras 2")
-        ax.invert_yaxis()
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out_dir / "paper_speedup.png", dpi=110)
-        plt.close(fig)
-        files["Keras 3 best vs Keras 2 speedup (Figure 1)"] = "paper_speedup.png"
-    keras_cols, other_cols = paper_columns(df)
-    stacks = keras_cols + other_cols
+    if not labels:
+        return {}
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.5))
+    y = np.arange(len(labels))
+    ax.barh(y - 0.2, ours_sp, height=0.4, label="ours")
+    ax.barh(y + 0.2, pub_sp, height=0.4, label="published (A100)")
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.axvline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel("throughput speedup, Keras 3 best over Keras 2")
+    ax.invert_yaxis()
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out_dir / "paper_speedup.png", dpi=110)
+    plt.close(fig)
+    return {"Keras 3 best vs Keras 2 speedup (Figure 1)": "paper_speedup.png"}
+
+
+def ms_per_step_plot(plt, rows: list[dict[str, Any]], stacks: tuple[str, ...], out_dir: Path) -> dict[str, str]:
+    """Our ms/step of each of ``stacks`` per row of ``paper_rows`` (log scale) into ``out_dir/paper_ms_per_step.png``
+    with ``plt`` (matplotlib.pyplot, Agg); rows without a value left out, {} when none has one."""
+    import numpy as np
+
     data = [(f"{r['model']} {r['task']} {r['batch']}", [ours_ms(r["ours"][s]) for s in stacks]) for r in rows]
     data = [(name, vals) for name, vals in data if any(v is not None for v in vals)]
-    if data:
-        fig, ax = plt.subplots(figsize=(9, 0.6 * len(data) + 1.5))
-        y = np.arange(len(data))
-        h = 0.8 / len(stacks)
-        for i, sid in enumerate(stacks):
-            vals = [np.nan if (x := v[i]) is None else x for _, v in data]
-            ax.barh(y + (i - len(stacks) / 2 + 0.5) * h, vals, height=h, label=sid)
-        ax.set_yticks(y, [name for name, _ in data], fontsize=8)
-        ax.set_xscale("log")
-        ax.set_xlabel("ms/step (log scale, lower is better)")
-        ax.invert_yaxis()
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(out_dir / "paper_ms_per_step.png", dpi=110)
-        plt.close(fig)
-        files["ms/step per stack"] = "paper_ms_per_step.png"
-    return files
+    if not data:
+        return {}
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(data) + 1.5))
+    y = np.arange(len(data))
+    h = 0.8 / len(stacks)
+    for i, sid in enumerate(stacks):
+        vals = [np.nan if (x := v[i]) is None else x for _, v in data]
+        ax.barh(y + (i - len(stacks) / 2 + 0.5) * h, vals, height=h, label=sid)
+    ax.set_yticks(y, [name for name, _ in data], fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("ms/step (log scale, lower is better)")
+    ax.invert_yaxis()
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_dir / "paper_ms_per_step.png", dpi=110)
+    plt.close(fig)
+    return {"ms/step per stack": "paper_ms_per_step.png"}
 
 
 #: A forest plot's dot colour per verdict (grey: too few repeats).

@@ -84,7 +84,7 @@ class EpochResult:
 class StepResult:
     """What a step engine returns: the settings in effect, the timer holding the first step apart from the
     timed ones (the worker derives ms/step and throughput from it), model counts, peak memory, the last
-    step's output shapes and finiteness (``bench.run.workloads.check_output``; None without an array), and the
+    step's output shapes and finiteness (``bench.run.workloads.job.check_output``; None without an array), and the
     notes the record must carry (its differences from the source)."""
 
     output: Output | None
@@ -96,7 +96,7 @@ class StepResult:
 
 
 def output_block(checked: dict[str, Any] | None) -> Output | None:
-    """``bench.run.workloads.check_output``'s answer as the record's ``output`` block (None stays None)."""
+    """``bench.run.workloads.job.check_output``'s answer as the record's ``output`` block (None stays None)."""
     return None if checked is None else Output(shapes=checked["shapes"], finite=checked["finite"])
 
 

@@ -118,7 +118,7 @@ def gemm_peak(backend: str, device: str, load: Load, setting: str) -> list[Resul
     from bench.run import flops
     from bench.run.engines import frameworks, gemm, math_mode
 
-    math_mode.set_tf32(backend, setting)  # as the probe's GEMM_CODE: the switches of this setting, whatever ran before
+    math_mode.set_tf32(backend, setting)  # as bench.run.gpucheck gemm: switches of this setting, whatever ran before
     out = []
     name = gpu_name() if device == "gpu" else None
     for mode, dtype in GEMM_BY_SETTING[setting]:

@@ -25,7 +25,6 @@ THROTTLE_REASONS = ("HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "
 #: SwPowerCap (clocks held down to stay under the power limit) is the normal state of a loaded A100/H100, so it
 #: is reported as its own share of samples (``power_capped_fraction``); ``throttled`` comes from the others.
 POWER_CAP_REASONS = ("SwPowerCap",)
-ALL_REASONS = (*THROTTLE_REASONS, "GpuIdle", "ApplicationsClocksSetting", "SyncBoost", "DisplayClockSetting")
 
 
 class Telemetry:

@@ -9,11 +9,13 @@ happen inside the builders, so the runner (which imports this registry) stays fr
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from bench.run.datasets import Dataset
-from bench.run.workloads import Augmentation, Labels, OptimizerSpec, Workload, register
+from bench.run.workloads import Workload, register
 from bench.run.workloads.flax_models import babi_flax, cifar_flax, cnn2017_flax, cnn_flax, hrnn_flax, mlp_flax
+from bench.run.workloads.training import Augmentation, Labels, OptimizerSpec
 
 #: Keras 2.0.8's optimizer defaults (keras/optimizers.py@2.0.8: RMSprop line 212, Adadelta 331, Adam 401). Keras 3
 #: and tf.keras changed them (epsilon 1e-7 everywhere; Adadelta's learning rate 0.001), so they are explicit.
@@ -363,7 +365,8 @@ _w("cifar10_cnn", dataset="cifar10", batch_size=32, params=1_250_858,
           "50 (../shared/reference/keras_backends_k80_2017.md), and s/epoch does not depend on the count",))
 _w("babi_rnn", dataset="babi", batch_size=32, optimizer=adam_208(), params=45_836,
    epochs={"smoke": 2, "full": 40}, samples={"smoke": 256, "full": None},
-   build_keras=babi_keras, build_torch=babi_torch, validation_split=0.05, build_flax=babi_flax,
+   build_keras=babi_keras, build_torch=babi_torch, validation_split=0.05,
+   build_flax=partial(babi_flax, embed_size=EMBED),
    source="keras/examples/babi_rnn.py@2.0.8: LSTM, embed 50, 'adam' (lr 0.001, beta_1 0.9, beta_2 0.999, "
           "epsilon 1e-8), batch 32, 40 epochs, bAbI qa2 (1k), validation_split 0.05; 45,836 params with qa2's "
           "35-word vocabulary plus padding (vocab_size 36)")

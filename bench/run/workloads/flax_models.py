@@ -245,19 +245,18 @@ def cifar_flax(meta: dict[str, Any], rngs: Any) -> Any:
 
 # ---- babi_rnn (babi_keras / babi_torch) ------------------------------------------------------------
 
-def babi_flax(meta: dict[str, Any], rngs: Any) -> Any:
+def babi_flax(meta: dict[str, Any], rngs: Any, embed_size: int) -> Any:
     """Flax NNX bAbI model of examples/babi_rnn.py@2.0.8: story (B, ``story_maxlen``) and question
-    (B, ``query_maxlen``) int token ids -> embeddings (50, dropout 0.3), the question's LSTM(50) state repeated over
-    the story and added, LSTM(50), dropout 0.3 -> logits (B, ``vocab_size``); 45,836 params with qa2's vocabulary."""
+    (B, ``query_maxlen``) int token ids -> embeddings (``embed_size``: the script's 50, dropout 0.3), the
+    question's LSTM(``embed_size``) state repeated over the story and added, LSTM(``embed_size``), dropout 0.3 ->
+    logits (B, ``vocab_size``); 45,836 params with qa2's vocabulary. ``embed_size`` is ``classic.EMBED``, passed in
+    by the registration so that imports go one way (classic -> this module)."""
     from flax import nnx
-
-    # imported here: classic.py imports this module (its builders are registered there)
-    from bench.run.workloads.classic import EMBED
 
     vocab = meta["vocab_size"]
 
     def embed() -> Any:
-        return nnx.Embed(vocab, EMBED, embedding_init=keras208_uniform(), rngs=rngs)
+        return nnx.Embed(vocab, embed_size, embedding_init=keras208_uniform(), rngs=rngs)
 
     class BabiRNN(nnx.Module):
         """Story and question embeddings, the question's last LSTM state added to every story step, an LSTM, a head."""
@@ -265,9 +264,9 @@ def babi_flax(meta: dict[str, Any], rngs: Any) -> Any:
         def __init__(self, rngs: nnx.Rngs):
             self.story_emb, self.query_emb = embed(), embed()
             self.story_drop, self.query_drop, self.merged_drop = (nnx.Dropout(0.3, rngs=rngs) for _ in range(3))
-            self.query_lstm = keras208_lstm(EMBED, EMBED, rngs)
-            self.story_lstm = keras208_lstm(EMBED, EMBED, rngs)
-            self.head = _dense(nnx, EMBED, vocab, rngs)
+            self.query_lstm = keras208_lstm(embed_size, embed_size, rngs)
+            self.story_lstm = keras208_lstm(embed_size, embed_size, rngs)
+            self.head = _dense(nnx, embed_size, vocab, rngs)
 
         def __call__(self, story, question):
             s = self.story_drop(self.story_emb(story))
@@ -276,9 +275,3 @@ def babi_flax(meta: dict[str, Any], rngs: Any) -> Any:
             return self.head(self.merged_drop(merged))
 
     return BabiRNN(rngs)
-
-
-#: The builders by workload name, for the engine's registry (merged into flax_models.py later).
-#: workload name -> its Flax builder (the registry wires each as ``Workload.build_flax``).
-BUILDERS = {"mnist_mlp": mlp_flax, "mnist_cnn": cnn2017_flax, "mnist_cnn_tuning": cnn_flax,
-            "mnist_hierarchical_rnn": hrnn_flax, "cifar10_cnn": cifar_flax, "babi_rnn": babi_flax}

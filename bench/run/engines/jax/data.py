@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from bench.run.workloads import Augmentation
+from bench.run.workloads.training import Augmentation
 
 #: Where each data pipeline makes the training batches (``settings.train_data_placement``).
 PLACEMENT = {"numpy_batches": "host (NumPy: a shuffled index per step, the batch moved by the step's call)",

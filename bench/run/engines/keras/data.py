@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from bench.run.datasets import Dataset
-from bench.run.workloads import Augmentation, Workload
+from bench.run.workloads import Workload
+from bench.run.workloads.training import Augmentation
 
 
 def source_labels(keras, workload: Workload, ds: Dataset) -> Dataset:

@@ -119,18 +119,70 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     Raises:
         Unsupported: ``augment`` asked for where the source has none, or with another data pipeline.
     """
+    check_supported(stack, workload, device, settings)
+    keras = import_keras(stack)
+    effective = set_up(keras, stack, settings)
+    model, optimizer = compiled_model(keras, workload, ds, settings, effective)
+    ds = source_labels(keras, workload, ds)
+    effective.optimizer = optimizer_record(optimizer)
+    fit_kw, trained = fit_data(keras, stack, workload, ds, batch_size, settings, effective)
+
+    barrier = make_barrier(stack.backend, device)
+    timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
+    epoch_clock = EpochClock(barrier)
+    try:
+        barrier()
+        start = clock()
+        with progress_bar_discarded(settings.verbose):
+            history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
+                                validation_batch_size=batch_size, verbose=settings.verbose,
+                                callbacks=[make_timing_callback(keras, timer, epochs=epoch_clock)])
+        barrier()
+        fit_call_s = clock() - start
+    finally:
+        if telemetry:
+            telemetry.stop()
+    if workload.keras_model_facts:  # measured on the trained model, outside the timed window
+        effective.update(workload.keras_model_facts(keras, model))
+    metrics = Metrics(**timer.summary(batch_size, trained))
+    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
+    return EpochResult(
+        settings=effective,
+        metrics=metrics,
+        history={k: [float(v) for v in vals] for k, vals in history.history.items()},
+        model=Model(params_total=int(model.count_params()),
+                    params_trainable=int(sum(np.prod(w.shape) for w in model.trainable_weights))),
+        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
+    )
+
+
+def check_supported(stack: Stack, workload: Workload, device: str, settings: KerasFitSettings) -> None:
+    """Raises ``Unsupported`` for a cell this engine cannot run: ``augment`` where the source has none or with
+    another data pipeline (``augmentation_problem``), ``jit_compile=True`` on Keras' PyTorch backend without
+    torch.compile's toolchain."""
     reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
     if reason:
         raise Unsupported(reason)
     if stack.backend == "torch" and settings.jit_compile is True:
         toolchain.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
-    keras = import_keras(stack)
+
+
+def set_up(keras, stack: Stack, settings: KerasFitSettings) -> EffectiveSettings:
+    """Set the framework's TF32 switches (the ``tf32`` knob), Keras' global dtype policy (``precision``) and the
+    seeds (0); returns the ``settings`` block so far (Keras' version, the switches)."""
     effective = EffectiveSettings(keras_version=keras.__version__)
     effective.update(math_mode.set_tf32(stack.backend, settings.tf32))
-    precision = settings.precision
-    keras.mixed_precision.set_global_policy(precision)
+    keras.mixed_precision.set_global_policy(settings.precision)
     set_random_seed(keras, 0)
+    return effective
 
+
+def compiled_model(keras, workload: Workload, ds: Dataset, settings: KerasFitSettings,
+                   effective: EffectiveSettings) -> tuple[Any, Any]:
+    """``workload``'s Keras model for ``ds``' shapes with its model knobs from ``settings``, compiled with its
+    optimizer (``make_optimizer``), loss and metrics, ``steps_per_execution`` and ``jit_compile`` (unset: Keras'
+    own). Records in ``effective`` the dtype policy, the jit request and what Keras made of it, the loss, labels,
+    backend, data pipeline and ``verbose``. Returns (model, optimizer)."""
     model = workload.build_keras(keras, ds.meta, **{k: getattr(settings, k) for k in workload.keras_knobs})
     compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
     if settings.jit_compile is not None:  # else Keras' own (Keras 2: step off, optimizer's XLA on; Keras 3: 'auto')
@@ -150,53 +202,24 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     effective.loss = labels.loss
     effective.labels = {"form": labels.form, "metrics": list(labels.metrics), "source": labels.source}
     effective.extra["verbose"] = settings.verbose
-    ds = source_labels(keras, workload, ds)
-    effective.optimizer = optimizer_record(optimizer)
+    return model, optimizer
+
+
+def fit_data(keras, stack: Stack, workload: Workload, ds: Dataset, batch_size: int, settings: KerasFitSettings,
+             effective: EffectiveSettings) -> tuple[dict[str, Any], int]:
+    """``model.fit``'s training-data arguments: the source's augmentation where it is in effect
+    (``augmented_train_data``), else the ``data_pipeline`` knob's (``train_data``); records the pipeline, where
+    the data lives and the shuffle buffer in ``effective``. Returns (fit keyword arguments, examples trained per
+    epoch: an augmented epoch of full batches drops the remainder)."""
     augmenting = augment_in_effect(settings, workload.augmentation is not None)
     effective.extra["augment"] = augmenting
-    trained = ds.n_train
     aug = workload.augmentation
     if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
         fit_kw, effective.augmentation = augmented_train_data(keras, aug, ds, batch_size)
         effective.update({"data_pipeline": "host_augmentation", "train_data_placement": AUGMENTED_PLACEMENT,
                           "shuffle_buffer": ds.n_train})
-        trained = ds.n_train // batch_size * batch_size if aug.drop_remainder else ds.n_train
-    else:
-        fit_kw = train_data(keras, settings.data_pipeline, ds, batch_size)
-        effective.train_data_placement = placement(settings.data_pipeline, stack.keras_major or 0, stack.backend)
-        effective.shuffle_buffer = shuffle_buffer(settings.data_pipeline, ds.n_train)
-
-    barrier = make_barrier(stack.backend, device)
-    timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
-    epoch_clock = EpochClock(barrier)
-    try:
-        barrier()
-        start = clock()
-        with progress_bar_discarded(settings.verbose):
-            history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
-                                validation_batch_size=batch_size, verbose=settings.verbose,
-                                callbacks=[make_timing_callback(keras, timer, epochs=epoch_clock)])
-        barrier()
-        fit_call_s = clock() - start
-    finally:
-        if telemetry:
-            telemetry.stop()
-    if workload.keras_model_facts:  # measured on the trained model, outside the timed window
-        effective.update(workload.keras_model_facts(keras, model))
-    trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
-    metrics = Metrics(**timer.summary(batch_size, trained))
-    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
-    return EpochResult(
-        settings=effective,
-        metrics=metrics,
-        history={k: [float(v) for v in vals] for k, vals in history.history.items()},
-        model=Model(params_total=int(model.count_params()), params_trainable=trainable),
-        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
-    )
-
-
-def param_count(stack: Stack, workload: Workload, meta: dict[str, Any]) -> int:
-    """Parameter count of the Keras model of ``workload`` (used by the cross-stack tests)."""
-    keras = import_keras(stack)
-    return int(workload.build_keras(keras, meta).count_params())
-
+        return fit_kw, ds.n_train // batch_size * batch_size if aug.drop_remainder else ds.n_train
+    fit_kw = train_data(keras, settings.data_pipeline, ds, batch_size)
+    effective.train_data_placement = placement(settings.data_pipeline, stack.keras_major or 0, stack.backend)
+    effective.shuffle_buffer = shuffle_buffer(settings.data_pipeline, ds.n_train)
+    return fit_kw, ds.n_train

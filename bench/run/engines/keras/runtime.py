@@ -68,6 +68,17 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False, ep
     telemetry's steady window is steps 2..N (the step-timed suite, ``step`` cadence only).
     """
 
+    edges = epoch_edges_callback(keras, timer, epochs)
+    steps = step_timer_callback(edges, timer, split_first)
+    if split_first and timer.cadence.every != 1:
+        raise ValueError("split_first needs the step cadence")
+    return edges() if timer.cadence.every is None else steps()
+
+
+def epoch_edges_callback(keras, timer: EpochTimer, epochs: EpochClock | None) -> type:
+    """The ``sync=epoch`` callback class of ``make_timing_callback``: epoch hooks only (and fit's validation
+    start, which closes the epoch's training steps), ``epochs`` begun before and ended after ``timer``'s epoch."""
+
     class EpochEdges(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             if epochs is not None:
@@ -85,7 +96,15 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False, ep
         def close(self):
             timer.end_epoch((self.params or {}).get("steps"))
 
-    class StepTimer(EpochEdges):
+    return EpochEdges
+
+
+def step_timer_callback(edges: type, timer: EpochTimer, split_first: bool) -> type:
+    """The ``every:N`` / ``step`` callback class of ``make_timing_callback``: ``edges``' epoch hooks plus the
+    train and predict batch hooks, which end ``timer``'s steps (and, with ``split_first``, the first step's
+    epoch)."""
+
+    class StepTimer(edges):
         first = 0
 
         def close(self):
@@ -109,7 +128,5 @@ def make_timing_callback(keras, timer: EpochTimer, split_first: bool = False, ep
         on_predict_batch_begin = on_train_batch_begin
         on_predict_batch_end = on_train_batch_end
 
-    if split_first and timer.cadence.every != 1:
-        raise ValueError("split_first needs the step cadence")
-    return EpochEdges() if timer.cadence.every is None else StepTimer()
+    return StepTimer
 

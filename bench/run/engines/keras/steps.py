@@ -24,7 +24,8 @@ from bench.run.engines.frameworks import make_barrier
 from bench.run.engines.keras.fit import progress_bar_discarded
 from bench.run.engines.keras.runtime import import_keras, make_timing_callback
 from bench.run.timing import EpochTimer, time_calls
-from bench.run.workloads import Job, StepWorkload, check_output
+from bench.run.workloads import StepWorkload
+from bench.run.workloads.job import Job, check_output
 
 #: ``verbose`` of the Keras ``fit`` / ``predict`` calls. The source passed none (benchmark/keras_utils.py@v0.0.5:41,
 #: 47), so Keras' default ``verbose="auto"`` applied (keras/trainers/trainer.py@v3.0.5:403, 668), which its
@@ -133,6 +134,38 @@ def generate_compiler(backend: str, model) -> tuple[bool, str]:
     return jit, f"tf.function(jit_compile={jit}) (CausalLM.make_generate_function)"
 
 
+def _set_up(keras, stack: Stack, w: StepWorkload, steps: int, tf32: str, requested: bool | str,
+            requested_by: str) -> EffectiveSettings:
+    """Set the framework's TF32 switches (``tf32``, the knob) and Keras' dtype policy for ``w``'s precision;
+    returns the ``settings`` block so far: Keras' version and backend, the ``jit_compile`` request, ``steps``,
+    the switches and the policy."""
+    effective = EffectiveSettings(keras_version=keras.__version__, keras_backend=keras.backend.backend(),
+                                  jit_compile_requested=requested, jit_compile_requested_by=requested_by)
+    effective.extra["steps"] = steps
+    effective.update(math_mode.set_tf32(stack.backend, tf32))
+    effective.extra["precision"] = _set_precision(keras, stack, w.model.precision)
+    return effective
+
+
+def _time_steps(keras, job: Job, task: str, requested: bool | str, steps: int, timer: EpochTimer,
+                effective: EffectiveSettings) -> Any:
+    """Compile ``job`` and run its first step and ``steps`` timed ones on ``timer``: its own ``call`` when it has
+    one, else Keras' ``fit`` (one epoch) or ``predict`` with the timing callback (``verbose`` recorded in
+    ``effective``). Returns the last step's output (None for ``fit``)."""
+    compile_job(keras, job, task, requested)
+    call = job.call
+    if call is not None:
+        return time_calls(lambda: call(job.model), steps, timer)
+    effective.extra["verbose"] = VERBOSE
+    with progress_bar_discarded(VERBOSE):
+        if task == "fit":
+            job.model.fit(_repeat((job.inputs, job.targets), steps + 1), epochs=1, verbose=VERBOSE,
+                          callbacks=[make_timing_callback(keras, timer, split_first=True)])
+            return None
+        return job.model.predict(_repeat(job.inputs, steps + 1), verbose=VERBOSE,
+                                 callbacks=[make_timing_callback(keras, timer, split_first=True)])
+
+
 def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
         settings: KerasStepSettings, telemetry=None) -> StepResult:
     """Build ``w``'s Keras model for ``task``, time ``steps`` steps after the first, return the record blocks.
@@ -151,31 +184,15 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     if stack.backend == "torch" and requested is True:
         toolchain.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
     keras = import_keras(stack)
-    effective = EffectiveSettings(keras_version=keras.__version__, keras_backend=keras.backend.backend(),
-                                  jit_compile_requested=requested, jit_compile_requested_by=requested_by)
-    effective.extra["steps"] = steps
-    effective.update(math_mode.set_tf32(stack.backend, settings.tf32))
-    effective.extra["precision"] = _set_precision(keras, stack, w.model.precision)
+    effective = _set_up(keras, stack, w, steps, settings.tf32, requested, requested_by)
     keras.utils.set_random_seed(0)
     job = w.model.keras_job(stack, keras, task, cfg, batch,
                             {"jit_compile": requested, "jit_compile_knob": settings.jit_compile,
                              "tf32": settings.tf32})
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry)
-    result = None
     try:
-        compile_job(keras, job, task, requested)
-        if job.call is not None:
-            result = time_calls(lambda: job.call(job.model), steps, timer)
-        else:
-            effective.extra["verbose"] = VERBOSE
-            with progress_bar_discarded(VERBOSE):
-                if task == "fit":
-                    job.model.fit(_repeat((job.inputs, job.targets), steps + 1), epochs=1, verbose=VERBOSE,
-                                  callbacks=[make_timing_callback(keras, timer, split_first=True)])
-                else:
-                    result = job.model.predict(_repeat(job.inputs, steps + 1), verbose=VERBOSE,
-                                               callbacks=[make_timing_callback(keras, timer, split_first=True)])
+        result = _time_steps(keras, job, task, requested, steps, timer, effective)
         barrier()
     finally:
         if telemetry:

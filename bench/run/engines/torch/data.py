@@ -14,7 +14,8 @@ import numpy as np
 from bench.core.families.torch import TorchFitSettings
 from bench.run.datasets import Dataset
 from bench.run.engines import Unsupported
-from bench.run.workloads import Augmentation, Workload
+from bench.run.workloads import Workload
+from bench.run.workloads.training import Augmentation
 
 #: Normalize constants of the torchvision pipeline: MNIST's mean and std, as PyTorch's own MNIST example
 #: (pytorch/examples mnist/main.py) uses them. The tuning study's post does not print its constants: our assumption.

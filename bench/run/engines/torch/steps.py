@@ -10,7 +10,8 @@ torch adds it after the bias correction (torch/optim/adam.py@v2.13.0:544), Keras
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from bench.core.families.torch import TorchStepSettings
 from bench.core.stacks import Stack
@@ -18,10 +19,11 @@ from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
 from bench.run.timing import EpochTimer, time_calls
-from bench.run.workloads import Job, StepWorkload, check_output
+from bench.run.workloads import StepWorkload
+from bench.run.workloads.job import Job, check_output
 
 
-def _optimizer(torch, name: str, params):
+def _optimizer(torch, name: str | None, params):
     """Keras' defaults: lr 1e-3, epsilon 1e-7, AdamW weight decay 0.004."""
     if name == "adamw":
         return torch.optim.AdamW(params, lr=1e-3, eps=1e-7, weight_decay=0.004)
@@ -37,6 +39,28 @@ def _compiled(torch, job: Job, task: str, mode: str):
         job.model.forward = torch.compile(job.model.forward, **kw)
         return job.model
     return torch.compile(job.model, **kw)
+
+
+def _step(torch, job: Job, task: str, step_model: Any) -> Callable[[], Any]:
+    """One timed step of ``job`` on ``step_model`` (its model, compiled or not): for ``fit`` its loss, backward and
+    an update of the trainable parameters by its optimizer (built here, before any step); otherwise its call
+    under ``torch.inference_mode``. The step returns what the call returned."""
+    call = cast(Callable[[Any], Any], job.call)  # every torch_job sets it
+    if task == "fit":
+        opt = _optimizer(torch, job.optimizer, [p for p in job.model.parameters() if p.requires_grad])
+
+        def step():
+            loss = call(step_model)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    def infer():
+        with torch.inference_mode():
+            return call(step_model)
+    return infer
 
 
 def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
@@ -63,21 +87,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     job = w.model.torch_job(task, cfg, batch, dev, dataclasses.asdict(settings))
     model = job.model
     model.train(task == "fit")
-    step_model = _compiled(torch, job, task, mode)
-    if task == "fit":
-        opt = _optimizer(torch, job.optimizer, [p for p in model.parameters() if p.requires_grad])
-
-        def step():
-            loss = job.call(step_model)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            return loss
-    else:
-        def step():
-            with torch.inference_mode():
-                return job.call(step_model)
-
+    step = _step(torch, job, task, _compiled(torch, job, task, mode))
     barrier = make_barrier("torch", device)
     timer = EpochTimer(barrier, telemetry)
     try:

@@ -25,13 +25,9 @@ from __future__ import annotations
 
 from bench.run.workloads import StepWorkload, register
 from bench.run.workloads.paper.bert import Bert
-from bench.run.workloads.paper.causal_lm import CausalLM, Gemma, Mistral
-from bench.run.workloads.paper.common import LORA_RANK, PROMPT_TOKENS, PROMPT_WORDS, PaperModel, _tokens, prompt_ids
+from bench.run.workloads.paper.causal_lm import Gemma, Mistral
 from bench.run.workloads.paper.segment_anything import SegmentAnything
-from bench.run.workloads.paper.stable_diffusion import GUIDANCE, StableDiffusion, timestep_embedding
-
-__all__ = ["GUIDANCE", "LORA_RANK", "PROMPT_TOKENS", "PROMPT_WORDS", "Bert", "CausalLM", "Gemma", "Mistral",
-           "PaperModel", "SegmentAnything", "StableDiffusion", "_tokens", "prompt_ids", "timestep_embedding"]
+from bench.run.workloads.paper.stable_diffusion import StableDiffusion
 
 for _name, _model, _src in (
     ("segment_anything", SegmentAnything(), "SAM huge (sam_huge_sa1b): ViTDet-H image encoder, 1024x1024"),

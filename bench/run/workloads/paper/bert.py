@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from bench.core.reference.keras_benchmarks import SEQ_LENGTH
-from bench.run.workloads import Job
+from bench.run.workloads.job import Job
 from bench.run.workloads.paper.common import (
     PaperModel,
     _hf_build,

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.run.workloads import Job
+from bench.run.workloads.job import Job
 
 #: benchmark/__init__.py@v0.0.5 NUM_WORDS: the generate prompts have 5 words (taken as one token each: common
 #: English words of its get_prompts dictionary; not checkable without the presets' vocabularies).

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.run.workloads import Job
+from bench.run.workloads.job import Job
 from bench.run.workloads.paper.common import (
     PaperModel,
     _rng,
