@@ -16,9 +16,6 @@ from bench.run.datasets import DATA_CHOICES
 from bench.run.scenarios import Scenario, scenario_of, suite_scenario
 from bench.run.workloads import SIZES, SUITES, WORKLOADS
 
-#: Per-cell process time limit by size (s); overridable with ``bench run --timeout`` (declared with the request).
-DEFAULT_TIMEOUT_S = TIMEOUT_S
-
 
 class PlanError(ValueError):
     """A selection that names something unknown or selects nothing."""
@@ -54,6 +51,44 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
             ``sync`` that is not a cadence or is given to the step-timed paper suite, or an empty
             selection.
     """
+    _check_selection(stacks, suite, size, device, workloads, tasks, batch_size=batch_size, epochs=epochs,
+                     timeout_s=timeout_s, steps=steps, seq_len=seq_len, sync=sync, data=data)
+    if suite in sweep.DEFAULT_GRIDS:
+        cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
+                                        batch_size=batch_size, epochs=epochs, timeout_s=timeout_s,
+                                        telemetry_samples=telemetry_samples, data=data)
+                 if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]
+    else:
+        cells = [
+            Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=v,
+                 settings=dict(settings or {}), batch_size=b,
+                 epochs=unless_default(epochs, WORKLOADS[w], "epochs", size),
+                 timeout_s=timeout_s or TIMEOUT_S[size], telemetry_samples=telemetry_samples,
+                 steps=unless_default(steps, WORKLOADS[w], "steps", size),
+                 seq_len=seq_len_unless_default(seq_len, WORKLOADS[w], size), data=data)
+            for s in stacks
+            for w in (workloads or SUITES[suite])
+            for t in WORKLOADS[w].tasks
+            if not tasks or t in tasks
+            for b, v in scenario_of(WORKLOADS[w]).batches(WORKLOADS[w], t, size, batch_size, variant)
+        ]
+    if not cells:
+        raise PlanError("the selection contains no cell")
+    if sync is not None and sync != KerasFitSettings.sync:
+        tag = "sync-" + sync.replace(":", "")
+        cells = [dataclasses.replace(c, settings={**c.settings, "sync": sync},
+                                     variant=tag if c.variant == "default" else f"{c.variant}+{tag}") for c in cells]
+    return cells
+
+
+def _check_selection(stacks: Sequence[str], suite: str, size: str, device: str, workloads: Sequence[str],
+                     tasks: Sequence[str], *, batch_size: int | None, epochs: int | None, timeout_s: float | None,
+                     steps: int | None, seq_len: int | None, sync: str | None, data: str) -> None:
+    """Check that every name and number of ``expand``'s selection is known and applies to the suite's scenario.
+
+    Raises:
+        PlanError: as ``expand`` says.
+    """
     for s in stacks:
         _check("stack", s, list(STACKS))
     _check("suite", suite, list(SUITES))
@@ -75,32 +110,6 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     _check("data source", data, DATA_CHOICES)
     _raise_if(scenario.data_problem(data, suite))
     _raise_if(scenario.override_problem(suite, epochs=epochs, steps=steps, seq_len=seq_len))
-    if suite in sweep.DEFAULT_GRIDS:
-        cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
-                                        batch_size=batch_size, epochs=epochs, timeout_s=timeout_s,
-                                        telemetry_samples=telemetry_samples, data=data)
-                 if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]
-    else:
-        cells = [
-            Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=v,
-                 settings=dict(settings or {}), batch_size=b,
-                 epochs=unless_default(epochs, WORKLOADS[w], "epochs", size),
-                 timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size], telemetry_samples=telemetry_samples,
-                 steps=unless_default(steps, WORKLOADS[w], "steps", size),
-                 seq_len=seq_len_unless_default(seq_len, WORKLOADS[w], size), data=data)
-            for s in stacks
-            for w in (workloads or SUITES[suite])
-            for t in WORKLOADS[w].tasks
-            if not tasks or t in tasks
-            for b, v in scenario_of(WORKLOADS[w]).batches(WORKLOADS[w], t, size, batch_size, variant)
-        ]
-    if not cells:
-        raise PlanError("the selection contains no cell")
-    if sync is not None and sync != KerasFitSettings.sync:
-        tag = "sync-" + sync.replace(":", "")
-        cells = [dataclasses.replace(c, settings={**c.settings, "sync": sync},
-                                     variant=tag if c.variant == "default" else f"{c.variant}+{tag}") for c in cells]
-    return cells
 
 
 def _raise_if(problem: str | None) -> None:
@@ -149,7 +158,7 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
     cells = [
         Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,
              device=device, variant=v.name, settings=v.settings, baseline=v.baseline, batch_size=batch_size,
-             epochs=unless_default(epochs, w, "epochs", size), timeout_s=timeout_s or DEFAULT_TIMEOUT_S[size],
+             epochs=unless_default(epochs, w, "epochs", size), timeout_s=timeout_s or TIMEOUT_S[size],
              telemetry_samples=telemetry_samples,
              data=data)
         for s in stacks
