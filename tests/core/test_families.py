@@ -19,7 +19,7 @@ from bench.core.families import FAMILIES, FRAMEWORKS, KIND_MODULES, Family, fram
 from bench.core.settings import Settings
 from bench.core.stacks import STACKS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: The one module allowed to list the families (and the frameworks they drive).
 REGISTRY = ROOT / "bench" / "core" / "families" / "__init__.py"
 FRAMEWORK_MODULES = ("torch", "tensorflow", "jax", "keras", "tf_keras", "flax", "optax", "torchvision")

@@ -15,9 +15,9 @@ from bench.core import request
 from bench.host import imagetag
 from bench.results.record import new_record, read_record, write_json_atomic
 from bench.run import plan, runner
-from tests.test_cloud_scripts import INSTALLABLE, RUN, VM
+from tests.project.test_cloud_scripts import INSTALLABLE, RUN, VM
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 
 

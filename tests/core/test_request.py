@@ -14,10 +14,10 @@ from bench import cli
 from bench.core import request
 from bench.core.request import Request
 from bench.host import cloud
-from tests.test_cloud_scripts import INSTALLABLE, RUN, VM
-from tests.test_identity import bench, fake_worker  # noqa: F401  (fixture)
+from tests.project.test_cloud_scripts import INSTALLABLE, RUN, VM
+from tests.run.test_identity import bench, fake_worker  # noqa: F401  (fixture)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 
 

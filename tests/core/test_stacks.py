@@ -11,7 +11,7 @@ from bench.host import stackfiles
 from bench.results.collect import collect
 from bench.results.record import result_path, write_json_atomic
 from bench.run.plan import expand
-from tests.test_tuning import paper_record
+from tests.run.test_tuning import paper_record
 
 ROOT = stackfiles.ROOT
 

@@ -28,7 +28,7 @@ from bench.results.report import correctness_flags
 
 pytestmark = pytest.mark.docker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKER = os.environ.get("DOCKER", "docker")
 COMPOSE = os.environ.get("COMPOSE", "docker-compose")
 BASE = os.environ.get("BENCH_BASE_IMAGE", "dlbench-base:bookworm")
@@ -176,7 +176,7 @@ def test_a_changed_layer_lock_rebuilds_only_the_images_that_install_it(make_args
 def check_sublayer_shared(variant: str, members: list) -> None:
     """The sublayer's members share a bottom filesystem layer beyond those that every image on their layer shares
     (diff ids). That the layer below stays one layer for all of them is
-    tests/test_stacks.py::test_no_argument_that_differs_between_stacks_on_a_layer_is_declared_above_its_step."""
+    tests/core/test_stacks.py::test_no_argument_that_differs_between_stacks_on_a_layer_is_declared_above_its_step."""
     ids = {s.id: rootfs(s.image(variant)) for s in stackfiles.layer_members(members[0].layer)}
     every = set(bottom_shared(list(ids.values())))
     assert set(bottom_shared([ids[s.id] for s in members])) - every, (variant, "sublayer not shared")

@@ -12,7 +12,7 @@ from bench.core.stacks import CONTAINER_ENV, DEFAULT_STACKS, STACKS
 from bench.host import cloud, imagetag, rounds
 from bench.host.__main__ import main as host_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_one_job_per_gpu_type_each_with_every_stack():
@@ -54,7 +54,7 @@ def test_the_skypilot_task_spec_validates_with_skypilots_own_parser():
     # wget, patch, openssh-server, python3-pip and fuse there, and nothing else).
     assert res.image_id is None and not res.extract_docker_image()
     assert task.setup == "bash cloud/setup.sh" and task.run == "bash cloud/run.sh /results-bucket"
-    assert "make bench-all" in (ROOT / "cloud" / "run.sh").read_text()  # tests/test_cloud_scripts.py runs both
+    assert "make bench-all" in (ROOT / "cloud" / "run.sh").read_text()  # tests/project/test_cloud_scripts.py runs both
 
 
 def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():

@@ -10,7 +10,7 @@ import pytest
 
 from bench.host import __main__ as front_door
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Every host tool; each was once its own module's entry point (bench/host/<tool>.py, bench/core/request.py).
 COMMANDS = ("doctor", "launch", "rounds", "stackfiles", "versions", "imagetag", "cloud", "request")
 

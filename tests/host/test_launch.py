@@ -7,7 +7,7 @@ import pytest
 
 from bench.host import cloud, launch, rounds
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STACKS = ["keras2-tf", "keras3-jax", "pytorch"]
 
 

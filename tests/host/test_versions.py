@@ -18,7 +18,7 @@ from bench.host import launch, rounds, stackfiles, versions
 from bench.results.record import Cell
 from bench.run import environment, worker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CANDIDATE = "keras3-jax--keras-3.14.1--keras-hub-0.29.1"
 # distribution/reference regexp.go: a repository path component, and compose-spec's service name pattern
 DOCKER_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SETUP, RUN = ROOT / "cloud" / "setup.sh", ROOT / "cloud" / "run.sh"
 BASH = shutil.which("bash")
 # The real tools the scripts may use beside the fakes; the PATH holds nothing else, so the host's own make,

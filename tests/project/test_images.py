@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILES = [ROOT / "images" / "Dockerfile", ROOT / "images" / "collector" / "Dockerfile"]
 
 

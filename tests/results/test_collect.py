@@ -55,7 +55,7 @@ def test_collect_with_nothing_valid_is_an_error(tmp_path):
 def test_report_of_the_committed_runs_prints_no_pandas_performance_warning(tmp_path):
     """A wide CSV read back and given more columns by the report's sections warned "DataFrame is highly fragmented"
     (pandas' PerformanceWarning) on every report before the reader consolidated it."""
-    root = Path(__file__).resolve().parent.parent / "results"
+    root = Path(__file__).resolve().parents[2] / "results"
     for run in ("cpu-smoke", "ledger-cpu"):
         out = subprocess.run([sys.executable, "-W", "always", "-m", "bench", "report", str(root / run), "-o",
                               str(tmp_path / run)], capture_output=True, text=True, timeout=300)

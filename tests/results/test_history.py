@@ -251,7 +251,7 @@ def test_make_collect_skips_the_history_with_history_off(setting, flag):
     """cloud/run.sh collects into the bucket with HISTORY=off (make bench-all passes it to make collect)."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     p = subprocess.run(["make", "-n", "--no-print-directory", "collect", f"PYTHON={sys.executable}", "DEVICE=cpu",
                         *setting], cwd=root, capture_output=True, text=True, timeout=60)
     line = next(x for x in p.stdout.splitlines() if "bench collect" in x)

@@ -12,7 +12,7 @@ from bench.results.record import FIELDS, RecordError, read_record, write_json_at
 from bench.results.repeats import AGGREGATED, DERIVED, aggregate
 from bench.results.schema import Env, Metrics, Telemetry, col, setting_col, spread_col
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_field_declares_help_unit_and_a_known_rule():

@@ -13,7 +13,7 @@ import pytest
 
 from bench.run import environment
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: A process that imports JAX alone (no Flax, which imports ``jax.extend`` itself), as keras3-jax's cells do.
 JAX_ONLY_CODE = """

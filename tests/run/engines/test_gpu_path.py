@@ -66,7 +66,7 @@ def test_torch_compile_on_gpu_needs_python_headers(tmp_path, monkeypatch):
 def test_energy_window_excludes_validation():
     """Epochs of 4 s of training at 200 W, each followed by 3 s of validation at 400 W: energy and the
     window cover the steady epochs' training steps only (2 x 4 s x 200 W), as the time metrics do."""
-    from tests.test_telemetry import FakeClock, make
+    from tests.run.telemetry.test_telemetry import FakeClock, make
 
     clock = FakeClock()
     tel = make(clock, watts=200.0)

@@ -16,7 +16,7 @@ from bench.run import flops
 from bench.run.engines.math_mode import tf32_math
 from tests.conftest import needs_torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_every_engine_defaults_to_each_frameworks_shipped_math_mode():

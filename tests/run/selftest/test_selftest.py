@@ -19,9 +19,9 @@ from bench.run.engines import frameworks, gemm, math_mode
 from bench.run.selftest import checks, run
 from bench.run.selftest import independent as ind
 from bench.run.telemetry import sampler
-from tests.test_telemetry import FakeNvml
+from tests.run.telemetry.test_telemetry import FakeNvml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 H100 = "NVIDIA H100 80GB HBM3"
 SMALL = checks.Load(gemm_n=8192, gemm_reps=30, step_n=8192, steps=12, math_n=64, energy_s=0.6, alloc_bytes=2**30,
                     warm_s=0.05)

@@ -730,7 +730,7 @@ def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
     code = ("import json; from bench.core.families.keras import KerasFitSettings; "
             "from bench.core.stacks import get_stack; "
             "from bench.run.engines.keras import fit as keras_fit; from bench.results.schema import to_json; "
-            "from tests.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
+            "from tests.run.workloads.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
             "for kw in ({}, {'jit_compile': False}):\n"
             "    s = to_json(keras_fit.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
             "KerasFitSettings(verbose=0, **kw)).settings)\n"

@@ -22,7 +22,7 @@ from bench.run.engines.keras import steps as ksteps
 from bench.run.workloads import SUITES, get_workload
 from tests.conftest import has
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 needs_hf = pytest.mark.skipif(not all(has(m) for m in ("torch", "transformers", "peft")),
                               reason="torch + transformers/peft not installed")
 needs_hub = pytest.mark.skipif(not all(has(m) for m in ("torch", "keras", "keras_hub", "keras_cv")),

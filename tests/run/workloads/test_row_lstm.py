@@ -26,8 +26,8 @@ from bench.core.settings import SettingsError
 from bench.run.workloads import get_workload
 from tests.conftest import needs_keras_torch
 
-ROOT = Path(__file__).resolve().parents[1]
-PARAMS = 199_434  # examples/mnist_hierarchical_rnn.py@2.0.8's model (tests/test_workloads.py PUBLISHED)
+ROOT = Path(__file__).resolve().parents[3]
+PARAMS = 199_434  # examples/mnist_hierarchical_rnn.py@2.0.8's model (tests/run/workloads/test_workloads.py PUBLISHED)
 
 #: Builds both forms in one process (Keras' backend is per process), copies the weights of one into the other, and
 #: prints their parameter counts, outputs on 3 images, every LSTM call (layer name, sequences) and row_lstm_form.
