@@ -17,9 +17,8 @@ from bench.core.families.jax import JaxFitSettings
 from bench.core.families.torch import TorchFitSettings
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.run.workloads import WORKLOADS, Workload, get_workload
-from tests.conftest import has, needs_keras_torch, needs_torch
+from tests.conftest import has, needs_torch
 from tests.run.workloads.test_classic_pipelines import GRADS, P0, reference, rmsprop_208, with_decay
-from tests.run.workloads.test_workloads import PUBLISHED, meta
 
 needs_flax = pytest.mark.skipif(not (has("flax") and has("optax")), reason="flax and optax not installed")
 FLAX_WORKLOADS = ["mnist_mlp", "mnist_cnn", "mnist_cnn_tuning"]
@@ -99,30 +98,6 @@ def test_the_tuning_grid_has_a_jax_block_of_valid_variants():
 
 
 # ---- models and optimizers (Flax, optax) -------------------------------------------------------------------
-
-@needs_flax
-@needs_keras_torch
-@pytest.mark.framework
-@pytest.mark.parametrize("name", FLAX_WORKLOADS)
-def test_flax_parameter_counts_equal_keras_and_torch(name, monkeypatch):
-    """The Flax NNX build has the Keras and PyTorch builds' count (the declared, published one), and its logits
-    have the Keras model's output shape for the Keras layout's input."""
-    monkeypatch.setenv("KERAS_BACKEND", "torch")
-    import jax
-    import keras
-    from flax import nnx
-
-    from bench.run.engines.jax.fit import param_count
-    from bench.run.engines.torch.fit import effective_param_count
-
-    w = get_workload(name)
-    model = w.build_flax(meta(name), nnx.Rngs(params=0, dropout=1))
-    flax_params = param_count(jax, nnx.state(model, nnx.Param))
-    kmodel = w.build_keras(keras, meta(name))
-    assert flax_params == kmodel.count_params() == effective_param_count(w.build_torch(meta(name))) == PUBLISHED[name]
-    x = np.zeros((2, *kmodel.input_shape[1:]), np.float32)
-    assert model(x).shape == (2, meta(name)["num_classes"])
-
 
 def test_every_workload_with_a_flax_model_declares_it_as_the_last_field():
     assert dataclasses.fields(Workload)[-1].name == "build_flax"

@@ -22,6 +22,7 @@ from bench.run import datasets
 from bench.run.datasets import Dataset
 from bench.run.workloads import get_workload
 from tests.conftest import needs_keras_torch, needs_torch
+from tests.contract.grid import FIT_WORKLOADS
 
 # ---- optimizers: Keras 2.0.8's update rules (keras/optimizers.py@2.0.8), transcribed --------------------------
 
@@ -143,8 +144,7 @@ def test_keras_optimizer_rule_against_keras_208(name, decay):
 
 
 @needs_keras_torch
-@pytest.mark.parametrize("name", ["mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn",
-                                  "mnist_cnn_tuning"])
+@pytest.mark.parametrize("name", FIT_WORKLOADS)
 def test_engines_build_the_workloads_optimizer_and_record_it(name):
     """What both engines build, read back from the optimizer objects (the record's settings.optimizer), is the
     workload's ``OptimizerSpec`` (pinned to the sources in test_workloads.py)."""

@@ -1,6 +1,7 @@
 """The Flax NNX twins of mnist_hierarchical_rnn, cifar10_cnn and babi_rnn (bench/run/workloads/flax_models.py):
-Keras' parameter count, Keras' outputs with Keras' weights, Keras 2.0.8's LSTM step and initialisation, finite logits
-of the right shape, dropout switched by train()/eval(), and learning under nnx.jit with optax."""
+Keras' outputs with Keras' weights, Keras 2.0.8's LSTM step and initialisation, finite logits of the right shape,
+dropout switched by train()/eval(), and learning under nnx.jit with optax (their parameter counts:
+tests/contract/test_parity.py)."""
 
 import importlib.util
 
@@ -39,13 +40,6 @@ def batch(name, n, seed=0):
     return ds.x_train, ds.y_train, ds.meta
 
 
-def flax_param_count(model):
-    import jax
-    from flax import nnx
-
-    return sum(int(p.size) for p in jax.tree.leaves(nnx.state(model, nnx.Param)))
-
-
 def test_importing_the_builders_imports_no_framework():
     """The registry (and this module) import no framework: builders import Flax inside."""
     import subprocess
@@ -55,22 +49,6 @@ def test_importing_the_builders_imports_no_framework():
             "bad = [m for m in ('jax', 'flax', 'optax', 'torch', 'keras', 'tensorflow') if m in sys.modules]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-@needs_keras_torch
-@pytest.mark.parametrize("name", NAMES)
-def test_parameter_count_is_keras_and_torch(name, monkeypatch):
-    """Flax's count equals ``Workload.params``, Keras' ``count_params`` and PyTorch's (an LSTM's bias counted once)."""
-    monkeypatch.setenv("KERAS_BACKEND", "torch")
-    import keras
-
-    from bench.run.engines.torch.fit import effective_param_count
-
-    w = get_workload(name)
-    meta = datasets.SYNTHETIC[w.dataset]["meta"]
-    flax_params = flax_param_count(build(name))
-    assert flax_params == w.build_keras(keras, meta).count_params() == effective_param_count(w.build_torch(meta))
-    assert flax_params == w.params
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,13 +1,13 @@
-"""Same architecture on every stack: equal parameter counts, Keras and PyTorch, for every workload; and each classic
-default pinned to its source (keras-team/keras ``examples/*.py@2.0.8``, ``keras/optimizers.py@2.0.8``)."""
+"""Each workload's declared parameter count is the published one (every family's build is held to it in
+tests/contract/test_parity.py), and each classic default pinned to its source (keras-team/keras
+``examples/*.py@2.0.8``, ``keras/optimizers.py@2.0.8``)."""
 
 import pytest
 
 from bench.run import datasets
-from bench.run.workloads import SUITES, WORKLOADS, Workload, get_workload
+from bench.run.workloads import SUITES, WORKLOADS, get_workload
 from tests.conftest import needs_keras_torch, needs_torch
-
-FIT_WORKLOADS = [n for n, w in WORKLOADS.items() if isinstance(w, Workload)]
+from tests.contract.grid import FIT_WORKLOADS
 
 #: Parameter counts: the Keras 2.0.8 examples' (model.summary() of examples/<name>.py@2.0.8; babi_rnn with qa2's
 #: 35-word vocabulary plus padding, vocab_size 36) and our reconstruction of the tuning study's CNN.
@@ -30,7 +30,7 @@ def test_registry():
 
 
 def test_declared_parameter_counts_are_the_published_ones():
-    """``bench list`` shows ``Workload.params``; the builds are checked against it below."""
+    """``bench list`` shows ``Workload.params``; every family's build is checked against it in tests/contract."""
     assert {n: WORKLOADS[n].params for n in FIT_WORKLOADS} == PUBLISHED
 
 
@@ -54,36 +54,6 @@ def test_mnist_cnn_smoke_cells_stay_cheap():
     (Adadelta's first updates are small: 16 steps let the loss fall in 2 epochs on every stack)."""
     w = get_workload("mnist_cnn")
     assert (w.samples["smoke"], w.batch_for("smoke"), w.epochs["smoke"]) == (128, 8, 2)
-
-
-@needs_torch
-@pytest.mark.parametrize("name", FIT_WORKLOADS)
-def test_torch_forward_shapes(name):
-    import torch
-
-    w = get_workload(name)
-    ds = datasets.synthetic(w.dataset, 3, 2, "test")
-    ds = w.prepare(ds) if w.prepare else ds
-    from bench.run.engines.torch.data import to_tensors
-
-    model = w.build_torch(ds.meta)
-    out = model(*to_tensors(torch, ds.x_train, w.torch_layout, torch.device("cpu")))
-    assert tuple(out.shape) == (3, ds.meta["num_classes"])
-
-
-@needs_keras_torch
-@pytest.mark.parametrize("name", FIT_WORKLOADS)
-def test_equal_parameter_counts_keras_and_torch(name, monkeypatch):
-    """Both builds have the declared count (``Workload.params``), so ``bench list`` tells the truth."""
-    monkeypatch.setenv("KERAS_BACKEND", "torch")
-    import keras
-
-    from bench.run.engines.torch.fit import effective_param_count
-
-    w = get_workload(name)
-    keras_params = w.build_keras(keras, meta(name)).count_params()
-    torch_params = effective_param_count(w.build_torch(meta(name)))
-    assert keras_params == torch_params == w.params == PUBLISHED[name]
 
 
 @needs_keras_torch
