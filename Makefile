@@ -275,7 +275,7 @@ fidelity-%:
 
 # The unit tests and the image builds (both flavors) run as parallel jobs (builds wait on the network and the
 # disk as much as on the CPU); the end-to-end cells then run alone, one at a time, with every build a cache hit.
-E2E := $(PYTHON) -m pytest -m docker -q -s --durations=0 tests/test_e2e_docker.py
+E2E := $(PYTHON) -m pytest -m docker -q -s --durations=0 tests/e2e/test_e2e_docker.py
 
 test: lint ## Lint; unit tests beside the image builds; then the Docker end-to-end test
 	$(MAKE) -j2 --output-sync=target test-unit e2e-images

@@ -100,7 +100,7 @@ CONTAINER_ENV: tuple[ContainerVar, ...] = (
 #: for these compute capabilities, and PTX for ``ptx``. Its ``build_info.py`` says ``sm_60 sm_70 sm_80 sm_89
 #: compute_90``: in TensorFlow's build, ``compute_90`` means SASS *and* PTX for 9.0. So H100/H200 (9.0) run
 #: TensorFlow's own kernels from machine code; only a GPU past 9.0 JIT-compiles the 9.0 PTX.
-#: ``tests/test_doctor.py::test_tf_fatbin_archs_are_the_installed_wheels`` re-reads them from the installed wheel.
+#: ``tests/host/test_doctor.py::test_tf_fatbin_archs_are_the_installed_wheels`` re-reads them from the installed wheel.
 TF_FATBIN_ARCHS: dict[str, tuple[int, ...]] = {"sass": (60, 70, 80, 89, 90), "ptx": (90,)}
 
 #: The folders every bench container mounts (compose: a host folder and named volumes; the Kubernetes Job: its

@@ -14,7 +14,7 @@ layering (docs/layout.md), both named by its one ``Family`` line in ``FAMILIES``
 Every list keyed by family derives from ``FAMILIES``: the knobs' lists (``bench.core.knobs``), the engine modules
 and the workload builder each trains (``bench.run.engines``), the frameworks the harness drives and their adapters
 (``FRAMEWORKS``, ``bench.run.engines.frameworks``), the free-running loops (``bench.run.fidelity``).
-``tests/test_families.py`` fails when another module spells a list of family names.
+``tests/core/test_families.py`` fails when another module spells a list of family names.
 """
 
 from __future__ import annotations

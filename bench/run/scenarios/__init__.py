@@ -5,7 +5,7 @@ variants) and which plan inputs apply to it, the worker's body for one of its ce
 input check, and the settings kind its knobs are checked against. ``epochs.py`` fits a model on a dataset for some
 epochs (the ``classic`` and ``tuning`` suites, ``Workload``); ``steps.py`` times steps on random inputs of the
 published shapes (the ``paper`` suite, ``StepWorkload``). ``scenario_of`` is the one place that tells them apart;
-no module outside this package asks which kind of workload it holds (``tests/test_scenarios.py`` checks).
+no module outside this package asks which kind of workload it holds (``tests/run/scenarios/test_scenarios.py`` checks).
 """
 
 from __future__ import annotations

@@ -1,0 +1,145 @@
+"""One request: every input of bench run/sweep declared once with its default (bench.core.request), the CLI options
+generated from it, and the host side (Makefile, SkyPilot task, Kubernetes Job) passing on only what the user set."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+import yaml
+
+from bench.cli import running
+from bench.core import request
+from bench.core.request import Request
+from bench.host import cloud
+from tests.project.test_cloud_scripts import INSTALLABLE, RUN, VM
+from tests.run.test_identity import bench, fake_worker  # noqa: F401  (fixture)
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+
+
+@pytest.mark.parametrize("command, cmd", [("run", running.run_cmd), ("sweep", running.sweep_cmd)])
+def test_every_option_of_run_and_sweep_is_a_request_field_with_its_default(command, cmd):
+    params = {p.name: p for p in cmd.params if isinstance(p, click.Option)}
+    fields = {f.name: f for f in Request.options(command)}
+    assert set(params) == set(fields)
+    for name, f in fields.items():
+        if not f.metadata["multiple"]:  # a repeatable option's default is click's "unset": the empty tuple
+            assert params[name].default == f.default, name
+        assert params[name].envvar == f.metadata["env"] and params[name].help == f.metadata["help"], name
+
+
+def test_existing_flags_and_environment_variables_keep_working():
+    flags = {o for p in running.run_cmd.params for o in p.opts}
+    assert {"--stack", "--out", "--timeout", "--cooldown", "--set", "--compile", "--no-augment", "--round",
+            "--batch-size", "--seq-len", "--telemetry-samples"} <= flags
+    envs = {p.envvar for p in running.run_cmd.params}
+    assert {"BENCH_STACK", "BENCH_DEVICE", "BENCH_REPEATS", "BENCH_SYNC", "BENCH_SET", "BENCH_DATA",
+            "BENCH_COOLDOWN"} <= envs
+
+
+def test_bench_set_from_the_environment_names_the_variant(tmp_path, fake_worker, monkeypatch, capsys):  # noqa: F811
+    monkeypatch.setenv("BENCH_SET", "tf32=off")
+    monkeypatch.setenv("BENCH_REPEATS", "2")
+    out = tmp_path / "run"
+    assert bench("run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu", "--out", str(out)) == 0
+    [rec] = [json.loads(p.read_text()) for p in (out / "pytorch").glob("*.json")]
+    assert rec["cell_id"] == "pytorch__classic__mnist_mlp__fit__smoke__tf32=off" and rec["repeats"]["n"] == 2
+
+
+def helper(*args: str) -> str:
+    p = subprocess.run([PY, "-m", "bench.host", "request", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+def test_the_host_reads_each_default_from_the_request():
+    assert helper("default", "repeats", "--device", "gpu") == str(request.REPEATS["gpu"]) == "3"
+    assert helper("default", "repeats", "--device", "cpu") == "1"
+    assert helper("default", "size", "--device", "gpu") == "full"
+    assert helper("default", "suite") == Request().suite == "classic"
+    assert helper("default", "seed") == "1"
+    assert helper("default", "timeout_s", "--size", "full") == "3600"
+    p = subprocess.run([PY, "-m", "bench.host", "request", "default", "repeats"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and "depends on the device" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_makefile_variables_pass_through_as_bench_run_arguments():
+    assert request.run_args({"SET": "tf32=off jit_compile=true", "BATCH_SIZE": "64", "NO_AUGMENT": "1",
+                             "SYNC": ""}) == ["--batch-size", "64", "--set", "tf32=off", "--set", "jit_compile=true",
+                                              "--no-augment"]
+    assert helper("args", "TIMEOUT=30", "WORKLOADS=mnist_mlp mnist_cnn") == \
+        "--workload mnist_mlp --workload mnist_cnn --timeout 30"
+    with pytest.raises(ValueError, match="not a pass-through input"):
+        request.run_args({"DEVICE": "gpu"})  # the Makefile resolves the device itself
+
+
+def make_n(*args: str) -> str:
+    p = subprocess.run(["make", "-n", "--no-print-directory", *args, f"PYTHON={PY}"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return " ".join(p.stdout.split())
+
+
+def test_make_passes_only_what_the_user_set_and_the_rest_from_the_request():
+    bare = make_n("bench-pytorch", "DEVICE=cpu")
+    assert "--suite classic --size smoke --device cpu" in bare
+    for flag in ("--timeout", "--set", "--sync", "--data", "--batch-size", "--repeats"):
+        assert flag not in bare
+    set_ = make_n("bench-pytorch", "DEVICE=cpu", "BATCH_SIZE=64", "EPOCHS=5", "SET=tf32=off", "DATA=synthetic")
+    assert "--batch-size 64 --epochs 5 --data synthetic --set tf32=off" in set_
+    rounds = make_n("bench-pytorch", "DEVICE=cpu", "ROUND=1")
+    assert f"--repeats {request.REPEATS['cpu']} --seed {request.DEFAULT_SEED}" in rounds
+
+
+def test_the_cloud_passes_the_users_inputs_to_the_vm_and_the_job():
+    [cmd] = cloud.launch_commands("classic", ["H100"], ["pytorch"], "full", 3, "b", "r",
+                                  inputs={"SET": "tf32=off", "BATCH_SIZE": "64", "SYNC": ""})
+    envs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--env"]
+    assert "SET=tf32=off" in envs and "BATCH_SIZE=64" in envs and "PASS_VARS=SET BATCH_SIZE" in envs
+    assert not any(e.startswith("SYNC=") for e in envs)
+    with pytest.raises(ValueError, match="not a pass-through input"):
+        cloud.launch_commands("classic", ["H100"], ["pytorch"], "full", 3, "b", "r", inputs={"PATH": "/x"})
+    job = cloud.k8s_job("classic", ["pytorch"], "ghcr.io/o/dlbench", "NVIDIA-H100-80GB-HBM3",
+                        inputs={"SET": "tf32=off", "EPOCHS": "5"})
+    [init] = job["spec"]["template"]["spec"]["initContainers"][:1]
+    assert init["args"][-4:] == ["--epochs", "5", "--set", "tf32=off"]
+    assert "--size" in init["args"] and init["args"][init["args"].index("--size") + 1] == "full"
+    assert len(job["spec"]["template"]["spec"]["initContainers"]) == request.REPEATS["gpu"]
+
+
+def test_make_cloud_passes_the_users_inputs():
+    out = make_n("cloud", "GPUS=H100", "BUCKET=b", "CLOUD_RUN=r", "DRY_RUN=1", "SET=tf32=off", "BATCH_SIZE=64")
+    assert "--input 'BATCH_SIZE=64' --input 'SET=tf32=off'" in out
+
+
+def test_the_task_spec_restates_no_default():
+    envs = yaml.safe_load((ROOT / cloud.TASK_YAML).read_text())["envs"]
+    assert all(envs[k] == "" for k in ("SUITE", "STACKS", "SIZE", "REPEATS", "SEED", "PASS_VARS"))
+
+
+def test_run_sh_hands_make_only_the_set_inputs(tmp_path):
+    vm = VM(tmp_path, installed=tuple(INSTALLABLE), state=("docker-group",))
+    p = vm.run(RUN, str(tmp_path / "bucket"), RUN_NAME="r", SUITE="paper", SIZE="", PASS_VARS="SET BATCH_SIZE",
+               SET="tf32=off jit_compile=true", BATCH_SIZE="64")
+    assert p.returncode == 0, p.stderr
+    [bench_all] = [c for c in vm.calls() if c.startswith("make bench-all")]
+    assert bench_all.startswith("make bench-all DEVICE=gpu SUITE=paper SET=tf32=off jit_compile=true BATCH_SIZE=64 "
+                                "RESULTS_DIR=")
+    assert not any(w.startswith(("SIZE=", "REPEATS=", "STACKS=", "SEED=")) for w in bench_all.split())
+    bad = vm.run(RUN, str(tmp_path / "bucket"), RUN_NAME="r", PASS_VARS="X;rm")
+    assert bad.returncode == 2 and "not a variable name" in bad.stderr
+
+
+def test_request_is_frozen_and_standard_library_only():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Request().suite = "paper"  # type: ignore[misc]
+    code = ("import sys, bench.core.request; bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('click', 'torch', 'numpy', 'yaml') or (m.startswith('bench.') and not m.startswith('bench.core'))]; "
+            "print(bad); sys.exit(bool(bad))")
+    assert subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, timeout=60).returncode == 0

@@ -1,0 +1,231 @@
+"""Cloud and Kubernetes runs, offline: the sky commands, the task spec, the Kubernetes Job, collecting."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.core.stacks import CONTAINER_ENV, DEFAULT_STACKS, STACKS
+from bench.host import cloud, imagetag, rounds
+from bench.host.__main__ import main as host_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_one_job_per_gpu_type_each_with_every_stack():
+    cmds = cloud.launch_commands("paper", ["A100", "H100:1"], DEFAULT_STACKS, "full", 3, "bkt", "run1", spot=True)
+    assert len(cmds) == 2
+    for cmd, accel in zip(cmds, ("A100:1", "H100:1"), strict=True):
+        assert cmd[:4] == ["sky", "jobs", "launch", cloud.TASK_YAML] and cmd[cmd.index("--gpus") + 1] == accel
+        assert "--use-spot" in cmd and f"STACKS={' '.join(DEFAULT_STACKS)}" in cmd  # never split by stack
+        assert "BUCKET=bkt" in cmd and "RUN_NAME=run1" in cmd and "REPEATS=3" in cmd
+    for bad in (lambda: cloud.launch_commands("paper", [], DEFAULT_STACKS, "full", 3, "b", "r"),
+                lambda: cloud.launch_commands("paper", ["H100"], ["mxnet"], "full", 3, "b", "r"),
+                lambda: cloud.launch_commands("paper", ["H100"], DEFAULT_STACKS, "full", 3, "", "r")):
+        with pytest.raises(ValueError):
+            bad()
+
+
+def test_make_cloud_dry_run_prints_the_exact_commands():
+    p = subprocess.run(["make", "-s", "cloud", "SUITE=paper", "GPUS=A100 H100", "BUCKET=my-bucket",
+                        "CLOUD_RUN=paper-1", "DRY_RUN=1", f"PYTHON={sys.executable}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("sky ")]
+    assert lines == [" ".join(__import__("shlex").quote(a) for a in c) for c in cloud.launch_commands(
+        "paper", ["A100", "H100"], DEFAULT_STACKS, "full", 3, "my-bucket", "paper-1")]
+    p = subprocess.run(["make", "-s", "cloud", "SUITE=paper", "DRY_RUN=1", f"PYTHON={sys.executable}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "GPU type" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_skypilot_task_spec_validates_with_skypilots_own_parser():
+    sky = pytest.importorskip("sky")
+    spec = yaml.safe_load((ROOT / cloud.TASK_YAML).read_text())
+    task = sky.Task.from_yaml_config(spec, env_overrides=[("BUCKET", "dlbench-test"), ("SUITE", "paper")])
+    assert task.envs["SUITE"] == "paper"
+    (res,) = task.resources
+    assert res.accelerators == {"H100": 1} and res.disk_size == 256
+    # On the VM itself: an `image_id: docker:...` would run setup and run inside that container, which has no
+    # Docker daemon for make and compose (skypilot 0.14.1 sky/provision/docker_utils.py installs rsync, curl,
+    # wget, patch, openssh-server, python3-pip and fuse there, and nothing else).
+    assert res.image_id is None and not res.extract_docker_image()
+    assert task.setup == "bash cloud/setup.sh" and task.run == "bash cloud/run.sh /results-bucket"
+    assert "make bench-all" in (ROOT / "cloud" / "run.sh").read_text()  # tests/project/test_cloud_scripts.py runs both
+
+
+def test_the_kubernetes_job_runs_every_stack_in_rounds_on_one_gpu():
+    job = cloud.k8s_job("classic", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-H100-80GB-HBM3", repeats=2)
+    pod = job["spec"]["template"]["spec"]
+    names = [c["name"] for c in pod["initContainers"]]
+    assert names == [f"r{r}-{s}" for r in (1, 2) for s in rounds.order(DEFAULT_STACKS, 1, r)]
+    assert all(c["resources"]["limits"]["nvidia.com/gpu"] == 1 for c in pod["initContainers"])
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in pod["volumes"]
+    assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "dlbench-results"
+    first = pod["initContainers"][0]
+    stack = first["name"].split("-", 1)[1]
+    assert first["image"] == f"ghcr.io/o/dlbench/{stack}:{imagetag.tag(stack, 'gpu')}"  # as make push tags it
+    assert first["args"][first["args"].index("--round") + 1] == "1"
+    assert pod["containers"][0]["image"] == f"ghcr.io/o/dlbench/collector:{imagetag.tag('collector', 'latest')}"
+    with pytest.raises(ValueError):
+        cloud.k8s_job("classic", DEFAULT_STACKS, "", "NVIDIA-H100-80GB-HBM3")
+
+
+#: The Job's value of each variable compose takes from the host (``${NAME:-default}``) where it is not compose's
+#: default: what make exports on a GPU host (docs/cloud.md).
+JOB_FROM_HOST = {"BENCH_DEVICE": "gpu"}
+
+
+def test_the_kubernetes_job_gives_every_bench_container_composes_environment_and_folders():
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    pod = cloud.k8s_job("paper", list(STACKS), "ghcr.io/o/dlbench", "NVIDIA-A100-SXM4-40GB", repeats=1)
+    pod = pod["spec"]["template"]["spec"]
+    assert len(pod["initContainers"]) == len(STACKS)
+    for c in pod["initContainers"]:
+        stack = STACKS[c["name"].split("-", 1)[1]]
+        service = compose["services"][stack.service]  # x-bench merged in
+        want, got = service["environment"], {e["name"]: e["value"] for e in c["env"]}
+        # the stack's own variables are its image's (compose gets them from the image, the Job sets them too)
+        assert set(got) == set(want) | set(stack.env), stack.id
+        assert all(got[k] == stack.build_args()[k] for k in stack.env)
+        for key, value in want.items():
+            host = re.fullmatch(r"\$\{(\w+):-(.*)\}", value)
+            if host:
+                assert host.group(1) == key and got[key] == JOB_FROM_HOST.get(key, host.group(2)), key
+            else:
+                assert got[key] == value, key
+        paths = {m["mountPath"] for m in c["volumeMounts"]}
+        assert paths == {v.rsplit(":", 1)[1] for v in service["volumes"]} | {"/dev/shm"}, stack.id
+        assert service["ipc"] == "host"  # compose shares the host's /dev/shm; the Job mounts memory there
+    kinds = {v["name"]: v for v in pod["volumes"]}
+    assert kinds["results"]["persistentVolumeClaim"] == {"claimName": "dlbench-results"}
+    assert kinds["datasets"] == {"name": "datasets", "emptyDir": {}} and "emptyDir" in kinds["cuda-cache"]
+    assert kinds["shm"]["emptyDir"]["medium"] == "Memory"
+
+
+def test_the_container_environment_gives_jax_95_percent_of_the_gpu_through_the_pinned_jaxlib(monkeypatch):
+    """jaxlib 0.10.2 builds the CUDA plugin's allocator options from the environment (pure Python, run here on the
+    CPU); XLA's BFC pool is total memory x memory_fraction, 0.75 when the option is absent, preallocated or not."""
+    xla_client = pytest.importorskip("jaxlib.xla_client")
+    for var in ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_PREALLOCATE",
+                "XLA_PYTHON_CLIENT_ALLOCATOR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    assert "memory_fraction" not in xla_client.generate_pjrt_gpu_plugin_options()  # XLA's default cap: 0.75
+    for var in CONTAINER_ENV:
+        monkeypatch.setenv(var.name, var.job)
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE")  # the container sets none: the source's allocator
+    options = xla_client.generate_pjrt_gpu_plugin_options()
+    # BFC with XLA's own preallocation default (jaxlib 0.10.2 passes "preallocate" only when the variable is set)
+    assert options["allocator"] == "default" and "preallocate" not in options
+    assert options["memory_fraction"] == pytest.approx(0.95)
+
+
+def test_the_kubernetes_job_validates_against_the_kubernetes_schema():
+    kv = pytest.importorskip("kubernetes_validate")
+    job = cloud.k8s_job("paper", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-A100-SXM4-80GB")
+    kv.validate(job, "1.30", strict=True)
+
+
+def test_collect_copies_a_folder_and_names_the_bucket_tools(tmp_path):
+    assert cloud.collect_from("s3://b/run", tmp_path) == ["aws", "s3", "sync", "s3://b/run", str(tmp_path)]
+    assert cloud.collect_from("gs://b/run", tmp_path)[:3] == ["gcloud", "storage", "rsync"]
+    with pytest.raises(ValueError):
+        cloud.collect_from("ftp://x", tmp_path)
+    src = tmp_path / "bucket" / "run1" / "NVIDIA-H100" / "runs"
+    src.mkdir(parents=True)
+    (src / "a.json").write_text("{}")
+    host_cli(["cloud", "collect", "--source", str(tmp_path / "bucket" / "run1"), "--dest", str(tmp_path / "home")])
+    assert (tmp_path / "home" / "NVIDIA-H100" / "runs" / "a.json").exists()
+
+
+def fake_docker(tmp_path, pullable=()):
+    """A docker that logs its calls, prints a digest for inspect, and can pull only ``pullable`` names."""
+    log = tmp_path / "docker.log"
+    fake = tmp_path / "docker"
+    fake.write_text(f"""#!/bin/sh
+echo "$@" >> {log}
+case "$1" in
+  image) echo "${{5%%:*}}@sha256:0123";;
+  pull) case "$3" in {"|".join(f"*/{p}:*" for p in pullable) or "nothing"}) exit 0;; *) exit 1;; esac;;
+esac
+""")
+    fake.chmod(0o755)
+    return fake, log
+
+
+def make(*args):
+    return subprocess.run(["make", "-s", *args, f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_make_push_tags_every_built_image_by_its_inputs_and_records_its_digest(tmp_path):
+    fake, log = fake_docker(tmp_path)
+    p = make("push", "REGISTRY=ghcr.io/o/dlbench", "FLAVOR=cpu", f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
+    assert p.returncode == 0, p.stderr
+    from bench.core.stacks import STACKS
+
+    cpu = [s.id for s in STACKS.values() if "cpu" in s.flavors and s.base is None]  # version stacks: not pushed
+    calls = log.read_text().splitlines()
+    assert f"tag dlbench/{cpu[0]}:cpu ghcr.io/o/dlbench/{cpu[0]}:{imagetag.tag(cpu[0], 'cpu')}" in calls
+    assert f"push ghcr.io/o/dlbench/collector:{imagetag.tag('collector', 'latest')}" in calls
+    digests = (tmp_path / "images" / "cpu.txt").read_text().split()
+    assert digests == [f"ghcr.io/o/dlbench/{s}@sha256:0123" for s in [*cpu, "collector"]]
+    p = make("push")
+    assert p.returncode == 2 and "usage: make push REGISTRY=" in p.stderr
+
+
+def test_images_pulls_what_the_registry_has_and_builds_the_rest(tmp_path):
+    fake, log = fake_docker(tmp_path, pullable=("keras3-jax", "collector"))
+    p = make("images", "REGISTRY=reg/x", "STACKS=keras3-jax pytorch", "FLAVOR=cpu", "DEVICE=cpu",
+             f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
+    assert p.returncode == 0, p.stderr
+    calls = log.read_text().splitlines()
+    jax = f"reg/x/keras3-jax:{imagetag.tag('keras3-jax', 'cpu')}"
+    assert f"tag {jax} dlbench/keras3-jax:cpu" in calls and f"keras3-jax: pulled {jax}" in p.stdout
+    assert any(c.startswith("build ") and "STACK=pytorch" in c for c in calls)  # not in the registry: built
+    assert not any(c.startswith("build ") and "STACK=keras3-jax" in c for c in calls)
+
+
+def test_an_image_tag_changes_with_any_input_and_only_then(tmp_path):
+    import shutil
+
+    for rel in ("images", "bench", "pyproject.toml"):
+        src = ROOT / rel
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / rel)
+    before = imagetag.tag("pytorch", "gpu", tmp_path)
+    assert before == imagetag.tag("pytorch", "gpu", ROOT) and before.startswith("gpu-")
+    lock = tmp_path / "images" / "pytorch" / "requirements-gpu.lock"
+    lock.write_text(lock.read_text() + "\n# changed\n")
+    assert imagetag.tag("pytorch", "gpu", tmp_path) != before
+    assert imagetag.tag("keras3-jax", "gpu", tmp_path) == imagetag.tag("keras3-jax", "gpu", ROOT)  # not its lock
+    # a shared layer's lock is an input of its stacks' images only
+    jax, cu12 = imagetag.tag("keras3-jax", "gpu", tmp_path), imagetag.tag("pytorch-cu12", "gpu", tmp_path)
+    layer = tmp_path / "images" / "layers" / "tensorflow-gpu.lock"
+    layer.write_text(layer.read_text() + "\n# changed\n")
+    assert imagetag.tag("keras3-jax", "gpu", tmp_path) != jax and imagetag.tag("pytorch-cu12", "gpu", tmp_path) == cu12
+    # a sublayer's lock is an input of its stacks' images, not of the other stacks on its layer
+    jax, tf = imagetag.tag("jax", "cpu", tmp_path), imagetag.tag("keras3-tf", "cpu", tmp_path)
+    sub = tmp_path / "images" / "layers" / "jax-cpu.lock"
+    sub.write_text(sub.read_text() + "\n# changed\n")
+    assert imagetag.tag("jax", "cpu", tmp_path) != jax and imagetag.tag("keras3-tf", "cpu", tmp_path) == tf
+    with pytest.raises(FileNotFoundError):
+        imagetag.tag("pytorch-cu12", "cpu")
+
+
+def test_a_failed_cell_does_not_end_the_kubernetes_job():
+    """The audit: under restartPolicy Never a failing init container fails the pod, and `bench run` exits 1 whenever a
+    cell did not succeed, so one failed cell ended the comparison (no later stack, round or collector). Each init
+    container now goes on past status 1 (its records say what failed), and still fails on 2 (bad input) or worse."""
+    import subprocess
+
+    job = cloud.k8s_job("classic", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-H100-80GB-HBM3")
+    for c in job["spec"]["template"]["spec"]["initContainers"]:
+        assert c["command"] == cloud.KEEP_GOING and c["args"][:2] == ["bench", "run"]
+    for status, expected in ((0, 0), (1, 0), (2, 2), (139, 139)):  # the container's command + args, run by sh
+        p = subprocess.run([*cloud.KEEP_GOING, "sh", "-c", f"exit {status}"])
+        assert p.returncode == expected, status

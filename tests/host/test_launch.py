@@ -1,0 +1,52 @@
+"""The one host-side loop of rounds x stacks (bench.host.launch) and its launchers: compose runs it on this host,
+the Kubernetes Job writes it as init containers, in the same order with the same round arguments."""
+
+from pathlib import Path
+
+import pytest
+
+from bench.host import cloud, launch, rounds
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS = ["keras2-tf", "keras3-jax", "pytorch"]
+
+
+def test_the_plan_is_every_stack_once_per_round_in_each_rounds_shuffled_order():
+    steps = launch.plan(STACKS, 3, seed=7)
+    assert [s.stack for s in steps] == [x for r in (1, 2, 3) for x in rounds.order(STACKS, 7, r)]
+    assert [s.round for s in steps] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert steps[4].bench_args(STACKS) == ["--round", "2", "--repeats", "3", "--seed", "7", "--round-stacks",
+                                           "keras2-tf keras3-jax pytorch"]
+    with pytest.raises(ValueError):
+        launch.plan(STACKS, 0)
+    with pytest.raises(ValueError):
+        launch.plan([], 1)
+
+
+def test_compose_runs_each_step_through_make_and_goes_on_past_a_failed_stack(capsys):
+    ran = []
+
+    def run(cmd):
+        ran.append(cmd)
+        return 1 if cmd[2] == "bench-keras3-jax" else 0
+
+    failed = launch.Compose("make", run, read_idle=lambda: None).launch(launch.plan(STACKS, 2, seed=1), STACKS)
+    assert [c[2:] for c in ran] == [[f"bench-{s.stack}", f"ROUND={s.round}"] for s in launch.plan(STACKS, 2, 1)]
+    assert failed == ["keras3-jax(round 1)", "keras3-jax(round 2)"]
+    assert capsys.readouterr().out.count("== round") == 2
+
+
+def test_the_kubernetes_job_runs_the_same_plan_as_compose():
+    job = cloud.k8s_job("classic", STACKS, "ghcr.io/x/dlbench", "NVIDIA-A100-SXM4-80GB", repeats=2, seed=5)
+    init = job["spec"]["template"]["spec"]["initContainers"]
+    steps = launch.plan(STACKS, 2, seed=5)
+    assert [c["name"] for c in init] == [f"r{s.round}-{s.stack}" for s in steps]
+    for c, s in zip(init, steps, strict=True):
+        assert c["args"][-8:] == s.bench_args(STACKS)
+
+
+def test_make_bench_all_uses_the_launcher_not_a_loop_of_its_own():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\nbench-all:", 1)[1].split("\n\n", 1)[0]
+    assert "$(HOST_CLI) launch compose" in recipe and "for r in" not in recipe
+    assert "\nHOST_CLI := $(PYTHON) -m bench.host\n" in makefile

@@ -1,0 +1,63 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from bench.results.record import Cell, new_record, write_json_atomic
+
+
+def record(stack, workload, status="ok", ms=2.0):
+    c = Cell(stack=stack, suite="classic", workload=workload, task="fit", size="smoke", device="cpu")
+    rec = new_record(c)
+    rec.update(status=status, batch_size=32, notes=["CPU run"])
+    if status == "ok":
+        rec["metrics"] = {"ms_per_step_mean": ms, "ms_per_step_p50": ms, "first_epoch_s": 1.0}
+        rec["history"] = {"loss": [1.0, 0.5]}
+        rec["env"] = {"python": "3.11.7", "gpu": {"available": False}}
+    else:
+        rec["reason"] = "boom"
+    return c, rec
+
+
+def test_collect_merges_skips_bad_files_and_prints_pivot(tmp_path):
+    runs = tmp_path / "run"
+    for stack, wl, status, ms in [("pytorch", "mnist_mlp", "ok", 1.5), ("keras3-jax", "mnist_mlp", "ok", 2.5),
+                                  ("pytorch", "mnist_cnn", "failed", 0)]:
+        c, rec = record(stack, wl, status, ms)
+        write_json_atomic(runs / stack / f"{c.id}.json", rec)
+    (runs / "pytorch" / "broken.json").write_text('{"schema_version": 1, "stack": ')
+    (runs / "pytorch" / ".work").mkdir()
+    (runs / "pytorch" / ".work" / "partial.worker.json").write_text("{")
+    out = tmp_path / "out.csv"
+    p = subprocess.run([sys.executable, "-m", "bench", "collect", str(runs), "-o", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "broken.json" in p.stderr and "partial" not in p.stderr
+    df = pd.read_csv(out)
+    assert len(df) == 3
+    assert list(df.columns[:8]) == ["stack", "suite", "workload", "task", "size", "variant", "device", "status"]
+    ok = df[df.status == "ok"].set_index("stack")
+    assert ok.loc["pytorch", "metrics.ms_per_step_mean"] == 1.5
+    assert ok.loc["keras3-jax", "env.python"] == "3.11.7"
+    assert ok.loc["pytorch", "history.loss"] == "[1.0, 0.5]"
+    assert df[df.status == "failed"]["reason"].item() == "boom"
+    assert "1.50" in p.stdout and "2.50" in p.stdout and "failed" in p.stdout
+
+
+def test_collect_with_nothing_valid_is_an_error(tmp_path):
+    (tmp_path / "x.json").write_text("{}")
+    p = subprocess.run([sys.executable, "-m", "bench", "collect", str(tmp_path), "-o", str(tmp_path / "o.csv")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "no valid result record" in p.stderr
+
+
+def test_report_of_the_committed_runs_prints_no_pandas_performance_warning(tmp_path):
+    """A wide CSV read back and given more columns by the report's sections warned "DataFrame is highly fragmented"
+    (pandas' PerformanceWarning) on every report before the reader consolidated it."""
+    root = Path(__file__).resolve().parents[2] / "results"
+    for run in ("cpu-smoke", "ledger-cpu"):
+        out = subprocess.run([sys.executable, "-W", "always", "-m", "bench", "report", str(root / run), "-o",
+                              str(tmp_path / run)], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "PerformanceWarning" not in out.stderr, out.stderr[-2000:]

@@ -1,0 +1,189 @@
+"""The declared record schema (bench/results/schema.py) and what derives from it."""
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.results import derived, schema
+from bench.results.record import FIELDS, RecordError, read_record, write_json_atomic
+from bench.results.repeats import AGGREGATED, DERIVED, aggregate
+from bench.results.schema import Env, Metrics, Telemetry, col, setting_col, spread_col
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_field_declares_help_unit_and_a_known_rule():
+    for d in schema.walk():
+        assert d.help and d.rule in schema.RULES, d.name
+    assert all(f.metadata["rule"] for f in dataclasses.fields(Metrics))
+
+
+def test_aggregation_lists_come_from_the_declarations():
+    assert tuple(f.name for f in dataclasses.fields(Metrics) if f.metadata["rule"] == "median") == AGGREGATED
+    assert set(DERIVED) == {"samples_per_s", "examples_per_s", "tokens_per_s", "achieved_tflops", "mfu",
+                            "mfu_measured", "examples_per_j"}
+    assert not set(AGGREGATED) & set(DERIVED)
+
+
+def test_bench_fields_lists_every_declared_field_and_every_knob():
+    names = set(FIELDS)
+    assert {d.name for d in schema.walk()} <= names
+    assert {"settings.jit_compile (knob)", "settings.tf32 (knob)", "settings.sync (knob)"} <= names
+    assert "[ms; repeats: median]" in FIELDS["metrics.ms_per_step_mean"]
+    assert "repeats: derived" in FIELDS["metrics.mfu"]
+
+
+def test_col_names_declared_fields_and_fails_loudly_for_unknown_ones():
+    assert col(Metrics, "mfu") == "metrics.mfu"
+    assert col(Telemetry, "power_w", "mean") == "telemetry.power_w.mean"
+    assert col(Env, "gpu", "mig_mode") == "env.gpu.mig_mode"
+    assert col(Env, "packages", "jax") == "env.packages.jax"  # an open mapping
+    assert setting_col("tf32_matmul") == "settings.tf32_matmul" and setting_col("sync") == "settings.sync"
+    assert spread_col("ms_per_step_mean", "cv") == "repeats.ms_per_step_mean.cv"
+    for bad in (lambda: col(Metrics, "ms_per_stepmean"), lambda: col(Telemetry, "power_w", "avg"),
+                lambda: setting_col("no_such_knob"), lambda: spread_col("flops_per_step", "cv"),
+                lambda: col(Env, "gpu", "nam")):
+        with pytest.raises(KeyError):
+            bad()
+
+
+def test_report_and_compare_use_no_literal_block_columns():
+    """Every "block.field" column in report/ and compare.py is built with col(), so a renamed field breaks it."""
+    literal = re.compile(r"""["'](metrics|settings|telemetry|repeats|env|model|memory|data|process)\.[a-z_]""")
+    files = [*sorted((ROOT / "bench/results/report").glob("*.py")), ROOT / "bench/results/compare.py"]
+    hits = [f"{p.name}:{i}" for p in files for i, line in enumerate(p.read_text().splitlines(), 1)
+            if literal.search(line) and not line.lstrip().startswith(("#", '"', "'")) and "`" not in line]
+    assert hits == []
+
+
+def test_csv_column_order_follows_the_declarations():
+    cols = ["zz.open", "env.python", "metrics.mfu", "status", "stack", "settings.tf32", "metrics.ms_per_step_mean",
+            "env.packages.jax"]
+    order = schema.column_order(cols)
+    assert order[:3] == ["stack", "status", "metrics.ms_per_step_mean"]  # LEADING
+    assert order.index("settings.tf32") < order.index("metrics.mfu") < order.index("env.python")  # declared order
+    assert order[-2:] == ["env.packages.jax", "zz.open"]  # undeclared: alphabetical, last
+
+
+def _records():
+    for p in sorted((ROOT / "results").rglob("*.json")):
+        data = json.loads(p.read_text())
+        if isinstance(data, dict) and "schema_version" in data:
+            yield p
+
+
+def test_schema_version_2_records_in_results_still_load():
+    paths = list(_records())
+    assert paths and any(json.loads(p.read_text())["schema_version"] == 2 for p in paths)
+    for p in paths:
+        read_record(p)
+
+
+def test_records_that_call_the_image_flavor_by_its_old_name_still_load(tmp_path):
+    """env.image_variant, the image's cpu/gpu flavor before it was called env.image_flavor: committed records hold it,
+    and they load with it kept as it is (an undeclared key)."""
+    declared = {f.name for f in dataclasses.fields(Env)}
+    assert "image_flavor" in declared and "image_variant" not in declared
+    old = [p for p in _records() if "image_variant" in (json.loads(p.read_text()).get("env") or {})]
+    assert old
+    for p in old:
+        assert read_record(p)["env"]["image_variant"] in ("cpu", "gpu", None)
+
+
+def test_a_record_that_does_not_fit_the_schema_is_named_and_skipped(tmp_path):
+    rec = json.loads(next(_records()).read_text())
+    bad = {**rec, "metrics": {**rec["metrics"], "ms_per_step_mean": "fast"}, "telemetry": None}
+    write_json_atomic(tmp_path / "x.json", bad)
+    with pytest.raises(RecordError, match=r"metrics.ms_per_step_mean is str, declared .*telemetry is null"):
+        read_record(tmp_path / "x.json")
+
+
+def _energy_rec(k, j_epoch, ms):
+    n, steps = 60000, 469
+    m = {"ms_per_step_mean": ms, "steady_epoch_s": ms * steps / 1000, "samples_per_s": n / (ms * steps / 1000),
+         "j_per_epoch": j_epoch, "j_per_step": j_epoch / steps, "examples_per_j": n / j_epoch}
+    return {"status": "ok", "repeat": k, "batch_size": 128, "data": {"n_train": n}, "metrics": m,
+            "process": {"wall_s": 1.0}}
+
+
+def test_examples_per_j_belongs_to_the_aggregated_energy():
+    """Two repeats of 100 and 300 J/epoch: the row's 200 J/epoch gives 300 examples/J, not the median of the
+    repeats' 600 and 200 examples/J (400), which belongs to no repeat's energy."""
+    agg = aggregate([_energy_rec(1, 100.0, 10.0), _energy_rec(2, 300.0, 10.0)])["metrics"]
+    assert agg["j_per_epoch"] == 200.0
+    assert agg["examples_per_j"] == pytest.approx(60000 / 200.0)
+
+
+@pytest.mark.parametrize("ms", [[10.0, 20.0, 30.0], [12.0, 13.0], [5.0]])
+def test_after_aggregation_mfu_is_flops_over_time_over_peak(ms):
+    def rec(k, t):
+        m = {"ms_per_step_mean": t, "steps": 100, "flops_per_step": 3e12, "peak_flops": 1e15,
+             "measured_peak_flops": 7e14, "examples_per_s": 0.0, "tokens_per_s": None, "achieved_tflops": 0.0,
+             "mfu": 0.5, "mfu_measured": 0.5}
+        derived.step_throughput(m, 8, None)
+        derived.flops_rates(m)
+        return {"status": "ok", "repeat": k, "batch_size": 8, "metrics": m, "process": {"wall_s": 1.0}}
+
+    m = aggregate([rec(k, t) for k, t in enumerate(ms, 1)])["metrics"]
+    t = m["ms_per_step_mean"] / 1000
+    assert m["mfu"] == pytest.approx(m["flops_per_step"] / t / m["peak_flops"])
+    assert m["mfu_measured"] == pytest.approx(m["flops_per_step"] / t / m["measured_peak_flops"])
+    assert m["achieved_tflops"] == pytest.approx(m["flops_per_step"] / t / 1e12)
+
+
+def test_rederive_recomputes_every_declared_derived_metric():
+    """Each metric declared ``derived`` has a formula: stale values are all replaced."""
+    stale = -1.0
+    step = {"status": "ok", "batch_size": 8, "settings": {"generated_tokens": 4},
+            "metrics": {"ms_per_step_mean": 10.0, "steps": 100, "flops_per_step": 1e12, "peak_flops": 1e15,
+                        "measured_peak_flops": 1e15, "j_per_epoch": 50.0,
+                        **{k: stale for k in DERIVED if k != "samples_per_s"}}}
+    fit = {"status": "ok", "batch_size": 8, "data": {"n_train": 1000},
+           "metrics": {"steady_epoch_s": 2.0, "j_per_epoch": 10.0, "samples_per_s": stale, "examples_per_j": stale}}
+    for rec in (step, fit):
+        derived.rederive(rec)
+    seen = {k for r in (step, fit) for k, v in r["metrics"].items() if k in DERIVED and v != stale}
+    assert seen == set(DERIVED)
+    assert step["metrics"]["examples_per_j"] == pytest.approx(8 * 100 / 50.0)
+    assert fit["metrics"]["examples_per_j"] == pytest.approx(1000 / 10.0)
+
+
+def test_bench_fields_prints_the_declarations():
+    from click.testing import CliRunner
+
+    from bench.cli import cli
+
+    out = CliRunner().invoke(cli, ["fields"])
+    assert out.exit_code == 0
+    lines = out.output.splitlines()
+    assert len(lines) == len(FIELDS)
+    assert any(line.startswith("metrics.examples_per_j: ") and "repeats: derived" in line for line in lines)
+
+
+# ---- the engines' typed blocks and their JSON ----------------------------------------------------------------
+
+def test_to_json_writes_the_given_fields_a_given_null_included_and_the_extra_keys_last():
+    """A block writes what its producer gave, as the dict it replaced did: an explicit None stays a null (memory on a
+    CPU), a field never set stays absent (no params_effective on Keras), undeclared keys follow the declared ones."""
+    assert schema.to_json(schema.Memory(device_peak_bytes=None)) == {"device_peak_bytes": None}
+    assert schema.to_json(schema.Model(10, 8)) == {"params_total": 10, "params_trainable": 8}
+    m = Metrics(epochs=2, steady_epoch_s=None)
+    m.fit_call_s = 1.5
+    m.update({"fit_s_per_epoch": 0.75, "not_declared": 3})
+    out = schema.to_json(m)
+    assert out == {"epochs": 2, "steady_epoch_s": None, "fit_call_s": 1.5, "fit_s_per_epoch": 0.75, "not_declared": 3}
+    assert list(out)[-1] == "not_declared" and m.extra == {"not_declared": 3}
+    s = schema.EffectiveSettings(torch_version="2.13.0")
+    s.update({"precision": "float32", "torch_matmul_allow_tf32": False})
+    assert (s.torch_matmul_allow_tf32, s.extra) == (False, {"precision": "float32"})
+    assert schema.to_json(s) == {"torch_matmul_allow_tf32": False, "torch_version": "2.13.0", "precision": "float32"}
+
+
+def test_a_block_rejects_an_undeclared_keyword():
+    """The engines build blocks with keywords (Metrics(**timer.summary(...))): a key the schema does not declare
+    fails there, not in the collector."""
+    with pytest.raises(TypeError):
+        Metrics(ms_per_stepmean=1.0)  # type: ignore[call-arg]
