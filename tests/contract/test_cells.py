@@ -16,7 +16,8 @@ from bench.core.families import FAMILIES, KIND_MODULES
 from bench.core.stacks import STACKS
 from bench.run.engines import missing_model
 from bench.run.plan import expand
-from bench.run.workloads import SUITES, Workload, get_workload
+from bench.run.scenarios import scenario_of
+from bench.run.workloads import SUITES, get_workload
 from tests.contract.grid import cell_rows
 
 
@@ -34,7 +35,7 @@ def test_every_family_trains_a_stack(family):
 def test_every_cell_is_planned_at_smoke_size_and_runs_or_says_why_not(family, name, task):
     w = get_workload(name)
     assert name in SUITES[w.suite]
-    kind = "epochs" if isinstance(w, Workload) else "steps"
+    kind = scenario_of(w).name
     if kind == "epochs":
         assert w.epochs["smoke"] >= 1 and (w.samples["smoke"] or 0) // w.batch_for("smoke") >= 2
     else:
@@ -45,7 +46,7 @@ def test_every_cell_is_planned_at_smoke_size_and_runs_or_says_why_not(family, na
     assert {(c.workload, c.task, c.size) for c in cells} == {(name, task, "smoke")}
     f = FAMILIES[family]
     if kind not in f.kinds:  # e.g. jax has no step engine: its paper cells are recorded unsupported, with why
-        assert all("no step-timed engine" in (knobs.check(STACKS[s], {}, step_timed=True) or "") for s in stacks)
+        assert all("no step-timed engine" in (knobs.check(STACKS[s], {}, kind) or "") for s in stacks)
         return
     assert importlib.util.find_spec(f.module(KIND_MODULES[kind])) is not None
     if kind == "epochs":
