@@ -1,6 +1,5 @@
-"""The declared record schema (bench/results/schema.py) and what derives from it."""
+"""The declared record schema (bench/results/schema/) and what derives from it."""
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -18,11 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_every_field_declares_help_unit_and_a_known_rule():
     for d in schema.walk():
         assert d.help and d.rule in schema.RULES, d.name
-    assert all(f.metadata["rule"] for f in dataclasses.fields(Metrics))
+    assert all(schema.declare.rule_of(f) for f in Metrics.model_fields.values())
 
 
 def test_aggregation_lists_come_from_the_declarations():
-    assert tuple(f.name for f in dataclasses.fields(Metrics) if f.metadata["rule"] == "median") == AGGREGATED
+    assert tuple(n for n, f in Metrics.model_fields.items() if schema.declare.rule_of(f) == "median") == AGGREGATED
     assert set(DERIVED) == {"samples_per_s", "examples_per_s", "tokens_per_s", "achieved_tflops", "mfu",
                             "mfu_measured", "examples_per_j"}
     assert not set(AGGREGATED) & set(DERIVED)
@@ -154,21 +153,23 @@ def test_bench_fields_prints_the_declarations():
 
 # ---- the engines' typed blocks and their JSON ----------------------------------------------------------------
 
-def test_to_json_writes_the_given_fields_a_given_null_included_and_the_extra_keys_last():
+def test_model_dump_writes_the_given_fields_a_given_null_included_and_the_extra_keys_last():
     """A block writes what its producer gave, as the dict it replaced did: an explicit None stays a null (memory on a
     CPU), a field never set stays absent (no params_effective on Keras), undeclared keys follow the declared ones."""
-    assert schema.to_json(schema.Memory(device_peak_bytes=None)) == {"device_peak_bytes": None}
-    assert schema.to_json(schema.Model(10, 8)) == {"params_total": 10, "params_trainable": 8}
+    assert schema.Memory(device_peak_bytes=None).model_dump(exclude_unset=True) == {"device_peak_bytes": None}
+    model = schema.Model(params_total=10, params_trainable=8)
+    assert model.model_dump(exclude_unset=True) == {"params_total": 10, "params_trainable": 8}
     m = Metrics(epochs=2, steady_epoch_s=None)
     m.fit_call_s = 1.5
     m.update({"fit_s_per_epoch": 0.75, "not_declared": 3})
-    out = schema.to_json(m)
+    out = m.model_dump(exclude_unset=True)
     assert out == {"epochs": 2, "steady_epoch_s": None, "fit_call_s": 1.5, "fit_s_per_epoch": 0.75, "not_declared": 3}
     assert list(out)[-1] == "not_declared" and m.extra == {"not_declared": 3}
     s = schema.EffectiveSettings(torch_version="2.13.0")
     s.update({"precision": "float32", "torch_matmul_allow_tf32": False})
     assert (s.torch_matmul_allow_tf32, s.extra) == (False, {"precision": "float32"})
-    assert schema.to_json(s) == {"torch_matmul_allow_tf32": False, "torch_version": "2.13.0", "precision": "float32"}
+    assert s.model_dump(exclude_unset=True) == {"torch_matmul_allow_tf32": False, "torch_version": "2.13.0",
+                                                "precision": "float32"}
 
 
 def test_a_block_rejects_an_undeclared_keyword():

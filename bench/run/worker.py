@@ -19,7 +19,6 @@ from bench.core import knobs
 from bench.core.stacks import get_stack
 from bench.results import derived
 from bench.results.record import Cell, new_record, write_json_atomic
-from bench.results.schema import to_json
 from bench.run import flops
 from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
 from bench.run.engines import Unsupported, epoch_engine, frameworks, math_mode, missing_model, oom, step_engine
@@ -127,10 +126,11 @@ def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | No
     finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
         if samples_csv is not None:
             tel.write_samples(samples_csv)
-    # the engine's typed blocks become the record's JSON here (schema.to_json: the fields the engine gave)
-    rec["settings"] = {**dataclasses.asdict(settings), **to_json(out.settings)}  # every knob, then what took effect
-    rec["metrics"], rec["history"] = to_json(out.metrics), out.history
-    rec["model"], rec["memory"] = to_json(out.model), to_json(out.memory)
+    # the engine's typed blocks become the record's JSON here (model_dump: the fields the engine gave)
+    effective = out.settings.model_dump(exclude_unset=True)
+    rec["settings"] = {**dataclasses.asdict(settings), **effective}  # every knob, then what took effect
+    rec["metrics"], rec["history"] = out.metrics.model_dump(exclude_unset=True), out.history
+    rec["model"], rec["memory"] = out.model.model_dump(exclude_unset=True), out.memory.model_dump(exclude_unset=True)
     rec["telemetry"] = tel.summary(rec["metrics"].get("steps_per_epoch"), ds.n_train)
     finish_telemetry(rec)
 
@@ -168,11 +168,12 @@ def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_c
     finally:
         if samples_csv is not None:
             tel.write_samples(samples_csv)
-    # the engine's typed blocks become the record's JSON here (schema.to_json: the fields the engine gave)
-    rec["settings"] = {**dataclasses.asdict(settings), **to_json(out.settings), "model_config": cfg}
+    # the engine's typed blocks become the record's JSON here (model_dump: the fields the engine gave)
+    effective = out.settings.model_dump(exclude_unset=True)
+    rec["settings"] = {**dataclasses.asdict(settings), **effective, "model_config": cfg}
     rec["metrics"] = step_metrics(out.timer, batch, steps, out.settings.generated_tokens)
-    rec["model"], rec["memory"] = to_json(out.model), to_json(out.memory)
-    rec["output"] = None if out.output is None else to_json(out.output)
+    rec["model"], rec["memory"] = out.model.model_dump(exclude_unset=True), out.memory.model_dump(exclude_unset=True)
+    rec["output"] = None if out.output is None else out.output.model_dump(exclude_unset=True)
     rec["notes"] += out.notes
     per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
     rec["metrics"].update(flops_per_step=per_ex * batch if per_ex else None, flops_method=method)
