@@ -463,10 +463,11 @@ def compare_cmd(csv_a, csv_b, metric, alpha, threshold, out_csv, variant_a, vari
         import pandas as pd
 
         from bench.results.compare import compare, rule_text
+        from bench.results.rows import read_rows
     except ImportError as e:
         fail(f"compare needs pandas and scipy ({e}); install dlbench[collect] or use the collector image")
     try:
-        table = compare(pd.read_csv(csv_a), pd.read_csv(csv_b), metric, alpha, threshold,
+        table = compare(read_rows(csv_a), read_rows(csv_b), metric, alpha, threshold,
                         (variant_a, variant_b) if variant_a is not None else None)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         fail(str(e).splitlines()[0])
