@@ -17,7 +17,8 @@ from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.results.compare import ALPHA, THRESHOLD
 from bench.results.record import FIELDS
 from bench.run import plan as planning
-from bench.run.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
+from bench.run.scenarios import scenario_of
+from bench.run.workloads import SIZES, SUITES, WORKLOADS
 
 if TYPE_CHECKING:
     from bench.run.gpu_state import Cooldown
@@ -51,16 +52,7 @@ def list_cmd(only_stacks: bool) -> None:
         click.echo(f"  {suite}: {', '.join(names)}")
     click.echo("workloads:")
     for w in WORKLOADS.values():
-        if isinstance(w, StepWorkload):
-            cells = ", ".join(f"{t} {b}" for t, b in w.cells)
-            params = ", ".join(f"{k} {v:,}" for k, v in w.model.published_params.items()) or "n/a"
-            click.echo(f"  {w.name:<24} {cells}; params {params}; {w.source}")
-        else:
-            smoke = f" (smoke {w.smoke_batch_size})" if w.smoke_batch_size else ""
-            aug = "; augmented" if w.augmentation else ""
-            batch = f"{w.batch_size}{smoke}"
-            click.echo(f"  {w.name:<24} tasks {','.join(w.tasks):<4} params {w.params:<9,} batch {batch:<13} "
-                       f"epochs {w.epochs['full']:<3} {w.optimizer.describe()}{aug}{model_variants(w)}; {w.source}")
+        click.echo(f"  {w.name:<24} {scenario_of(w).describe(w)}")
     click.echo(f"fit variants (Keras stacks): {fit_variants()}")
     click.echo(f"tasks: {', '.join(planning.all_tasks())}")
     click.echo(f"sizes: {', '.join(SIZES)}")
@@ -71,14 +63,6 @@ def fit_variants() -> str:
     from bench.core.knobs import FIT_VARIANTS
 
     return " | ".join(f"--set {k}: {v}" for k, v in FIT_VARIANTS.items())
-
-
-def model_variants(w) -> str:
-    """``; Keras variants: --set row_lstm=reshape``: the named variants of a workload's model knobs (``bench list``)."""
-    from bench.core.knobs import DEFAULTS, KNOBS
-
-    sets = [f"--set {k}={v}" for k in w.keras_knobs for v in KNOBS["keras"][k] if v != DEFAULTS["keras"][k]]
-    return f"; Keras variants: {', '.join(sets)}" if sets else ""
 
 
 def resolve_device(requested: str, stacks: list[str]) -> str:

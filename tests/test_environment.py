@@ -111,11 +111,12 @@ def test_the_probe_fails_with_one_line_naming_both_fractions(monkeypatch):
 def test_a_jax_gpu_cell_fails_with_one_line_naming_both_fractions(monkeypatch):
     from bench.results.record import Cell
     from bench.run import worker
+    from bench.run.scenarios.epochs import Epochs
 
     for k, v in BOTH_FRACTIONS.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(worker, "capture", lambda: {"gpu": {"available": False, "reason": "no GPU here"}})
-    monkeypatch.setattr(worker, "run_epochs", lambda *a, **k: pytest.fail("the cell ran"))
+    monkeypatch.setattr(Epochs, "run", lambda *a, **k: pytest.fail("the cell ran"))
     cell = Cell(stack="keras3-jax", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device="gpu")
     rec = worker.run_cell(cell)
     assert rec["status"] == "failed" and "XLA_PYTHON_CLIENT_MEM_FRACTION=0.5" in rec["reason"]

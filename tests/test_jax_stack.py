@@ -61,7 +61,7 @@ def test_paper_cells_on_jax_are_unsupported_with_the_reason_not_a_crash(tmp_path
     from bench.results.record import Cell
     from bench.run.worker import run_cell
 
-    assert "no step-timed engine" in knobs.check(JAX, {}, step_timed=True)
+    assert "no step-timed engine" in knobs.check(JAX, {}, "steps")
     rec = run_cell(Cell(stack="jax", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
                         batch_size=2, variant="bs2"))
     assert rec["status"] == "unsupported" and "no step-timed engine" in rec["reason"]

@@ -9,6 +9,7 @@ import pytest
 
 from bench.results.record import Cell
 from bench.run import flops, plan
+from bench.run.scenarios.steps import SMOKE_MAX_BATCH
 from bench.run.workloads import SUITES, get_workload
 from tests.conftest import has
 
@@ -34,7 +35,7 @@ def test_full_plan_has_exactly_the_published_cells():
 
 def test_smoke_plan_caps_batches_and_overrides_pass_through():
     smoke = plan.expand(["pytorch"], "paper", "smoke", "cpu")
-    assert max(c.batch_size for c in smoke) == plan.SMOKE_MAX_BATCH
+    assert max(c.batch_size for c in smoke) == SMOKE_MAX_BATCH
     assert {(c.workload, c.batch_size) for c in smoke if c.task == "generate"} == {
         ("gemma", 2), ("gemma", 1), ("mistral", 2), ("mistral", 1)}
     one = plan.expand(["pytorch"], "paper", "full", "gpu", ["bert"], ["fit"], batch_size=4, steps=7, seq_len=128)

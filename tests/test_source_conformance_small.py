@@ -44,10 +44,10 @@ def test_loader_defaults_are_pytorchs_and_the_tuned_options_are_a_variant(dev):
 
 def test_loader_option_knobs_are_refused_where_they_cannot_apply():
     stack = get_stack("pytorch")
-    assert "num_workers > 0" in check(stack, {"persistent_workers": True}, False)
-    assert "pin_memory" in check(stack, {"pin_memory": True}, False)  # tensors_on_device
+    assert "num_workers > 0" in check(stack, {"persistent_workers": True}, "epochs")
+    assert "pin_memory" in check(stack, {"pin_memory": True}, "epochs")  # tensors_on_device
     assert check(stack, {"data_pipeline": "tensor_dataset", "num_workers": 6, "pin_memory": True,
-                                    "persistent_workers": True}, False) is None
+                                    "persistent_workers": True}, "epochs") is None
 
 
 @needs_torch

@@ -56,21 +56,22 @@ def tf32_override(settings: dict[str, Any]) -> str | None:
     return "0" if settings.get("tf32") == "off" else None
 
 
-def check(stack: Stack, settings: dict[str, Any], step_timed: bool = False) -> str | None:
+def check(stack: Stack, settings: dict[str, Any], kind: str = "epochs") -> str | None:
     """Why ``settings`` cannot run on ``stack`` (None when they can). Pure: imports no framework.
 
-    ``step_timed``: the cell is a step-timed workload, whose engines honour only ``STEP_KNOBS`` (a family without
-    a step engine, ``jax``, cannot run one). Then the family's own rules (``Settings.stack_problem``).
+    ``kind``: the settings kind of the cell's scenario (``bench.run.scenarios``), ``epochs`` or ``steps``; a
+    ``steps`` cell's engines honour only ``STEP_KNOBS`` (a family without a step engine, ``jax``, cannot run one).
+    Then the family's own rules (``Settings.stack_problem``).
     """
-    if step_timed and stack.engine not in STEP_KNOBS:
+    if kind == "steps" and stack.engine not in STEP_KNOBS:
         return (f"the {stack.engine} engine has no step-timed engine: the paper suite runs on "
                 f"{', '.join(STEP_KNOBS)} stacks (its models are Keras and Hugging Face PyTorch models)")
-    if step_timed:
+    if kind == "steps":
         ignored = sorted(set(settings) - set(STEP_KNOBS[stack.engine]))
         if ignored:
             return (f"setting(s) {', '.join(ignored)} not honoured by the step-timed {stack.engine} engine "
                     f"(it takes: {', '.join(STEP_KNOBS[stack.engine])})")
-    cls = settings_class(stack.engine, "steps" if step_timed else "epochs")
+    cls = settings_class(stack.engine, kind)
     reason = cls.problem(settings)
     if reason:
         return reason

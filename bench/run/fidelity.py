@@ -32,9 +32,9 @@ from bench.core.knobs import settings_class
 from bench.core.stacks import get_stack
 from bench.run.cellenv import cell_env
 from bench.run.engines import HandLoop, epoch_engine, frameworks
+from bench.run.scenarios.epochs import fit_workload
 from bench.run.telemetry import sampler
 from bench.run.timing import Cadence
-from bench.run.workloads import Workload, get_workload
 
 #: The free-running loops' math mode: the harness cell's default (each framework's shipped TF32 mode), so the
 #: two sides of the comparison differ only in how they are timed.
@@ -78,9 +78,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
         raise ValueError("fidelity needs at least 2 epochs (the first one compiles)")
     for c in cadences:
         Cadence.parse(c)
-    stack, w = get_stack(stack_id), get_workload(workload)
-    if not isinstance(w, Workload):
-        raise ValueError(f"{workload} is step-timed (paper suite): fidelity times the fit loop of a classic workload")
+    stack, w = get_stack(stack_id), fit_workload(workload)
     env = cell_env(stack, device)  # as a default cell's process: before any framework import
     for removed in set(os.environ) - set(env):  # cell_env drops what a cell must not inherit (a TF32 override)
         del os.environ[removed]

@@ -164,12 +164,10 @@ def count_split(workload: str, task: str, size: str = "full") -> tuple[float, fl
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from bench.run.workloads import StepWorkload, get_workload
+    from bench.run.scenarios.steps import step_workload
     from bench.run.workloads.paper import CausalLM
 
-    w = get_workload(workload)
-    if not isinstance(w, StepWorkload):
-        raise ValueError(f"{workload} is not a step-timed (paper suite) workload: its FLOPs are not counted")
+    w = step_workload(workload)
     cfg = w.model.config(size)
     meta = torch.device("meta")
     with FlopCounterMode(display=False) as fc:
@@ -208,12 +206,12 @@ def write_table(path: Path = FLOPS_CSV) -> list[dict[str, Any]]:
     import torch
     import transformers
 
-    from bench.run.workloads import SUITES, StepWorkload, get_workload
+    from bench.run.scenarios.steps import step_workload
+    from bench.run.workloads import SUITES
 
     rows = []
     for name in SUITES["paper"]:
-        w = get_workload(name)
-        assert isinstance(w, StepWorkload), f"{name}: the paper suite holds step-timed workloads only"
+        w = step_workload(name)
         cfg = w.model.config("full")
         for task in w.tasks:
             total, conv_share = count_split(name, task)

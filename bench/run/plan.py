@@ -13,7 +13,8 @@ from bench.core.stacks import STACKS
 from bench.results.record import Cell
 from bench.run import sweep
 from bench.run.datasets import DATA_CHOICES
-from bench.run.workloads import SIZES, SUITES, WORKLOADS, StepWorkload
+from bench.run.scenarios import Scenario, scenario_of, suite_scenario
+from bench.run.workloads import SIZES, SUITES, WORKLOADS
 
 #: Per-cell process time limit by size (s); overridable with ``bench run --timeout`` (declared with the request).
 DEFAULT_TIMEOUT_S = TIMEOUT_S
@@ -68,14 +69,12 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
                         ("sequence length", seq_len)):
         if value is not None and value <= 0:
             raise PlanError(f"{name} must be positive, got {value}")
-    step_timed = any(isinstance(WORKLOADS[w], StepWorkload) for w in SUITES[suite])
+    scenario = suite_scenario(suite)
     if sync is not None:
-        _check_sync(sync, step_timed, suite)
+        _check_sync(sync, scenario, suite)
     _check("data source", data, DATA_CHOICES)
-    if data != "auto" and step_timed:
-        raise PlanError(f"suite {suite!r} times random inputs (its source's step times do not depend on the data); "
-                        "--data applies to the fit suites")
-    _check_applies(suite, step_timed, epochs=epochs, steps=steps, seq_len=seq_len)
+    _raise_if(scenario.data_problem(data, suite))
+    _raise_if(scenario.override_problem(suite, epochs=epochs, steps=steps, seq_len=seq_len))
     if suite in sweep.DEFAULT_GRIDS:
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
                                         batch_size=batch_size, epochs=epochs, timeout_s=timeout_s,
@@ -93,7 +92,7 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
             for w in (workloads or SUITES[suite])
             for t in WORKLOADS[w].tasks
             if not tasks or t in tasks
-            for b, v in _batches(WORKLOADS[w], t, size, batch_size, variant)
+            for b, v in scenario_of(WORKLOADS[w]).batches(WORKLOADS[w], t, size, batch_size, variant)
         ]
     if not cells:
         raise PlanError("the selection contains no cell")
@@ -104,14 +103,9 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     return cells
 
 
-def _check_applies(suite: str, step_timed: bool, **overrides: int | None) -> None:
-    """Raise ``PlanError`` for an override the suite's workloads never read (``epochs`` in the step-timed paper
-    suite, ``steps`` and ``seq_len`` in the fit suites), rather than run a cell whose id names an input it ignored."""
-    kind_of = {"epochs": False, "steps": True, "seq_len": True}  # True: read by step-timed workloads only
-    for name, value in overrides.items():
-        if value is not None and kind_of[name] != step_timed:
-            where = "the paper suite" if kind_of[name] else "the fit suites (classic, tuning)"
-            raise PlanError(f"--{name.replace('_', '-')} applies to {where}, not to suite {suite!r}")
+def _raise_if(problem: str | None) -> None:
+    if problem:
+        raise PlanError(problem)
 
 
 def unless_default(value: int | None, w, name: str, size: str) -> int | None:
@@ -129,28 +123,10 @@ def seq_len_unless_default(seq_len: int | None, w, size: str) -> int | None:
     return None if own == seq_len else seq_len
 
 
-def _check_sync(sync: str, step_timed: bool, suite: str) -> None:
+def _check_sync(sync: str, scenario: Scenario, suite: str) -> None:
     if not Cadence.accepts(sync):
         raise PlanError(f"--sync {sync!r} is not valid; expected {Cadence.SYNTAX}")
-    if step_timed and sync != "step":
-        raise PlanError(f"suite {suite!r} times every step, as its source did; --sync applies to the fit suites")
-
-
-#: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.
-SMOKE_MAX_BATCH = 2
-
-
-def _batches(w, task: str, size: str, batch_size: int | None, variant: str) -> list[tuple[int | None, str]]:
-    """(batch size, variant) of each cell of ``task``: the published batch sizes of a step-timed workload
-    (variant ``bs<N>``, or ``bs<N>-<variant>`` for a non-default variant; capped at ``SMOKE_MAX_BATCH`` at
-    smoke size), else the one override (or None: the workload's default)."""
-    if isinstance(w, StepWorkload):
-        sizes = [batch_size] if batch_size else w.batch_sizes(task)
-        if size == "smoke" and not batch_size:
-            sizes = list(dict.fromkeys(min(b, SMOKE_MAX_BATCH) for b in sizes))
-        return [(b, f"bs{b}" if variant == "default" else f"bs{b}-{variant}") for b in sizes]
-    # an override equal to the workload's own batch at this size is the default cell (Cell.id)
-    return [(None if batch_size == w.batch_for(size) else batch_size, variant)]
+    _raise_if(scenario.sync_problem(sync, suite))
 
 
 def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: str, device: str,
@@ -169,8 +145,7 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
     if grid.task not in WORKLOADS[grid.workload].tasks:
         raise PlanError(f"workload {grid.workload!r} has no task {grid.task!r}")
     w = WORKLOADS[grid.workload]
-    if not isinstance(w, StepWorkload) and batch_size == w.batch_for(size):
-        batch_size = None  # the workload's own batch: the default cell (Cell.id)
+    batch_size = scenario_of(w).batch_override(w, size, batch_size)
     cells = [
         Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,
              device=device, variant=v.name, settings=v.settings, baseline=v.baseline, batch_size=batch_size,

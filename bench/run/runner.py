@@ -38,7 +38,8 @@ from bench.run import gpu_state
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.environment import cuda_cache_block, cuda_cache_bytes, git_commit
 from bench.run.gpu_state import Cooldown
-from bench.run.workloads import WORKLOADS, StepWorkload
+from bench.run.scenarios import scenario_of
+from bench.run.workloads import WORKLOADS
 
 WORKER = [sys.executable, "-m", "bench.run.worker"]
 
@@ -198,14 +199,8 @@ def input_mismatch(rec: dict[str, Any], cell: Cell, gpu: str | None = None) -> s
         ("cell_id", rec.get("cell_id"), cell.id), ("device", rec.get("device"), cell.device),
         ("settings_requested", rec.get("settings_requested", dict(cell.settings)), dict(cell.settings)),
         ("data.requested", (rec.get("data") or {}).get("requested", cell.data), cell.data)]
-    if w is not None and rec.get("batch_size") is not None:
-        default = w.batch_sizes(cell.task)[0] if isinstance(w, StepWorkload) else w.batch_for(cell.size)
-        expected.append(("batch_size", rec["batch_size"], cell.batch_size or default))
-    metrics = rec.get("metrics") or {}
-    if w is not None and isinstance(metrics.get("epoch_s"), list) and not isinstance(w, StepWorkload):
-        expected.append(("epochs", len(metrics["epoch_s"]), cell.epochs or w.epochs[cell.size]))
-    if w is not None and isinstance(w, StepWorkload) and metrics.get("steps") is not None:
-        expected.append(("steps", metrics["steps"], cell.steps or w.steps[cell.size]))
+    if w is not None:
+        expected += scenario_of(w).resume_expected(rec, cell, w)
     made_by, running = (rec.get("env") or {}).get("git_commit"), _this_commit()
     if made_by and running:  # a record measured by other code may have run another method (or a fixed defect)
         expected.append(("env.git_commit", made_by, running))

@@ -6,7 +6,6 @@ the parent can see (exit code, wall time, peak RSS, the CUDA JIT cache's growth)
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import resource
@@ -21,24 +20,14 @@ from bench.results import derived
 from bench.results.record import Cell, new_record, write_json_atomic
 from bench.run import flops
 from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
-from bench.run.engines import Unsupported, epoch_engine, frameworks, math_mode, missing_model, oom, step_engine
+from bench.run.engines import Unsupported, frameworks, math_mode, oom
 from bench.run.environment import capture, stack_pins, utc_now
-from bench.run.telemetry import sampler
-from bench.run.workloads import StepWorkload, get_workload
+from bench.run.scenarios import scenario_of
+from bench.run.workloads import get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
 MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energy are the whole GPU's and a "
             "datasheet peak is the whole GPU's (MFU null): not comparable with a full GPU's")
-
-
-def add_energy_metrics(rec: dict[str, Any]) -> None:
-    """The energy figures in ``metrics``: J/step, J/epoch and above idle as the telemetry measured them, and
-    examples/J derived from J/epoch (``derived.energy_rates``, the formula the aggregation of repeats uses; None
-    without NVML)."""
-    t = rec["telemetry"]
-    rec["metrics"].update({"j_per_step": t.get("j_per_step"), "j_per_epoch": t.get("j_per_epoch"),
-                           "j_per_step_above_idle": t.get("j_per_step_above_idle")})
-    derived.energy_rates(rec["metrics"], derived.examples_per_epoch(rec))
 
 
 def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
@@ -54,14 +43,10 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
         stack, w = get_stack(cell.stack), get_workload(cell.workload)
         if cell.task not in w.tasks:
             raise Unsupported(f"{w.name} has no task {cell.task!r}")
-        step_timed = isinstance(w, StepWorkload)
-        if isinstance(w, StepWorkload):
-            rec["batch_size"] = cell.batch_size or w.batch_sizes(cell.task)[0]
-            reason = w.model.unsupported(stack)
-        else:
-            rec["batch_size"] = cell.batch_size or w.batch_for(cell.size)
-            reason = missing_model(stack.engine, w)
-        reason = (reason or knobs.check(stack, dict(cell.settings), step_timed)
+        scenario = scenario_of(w)
+        rec["batch_size"] = cell.batch_size or scenario.default_batch(w, cell.task, cell.size)
+        reason = scenario.unsupported(w, stack)
+        reason = (reason or knobs.check(stack, dict(cell.settings), scenario.name)
                   or knobs.model_knob_problem(dict(cell.settings), w.name, getattr(w, "keras_knobs", ())))
         if reason:
             raise Unsupported(reason)
@@ -70,10 +55,7 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
             raise EnvironmentProblem(problem)
         if stack.backend != "tensorflow":
             frameworks.hide_gpus_from_tensorflow()
-        if isinstance(w, StepWorkload):
-            run_steps(rec, cell, stack, w, samples_csv)
-        else:
-            run_epochs(rec, cell, stack, w, samples_csv)
+        scenario.run(rec, cell, stack, w, samples_csv)
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
         rec["settings"].update(math_mode.tf32_state(stack.backend))
         math = math_mode.tf32_math(rec["settings"], cell.device,
@@ -108,77 +90,6 @@ def add_env(rec: dict[str, Any], cell: Cell) -> None:
         rec["notes"].append(f"pins: installed {rec['env']['pins']}, not the declared {get_stack(cell.stack).pins}")
     if (rec["env"].get("gpu") or {}).get("mig_mode") and cell.device == "gpu":
         rec["notes"].append(MIG_NOTE)
-
-
-def run_epochs(rec: dict[str, Any], cell: Cell, stack, w, samples_csv: Path | None) -> None:
-    """A classic workload: ``fit`` on its dataset for some epochs (``bench.run.engines.*_engine.fit``)."""
-    batch = rec["batch_size"]
-    epochs = cell.epochs or w.epochs[cell.size]
-    ds = w.load_data(cell.size, cell.data)
-    rec["data"] = {**ds.record(), "requested": cell.data}
-    if ds.source == "synthetic":
-        rec["notes"].append("data=synthetic: " + (ds.reason or ""))
-    tel = sampler.for_device(cell.device)
-    tel.measure_idle()
-    try:
-        settings = knobs.settings_class(stack.engine, "epochs").from_dict(dict(cell.settings))
-        out = epoch_engine(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, settings, telemetry=tel)
-    finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
-        if samples_csv is not None:
-            tel.write_samples(samples_csv)
-    # the engine's typed blocks become the record's JSON here (model_dump: the fields the engine gave)
-    effective = out.settings.model_dump(exclude_unset=True)
-    rec["settings"] = {**dataclasses.asdict(settings), **effective}  # every knob, then what took effect
-    rec["metrics"], rec["history"] = out.metrics.model_dump(exclude_unset=True), out.history
-    rec["model"], rec["memory"] = out.model.model_dump(exclude_unset=True), out.memory.model_dump(exclude_unset=True)
-    rec["telemetry"] = tel.summary(rec["metrics"].get("steps_per_epoch"), ds.n_train)
-    finish_telemetry(rec)
-
-
-def finish_telemetry(rec: dict[str, Any]) -> None:
-    add_energy_metrics(rec)
-    if rec["telemetry"].get("throttled"):
-        rec["notes"].append("GPU throttled during the timed window: "
-                            + ", ".join(rec["telemetry"]["throttle_reasons"] or []))
-
-
-def step_metrics(timer, batch: int, steps: int, generated_tokens: int | None) -> dict[str, Any]:
-    """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput."""
-    s = timer.summary(batch, batch * steps)
-    out = {k: v for k, v in s.items() if k.startswith("ms_per_step_")}
-    out.update(first_step_s=s["first_epoch_s"], steps=s["steps"], steady_s=s["steady_epoch_s"])
-    derived.step_throughput(out, batch, generated_tokens)
-    return out
-
-
-def run_steps(rec: dict[str, Any], cell: Cell, stack, w: StepWorkload, samples_csv: Path | None) -> None:
-    """A step-timed workload (``paper`` suite): ``steps`` timed steps after a first one, random inputs."""
-    batch = rec["batch_size"]
-    steps = cell.steps or w.steps[cell.size]
-    cfg = w.model.config(cell.size)
-    if cell.seq_len:
-        cfg["seq_len"] = cell.seq_len
-    rec["data"] = {"source": "synthetic", "reason": "random inputs of the published shapes (the source's method)"}
-    tel = sampler.for_device(cell.device)
-    tel.measure_idle()
-    try:
-        settings = knobs.settings_class(stack.engine, "steps").from_dict(dict(cell.settings))
-        out = step_engine(stack.engine).run(stack, w, cell.task, cfg, batch, steps, cell.device, settings,
-                                            telemetry=tel)
-    finally:
-        if samples_csv is not None:
-            tel.write_samples(samples_csv)
-    # the engine's typed blocks become the record's JSON here (model_dump: the fields the engine gave)
-    effective = out.settings.model_dump(exclude_unset=True)
-    rec["settings"] = {**dataclasses.asdict(settings), **effective, "model_config": cfg}
-    rec["metrics"] = step_metrics(out.timer, batch, steps, out.settings.generated_tokens)
-    rec["model"], rec["memory"] = out.model.model_dump(exclude_unset=True), out.memory.model_dump(exclude_unset=True)
-    rec["output"] = None if out.output is None else out.output.model_dump(exclude_unset=True)
-    rec["notes"] += out.notes
-    per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
-    rec["metrics"].update(flops_per_step=per_ex * batch if per_ex else None, flops_method=method)
-    rec["telemetry"] = tel.summary(steps, batch * steps)
-    finish_telemetry(rec)
 
 
 def add_mfu(rec: dict[str, Any]) -> None:

@@ -1,0 +1,130 @@
+"""Time steps on random inputs of the published shapes: the ``paper`` suite's ``StepWorkload``s (the Keras 3
+benchmark's method), one cell per published batch size of a task."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from bench.core import knobs
+from bench.core.stacks import Stack
+from bench.results import derived
+from bench.results.record import Cell
+from bench.run import flops
+from bench.run.engines import step_engine
+from bench.run.scenarios import Scenario, finish_telemetry
+from bench.run.telemetry import sampler
+from bench.run.workloads import StepWorkload, get_workload
+
+#: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.
+SMOKE_MAX_BATCH = 2
+
+
+class Steps(Scenario):
+    """A ``StepWorkload``: ``steps`` timed steps after a first one, random inputs, every step between barriers."""
+
+    name = "steps"
+    suites_text = "the paper suite"
+    overrides = frozenset({"steps", "seq_len"})
+
+    def owns(self, w: Any) -> bool:
+        return isinstance(w, StepWorkload)
+
+    def default_batch(self, w: StepWorkload, task: str, size: str) -> int:
+        return w.batch_sizes(task)[0]
+
+    def batches(self, w: StepWorkload, task: str, size: str, batch_size: int | None,
+                variant: str) -> list[tuple[int | None, str]]:
+        """The published batch sizes of ``task`` (variant ``bs<N>``, or ``bs<N>-<variant>`` for a non-default
+        variant; capped at ``SMOKE_MAX_BATCH`` at smoke size), else the one override."""
+        sizes = [batch_size] if batch_size else w.batch_sizes(task)
+        if size == "smoke" and not batch_size:
+            sizes = list(dict.fromkeys(min(b, SMOKE_MAX_BATCH) for b in sizes))
+        return [(b, f"bs{b}" if variant == "default" else f"bs{b}-{variant}") for b in sizes]
+
+    def batch_override(self, w: StepWorkload, size: str, batch_size: int | None) -> int | None:
+        return batch_size
+
+    def sync_problem(self, sync: str, suite: str) -> str | None:
+        if sync != "step":
+            return f"suite {suite!r} times every step, as its source did; --sync applies to the fit suites"
+        return None
+
+    def data_problem(self, data: str, suite: str) -> str | None:
+        if data != "auto":
+            return (f"suite {suite!r} times random inputs (its source's step times do not depend on the data); "
+                    "--data applies to the fit suites")
+        return None
+
+    def unsupported(self, w: StepWorkload, stack: Stack) -> str | None:
+        return w.model.unsupported(stack)
+
+    def run(self, rec: dict[str, Any], cell: Cell, stack: Stack, w: StepWorkload, samples_csv: Path | None) -> None:
+        """``steps`` timed steps after a first one on random inputs (the family's ``bench.run.engines.StepEngine``),
+        with the model's FLOPs per step for MFU."""
+        batch = rec["batch_size"]
+        steps = cell.steps or w.steps[cell.size]
+        cfg = w.model.config(cell.size)
+        if cell.seq_len:
+            cfg["seq_len"] = cell.seq_len
+        rec["data"] = {"source": "synthetic", "reason": "random inputs of the published shapes (the source's method)"}
+        tel = sampler.for_device(cell.device)
+        tel.measure_idle()
+        try:
+            settings = knobs.settings_class(stack.engine, "steps").from_dict(dict(cell.settings))
+            out = step_engine(stack.engine).run(stack, w, cell.task, cfg, batch, steps, cell.device, settings,
+                                                telemetry=tel)
+        finally:
+            if samples_csv is not None:
+                tel.write_samples(samples_csv)
+        # the engine's typed blocks become the record's JSON here (model_dump: the fields the engine gave)
+        effective = out.settings.model_dump(exclude_unset=True)
+        rec["settings"] = {**dataclasses.asdict(settings), **effective, "model_config": cfg}
+        rec["metrics"] = step_metrics(out.timer, batch, steps, out.settings.generated_tokens)
+        rec["model"] = out.model.model_dump(exclude_unset=True)
+        rec["memory"] = out.memory.model_dump(exclude_unset=True)
+        rec["output"] = None if out.output is None else out.output.model_dump(exclude_unset=True)
+        rec["notes"] += out.notes
+        per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
+        rec["metrics"].update(flops_per_step=per_ex * batch if per_ex else None, flops_method=method)
+        rec["telemetry"] = tel.summary(steps, batch * steps)
+        finish_telemetry(rec)
+
+    def resume_expected(self, rec: dict[str, Any], cell: Cell, w: StepWorkload) -> list[tuple[str, Any, Any]]:
+        expected: list[tuple[str, Any, Any]] = []
+        if rec.get("batch_size") is not None:
+            expected.append(("batch_size", rec["batch_size"], cell.batch_size or w.batch_sizes(cell.task)[0]))
+        metrics = rec.get("metrics") or {}
+        if metrics.get("steps") is not None:
+            expected.append(("steps", metrics["steps"], cell.steps or w.steps[cell.size]))
+        return expected
+
+    def describe(self, w: StepWorkload) -> str:
+        cells = ", ".join(f"{t} {b}" for t, b in w.cells)
+        params = ", ".join(f"{k} {v:,}" for k, v in w.model.published_params.items()) or "n/a"
+        return f"{cells}; params {params}; {w.source}"
+
+
+def step_metrics(timer: Any, batch: int, steps: int, generated_tokens: int | None) -> dict[str, Any]:
+    """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput."""
+    s = timer.summary(batch, batch * steps)
+    out = {k: v for k, v in s.items() if k.startswith("ms_per_step_")}
+    out.update(first_step_s=s["first_epoch_s"], steps=s["steps"], steady_s=s["steady_epoch_s"])
+    derived.step_throughput(out, batch, generated_tokens)
+    return out
+
+
+def step_workload(name: str) -> StepWorkload:
+    """The registered workload ``name``, which must be step-timed (its FLOPs are counted for MFU).
+
+    Raises:
+        KeyError: unknown workload. ValueError: it fits on a dataset (a classic or tuning workload).
+    """
+    w = get_workload(name)
+    if not isinstance(w, StepWorkload):
+        raise ValueError(f"{name} is not a step-timed (paper suite) workload: its FLOPs are not counted")
+    return w
+
+
+STEPS = Steps()
