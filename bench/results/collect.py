@@ -14,11 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.results.record import REPEATS_DIR, RecordError, read_record
+from bench.results.record import REPEATS_DIR, RecordError, load_record
 from bench.results.rows import write_rows
-from bench.results.schema import LEADING, SKIP_KEYS, col, column_order
+from bench.results.schema import LEADING, SKIP_KEYS, Record, col, column_order
 from bench.results.schema import Metrics as M
-from bench.results.schema import Record as R
 
 __all__ = ["LEADING", "SKIP_KEYS", "collect", "csv_frame", "find_records", "flatten", "load_records",
            "pivot_ms_per_step", "to_frame"]
@@ -34,7 +33,7 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(value, dict):
             out.update(flatten(value, f"{name}."))
         elif isinstance(value, list):
-            out[name] = "; ".join(value) if key == col(R, "notes") else value
+            out[name] = "; ".join(value) if key == col(Record, "notes") else value
         else:
             out[name] = value
     return out
@@ -46,23 +45,24 @@ def find_records(root: Path) -> list[Path]:
     return sorted(p for p in Path(root).rglob("*.json") if not any(s in p.parts for s in skip))
 
 
-def load_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
-    """Valid records, and (path, reason) for each file that was skipped."""
+def load_records(paths: Iterable[Path]) -> tuple[list[Record], list[tuple[Path, str]]]:
+    """Valid records (typed: ``bench.results.record.load_record``), and (path, reason) for each file that was
+    skipped."""
     good, bad = [], []
     for p in paths:
         try:
-            good.append(read_record(p))
+            good.append(load_record(p))
         except RecordError as e:
             bad.append((p, str(e)))
     return good, bad
 
 
-def to_frame(records: list[dict[str, Any]]) -> Any:
-    """A pandas DataFrame with one row per record (``flatten``: list cells hold lists), its columns in the declared
-    order (``column_order``)."""
+def to_frame(records: list[Record]) -> Any:
+    """A pandas DataFrame with one row per record (its JSON: the fields it holds, ``flatten``: list cells hold
+    lists), its columns in the declared order (``column_order``)."""
     import pandas as pd
 
-    df = pd.DataFrame([flatten(r) for r in records])
+    df = pd.DataFrame([flatten(r.model_dump(exclude_unset=True)) for r in records])
     return df[column_order(list(df.columns))]
 
 
@@ -76,10 +76,10 @@ def pivot_ms_per_step(df: Any) -> Any:
     """ms/step (mean over steady steps) by (workload, task) x stack; non-ok cells show their status."""
     import pandas as pd
 
-    ms, status = col(M, "ms_per_step_mean"), col(R, "status")
+    ms, status = col(M, "ms_per_step_mean"), col(Record, "status")
     cells = df.apply(lambda r: f"{r[ms]:.2f}" if r[status] == "ok" and pd.notna(r.get(ms)) else r[status], axis=1)
-    table = df.assign(value=cells).pivot_table(index=[col(R, "workload"), col(R, "task")], columns=col(R, "stack"),
-                                               values="value", aggfunc="first")
+    table = df.assign(value=cells).pivot_table(index=[col(Record, "workload"), col(Record, "task")],
+                                               columns=col(Record, "stack"), values="value", aggfunc="first")
     return table.fillna("-")
 
 
