@@ -111,8 +111,10 @@ def test_after_aggregation_mfu_is_flops_over_time_over_peak(ms):
         m = {"ms_per_step_mean": t, "steps": 100, "flops_per_step": 3e12, "peak_flops": 1e15,
              "measured_peak_flops": 7e14, "examples_per_s": 0.0, "tokens_per_s": None, "achieved_tflops": 0.0,
              "mfu": 0.5, "mfu_measured": 0.5}
-        derived.step_throughput(m, 8, None)
-        derived.flops_rates(m)
+        typed = Metrics.model_validate(m)
+        derived.step_throughput(typed, 8, None)
+        derived.flops_rates(typed)
+        m = typed.model_dump(exclude_unset=True)
         return {"status": "ok", "repeat": k, "batch_size": 8, "metrics": m, "process": {"wall_s": 1.0}}
 
     m = aggregate([rec(k, t) for k, t in enumerate(ms, 1)])["metrics"]
@@ -132,7 +134,9 @@ def test_rederive_recomputes_every_declared_derived_metric():
     fit = {"status": "ok", "batch_size": 8, "data": {"n_train": 1000},
            "metrics": {"steady_epoch_s": 2.0, "j_per_epoch": 10.0, "samples_per_s": stale, "examples_per_j": stale}}
     for rec in (step, fit):
-        derived.rederive(rec)
+        typed = schema.Record.model_validate(rec)
+        derived.rederive(typed)
+        rec["metrics"] = typed.metrics.model_dump(exclude_unset=True)
     seen = {k for r in (step, fit) for k, v in r["metrics"].items() if k in DERIVED and v != stale}
     assert seen == set(DERIVED)
     assert step["metrics"]["examples_per_j"] == pytest.approx(8 * 100 / 50.0)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bench.results.derived import rederive
-from bench.results.schema import aggregated, derived_metrics
+from bench.results.schema import Record, aggregated, derived_metrics
 
 #: Metrics taken as the median across repeats (declared with rule ``median``).
 AGGREGATED = aggregated()
@@ -76,7 +76,9 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
             block[key] = spread(values)
             if key in AGGREGATED:
                 out["metrics"][key] = block[key]["median"]
-        rederive(out)
+        typed = Record.model_validate(out, strict=True)  # the formulas take the typed record
+        rederive(typed)
+        out["metrics"] = typed.metrics.model_dump(exclude_unset=True)
     if any(r.get("schedule") for r in records):  # rounds: where each repeat ran, for the drift check
         block["schedule"] = [{k: (r.get("schedule") or {}).get(k) for k in ("round", "position")} for r in records]
     walls = [r.get("process", {}).get("wall_s") for r in records]

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from bench.core import knobs
 from bench.core.stacks import Stack
 from bench.results.record import Cell
+from bench.results.schema import Data, Record
 from bench.run.engines import epoch_engine, missing_model
-from bench.run.scenarios import Scenario, finish_telemetry
+from bench.run.scenarios import Scenario, effective_settings, finish_telemetry
 from bench.run.telemetry import sampler
 from bench.run.workloads import Workload, get_workload
 
@@ -40,14 +40,14 @@ class Epochs(Scenario):
     def unsupported(self, w: Workload, stack: Stack) -> str | None:
         return missing_model(stack.engine, w)
 
-    def run(self, rec: dict[str, Any], cell: Cell, stack: Stack, w: Workload, samples_csv: Path | None) -> None:
+    def run(self, rec: Record, cell: Cell, stack: Stack, w: Workload, samples_csv: Path | None) -> None:
         """``fit`` on the workload's dataset for some epochs (the family's ``bench.run.engines.EpochEngine``)."""
-        batch = rec["batch_size"]
+        batch = rec.batch_size or 0
         epochs = cell.epochs or w.epochs[cell.size]
         ds = w.load_data(cell.size, cell.data)
-        rec["data"] = {**ds.record(), "requested": cell.data}
+        rec.data = Data.model_validate({**ds.record(), "requested": cell.data})
         if ds.source == "synthetic":
-            rec["notes"].append("data=synthetic: " + (ds.reason or ""))
+            rec.notes.append("data=synthetic: " + (ds.reason or ""))
         tel = sampler.for_device(cell.device)
         tel.measure_idle()
         try:
@@ -56,14 +56,10 @@ class Epochs(Scenario):
         finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
             if samples_csv is not None:
                 tel.write_samples(samples_csv)
-        # the engine's typed blocks become the record's JSON here (model_dump: the fields the engine gave)
-        effective = out.settings.model_dump(exclude_unset=True)
-        rec["settings"] = {**dataclasses.asdict(settings), **effective}  # every knob, then what took effect
-        rec["metrics"], rec["history"] = out.metrics.model_dump(exclude_unset=True), out.history
-        rec["model"] = out.model.model_dump(exclude_unset=True)
-        rec["memory"] = out.memory.model_dump(exclude_unset=True)
-        rec["telemetry"] = tel.summary(rec["metrics"].get("steps_per_epoch"), ds.n_train)
-        finish_telemetry(rec)
+        # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
+        rec.settings = effective_settings(settings, out.settings)  # every knob, then what took effect
+        rec.metrics, rec.history, rec.model, rec.memory = out.metrics, out.history, out.model, out.memory
+        finish_telemetry(rec, tel.summary(out.metrics.steps_per_epoch, ds.n_train))
 
     def resume_expected(self, rec: dict[str, Any], cell: Cell, w: Workload) -> list[tuple[str, Any, Any]]:
         expected: list[tuple[str, Any, Any]] = []
