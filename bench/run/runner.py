@@ -28,12 +28,14 @@ from bench.results.record import (
     REPEATS_DIR,
     Cell,
     RecordError,
+    load_record,
     new_record,
     read_record,
     result_path,
     write_json_atomic,
 )
 from bench.results.repeats import aggregate
+from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
 from bench.run import gpu_state
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.environment import cuda_cache_block, cuda_cache_bytes, git_commit
@@ -52,15 +54,16 @@ PTX_JIT_NOTE = ("the CUDA JIT cache grew during this cell: the driver JIT-compil
                 "inside the first epoch/step (later cells reuse the cache)")
 
 
-def add_cuda_cache(rec: dict[str, Any], env: Mapping[str, str], bytes_before: int | None) -> None:
+def add_cuda_cache(rec: Record, env: Mapping[str, str], bytes_before: int | None) -> None:
     """Put ``env.cuda_cache`` (``bench.run.environment.cuda_cache_block``: the CUDA JIT cache's growth since
     ``bytes_before``, bytes) into ``rec``, and ``PTX_JIT_NOTE`` when it grew. Called once the worker process
     has ended: the driver writes the cache as the process's CUDA context is torn down, after the worker's
     own record is on disk."""
     block = cuda_cache_block(bytes_before, env)
-    rec.setdefault("env", {})["cuda_cache"] = block
+    rec.env = rec.env or Env()
+    rec.env.cuda_cache = CudaCache.model_validate(block)
     if block["jit_compiled"]:
-        rec.setdefault("notes", []).append(PTX_JIT_NOTE)
+        rec.notes = [*rec.notes, PTX_JIT_NOTE]  # assigned: a record without notes gets the field
 
 
 @dataclass
@@ -94,7 +97,8 @@ def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
 
 
 def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict[str, Any]:
-    """Run ``cell`` in a child process and write its final record; returns the record. On a GPU, first
+    """Run ``cell`` in a child process, fill its typed ``Record`` (the worker's, read back) with what only the parent
+    sees and write it once; returns the record's JSON. On a GPU, first
     the optional ``cooldown`` and the check for other processes on the GPU (``bench.run.gpu_state``). The process
     gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
     after it has ended (``add_cuda_cache``)."""
@@ -133,37 +137,41 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict
         wall = time.perf_counter() - start
 
     try:
-        rec = read_record(worker_out)
+        rec = load_record(worker_out)
     except RecordError as e:
-        rec = new_record(cell)
+        rec = Record.model_validate(new_record(cell), strict=True)
         rc = proc.returncode
         if timed_out.is_set():
-            rec["status"], rec["reason"] = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
+            rec.status, rec.reason = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
         elif rc == -signal.SIGKILL:
-            rec["status"] = "oom"
-            rec["reason"] = "killed by SIGKILL (most likely the out-of-memory killer)"
+            rec.status = "oom"
+            rec.reason = "killed by SIGKILL (most likely the out-of-memory killer)"
         elif worker_out.exists():  # a record the schema rejects: kept beside the log, never deleted
             kept = worker_out.with_name(f"{cell.run_id}.rejected.json")
             worker_out.replace(kept)
-            rec["reason"] = f"the worker's record ({kept.name}) was rejected: {e}"
+            rec.reason = f"the worker's record ({kept.name}) was rejected: {e}"
         else:
-            rec["reason"] = f"worker exited with status {rc} without a record: {_tail(log_file)}"
+            rec.reason = f"worker exited with status {rc} without a record: {_tail(log_file)}"
     # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
-    rec["process"] = {"exit_code": proc.returncode, "wall_s": wall, "timeout_s": cell.timeout_s,
-                      "max_rss_bytes": usage.ru_maxrss * 1024, "log": log_file.name,
-                      "gpu_s": wall if cell.device == "gpu" else 0.0}
-    rec.setdefault("memory", {}).setdefault("host_peak_rss_bytes", usage.ru_maxrss * 1024)
+    rec.process = Process(exit_code=proc.returncode, wall_s=wall, timeout_s=cell.timeout_s,
+                          max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
+                          gpu_s=wall if cell.device == "gpu" else 0.0)
+    rec.memory = rec.memory or Memory()
+    if "host_peak_rss_bytes" not in rec.memory.model_fields_set:  # the worker's own reading comes first
+        rec.memory.host_peak_rss_bytes = usage.ru_maxrss * 1024
     rec.update(before)
     add_cuda_cache(rec, env, cuda_cache_before)
     if caches:
-        rec.setdefault("settings", {})["compile_cache"] = compile_cache_setting(env)
+        rec.settings = rec.settings or EffectiveSettings()
+        rec.settings.compile_cache = compile_cache_setting(env)
     note = gpu_state.busy_note(before.get("gpu_before") or {})
     if note:
-        rec.setdefault("notes", []).append(note)
-    write_json_atomic(final, rec)
+        rec.notes = [*rec.notes, note]
+    out = rec.model_dump(exclude_unset=True)  # the record's JSON, written once
+    write_json_atomic(final, out)
     worker_out.unlink(missing_ok=True)
     cell_file.unlink(missing_ok=True)
-    return rec
+    return out
 
 
 def existing_record(cell: Cell, out_dir: Path, repeats: int = 1, gpu: str | None = None) -> dict[str, Any] | None:
