@@ -249,7 +249,7 @@ def test_a_torch_cell_records_the_switches_as_they_were_when_it_ended(tmp_path):
 
     cell = expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"], settings={"tf32": "on"},
                   variant="tf32=on", epochs=1)[0]
-    rec = run_one(cell, tmp_path)
+    rec = run_one(cell, tmp_path).model_dump(exclude_unset=True)
     assert rec["status"] == "ok", rec.get("reason")
     s = rec["settings"]
     assert s["tf32"] == "on" and s["torch_float32_matmul_precision"] == "high"

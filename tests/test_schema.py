@@ -89,6 +89,11 @@ def test_a_record_that_does_not_fit_the_schema_is_named_and_skipped(tmp_path):
         read_record(tmp_path / "x.json")
 
 
+def _aggregate(*records):
+    """The aggregation of repeat records given as their JSON, as JSON."""
+    return aggregate([schema.Record.model_validate(r) for r in records]).model_dump(exclude_unset=True)
+
+
 def _energy_rec(k, j_epoch, ms):
     n, steps = 60000, 469
     m = {"ms_per_step_mean": ms, "steady_epoch_s": ms * steps / 1000, "samples_per_s": n / (ms * steps / 1000),
@@ -100,7 +105,7 @@ def _energy_rec(k, j_epoch, ms):
 def test_examples_per_j_belongs_to_the_aggregated_energy():
     """Two repeats of 100 and 300 J/epoch: the row's 200 J/epoch gives 300 examples/J, not the median of the
     repeats' 600 and 200 examples/J (400), which belongs to no repeat's energy."""
-    agg = aggregate([_energy_rec(1, 100.0, 10.0), _energy_rec(2, 300.0, 10.0)])["metrics"]
+    agg = _aggregate(_energy_rec(1, 100.0, 10.0), _energy_rec(2, 300.0, 10.0))["metrics"]
     assert agg["j_per_epoch"] == 200.0
     assert agg["examples_per_j"] == pytest.approx(60000 / 200.0)
 
@@ -117,7 +122,7 @@ def test_after_aggregation_mfu_is_flops_over_time_over_peak(ms):
         m = typed.model_dump(exclude_unset=True)
         return {"status": "ok", "repeat": k, "batch_size": 8, "metrics": m, "process": {"wall_s": 1.0}}
 
-    m = aggregate([rec(k, t) for k, t in enumerate(ms, 1)])["metrics"]
+    m = _aggregate(*(rec(k, t) for k, t in enumerate(ms, 1)))["metrics"]
     t = m["ms_per_step_mean"] / 1000
     assert m["mfu"] == pytest.approx(m["flops_per_step"] / t / m["peak_flops"])
     assert m["mfu_measured"] == pytest.approx(m["flops_per_step"] / t / m["measured_peak_flops"])

@@ -61,13 +61,13 @@ class Epochs(Scenario):
         rec.metrics, rec.history, rec.model, rec.memory = out.metrics, out.history, out.model, out.memory
         finish_telemetry(rec, tel.summary(out.metrics.steps_per_epoch, ds.n_train))
 
-    def resume_expected(self, rec: dict[str, Any], cell: Cell, w: Workload) -> list[tuple[str, Any, Any]]:
+    def resume_expected(self, rec: Record, cell: Cell, w: Workload) -> list[tuple[str, Any, Any]]:
         expected: list[tuple[str, Any, Any]] = []
-        if rec.get("batch_size") is not None:
-            expected.append(("batch_size", rec["batch_size"], cell.batch_size or w.batch_for(cell.size)))
-        metrics = rec.get("metrics") or {}
-        if isinstance(metrics.get("epoch_s"), list):
-            expected.append(("epochs", len(metrics["epoch_s"]), cell.epochs or w.epochs[cell.size]))
+        if rec.batch_size is not None:
+            expected.append(("batch_size", rec.batch_size, cell.batch_size or w.batch_for(cell.size)))
+        epoch_s = rec.metrics.epoch_s if rec.metrics is not None else None
+        if isinstance(epoch_s, list):
+            expected.append(("epochs", len(epoch_s), cell.epochs or w.epochs[cell.size]))
         return expected
 
     def describe(self, w: Workload) -> str:

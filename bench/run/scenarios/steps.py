@@ -87,13 +87,13 @@ class Steps(Scenario):
         rec.metrics.update({"flops_per_step": per_ex * batch if per_ex else None, "flops_method": method})
         finish_telemetry(rec, tel.summary(steps, batch * steps))
 
-    def resume_expected(self, rec: dict[str, Any], cell: Cell, w: StepWorkload) -> list[tuple[str, Any, Any]]:
+    def resume_expected(self, rec: Record, cell: Cell, w: StepWorkload) -> list[tuple[str, Any, Any]]:
         expected: list[tuple[str, Any, Any]] = []
-        if rec.get("batch_size") is not None:
-            expected.append(("batch_size", rec["batch_size"], cell.batch_size or w.batch_sizes(cell.task)[0]))
-        metrics = rec.get("metrics") or {}
-        if metrics.get("steps") is not None:
-            expected.append(("steps", metrics["steps"], cell.steps or w.steps[cell.size]))
+        if rec.batch_size is not None:
+            expected.append(("batch_size", rec.batch_size, cell.batch_size or w.batch_sizes(cell.task)[0]))
+        steps = rec.metrics.steps if rec.metrics is not None else None
+        if steps is not None:
+            expected.append(("steps", steps, cell.steps or w.steps[cell.size]))
         return expected
 
     def describe(self, w: StepWorkload) -> str:
