@@ -94,8 +94,8 @@ def load_record(path: Path) -> Record:
 
 
 def read_record(path: Path) -> dict[str, Any]:
-    """One result file's JSON, validated as ``load_record`` does (the runner's and the worker's view: they still
-    fill the record as a dict).
+    """One result file's JSON (a mapping), validated as ``load_record`` does: for code that reads a record as its
+    JSON (tests, scripts); the runner and the collector take the typed ``Record``.
 
     Raises:
         RecordError: see ``load_record``.
