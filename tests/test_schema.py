@@ -186,3 +186,11 @@ def test_a_block_rejects_an_undeclared_keyword():
     fails there, not in the collector."""
     with pytest.raises(TypeError):
         Metrics(ms_per_stepmean=1.0)  # type: ignore[call-arg]
+
+
+def test_a_settings_block_of_other_types_loads_as_recorded(tmp_path):
+    """The settings block is checked as a mapping only: an effective setting of another type than declared (a
+    knob's type changed across schema versions) still loads, its value as recorded."""
+    rec = json.loads(next(_records()).read_text())
+    write_json_atomic(tmp_path / "x.json", {**rec, "settings": {**rec.get("settings", {}), "tf32_matmul": "on"}})
+    assert read_record(tmp_path / "x.json")["settings"]["tf32_matmul"] == "on"

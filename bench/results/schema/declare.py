@@ -78,6 +78,13 @@ class Block(BaseModel):
     # its base __init__, this check stays the constructor's alone, so records keep their undeclared keys
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        """pydantic's ``model_dump``, without its serializer warnings by default: a block writes what it was given
+        (an assigned value is not validated, as in the dict it replaced; a settings block of another schema version
+        loads as recorded), so a value off its declared type is written as it is, not warned about."""
+        kwargs.setdefault("warnings", False)
+        return super().model_dump(**kwargs)
+
     @property
     def extra(self) -> dict[str, Any]:
         """Keys the block does not declare, in the order set (a mutable view: assigning into it keeps the key)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import typing
 from typing import Any, Literal
 
+from pydantic import ValidationError, ValidatorFunctionWrapHandler, field_validator
+
 from bench.results.schema.blocks import Data, Memory, Metrics, Model, Output, Process, Repeats
 from bench.results.schema.declare import SCHEMA_VERSION, Block, entry
 from bench.results.schema.effective import EffectiveSettings
@@ -66,3 +68,15 @@ class Record(Block):
     finished_utc: str | None = entry("when it finished (UTC, ISO 8601)")
     traceback: str | None = entry("a failed cell's traceback (not in the CSV)")
 
+    @field_validator("settings", mode="wrap")
+    @classmethod
+    def _settings_as_recorded(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """The settings block is a mapping first: a record whose effective settings do not fit their declared types
+        (the knobs' values changed type across schema versions, e.g. tf32 was a bool in version 2) still loads,
+        its values as recorded (``bench.results.schema.validate.problems`` checks the block as a mapping only)."""
+        try:
+            return handler(value)
+        except ValidationError:
+            if isinstance(value, dict):
+                return EffectiveSettings.model_construct(**value)
+            raise
