@@ -19,11 +19,12 @@ import numpy as np
 from bench.core.families.jax import JaxFitSettings
 from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
-from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
+from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.datasets import Dataset
 from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, missing_model
+from bench.run.engines.epochloop import EpochSteps, LoopTiming, train_epochs
 from bench.run.engines.jax.data import PLACEMENT, AugmentedBatches, device_epochs, numpy_epochs, tf_data_epochs
-from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
+from bench.run.timing import Cadence
 from bench.run.workloads import Workload
 
 #: Optax's Adam adds epsilon after the bias correction (optax/_src/transform.py@v0.2.8:300), Keras 2.0.8 before it
@@ -154,7 +155,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     step's outputs (new parameters, optimizer state and totals: everything the step computes); JAX dispatches
     asynchronously on every device. ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric with
     Keras 2.0.8's progress-bar definition (``bench.run.timing.EpochClock``): each epoch from its begin to after its
-    validation, barriers ours, averaged; ``metrics.fit_call_s`` is the whole loop (``fit_metrics``).
+    validation, barriers ours, averaged; ``metrics.fit_call_s`` is the whole loop (``fit_metrics``); the loop is
+    ``bench.run.engines.epochloop.train_epochs``.
 
     Raises:
         Unsupported: the workload has no Flax definition; ``augment`` asked for where the source has none, or
@@ -169,28 +171,98 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     if reason:
         raise Unsupported(reason)
     augmenting = augment_in_effect(settings, workload.augmentation is not None)
-    pipeline, jit = settings.data_pipeline, settings.jit_compile
-    effective: dict[str, Any] = {**_versions(), "jit_compile": jit, "precision": settings.precision,
-                                 "param_dtype": "float32", "compute_dtype": settings.precision,
-                                 "data_pipeline": pipeline, "augment": augmenting}
-    effective.update(math_mode.set_tf32("jax", settings.tf32))
+    effective = _effective_settings(settings, augmenting)  # the TF32 switches set before JAX picks its device
     dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
     effective["device"] = str(dev)
-    model = build_model(nnx, workload, ds.meta)
-    model.train()
-    train_def, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]  # flax's overloads: 3 parts
-    model.eval()
-    eval_def = nnx.graphdef(model)
-    total = param_count(jax, params)
-    tx, effective["optimizer"] = make_optimizer(optax, workload)
-    effective["loss"] = "optax.softmax_cross_entropy_with_integer_labels (logits, float32), batch mean"
-    params, rest = jax.device_put((params, rest), dev)
-    opt_state = jax.device_put(tx.init(params), dev)
-    train_step, eval_step = make_steps(jax, nnx, optax, (train_def, eval_def), tx, settings.precision, jit)
-    effective["donated_state"] = jit  # jax.jit's donate_argnums; an op-by-op step donates nothing
+    state, total = _TrainState.build(jax, nnx, optax, workload, ds.meta, settings, dev, effective)
+    batches, trained, loader = _train_data(jax, settings, augmenting, ds, workload, batch_size, epochs, dev, effective)
+    xv, yv = jax.device_put((ds.x_val, ds.y_val), dev)
+    steps = EpochSteps(batches, lambda: jax.device_put(np.zeros(2, np.float32), dev), state.step, _add,
+                       lambda t: np.asarray(t).tolist(),
+                       lambda: _evaluate(state.eval_step, state.params, state.rest, xv, yv, batch_size))
+    timing = LoopTiming(state.barrier, lambda: jax.block_until_ready((*state.arrays(), xv, yv)),
+                        Cadence.parse(settings.sync), telemetry, None if loader is None else loader.close)
+    metrics, hist = train_epochs(steps, timing, epochs, batch_size, trained)
+    return EpochResult(
+        settings=_settings_block(effective),
+        metrics=metrics,
+        history=hist,
+        # every nnx.Param is trained; a Flax LSTM cell has one bias (its hidden-to-hidden Linear's), as Keras'
+        model=Model(params_total=total, params_effective=total, params_trainable=total),
+        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("jax", device)),
+    )
 
-    n = trained = ds.n_train
-    aug, loader = workload.augmentation, None
+
+def _effective_settings(settings: JaxFitSettings, augmenting: bool) -> dict[str, Any]:
+    """The settings block as the knobs ask (and the TF32 switches, set here), before the device, model, optimizer
+    and data add what took effect."""
+    effective: dict[str, Any] = {**_versions(), "jit_compile": settings.jit_compile, "precision": settings.precision,
+                                 "param_dtype": "float32", "compute_dtype": settings.precision,
+                                 "data_pipeline": settings.data_pipeline, "augment": augmenting}
+    effective.update(math_mode.set_tf32("jax", settings.tf32))
+    return effective
+
+
+def _settings_block(effective: dict[str, Any]) -> EffectiveSettings:
+    block = EffectiveSettings()
+    block.update(effective)
+    return block
+
+
+class _TrainState:
+    """The functional training state between steps (parameters, optimizer state, the model's other state) and the
+    jitted steps over it; ``step`` replaces it, ``barrier`` blocks on what the last step computed."""
+
+    def __init__(self, jax, params, opt_state, rest, train_step, eval_step) -> None:
+        self.jax, self.params, self.opt_state, self.rest = jax, params, opt_state, rest
+        self.train_step, self.eval_step = train_step, eval_step
+        self.last: list[Any] = [params]
+
+    @classmethod
+    def build(cls, jax, nnx, optax, workload: Workload, meta: dict[str, Any], settings: JaxFitSettings, dev,
+              effective: dict[str, Any]) -> tuple[_TrainState, int]:
+        """The workload's model split into its state on ``dev``, the optimizer and the steps, and the parameter
+        count; what they were built with goes into ``effective``."""
+        model = build_model(nnx, workload, meta)
+        model.train()
+        train_def, params, rest = nnx.split(model, nnx.Param, ...)  # three parts: the graph, Params, the rest
+        model.eval()
+        eval_def = nnx.graphdef(model)
+        total = param_count(jax, params)
+        tx, effective["optimizer"] = make_optimizer(optax, workload)
+        effective["loss"] = "optax.softmax_cross_entropy_with_integer_labels (logits, float32), batch mean"
+        params, rest = jax.device_put((params, rest), dev)
+        opt_state = jax.device_put(tx.init(params), dev)
+        train_step, eval_step = make_steps(jax, nnx, optax, (train_def, eval_def), tx, settings.precision,
+                                           settings.jit_compile)
+        effective["donated_state"] = settings.jit_compile  # jax.jit's donate_argnums; op by op donates nothing
+        return cls(jax, params, opt_state, rest, train_step, eval_step), total
+
+    def step(self, batch) -> Any:
+        xb, yb = batch
+        self.params, self.opt_state, self.rest, step_totals = self.train_step(self.params, self.opt_state, self.rest,
+                                                                               tuple(xb), yb)
+        self.last[:] = [self.params, self.opt_state, step_totals]
+        return step_totals
+
+    def barrier(self) -> None:
+        self.jax.block_until_ready(self.last)
+
+    def arrays(self) -> tuple[Any, ...]:
+        return self.params, self.opt_state, self.rest
+
+
+def _train_data(jax, settings: JaxFitSettings, augmenting: bool, ds: Dataset, workload: Workload, batch_size: int,
+                epochs: int, dev,
+                effective: dict[str, Any]) -> tuple[Callable[[], Iterator[Any]], int, AugmentedBatches | None]:
+    """(``batches()``: one epoch's batches, the examples an epoch trains on, the augmenting loader to close or
+    None): the workload's augmentation where ``augmenting``, else the ``data_pipeline``; recorded in ``effective``.
+
+    Raises:
+        ValueError: an augmentation the pipeline cannot make (``Augmentation.check``).
+    """
+    pipeline, n = settings.data_pipeline, ds.n_train
+    trained, aug, loader = n, workload.augmentation, None
     if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
         aug.check(len(ds.x_train), n, batch_size)
         loader = AugmentedBatches(aug, ds.x_train[0], ds.y_train, batch_size, epochs)
@@ -203,70 +275,15 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     elif pipeline == "numpy_batches":
         batches = numpy_epochs(ds.x_train, ds.y_train, batch_size)
     elif pipeline == "device_put_once":
-        batches = device_epochs(jax, ds.x_train, ds.y_train, batch_size, dev, jit)
+        batches = device_epochs(jax, ds.x_train, ds.y_train, batch_size, dev, settings.jit_compile)
     else:
         batches = tf_data_epochs(ds.x_train, ds.y_train, batch_size)
     effective.update(train_data_placement=PLACEMENT[pipeline], shuffle_buffer=n)
-    xv, yv = jax.device_put((ds.x_val, ds.y_val), dev)
+    return batches, trained, loader
 
-    last: list[Any] = [params]
 
-    def barrier() -> None:
-        jax.block_until_ready(last)
-
-    cadence = Cadence.parse(settings.sync)
-    timer = EpochTimer(barrier, telemetry, cadence)
-    epoch_clock = EpochClock(barrier)
-    read_every_step = cadence.every == 1
-    hist: dict[str, list[float]] = {"accuracy": [], "loss": [], "val_accuracy": [], "val_loss": []}
-    try:
-        jax.block_until_ready((params, opt_state, rest, xv, yv))  # every upload done before the clock starts
-        start = clock()
-        for _ in range(epochs):
-            epoch_clock.begin()
-            timer.begin_epoch()
-            sums = jax.device_put(np.zeros(2, np.float32), dev)
-            loss_sum, correct = 0.0, 0
-            for xb, yb in batches():
-                params, opt_state, rest, step_totals = train_step(params, opt_state, rest, tuple(xb), yb)
-                last[:] = [params, opt_state, step_totals]
-                if read_every_step:
-                    batch_loss, batch_correct = np.asarray(step_totals).tolist()
-                    loss_sum += batch_loss
-                    correct += int(batch_correct)
-                else:
-                    sums = sums + step_totals
-                timer.end_step()
-            timer.end_epoch()
-            if not read_every_step:
-                loss_sum, epoch_correct = np.asarray(sums).tolist()
-                correct = int(epoch_correct)
-            val_loss, val_acc = _evaluate(eval_step, params, rest, xv, yv, batch_size)
-            hist["loss"].append(loss_sum / trained)
-            hist["accuracy"].append(correct / trained)
-            hist["val_loss"].append(val_loss)
-            hist["val_accuracy"].append(val_acc)
-            epoch_clock.end()
-        barrier()
-        fit_call_s = clock() - start
-    finally:
-        if loader is not None:
-            loader.close()
-        if telemetry:
-            telemetry.stop()
-
-    settings_block = EffectiveSettings()
-    settings_block.update(effective)
-    metrics = Metrics(**timer.summary(batch_size, trained))
-    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
-    return EpochResult(
-        settings=settings_block,
-        metrics=metrics,
-        history=hist,
-        # every nnx.Param is trained; a Flax LSTM cell has one bias (its hidden-to-hidden Linear's), as Keras'
-        model=Model(params_total=total, params_effective=total, params_trainable=total),
-        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("jax", device)),
-    )
+def _add(sums, pair):
+    return sums + pair
 
 
 def _evaluate(eval_step, params, rest, xs, y, batch_size: int) -> tuple[float, float]:

@@ -7,14 +7,16 @@ table's row on the twins' loop. The data pipelines are ``bench.run.engines.torch
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from bench.core.families.torch import TorchFitSettings
 from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
-from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
+from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.datasets import Dataset
 from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, toolchain
+from bench.run.engines.epochloop import EpochSteps, LoopTiming, train_epochs
 from bench.run.engines.frameworks import make_barrier
 from bench.run.engines.torch.data import (
     AUGMENTED_PLACEMENT,
@@ -26,7 +28,7 @@ from bench.run.engines.torch.data import (
     placement,
     to_tensors,
 )
-from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
+from bench.run.timing import Cadence
 from bench.run.workloads import Workload
 
 
@@ -98,40 +100,24 @@ def _evaluate(torch, model, loss_fn, xs, y, batch_size: int) -> tuple[float, flo
     return total / n, correct / n
 
 
-def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: TorchFitSettings, telemetry=None) -> EpochResult:
-    """Train ``workload`` with a plain PyTorch loop and return the record blocks.
-
-    ``settings``: ``bench.core.families.torch.TorchFitSettings`` (defaults, allowed values and meaning there). The
-    workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
-    (``augmented_loader``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric with
-    Keras 2.0.8's progress-bar definition (``bench.run.timing.EpochClock``): each epoch from its begin to after its
-    validation, barriers ours, averaged; ``metrics.fit_call_s`` is the whole loop (``fit_metrics``).
-
-    Raises:
-        Unsupported: ``compile`` asked for and the image lacks torch.compile's toolchain
-            (``toolchain.torch_compile_blocker``: a C++ compiler on CPU, a C compiler on GPU); ``augment`` asked
-            for where the source has none, or with another data pipeline; the torchvision pipeline on a
-            dataset other than MNIST.
-    """
-    import torch
-
-    reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
-    if reason:
-        raise Unsupported(reason)
-    augmenting = augment_in_effect(settings, workload.augmentation is not None)
-    pipeline, mode, precision = settings.data_pipeline, settings.compile, settings.precision
-    if mode != "none":
-        toolchain.require_torch_compile(device, f"compile={mode}")
+def _effective_settings(torch, settings: TorchFitSettings) -> EffectiveSettings:
+    """The settings block as the knobs ask, before the model, optimizer and data add what took effect."""
+    pipeline = settings.data_pipeline
     effective = EffectiveSettings(torch_version=torch.__version__)
-    effective.update({"precision": precision, "compile": mode, "data_pipeline": pipeline,
+    effective.update({"precision": settings.precision, "compile": settings.compile, "data_pipeline": pipeline,
                       "num_workers": settings.num_workers,
                       # tensors_on_device holds the data on the device whatever preload says
                       "preload": settings.preload or pipeline == "tensors_on_device"})
     effective.update(math_mode.set_tf32("torch", settings.tf32))
-    torch.manual_seed(0)
-    dev = torch.device("cuda" if device == "gpu" else "cpu")
-    model = workload.build_torch(ds.meta).to(dev)
+    return effective
+
+
+def _trainer(torch, model, workload: Workload, settings: TorchFitSettings, dev,
+             effective: EffectiveSettings) -> tuple[Callable[[Any], Any], Any]:
+    """(``step(batch)`` -> the batch's device pair (summed loss, correct), the loss function): one training step
+    of ``model`` with the workload's optimizer and schedule, under ``compile``, autocast and the grad scaler as
+    ``settings`` ask; what it built goes into ``effective``."""
+    mode, precision = settings.compile, settings.precision
     opt = make_optimizer(torch, model.parameters(), workload)
     scheduler = make_scheduler(torch, opt, workload)
     effective.optimizer = optimizer_record(opt, workload)
@@ -142,6 +128,33 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     amp_dtype = {"float16_autocast": torch.float16, "bfloat16_autocast": torch.bfloat16}.get(precision)
     scaler = torch.amp.GradScaler(dev.type) if settings.grad_scaler else None
     effective.extra["grad_scaler"] = scaler is not None
+
+    def step(batch):
+        xb, yb = batch
+        with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            out = step_model(*xb)
+            loss = loss_fn(out, yb)
+        opt.zero_grad(set_to_none=True)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        if scheduler is not None:
+            scheduler.step()
+        return torch.stack([loss.detach().float() * yb.numel(), (out.argmax(1) == yb).sum().float()])
+
+    return step, loss_fn
+
+
+def _train_data(torch, settings: TorchFitSettings, ds: Dataset, workload: Workload, batch_size: int, dev,
+                augmenting: bool, effective: EffectiveSettings) -> tuple[Callable[[], Iterable[Any]], int]:
+    """(``batches()``: one epoch's batches on the device, the examples an epoch trains on): the workload's
+    augmentation where ``augmenting``, else the ``data_pipeline``; its options as they took effect go into
+    ``effective``."""
+    pipeline = settings.data_pipeline
     n = trained = ds.n_train
     effective.extra["augment"] = augmenting
     aug = workload.augmentation
@@ -160,6 +173,12 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
             kw = loader_kwargs(torch, batch_size, settings.num_workers, dev, settings.pin_memory,
                                settings.persistent_workers)
             effective.update({"pin_memory": kw["pin_memory"], "persistent_workers": kw["persistent_workers"]})
+    return batches, trained
+
+
+def _validation_data(torch, pipeline: str, augmenting: bool, ds: Dataset, workload: Workload, dev,
+                     effective: EffectiveSettings) -> tuple[tuple[Any, ...], Any]:
+    """(inputs, labels) of the validation set on the device, normalised as the torchvision pipeline trains."""
     xv = to_tensors(torch, ds.x_val, workload.torch_layout, dev)
     if pipeline == "torchvision_dataset_transforms" and not augmenting:
         # validate on what the model trains on: the transform's normalised pixels
@@ -168,66 +187,58 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         effective.normalize = {"mean": list(MNIST_NORMALIZE[0]), "std": list(MNIST_NORMALIZE[1]),
                                "source": "assumed: MNIST's, as pytorch/examples mnist/main.py (the post does not "
                                          "print its constants)"}
-    yv = torch.from_numpy(ds.y_val).long().to(dev)
+    return xv, torch.from_numpy(ds.y_val).long().to(dev)
+
+
+def _begin_epoch(torch, model, dev):
+    """The model in training mode and the epoch's running (loss, correct) sums, zeros on the device."""
+    model.train()
+    return torch.zeros(2, device=dev)
+
+
+def _accumulate(sums, pair):
+    sums += pair  # in place on the device: no read-back, no new tensor per step
+    return sums
+
+
+def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
+        settings: TorchFitSettings, telemetry=None) -> EpochResult:
+    """Train ``workload`` with a plain PyTorch loop and return the record blocks.
+
+    ``settings``: ``bench.core.families.torch.TorchFitSettings`` (defaults, allowed values and meaning there). The
+    workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
+    (``augmented_loader``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric with
+    Keras 2.0.8's progress-bar definition (``bench.run.timing.EpochClock``): each epoch from its begin to after its
+    validation, barriers ours, averaged; ``metrics.fit_call_s`` is the whole loop (``fit_metrics``); the loop is
+    ``bench.run.engines.epochloop.train_epochs``.
+
+    Raises:
+        Unsupported: ``compile`` asked for and the image lacks torch.compile's toolchain
+            (``toolchain.torch_compile_blocker``: a C++ compiler on CPU, a C compiler on GPU); ``augment`` asked
+            for where the source has none, or with another data pipeline; the torchvision pipeline on a
+            dataset other than MNIST.
+    """
+    import torch
+
+    reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
+    if reason:
+        raise Unsupported(reason)
+    augmenting = augment_in_effect(settings, workload.augmentation is not None)
+    if settings.compile != "none":
+        toolchain.require_torch_compile(device, f"compile={settings.compile}")
+    effective = _effective_settings(torch, settings)
+    torch.manual_seed(0)
+    dev = torch.device("cuda" if device == "gpu" else "cpu")
+    model = workload.build_torch(ds.meta).to(dev)
+    step, loss_fn = _trainer(torch, model, workload, settings, dev, effective)
+    batches, trained = _train_data(torch, settings, ds, workload, batch_size, dev, augmenting, effective)
+    xv, yv = _validation_data(torch, settings.data_pipeline, augmenting, ds, workload, dev, effective)
+    steps = EpochSteps(batches, lambda: _begin_epoch(torch, model, dev), step, _accumulate, lambda t: t.tolist(),
+                       lambda: _evaluate(torch, model, loss_fn, xv, yv, batch_size))
     barrier = make_barrier("torch", device)
-    cadence = Cadence.parse(settings.sync)
-    timer = EpochTimer(barrier, telemetry, cadence)
-    epoch_clock = EpochClock(barrier)
-    # sync=step reads the loss back every step, as Keras' verbose=1 does for its progress logs; the other cadences
-    # add it up on the device and read it once per epoch, after the timed steps
-    read_every_step = cadence.every == 1
-    hist: dict[str, list[float]] = {"accuracy": [], "loss": [], "val_accuracy": [], "val_loss": []}
-
-    try:
-        barrier()
-        start = clock()
-        for _ in range(epochs):
-            epoch_clock.begin()
-            timer.begin_epoch()
-            model.train()
-            loss_sum, correct = 0.0, 0
-            totals = torch.zeros(2, device=dev)
-            for xb, yb in batches():
-                with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype is not None):
-                    out = step_model(*xb)
-                    loss = loss_fn(out, yb)
-                opt.zero_grad(set_to_none=True)
-                if scaler is not None:
-                    scaler.scale(loss).backward()
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    loss.backward()
-                    opt.step()
-                if scheduler is not None:
-                    scheduler.step()
-                batch_totals = torch.stack([loss.detach().float() * yb.numel(), (out.argmax(1) == yb).sum().float()])
-                if read_every_step:
-                    batch_loss, batch_correct = batch_totals.tolist()
-                    loss_sum += batch_loss
-                    correct += int(batch_correct)
-                else:
-                    totals += batch_totals
-                timer.end_step()
-            timer.end_epoch()
-            if not read_every_step:
-                epoch_loss, epoch_correct = totals.tolist()
-                loss_sum, correct = epoch_loss, int(epoch_correct)
-            val_loss, val_acc = _evaluate(torch, model, loss_fn, xv, yv, batch_size)
-            hist["loss"].append(loss_sum / trained)
-            hist["accuracy"].append(correct / trained)
-            hist["val_loss"].append(val_loss)
-            hist["val_accuracy"].append(val_acc)
-            epoch_clock.end()
-        barrier()
-        fit_call_s = clock() - start
-    finally:
-        if telemetry:
-            telemetry.stop()
-
+    timing = LoopTiming(barrier, barrier, Cadence.parse(settings.sync), telemetry)
+    metrics, hist = train_epochs(steps, timing, epochs, batch_size, trained)
     total = int(sum(p.numel() for p in model.parameters()))
-    metrics = Metrics(**timer.summary(batch_size, trained))
-    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
     return EpochResult(
         settings=effective,
         metrics=metrics,
@@ -236,4 +247,3 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
                     params_trainable=int(sum(p.numel() for p in model.parameters() if p.requires_grad))),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)),
     )
-
