@@ -26,14 +26,14 @@ def _call(body: Callable[..., None], *args: Any) -> None:
 @click.command("collect")
 @click.argument("results_dir", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out_csv", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="CSV file to write.")
+              help="CSV file to write (its rows also as JSON lines beside it: same stem, .jsonl).")
 @click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results history to append the run to (a re-collected run replaces its rows) [default: "
                    "history.sqlite beside the CSV].")
-@click.option("--no-history", is_flag=True, help="Write the CSV only.")
+@click.option("--no-history", is_flag=True, help="Write the CSV (and its JSON lines) only.")
 def collect_cmd(results_dir: Path, out_csv: Path, history_path: Path | None, no_history: bool) -> None:
-    """Merge every cell JSON under RESULTS_DIR into one CSV (the run is the CSV's name without .csv), append it to
-    the results history and print ms/step by workload x stack."""
+    """Merge every cell JSON under RESULTS_DIR into one CSV and its JSON lines (the run is the CSV's name without
+    .csv), append it to the results history and print ms/step by workload x stack."""
     _call(actions.collect_run, results_dir, out_csv, history_path, no_history, click.echo, warn)
 
 

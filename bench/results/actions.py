@@ -75,10 +75,11 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
         import pandas as pd
 
         from bench.results.compare import compare, rule_text
+        from bench.results.rows import read_rows
     except ImportError as e:
         raise InputError(f"compare needs pandas and scipy ({e}); {NEEDS}") from e
     try:
-        table = compare(pd.read_csv(csv_a), pd.read_csv(csv_b), metric, alpha, threshold, variants)
+        table = compare(read_rows(csv_a), read_rows(csv_b), metric, alpha, threshold, variants)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise InputError(str(e).splitlines()[0]) from e
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):

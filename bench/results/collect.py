@@ -1,8 +1,9 @@
-"""Merges every cell record under a directory into one tidy CSV (one row per cell).
+"""Merges every cell record under a directory into one tidy CSV (one row per cell), with the same rows as JSON
+lines beside it (``bench.results.rows``).
 
 Nested record blocks become dotted columns (``metrics.ms_per_step_p50``, ``env.gpu.name``); lists of
-per-epoch values are kept as JSON text. The column order comes from the declared schema
-(``bench.results.schema.column_order``). A malformed or partial file, or one that does not fit the schema, is
+per-epoch values are JSON text in the CSV and JSON arrays in the JSON lines. The column order comes from the declared
+schema (``bench.results.schema.column_order``). A malformed or partial file, or one that does not fit the schema, is
 reported by name and skipped.
 """
 
@@ -13,17 +14,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.results.record import REPEATS_DIR, RecordError, read_record
-from bench.results.schema import LEADING, SKIP_KEYS, col, column_order
+from bench.results.record import REPEATS_DIR, RecordError, load_record
+from bench.results.rows import write_rows
+from bench.results.schema import LEADING, SKIP_KEYS, Record, col, column_order
 from bench.results.schema import Metrics as M
-from bench.results.schema import Record as R
 
-__all__ = ["LEADING", "SKIP_KEYS", "collect", "find_records", "flatten", "load_records", "pivot_ms_per_step",
-           "to_frame"]
+__all__ = ["LEADING", "SKIP_KEYS", "collect", "csv_frame", "find_records", "flatten", "load_records",
+           "pivot_ms_per_step", "to_frame"]
 
 
 def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Flatten nested dicts into dotted keys; lists become JSON text."""
+    """Flatten nested dicts into dotted keys; lists stay lists (``notes``: one text, joined by "; ")."""
     out: dict[str, Any] = {}
     for key, value in record.items():
         if key in SKIP_KEYS:
@@ -32,7 +33,7 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(value, dict):
             out.update(flatten(value, f"{name}."))
         elif isinstance(value, list):
-            out[name] = "; ".join(value) if key == col(R, "notes") else json.dumps(value)
+            out[name] = "; ".join(value) if key == col(Record, "notes") else value
         else:
             out[name] = value
     return out
@@ -44,38 +45,47 @@ def find_records(root: Path) -> list[Path]:
     return sorted(p for p in Path(root).rglob("*.json") if not any(s in p.parts for s in skip))
 
 
-def load_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
-    """Valid records, and (path, reason) for each file that was skipped."""
+def load_records(paths: Iterable[Path]) -> tuple[list[Record], list[tuple[Path, str]]]:
+    """Valid records (typed: ``bench.results.record.load_record``), and (path, reason) for each file that was
+    skipped."""
     good, bad = [], []
     for p in paths:
         try:
-            good.append(read_record(p))
+            good.append(load_record(p))
         except RecordError as e:
             bad.append((p, str(e)))
     return good, bad
 
 
-def to_frame(records: list[dict[str, Any]]) -> Any:
-    """A pandas DataFrame with one row per record, its columns in the declared order (``column_order``)."""
+def to_frame(records: list[Record]) -> Any:
+    """A pandas DataFrame with one row per record (its JSON: the fields it holds, ``flatten``: list cells hold
+    lists), its columns in the declared order (``column_order``)."""
     import pandas as pd
 
-    df = pd.DataFrame([flatten(r) for r in records])
+    df = pd.DataFrame([flatten(r.model_dump(exclude_unset=True)) for r in records])
     return df[column_order(list(df.columns))]
+
+
+def csv_frame(df: Any) -> Any:
+    """``df`` as the CSV holds it: each list cell as JSON text."""
+    lists = [c for c in df.columns if df[c].map(lambda v: isinstance(v, list)).any()]
+    return df.assign(**{c: df[c].map(lambda v: json.dumps(v) if isinstance(v, list) else v) for c in lists})
 
 
 def pivot_ms_per_step(df: Any) -> Any:
     """ms/step (mean over steady steps) by (workload, task) x stack; non-ok cells show their status."""
     import pandas as pd
 
-    ms, status = col(M, "ms_per_step_mean"), col(R, "status")
+    ms, status = col(M, "ms_per_step_mean"), col(Record, "status")
     cells = df.apply(lambda r: f"{r[ms]:.2f}" if r[status] == "ok" and pd.notna(r.get(ms)) else r[status], axis=1)
-    table = df.assign(value=cells).pivot_table(index=[col(R, "workload"), col(R, "task")], columns=col(R, "stack"),
-                                               values="value", aggfunc="first")
+    table = df.assign(value=cells).pivot_table(index=[col(Record, "workload"), col(Record, "task")],
+                                               columns=col(Record, "stack"), values="value", aggfunc="first")
     return table.fillna("-")
 
 
 def collect(root: Path, out_csv: Path) -> tuple[Any, list[tuple[Path, str]]]:
-    """Write the CSV of every valid record under ``root``; returns (DataFrame, skipped files).
+    """Write the CSV of every valid record under ``root``, and its rows as JSON lines beside it (same stem,
+    ``.jsonl``); returns (DataFrame, its list cells holding lists; skipped files).
 
     Raises:
         FileNotFoundError: ``root`` does not exist.
@@ -87,9 +97,13 @@ def collect(root: Path, out_csv: Path) -> tuple[Any, list[tuple[Path, str]]]:
     if not records:
         raise ValueError(f"no valid result record under {root}")
     df = to_frame(records)
-    out_csv = Path(out_csv)
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_csv.with_name(f".{out_csv.name}.tmp")
-    df.to_csv(tmp, index=False)
-    tmp.replace(out_csv)
+    rows = [{k: v for k, v in row.items() if _present(v)} for row in df.to_dict("records")]
+    write_rows(csv_frame(df), rows, Path(out_csv))
     return df, bad
+
+
+def _present(value: Any) -> bool:
+    """Whether a frame cell holds a value (a list, or a scalar that is not NaN/None: a record without the column)."""
+    import pandas as pd
+
+    return isinstance(value, list) or not pd.isna(value)

@@ -11,7 +11,6 @@ instead of guessing.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -38,14 +37,14 @@ def metric_col(metric: str) -> str:
 
 
 def repeat_values(row, metric: str) -> list[float]:
-    """Per-repeat values of ``metric`` from a CSV row (the ``repeats.<metric>.values`` JSON column);
-    falls back to the single aggregated value."""
+    """Per-repeat values of ``metric`` from a collected row (the ``repeats.<metric>.values`` list, as
+    ``bench.results.rows.read_rows`` reads it); falls back to the single aggregated value."""
     try:
-        text = row.get(spread_col(metric, "values"))
+        values = row.get(spread_col(metric, "values"))
     except KeyError:  # a metric without a spread across repeats: its one value
-        text = None
-    if isinstance(text, str) and text.startswith("["):
-        return [float(v) for v in json.loads(text)]
+        values = None
+    if isinstance(values, list):
+        return [float(v) for v in values]
     value = row.get(metric_col(metric))
     return [] if value is None or (isinstance(value, float) and math.isnan(value)) else [float(value)]
 

@@ -176,9 +176,12 @@ COLUMNS: tuple[Column, ...] = KEY_COLUMNS + METRIC_COLUMNS
 
 
 def _value(v: Any) -> Any:
-    """A CSV cell as SQLite takes it: NaN/NA/empty -> None, numpy scalars -> Python."""
+    """A CSV cell as SQLite takes it: NaN/NA/empty -> None, numpy scalars -> Python, a list (a collected frame's
+    list cell) -> its JSON text, as the CSV holds it."""
     if v is None or (isinstance(v, str) and v == ""):
         return None
+    if isinstance(v, list):
+        return json.dumps(v)
     if hasattr(v, "item") and not isinstance(v, (str, bytes)):
         v = v.item()
     if isinstance(v, float) and math.isnan(v):

@@ -12,10 +12,10 @@ from typing import Any
 
 from bench.core.atomic import write_json_atomic  # noqa: F401  (records are written with it: part of this API)
 from bench.results.cell import Cell  # noqa: F401  (moved to cell.py; imported from here too)
-from bench.results.schema import OLDEST_SCHEMA, REQUIRED, SCHEMA_VERSION, STATUSES, describe, problems
+from bench.results.schema import OLDEST_SCHEMA, REQUIRED, SCHEMA_VERSION, STATUSES, Record, describe, problems
 
 __all__ = ["FIELDS", "FINAL_STATUSES", "REPEATS_DIR", "REQUIRED", "SCHEMA_VERSION", "STATUSES", "Cell", "RecordError",
-           "new_record", "read_record", "result_path", "write_json_atomic"]
+           "load_record", "new_record", "read_record", "result_path", "write_json_atomic"]
 
 #: Statuses a resumed run does not repeat (a failure is retried on the next run).
 FINAL_STATUSES = ("ok", "unsupported")
@@ -63,8 +63,9 @@ class RecordError(ValueError):
     """A result file that is not a complete, valid record."""
 
 
-def read_record(path: Path) -> dict[str, Any]:
-    """Load and validate one result file.
+def load_record(path: Path) -> Record:
+    """Load and validate one result file as a typed ``Record`` (pydantic's strict ``model_validate``: a value keeps
+    its JSON type, so ``model_dump(exclude_unset=True)`` gives back the file's JSON; undeclared keys are kept).
 
     Raises:
         RecordError: unreadable JSON, not an object, missing required fields, unknown status, a schema version this
@@ -89,7 +90,17 @@ def read_record(path: Path) -> dict[str, Any]:
     if wrong:
         raise RecordError(f"does not fit schema {SCHEMA_VERSION}: {'; '.join(wrong[:3])}"
                           + (f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""))
-    return data
+    return Record.model_validate(data, strict=True)
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """One result file's JSON (a mapping), validated as ``load_record`` does: for code that reads a record as its
+    JSON (tests, scripts); the runner and the collector take the typed ``Record``.
+
+    Raises:
+        RecordError: see ``load_record``.
+    """
+    return load_record(path).model_dump(exclude_unset=True)
 
 
 #: Sub-directory of ``OUT/<stack>/`` holding per-repeat records (the collector reads only cell records).

@@ -15,13 +15,12 @@ The per-repeat records stay on disk under ``<stack>/repeats/``.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
 
 from bench.results.derived import rederive
-from bench.results.schema import aggregated, derived_metrics
+from bench.results.schema import Record, Repeats, aggregated, derived_metrics
 
 #: Metrics taken as the median across repeats (declared with rule ``median``).
 AGGREGATED = aggregated()
@@ -41,13 +40,13 @@ def spread(values: list[float]) -> dict[str, Any]:
             "max": float(a.max()), "cv": cv}
 
 
-def gpu_uuids(records: list[dict[str, Any]]) -> list[str]:
+def gpu_uuids(records: list[Record]) -> list[str]:
     """The GPUs (NVML UUIDs, in repeat order, each once) the repeats ran on; empty on CPU or without NVML."""
-    seen = [((r.get("env") or {}).get("gpu") or {}).get("uuid") for r in records]
+    seen = [r.env.gpu.uuid if r.env is not None and r.env.gpu is not None else None for r in records]
     return list(dict.fromkeys(u for u in seen if u))
 
 
-def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate(records: list[Record]) -> Record:
     """One cell record from the records of its repeats (ordered by repeat), following ``RULE``.
 
     Raises:
@@ -55,41 +54,47 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
     """
     if not records:
         raise ValueError("no repeat records to aggregate")
-    bad = [r for r in records if r["status"] != "ok"]
-    out = copy.deepcopy(bad[0] if bad else records[0])
-    out["repeat"] = None
-    block: dict[str, Any] = {"n": len(records), "ok": len(records) - len(bad), "rule": RULE,
-                             "statuses": [r["status"] for r in records]}
+    bad = [r for r in records if r.status != "ok"]
+    out = (bad[0] if bad else records[0]).model_copy(deep=True)
+    out.repeat = None
+    block = Repeats(n=len(records), ok=len(records) - len(bad), rule=RULE, statuses=[r.status for r in records])
     gpus = gpu_uuids(records)
     if len(gpus) > 1:  # e.g. a spot VM preempted between rounds: the repeats are not one measurement
-        out["status"] = "failed"
-        out["reason"] = (f"its {len(records)} repeats ran on {len(gpus)} GPUs ({', '.join(gpus)}): not one "
-                         "measurement; run the cell again on one GPU (bench run --force)")
+        out.status = "failed"
+        out.reason = (f"its {len(records)} repeats ran on {len(gpus)} GPUs ({', '.join(gpus)}): not one "
+                      "measurement; run the cell again on one GPU (bench run --force)")
     elif bad:
         if len(records) > 1:
-            out["reason"] = f"repeat {bad[0].get('repeat') or 1} of {len(records)}: {bad[0].get('reason')}"
+            out.reason = f"repeat {bad[0].repeat or 1} of {len(records)}: {bad[0].reason}"
     else:
-        for key in AGGREGATED + DERIVED:
-            values = [r["metrics"].get(key) for r in records]
-            if any(v is None for v in values):
-                continue
-            block[key] = spread(values)
-            if key in AGGREGATED:
-                out["metrics"][key] = block[key]["median"]
-        rederive(out)
-    if any(r.get("schedule") for r in records):  # rounds: where each repeat ran, for the drift check
-        block["schedule"] = [{k: (r.get("schedule") or {}).get(k) for k in ("round", "position")} for r in records]
-    walls = [r.get("process", {}).get("wall_s") for r in records]
-    block["process_wall_s"] = [w for w in walls if w is not None]
-    block["gpu_s"] = sum(r.get("process", {}).get("gpu_s") or 0.0 for r in records)
-    out["repeats"] = block
+        aggregate_metrics(out, records, block)
+    if any(r.schedule for r in records):  # rounds: where each repeat ran, for the drift check
+        block.schedule = [{k: (r.schedule or {}).get(k) for k in ("round", "position")} for r in records]
+    walls = [r.process.wall_s if r.process is not None else None for r in records]
+    block.process_wall_s = [w for w in walls if w is not None]
+    block.gpu_s = sum((r.process.gpu_s if r.process is not None else None) or 0.0 for r in records)
+    out.repeats = block
     carry_gpu_change_notes(out, records)
     return out
 
 
-def carry_gpu_change_notes(out: dict[str, Any], records: list[dict[str, Any]]) -> None:
+def aggregate_metrics(out: Record, records: list[Record], block: Repeats) -> None:
+    """An ok cell's metrics: each ``AGGREGATED`` one the median across ``records``, its spread (and each ``DERIVED``
+    one's) in ``block`` as ``repeats.<metric>``; then the derived ones recomputed from the medians."""
+    for key in AGGREGATED + DERIVED:
+        values = [getattr(r.metrics, key) if r.metrics is not None else None for r in records]
+        if any(v is None for v in values):
+            continue
+        block.extra[key] = spread(values)
+        if key in AGGREGATED:
+            setattr(out.metrics, key, block.extra[key]["median"])
+    rederive(out)
+
+
+def carry_gpu_change_notes(out: Record, records: list[Record]) -> None:
     """Put into the cell ``out`` every repeat's note that it was run again on this GPU (``runner.OTHER_GPU_NOTE``),
     not only repeat 1's (whose ``notes`` the cell takes)."""
-    notes = out.setdefault("notes", [])
+    notes = list(out.notes)
     for r in records:
-        notes += [n for n in r.get("notes") or [] if n.startswith("GPU changed:") and n not in notes]
+        notes += [n for n in r.notes if n.startswith("GPU changed:") and n not in notes]
+    out.notes = notes

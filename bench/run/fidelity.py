@@ -30,7 +30,6 @@ from bench.core.families import FAMILIES
 from bench.core.families.keras import KerasFitSettings
 from bench.core.knobs import settings_class
 from bench.core.stacks import Stack, get_stack
-from bench.results.schema import to_json
 from bench.run.cellenv import cell_env
 from bench.run.engines import HandLoop, epoch_engine, frameworks
 from bench.run.scenarios.epochs import fit_workload
@@ -136,7 +135,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
         # augment=False: the free-running loop trains on the stored images, so the harness must too
         out = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
                                              settings_cls.from_dict({"sync": name, "augment": False}), telemetry=tel)
-        runs[name].append(to_json(out.metrics))
+        runs[name].append(out.metrics.model_dump(exclude_unset=True))
     hand_mean = sum(hand_ms) / len(hand_ms)
     per_cadence = {c: cadence_summary(ms, (epochs - 1) * steps, hand_mean) for c, ms in runs.items()}
     return {"stack": stack_id, "workload": workload, "device": device, "size": size, "epochs": epochs,

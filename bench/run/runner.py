@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,13 @@ from bench.results.record import (
     REPEATS_DIR,
     Cell,
     RecordError,
+    load_record,
     new_record,
-    read_record,
     result_path,
     write_json_atomic,
 )
 from bench.results.repeats import aggregate
+from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
 from bench.run import gpu_state
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.environment import cuda_cache_block, cuda_cache_bytes, git_commit
@@ -52,15 +53,16 @@ PTX_JIT_NOTE = ("the CUDA JIT cache grew during this cell: the driver JIT-compil
                 "inside the first epoch/step (later cells reuse the cache)")
 
 
-def add_cuda_cache(rec: dict[str, Any], env: Mapping[str, str], bytes_before: int | None) -> None:
+def add_cuda_cache(rec: Record, env: Mapping[str, str], bytes_before: int | None) -> None:
     """Put ``env.cuda_cache`` (``bench.run.environment.cuda_cache_block``: the CUDA JIT cache's growth since
     ``bytes_before``, bytes) into ``rec``, and ``PTX_JIT_NOTE`` when it grew. Called once the worker process
     has ended: the driver writes the cache as the process's CUDA context is torn down, after the worker's
     own record is on disk."""
     block = cuda_cache_block(bytes_before, env)
-    rec.setdefault("env", {})["cuda_cache"] = block
+    rec.env = rec.env or Env()
+    rec.env.cuda_cache = CudaCache.model_validate(block)
     if block["jit_compiled"]:
-        rec.setdefault("notes", []).append(PTX_JIT_NOTE)
+        rec.notes = [*rec.notes, PTX_JIT_NOTE]  # assigned: a record without notes gets the field
 
 
 @dataclass
@@ -70,7 +72,7 @@ class Outcome:
     cell: Cell
     status: str
     skipped: bool = False
-    record: dict[str, Any] = field(default_factory=dict)
+    record: Record | None = None
 
 
 def _tail(path: Path, lines: int = 5) -> str:
@@ -93,8 +95,9 @@ def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
     return out
 
 
-def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict[str, Any]:
-    """Run ``cell`` in a child process and write its final record; returns the record. On a GPU, first
+def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Record:
+    """Run ``cell`` in a child process, fill its typed ``Record`` (the worker's, read back) with what only the parent
+    sees and write it once; returns the record. On a GPU, first
     the optional ``cooldown`` and the check for other processes on the GPU (``bench.run.gpu_state``). The process
     gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
     after it has ended (``add_cuda_cache``)."""
@@ -133,60 +136,69 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> dict
         wall = time.perf_counter() - start
 
     try:
-        rec = read_record(worker_out)
+        rec = load_record(worker_out)
     except RecordError as e:
-        rec = new_record(cell)
+        rec = Record.model_validate(new_record(cell), strict=True)
         rc = proc.returncode
         if timed_out.is_set():
-            rec["status"], rec["reason"] = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
+            rec.status, rec.reason = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
         elif rc == -signal.SIGKILL:
-            rec["status"] = "oom"
-            rec["reason"] = "killed by SIGKILL (most likely the out-of-memory killer)"
+            rec.status = "oom"
+            rec.reason = "killed by SIGKILL (most likely the out-of-memory killer)"
         elif worker_out.exists():  # a record the schema rejects: kept beside the log, never deleted
             kept = worker_out.with_name(f"{cell.run_id}.rejected.json")
             worker_out.replace(kept)
-            rec["reason"] = f"the worker's record ({kept.name}) was rejected: {e}"
+            rec.reason = f"the worker's record ({kept.name}) was rejected: {e}"
         else:
-            rec["reason"] = f"worker exited with status {rc} without a record: {_tail(log_file)}"
+            rec.reason = f"worker exited with status {rc} without a record: {_tail(log_file)}"
     # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
-    rec["process"] = {"exit_code": proc.returncode, "wall_s": wall, "timeout_s": cell.timeout_s,
-                      "max_rss_bytes": usage.ru_maxrss * 1024, "log": log_file.name,
-                      "gpu_s": wall if cell.device == "gpu" else 0.0}
-    rec.setdefault("memory", {}).setdefault("host_peak_rss_bytes", usage.ru_maxrss * 1024)
+    rec.process = Process(exit_code=proc.returncode, wall_s=wall, timeout_s=cell.timeout_s,
+                          max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
+                          gpu_s=wall if cell.device == "gpu" else 0.0)
+    rec.memory = rec.memory or Memory()
+    if "host_peak_rss_bytes" not in rec.memory.model_fields_set:  # the worker's own reading comes first
+        rec.memory.host_peak_rss_bytes = usage.ru_maxrss * 1024
     rec.update(before)
     add_cuda_cache(rec, env, cuda_cache_before)
     if caches:
-        rec.setdefault("settings", {})["compile_cache"] = compile_cache_setting(env)
+        rec.settings = rec.settings or EffectiveSettings()
+        rec.settings.compile_cache = compile_cache_setting(env)
     note = gpu_state.busy_note(before.get("gpu_before") or {})
     if note:
-        rec.setdefault("notes", []).append(note)
-    write_json_atomic(final, rec)
+        rec.notes = [*rec.notes, note]
+    write_record(final, rec)
     worker_out.unlink(missing_ok=True)
     cell_file.unlink(missing_ok=True)
     return rec
 
 
-def existing_record(cell: Cell, out_dir: Path, repeats: int = 1, gpu: str | None = None) -> dict[str, Any] | None:
+def write_record(path: Path, rec: Record) -> None:
+    """Write ``rec`` atomically as its JSON: the fields it was given (``model_dump(exclude_unset=True)``)."""
+    write_json_atomic(path, rec.model_dump(exclude_unset=True))
+
+
+def existing_record(cell: Cell, out_dir: Path, repeats: int = 1, gpu: str | None = None) -> Record | None:
     """A valid record already on disk for ``cell`` (aggregated over ``repeats`` repeats) and made with its inputs
     on this run's GPU ``gpu`` (``input_mismatch``), else None."""
     path = result_path(out_dir, cell)
     if not path.exists():
         return None
     try:
-        rec = read_record(path)
+        rec = load_record(path)
     except RecordError:
         return None
-    if (rec.get("repeats") or {}).get("n", 1) != repeats or input_mismatch(rec, cell, gpu):
+    n = rec.repeats.n if rec.repeats is not None and "n" in rec.repeats.model_fields_set else 1
+    if n != repeats or input_mismatch(rec, cell, gpu):
         return None
     return rec
 
 
-def record_gpu(rec: dict[str, Any]) -> str | None:
+def record_gpu(rec: Record) -> str | None:
     """The NVML UUID of the GPU ``rec`` was measured on (``env.gpu.uuid``; None on CPU or without NVML)."""
-    return ((rec.get("env") or {}).get("gpu") or {}).get("uuid")
+    return rec.env.gpu.uuid if rec.env is not None and rec.env.gpu is not None else None
 
 
-def input_mismatch(rec: dict[str, Any], cell: Cell, gpu: str | None = None) -> str | None:
+def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | None:
     """Why ``rec`` was not made with ``cell``'s inputs (None when it was), so a resumed run never returns a record
     measured with others: its ``cell_id`` (which names every measurement input off its default, ``Cell.id``), its
     device and knobs, the commit of the code that made it (when both are known: a record of older code is measured
@@ -195,13 +207,16 @@ def input_mismatch(rec: dict[str, Any], cell: Cell, gpu: str | None = None) -> s
     GPU (``gpu``, this run's NVML UUID, when both are known: a spot VM preempted between rounds comes back on another
     GPU, and a cell's repeats, like the comparison, are one GPU's measurement)."""
     w = WORKLOADS.get(cell.workload)
+    given = rec.model_fields_set  # a field a record of an older schema lacks is taken as the cell's
+    requested = rec.data.requested if rec.data is not None and "requested" in rec.data.model_fields_set else cell.data
     expected: list[tuple[str, Any, Any]] = [
-        ("cell_id", rec.get("cell_id"), cell.id), ("device", rec.get("device"), cell.device),
-        ("settings_requested", rec.get("settings_requested", dict(cell.settings)), dict(cell.settings)),
-        ("data.requested", (rec.get("data") or {}).get("requested", cell.data), cell.data)]
+        ("cell_id", rec.cell_id, cell.id), ("device", rec.device, cell.device),
+        ("settings_requested", rec.settings_requested if "settings_requested" in given else dict(cell.settings),
+         dict(cell.settings)),
+        ("data.requested", requested, cell.data)]
     if w is not None:
         expected += scenario_of(w).resume_expected(rec, cell, w)
-    made_by, running = (rec.get("env") or {}).get("git_commit"), _this_commit()
+    made_by, running = rec.env.git_commit if rec.env is not None else None, _this_commit()
     if made_by and running:  # a record measured by other code may have run another method (or a fixed defect)
         expected.append(("env.git_commit", made_by, running))
     if gpu and record_gpu(rec):
@@ -219,7 +234,7 @@ def _this_commit() -> str | None:
 def on_disk_mismatch(cell: Cell, out_dir: Path, gpu: str | None = None) -> str | None:
     """``input_mismatch`` of the valid record at ``cell``'s path (None when there is none or it matches)."""
     try:
-        return input_mismatch(read_record(result_path(out_dir, cell)), cell, gpu)
+        return input_mismatch(load_record(result_path(out_dir, cell)), cell, gpu)
     except RecordError:
         return None
 
@@ -227,7 +242,7 @@ def on_disk_mismatch(cell: Cell, out_dir: Path, gpu: str | None = None) -> str |
 def existing_status(cell: Cell, out_dir: Path, repeats: int = 1, gpu: str | None = None) -> str | None:
     """Status of a valid record already on disk for ``cell`` (with ``repeats`` repeats, on ``gpu``), else None."""
     rec = existing_record(cell, out_dir, repeats, gpu)
-    return None if rec is None else rec["status"]
+    return None if rec is None else rec.status
 
 
 #: Where a repeat measured on another GPU is kept when it is run again on this run's GPU (under ``repeats/``, so
@@ -241,7 +256,7 @@ def set_aside_other_gpu(rcell: Cell, out_dir: Path, gpu: str | None) -> str | No
     records; else None."""
     path = result_path(out_dir, rcell)
     try:
-        old = record_gpu(read_record(path))
+        old = record_gpu(load_record(path))
     except RecordError:
         return None
     if not gpu or not old or old == gpu:
@@ -259,43 +274,44 @@ OTHER_GPU_NOTE = "GPU changed:"
 
 
 def reuse_or_run(rcell: Cell, out_dir: Path, force: bool, cooldown: Cooldown | None,
-                 gpu: str | None = None) -> dict[str, Any]:
+                 gpu: str | None = None) -> Record:
     """Repeat ``rcell``'s final record already on disk (ok/unsupported, measured on this run's GPU ``gpu``; unless
     ``force``), else a new run; a record from another GPU is set aside first (``set_aside_other_gpu``) and the
     new record notes it."""
     done = None if force else existing_record(rcell, out_dir, gpu=gpu)
-    if done and done["status"] in FINAL_STATUSES:
+    if done and done.status in FINAL_STATUSES:
         return done
     moved = set_aside_other_gpu(rcell, out_dir, gpu)
     rec = run_one(rcell, out_dir, cooldown)
     if moved:
-        rec.setdefault("notes", []).append(moved)
-        write_json_atomic(result_path(out_dir, rcell), rec)
+        rec.notes = [*rec.notes, moved]
+        write_record(result_path(out_dir, rcell), rec)
     return rec
 
 
 def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False,
-                 cooldown: Cooldown | None = None, gpu: str | None = None) -> dict[str, Any]:
+                 cooldown: Cooldown | None = None, gpu: str | None = None) -> Record:
     """Run ``repeats`` independent processes of ``cell`` (reusing finished repeats unless ``force``),
     then write and return the aggregated record (see ``bench.results.repeats``)."""
     records = [reuse_or_run(replace(cell, repeat=k), out_dir, force, cooldown, gpu) for k in range(1, repeats + 1)]
     rec = aggregate(records)
-    write_json_atomic(result_path(out_dir, cell), rec)
+    write_record(result_path(out_dir, cell), rec)
     return rec
 
 
 def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: dict[str, Any],
-              force: bool = False, cooldown: Cooldown | None = None, gpu: str | None = None) -> dict[str, Any]:
+              force: bool = False, cooldown: Cooldown | None = None, gpu: str | None = None) -> Record:
     """Run repeat ``round_`` of ``cell`` (``bench.host.rounds``; reused when already final on this run's GPU
     ``gpu`` unless ``force``). Once all ``repeats`` repeats are on disk from this GPU, write and return the aggregated
     record; before that (an earlier round ran on another GPU: it is run again when that round resumes), return this
     repeat's record."""
     rec = reuse_or_run(replace(cell, repeat=round_, schedule=schedule), out_dir, force, cooldown, gpu)
-    records = [existing_record(replace(cell, repeat=k), out_dir, gpu=gpu) for k in range(1, repeats + 1)]
-    if any(r is None for r in records):
+    found = [existing_record(replace(cell, repeat=k), out_dir, gpu=gpu) for k in range(1, repeats + 1)]
+    records = [r for r in found if r is not None]
+    if len(records) < repeats:
         return rec
-    agg = aggregate(records)  # type: ignore[arg-type]
-    write_json_atomic(result_path(out_dir, cell), agg)
+    agg = aggregate(records)
+    write_record(result_path(out_dir, cell), agg)
     return agg
 
 
@@ -328,36 +344,35 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
         if round_ is not None:
             rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force, cooldown,
                             gpu)
-            if rec.get("repeat") is not None:
+            if rec.repeat is not None:
                 head += f" round {round_}/{repeats}"
         elif repeats > 1:
             rec = run_repeated(cell, out_dir, repeats, force, cooldown, gpu)
         else:
             rec = aggregate([reuse_or_run(cell, out_dir, True, cooldown, gpu)])
-            write_json_atomic(result_path(out_dir, cell), rec)
+            write_record(result_path(out_dir, cell), rec)
         echo(f"{head}: {describe(rec)}")
-        outcomes.append(Outcome(cell, rec["status"], record=rec))
+        outcomes.append(Outcome(cell, rec.status, record=rec))
     return outcomes
 
 
-def describe(rec: dict[str, Any]) -> str:
+def describe(rec: Record) -> str:
     """One-line summary of a record for the console."""
-    if rec["status"] != "ok":
-        return f"{rec['status'].upper()}: {rec.get('reason')}"
-    m = rec["metrics"]
-    ms = m.get("ms_per_step_mean")
-    p90 = m.get("ms_per_step_p90")
+    if rec.status != "ok":
+        return f"{rec.status.upper()}: {rec.reason}"
+    m = rec.metrics
+    ms, p90 = m.ms_per_step_mean, m.ms_per_step_p90
     ms_text = "n/a" if ms is None else f"{ms:.2f} ms/step" + (f" (p90 {p90:.2f})" if p90 is not None else "")
-    reps = rec.get("repeats") or {}
-    if reps.get("n", 1) > 1:
-        cv = (reps.get("ms_per_step_mean") or {}).get("cv")
-        ms_text += f", median of {reps['n']} repeats" + (f" (cv {100 * cv:.1f} %)" if cv is not None else "")
-    energy = m.get("j_per_epoch")
+    reps = rec.repeats
+    if reps is not None and (reps.n or 1) > 1:
+        cv = (reps.extra.get("ms_per_step_mean") or {}).get("cv")
+        ms_text += f", median of {reps.n} repeats" + (f" (cv {100 * cv:.1f} %)" if cv is not None else "")
+    energy = m.j_per_epoch
     energy_text = f", {energy:.1f} J/epoch" if energy is not None else ""
-    if m.get("mfu") is not None:
-        energy_text += f", MFU {100 * m['mfu']:.1f} %"
-    wall = (rec.get("process") or {}).get("wall_s")
-    first = (f"first step {m['first_step_s']:.1f} s" if "first_epoch_s" not in m
-             else f"first epoch {m['first_epoch_s']:.1f} s")
+    if m.mfu is not None:
+        energy_text += f", MFU {100 * m.mfu:.1f} %"
+    wall = rec.process.wall_s if rec.process is not None else None
+    first = (f"first step {m.first_step_s:.1f} s" if "first_epoch_s" not in m.model_fields_set
+             else f"first epoch {m.first_epoch_s:.1f} s")
     return (f"ok  {ms_text}, {first}{energy_text}"
-            + (f", process {wall:.1f} s" if wall is not None else "") + f", data={rec['data'].get('source')}")
+            + (f", process {wall:.1f} s" if wall is not None else "") + f", data={rec.data.source}")

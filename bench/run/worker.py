@@ -18,6 +18,7 @@ from bench.core import knobs
 from bench.core.stacks import get_stack
 from bench.results import derived
 from bench.results.record import Cell, new_record, write_json_atomic
+from bench.results.schema import Env, Record
 from bench.run import flops
 from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
 from bench.run.engines import Unsupported, frameworks, math_mode, oom
@@ -31,20 +32,25 @@ MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energ
 
 
 def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
-    """Run ``cell`` and return its record (never raises for a failure of the cell itself).
+    """Run ``cell`` and return its record's JSON (``fill_record``'s, written once by ``main``)."""
+    return fill_record(cell, samples_csv).model_dump(exclude_unset=True)
+
+
+def fill_record(cell: Cell, samples_csv: Path | None = None) -> Record:
+    """Run ``cell`` and fill its one typed ``Record`` (never raises for a failure of the cell itself).
 
     ``samples_csv``: where to write the raw telemetry samples (None: not written).
     """
-    rec = new_record(cell)
-    rec["started_utc"] = utc_now()
+    rec = Record.model_validate(new_record(cell), strict=True)  # the skeleton: every top-level field given
+    rec.started_utc = utc_now()
     if cell.device == "cpu":
-        rec["notes"].append(CPU_NOTE)
+        rec.notes.append(CPU_NOTE)
     try:
         stack, w = get_stack(cell.stack), get_workload(cell.workload)
         if cell.task not in w.tasks:
             raise Unsupported(f"{w.name} has no task {cell.task!r}")
         scenario = scenario_of(w)
-        rec["batch_size"] = cell.batch_size or scenario.default_batch(w, cell.task, cell.size)
+        rec.batch_size = cell.batch_size or scenario.default_batch(w, cell.task, cell.size)
         reason = scenario.unsupported(w, stack)
         reason = (reason or knobs.check(stack, dict(cell.settings), scenario.name)
                   or knobs.model_knob_problem(dict(cell.settings), w.name, getattr(w, "keras_knobs", ())))
@@ -57,63 +63,68 @@ def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
             frameworks.hide_gpus_from_tensorflow()
         scenario.run(rec, cell, stack, w, samples_csv)
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
-        rec["settings"].update(math_mode.tf32_state(stack.backend))
-        math = math_mode.tf32_math(rec["settings"], cell.device,
+        rec.settings.update(math_mode.tf32_state(stack.backend))
+        math = math_mode.tf32_math(rec.settings.model_dump(exclude_unset=True), cell.device,
                                     rnn_cudnn=math_mode.rnn_on_cudnn(stack.engine, cell.device))
-        rec["settings"].update({f"tf32_{kind}": on for kind, on in math.items()})
-        rec["status"] = "ok"
+        rec.settings.update({f"tf32_{kind}": on for kind, on in math.items()})
+        rec.status = "ok"
     except Unsupported as e:
-        rec["status"], rec["reason"] = "unsupported", str(e)
+        rec.status, rec.reason = "unsupported", str(e)
     except EnvironmentProblem as e:  # one line, no traceback: the fix is in the environment
-        rec["status"], rec["reason"] = "failed", str(e)
+        rec.status, rec.reason = "failed", str(e)
     except BaseException as e:  # every failure becomes a record
-        rec["status"] = "oom" if oom.is_oom(e) else "failed"
-        rec["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
-        rec["traceback"] = traceback.format_exc()[-4000:]
+        rec.status = "oom" if oom.is_oom(e) else "failed"
+        rec.reason = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        rec.traceback = traceback.format_exc()[-4000:]
     add_env(rec, cell)
-    if rec["status"] == "ok" and "flops_per_step" in rec["metrics"]:  # a step-timed cell: needs env's GPU name
+    if rec.status == "ok" and "flops_per_step" in rec.metrics.model_fields_set:  # step-timed: needs env's GPU name
         add_mfu(rec)
-    rec["memory"]["host_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    rec["finished_utc"] = utc_now()
+    rec.memory.host_peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rec.finished_utc = utc_now()
     return rec
 
 
-def add_env(rec: dict[str, Any], cell: Cell) -> None:
+def add_env(rec: Record, cell: Cell) -> None:
     """The record's ``env`` block and the note it implies for a GPU cell: MIG mode. The CUDA JIT cache's
     growth (``env.cuda_cache``) is the runner's to add, once this process has ended
     (``bench.run.runner.add_cuda_cache``)."""
     try:
-        rec["env"] = {**capture(), **stack_pins(cell.stack)}
+        rec.env = Env.model_validate({**capture(), **stack_pins(cell.stack)})
     except Exception as e:
-        rec["env"] = {"error": f"{type(e).__name__}: {e}"}
-    if rec["env"].get("pins_ok") is False:  # the image does not hold what the derived stack declares
-        rec["notes"].append(f"pins: installed {rec['env']['pins']}, not the declared {get_stack(cell.stack).pins}")
-    if (rec["env"].get("gpu") or {}).get("mig_mode") and cell.device == "gpu":
-        rec["notes"].append(MIG_NOTE)
+        rec.env = Env(error=f"{type(e).__name__}: {e}")
+    if rec.env.pins_ok is False:  # the image does not hold what the derived stack declares
+        rec.notes.append(f"pins: installed {rec.env.pins}, not the declared {get_stack(cell.stack).pins}")
+    if rec.env.gpu is not None and rec.env.gpu.mig_mode and cell.device == "gpu":
+        rec.notes.append(MIG_NOTE)
 
 
-def add_mfu(rec: dict[str, Any]) -> None:
+def _gpu(rec: Record) -> dict[str, Any] | None:
+    """The record's ``env.gpu`` as its JSON (what ``bench.run.probe.measured_peak`` matches), None without one."""
+    return None if rec.env is None or rec.env.gpu is None else rec.env.gpu.model_dump(exclude_unset=True)
+
+
+def add_mfu(rec: Record) -> None:
     """MFU = model FLOPs per step / step time / the GPU's dense peak for the math in effect (null + reason): the
     dtype, and for float32 whether matmuls and convolutions could use TF32 (``settings.tf32_matmul`` /
     ``tf32_conv``; where they differ, ``flops.peak_flops`` combines the two peaks by the cell's share of FLOPs in
     convolutions). ``mfu_measured`` divides by the GEMM peak ``make doctor`` measured in this image on this GPU
     (``measured_peak_in_effect``; null + reason without one)."""
-    m, s = rec["metrics"], rec["settings"]
-    gpu = (rec["env"].get("gpu") or {}).get("name") if rec["device"] == "gpu" else None
-    precision = s.get("precision", "float32")
-    tf32_mm, tf32_conv = bool(s.get("tf32_matmul")), bool(s.get("tf32_conv"))
-    share = flops.conv_fraction(rec.get("workload", ""), rec.get("task", ""))
+    m, s, seen = rec.metrics, rec.settings, _gpu(rec) or {}
+    gpu = seen.get("name") if rec.device == "gpu" else None
+    precision = s.extra.get("precision", "float32")  # the engine's key, not a declared effective setting
+    tf32_mm, tf32_conv = bool(s.tf32_matmul), bool(s.tf32_conv)
+    share = flops.conv_fraction(rec.workload, rec.task)
     peak, why = flops.peak_flops(gpu, precision, tf32_mm, tf32_conv, share)
-    if gpu and (rec["env"].get("gpu") or {}).get("mig_mode"):  # a slice, whatever NVML names it
+    if gpu and seen.get("mig_mode"):  # a slice, whatever NVML names it
         peak, why = None, flops.MIG_PEAK_REASON
-    m["peak_flops"], m["peak_source"] = peak, why
+    m.peak_flops, m.peak_source = peak, why
     measured, source = measured_peak_in_effect(rec, precision, tf32_mm, tf32_conv, share) \
-        if gpu and rec.get("stack") else (None, "no GPU in this record")
-    m["measured_peak_flops"], m["measured_peak_source"] = measured, source
+        if gpu and rec.stack else (None, "no GPU in this record")
+    m.measured_peak_flops, m.measured_peak_source = measured, source
     derived.flops_rates(m)
 
 
-def measured_peak_in_effect(rec: dict[str, Any], precision: str, tf32_mm: bool, tf32_conv: bool,
+def measured_peak_in_effect(rec: Record, precision: str, tf32_mm: bool, tf32_conv: bool,
                             share: float | None) -> tuple[float | None, str]:
     """The GEMM FLOP/s ``make doctor`` measured in this image on this record's GPU (``bench.run.probe.measured_peak``)
     for the math in effect: the matmul mode's, or where matmuls and convolutions ran in different modes, the two
@@ -122,11 +133,11 @@ def measured_peak_in_effect(rec: dict[str, Any], precision: str, tf32_mm: bool, 
     from bench.run.probe import measured_peak
 
     results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
-    stack, variant, gpu = str(rec.get("stack")), os.environ.get("BENCH_FLAVOR", rec["device"]), rec["env"].get("gpu")
-    matmul, source = measured_peak(results, stack, variant, gpu, precision, tf32_mm)
+    stack, flavor, gpu = rec.stack, os.environ.get("BENCH_FLAVOR", rec.device), _gpu(rec)
+    matmul, source = measured_peak(results, stack, flavor, gpu, precision, tf32_mm)
     if precision != "float32" or tf32_mm == tf32_conv or matmul is None:
         return matmul, source
-    conv, conv_source = measured_peak(results, stack, variant, gpu, precision, tf32_conv)
+    conv, conv_source = measured_peak(results, stack, flavor, gpu, precision, tf32_conv)
     if conv is None or share is None:
         return None, conv_source if conv is None else "the cell's share of FLOPs in convolutions is not tabulated"
     return flops.combined_peak(matmul, conv, share), (f"matmuls: {source}; convolutions: {conv_source}; "

@@ -4,12 +4,12 @@ and, per record, the 2017 metric (``fit_s_per_epoch``) beside the whole call div
 
 from __future__ import annotations
 
-import json
 import sys
 
 import pandas as pd
 
 from bench.results.compare import compare
+from bench.results.rows import read_rows
 
 STACKS = ["keras2-tf", "keras3-tf", "keras3-jax", "keras3-torch", "pytorch", "jax"]
 
@@ -46,13 +46,13 @@ def metric_2017(df: pd.DataFrame) -> str:
     for _, r in d.sort_values(["workload", "stack"]).iterrows():
         per = r["metrics.fit_s_per_epoch"]
         whole = r["metrics.fit_call_s"] / r["metrics.epochs"]
-        epochs = ", ".join(f"{v:.3g}" for v in json.loads(r["metrics.fit_epoch_s"]))
+        epochs = ", ".join(f"{v:.3g}" for v in r["metrics.fit_epoch_s"])  # a list (read_rows)
         lines.append(f"| {r['stack']} | {r['workload']} | {per:.3g} | {whole:.3g} | {per / whole:.3f} | {epochs} |")
     return "\n".join(lines)
 
 
 def main(hrnn_csv: str, verbose_csv: str) -> None:
-    hrnn, verbose = pd.read_csv(hrnn_csv), pd.read_csv(verbose_csv)
+    hrnn, verbose = read_rows(hrnn_csv), read_rows(verbose_csv)  # the repeats' values as lists
     metrics = ["ms_per_step_mean", "fit_s_per_epoch"]
     print("## 1. mnist_hierarchical_rnn: row_lstm=reshape against the default\n")
     print(effect(hrnn, "row_lstm=reshape", metrics), "\n")

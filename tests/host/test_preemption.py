@@ -96,7 +96,7 @@ def test_a_finished_cell_of_another_gpu_is_measured_again_not_reused(tmp_path, m
     runner.run_cells([c], tmp_path, echo=lambda s: None, gpu="GPU-a")
     monkeypatch.setenv("STUB_GPU", "GPU-b")
     [o] = runner.run_cells([c], tmp_path, echo=lambda s: None, gpu="GPU-b")
-    assert not o.skipped and o.record["env"]["gpu"]["uuid"] == "GPU-b"
+    assert not o.skipped and o.record.env.gpu.uuid == "GPU-b"
     assert (tmp_path / "pytorch" / "repeats" / "other-gpu" / f"{c.id}.GPU-a.json").exists()
 
 

@@ -16,6 +16,7 @@ from bench.core import stacks as stacks_mod
 from bench.core.stacks import STACKS, derive, derived_id, load_derived
 from bench.host import launch, rounds, stackfiles, versions
 from bench.results.record import Cell
+from bench.results.schema import Record
 from bench.run import environment, worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -254,10 +255,10 @@ def installed(monkeypatch):
 
 
 def env_of(stack: str) -> tuple[dict, list]:
-    rec = {"notes": []}
+    rec = Record()
     worker.add_env(rec, Cell(stack=stack, suite="classic", workload="mnist_mlp", task="fit", size="smoke",
                              device="cpu"))
-    return rec["env"], rec["notes"]
+    return rec.env.model_dump(exclude_unset=True), rec.notes
 
 
 def test_a_derived_stacks_record_carries_its_base_and_the_pins_as_installed(installed):

@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.results.collect import collect
 from bench.results.record import Cell, new_record, write_json_atomic
+from bench.results.rows import jsonl_path, read_rows
 
 
 def record(stack, workload, status="ok", ms=2.0):
@@ -43,6 +45,23 @@ def test_collect_merges_skips_bad_files_and_prints_pivot(tmp_path):
     assert ok.loc["pytorch", "history.loss"] == "[1.0, 0.5]"
     assert df[df.status == "failed"]["reason"].item() == "boom"
     assert "1.50" in p.stdout and "2.50" in p.stdout and "failed" in p.stdout
+    rows = read_rows(out)  # the JSON lines beside the CSV: the same rows, each list a list
+    assert jsonl_path(out).exists() and list(rows.columns) == list(df.columns)
+    assert rows[rows.status == "ok"].set_index("stack").loc["pytorch", "history.loss"] == [1.0, 0.5]
+
+
+def test_a_csv_without_json_lines_still_reads_its_lists(tmp_path):
+    """A run collected before the JSON lines (only its CSV) reads as one collected now: its lists parsed, once."""
+    runs = tmp_path / "run"
+    c, rec = record("pytorch", "mnist_mlp")
+    write_json_atomic(runs / "pytorch" / f"{c.id}.json", rec)
+    out = tmp_path / "out.csv"
+    collect(runs, out)
+    with_lines = read_rows(out)
+    jsonl_path(out).unlink()
+    csv_only = read_rows(out)
+    assert csv_only["history.loss"].tolist() == with_lines["history.loss"].tolist() == [[1.0, 0.5]]
+    assert csv_only.drop(columns="history.loss").equals(with_lines.drop(columns="history.loss"))
 
 
 def test_collect_with_nothing_valid_is_an_error(tmp_path):

@@ -1,7 +1,6 @@
 """The comparison statistics (``bench.results.compare.ratio_stats``) and the report's Versions and Keras-overhead
 sections, on synthetic records and CSV rows."""
 
-import json
 
 import numpy as np
 import pandas as pd
@@ -88,8 +87,8 @@ def test_the_interval_covers_the_true_ratio():
 def test_bench_compare_uses_the_same_statistic():
     a = pd.DataFrame([{"stack": "pytorch", "suite": "tuning", "workload": "w", "task": "fit", "size": "full",
                        "variant": "x", "device": "gpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
-                       "repeats.ms_per_step_mean.values": json.dumps(BASE_MS)}])
-    b = a.assign(**{"metrics.ms_per_step_mean": 8.1, "repeats.ms_per_step_mean.values": json.dumps(FAST_MS)})
+                       "repeats.ms_per_step_mean.values": BASE_MS}])
+    b = a.assign(**{"metrics.ms_per_step_mean": 8.1, "repeats.ms_per_step_mean.values": [FAST_MS]})
     row = cmp.compare(a, b).iloc[0]
     s = ratio_stats(BASE_MS, FAST_MS)
     assert (row["ci_low"], row["ci_high"], row["p_value"], row["verdict"]) == (s.ci_low, s.ci_high, s.p_value,
@@ -103,9 +102,9 @@ def test_compare_pairs_a_variant_with_another_within_one_csv(tmp_path):
            "device": "cpu", "status": "ok"}
     both = pd.DataFrame([
         {**row, "variant": "default", "metrics.ms_per_step_mean": 10.1,
-         "repeats.ms_per_step_mean.values": json.dumps(BASE_MS)},
+         "repeats.ms_per_step_mean.values": BASE_MS},
         {**row, "variant": "row_lstm-reshape", "metrics.ms_per_step_mean": 8.1,
-         "repeats.ms_per_step_mean.values": json.dumps(FAST_MS)},
+         "repeats.ms_per_step_mean.values": FAST_MS},
         {**row, "stack": "keras3-tf", "variant": "default", "metrics.ms_per_step_mean": 5.0},
     ])
     table = cmp.compare(both, both, variants=("default", "row_lstm-reshape"))
@@ -237,13 +236,13 @@ def test_pins_and_base_come_from_the_records_when_they_hold_them(monkeypatch):
               "device": "cpu", "status": "ok"}
     df = pd.DataFrame([
         {**common, "stack": "keras3-jax", "metrics.ms_per_step_mean": 10.1,
-         "repeats.ms_per_step_mean.values": json.dumps(BASE_MS)},
+         "repeats.ms_per_step_mean.values": BASE_MS},
         {**common, "stack": "keras3-jax--jax-0.9.2", "env.stack_base": "keras3-jax",
          "env.pins.jax": "0.9.2", "env.pins.jaxlib": "0.9.2", "metrics.ms_per_step_mean": 10.1,
-         "repeats.ms_per_step_mean.values": json.dumps(SAME_MS)}])
+         "repeats.ms_per_step_mean.values": SAME_MS}])
     assert versions.version_pairs(df) == [("keras3-jax", "keras3-jax--jax-0.9.2")]
     assert versions.pins_of(df, "keras3-jax--jax-0.9.2") == ["jax==0.9.2", "jaxlib==0.9.2"]
-    df["env.pins"] = json.dumps(["jax==0.9.1"])
+    df["env.pins"] = [["jax==0.9.1"]] * len(df)
     assert versions.pins_of(df, "keras3-jax--jax-0.9.2")[0] == "jax==0.9.1"
 
 

@@ -1,6 +1,5 @@
-"""The declared record schema (bench/results/schema.py) and what derives from it."""
+"""The declared record schema (bench/results/schema/) and what derives from it."""
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -18,11 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_field_declares_help_unit_and_a_known_rule():
     for d in schema.walk():
         assert d.help and d.rule in schema.RULES, d.name
-    assert all(f.metadata["rule"] for f in dataclasses.fields(Metrics))
+    assert all(schema.declare.rule_of(f) for f in Metrics.model_fields.values())
 
 
 def test_aggregation_lists_come_from_the_declarations():
-    assert tuple(f.name for f in dataclasses.fields(Metrics) if f.metadata["rule"] == "median") == AGGREGATED
+    assert tuple(n for n, f in Metrics.model_fields.items() if schema.declare.rule_of(f) == "median") == AGGREGATED
     assert set(DERIVED) == {"samples_per_s", "examples_per_s", "tokens_per_s", "achieved_tflops", "mfu",
                             "mfu_measured", "examples_per_j"}
     assert not set(AGGREGATED) & set(DERIVED)
@@ -101,6 +100,11 @@ def test_a_record_that_does_not_fit_the_schema_is_named_and_skipped(tmp_path):
         read_record(tmp_path / "x.json")
 
 
+def _aggregate(*records):
+    """The aggregation of repeat records given as their JSON, as JSON."""
+    return aggregate([schema.Record.model_validate(r) for r in records]).model_dump(exclude_unset=True)
+
+
 def _energy_rec(k, j_epoch, ms):
     n, steps = 60000, 469
     m = {"ms_per_step_mean": ms, "steady_epoch_s": ms * steps / 1000, "samples_per_s": n / (ms * steps / 1000),
@@ -112,7 +116,7 @@ def _energy_rec(k, j_epoch, ms):
 def test_examples_per_j_belongs_to_the_aggregated_energy():
     """Two repeats of 100 and 300 J/epoch: the row's 200 J/epoch gives 300 examples/J, not the median of the
     repeats' 600 and 200 examples/J (400), which belongs to no repeat's energy."""
-    agg = aggregate([_energy_rec(1, 100.0, 10.0), _energy_rec(2, 300.0, 10.0)])["metrics"]
+    agg = _aggregate(_energy_rec(1, 100.0, 10.0), _energy_rec(2, 300.0, 10.0))["metrics"]
     assert agg["j_per_epoch"] == 200.0
     assert agg["examples_per_j"] == pytest.approx(60000 / 200.0)
 
@@ -123,11 +127,13 @@ def test_after_aggregation_mfu_is_flops_over_time_over_peak(ms):
         m = {"ms_per_step_mean": t, "steps": 100, "flops_per_step": 3e12, "peak_flops": 1e15,
              "measured_peak_flops": 7e14, "examples_per_s": 0.0, "tokens_per_s": None, "achieved_tflops": 0.0,
              "mfu": 0.5, "mfu_measured": 0.5}
-        derived.step_throughput(m, 8, None)
-        derived.flops_rates(m)
+        typed = Metrics.model_validate(m)
+        derived.step_throughput(typed, 8, None)
+        derived.flops_rates(typed)
+        m = typed.model_dump(exclude_unset=True)
         return {"status": "ok", "repeat": k, "batch_size": 8, "metrics": m, "process": {"wall_s": 1.0}}
 
-    m = aggregate([rec(k, t) for k, t in enumerate(ms, 1)])["metrics"]
+    m = _aggregate(*(rec(k, t) for k, t in enumerate(ms, 1)))["metrics"]
     t = m["ms_per_step_mean"] / 1000
     assert m["mfu"] == pytest.approx(m["flops_per_step"] / t / m["peak_flops"])
     assert m["mfu_measured"] == pytest.approx(m["flops_per_step"] / t / m["measured_peak_flops"])
@@ -144,7 +150,9 @@ def test_rederive_recomputes_every_declared_derived_metric():
     fit = {"status": "ok", "batch_size": 8, "data": {"n_train": 1000},
            "metrics": {"steady_epoch_s": 2.0, "j_per_epoch": 10.0, "samples_per_s": stale, "examples_per_j": stale}}
     for rec in (step, fit):
-        derived.rederive(rec)
+        typed = schema.Record.model_validate(rec)
+        derived.rederive(typed)
+        rec["metrics"] = typed.metrics.model_dump(exclude_unset=True)
     seen = {k for r in (step, fit) for k, v in r["metrics"].items() if k in DERIVED and v != stale}
     assert seen == set(DERIVED)
     assert step["metrics"]["examples_per_j"] == pytest.approx(8 * 100 / 50.0)
@@ -165,21 +173,23 @@ def test_bench_fields_prints_the_declarations():
 
 # ---- the engines' typed blocks and their JSON ----------------------------------------------------------------
 
-def test_to_json_writes_the_given_fields_a_given_null_included_and_the_extra_keys_last():
+def test_model_dump_writes_the_given_fields_a_given_null_included_and_the_extra_keys_last():
     """A block writes what its producer gave, as the dict it replaced did: an explicit None stays a null (memory on a
     CPU), a field never set stays absent (no params_effective on Keras), undeclared keys follow the declared ones."""
-    assert schema.to_json(schema.Memory(device_peak_bytes=None)) == {"device_peak_bytes": None}
-    assert schema.to_json(schema.Model(10, 8)) == {"params_total": 10, "params_trainable": 8}
+    assert schema.Memory(device_peak_bytes=None).model_dump(exclude_unset=True) == {"device_peak_bytes": None}
+    model = schema.Model(params_total=10, params_trainable=8)
+    assert model.model_dump(exclude_unset=True) == {"params_total": 10, "params_trainable": 8}
     m = Metrics(epochs=2, steady_epoch_s=None)
     m.fit_call_s = 1.5
     m.update({"fit_s_per_epoch": 0.75, "not_declared": 3})
-    out = schema.to_json(m)
+    out = m.model_dump(exclude_unset=True)
     assert out == {"epochs": 2, "steady_epoch_s": None, "fit_call_s": 1.5, "fit_s_per_epoch": 0.75, "not_declared": 3}
     assert list(out)[-1] == "not_declared" and m.extra == {"not_declared": 3}
     s = schema.EffectiveSettings(torch_version="2.13.0")
     s.update({"precision": "float32", "torch_matmul_allow_tf32": False})
     assert (s.torch_matmul_allow_tf32, s.extra) == (False, {"precision": "float32"})
-    assert schema.to_json(s) == {"torch_matmul_allow_tf32": False, "torch_version": "2.13.0", "precision": "float32"}
+    assert s.model_dump(exclude_unset=True) == {"torch_matmul_allow_tf32": False, "torch_version": "2.13.0",
+                                                "precision": "float32"}
 
 
 def test_a_block_rejects_an_undeclared_keyword():
@@ -187,3 +197,11 @@ def test_a_block_rejects_an_undeclared_keyword():
     fails there, not in the collector."""
     with pytest.raises(TypeError):
         Metrics(ms_per_stepmean=1.0)  # type: ignore[call-arg]
+
+
+def test_a_settings_block_of_other_types_loads_as_recorded(tmp_path):
+    """The settings block is checked as a mapping only: an effective setting of another type than declared (a
+    knob's type changed across schema versions) still loads, its value as recorded."""
+    rec = json.loads(next(_records()).read_text())
+    write_json_atomic(tmp_path / "x.json", {**rec, "settings": {**rec.get("settings", {}), "tf32_matmul": "on"}})
+    assert read_record(tmp_path / "x.json")["settings"]["tf32_matmul"] == "on"

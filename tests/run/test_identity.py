@@ -117,7 +117,7 @@ def test_resume_never_returns_a_record_made_with_other_inputs(tmp_path, fields, 
 def test_resume_returns_a_record_made_with_the_same_inputs(tmp_path):
     [cell] = plan.expand(["pytorch"], "classic", "full", "cpu", ["mnist_mlp"])
     legacy(tmp_path, cell, batch_size=128, data={"requested": "auto"}, metrics={"epoch_s": [0.1] * 20})
-    assert runner.existing_record(cell, tmp_path)["status"] == "ok"
+    assert runner.existing_record(cell, tmp_path).status == "ok"
 
 
 def test_a_run_holding_both_records_collects_compares_and_reports_them_apart(tmp_path, fake_worker):

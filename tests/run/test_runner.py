@@ -7,6 +7,8 @@ import textwrap
 import pytest
 
 from bench.results.record import Cell, read_record, result_path
+from bench.results.repeats import aggregate as aggregate_records
+from bench.results.schema import Record
 from bench.run import runner
 from tests.conftest import needs_torch
 
@@ -49,6 +51,16 @@ def fake_worker(tmp_path, monkeypatch):
     return set_mode
 
 
+
+def run_one(cell, out_dir):
+    """runner.run_one's record as its JSON (what it writes)."""
+    return runner.run_one(cell, out_dir).model_dump(exclude_unset=True)
+
+
+def aggregate(*records):
+    """The aggregation of repeat records given as their JSON, as JSON."""
+    return aggregate_records([Record.model_validate(r) for r in records]).model_dump(exclude_unset=True)
+
 def cell(workload="mnist_mlp", timeout_s=30.0):
     return Cell(stack="pytorch", suite="classic", workload=workload, task="fit", size="smoke",
                 device="cpu", timeout_s=timeout_s)
@@ -56,7 +68,7 @@ def cell(workload="mnist_mlp", timeout_s=30.0):
 
 def test_ok_record_gets_process_info(tmp_path, fake_worker):
     fake_worker("ok")
-    rec = runner.run_one(cell(), tmp_path)
+    rec = run_one(cell(), tmp_path)
     on_disk = read_record(result_path(tmp_path, cell()))
     assert rec["status"] == on_disk["status"] == "ok"
     assert on_disk["process"]["exit_code"] == 0 and on_disk["process"]["wall_s"] > 0
@@ -66,19 +78,19 @@ def test_ok_record_gets_process_info(tmp_path, fake_worker):
 
 def test_crash_without_record_is_recorded_with_log_tail(tmp_path, fake_worker):
     fake_worker("crash")
-    rec = runner.run_one(cell(), tmp_path)
+    rec = run_one(cell(), tmp_path)
     assert rec["status"] == "failed"
     assert "status 3" in rec["reason"] and "segfault-ish" in rec["reason"]
 
 
 def test_sigkill_is_recorded_as_oom(tmp_path, fake_worker):
     fake_worker("kill")
-    assert runner.run_one(cell(), tmp_path)["status"] == "oom"
+    assert run_one(cell(), tmp_path)["status"] == "oom"
 
 
 def test_time_limit_kills_the_cell(tmp_path, fake_worker):
     fake_worker("sleep")
-    rec = runner.run_one(cell(timeout_s=1.0), tmp_path)
+    rec = run_one(cell(timeout_s=1.0), tmp_path)
     assert rec["status"] == "timeout" and "1 s" in rec["reason"]
     assert rec["process"]["wall_s"] < 30
 
@@ -208,14 +220,14 @@ def test_each_cell_process_gets_its_own_fresh_compile_caches_removed_after(tmp_p
     for var in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):  # inductor sets them in any process that compiled
         monkeypatch.delenv(var, raising=False)
     fake_worker("ok")
-    first, second = runner.run_one(cell("mnist_mlp"), tmp_path), runner.run_one(cell("mnist_cnn"), tmp_path)
+    first, second = run_one(cell("mnist_mlp"), tmp_path), run_one(cell("mnist_cnn"), tmp_path)
     seen = [first["settings"]["seen"], second["settings"]["seen"]]
     dirs = [d for s in seen for d in s.values()]
     assert all(dirs) and len(set(dirs)) == 4
     assert not any(os.path.exists(d) for d in dirs)
     assert first["settings"]["compile_cache"] == second["settings"]["compile_cache"] == "fresh per cell"
-    jax = runner.run_one(Cell(stack="keras3-jax", suite="classic", workload="mnist_mlp", task="fit", size="smoke",
-                              device="cpu", timeout_s=30.0), tmp_path)
+    jax = run_one(Cell(stack="keras3-jax", suite="classic", workload="mnist_mlp", task="fit", size="smoke",
+                       device="cpu", timeout_s=30.0), tmp_path)
     assert jax["settings"]["seen"] == {"TORCHINDUCTOR_CACHE_DIR": None, "TRITON_CACHE_DIR": None}
     assert "compile_cache" not in jax["settings"]
 
@@ -224,7 +236,7 @@ def test_compile_cache_setting_names_the_inductor_switches_in_effect(tmp_path, f
     fake_worker("ok")
     monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "shared"))  # a caller's own: not used
-    rec = runner.run_one(cell(), tmp_path)
+    rec = run_one(cell(), tmp_path)
     assert rec["settings"]["compile_cache"] == "fresh per cell (TORCHINDUCTOR_FX_GRAPH_CACHE=0)"
     assert rec["settings"]["seen"]["TORCHINDUCTOR_CACHE_DIR"] != str(tmp_path / "shared")
 
@@ -263,8 +275,8 @@ def test_a_second_cell_compiling_the_same_graph_does_not_hit_the_first_cells_cac
     script = tmp_path / "compile_worker.py"
     script.write_text(COMPILE_WORKER)
     monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])
-    first = runner.run_one(cell("mnist_mlp", timeout_s=300.0), tmp_path)
-    second = runner.run_one(cell("mnist_cnn", timeout_s=300.0), tmp_path)
+    first = run_one(cell("mnist_mlp", timeout_s=300.0), tmp_path)
+    second = run_one(cell("mnist_cnn", timeout_s=300.0), tmp_path)
     assert first["status"] == second["status"] == "ok", (first["reason"], second["reason"])
     cold, again = second["metrics"]["compiles"]
     assert cold.get("fxgraph_cache_miss", 0) >= 1 and cold.get("fxgraph_cache_hit", 0) == 0, cold
@@ -301,7 +313,7 @@ def test_ptx_jit_is_measured_after_the_worker_process_exits(tmp_path, monkeypatc
         monkeypatch.delenv("CUDA_CACHE_PATH", raising=False)
     gpu_cell = Cell(stack="keras3-tf", suite="classic", workload="mnist_mlp", task="no-such-task", size="smoke",
                     device="gpu", timeout_s=120.0)  # unsupported at once: the record is written, then the exit
-    runner.run_one(gpu_cell, tmp_path)
+    run_one(gpu_cell, tmp_path)
     rec = read_record(result_path(tmp_path, gpu_cell))
     assert rec["status"] == "unsupported" and rec["process"]["exit_code"] == 0
     block = rec["env"]["cuda_cache"]
@@ -321,7 +333,6 @@ def test_the_jit_note_does_not_claim_the_cache_grew_only_for_a_wheels_ptx():
 def test_derived_metrics_belong_to_the_aggregated_time_not_to_repeat_one():
     """B10: repeats of 10, 20 and 30 ms/step give the row 20 ms/step, and the MFU, TFLOP/s and throughput of 20 ms,
     not the 10 ms repeat's (the old aggregation copied every metric outside its median list from repeat 1)."""
-    from bench.results.repeats import aggregate
 
     def step_rec(k, ms):
         fl, peak, batch, tokens = 2e12, 1e15, 8, 44
@@ -332,7 +343,7 @@ def test_derived_metrics_belong_to_the_aggregated_time_not_to_repeat_one():
         return {"status": "ok", "repeat": k, "batch_size": batch, "settings": {"generated_tokens": tokens},
                 "metrics": m, "process": {"wall_s": 1.0}}
 
-    agg = aggregate([step_rec(1, 10.0), step_rec(2, 20.0), step_rec(3, 30.0)])["metrics"]
+    agg = aggregate(step_rec(1, 10.0), step_rec(2, 20.0), step_rec(3, 30.0))["metrics"]
     assert agg["ms_per_step_mean"] == 20.0
     assert agg["achieved_tflops"] == pytest.approx(2e12 / 0.020 / 1e12)
     assert agg["mfu"] == pytest.approx(2e12 / 0.020 / 1e15) and agg["mfu_measured"] == pytest.approx(2 * agg["mfu"])
@@ -344,7 +355,7 @@ def test_derived_metrics_belong_to_the_aggregated_time_not_to_repeat_one():
                 "process": {"wall_s": 1.0}}
 
     # two repeats: the median epoch is 2 s, so 30,000 samples/s (the median of the rates would say 40,000)
-    agg = aggregate([fit_rec(1, 1.0), fit_rec(2, 3.0)])
+    agg = aggregate(fit_rec(1, 1.0), fit_rec(2, 3.0))
     assert agg["metrics"]["steady_epoch_s"] == 2.0 and agg["metrics"]["samples_per_s"] == pytest.approx(30000.0)
     assert agg["repeats"]["samples_per_s"]["values"] == [60000.0, 20000.0]  # the spread is kept
 
@@ -352,13 +363,12 @@ def test_derived_metrics_belong_to_the_aggregated_time_not_to_repeat_one():
 def test_repeats_on_two_gpus_are_not_one_measurement():
     """A cell whose rounds ran on two GPUs (a preempted spot VM resumed on another) is not aggregated into one row
     under the first GPU's UUID: it fails, naming both, and its per-repeat records stay on disk."""
-    from bench.results.repeats import aggregate
 
     def rec(k, uuid):
         return {"status": "ok", "repeat": k, "metrics": {"ms_per_step_mean": 10.0 * k}, "process": {"wall_s": 1.0},
                 "env": {"gpu": {"available": True, "uuid": uuid}}}
 
-    agg = aggregate([rec(1, "GPU-a"), rec(2, "GPU-b"), rec(3, "GPU-b")])
+    agg = aggregate(rec(1, "GPU-a"), rec(2, "GPU-b"), rec(3, "GPU-b"))
     assert agg["status"] == "failed" and "GPU-a" in agg["reason"] and "GPU-b" in agg["reason"]
-    assert aggregate([rec(1, "GPU-a"), rec(2, "GPU-a")])["status"] == "ok"
-    assert aggregate([{**rec(1, None), "env": {"gpu": {"available": False}}}])["status"] == "ok"  # a CPU run
+    assert aggregate(rec(1, "GPU-a"), rec(2, "GPU-a"))["status"] == "ok"
+    assert aggregate({**rec(1, None), "env": {"gpu": {"available": False}}})["status"] == "ok"  # a CPU run

@@ -32,7 +32,8 @@ from bench.results.report.versions import overhead_section, overhead_tables, ver
 
 
 def read_bench_csv(csv_path: Path):
-    """A collected CSV as a DataFrame.
+    """A collected CSV as a DataFrame, its list cells as lists (``bench.results.rows.read_rows``: from the JSON
+    lines beside it, or the CSV's text for a run collected before them).
 
     Raises:
         FileNotFoundError: the CSV does not exist. ValueError: it is not a bench CSV (a required column
@@ -40,8 +41,10 @@ def read_bench_csv(csv_path: Path):
     """
     import pandas as pd
 
+    from bench.results.rows import read_rows
+
     try:
-        df = pd.read_csv(csv_path)
+        df = read_rows(csv_path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise ValueError(f"{csv_path} is not a bench CSV ({e})") from e
     for col in ("stack", "suite", "workload", "variant", "status"):

@@ -3,7 +3,6 @@ the published stack names."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -22,15 +21,9 @@ def _num(v) -> float | None:
 
 
 def json_list(value: Any) -> list | None:
-    """A list the collector stored as JSON text in a CSV cell (``history.loss``, ``repeats.*.values``), or None
-    when the cell holds no such list."""
-    if not isinstance(value, str) or not value.startswith("["):
-        return None
-    try:
-        out = json.loads(value)
-    except ValueError:
-        return None
-    return out if isinstance(out, list) else None
+    """A list cell of the collected rows (``history.loss``, ``repeats.*.values``; ``bench.results.rows.read_rows``
+    reads it as a list), or None when the cell holds no list."""
+    return value if isinstance(value, list) else None
 
 
 def fmt(v, digits: int = 1, unit: str = "") -> str:

@@ -5,7 +5,6 @@ and its ``RULE``), beside the first step's (or epoch's) time and the device memo
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,7 +89,11 @@ def _stack_order(df) -> list[str]:
 def _column_values(rows, column: str | None) -> list[Any]:
     if column is None or column not in rows.columns:
         return []
-    return [v for v in dict.fromkeys(rows[column].dropna()) if v != ""]
+    distinct: dict[str, Any] = {}  # keyed by repr: a list cell (env.pins) is not hashable
+    for v in rows[column].dropna():
+        if not isinstance(v, str) or v != "":
+            distinct.setdefault(repr(v), v)
+    return list(distinct.values())
 
 
 def base_of(df, stack: str) -> str | None:
@@ -114,7 +117,7 @@ def pins_of(df, stack: str) -> list[str]:
     rows = df[df["stack"] == stack]
     out: list[str] = []
     for v in _column_values(rows, PINS_COL):
-        parsed = json.loads(v) if isinstance(v, str) and v[:1] in "[{" else v
+        parsed = v  # a list or mapping cell is one already (bench.results.rows.read_rows)
         if isinstance(parsed, dict):
             out += [f"{k}=={x}" for k, x in parsed.items()]
         elif isinstance(parsed, list):

@@ -17,8 +17,8 @@ What the families share stays here: these shapes and results, the adapter base a
 (``frameworks``), the TF32 knob and its meaning (``math_mode``), torch.compile's toolchain check (``toolchain``),
 out-of-memory errors (``oom``), the GEMM benchmark (``gemm``).
 
-The record blocks an engine owns are the schema's dataclasses (``bench.results.schema``), so mypy checks them
-from the engine to the worker; the worker turns them into the record's JSON in one place (``schema.to_json``).
+The record blocks an engine owns are the schema's pydantic models (``bench.results.schema``), so mypy checks them
+from the engine to the worker; the worker turns them into the record's JSON (``model_dump(exclude_unset=True)``).
 The pattern, for a new engine (modelled on ``bench.run.engines.torch.fit``)::
 
     effective = EffectiveSettings(torch_version=torch.__version__)   # declared settings: typed keywords
@@ -31,7 +31,7 @@ The pattern, for a new engine (modelled on ``bench.run.engines.torch.fit``)::
                        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)))
 
 A block writes exactly the fields it was given (a given None stays a null, an unset field stays absent), so
-returning a dataclass writes the same JSON as the dict it replaced.
+returning a block writes the same JSON as the dict it replaced.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ no module outside this package asks which kind of workload it holds (``tests/run
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
@@ -17,6 +18,7 @@ from typing import Any, ClassVar
 from bench.core.stacks import Stack
 from bench.results import derived
 from bench.results.record import Cell
+from bench.results.schema import EffectiveSettings, Record, Telemetry
 from bench.run.workloads import SUITES, WORKLOADS
 
 
@@ -73,9 +75,9 @@ class Scenario(ABC):
         """Why ``stack`` cannot run ``w``'s model (None when it can): the cell is recorded unsupported with it."""
 
     @abstractmethod
-    def run(self, rec: dict[str, Any], cell: Cell, stack: Stack, w: Any, samples_csv: Path | None) -> None:
+    def run(self, rec: Record, cell: Cell, stack: Stack, w: Any, samples_csv: Path | None) -> None:
         """The worker's body for ``cell``: run it and fill ``rec``'s data, settings, metrics, model, memory and
-        telemetry blocks (``rec["batch_size"]`` is set). ``samples_csv``: where the raw telemetry samples go
+        telemetry blocks (``rec.batch_size`` is set). ``samples_csv``: where the raw telemetry samples go
         (None: not written).
 
         Raises:
@@ -84,7 +86,7 @@ class Scenario(ABC):
         """
 
     @abstractmethod
-    def resume_expected(self, rec: dict[str, Any], cell: Cell, w: Any) -> list[tuple[str, Any, Any]]:
+    def resume_expected(self, rec: Record, cell: Cell, w: Any) -> list[tuple[str, Any, Any]]:
         """(name, recorded, expected) of the inputs a record written before its id named them recorded as they
         took effect (batch size, and the epochs or timed steps of an ok record): ``runner.input_mismatch``."""
 
@@ -121,22 +123,33 @@ def suite_scenario(suite: str) -> Scenario:
     return next(iter(found.values()))
 
 
-def add_energy_metrics(rec: dict[str, Any]) -> None:
+def add_energy_metrics(rec: Record) -> None:
     """The energy figures in ``metrics``: J/step, J/epoch and above idle as the telemetry measured them, and
     examples/J derived from J/epoch (``derived.energy_rates``, the formula the aggregation of repeats uses; None
     without NVML)."""
-    t = rec["telemetry"]
-    rec["metrics"].update({"j_per_step": t.get("j_per_step"), "j_per_epoch": t.get("j_per_epoch"),
-                           "j_per_step_above_idle": t.get("j_per_step_above_idle")})
-    derived.energy_rates(rec["metrics"], derived.examples_per_epoch(rec))
+    t = rec.telemetry
+    rec.metrics.update({"j_per_step": t.j_per_step, "j_per_epoch": t.j_per_epoch,
+                        "j_per_step_above_idle": t.j_per_step_above_idle})
+    derived.energy_rates(rec.metrics, derived.examples_per_epoch(rec))
 
 
-def finish_telemetry(rec: dict[str, Any]) -> None:
-    """The energy metrics of ``rec``'s telemetry block, and a note when the GPU throttled in the timed window."""
+def finish_telemetry(rec: Record, summary: dict[str, Any]) -> None:
+    """``rec``'s telemetry block from the sampler's ``summary``, the energy metrics it gives, and a note when the
+    GPU throttled in the timed window."""
+    rec.telemetry = Telemetry.model_validate(summary)
     add_energy_metrics(rec)
-    if rec["telemetry"].get("throttled"):
-        rec["notes"].append("GPU throttled during the timed window: "
-                            + ", ".join(rec["telemetry"]["throttle_reasons"] or []))
+    if rec.telemetry.throttled:
+        rec.notes.append("GPU throttled during the timed window: " + ", ".join(rec.telemetry.throttle_reasons or []))
+
+
+def effective_settings(knob_values: Any, engine_block: EffectiveSettings, **more: Any) -> EffectiveSettings:
+    """The record's ``settings`` block: every knob (``knob_values``, the settings dataclass the engine ran with),
+    then what took effect (the engine's block: the fields it gave, its extra keys), then ``more``."""
+    out = EffectiveSettings()
+    out.update(dataclasses.asdict(knob_values))
+    out.update(engine_block.model_dump(exclude_unset=True))
+    out.update(more)
+    return out
 
 
 def _registered() -> tuple[Scenario, ...]:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from bench.core import knobs
 from bench.core.stacks import Stack
 from bench.results.record import Cell
-from bench.results.schema import to_json
+from bench.results.schema import Data, Record
 from bench.run.engines import epoch_engine, missing_model
-from bench.run.scenarios import Scenario, finish_telemetry
+from bench.run.scenarios import Scenario, effective_settings, finish_telemetry
 from bench.run.telemetry import sampler
 from bench.run.workloads import Workload, get_workload
 
@@ -41,14 +40,14 @@ class Epochs(Scenario):
     def unsupported(self, w: Workload, stack: Stack) -> str | None:
         return missing_model(stack.engine, w)
 
-    def run(self, rec: dict[str, Any], cell: Cell, stack: Stack, w: Workload, samples_csv: Path | None) -> None:
+    def run(self, rec: Record, cell: Cell, stack: Stack, w: Workload, samples_csv: Path | None) -> None:
         """``fit`` on the workload's dataset for some epochs (the family's ``bench.run.engines.EpochEngine``)."""
-        batch = rec["batch_size"]
+        batch = rec.batch_size or 0
         epochs = cell.epochs or w.epochs[cell.size]
         ds = w.load_data(cell.size, cell.data)
-        rec["data"] = {**ds.record(), "requested": cell.data}
+        rec.data = Data.model_validate({**ds.record(), "requested": cell.data})
         if ds.source == "synthetic":
-            rec["notes"].append("data=synthetic: " + (ds.reason or ""))
+            rec.notes.append("data=synthetic: " + (ds.reason or ""))
         tel = sampler.for_device(cell.device)
         tel.measure_idle()
         try:
@@ -57,20 +56,18 @@ class Epochs(Scenario):
         finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
             if samples_csv is not None:
                 tel.write_samples(samples_csv)
-        # the engine's typed blocks become the record's JSON here (schema.to_json: the fields the engine gave)
-        rec["settings"] = {**dataclasses.asdict(settings), **to_json(out.settings)}  # every knob, then what took effect
-        rec["metrics"], rec["history"] = to_json(out.metrics), out.history
-        rec["model"], rec["memory"] = to_json(out.model), to_json(out.memory)
-        rec["telemetry"] = tel.summary(rec["metrics"].get("steps_per_epoch"), ds.n_train)
-        finish_telemetry(rec)
+        # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
+        rec.settings = effective_settings(settings, out.settings)  # every knob, then what took effect
+        rec.metrics, rec.history, rec.model, rec.memory = out.metrics, out.history, out.model, out.memory
+        finish_telemetry(rec, tel.summary(out.metrics.steps_per_epoch, ds.n_train))
 
-    def resume_expected(self, rec: dict[str, Any], cell: Cell, w: Workload) -> list[tuple[str, Any, Any]]:
+    def resume_expected(self, rec: Record, cell: Cell, w: Workload) -> list[tuple[str, Any, Any]]:
         expected: list[tuple[str, Any, Any]] = []
-        if rec.get("batch_size") is not None:
-            expected.append(("batch_size", rec["batch_size"], cell.batch_size or w.batch_for(cell.size)))
-        metrics = rec.get("metrics") or {}
-        if isinstance(metrics.get("epoch_s"), list):
-            expected.append(("epochs", len(metrics["epoch_s"]), cell.epochs or w.epochs[cell.size]))
+        if rec.batch_size is not None:
+            expected.append(("batch_size", rec.batch_size, cell.batch_size or w.batch_for(cell.size)))
+        epoch_s = rec.metrics.epoch_s if rec.metrics is not None else None
+        if isinstance(epoch_s, list):
+            expected.append(("epochs", len(epoch_s), cell.epochs or w.epochs[cell.size]))
         return expected
 
     def describe(self, w: Workload) -> str:

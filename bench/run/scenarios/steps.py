@@ -3,7 +3,6 @@ benchmark's method), one cell per published batch size of a task."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +10,10 @@ from bench.core import knobs
 from bench.core.stacks import Stack
 from bench.results import derived
 from bench.results.record import Cell
-from bench.results.schema import to_json
+from bench.results.schema import Data, Metrics, Record
 from bench.run import flops
 from bench.run.engines import step_engine
-from bench.run.scenarios import Scenario, finish_telemetry
+from bench.run.scenarios import Scenario, effective_settings, finish_telemetry
 from bench.run.telemetry import sampler
 from bench.run.workloads import StepWorkload, get_workload
 
@@ -61,15 +60,15 @@ class Steps(Scenario):
     def unsupported(self, w: StepWorkload, stack: Stack) -> str | None:
         return w.model.unsupported(stack)
 
-    def run(self, rec: dict[str, Any], cell: Cell, stack: Stack, w: StepWorkload, samples_csv: Path | None) -> None:
+    def run(self, rec: Record, cell: Cell, stack: Stack, w: StepWorkload, samples_csv: Path | None) -> None:
         """``steps`` timed steps after a first one on random inputs (the family's ``bench.run.engines.StepEngine``),
         with the model's FLOPs per step for MFU."""
-        batch = rec["batch_size"]
+        batch = rec.batch_size or 0
         steps = cell.steps or w.steps[cell.size]
         cfg = w.model.config(cell.size)
         if cell.seq_len:
             cfg["seq_len"] = cell.seq_len
-        rec["data"] = {"source": "synthetic", "reason": "random inputs of the published shapes (the source's method)"}
+        rec.data = Data(source="synthetic", reason="random inputs of the published shapes (the source's method)")
         tel = sampler.for_device(cell.device)
         tel.measure_idle()
         try:
@@ -79,24 +78,22 @@ class Steps(Scenario):
         finally:
             if samples_csv is not None:
                 tel.write_samples(samples_csv)
-        # the engine's typed blocks become the record's JSON here (schema.to_json: the fields the engine gave)
-        rec["settings"] = {**dataclasses.asdict(settings), **to_json(out.settings), "model_config": cfg}
-        rec["metrics"] = step_metrics(out.timer, batch, steps, out.settings.generated_tokens)
-        rec["model"], rec["memory"] = to_json(out.model), to_json(out.memory)
-        rec["output"] = None if out.output is None else to_json(out.output)
-        rec["notes"] += out.notes
+        # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
+        rec.settings = effective_settings(settings, out.settings, model_config=cfg)
+        rec.metrics = step_metrics(out.timer, batch, steps, out.settings.generated_tokens)
+        rec.model, rec.memory, rec.output = out.model, out.memory, out.output
+        rec.notes += out.notes
         per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
-        rec["metrics"].update(flops_per_step=per_ex * batch if per_ex else None, flops_method=method)
-        rec["telemetry"] = tel.summary(steps, batch * steps)
-        finish_telemetry(rec)
+        rec.metrics.update({"flops_per_step": per_ex * batch if per_ex else None, "flops_method": method})
+        finish_telemetry(rec, tel.summary(steps, batch * steps))
 
-    def resume_expected(self, rec: dict[str, Any], cell: Cell, w: StepWorkload) -> list[tuple[str, Any, Any]]:
+    def resume_expected(self, rec: Record, cell: Cell, w: StepWorkload) -> list[tuple[str, Any, Any]]:
         expected: list[tuple[str, Any, Any]] = []
-        if rec.get("batch_size") is not None:
-            expected.append(("batch_size", rec["batch_size"], cell.batch_size or w.batch_sizes(cell.task)[0]))
-        metrics = rec.get("metrics") or {}
-        if metrics.get("steps") is not None:
-            expected.append(("steps", metrics["steps"], cell.steps or w.steps[cell.size]))
+        if rec.batch_size is not None:
+            expected.append(("batch_size", rec.batch_size, cell.batch_size or w.batch_sizes(cell.task)[0]))
+        steps = rec.metrics.steps if rec.metrics is not None else None
+        if steps is not None:
+            expected.append(("steps", steps, cell.steps or w.steps[cell.size]))
         return expected
 
     def describe(self, w: StepWorkload) -> str:
@@ -105,11 +102,11 @@ class Steps(Scenario):
         return f"{cells}; params {params}; {w.source}"
 
 
-def step_metrics(timer: Any, batch: int, steps: int, generated_tokens: int | None) -> dict[str, Any]:
+def step_metrics(timer: Any, batch: int, steps: int, generated_tokens: int | None) -> Metrics:
     """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput."""
     s = timer.summary(batch, batch * steps)
-    out = {k: v for k, v in s.items() if k.startswith("ms_per_step_")}
-    out.update(first_step_s=s["first_epoch_s"], steps=s["steps"], steady_s=s["steady_epoch_s"])
+    out = Metrics(**{k: v for k, v in s.items() if k.startswith("ms_per_step_")})
+    out.update({"first_step_s": s["first_epoch_s"], "steps": s["steps"], "steady_s": s["steady_epoch_s"]})
     derived.step_throughput(out, batch, generated_tokens)
     return out
 

@@ -101,14 +101,16 @@ def barrier_and_mfu(backend: str, device: str, load: Load) -> list[Result]:
     if device != "gpu" or not table:
         why = "CPU: no datasheet peak" if device != "gpu" else f"no datasheet peak for GPU {name!r}"
         return [*out, na("mfu", backend, why, "fraction")]
+    from bench.results.schema import Record
     from bench.run.worker import add_mfu
 
     step_flops = 2.0 * load.step_n**3
-    rec: dict[str, Any] = {"metrics": {"flops_per_step": step_flops, "ms_per_step_mean": ours["ms_per_step_mean"]},
-                           "settings": {"precision": "bfloat16"}, "env": {"gpu": {"name": name}}, "device": "gpu"}
+    rec = Record.model_validate({
+        "metrics": {"flops_per_step": step_flops, "ms_per_step_mean": ours["ms_per_step_mean"]},
+        "settings": {"precision": "bfloat16"}, "env": {"gpu": {"name": name}}, "device": "gpu"})
     add_mfu(rec)
     by_hand = step_flops / float(np.mean(indep_s)) / (table["bfloat16"] * 1e12)
-    return [*out, within("mfu", backend, rec["metrics"]["mfu"], by_hand, "fraction", TIME_TOL[device],
+    return [*out, within("mfu", backend, rec.metrics.mfu, by_hand, "fraction", TIME_TOL[device],
                          f"worker.add_mfu vs 2n^3 / event-timed step / {fam} bf16 {table['bfloat16']:g} TFLOP/s")]
 
 

@@ -1,6 +1,5 @@
 """Results from two machines: one CSV, a report that keeps the GPUs apart, GPU-hours and cost."""
 
-import json
 
 import pandas as pd
 
@@ -56,6 +55,6 @@ def test_one_gpu_keeps_one_section_and_no_price_is_guessed(tmp_path):
 
 
 def test_older_records_count_gpu_time_from_their_process_walls():
-    df = pd.DataFrame([{"device": "gpu", "repeats.process_wall_s": json.dumps([30.0, 60.0])},
-                       {"device": "cpu", "repeats.process_wall_s": json.dumps([99.0])}])
+    df = pd.DataFrame([{"device": "gpu", "repeats.process_wall_s": [30.0, 60.0]},
+                       {"device": "cpu", "repeats.process_wall_s": [99.0]}])
     assert gpu_seconds(df) == 90.0

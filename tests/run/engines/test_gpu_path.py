@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from bench.results.schema import Record
 from tests.conftest import needs_keras_torch, needs_torch
 
 
@@ -440,11 +441,11 @@ def test_mfu_against_the_measured_gemm_peak(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_FLAVOR", "gpu")
 
     def rec(gpu, precision="bfloat16"):
-        r = {"stack": "pytorch", "device": "gpu", "env": {"gpu": {"name": gpu}},
-             "settings": {"precision": precision, "NVIDIA_TF32_OVERRIDE": "0"},
-             "metrics": {"flops_per_step": 350e12, "ms_per_step_mean": 1000.0}}
+        r = Record.model_validate({"stack": "pytorch", "device": "gpu", "env": {"gpu": {"name": gpu}},
+                                   "settings": {"precision": precision, "NVIDIA_TF32_OVERRIDE": "0"},
+                                   "metrics": {"flops_per_step": 350e12, "ms_per_step_mean": 1000.0}})
         add_mfu(r)
-        return r["metrics"]
+        return r.metrics.model_dump(exclude_unset=True)
 
     m = rec("NVIDIA H100 80GB HBM3")
     assert m["mfu_measured"] == pytest.approx(0.5) and m["mfu"] == pytest.approx(350 / 989.5)
@@ -460,8 +461,9 @@ def test_gpu_record_notes_mig(tmp_path, monkeypatch):
 
     monkeypatch.setattr(worker, "capture", lambda: {"gpu": {"name": "NVIDIA A100-SXM4-40GB", "mig_mode": True}})
     cell = Cell(stack="keras3-tf", suite="classic", workload="mnist_cnn", task="fit", size="full", device="gpu")
-    rec = new_record(cell)
-    worker.add_env(rec, cell)
+    typed = Record.model_validate(new_record(cell))
+    worker.add_env(typed, cell)
+    rec = typed.model_dump(exclude_unset=True)
     assert worker.MIG_NOTE in rec["notes"]
     assert "cuda_cache" not in rec["env"]  # the runner's, after the process exits (test_runner.py)
 
@@ -508,12 +510,15 @@ def test_a_mig_slice_chosen_by_uuid_is_a_slice_with_no_datasheet_peak(monkeypatc
     assert info["name"] == "NVIDIA A100-SXM4-40GB MIG 1g.5gb" and info["mig_mode"] is True
 
     cell = Cell(stack="pytorch", suite="paper", workload="bert", task="fit", size="full", device="gpu")
-    rec = new_record(cell)
+    typed = Record.model_validate(new_record(cell))
     monkeypatch.setattr(worker, "capture", lambda: {"gpu": info})
-    worker.add_env(rec, cell)
-    assert worker.MIG_NOTE in rec["notes"]
+    worker.add_env(typed, cell)
+    assert worker.MIG_NOTE in typed.notes
+    rec = typed.model_dump(exclude_unset=True)
     rec.update(settings={"precision": "bfloat16"}, metrics={"flops_per_step": 1e12, "ms_per_step_mean": 10.0})
-    worker.add_mfu(rec)
+    typed = Record.model_validate(rec)
+    worker.add_mfu(typed)
+    rec = typed.model_dump(exclude_unset=True)
     assert rec["metrics"]["peak_flops"] is None and "MIG slice" in rec["metrics"]["peak_source"]
     assert rec["metrics"]["mfu"] is None
 
@@ -611,11 +616,11 @@ def test_measured_peak_is_keyed_by_the_gpus_nvml_identity(tmp_path, monkeypatch,
     monkeypatch.setenv("BENCH_FLAVOR", "gpu")
 
     def mfu(gpu):
-        r = {"stack": "keras3-tf", "device": "gpu", "env": {"gpu": gpu},
-             "settings": {"precision": "bfloat16", "NVIDIA_TF32_OVERRIDE": "0"},
-             "metrics": {"flops_per_step": 350e12, "ms_per_step_mean": 1000.0}}
+        r = Record.model_validate({"stack": "keras3-tf", "device": "gpu", "env": {"gpu": gpu},
+                                   "settings": {"precision": "bfloat16", "NVIDIA_TF32_OVERRIDE": "0"},
+                                   "metrics": {"flops_per_step": 350e12, "ms_per_step_mean": 1000.0}})
         add_mfu(r)
-        return r["metrics"]
+        return r.metrics.model_dump(exclude_unset=True)
 
     same = mfu(gpu_info())  # the cell's record, on the GPU the doctor measured
     assert same["mfu_measured"] == pytest.approx(0.5) and "GPU-aaa" in same["measured_peak_source"]

@@ -246,11 +246,9 @@ def _fit(name: str, epochs: int = 2, **kw):
 
 
 def _blocks(out) -> dict:
-    """An engine's EpochResult as the record's JSON blocks (what the worker writes: schema.to_json)."""
-    from bench.results.schema import to_json
-
-    return {"settings": to_json(out.settings), "metrics": to_json(out.metrics), "history": out.history,
-            "model": to_json(out.model), "memory": to_json(out.memory)}
+    """An engine's EpochResult as the record's JSON blocks (what the worker writes: each block's model_dump)."""
+    blocks = {"settings": out.settings, "metrics": out.metrics, "model": out.model, "memory": out.memory}
+    return {"history": out.history, **{k: b.model_dump(exclude_unset=True) for k, b in blocks.items()}}
 
 
 @needs_flax

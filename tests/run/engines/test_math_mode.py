@@ -12,6 +12,7 @@ import pytest
 from bench.core import knobs
 from bench.core.families.torch import TorchFitSettings
 from bench.core.settings import SettingsError
+from bench.results.schema import Record
 from bench.run import flops
 from bench.run.engines.math_mode import tf32_math
 from tests.conftest import needs_torch
@@ -248,7 +249,7 @@ def test_a_torch_cell_records_the_switches_as_they_were_when_it_ended(tmp_path):
 
     cell = expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"], settings={"tf32": "on"},
                   variant="tf32=on", epochs=1)[0]
-    rec = run_one(cell, tmp_path)
+    rec = run_one(cell, tmp_path).model_dump(exclude_unset=True)
     assert rec["status"] == "ok", rec.get("reason")
     s = rec["settings"]
     assert s["tf32"] == "on" and s["torch_float32_matmul_precision"] == "high"
@@ -263,13 +264,14 @@ def test_mfu_divides_by_the_peak_of_the_math_in_effect():
     from bench.run.worker import add_mfu
 
     def peak(settings, workload="stable_diffusion", task="fit"):
-        r = {"device": "gpu", "workload": workload, "task": task,
-             "settings": {"precision": "float32", **settings,
-                          **{f"tf32_{k}": v for k, v in tf32_math(settings, "gpu", rnn_cudnn=False).items()}},
-             "env": {"gpu": {"name": "NVIDIA A100-SXM4-80GB"}},
-             "metrics": {"flops_per_step": 1e12, "ms_per_step_mean": 100.0}}
+        r = Record.model_validate({
+            "device": "gpu", "workload": workload, "task": task,
+            "settings": {"precision": "float32", **settings,
+                         **{f"tf32_{k}": v for k, v in tf32_math(settings, "gpu", rnn_cudnn=False).items()}},
+            "env": {"gpu": {"name": "NVIDIA A100-SXM4-80GB"}},
+            "metrics": {"flops_per_step": 1e12, "ms_per_step_mean": 100.0}})
         add_mfu(r)
-        return r["metrics"]["peak_flops"], r["metrics"]["peak_source"]
+        return r.metrics.peak_flops, r.metrics.peak_source
 
     assert peak({"NVIDIA_TF32_OVERRIDE": "0", "torch_matmul_allow_tf32": True})[0] == 19.5e12
     assert peak({"torch_matmul_allow_tf32": True, "torch_cudnn_allow_tf32": True})[0] == 156e12

@@ -17,7 +17,6 @@ from bench.core import knobs
 from bench.core.families.jax import JaxFitSettings
 from bench.core.families.keras import KerasFitSettings
 from bench.core.families.torch import TorchFitSettings
-from bench.results.schema import to_json
 from bench.run import datasets
 from bench.run.datasets import Dataset
 from bench.run.workloads import get_workload
@@ -368,7 +367,8 @@ def test_keras_fit_s_per_epoch_is_the_progress_bars_epoch_setup_excluded_validat
     monkeypatch.setattr(keras.Model, "fit", lambda self, *a, callbacks=(), **k:
                         real_fit(self, *a, callbacks=[Slow(), *callbacks], **k))
     w, ds = small("mnist_mlp", 256)
-    m = to_json(keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasFitSettings()).metrics)
+    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasFitSettings())
+    m = out.metrics.model_dump(exclude_unset=True)
     assert len(m["fit_epoch_s"]) == len(seen) == 3
     assert m["fit_epoch_s"] == pytest.approx(seen, rel=0.05, abs=0.01)
     assert min(m["fit_epoch_s"]) > VAL_S  # validation inside each epoch
@@ -415,7 +415,7 @@ def test_torch_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
     evals = _timed(monkeypatch, torch_fit)
     w, ds = small("mnist_mlp", 512)
     out = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchFitSettings())
-    _check_loop_epochs(to_json(out.metrics), evals, 3)
+    _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
 def test_jax_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
@@ -426,7 +426,7 @@ def test_jax_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
     evals = _timed(monkeypatch, jax_fit)
     w, ds = small("mnist_mlp", 512)
     out = jax_fit.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxFitSettings())
-    _check_loop_epochs(to_json(out.metrics), evals, 3)
+    _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
 def test_epoch_clock_barriers_before_each_read_and_ignores_an_unopened_end():
@@ -684,15 +684,15 @@ def test_keras_fit_runs_verbose_1_with_the_progress_bar_discarded_and_records_it
                         lambda self, batch, logs=None: (batches.append(batch), real(self, batch, logs))[1])
     w, ds = small("mnist_mlp", 64)
     out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasFitSettings())
-    s = to_json(out.settings)
+    s = out.settings.model_dump(exclude_unset=True)
     assert len(batches) == 2 * 4  # every step of both epochs
     assert s["verbose"] == 1 and s["loss"] == "categorical_crossentropy" and s["labels"]["form"] == "one_hot"
     assert s["jit_compile"] is False and s["jit_compile_requested"] == "keras default"  # auto: off on torch
     captured = capfd.readouterr()
     assert "Epoch 1/2" not in captured.out + captured.err and "step" not in captured.out
     batches.clear()
-    quiet = to_json(keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
-                                     KerasFitSettings(verbose=0)).settings)
+    quiet = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
+                          KerasFitSettings(verbose=0)).settings.model_dump(exclude_unset=True)
     assert batches == [] and quiet["verbose"] == 0
 
 
@@ -731,11 +731,11 @@ def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
 
     code = ("import json; from bench.core.families.keras import KerasFitSettings; "
             "from bench.core.stacks import get_stack; "
-            "from bench.run.engines.keras import fit as keras_fit; from bench.results.schema import to_json; "
+            "from bench.run.engines.keras import fit as keras_fit; "
             "from tests.run.workloads.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
             "for kw in ({}, {'jit_compile': False}):\n"
-            "    s = to_json(keras_fit.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
-            "KerasFitSettings(verbose=0, **kw)).settings)\n"
+            "    s = keras_fit.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
+            "KerasFitSettings(verbose=0, **kw)).settings.model_dump(exclude_unset=True)\n"
             "    out[str(kw)] = [s['jit_compile'], s['jit_compile_requested']]\n"
             "print(json.dumps(out))")
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}

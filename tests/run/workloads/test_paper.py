@@ -8,6 +8,7 @@ import os
 import pytest
 
 from bench.results.record import Cell
+from bench.results.schema import Record
 from bench.run import flops, plan
 from bench.run.scenarios.steps import SMOKE_MAX_BATCH
 from bench.run.workloads import SUITES, get_workload
@@ -169,15 +170,15 @@ def test_peak_depends_on_dtype_and_tf32_and_is_null_with_reason_when_unknown():
 def test_mfu_is_flops_over_time_over_peak():
     from bench.run.worker import add_mfu
 
-    rec = {"device": "gpu", "env": {"gpu": {"name": "NVIDIA H100 80GB HBM3"}},
-           "settings": {"precision": "bfloat16", "torch_matmul_allow_tf32": False},
-           "metrics": {"flops_per_step": 989.5e12 * 0.25, "ms_per_step_mean": 500.0}}
+    rec = Record.model_validate({"device": "gpu", "env": {"gpu": {"name": "NVIDIA H100 80GB HBM3"}},
+                                 "settings": {"precision": "bfloat16", "torch_matmul_allow_tf32": False},
+                                 "metrics": {"flops_per_step": 989.5e12 * 0.25, "ms_per_step_mean": 500.0}})
     add_mfu(rec)
-    assert rec["metrics"]["mfu"] == pytest.approx(0.5)
-    assert rec["metrics"]["achieved_tflops"] == pytest.approx(989.5 / 2)
-    rec["device"] = "cpu"
+    assert rec.metrics.mfu == pytest.approx(0.5)
+    assert rec.metrics.achieved_tflops == pytest.approx(989.5 / 2)
+    rec.device = "cpu"
     add_mfu(rec)
-    assert rec["metrics"]["mfu"] is None and rec["metrics"]["peak_source"]
+    assert rec.metrics.mfu is None and rec.metrics.peak_source
 
 
 # ---- smoke runs of the real code path --------------------------------------------------------------------

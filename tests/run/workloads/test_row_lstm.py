@@ -124,7 +124,6 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.results.schema import to_json
     from bench.run.engines.keras import fit as keras_fit
 
     counted: list[int] = []
@@ -150,10 +149,10 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
     ds = w.load_data("smoke", "synthetic")
     out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 8,
                            KerasFitSettings(row_lstm=row_lstm))
-    s = to_json(out.settings)
+    s = out.settings.model_dump(exclude_unset=True)
     assert counted == [calls]
     assert s["row_lstm_calls_per_forward"] == calls and s["row_lstm_form"] == form
-    assert to_json(out.model)["params_total"] == PARAMS
+    assert out.model.model_dump(exclude_unset=True)["params_total"] == PARAMS
 
 
 def test_the_knob_is_unsupported_where_there_is_no_row_lstm():

@@ -1,0 +1,161 @@
+"""The record's blocks of timed results and of the cell's process: ``Stats``, ``Data``, ``Metrics``, ``Process``,
+``Repeats``, ``Spread``, ``Model``, ``Memory``, ``Output`` (the engines return ``Metrics``, ``Model``, ``Memory`` and
+``Output`` themselves)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.results.schema.declare import Block, entry
+
+
+class Stats(Block):
+    """A telemetry quantity summarised over the timed window (``bench.run.telemetry.samples.stats``)."""
+
+    mean: float | None = entry("mean over the window's samples")
+    p50: float | None = entry("median over the window's samples")
+    max: float | None = entry("maximum over the window's samples")
+
+
+class Data(Block):
+    """``data``: the data a cell trained or ran on."""
+
+    source: str | None = entry("real (the published dataset) or synthetic (same shapes and dtypes, random values; fit "
+                               "suites: only at smoke size or when asked)")
+    requested: str | None = entry("fit suites: the --data policy (auto: real, synthetic only at smoke; real; "
+                                  "synthetic)")
+    reason: str | None = entry("why the data is what it is (synthetic: why; real: where it came from)")
+    name: str | None = entry("the dataset's name")
+    n_train: int | None = entry("training examples per epoch")
+    n_val: int | None = entry("validation examples")
+    sha256: str | None = entry("checksum of the dataset file (null where not checked)")
+
+
+class Metrics(Block):
+    """``metrics``: the timed results. The rule says how a repeated cell's row gets each one."""
+
+    ms_per_step_mean: float | None = entry("mean wall time per step over steady epochs: total time / steps", "ms",
+                                           "median")
+    ms_per_step_p50: float | None = entry("median over the timed intervals' mean step times "
+                                          "(metrics.ms_per_step_basis; null with fewer than two intervals)", "ms",
+                                          "median")
+    ms_per_step_p90: float | None = entry("90th percentile over the timed intervals' mean step times", "ms",
+                                          "median")
+    ms_per_step_std: float | None = entry("standard deviation over the timed intervals' mean step times", "ms",
+                                          "median")
+    ms_per_step_min: float | None = entry("fastest timed interval's mean step time", "ms", "median")
+    ms_per_step_max: float | None = entry("slowest timed interval's mean step time", "ms", "median")
+    ms_per_step_basis: str | None = entry("what one timed interval is: 'step', 'execution' (steps_per_execution > 1 "
+                                          "under sync=step), 'window' (sync=every:N) or 'epoch' (sync=epoch)")
+    executions: int | None = entry("how many steady intervals were timed")
+    sync: str | None = entry("the timing cadence in effect (settings.sync: epoch, every:N or step)")
+    barriers: int | None = entry("device barriers the timer made")
+    clock_reads: int | None = entry("clock reads the timer made")
+    epochs: int | None = entry("epochs run")
+    steps_per_epoch: int | None = entry("training steps per epoch")
+    first_epoch_s: float | None = entry("the first epoch: includes tracing/compilation", "s", "median")
+    steady_epoch_s: float | None = entry("mean time per epoch over epochs 2..N, training steps only", "s", "median")
+    epoch_s: list[float] | None = entry("each epoch's training steps, the first included (JSON list)", "s")
+    samples_per_s: float | None = entry("training examples per second over steady epochs: data.n_train / "
+                                        "steady_epoch_s", "examples/s", "derived")
+    total_train_s: float | None = entry("training steps of all epochs, compilation included, validation excluded",
+                                        "s", "median")
+    fit_call_s: float | None = entry("fit suites: wall time of the whole training call between device barriers "
+                                     "(Keras' model.fit; the PyTorch/JAX epoch loop): setup before the first epoch, "
+                                     "every epoch and each one's validation included", "s", "median")
+    fit_epoch_s: list[float] | None = entry("fit suites: each epoch as Keras 2.0.8's progress bar timed it, from "
+                                            "the epoch's begin to after its validation, device barrier before each "
+                                            "clock read (JSON list)", "s")
+    fit_s_per_epoch: float | None = entry("fit suites: the mean of fit_epoch_s, first epoch included: the 2017 "
+                                          "Keras backend comparison's metric", "s/epoch", "median")
+    first_step_s: float | None = entry("the first step alone, tracing, compilation and lazy initialisation included "
+                                       "(the model is built before the clock starts; paper suite, and fit cells "
+                                       "under sync=step; null otherwise)", "s", "median")
+    steps: int | None = entry("paper suite: timed steps after the first (default 100)")
+    steady_s: float | None = entry("paper suite: total time of the timed steps", "s", "median")
+    examples_per_s: float | None = entry("paper suite: examples (sequences, images) per second over the timed "
+                                         "steps: batch_size / ms_per_step_mean", "examples/s", "derived")
+    tokens_per_s: float | None = entry("paper suite, generate: examples_per_s x settings.generated_tokens",
+                                       "tokens/s", "derived")
+    flops_per_step: float | None = entry("paper suite: model FLOPs of one step (null outside the table: smoke size, "
+                                         "another sequence length)", "FLOP")
+    flops_method: str | None = entry("how flops_per_step was counted")
+    achieved_tflops: float | None = entry("flops_per_step / ms_per_step_mean", "TFLOP/s", "derived")
+    peak_flops: float | None = entry("the GPU's dense peak for the math in effect, used for MFU", "FLOP/s")
+    peak_source: str | None = entry("where peak_flops came from, or why it is null")
+    mfu: float | None = entry("model FLOPs utilisation: flops_per_step / step time / peak_flops (null without a "
+                              "known peak)", "fraction", "derived")
+    measured_peak_flops: float | None = entry("the GEMM FLOP/s `make doctor` measured in this image on this GPU "
+                                              "(matched by NVML UUID, else model name) for the math in effect",
+                                              "FLOP/s")
+    measured_peak_source: str | None = entry("where measured_peak_flops came from, or why it is null")
+    mfu_measured: float | None = entry("flops_per_step / step time / measured_peak_flops (null + why)", "fraction",
+                                       "derived")
+    j_per_step: float | None = entry("energy per training step over the telemetry window (null without NVML)", "J",
+                                     "median")
+    j_per_epoch: float | None = entry("energy per steady epoch (null without NVML)", "J", "median")
+    examples_per_j: float | None = entry("examples per joule: examples per epoch (fit: data.n_train; paper suite: "
+                                         "batch_size x steps) / j_per_epoch (null without NVML)", "examples/J",
+                                         "derived")
+    j_per_step_above_idle: float | None = entry("energy per step minus idle power x its time: what the work added "
+                                                "to an idle GPU's draw (MLPerf power's convention)", "J", "median")
+
+
+class Process(Block):
+    """``process``: the cell's own process, as its runner saw it."""
+
+    exit_code: int | None = entry("the worker process's exit status")
+    wall_s: float | None = entry("wall time of the whole cell process, imports included (repeats.process_wall_s "
+                                 "lists every repeat's)", "s")
+    timeout_s: float | None = entry("the cell's wall-clock limit", "s")
+    max_rss_bytes: int | None = entry("peak resident memory of the worker process, as its parent saw it", "bytes")
+    log: str | None = entry("the worker's log file name")
+    gpu_s: float | None = entry("GPU-seconds: the process's wall time on a GPU (0 on CPU; repeats.gpu_s sums the "
+                                "repeats': the report's GPU-hours and cost)", "s", "sum")
+
+
+class Repeats(Block):
+    """``repeats``: the independent repeats of a cell and their spread (absent from a per-repeat record). Every
+    metric with rule median or derived also gets ``repeats.<metric>`` (``Spread``)."""
+
+    n: int | None = entry("number of independent repeats", rule="aggregation")
+    ok: int | None = entry("how many repeats were ok", rule="aggregation")
+    statuses: list[str] | None = entry("each repeat's status", rule="aggregation")
+    rule: str | None = entry("the aggregation rule (median per metric, no best-of-N)", rule="aggregation")
+    schedule: list[dict[str, Any]] | None = entry("rounds: each repeat's round and position", rule="aggregation")
+    process_wall_s: list[float] | None = entry("each repeat's process wall time", "s", "aggregation")
+    gpu_s: float | None = entry("GPU-seconds summed over the repeats", "s", "aggregation")
+
+
+class Spread(Block):
+    """``repeats.<metric>``: one metric across repeats (``bench.results.repeats.spread``)."""
+
+    values: list[float] | None = entry("per-repeat values", rule="aggregation")
+    median: float | None = entry("their median", rule="aggregation")
+    min: float | None = entry("their minimum", rule="aggregation")
+    max: float | None = entry("their maximum", rule="aggregation")
+    cv: float | None = entry("coefficient of variation: sample std / mean (null for fewer than two values)",
+                             "fraction", "aggregation")
+
+
+class Model(Block):
+    """``model``: the model as the framework built it."""
+
+    params_total: int | None = entry("parameter count as the framework reports it")
+    params_trainable: int | None = entry("trainable parameter count")
+    params_effective: int | None = entry("parameters in use where counted apart (e.g. tied weights once)")
+
+
+class Memory(Block):
+    """``memory``: peak memory."""
+
+    host_peak_rss_bytes: int | None = entry("peak resident memory of the cell's own process", "bytes")
+    device_peak_bytes: int | None = entry("peak device memory the framework allocated (null on CPU)", "bytes")
+
+
+class Output(Block):
+    """``output``: paper suite, the last step's output."""
+
+    shapes: Any = entry("the shapes of the last step's output (predict: the model's, torch fit: the loss)")
+    finite: bool | None = entry("it holds no NaN/Inf (a non-finite output fails the cell)")
+

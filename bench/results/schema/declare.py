@@ -1,0 +1,106 @@
+"""How a record field is declared: ``entry`` (a pydantic ``Field`` with the field's unit and rule across repeats)
+and ``Block``, the base of every block of the record.
+
+A field's declaration gives its meaning (``description``), its unit and its rule across repeats (``RULES``), the
+last two in ``json_schema_extra``, so that the record's JSON schema (``Record.model_json_schema()``) carries them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
+
+#: The record layout this code writes. 3: the layout is declared here (schema_version 2's records still load:
+#: 3 only added fields and turned ``metrics.examples_per_j`` into a derived metric).
+SCHEMA_VERSION = 3
+#: The oldest layout the collector reads.
+OLDEST_SCHEMA = 1
+
+Rule = Literal["median", "first", "sum", "derived", "aggregation"]
+#: What each rule across repeats means (``bench.results.repeats``).
+RULES: dict[str, str] = {
+    "median": "the median across repeats (values, median, min, max and cv kept in repeats.<field>)",
+    "first": "repeat 1's value (or the first failing repeat's, for a cell that is not ok)",
+    "sum": "summed over the repeats (in the repeats block)",
+    "derived": "recomputed from the aggregated metrics (bench.results.derived), never carried from a repeat",
+    "aggregation": "made by the aggregation of repeats itself (null or absent in a per-repeat record)",
+}
+
+
+def entry(help: str, unit: str = "", rule: Rule = "first", default: Any = None, alias: str | None = None) -> Any:
+    """A record field: its meaning (``help``), unit (``ms``, ``s``, ``J``, ``W``, ``bytes``, ``FLOP/s``...; empty for
+    a label or a count) and rule across repeats (``RULES``). ``default``: the value of an absent field (a mutable
+    default is copied per instance). ``alias``: the JSON key, where it cannot be the Python name."""
+    extra: JsonDict = {"unit": unit, "rule": rule}
+    if isinstance(default, (dict, list)):
+        return Field(default_factory=lambda: type(default)(default), description=help, json_schema_extra=extra,
+                     alias=alias)
+    return Field(default=default, description=help, json_schema_extra=extra, alias=alias)
+
+
+def unit_of(field: Any) -> str:
+    """The declared unit of a pydantic ``FieldInfo`` made by ``entry`` (empty for a label or a count)."""
+    return str((field.json_schema_extra or {}).get("unit", ""))
+
+
+def rule_of(field: Any) -> str:
+    """The declared rule across repeats of a pydantic ``FieldInfo`` made by ``entry``."""
+    return str((field.json_schema_extra or {}).get("rule", "first"))
+
+
+class Block(BaseModel):
+    """Base of every block of the record. Keys a block does not declare are allowed and kept (``extra``, written
+    after the declared ones). ``model_fields_set`` holds the fields that were given (constructor arguments, later
+    assignments, ``update``), so ``model_dump(exclude_unset=True)`` writes the block as a dict would have: a null
+    that was set stays a null, a field never set stays absent (records of schema 3 keep their keys)."""
+
+    # serialize_by_alias: a field whose JSON key is not its Python name (``EffectiveSettings.built_config``)
+    model_config = ConfigDict(extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True,
+                              protected_namespaces=())
+
+    def __init__(self, **given: Any) -> None:
+        """A block built by code (the engines: ``Metrics(**timer.summary(...))``) from its declared fields only.
+
+        Raises:
+            TypeError: a keyword the block does not declare (a typo fails in the engine, not in the collector;
+                a record read back, ``model_validate``, keeps its undeclared keys).
+            pydantic.ValidationError: a value that does not fit its declared type.
+        """
+        unknown = sorted(set(given) - _json_keys(type(self)) - set(type(self).model_fields))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} declares no field {', '.join(map(repr, unknown))}")
+        super().__init__(**given)
+
+    # pydantic calls an overridden __init__ for nested blocks too (model_validate of a record read back); marked as
+    # its base __init__, this check stays the constructor's alone, so records keep their undeclared keys
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        """pydantic's ``model_dump``, without its serializer warnings by default: a block writes what it was given
+        (an assigned value is not validated, as in the dict it replaced; a settings block of another schema version
+        loads as recorded), so a value off its declared type is written as it is, not warned about."""
+        kwargs.setdefault("warnings", False)
+        return super().model_dump(**kwargs)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """Keys the block does not declare, in the order set (a mutable view: assigning into it keeps the key)."""
+        if self.__pydantic_extra__ is None:  # only for a block built without validation
+            self.__pydantic_extra__ = {}
+        return self.__pydantic_extra__
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        """Set each key: a declared field as an attribute (it counts as given), any other key in ``extra``."""
+        names = {f.alias or n: n for n, f in type(self).model_fields.items()}
+        for key, value in values.items():
+            if key in names:
+                setattr(self, names[key], value)
+            else:
+                self.extra[key] = value
+
+
+def _json_keys(cls: type[BaseModel]) -> set[str]:
+    return {f.alias or n for n, f in cls.model_fields.items()}

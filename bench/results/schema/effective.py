@@ -1,0 +1,83 @@
+"""``EffectiveSettings``: the record's ``settings`` block, what the engines and the worker recorded in effect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.results.schema.declare import Block, entry
+
+_TF32_SWITCHES = ("the framework's TF32 switch as the cell ended")
+
+
+class EffectiveSettings(Block):
+    """``settings``: every knob (``bench.core.knobs``: declared there) and what took effect, as the engines and
+    the worker recorded it. Engine-specific keys beyond these are allowed."""
+
+    NVIDIA_TF32_OVERRIDE: str | None = entry("as the cell's process had it: '0' (cuBLAS/cuDNN never use TF32) for "
+                                             "tf32=off, else unset")
+    tf_tensor_float_32_execution: bool | None = entry(_TF32_SWITCHES)
+    jax_default_matmul_precision: str | None = entry(_TF32_SWITCHES)
+    torch_matmul_allow_tf32: bool | None = entry(_TF32_SWITCHES)
+    torch_cudnn_allow_tf32: bool | None = entry(_TF32_SWITCHES)
+    torch_float32_matmul_precision: str | None = entry(_TF32_SWITCHES)
+    torch_matmul_fp32_precision: str | None = entry("torch 2.9+: torch.backends.cuda.matmul.fp32_precision as the "
+                                                    "cell ended ('tf32'; 'ieee'; 'none': inherited, no TF32)")
+    torch_cudnn_conv_fp32_precision: str | None = entry("torch 2.9+: torch.backends.cudnn.conv.fp32_precision (cuDNN "
+                                                        "convolutions), as torch_matmul_fp32_precision")
+    torch_cudnn_rnn_fp32_precision: str | None = entry("torch 2.9+: torch.backends.cudnn.rnn.fp32_precision (cuDNN "
+                                                       "RNN kernels), as torch_matmul_fp32_precision")
+    torch_cudnn_fp32_precision: str | None = entry(
+        "torch 2.9+: the cuDNN-wide torch.backends.cudnn.fp32_precision, which inductor's Triton convolution kernels "
+        "(torch.compile max-autotune) follow: TF32 only when 'tf32' (tf32=on sets it, tf32=off 'ieee'; at "
+        "tf32=default it is 'none', so such a kernel runs FP32 while cuDNN's convolutions run TF32)")
+    tf32_matmul: bool | None = entry("float32 matmuls could use TF32: a GPU cell with no override and the "
+                                     "framework's switch on (MFU divides by the peak of the math in effect)")
+    tf32_conv: bool | None = entry("float32 convolutions could use TF32 (as tf32_matmul)")
+    tf32_rnn: bool | None = entry("float32 LSTMs could use TF32, by the switch that governs the kernel they ran as: "
+                                  "cuDNN's RNN kernel for plain PyTorch's nn.LSTM on a GPU (cudnn.allow_tf32), "
+                                  "the backend's matmuls for every Keras stack's 2017 LSTMs (no cuDNN: hard_sigmoid) "
+                                  "and plain JAX's (bench.run.engines.math_mode.rnn_on_cudnn)")
+    compile_cache: str | None = entry("PyTorch-backend stacks: 'fresh per cell' (torch.compile's inductor and Triton "
+                                      "caches in an empty directory per cell process), plus any inductor cache switch "
+                                      "the environment set")
+    train_data_placement: str | None = entry("where each training batch is made, its first word 'host' or 'device' "
+                                             "(Keras: 'host (tf.data)', 'host (NumPy)', 'device (torch tensors)'; "
+                                             "the PyTorch and JAX loops name their pipeline's)")
+    generated_tokens: int | None = entry("paper suite, generate: tokens produced per sequence per call")
+    prompt_tokens: int | None = entry("paper suite, generate: prompt length fed per sequence")
+    bos_token_id: int | None = entry("paper suite, generate: the prompt's BOS id")
+    tokenization_timed: bool | None = entry("paper suite, generate: false: the timed call takes token ids, without "
+                                            "the tokenizer the source ran inside it")
+    jit_compile_requested: Any = entry("paper suite, Keras: the jit_compile asked for (True, False, 'auto', or 'not "
+                                       "requested (Keras default)')")
+    jit_compile_requested_by: str | None = entry("who asked: the source's call (file@v0.0.5) or the jit_compile knob")
+    generate_function: str | None = entry("paper suite, Keras generate: how the generate function was compiled")
+    optimizer: dict[str, Any] | None = entry("fit suites: the optimizer as built, read back from it: name, "
+                                             "learning_rate, its hyper-parameters and lr_schedule; tf-keras "
+                                             "(keras2-tf): jit_compile, its own XLA update step as it took effect "
+                                             "(on with a GPU unless the cell's jit_compile is false)")
+    loss: Any = entry("fit suites: the loss as the engine computed it")
+    labels: dict[str, Any] | None = entry("fit suites, Keras: the label form fed to fit ('one_hot': "
+                                          "keras.utils.to_categorical on the host before fit, as the 2017 scripts; "
+                                          "'integer'), the compiled metrics and the source (file@tag:lines)")
+    augmentation: dict[str, Any] | None = entry("fit suites: how training images were augmented (shift ranges, "
+                                                "flip, fill, interpolation, workers, where, implementation)")
+    shuffle_buffer: int | None = entry("fit suites: examples each epoch's shuffle draws from")
+    row_lstm_calls_per_forward: int | None = entry("mnist_hierarchical_rnn, Keras: calls of the row LSTM in one "
+                                                   "forward pass, counted on the trained model (28: one per image "
+                                                   "row; 1: all rows at once, as Keras 2.0.8)")
+    row_lstm_form: str | None = entry("mnist_hierarchical_rnn, Keras: the row LSTM's form as measured: 'reshape' (one "
+                                      "call on the B*28 rows, 2017's form) or 'per_row' (28 calls of B rows, Keras 3's "
+                                      "TimeDistributed); the knob row_lstm is what was asked")
+    normalize: dict[str, Any] | None = entry("PyTorch torchvision_dataset_transforms: Normalize's mean and std and "
+                                             "where they come from")
+    # "model_config" is pydantic's own attribute: the field has another name in Python, its JSON key is the alias
+    built_config: dict[str, Any] | None = entry("paper suite: the architecture config built (full: the published "
+                                                "one; smoke: tiny)", alias="model_config")
+    keras_version: str | None = entry("Keras' version")
+    keras_backend: str | None = entry("Keras' backend")
+    torch_version: str | None = entry("PyTorch's version")
+    jax_version: str | None = entry("plain-JAX stack: JAX's version (jaxlib_version beside it)")
+    flax_version: str | None = entry("plain-JAX stack: Flax's version (the NNX models)")
+    optax_version: str | None = entry("plain-JAX stack: optax's version (the optimizers)")
+
