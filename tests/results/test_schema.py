@@ -84,7 +84,7 @@ def test_schema_version_2_records_in_results_still_load():
 def test_records_that_call_the_image_flavor_by_its_old_name_still_load(tmp_path):
     """env.image_variant, the image's cpu/gpu flavor before it was called env.image_flavor: committed records hold it,
     and they load with it kept as it is (an undeclared key)."""
-    declared = {f.name for f in dataclasses.fields(Env)}
+    declared = set(Env.model_fields)
     assert "image_flavor" in declared and "image_variant" not in declared
     old = [p for p in _records() if "image_variant" in (json.loads(p.read_text()).get("env") or {})]
     assert old

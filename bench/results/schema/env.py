@@ -97,9 +97,10 @@ class Telemetry(Block):
     energy_note: str | None = entry("why the counter was not used (stalled, reset) or was unwrapped")
     energy_counter_vs_integrated: float | None = entry("counter energy / integrated power energy (a check: ~1.0 "
                                                        "over windows of 10 s or more)", "ratio")
-    energy_per_epoch_j: list[float] | None = entry("energy of each epoch's training steps (its two edges' counter "
-                                                   "reads); epochs under 1 s are named in telemetry.notes: the "
-                                                   "counter's ~20-100 ms updates make their J coarse", "J")
+    energy_per_epoch_j: list[float | None] | None = entry(
+        "energy of each epoch's training steps (its two edges' counter reads, else integrated sampled power; null "
+        "for an epoch neither covered: a GPU whose power NVML does not read, such as a MIG slice); epochs under 1 s "
+        "are named in telemetry.notes: the counter's ~20-100 ms updates make their J coarse", "J")
     j_per_epoch: float | None = entry("energy per steady epoch", "J")
     j_per_step: float | None = entry("energy per step", "J")
     examples_per_j: float | None = entry("examples per joule", "examples/J")

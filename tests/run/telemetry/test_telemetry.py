@@ -7,7 +7,10 @@ import types
 
 import pytest
 
+from bench.results.schema import Metrics, Record
+from bench.results.schema import Telemetry as TelemetryBlock
 from bench.run import nvml
+from bench.run.scenarios import finish_telemetry
 from bench.run.telemetry import samples
 from bench.run.telemetry.energy import ENERGY_COUNTER_MODULUS, counter_energy_j
 from bench.run.telemetry.sampler import Telemetry, for_device
@@ -196,6 +199,22 @@ def test_no_power_and_no_energy_gives_null_energy():
     assert s["energy_j"] is None and s["energy_method"] is None and s["j_per_step"] is None
     assert s["idle_power_w"] is None and "power" in s["unsupported"]
     assert s["power_source"] == "average"
+
+
+def test_a_window_without_power_or_energy_is_a_record_telemetry_block_with_null_epochs():
+    """A GPU whose power NVML does not read (a MIG slice): each epoch's J is null, and the cell's record takes the
+    block as it is (a measured cell stays ok, its energy null), written and read back strictly."""
+    clock = FakeClock()
+    tel = make(clock, unsupported={"energy", "power"}, instant=False)
+    drive(tel, clock, epochs=3)
+    s = tel.summary(10, 100)
+    assert s["energy_per_epoch_j"] == [None, None, None]
+    rec = Record.model_construct(metrics=Metrics(), notes=[])
+    finish_telemetry(rec, s)
+    assert rec.telemetry is not None and rec.telemetry.energy_per_epoch_j == [None, None, None]
+    assert rec.metrics is not None and rec.metrics.j_per_epoch is None
+    back = TelemetryBlock.model_validate_json(rec.telemetry.model_dump_json(exclude_unset=True), strict=True)
+    assert back.energy_per_epoch_j == [None, None, None]
 
 
 @pytest.mark.parametrize("name, arch, expected", [
