@@ -301,6 +301,20 @@ def _num(text: str) -> float | None:
         return None
 
 
+def compose_env_check(env_file: Path = Path(".env")) -> Check | None:
+    """The ``.env`` that ``docker compose run <service>`` reads (written by ``make configure``): a warning when it was
+    written before the image flavor's variable was ``BENCH_FLAVOR`` (compose would then use the cpu images on a GPU
+    host); None when there is no ``.env`` or it names the flavor."""
+    try:
+        keys = {line.split("=", 1)[0].strip() for line in env_file.read_text().splitlines() if "=" in line}
+    except OSError:
+        return None
+    if "BENCH_FLAVOR" in keys or "BENCH_VARIANT" not in keys:
+        return None
+    return Check("Compose .env", "warn", f"{env_file} sets BENCH_VARIANT, not BENCH_FLAVOR: docker compose run would "
+                 "use the cpu images", "make configure (make bench-all rewrites it)")
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``doctor host`` (``python3 -m bench.host doctor host``)."""
     ap = sub.add_parser("doctor", help="the host preflight: Docker, disk, driver vs images, GPU not shared (exit 1 "
@@ -325,6 +339,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"doctor: error: unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}", file=sys.stderr)
         return 2
     checks = host_checks(args.device, args.flavor, stacks, args.docker, args.compose.split(), args.toolkit_image)
+    checks += [c for c in (compose_env_check(),) if c]
     print(table(checks))
     if args.out:
         save(args.out, "host", checks)

@@ -492,3 +492,14 @@ def test_bench_run_on_a_gpu_ensures_the_measured_peak_before_its_cells(tmp_path,
     r = CliRunner().invoke(cli.cli, ["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert seen == [("pytorch", "gpu"), 1]  # the peak first, then the cells
+
+
+def test_an_env_file_written_before_the_flavor_was_named_is_a_warning(tmp_path):
+    """A .env from before BENCH_FLAVOR (BENCH_VARIANT=gpu) makes docker compose run pick the cpu images."""
+    env = tmp_path / ".env"
+    assert doctor.compose_env_check(env) is None  # no .env: nothing to say
+    env.write_text("BENCH_VARIANT=gpu\nBENCH_DEVICE=gpu\n")
+    check = doctor.compose_env_check(env)
+    assert check is not None and check.state == "warn" and "make configure" in check.fix
+    env.write_text("BENCH_FLAVOR=gpu\nBENCH_DEVICE=gpu\n")
+    assert doctor.compose_env_check(env) is None
