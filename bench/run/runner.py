@@ -112,47 +112,17 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
     worker_out.unlink(missing_ok=True)
     cell_file.write_text(json.dumps(cell.to_dict()))
 
-    timed_out = threading.Event()
     with compile_caches(stack) as caches:
         env = {**cell_env(stack, cell.device, cell.settings), **caches}
         cuda_cache_before = cuda_cache_bytes(env)
         start = time.perf_counter()
-        with open(log_file, "w") as log:
-            proc = subprocess.Popen([*WORKER, str(cell_file), str(worker_out), *samples],
-                                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-            def kill() -> None:
-                timed_out.set()
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-
-            timer = threading.Timer(cell.timeout_s, kill)
-            timer.start()
-            try:
-                _, status, usage = os.wait4(proc.pid, 0)
-            finally:
-                timer.cancel()
-            proc.returncode = os.waitstatus_to_exitcode(status)
+        rc, usage, timed_out = wait_for_worker([*WORKER, str(cell_file), str(worker_out), *samples], env, log_file,
+                                               cell.timeout_s)
         wall = time.perf_counter() - start
 
-    try:
-        rec = load_record(worker_out)
-    except RecordError as e:
-        rec = Record.model_validate(new_record(cell), strict=True)
-        rc = proc.returncode
-        if timed_out.is_set():
-            rec.status, rec.reason = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
-        elif rc == -signal.SIGKILL:
-            rec.status = "oom"
-            rec.reason = "killed by SIGKILL (most likely the out-of-memory killer)"
-        elif worker_out.exists():  # a record the schema rejects: kept beside the log, never deleted
-            kept = worker_out.with_name(f"{cell.run_id}.rejected.json")
-            worker_out.replace(kept)
-            rec.reason = f"the worker's record ({kept.name}) was rejected: {e}"
-        else:
-            rec.reason = f"worker exited with status {rc} without a record: {_tail(log_file)}"
+    rec = worker_record(cell, worker_out, rc, timed_out, log_file)
     # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
-    rec.process = Process(exit_code=proc.returncode, wall_s=wall, timeout_s=cell.timeout_s,
+    rec.process = Process(exit_code=rc, wall_s=wall, timeout_s=cell.timeout_s,
                           max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
                           gpu_s=wall if cell.device == "gpu" else 0.0)
     rec.memory = rec.memory or Memory()
@@ -170,6 +140,50 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
     worker_out.unlink(missing_ok=True)
     cell_file.unlink(missing_ok=True)
     return rec
+
+
+def wait_for_worker(args: list[str], env: dict[str, str], log_file: Path, timeout_s: float) -> tuple[int, Any, bool]:
+    """Run the worker command ``args`` in its own session with ``env``, its output in ``log_file``, killed (its whole
+    process group) past ``timeout_s`` seconds. Returns its exit code (negative: the signal), its resource usage
+    (``os.wait4``: ``ru_maxrss`` in KiB) and whether the time limit killed it."""
+    timed_out = threading.Event()
+    with open(log_file, "w") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+        def kill() -> None:
+            timed_out.set()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(timeout_s, kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+    return os.waitstatus_to_exitcode(status), usage, timed_out.is_set()
+
+
+def worker_record(cell: Cell, worker_out: Path, rc: int, timed_out: bool, log_file: Path) -> Record:
+    """The record the worker wrote (read back strictly), or when there is none the cell's record saying why: the
+    time limit (``timeout``), a SIGKILL (``oom``), a record the schema rejects (kept beside the log as
+    ``<run_id>.rejected.json``, never deleted) or an exit without one (the log's tail)."""
+    try:
+        return load_record(worker_out)
+    except RecordError as e:
+        rec = Record.model_validate(new_record(cell), strict=True)
+        if timed_out:
+            rec.status, rec.reason = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
+        elif rc == -signal.SIGKILL:
+            rec.status = "oom"
+            rec.reason = "killed by SIGKILL (most likely the out-of-memory killer)"
+        elif worker_out.exists():
+            kept = worker_out.with_name(f"{cell.run_id}.rejected.json")
+            worker_out.replace(kept)
+            rec.reason = f"the worker's record ({kept.name}) was rejected: {e}"
+        else:
+            rec.reason = f"worker exited with status {rc} without a record: {_tail(log_file)}"
+        return rec
 
 
 def write_record(path: Path, rec: Record) -> None:
