@@ -7,21 +7,15 @@ and matplotlib are imported here, when a command needs them, never when ``bench`
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.core.errors import InputError
+from bench.core.errors import Echo, InputError, to_stderr
 
-Echo = Callable[[str], None]
 NEEDS = "install dlbench[collect] or use the collector image"
 
-
-def to_stderr(message: str) -> None:
-    """``warn``'s default: ``message`` on stderr."""
-    print(message, file=sys.stderr)
 
 
 def collect_run(results_dir: Path, out_csv: Path, history_path: Path | None, no_history: bool,

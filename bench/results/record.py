@@ -10,12 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.core.atomic import write_json_atomic  # noqa: F401  (records are written with it: part of this API)
-from bench.results.cell import Cell  # noqa: F401  (moved to cell.py; imported from here too)
+from bench.results.cell import Cell
 from bench.results.schema import OLDEST_SCHEMA, REQUIRED, SCHEMA_VERSION, STATUSES, Record, describe, problems
-
-__all__ = ["FIELDS", "FINAL_STATUSES", "REPEATS_DIR", "REQUIRED", "SCHEMA_VERSION", "STATUSES", "Cell", "RecordError",
-           "load_record", "new_record", "read_record", "result_path", "write_json_atomic"]
 
 #: Statuses a resumed run does not repeat (a failure is retried on the next run).
 FINAL_STATUSES = ("ok", "unsupported")

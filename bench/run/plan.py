@@ -10,7 +10,7 @@ from bench.core.cadence import Cadence
 from bench.core.families.keras import KerasFitSettings
 from bench.core.request import TIMEOUT_S
 from bench.core.stacks import STACKS
-from bench.results.record import Cell
+from bench.results.cell import Cell
 from bench.run import sweep
 from bench.run.datasets import DATA_CHOICES
 from bench.run.scenarios import Scenario, scenario_of, suite_scenario

@@ -22,17 +22,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bench.core.atomic import write_json_atomic
 from bench.core.stacks import get_stack
-from bench.results.record import (
-    FINAL_STATUSES,
-    REPEATS_DIR,
-    Cell,
-    RecordError,
-    load_record,
-    new_record,
-    result_path,
-    write_json_atomic,
-)
+from bench.results.cell import Cell
+from bench.results.record import FINAL_STATUSES, REPEATS_DIR, RecordError, load_record, new_record, result_path
 from bench.results.repeats import aggregate
 from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
 from bench.run import gpu_state

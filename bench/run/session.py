@@ -8,12 +8,11 @@ Output goes through ``echo`` (progress, stdout) and ``warn`` (the CPU banner and
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.core.errors import InputError
+from bench.core.errors import Echo, InputError, to_stderr
 from bench.core.request import Request
 from bench.core.stacks import DEFAULT_STACKS, get_stack
 from bench.core.words import Device, RunDevice, Size
@@ -23,16 +22,11 @@ if TYPE_CHECKING:
     from bench.results.cell import Cell
     from bench.run.gpu_state import Cooldown
 
-Echo = Callable[[str], None]
 BANNER_WIDTH = 78
 #: ``cooldown.idle_source`` for a baseline given with ``--idle-temp-c``.
 IDLE_GIVEN = ("--idle-temp-c (make bench-all and the SkyPilot job read it with nvidia-smi on the host before the "
               "comparison's first stack)")
 
-
-def to_stderr(message: str) -> None:
-    """``warn``'s default: ``message`` on stderr."""
-    print(message, file=sys.stderr)
 
 
 def stack_list(stacks: Iterable[str]) -> list[str]:
@@ -237,8 +231,8 @@ def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: i
         InputError: a workload or stack the plan refuses, or no GPU for ``device`` gpu.
         CommandFailed: the measurement itself failed (its first line).
     """
+    from bench.core.atomic import write_json_atomic
     from bench.core.errors import CommandFailed
-    from bench.results.record import write_json_atomic
     from bench.run.environment import capture, utc_now
     from bench.run.fidelity import measure
     from bench.run.workloads import WORKLOADS

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import knobs
+from bench.core.atomic import write_json_atomic
 from bench.core.stacks import get_stack
 from bench.results import derived
-from bench.results.record import Cell, new_record, write_json_atomic
+from bench.results.cell import Cell
+from bench.results.record import new_record
 from bench.results.schema import Env, Record
 from bench.run import flops
 from bench.run.cellenv import EnvironmentProblem, gpu_env_problem

@@ -12,8 +12,9 @@ import pytest
 
 from bench.cli import main
 from bench.core import request
+from bench.core.atomic import write_json_atomic
 from bench.host import imagetag
-from bench.results.record import new_record, read_record, write_json_atomic
+from bench.results.record import new_record, read_record
 from bench.run import plan, runner
 from tests.project.test_cloud_scripts import INSTALLABLE, RUN, VM
 
@@ -37,7 +38,8 @@ def test_a_gpu_record_naming_its_gpu_by_uuid_is_read(tmp_path):
 
 BAD_WORKER = """
 import json, sys
-from bench.results.record import Cell, new_record
+from bench.results.cell import Cell
+from bench.results.record import new_record
 rec = new_record(Cell.from_dict(json.load(open(sys.argv[1]))))
 rec.update(status="ok", telemetry={"gpu_index": [1, 2]})  # a field of a type the schema does not declare
 open(sys.argv[2], "w").write(json.dumps(rec))

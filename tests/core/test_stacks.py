@@ -6,10 +6,11 @@ import sys
 
 import pytest
 
+from bench.core.atomic import write_json_atomic
 from bench.core.stacks import DEFAULT_STACKS, IMAGE_ENV, STACKS, Stack
 from bench.host import stackfiles
 from bench.results.collect import collect
-from bench.results.record import result_path, write_json_atomic
+from bench.results.record import result_path
 from bench.run.plan import expand
 from tests.run.test_tuning import paper_record
 

@@ -8,13 +8,16 @@ import types
 import yaml
 
 from bench.host import cloud, launch
-from bench.results.record import Cell, read_record, result_path
+from bench.results.cell import Cell
+from bench.results.record import read_record, result_path
 from bench.run import gpu_state, runner
 
 STUB = textwrap.dedent("""
     import json, os, sys
     from pathlib import Path
-    from bench.results.record import Cell, new_record, write_json_atomic
+    from bench.results.cell import Cell
+    from bench.core.atomic import write_json_atomic
+    from bench.results.record import new_record
     cell = Cell.from_dict(json.load(open(sys.argv[1])))
     rec = new_record(cell)
     rec.update(status="ok", metrics={"ms_per_step_mean": 1.0 + (cell.repeat or 0), "first_epoch_s": 0.1},

@@ -15,7 +15,7 @@ import pytest
 from bench.core import stacks as stacks_mod
 from bench.core.stacks import STACKS, derive, derived_id, load_derived
 from bench.host import launch, rounds, stackfiles, versions
-from bench.results.record import Cell
+from bench.results.cell import Cell
 from bench.results.schema import Record
 from bench.run import environment, worker
 

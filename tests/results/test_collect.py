@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.core.atomic import write_json_atomic
+from bench.results.cell import Cell
 from bench.results.collect import collect
-from bench.results.record import Cell, new_record, write_json_atomic
+from bench.results.record import new_record
 from bench.results.rows import jsonl_path, read_rows
 
 

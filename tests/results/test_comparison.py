@@ -7,11 +7,13 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu
 
+from bench.core.atomic import write_json_atomic
 from bench.core.stacks import STACKS, Stack
 from bench.results import compare as cmp
+from bench.results.cell import Cell
 from bench.results.collect import collect
 from bench.results.compare import bootstrap_ci, mann_whitney_p, ratio_stats
-from bench.results.record import Cell, new_record, result_path, write_json_atomic
+from bench.results.record import new_record, result_path
 from bench.results.report import load_runs, versions, write_report
 
 DERIVED = "keras3-jax--keras-3.14.0"

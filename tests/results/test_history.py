@@ -10,8 +10,10 @@ import jsonschema
 import pandas as pd
 import pytest
 
+from bench.core.atomic import write_json_atomic
 from bench.results import history
-from bench.results.record import Cell, new_record, write_json_atomic
+from bench.results.cell import Cell
+from bench.results.record import new_record
 
 #: Bencher Metric Format's JSON Schema as published: https://bencher.dev/bmf.json, the file
 #: bencherdev/bencher services/console/public/v0/bmf.json@55eb0883955402b7198ecd915f09c8fa2702a53c (the same

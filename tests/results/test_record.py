@@ -2,15 +2,9 @@ import json
 
 import pytest
 
-from bench.results.record import (
-    SCHEMA_VERSION,
-    Cell,
-    RecordError,
-    new_record,
-    read_record,
-    result_path,
-    write_json_atomic,
-)
+from bench.core.atomic import write_json_atomic
+from bench.results.cell import Cell
+from bench.results.record import SCHEMA_VERSION, RecordError, new_record, read_record, result_path
 
 
 def cell(**kw):

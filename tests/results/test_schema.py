@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.atomic import write_json_atomic
 from bench.results import derived, schema
-from bench.results.record import FIELDS, RecordError, read_record, write_json_atomic
+from bench.results.record import FIELDS, RecordError, read_record
 from bench.results.repeats import AGGREGATED, DERIVED, aggregate
 from bench.results.schema import Env, Metrics, Telemetry, col, setting_col, spread_col
 

@@ -109,7 +109,7 @@ def test_the_probe_fails_with_one_line_naming_both_fractions(monkeypatch):
 
 
 def test_a_jax_gpu_cell_fails_with_one_line_naming_both_fractions(monkeypatch):
-    from bench.results.record import Cell
+    from bench.results.cell import Cell
     from bench.run import worker
     from bench.run.scenarios.epochs import Epochs
 

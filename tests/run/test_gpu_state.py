@@ -4,7 +4,8 @@ import types
 
 import pytest
 
-from bench.results.record import Cell, read_record, result_path
+from bench.results.cell import Cell
+from bench.results.record import read_record, result_path
 from bench.run import gpu_state, runner
 
 
@@ -83,7 +84,9 @@ def test_gpu_cells_record_the_gpu_before_them(tmp_path, monkeypatch):
     script = tmp_path / "w.py"
     script.write_text(textwrap.dedent("""
         import json, sys, pathlib
-        from bench.results.record import Cell, new_record, write_json_atomic
+        from bench.results.cell import Cell
+        from bench.core.atomic import write_json_atomic
+        from bench.results.record import new_record
         rec = new_record(Cell.from_dict(json.load(open(sys.argv[1]))))
         rec.update(status="ok", metrics={"ms_per_step_mean": 1.0, "first_epoch_s": 0.1})
         write_json_atomic(pathlib.Path(sys.argv[2]), rec)

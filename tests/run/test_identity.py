@@ -8,14 +8,17 @@ import textwrap
 import pytest
 
 from bench.cli import main
+from bench.core.atomic import write_json_atomic
 from bench.results.cell import Cell
-from bench.results.record import new_record, result_path, write_json_atomic
+from bench.results.record import new_record, result_path
 from bench.run import plan, runner
 
 FAKE = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from bench.results.record import Cell, new_record, write_json_atomic
+    from bench.results.cell import Cell
+    from bench.core.atomic import write_json_atomic
+    from bench.results.record import new_record
     cell = Cell.from_dict(json.load(open(sys.argv[1])))
     rec = new_record(cell)
     epochs = cell.epochs or 2

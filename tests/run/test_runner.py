@@ -6,7 +6,8 @@ import textwrap
 
 import pytest
 
-from bench.results.record import Cell, read_record, result_path
+from bench.results.cell import Cell
+from bench.results.record import read_record, result_path
 from bench.results.repeats import aggregate as aggregate_records
 from bench.results.schema import Record
 from bench.run import runner
@@ -14,7 +15,9 @@ from tests.conftest import needs_torch
 
 FAKE = textwrap.dedent("""
     import json, os, sys, time
-    from bench.results.record import Cell, new_record, write_json_atomic
+    from bench.results.cell import Cell
+    from bench.core.atomic import write_json_atomic
+    from bench.results.record import new_record
     cell = Cell.from_dict(json.load(open(sys.argv[1])))
     mode = os.environ["FAKE_MODE"]
     if mode == "sleep":
@@ -245,7 +248,9 @@ COMPILE_WORKER = textwrap.dedent("""
     import json, sys
     import torch
     from torch._dynamo.utils import counters
-    from bench.results.record import Cell, new_record, write_json_atomic
+    from bench.results.cell import Cell
+    from bench.core.atomic import write_json_atomic
+    from bench.results.record import new_record
 
     def f(x):
         return (x.sin() * 3 + x.cos()).sum()

@@ -14,14 +14,16 @@ import pytest
 
 from bench.cli import main
 from bench.core import knobs
+from bench.core.atomic import write_json_atomic
 from bench.core.families.keras import KerasFitSettings, KerasStepSettings
 from bench.core.families.torch import TorchFitSettings
 from bench.core.settings import SettingsError
 from bench.core.stacks import get_stack
 from bench.results import report
+from bench.results.cell import Cell
 from bench.results.collect import collect
 from bench.results.compare import compare, min_attainable_p
-from bench.results.record import Cell, new_record, result_path, write_json_atomic
+from bench.results.record import new_record, result_path
 from bench.results.report import paper as report_paper
 from bench.results.report import tuning as report_tuning
 from bench.run import plan, sweep

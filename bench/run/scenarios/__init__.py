@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from bench.core.stacks import Stack
 from bench.results import derived
-from bench.results.record import Cell
+from bench.results.cell import Cell
 from bench.results.schema import EffectiveSettings, Record, Telemetry
 from bench.run.workloads import SUITES, WORKLOADS
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from bench.core import knobs
 from bench.core.stacks import Stack
-from bench.results.record import Cell
+from bench.results.cell import Cell
 from bench.results.schema import Data, Record
 from bench.run.engines import epoch_engine, missing_model
 from bench.run.scenarios import Scenario, effective_settings, finish_telemetry

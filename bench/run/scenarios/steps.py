@@ -9,7 +9,7 @@ from typing import Any
 from bench.core import knobs
 from bench.core.stacks import Stack
 from bench.results import derived
-from bench.results.record import Cell
+from bench.results.cell import Cell
 from bench.results.schema import Data, Metrics, Record
 from bench.run import flops
 from bench.run.engines import step_engine

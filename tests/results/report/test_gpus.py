@@ -3,8 +3,10 @@
 
 import pandas as pd
 
+from bench.core.atomic import write_json_atomic
+from bench.results.cell import Cell
 from bench.results.collect import collect
-from bench.results.record import Cell, new_record, result_path, write_json_atomic
+from bench.results.record import new_record, result_path
 from bench.results.report import load_runs, write_report
 from bench.results.report.gpus import gpu_groups, gpu_seconds
 

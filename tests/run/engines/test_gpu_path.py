@@ -456,7 +456,8 @@ def test_mfu_against_the_measured_gemm_peak(tmp_path, monkeypatch):
 
 
 def test_gpu_record_notes_mig(tmp_path, monkeypatch):
-    from bench.results.record import Cell, new_record
+    from bench.results.cell import Cell
+    from bench.results.record import new_record
     from bench.run import worker
 
     monkeypatch.setattr(worker, "capture", lambda: {"gpu": {"name": "NVIDIA A100-SXM4-40GB", "mig_mode": True}})
@@ -500,7 +501,8 @@ def test_a_mig_slice_chosen_by_uuid_is_a_slice_with_no_datasheet_peak(monkeypatc
     family. The record must say MIG (and carry the note), and MFU must not divide by the whole A100's peak."""
     import sys
 
-    from bench.results.record import Cell, new_record
+    from bench.results.cell import Cell
+    from bench.results.record import new_record
     from bench.run import worker
     from bench.run.environment import gpu_info
 

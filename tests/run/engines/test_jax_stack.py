@@ -57,7 +57,7 @@ def test_augment_on_jax_takes_the_default_pipeline_only():
 
 
 def test_paper_cells_on_jax_are_unsupported_with_the_reason_not_a_crash(tmp_path):
-    from bench.results.record import Cell
+    from bench.results.cell import Cell
     from bench.run.worker import run_cell
 
     assert "no step-timed engine" in knobs.check(JAX, {}, "steps")
@@ -67,7 +67,7 @@ def test_paper_cells_on_jax_are_unsupported_with_the_reason_not_a_crash(tmp_path
 
 
 def test_a_workload_without_a_flax_model_is_unsupported_on_jax_with_the_reason(monkeypatch):
-    from bench.results.record import Cell
+    from bench.results.cell import Cell
     from bench.run import worker
 
     w = dataclasses.replace(get_workload("mnist_mlp"), build_flax=None)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from bench.results.record import Cell
+from bench.results.cell import Cell
 from bench.results.schema import Record
 from bench.run import flops, plan
 from bench.run.scenarios.steps import SMOKE_MAX_BATCH

@@ -323,7 +323,7 @@ def test_keras3_tensorflow_in_effect_on_the_cpu_and_with_a_gpu_listed():
 
 _CELL = r"""
 import json, sys
-from bench.results.record import Cell
+from bench.results.cell import Cell
 from bench.run.worker import run_cell
 rec = run_cell(Cell(stack=sys.argv[1], suite="paper", workload=sys.argv[2], task=sys.argv[3], size="smoke",
                     device="cpu", batch_size=1, variant="bs1", steps=1))
@@ -443,8 +443,10 @@ def test_generate_flops_equal_a_count_around_hugging_face_generate(workload):
 
 def _paper_csv(tmp_path, variants):
     """A collected run of bert fit 32 on keras3-jax, one record per (variant name, changes) in ``variants``."""
+    from bench.core.atomic import write_json_atomic
+    from bench.results.cell import Cell
     from bench.results.collect import collect
-    from bench.results.record import Cell, new_record, result_path, write_json_atomic
+    from bench.results.record import new_record, result_path
 
     run = tmp_path / "run"
     for i, (variant, change) in enumerate(variants):

@@ -156,7 +156,7 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
 
 
 def test_the_knob_is_unsupported_where_there_is_no_row_lstm():
-    from bench.results.record import Cell
+    from bench.results.cell import Cell
     from bench.run.worker import run_cell
 
     assert knobs.KNOBS["keras"]["row_lstm"] == ("time_distributed", "reshape")
