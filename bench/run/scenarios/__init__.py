@@ -10,8 +10,10 @@ no module outside this package asks which kind of workload it holds (``tests/run
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +21,7 @@ from bench.core.stacks import Stack
 from bench.results import derived
 from bench.results.cell import Cell
 from bench.results.schema import EffectiveSettings, Record, Telemetry
+from bench.run.telemetry import sampler
 from bench.run.workloads import SUITES, WORKLOADS
 
 
@@ -121,6 +124,20 @@ def suite_scenario(suite: str) -> Scenario:
     if len(found) != 1:
         raise ValueError(f"suite {suite!r} mixes scenarios {', '.join(sorted(found))}")
     return next(iter(found.values()))
+
+
+@contextlib.contextmanager
+def telemetry_window(device: str, samples_csv: Path | None) -> Iterator[Any]:
+    """The cell's telemetry (``sampler.for_device``), its idle power measured before the engine starts; the engine
+    closes the window (``Telemetry.stop``) right after its last barrier. The raw samples go to ``samples_csv`` (None:
+    not written) once the engine is done, whatever it raised."""
+    tel = sampler.for_device(device)
+    tel.measure_idle()
+    try:
+        yield tel
+    finally:
+        if samples_csv is not None:
+            tel.write_samples(samples_csv)
 
 
 def add_energy_metrics(rec: Record) -> None:

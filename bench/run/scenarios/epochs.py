@@ -10,8 +10,7 @@ from bench.core.stacks import Stack
 from bench.results.cell import Cell
 from bench.results.schema import Data, Record
 from bench.run.engines import epoch_engine, missing_model
-from bench.run.scenarios import Scenario, effective_settings, finish_telemetry
-from bench.run.telemetry import sampler
+from bench.run.scenarios import Scenario, effective_settings, finish_telemetry, telemetry_window
 from bench.run.workloads import Workload, get_workload
 
 
@@ -48,14 +47,9 @@ class Epochs(Scenario):
         rec.data = Data.model_validate({**ds.record(), "requested": cell.data})
         if ds.source == "synthetic":
             rec.notes.append("data=synthetic: " + (ds.reason or ""))
-        tel = sampler.for_device(cell.device)
-        tel.measure_idle()
-        try:
+        with telemetry_window(cell.device, samples_csv) as tel:
             settings = knobs.settings_class(stack.engine, "epochs").from_dict(dict(cell.settings))
             out = epoch_engine(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, settings, telemetry=tel)
-        finally:  # the engine closed the window (Telemetry.stop) right after its last barrier
-            if samples_csv is not None:
-                tel.write_samples(samples_csv)
         # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
         rec.settings = effective_settings(settings, out.settings)  # every knob, then what took effect
         rec.metrics, rec.history, rec.model, rec.memory = out.metrics, out.history, out.model, out.memory
@@ -64,7 +58,8 @@ class Epochs(Scenario):
     def resume_expected(self, rec: Record, cell: Cell, w: Workload) -> list[tuple[str, Any, Any]]:
         expected: list[tuple[str, Any, Any]] = []
         if rec.batch_size is not None:
-            expected.append(("batch_size", rec.batch_size, cell.batch_size or w.batch_for(cell.size)))
+            default = self.default_batch(w, cell.task, cell.size)
+            expected.append(("batch_size", rec.batch_size, cell.batch_size or default))
         epoch_s = rec.metrics.epoch_s if rec.metrics is not None else None
         if isinstance(epoch_s, list):
             expected.append(("epochs", len(epoch_s), cell.epochs or w.epochs[cell.size]))

@@ -13,8 +13,7 @@ from bench.results.cell import Cell
 from bench.results.schema import Data, Metrics, Record
 from bench.run import flops
 from bench.run.engines import step_engine
-from bench.run.scenarios import Scenario, effective_settings, finish_telemetry
-from bench.run.telemetry import sampler
+from bench.run.scenarios import Scenario, effective_settings, finish_telemetry, telemetry_window
 from bench.run.workloads import StepWorkload, get_workload
 
 #: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.
@@ -69,15 +68,10 @@ class Steps(Scenario):
         if cell.seq_len:
             cfg["seq_len"] = cell.seq_len
         rec.data = Data(source="synthetic", reason="random inputs of the published shapes (the source's method)")
-        tel = sampler.for_device(cell.device)
-        tel.measure_idle()
-        try:
+        with telemetry_window(cell.device, samples_csv) as tel:
             settings = knobs.settings_class(stack.engine, "steps").from_dict(dict(cell.settings))
             out = step_engine(stack.engine).run(stack, w, cell.task, cfg, batch, steps, cell.device, settings,
                                                 telemetry=tel)
-        finally:
-            if samples_csv is not None:
-                tel.write_samples(samples_csv)
         # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
         rec.settings = effective_settings(settings, out.settings, model_config=cfg)
         rec.metrics = step_metrics(out.timer, batch, steps, out.settings.generated_tokens)
@@ -90,7 +84,8 @@ class Steps(Scenario):
     def resume_expected(self, rec: Record, cell: Cell, w: StepWorkload) -> list[tuple[str, Any, Any]]:
         expected: list[tuple[str, Any, Any]] = []
         if rec.batch_size is not None:
-            expected.append(("batch_size", rec.batch_size, cell.batch_size or w.batch_sizes(cell.task)[0]))
+            default = self.default_batch(w, cell.task, cell.size)
+            expected.append(("batch_size", rec.batch_size, cell.batch_size or default))
         steps = rec.metrics.steps if rec.metrics is not None else None
         if steps is not None:
             expected.append(("steps", steps, cell.steps or w.steps[cell.size]))
