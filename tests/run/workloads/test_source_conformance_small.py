@@ -22,8 +22,9 @@ needs_hub = pytest.mark.skipif(not all(has(m) for m in ("torch", "keras", "keras
 @pytest.mark.parametrize("dev", ["cpu", "cuda"])
 def test_loader_defaults_are_pytorchs_and_the_tuned_options_are_a_variant(dev):
     """The tuning suite's default loader options are PyTorch's own, ``DataLoader``'s defaults, pin_memory and
-    persistent_workers False (torch/utils/data/dataloader.py@v2.13.0): assumed, the study's table gives the
-    pipelines and ``num_workers`` only. The old code turned both on with workers."""
+    persistent_workers False (torch/utils/data/dataloader.py@v2.13.0), as the post ran its tensor datasets (a
+    loader with the standard parameters: bench.core.reference.tuning_study). The old code turned both on with
+    workers."""
     import inspect
 
     import torch

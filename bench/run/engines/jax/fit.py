@@ -21,7 +21,7 @@ from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.datasets import Dataset
-from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, missing_model
+from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, missing_model, tfdata
 from bench.run.engines.epochloop import EpochSteps, LoopTiming, train_epochs
 from bench.run.engines.jax.data import PLACEMENT, AugmentedBatches, device_epochs, numpy_epochs, tf_data_epochs
 from bench.run.timing import Cadence
@@ -278,7 +278,8 @@ def _train_data(jax, settings: JaxFitSettings, augmenting: bool, ds: Dataset, wo
         batches = device_epochs(jax, ds.x_train, ds.y_train, batch_size, dev, settings.jit_compile)
     else:
         batches = tf_data_epochs(ds.x_train, ds.y_train, batch_size)
-    effective.update(train_data_placement=PLACEMENT[pipeline], shuffle_buffer=n)
+    shuffled = tfdata.shuffle_buffer(n) if pipeline == "tf_data_numpy" else n  # else a whole-set permutation
+    effective.update(train_data_placement=PLACEMENT[pipeline], shuffle_buffer=shuffled)
     return batches, trained, loader
 
 
