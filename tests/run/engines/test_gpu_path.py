@@ -526,11 +526,12 @@ def test_a_mig_slice_chosen_by_uuid_is_a_slice_with_no_datasheet_peak(monkeypatc
 
 
 def test_a_mig_slice_name_has_no_datasheet_peak_but_a_whole_gpu_does():
+    from bench.core.gpus import gpu_family
     from bench.run import flops
 
     peak, why = flops.peak_flops("NVIDIA A100-SXM4-40GB MIG 3g.20gb", "bfloat16", False)
     assert peak is None and "MIG slice" in why
-    assert flops.gpu_family("NVIDIA A100-SXM4-40GB MIG 1g.5gb") is None
+    assert gpu_family("NVIDIA A100-SXM4-40GB MIG 1g.5gb") is None
     assert flops.peak_flops("NVIDIA A100-SXM4-40GB", "bfloat16", False)[0] == 312e12
 
 
