@@ -329,8 +329,8 @@ def paper_record(stack, workload, task, batch, ms=None, status="ok", reason=None
              batch_size=batch)
     r = new_record(c)
     r.update(status=status, reason=reason, finished_utc="2026-11-21T10:00:00+00:00",
-             env={"gpu": {"name": "Fake H100", "driver": "999.1"}})
-    if status == "ok":  # run as the source ran it: 100 timed steps, the published architecture
+             env={"gpu": {"name": "NVIDIA A100-SXM4-40GB", "driver": "999.1"}})
+    if status == "ok":  # run as the source ran it: a whole A100, 100 timed steps, the published architecture
         r["metrics"] = {"ms_per_step_mean": ms, "examples_per_s": batch / ms * 1000, "mfu": mfu, "steps": 100}
         r["settings"]["model_config"] = get_workload(workload).model.config("full")
     return c, r

@@ -86,8 +86,9 @@ class Metrics(Block):
     mfu: float | None = entry("model FLOPs utilisation: flops_per_step / step time / peak_flops (null without a "
                               "known peak)", "fraction", "derived")
     measured_peak_flops: float | None = entry("the GEMM FLOP/s `make doctor` measured in this image on this GPU "
-                                              "(matched by NVML UUID, else model name) for the math in effect",
-                                              "FLOP/s")
+                                              "(matched by NVML UUID, else model name) under this driver and image "
+                                              "(digest, else framework and CUDA library versions) for the math in "
+                                              "effect", "FLOP/s")
     measured_peak_source: str | None = entry("where measured_peak_flops came from, or why it is null")
     mfu_measured: float | None = entry("flops_per_step / step time / measured_peak_flops (null + why)", "fraction",
                                        "derived")

@@ -52,7 +52,8 @@ class EffectiveSettings(Block):
                                        "requested (Keras default)')")
     jit_compile_requested_by: str | None = entry("who asked: the source's call (file@v0.0.5) or the jit_compile knob")
     generate_function: str | None = entry("paper suite, Keras generate: how the generate function was compiled")
-    optimizer: dict[str, Any] | None = entry("fit suites: the optimizer as built, read back from it: name, "
+    optimizer: dict[str, Any] | None = entry("fit suites and the paper suite's Keras fit: the optimizer as built, "
+                                             "read back from it: name, "
                                              "learning_rate, its hyper-parameters and lr_schedule; tf-keras "
                                              "(keras2-tf): jit_compile, its own XLA update step as it took effect "
                                              "(on with a GPU unless the cell's jit_compile is false)")

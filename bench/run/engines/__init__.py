@@ -15,7 +15,8 @@ a family package provides, by module:
 
 What the families share stays here: these shapes and results, the adapter base and the calls by backend name
 (``frameworks``), the TF32 knob and its meaning (``math_mode``), torch.compile's toolchain check (``toolchain``),
-out-of-memory errors (``oom``), the GEMM benchmark (``gemm``).
+out-of-memory errors (``oom``), the GEMM benchmark (``gemm``), the tuning study's tf.data pipeline, which the
+Keras and JAX engines both build (``tfdata``).
 
 The record blocks an engine owns are the schema's pydantic models (``bench.results.schema``), so mypy checks them
 from the engine to the worker; the worker turns them into the record's JSON (``model_dump(exclude_unset=True)``).

@@ -375,10 +375,12 @@ _w("babi_rnn", dataset="babi", batch_size=32, optimizer=adam_208(), params=45_83
 # 14-34 s per step).
 _w("mnist_cnn_tuning", suite="tuning", dataset="mnist", batch_size=256, params=563_018,
    optimizer=OptimizerSpec("rmsprop", 1e-4, rho=0.9, epsilon=1e-7, torch_rho=0.99, torch_epsilon=1e-8,
+                           eps_in_sqrt=True,
                            source="the tuning study's post: RMSprop lr=1e-4, each engine's optimizer from its own "
                                   "modules; rho and epsilon not printed: Keras 3's defaults on Keras "
-                                  "(keras/src/optimizers/rmsprop.py@v3.9.2:56-58, the post's Keras), torch's on "
-                                  "PyTorch (alpha 0.99, eps 1e-8: torch/optim/rmsprop.py@v2.13.0:31-36)"),
+                                  "(keras/src/optimizers/rmsprop.py@v3.9.2:56-58, the post's Keras), with its rule, "
+                                  "epsilon inside the root (rmsprop.py@v3.9.2:151-153), torch's on PyTorch (alpha "
+                                  "0.99, eps 1e-8: torch/optim/rmsprop.py@v2.13.0:31-36)"),
    epochs={"smoke": 2, "full": 41}, samples={"smoke": 32, "full": None}, smoke_batch_size=8,
    build_keras=cnn_keras, build_torch=cnn_torch, torch_layout=(NHWC_TO_NCHW,), build_flax=cnn_flax,
    source="MNIST CNN tuning study (4060 Ti, 2025): 4 Conv2D + 2 Dense, ~563k params, RMSprop 1e-4, "
@@ -387,4 +389,4 @@ _w("mnist_cnn_tuning", suite="tuning", dataset="mnist", batch_size=256, params=5
           "has 563,018",
           "the post prints neither RMSprop's rho and epsilon nor PyTorch's alpha and eps: each engine uses its "
           "framework's defaults (Keras rho 0.9, epsilon 1e-7; PyTorch alpha 0.99, eps 1e-8); the plain-JAX "
-          "stack, beyond the study, uses Keras 3's"))
+          "stack, beyond the study, uses Keras 3's values and rule (epsilon inside the root)"))

@@ -512,12 +512,13 @@ def test_torchvision_pipeline_needs_mnist():
 
 @needs_keras_torch
 def test_tf_data_shuffles_from_the_studys_buffer_of_20000():
-    """The tuning suite's tf.data pipeline shuffles from a buffer of 20,000 (assumed: the study's table says only
-    "shuffling on"): element i of an epoch comes from the first 20,000 + i examples (a whole-set shuffle would draw
-    from all 25,000 at once)."""
+    """The tuning suite's tf.data pipeline shuffles from a buffer of 20,000 (the post's shuffle width for its
+    tf.data runs: bench.core.reference.tuning_study): element i of an epoch comes from the first 20,000 + i
+    examples (a whole-set shuffle would draw from all 25,000 at once)."""
     import keras
 
-    from bench.run.engines.keras.data import TF_DATA_SHUFFLE_BUFFER, shuffle_buffer, train_data
+    from bench.core.reference.tuning_study import TF_DATA_SHUFFLE_BUFFER
+    from bench.run.engines.keras.data import shuffle_buffer, train_data
 
     assert TF_DATA_SHUFFLE_BUFFER == 20_000 and shuffle_buffer("tf_data_numpy", 1000) == 1000
     assert shuffle_buffer("numpy_fit", 25_000) == 25_000

@@ -66,14 +66,22 @@ def make_optimizer(keras, workload: Workload, jit_compile: bool | str | None = N
         kw: dict[str, Any] = {"beta_1": spec.beta_1, "beta_2": spec.beta_2, "epsilon": spec.epsilon}
     else:
         kw = {"rho": spec.rho, "epsilon": spec.epsilon}
-    if jit_compile is False and "jit_compile" in inspect.signature(cls).parameters:
-        kw["jit_compile"] = False
-    return cls(learning_rate=lr, **kw)
+    return cls(learning_rate=lr, **kw, **optimizer_jit_kwargs(cls, jit_compile))
+
+
+def optimizer_jit_kwargs(cls, jit_compile: bool | str | None) -> dict[str, Any]:
+    """The ``jit_compile`` argument a Keras optimizer class ``cls`` gets from a cell's ``jit_compile`` (knob or
+    request): ``{"jit_compile": False}`` where it is False and ``cls`` takes the argument (tf-keras: its own XLA
+    update step, on by default with a GPU, tf_keras/src/optimizers/optimizer.py@2.21.0:49, 59-67; adam.py:110,
+    adamw.py:104), else nothing (Keras 3 optimizers have no such argument; True is tf-keras' default)."""
+    return {"jit_compile": False} if jit_compile is False and "jit_compile" in inspect.signature(cls).parameters \
+        else {}
 
 
 def optimizer_record(optimizer) -> dict[str, Any]:
     """What the Keras optimizer was built with, read back from it (``settings.optimizer``): its class, initial
-    learning rate, the hyper-parameters of its rule and the learning-rate schedule (None: constant)."""
+    learning rate, the hyper-parameters of its rule (AdamW's ``weight_decay`` too) and the learning-rate schedule
+    (None: constant); on tf-keras its ``jit_compile`` as it took effect."""
     cfg = optimizer.get_config()
     out: dict[str, Any] = {"name": type(optimizer).__name__}
     lr = cfg["learning_rate"]
@@ -85,8 +93,8 @@ def optimizer_record(optimizer) -> dict[str, Any]:
     else:
         out["learning_rate"] = float(lr)
         out["lr_schedule"] = None
-    for key in ("rho", "momentum", "centered", "epsilon", "beta_1", "beta_2", "amsgrad"):
-        if key in cfg:
+    for key in ("rho", "momentum", "centered", "epsilon", "beta_1", "beta_2", "amsgrad", "weight_decay"):
+        if cfg.get(key) is not None:  # weight_decay: None where the rule has none
             out[key] = cfg[key] if isinstance(cfg[key], bool) else float(cfg[key])
     if hasattr(optimizer, "jit_compile"):  # tf-keras: as it took effect (False without a GPU: optimizer.py:59-67)
         out["jit_compile"] = bool(optimizer.jit_compile)
