@@ -117,20 +117,53 @@ def test_every_cell_is_listed_with_the_csv_numbers_and_its_record(site):
             assert record["metrics"]["ms_per_step_mean"] == df["metrics.ms_per_step_mean"].iloc[i]  # exact
 
 
-def test_the_report_tables_are_on_the_run_page_cell_for_cell(site, tmp_path):
+def assert_same_tables(csv: Path, page: Path, tmp_path: Path) -> int:
     """The run's Markdown report (`bench report`, one run) and its page show the same tables, cell for cell (the
-    page orders them by suite, with provenance and method last)."""
+    page orders them by suite, with provenance and method last); returns how many."""
+    [(run, df)], _ = load_runs([csv])
+    report = write_report([(run, df)], tmp_path / run)
+    expected = [([markdown.plain(h) for h in t.head], [[markdown.plain(c) for c in r] for r in t.rows])
+                for t in markdown.tables(report.read_text().splitlines())]
+    shown = [(h, r) for tid, (h, r, _) in parse(page).tables.items() if not tid.endswith("-cells")]
+    assert sorted(map(repr, shown)) == sorted(map(repr, expected)), csv
+    return len(expected)
+
+
+def test_the_report_tables_are_on_the_run_page_cell_for_cell(site, tmp_path):
     out, _ = site
     for p in committed_csvs():
-        [(run, df)], _ = load_runs([p])
-        report = write_report([(run, df)], tmp_path / run)
-        expected = [([markdown.plain(h) for h in t.head], [[markdown.plain(c) for c in r] for r in t.rows])
-                    for t in markdown.tables(report.read_text().splitlines())]
-        assert expected, f"{p}: the report has no table"
-        page = parse(out / "runs" / f"{page_slug(f'{p.parent.name}/{p.stem}')}.html")
-        shown = [(h, r) for tid, (h, r, _) in page.tables.items() if "-report-" in tid or "versions" in tid
-                 or "overhead" in tid or "method" in tid]
-        assert sorted(map(repr, shown)) == sorted(map(repr, expected)), p
+        assert assert_same_tables(p, out / "runs" / f"{page_slug(f'{p.parent.name}/{p.stem}')}.html", tmp_path) > 0
+
+
+def test_a_gpu_run_of_the_tuning_and_paper_suites(tmp_path):
+    """Records as the tuning and paper suites write them on a GPU (tests/run/test_tuning.py's), failures included:
+    the page has the report's Table 2, throughput and tuning tables, the paper and energy charts, the footnotes."""
+    from bench.core.atomic import write_json_atomic
+    from bench.results.collect import collect
+    from bench.results.record import result_path
+    from tests.run.test_tuning import fake_record, paper_record
+
+    recs = [fake_record("keras3-tf", "default", {}, 60.0, baseline=True),
+            fake_record("keras3-tf", "jit_compile=false", {"jit_compile": False}, 65.0),
+            fake_record("pytorch", "data_pipeline=tensor_dataset", {"data_pipeline": "tensor_dataset"}, 30.0),
+            paper_record("keras3-tf", "bert", "fit", 32, 200.0),
+            paper_record("keras3-jax", "bert", "fit", 32, 100.0, mfu=0.25),
+            paper_record("keras3-torch", "bert", "fit", 32, status="failed", reason="RuntimeError: boom")]
+    for c, r in recs:
+        write_json_atomic(result_path(tmp_path / "records", c), r)
+    collect(tmp_path / "records", tmp_path / "gpu.csv")
+    done = build_site([tmp_path / "gpu.csv"], tmp_path / "site")
+    page = tmp_path / "site" / "runs" / "gpu.html"
+    assert assert_same_tables(tmp_path / "gpu.csv", page, tmp_path) >= 4  # Table 2, throughput, tuning x2
+    html = page.read_text().replace("\\u002f", "/")  # plotly's JSON escapes the slash
+    for title in ("tuning: ms/step", "tuning: energy per epoch", "paper: ms/step", "ours beside the published A100",
+                  "paper: MFU"):
+        assert title in html, title
+    assert done["charts"] == 5
+    assert "Cells that did not run" in html and "RuntimeError: boom" in html
+    tables = parse(page)
+    head, rows, _ = tables.tables["g0-paper-cells"]
+    assert [r[head.index("status")] for r in rows].count("failed") == 1
 
 
 def test_classic_table_cells_open_their_records(site):
