@@ -6,9 +6,10 @@
   const records = JSON.parse(document.getElementById("records").textContent || "{}");
   const panel = document.getElementById("record");
 
-  // a cell's text as a number when it starts with one ("12.64 · 1.39 s/epoch" -> 12.64), else null
+  // a cell's text as a number when it starts with one ("12.64 · 1.39 s/epoch" -> 12.64, "+0.06 (epoch)" -> 0.06,
+  // "25.0 %" -> 25), else null ("2026-11-23 07:38" is text: ISO dates sort as text)
   function numberOf(text) {
-    const m = /^\s*\[?\s*(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)/i.exec(text);
+    const m = /^\s*\[?\s*([+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?=$|[\s,\]x%·/])/i.exec(text);
     return m ? parseFloat(m[1]) : null;
   }
 

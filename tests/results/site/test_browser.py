@@ -96,6 +96,11 @@ def test_index_lists_every_run_without_console_errors(browser, site):
     assert open_page(browser, site / "index.html") == []
     rows = browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
     assert len(rows) == len(committed_csvs())
+    browser.find_elements(By.CSS_SELECTOR, "#runs thead th")[1].click()  # date (UTC): sorts as text, oldest first
+    dates = [tr.find_elements(By.TAG_NAME, "td")[1].text for tr in browser.find_elements(By.CSS_SELECTOR,
+                                                                                           "#runs tbody tr")]
+    assert dates == sorted(dates) and len(set(dates)) > 1
+    rows = browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
     rows[0].click()  # a row opens its run's page
     assert "/runs/" in browser.current_url and browser.find_element(By.TAG_NAME, "h1").text.startswith("Run ")
 
