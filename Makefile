@@ -118,7 +118,7 @@ TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
 DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --flavor $(FLAVOR) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
-.PHONY: help configure preflight doctor selftest build bench-all collect report compare fidelity flops test test-unit test-e2e \
+.PHONY: help configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-unit test-e2e \
 	lint lock stacks clean version-stack compare-versions cloud cloud-k8s cloud-collect push images e2e-base e2e-images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
@@ -201,6 +201,12 @@ collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (and results/histo
 report: ## results/report.md (one section per collected results/*.csv) + PNG plots in results/plots/<run>/
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench report /results -o /results \
 	  $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR))
+
+# natively where $(PYTHON) has the collect extra (seconds), else in the collector image
+site: ## results/site/index.html: runs, charts, every cell's record; opens offline from the file system (bench site)
+	@if $(PYTHON) -c "import pandas, scipy, plotly" 2>/dev/null; then \
+	  $(PYTHON) -m bench site $(RESULTS_DIR) -o $(RESULTS_DIR)/site; \
+	else $(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench site /results -o /results/site; fi
 
 compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.csv B=run2.csv (under results/)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }

@@ -3,6 +3,8 @@ beside it, the source's own metric, seconds per epoch of the whole ``fit``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench.core.stacks import STACKS
 from bench.results.cell import inputs_of
 from bench.results.report.common import Footnotes, _num, fmt
@@ -51,42 +53,62 @@ def classic_section(df, notes: Footnotes) -> list[str]:
     """The classic suite's table: ms/step (mean) and the 2017 metric s/epoch per workload and stack, not-ok cells as
     footnotes; a cell the correctness gate flags carries ⚠, a full-size cell on synthetic data (syn), each explained
     below the table."""
+    grid = classic_grid(df, notes)
+    if grid is None:
+        return []
+    stacks, rows, marks = grid
+    out = ["## Classic suite: ms/step (mean over steady-state steps) · s/epoch (the 2017 metric)", "", METRICS_NOTE, "",
+           "| workload | task | " + " | ".join(stacks) + " |", "|---|---|" + "---|" * len(stacks)]
+    for label, task, cells in rows:
+        out.append(f"| {label} | {task} | " + " | ".join(text for text, _ in cells) + " |")
+    return out + [""] + [f"{m}" for m in sorted(marks)] + ([""] if marks else [])
+
+
+#: A classic table's row: (workload label, task, [(cell text, the row's index in the frame or None)] per stack).
+GridRow = tuple[str, str, list[tuple[str, Any]]]
+
+
+def classic_grid(df, notes: Footnotes) -> tuple[list[str], list[GridRow], set[str]] | None:
+    """The classic table's content, for the report's Markdown and the results site alike: (its stack columns, its
+    rows as (workload label, task, [(cell text, the row's index in ``df`` or None where no cell ran)] per stack),
+    the marks explained under it); None without classic rows."""
     rows = df[df["suite"] == "classic"]
     if rows.empty:
-        return []
+        return None
     stacks = [s for s in STACKS if s in set(rows["stack"])]
     flagged = {(f["stack"], f["workload"], f["variant"]) for f in correctness_flags(rows)}
     marks: set[str] = set()
-    out = ["## Classic suite: ms/step (mean over steady-state steps) · s/epoch (the 2017 metric)", "", METRICS_NOTE, "",
-           "| workload | task | " + " | ".join(stacks) + " |", "|---|---|" + "---|" * len(stacks)]
+    out = []
     # one row per variant (a run may hold augment=false or knob variants beside the default): never a row picked
     # from several, nor from cells run with other inputs (their id's suffix, e.g. batch_size=64)
     cell_id = col(Record, "cell_id")
     rows = rows.assign(_inputs=rows[cell_id].map(inputs_of) if cell_id in rows.columns else "")
     for (w, t, v, inputs), g in rows.groupby(["workload", "task", "variant", "_inputs"], sort=False):
-        cells = []
+        cells: list[tuple[str, Any]] = []
         for s in stacks:
             r = g[g["stack"] == s]
             if r.empty:
-                cells.append("-")
-            else:
-                r = r.iloc[0]
-                if r["status"] != "ok":
-                    cells.append(notes.ref(r))
-                    continue
-                text = cell_text(r)
-                if (s, w, r["variant"]) in flagged:
-                    text += " ⚠"
-                    marks.add("⚠: flagged by the correctness gate (Method section): the model did not learn like "
-                              "the others'")
-                form = row_lstm_label(r, s)
-                if form:
-                    text += f" · {form}"
-                    marks.add(ROW_LSTM_NOTE)
-                if r.get("size") == "full" and r.get(col(Data, "source")) == "synthetic":
-                    text += " (syn)"
-                    marks.add("(syn): synthetic data, asked for with --data synthetic: not the published task")
-                cells.append(text)
+                cells.append(("-", None))
+                continue
+            r = r.iloc[0]
+            cells.append((notes.ref(r) if r["status"] != "ok" else _ok_text(r, s, (s, w, r["variant"]) in flagged,
+                                                                              marks), r.name))
         label = ", ".join(x for x in (v if v != "default" else "", inputs) if x)
-        out.append(f"| {f'{w} ({label})' if label else w} | {t} | " + " | ".join(cells) + " |")
-    return out + [""] + [f"{m}" for m in sorted(marks)] + ([""] if marks else [])
+        out.append((f"{w} ({label})" if label else w, t, cells))
+    return stacks, out, marks
+
+
+def _ok_text(r, stack: str, flagged: bool, marks: set[str]) -> str:
+    """An ok classic cell's text with its marks (⚠, the row-LSTM form, (syn)), each mark's note added to ``marks``."""
+    text = cell_text(r)
+    if flagged:
+        text += " ⚠"
+        marks.add("⚠: flagged by the correctness gate (Method section): the model did not learn like the others'")
+    form = row_lstm_label(r, stack)
+    if form:
+        text += f" · {form}"
+        marks.add(ROW_LSTM_NOTE)
+    if r.get("size") == "full" and r.get(col(Data, "source")) == "synthetic":
+        text += " (syn)"
+        marks.add("(syn): synthetic data, asked for with --data synthetic: not the published task")
+    return text
