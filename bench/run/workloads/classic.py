@@ -320,6 +320,7 @@ def labels_2017(name: str) -> Labels:
 def _w(name: str, suite: str = "classic", **kw: Any) -> Workload:
     if suite == "classic":  # every classic workload is a 2017 script, and feeds its labels one-hot
         kw.setdefault("labels", labels_2017(name))
+        kw.setdefault("progress", "keras_tqdm")  # its notebook's fit(verbose=0, callbacks=[TQDMNotebookCallback])
     return register(Workload(name=name, suite=suite, **kw))
 
 
