@@ -37,7 +37,7 @@ def effect(df: pd.DataFrame, variant: str) -> list[str]:
 def forms(df: pd.DataFrame) -> str:
     """What each record says of its progress reporting, per stack and variant (one line per distinct value)."""
     cols = ["settings.progress", "settings.verbose", "settings.batch_end_hook", "settings.keras_async_batch_end"]
-    d = df[["stack", "variant", *cols]].astype(str).drop_duplicates()
+    d = df[["stack", "variant", *cols]].map(lambda v: "-" if pd.isna(v) else str(v)).drop_duplicates()
     names = " | ".join(c.split(".")[1] for c in cols)
     lines = [f"| stack | variant | {names} |", "|" + " --- |" * (2 + len(cols))]
     for _, r in d.sort_values(["stack", "variant"], key=_stack_order).iterrows():
