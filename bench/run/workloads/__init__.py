@@ -81,8 +81,8 @@ class Workload:
     keras_knobs: tuple[str, ...] = ()
     keras_model_facts: Callable[[Any, Any], dict[str, Any]] | None = None
     labels: Labels = INTEGER_LABELS
-    build_flax: Callable[[dict[str, Any], Any], Any] | None = None
     progress: str = "bar"
+    build_flax: Callable[[dict[str, Any], Any], Any] | None = None
 
     @property
     def learning_rate(self) -> float:

@@ -84,7 +84,7 @@ def progress_record(keras, form: str, verbose: int, callbacks: list[Any]) -> dic
     ``verbose`` (what ``fit`` got), ``batch_end_hook`` (a callback given to ``fit`` overrides a training batch-end
     hook: the timing callback under ``sync`` every:N or step, or keras_tqdm's) and, on Keras 3,
     ``keras_async_batch_end``: whether Keras' own ``CallbackList`` of those callbacks dispatches batch-end calls
-    asynchronously (False on TensorFlow always; on tf-keras, which has no such dispatch, None)."""
+    asynchronously (False on TensorFlow always; absent on tf-keras, which has no such dispatch)."""
     out: dict[str, Any] = {"progress": form, "verbose": verbose,
                            "batch_end_hook": any(overrides_batch_end(keras, cb) for cb in callbacks)}
     if not keras.__version__.startswith("2."):
