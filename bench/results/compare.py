@@ -36,6 +36,22 @@ def metric_col(metric: str) -> str:
         raise ValueError(f"unknown metric {metric!r}: {e.args[0]}") from None
 
 
+#: Schema 3's metric -> the schema 4 metrics it was split into (bench/results/schema/declare.py, SCHEMA_VERSION):
+#: ``fit_s_per_epoch`` meant one of them or the other depending on the code that wrote it, so a run holding only one
+#: side is refused with the reason, never compared as if they were one quantity.
+SUPERSEDED = {"fit_s_per_epoch": ("fit_call_s_per_epoch", "fit_epoch_s_mean")}
+
+
+def missing_metric_hint(metric: str) -> str:
+    """Why a CSV may lack ``metric`` when it is one side of a ``SUPERSEDED`` split (empty otherwise)."""
+    if metric in SUPERSEDED:
+        return (f" (metrics.{metric} is written by schema 3 and older only; newer runs hold "
+                f"{' and '.join(SUPERSEDED[metric])}: see bench fields)")
+    old = [k for k, new in SUPERSEDED.items() if metric in new]
+    return (f" (a run of schema 3 or older holds metrics.{old[0]} instead, whose meaning differs: see bench fields)"
+            if old else "")
+
+
 def repeat_values(row, metric: str) -> list[float]:
     """Per-repeat values of ``metric`` from a collected row (the ``repeats.<metric>.values`` list, as
     ``bench.results.rows.read_rows`` reads it); falls back to the single aggregated value."""
@@ -250,7 +266,8 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
     for name, df in (("A", df_a), ("B", df_b)):
         missing = [c for c in [*KEY, column] if c not in df.columns]
         if missing:
-            raise ValueError(f"CSV {name} lacks columns: {', '.join(missing)}")
+            raise ValueError(f"CSV {name} lacks columns: {', '.join(missing)}"
+                             + (missing_metric_hint(metric) if column in missing else ""))
     if variants:
         df_a, df_b = pair_variants(df_a, df_b, *variants)
     a_ok, b_ok = (with_inputs(df[df[STATUS] == "ok"]).set_index([*KEY, INPUTS]) for df in (df_a, df_b))

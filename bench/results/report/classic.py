@@ -1,5 +1,5 @@
 """The classic suite's section (the 2017 Keras backend comparison): per stack and workload, our ms/step and,
-beside it, the source's own metric, seconds per epoch of the whole ``fit``."""
+beside it, the source's own metric, seconds per epoch of the whole training call."""
 
 from __future__ import annotations
 
@@ -13,9 +13,14 @@ from bench.results.schema import Data, EffectiveSettings, Metrics, Record, col
 
 #: The sentence under the table's heading: what each number is.
 METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
-                "comparison's metric (`metrics.fit_s_per_epoch`: each epoch from its begin to after its validation, as "
-                "Keras 2.0.8's progress bar timed it, averaged over the epochs, the first included; setup before "
-                "the first epoch excluded).")
+                "comparison's metric (`metrics.fit_call_s_per_epoch`: the whole training call, as its notebooks "
+                "timed `model.fit` with `%timeit`, over the epochs: setup before the first epoch, the first epoch's "
+                "tracing and compilation, and every epoch's validation included).")
+#: The mark of an s/epoch read from a record of schema 3 or older, and its explanation under the table.
+LEGACY_MARK = "†"
+LEGACY_NOTE = ("†: s/epoch of a record of schema 3 or older (`metrics.fit_s_per_epoch`), whose code computed it "
+               "another way: records with `metrics.fit_epoch_s` hold the mean of each epoch's begin-to-validation "
+               "span (setup before the first epoch excluded), older ones the whole `fit` call over the epochs")
 
 
 #: A hierarchical-RNN cell's row-LSTM form in the table (``settings.row_lstm_form``, measured on Keras stacks), and
@@ -41,12 +46,17 @@ def row_lstm_label(row, stack: str) -> str | None:
     return ROW_LSTM_LABELS.get(form, f"row LSTM {form}")
 
 
-def cell_text(row) -> str:
-    """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric (records from
-    before it was added have ms/step only)."""
+def cell_text(row) -> tuple[str, bool]:
+    """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric
+    (``metrics.fit_call_s_per_epoch``), or ``· <s> s/epoch†`` from a record of schema 3 or older, which has only
+    ``metrics.fit_s_per_epoch`` (``LEGACY_NOTE``); records from before either have ms/step only. Returns (text,
+    whether the legacy field was read)."""
     text = fmt(row.get(col(Metrics, "ms_per_step_mean")), 2)
-    per_epoch = _num(row.get(col(Metrics, "fit_s_per_epoch")))
-    return text if per_epoch is None else f"{text} · {per_epoch:.2f} s/epoch"
+    per_epoch = _num(row.get(col(Metrics, "fit_call_s_per_epoch")))
+    if per_epoch is not None:
+        return f"{text} · {per_epoch:.2f} s/epoch", False
+    legacy = _num(row.get(col(Metrics, "fit_s_per_epoch")))
+    return (text, False) if legacy is None else (f"{text} · {legacy:.2f} s/epoch{LEGACY_MARK}", True)
 
 
 def classic_section(df, notes: Footnotes) -> list[str]:
@@ -99,8 +109,10 @@ def classic_grid(df, notes: Footnotes) -> tuple[list[str], list[GridRow], set[st
 
 
 def _ok_text(r, stack: str, flagged: bool, marks: set[str]) -> str:
-    """An ok classic cell's text with its marks (⚠, the row-LSTM form, (syn)), each mark's note added to ``marks``."""
-    text = cell_text(r)
+    """An ok classic cell's text with its marks (†, ⚠, the row-LSTM form, (syn)), each mark's note added to ``marks``."""
+    text, legacy = cell_text(r)
+    if legacy:
+        marks.add(LEGACY_NOTE)
     if flagged:
         text += " ⚠"
         marks.add("⚠: flagged by the correctness gate (Method section): the model did not learn like the others'")

@@ -61,6 +61,17 @@ class EffectiveSettings(Block):
     labels: dict[str, Any] | None = entry("fit suites, Keras: the label form fed to fit ('one_hot': "
                                           "keras.utils.to_categorical on the host before fit, as the 2017 scripts; "
                                           "'integer'), the compiled metrics and the source (file@tag:lines)")
+    verbose: int | None = entry("Keras: the verbose fit (paper suite: fit and predict) got: 1 draws Keras' progress "
+                                "bar, written to a discarded stream; 0 none (the classic suite's default, as the 2017 "
+                                "notebooks; schema 3 and older: the verbose knob)")
+    batch_end_hook: bool | None = entry("fit suites, Keras: a callback given to fit overrides a training batch-end "
+                                        "hook (the progress knob's keras_tqdm callback; the timing callback under "
+                                        "sync every:N or step), so Keras hands it the batch's logs after every step")
+    keras_async_batch_end: bool | None = entry("fit suites, Keras 3: whether Keras' CallbackList of fit's callbacks "
+                                               "dispatches batch-end calls asynchronously, in a thread pool (only on "
+                                               "JAX and PyTorch, and only without a batch-end hook: "
+                                               "keras/src/callbacks/callback_list.py@v3.15.1:59-84), as Keras' own "
+                                               "check gives it")
     augmentation: dict[str, Any] | None = entry("fit suites: how training images were augmented (shift ranges, "
                                                 "flip, fill, interpolation, workers, where, implementation)")
     shuffle_buffer: int | None = entry("fit suites: examples each epoch's shuffle draws from")

@@ -68,7 +68,8 @@ class EpochResult:
 
     settings: the settings in effect (framework versions, precision policy, TF32 switches, pipeline...; knobs and
         engine-specific keys in ``settings.extra``).
-    metrics: ``EpochTimer.summary`` and ``fit_metrics``: ms/step statistics, first and steady epoch (s), samples/s.
+    metrics: ``EpochTimer.summary`` and ``fit_metrics``: ms/step statistics, first and steady epoch (s), samples/s,
+        the whole training call (s) and the 2017 metric, that call over the epochs (s/epoch).
     history: per-epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy`` (an open mapping in the record).
     model: ``params_total``, ``params_trainable`` (and ``params_effective`` where counted).
     memory: ``device_peak_bytes`` (bytes; None on CPU).

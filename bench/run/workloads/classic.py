@@ -2,9 +2,12 @@
 (``../shared/reference/keras_backends_k80_2017.md``), and the tuning suite's MNIST CNN of the 2025 tuning study
 (``mnist_cnn_tuning``), each defined once for Keras and once in plain PyTorch.
 
-Each default is its source's, as the cited script ran it (keras-team/keras ``examples/<name>.py@2.0.8``);
-``notes`` lists what differs and why (also docs/suites/classic.md, "Method vs the sources"). Framework imports
-happen inside the builders, so the runner (which imports this registry) stays free of any framework.
+Each default is its source's, as the cited script ran it (keras-team/keras ``examples/<name>.py@2.0.8``) and as the
+comparison's notebooks ran the scripts (github.com/jasmeetsb/deep-learning-keras-projects@fa5f333,
+keras-performance-comparison/keras_perf_test_<name>.ipynb: the epochs, the fit call and its progress callback,
+``Workload.progress``); ``notes`` lists what differs and why (also docs/suites/classic.md, "Method vs the sources").
+Framework imports happen inside the builders, so the runner (which imports this registry) stays free of any
+framework.
 """
 
 from __future__ import annotations
@@ -320,6 +323,7 @@ def labels_2017(name: str) -> Labels:
 def _w(name: str, suite: str = "classic", **kw: Any) -> Workload:
     if suite == "classic":  # every classic workload is a 2017 script, and feeds its labels one-hot
         kw.setdefault("labels", labels_2017(name))
+        kw.setdefault("progress", "keras_tqdm")  # its notebook's fit(verbose=0, callbacks=[TQDMNotebookCallback])
     return register(Workload(name=name, suite=suite, **kw))
 
 
@@ -361,8 +365,8 @@ _w("cifar10_cnn", dataset="cifar10", batch_size=32, params=1_250_858,
    augmentation=CIFAR10_AUGMENTATION,
    source="keras/examples/cifar10_cnn.py@2.0.8: 1,250,858 params, rmsprop(lr=0.0001, decay=1e-6), batch 32, "
           "real-time augmentation (shifts 0.1, horizontal flips) through fit_generator",
-   notes=("50 epochs at full size where the script runs 200: the 2017 comparison reported accuracy up to epoch "
-          "50 (../shared/reference/keras_backends_k80_2017.md), and s/epoch does not depend on the count",))
+   notes=("50 epochs at full size, as the 2017 comparison's notebook ran the script (epochs = 50, "
+          "keras_perf_test_cifar10_cnn.ipynb@fa5f333:56); the script itself runs 200 (--epochs 200)",))
 _w("babi_rnn", dataset="babi", batch_size=32, optimizer=adam_208(), params=45_836,
    epochs={"smoke": 2, "full": 40}, samples={"smoke": 256, "full": None},
    build_keras=babi_keras, build_torch=babi_torch, validation_split=0.05,

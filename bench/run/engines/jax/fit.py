@@ -156,10 +156,10 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     ``settings``: ``bench.core.families.jax.JaxFitSettings``. The workload's augmentation, where its source had one and
     ``augment`` is not false, replaces the data pipeline (``AugmentedBatches``). The barrier blocks on the last
     step's outputs (new parameters, optimizer state and totals: everything the step computes); JAX dispatches
-    asynchronously on every device. ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric with
-    Keras 2.0.8's progress-bar definition (``bench.run.timing.EpochClock``): each epoch from its begin to after its
-    validation, barriers ours, averaged; ``metrics.fit_call_s`` is the whole loop (``fit_metrics``); the loop is
-    ``bench.run.engines.epochloop.train_epochs``.
+    asynchronously on every device. ``metrics.fit_call_s_per_epoch`` is the 2017 comparison's
+    metric (``bench.run.timing.fit_metrics``): the whole training loop, every epoch and its validation, between
+    barriers, over the epochs (``metrics.fit_call_s`` the loop itself); each epoch from its begin to after its
+    validation is in ``metrics.fit_epoch_s``; the loop is ``bench.run.engines.epochloop.train_epochs``.
 
     Raises:
         Unsupported: the workload has no Flax definition; ``augment`` asked for where the source has none, or
