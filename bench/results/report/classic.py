@@ -109,7 +109,7 @@ def classic_grid(df, notes: Footnotes) -> tuple[list[str], list[GridRow], set[st
 
 
 def _ok_text(r, stack: str, flagged: bool, marks: set[str]) -> str:
-    """An ok classic cell's text with its marks (†, ⚠, the row-LSTM form, (syn)), each mark's note added to ``marks``."""
+    """An ok classic cell's text with its marks (†, ⚠, the row-LSTM form, (syn)), each note added to ``marks``."""
     text, legacy = cell_text(r)
     if legacy:
         marks.add(LEGACY_NOTE)
