@@ -118,7 +118,7 @@ TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
 DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --flavor $(FLAVOR) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
-.PHONY: help configure preflight doctor selftest build bench-all collect report compare fidelity flops test test-unit test-e2e \
+.PHONY: help configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-unit test-e2e \
 	lint lock stacks clean version-stack compare-versions cloud cloud-k8s cloud-collect push images e2e-base e2e-images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
@@ -145,14 +145,18 @@ build-%: ## Build one image: build-<stack> or build-collector
 	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) \
 	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
 
+# An image's registry digest when pulled, else its local image ID, as a shell substitution for a recipe: its records'
+# env.image_digest, and part of the key of the GEMM peak measured in it (bench.run.probe.software_identity)
+image_digest = $$($(DOCKER) image inspect --format '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' \
+  dlbench/$(1):$(FLAVOR) 2>/dev/null)
+
 # the inputs the user set, as `bench run` options (an input bench rejects stops make: its error is printed above)
 REQUEST_ARGS = $(shell $(REQUEST) args $(REQUEST_PAIRS) || echo __bad_request__)
 
 bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)
 	$(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
 	@mkdir -p $(RESULTS_DIR)
-	$(COMPOSE) $(COMPOSE_FILES) run --rm -T -e BENCH_IMAGE_DIGEST="$$($(DOCKER) image inspect --format \
-	  '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' dlbench/$*:$(FLAVOR) 2>/dev/null)" $(service_$*) \
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T -e BENCH_IMAGE_DIGEST="$(call image_digest,$*)" $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
 	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)" \
 	    $(if $(filter-out shuffled,$(ORDER)),--order $(ORDER)), \
@@ -168,7 +172,8 @@ doctor: ## Host checks, then each built image's (GPU seen, a matmul, GEMM TFLOP/
 doctor-%:
 	@if ! $(DOCKER) image inspect dlbench/$*:$(FLAVOR) >/dev/null 2>&1; then \
 	  echo "$*: image dlbench/$*:$(FLAVOR) not built yet (make build): its checks skipped"; \
-	else mkdir -p $(RESULTS_DIR)/doctor && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
+	else mkdir -p $(RESULTS_DIR)/doctor && $(COMPOSE) $(COMPOSE_FILES) run --rm -T \
+	  -e BENCH_IMAGE_DIGEST="$(call image_digest,$*)" $(service_$*) \
 	  bench doctor --stack $* --device $(RUN_DEVICE) --out /results/doctor/$*-$(FLAVOR).json; fi
 
 selftest: ## Each built image checks its instruments on this device (barrier, GEMM peak, TF32, energy, memory, MFU): results/selftest/*.json
@@ -196,6 +201,12 @@ collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (and results/histo
 report: ## results/report.md (one section per collected results/*.csv) + PNG plots in results/plots/<run>/
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench report /results -o /results \
 	  $(if $(PRICE_PER_HOUR),--price-per-hour $(PRICE_PER_HOUR))
+
+# natively where $(PYTHON) has the collect extra (seconds), else in the collector image
+site: ## results/site/index.html: runs, charts, every cell's record; opens offline from the file system (bench site)
+	@if $(PYTHON) -c "import pandas, scipy, plotly" 2>/dev/null; then \
+	  $(PYTHON) -m bench site $(RESULTS_DIR) -o $(RESULTS_DIR)/site; \
+	else $(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench site /results -o /results/site; fi
 
 compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.csv B=run2.csv (under results/)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }

@@ -1,4 +1,4 @@
-"""``bench collect``, ``compare``, ``report`` and ``history``: parse, call the one function in
+"""``bench collect``, ``compare``, ``report``, ``site`` and ``history``: parse, call the one function in
 ``bench.results.actions`` that does it, print its one-line error (exit code 2)."""
 
 from __future__ import annotations
@@ -117,4 +117,17 @@ def report_cmd(sources: tuple[Path, ...], out_dir: Path | None, price_per_hour: 
     _call(actions.write_report_for, sources, out_dir, price_per_hour, history_path, click.echo, warn)
 
 
-COMMANDS = (collect_cmd, compare_cmd, history_group, report_cmd)
+@click.command("site")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder to write the site into (index.html, runs/, history.html, assets/).")
+@click.option("--history", "histories", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Results history for the History page (repeatable) [default: every history.sqlite in the "
+                   "sources and their folders].")
+def site_cmd(sources: tuple[Path, ...], out_dir: Path, histories: tuple[Path, ...]) -> None:
+    """Static results site (opens from the file system, offline) from collected CSVs: a directory stands for
+    its CSVs and those of its folders one level down."""
+    _call(actions.write_site, sources, out_dir, histories or None, click.echo, warn)
+
+
+COMMANDS = (collect_cmd, compare_cmd, history_group, report_cmd, site_cmd)

@@ -78,12 +78,15 @@ def check(stack: Stack, settings: dict[str, Any], kind: str = "epochs") -> str |
     return cls(**settings).stack_problem(stack)
 
 
-#: One-flag variants of the fit suites' Keras cells that undo a default which is not the 2017 scripts' own
-#: (``bench knobs``, ``bench list``): knob=value -> what it is.
+#: One-flag variants of the fit suites' Keras cells beside their sources' defaults (``bench knobs``, ``bench list``):
+#: knob=value -> what it is.
 FIT_VARIANTS: dict[str, str] = {
     "jit_compile=false": "no XLA, as the 2017 scripts ran; Keras 3's default 'auto' uses XLA on JAX, and on "
                          "TensorFlow on a GPU; tf-keras optimizers compile their update with XLA on a GPU",
-    "verbose=0": "no progress bar, so no per-step log fetch; the scripts ran fit(verbose=1)",
+    "progress=bar": "Keras' progress bar, fit(verbose=1), instead of the 2017 notebooks' per-batch callback "
+                    "(classic's default): the Keras 2.0.8 scripts' form, and the classic default before issue 37",
+    "progress=none": "fit(verbose=0) without a per-batch callback: Keras' own batch path (asynchronous on JAX and "
+                     "PyTorch), no per-step log read",
 }
 
 

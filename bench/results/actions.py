@@ -1,8 +1,9 @@
-"""The bodies of ``bench``'s results commands: collect, compare, report and the history's runs, show and export-bmf.
+"""The bodies of ``bench``'s results commands: collect, compare, report, site and the history's runs, show and
+export-bmf.
 
 Each prints through ``echo`` (stdout; ``warn``: stderr) and raises ``bench.core.errors.InputError`` for what the user
-can fix (a missing file or package, a bad flag), which the CLI prints as one line with exit code 2. pandas, scipy
-and matplotlib are imported here, when a command needs them, never when ``bench`` starts.
+can fix (a missing file or package, a bad flag), which the CLI prints as one line with exit code 2. pandas, scipy,
+matplotlib and plotly are imported here, when a command needs them, never when ``bench`` starts.
 """
 
 from __future__ import annotations
@@ -114,6 +115,34 @@ def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_ho
     except ValueError as e:
         raise InputError(str(e)) from e
     echo(f"wrote {path}")
+
+
+def write_site(sources: Sequence[Path], out_dir: Path, histories: Sequence[Path] | None, echo: Echo = print,
+               warn: Echo = to_stderr) -> None:
+    """``bench site``: the static results site (``bench.results.site``) of the runs under ``sources`` and the
+    results ``histories`` (default: every history.sqlite beside the runs) in ``out_dir``.
+
+    Raises:
+        InputError: no pandas/plotly, no run, a CSV or history that cannot be read.
+    """
+    import time
+
+    try:
+        from bench.results.site.build import build_site
+    except ImportError as e:
+        raise InputError(f"site needs pandas, scipy and plotly ({e}); {NEEDS}") from e
+    for h in histories or ():
+        if not h.is_file():
+            raise InputError(f"no history at {h}")
+    start = time.perf_counter()
+    try:
+        done = build_site(list(sources), out_dir, list(histories) if histories else None)
+    except ValueError as e:
+        raise InputError(str(e)) from e
+    for w in done["warnings"]:
+        warn(f"warning: {w}")
+    echo(f"wrote {out_dir / 'index.html'}: {done['runs']} runs, {done['pages']} pages, {done['charts']} charts "
+         f"in {time.perf_counter() - start:.1f} s (open it in a browser: no server needed)")
 
 
 def _history() -> ModuleType:

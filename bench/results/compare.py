@@ -36,6 +36,22 @@ def metric_col(metric: str) -> str:
         raise ValueError(f"unknown metric {metric!r}: {e.args[0]}") from None
 
 
+#: Schema 3's metric -> the schema 4 metrics it was split into (bench/results/schema/declare.py, SCHEMA_VERSION):
+#: ``fit_s_per_epoch`` meant one of them or the other depending on the code that wrote it, so a run holding only one
+#: side is refused with the reason, never compared as if they were one quantity.
+SUPERSEDED = {"fit_s_per_epoch": ("fit_call_s_per_epoch", "fit_epoch_s_mean")}
+
+
+def missing_metric_hint(metric: str) -> str:
+    """Why a CSV may lack ``metric`` when it is one side of a ``SUPERSEDED`` split (empty otherwise)."""
+    if metric in SUPERSEDED:
+        return (f" (metrics.{metric} is written by schema 3 and older only; newer runs hold "
+                f"{' and '.join(SUPERSEDED[metric])}: see bench fields)")
+    old = [k for k, new in SUPERSEDED.items() if metric in new]
+    return (f" (a run of schema 3 or older holds metrics.{old[0]} instead, whose meaning differs: see bench fields)"
+            if old else "")
+
+
 def repeat_values(row, metric: str) -> list[float]:
     """Per-repeat values of ``metric`` from a collected row (the ``repeats.<metric>.values`` list, as
     ``bench.results.rows.read_rows`` reads it); falls back to the single aggregated value."""
@@ -139,6 +155,22 @@ def bootstrap_ci(a: list[float], b: list[float], level: float = CI_LEVEL, n_resa
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def median_ci(values: list[float], level: float = CI_LEVEL, n_resamples: int = N_RESAMPLES,
+              seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """``level`` interval of the median of one cell's per-repeat ``values`` (e.g. ms/step, the metric being their
+    median) by ``scipy.stats.bootstrap`` with the settings of ``bootstrap_ci`` (``CI_METHOD``, ``n_resamples``
+    draws, ``numpy.random.default_rng(seed)``): at 3-10 repeats the percentile interval is too narrow rather than
+    too wide. None with fewer than 2 values: one repeat has no spread across repeats."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    if len(values) < 2:
+        return None
+    res = bootstrap((np.asarray(values, float),), np.median, vectorized=True, n_resamples=n_resamples,
+                    confidence_level=level, method=CI_METHOD, rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
 def mann_whitney_p(a: list[float], b: list[float], seed: int = BOOTSTRAP_SEED) -> tuple[float, str]:
     """Two-sided Mann-Whitney U p of a against b and how it was computed: ``exact`` without ties, else
     ``permutation`` (scipy's ``exact`` ignores ties and its docs recommend a permutation test then:
@@ -234,7 +266,8 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
     for name, df in (("A", df_a), ("B", df_b)):
         missing = [c for c in [*KEY, column] if c not in df.columns]
         if missing:
-            raise ValueError(f"CSV {name} lacks columns: {', '.join(missing)}")
+            raise ValueError(f"CSV {name} lacks columns: {', '.join(missing)}"
+                             + (missing_metric_hint(metric) if column in missing else ""))
     if variants:
         df_a, df_b = pair_variants(df_a, df_b, *variants)
     a_ok, b_ok = (with_inputs(df[df[STATUS] == "ok"]).set_index([*KEY, INPUTS]) for df in (df_a, df_b))

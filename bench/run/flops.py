@@ -20,17 +20,18 @@ whose vendor publishes no dense peak (A10G), gets MFU ``null`` with the reason.
 from __future__ import annotations
 
 import csv
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from bench.core.gpus import gpu_family, is_mig_name
+
 FLOPS_CSV = Path(__file__).parents[1] / "core" / "reference" / "paper_flops.csv"
 METHOD = "torch FlopCounterMode, Hugging Face model on the meta device, batch 1"
 
-#: Dense peak TFLOP/s by GPU and math mode (NVIDIA datasheets: A100 40/80GB, H100 SXM5 and PCIe, H200 SXM,
-#: L4; the datasheets quote tensor peaks with sparsity, halved here). ``float32`` is non-tensor FP32 (strict FP32:
-#: TF32 off); ``tf32`` the TF32 tensor peak.
+#: Dense peak TFLOP/s by GPU family (``bench.core.gpus.gpu_family``) and math mode (NVIDIA datasheets: A100
+#: 40/80GB, H100 SXM5 and PCIe, H200 SXM, L4; the datasheets quote tensor peaks with sparsity, halved here).
+#: ``float32`` is non-tensor FP32 (strict FP32: TF32 off); ``tf32`` the TF32 tensor peak.
 PEAK_TFLOPS: dict[str, dict[str, float] | None] = {
     "A100": {"float32": 19.5, "tf32": 156.0, "bfloat16": 312.0, "float16": 312.0},
     "H100 SXM": {"float32": 67.0, "tf32": 494.5, "bfloat16": 989.5, "float16": 989.5},
@@ -44,33 +45,6 @@ PEAK_TFLOPS: dict[str, dict[str, float] | None] = {
 #: Why a MIG slice has no peak: a datasheet gives the whole GPU's, and a slice has a fraction of its SMs.
 MIG_PEAK_REASON = ("a MIG slice of the GPU: no datasheet peak (the datasheet's is the whole GPU's; a slice has a "
                    "fraction of its SMs)")
-
-
-def is_mig_name(name: str | None) -> bool:
-    """Whether an NVML device name is a MIG slice's (``NVIDIA A100-SXM4-40GB MIG 1g.5gb``)."""
-    return bool(re.search(r"\bMIG\b", str(name or "")))
-
-
-def gpu_family(name: str | None) -> str | None:
-    """The ``PEAK_TFLOPS`` key for an NVML device name (e.g. ``NVIDIA H100 80GB HBM3`` -> ``H100 SXM``),
-    None when the GPU is not in the table (H100/H200 NVL have other clocks and are left out) or the name is a MIG
-    slice's (``is_mig_name``: a slice is not the whole GPU)."""
-    if not name or is_mig_name(name):
-        return None
-    n = name.upper()
-    if "NVL" in n:
-        return None
-    if "A100" in n:
-        return "A100"
-    if "H100" in n:
-        return "H100 PCIe" if "PCIE" in n else "H100 SXM"
-    if "H200" in n:
-        return "H200"
-    if "A10G" in n:
-        return "A10G"
-    if n.replace("NVIDIA", "").strip() == "L4":
-        return "L4"
-    return None
 
 
 def combined_peak(matmul_peak: float, conv_peak: float, conv_fraction: float) -> float:

@@ -1,12 +1,14 @@
 """The GPU as each stack image's framework sees it: the probe (the framework imports, lists its GPUs and runs a
 matmul), the image part of the preflight (``bench doctor``: that probe and the GEMM throughput it reaches, the
 "measured peak"), and the measured peak a record's MFU is set against (``measured_peak``, keyed by the GPU's
-NVML name and UUID). The host part of the preflight is ``bench.host.doctor``.
+NVML name and UUID and by the software it was measured under: the driver, and the image's digest or its framework
+and CUDA library versions). The host part of the preflight is ``bench.host.doctor``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -87,6 +89,50 @@ def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: 
     return None, ((p.stderr.strip().splitlines() or ["no output"])[-1])[:300]
 
 
+#: The distributions whose versions decide the GEMM rate an image reaches, beside the driver: the frameworks the
+#: probe drives and their GPU runtime (XLA's CUDA plugin, Triton, and ``nvidia-*``: cuBLAS, cuDNN, the CUDA runtime;
+#: NVML's bindings excepted). The measured peak's key holds them where the image's digest is not known.
+GEMM_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "torch",
+                      "triton")
+
+
+def software_identity(driver: str | None, image_digest: str | None, packages: dict[str, Any]) -> dict[str, Any]:
+    """The software a GEMM peak is measured under, the second half of its key (``same_software``): the NVIDIA driver,
+    the image's digest (``BENCH_IMAGE_DIGEST``, what ``make`` passes: its registry digest or local ID; None outside
+    make) and the framework and CUDA library versions among ``packages`` (``env.packages``: ``GEMM_DISTRIBUTIONS``
+    and ``nvidia-*``)."""
+    gemm = {k: v for k, v in sorted(packages.items())
+            if k in GEMM_DISTRIBUTIONS or (k.startswith("nvidia-") and k != "nvidia-ml-py")}
+    return {"image_digest": image_digest or None, "driver": driver or None, "packages": gemm}
+
+
+def current_software(info: dict[str, Any]) -> dict[str, Any]:
+    """``software_identity`` of this process: the driver NVML reported in ``info`` (``gpu_info``'s answer), this
+    image's ``BENCH_IMAGE_DIGEST`` and the installed versions (``bench.run.environment.package_versions``), as a
+    cell's record captures them (``env.gpu.driver``, ``env.image_digest``, ``env.packages``)."""
+    from bench.run.environment import package_versions
+
+    return software_identity(info.get("driver"), os.environ.get("BENCH_IMAGE_DIGEST"), package_versions())
+
+
+def same_software(mine: dict[str, Any], saved: dict[str, Any] | None) -> tuple[bool, str]:
+    """Whether a peak saved under ``saved`` (a doctor file's ``software``) holds for software ``mine`` (both
+    ``software_identity``): the same driver, and the same image digest where both know one, else the same framework
+    and CUDA library versions. An image rebuilt or a driver changed is another measurement. Returns (match, why not:
+    what differs)."""
+    if not saved:
+        return False, "measured before the image and driver were part of its key"
+    if mine.get("driver") != saved.get("driver"):
+        return False, f"driver {saved.get('driver')}, not {mine.get('driver')}"
+    if mine.get("image_digest") and saved.get("image_digest"):
+        same = mine["image_digest"] == saved["image_digest"]
+        return same, "" if same else f"image {saved['image_digest']}, not {mine['image_digest']}"
+    theirs, ours = saved.get("packages") or {}, mine.get("packages") or {}
+    changed = [f"{k} {theirs.get(k)}, not {ours.get(k)}" for k in sorted(set(theirs) | set(ours))
+               if theirs.get(k) != ours.get(k)]
+    return not changed, "; ".join(changed)
+
+
 def nvml_identity(info: dict[str, Any]) -> dict[str, str | None] | None:
     """The NVML name and UUID of ``bench.run.environment.gpu_info``'s answer (None without NVML): the key that
     ``measured_peak`` matches a record's ``env.gpu`` against."""
@@ -102,8 +148,9 @@ def image_checks(stack_id: str, device: str = "gpu",
     """Inside a stack's image: the framework sees the GPU and runs a matmul on it (``probe_gpus``),
     then the measured GEMM peak per mode (``GEMM_MODES``). Returns the checks and what ``save`` keeps beside
     them: ``gpu``, the GPU's NVML name and UUID (``identify``: ``bench.run.environment.gpu_info``, as a record's
-    ``env.gpu``; None without NVML, then a ! check says the peak cannot be matched), ``framework_gpu``, the
-    framework's name for it, and ``measured_tflops``."""
+    ``env.gpu``; None without NVML, then a ! check says the peak cannot be matched), ``software``, the driver, image
+    and library versions it was measured under (``current_software``), ``framework_gpu``, the framework's name for
+    the GPU, and ``measured_tflops``."""
     from bench.run.environment import gpu_info
 
     s = STACKS[stack_id]
@@ -129,7 +176,8 @@ def image_checks(stack_id: str, device: str = "gpu",
         measured[name] = value
         checks.append(Check(f"{stack_id}: GEMM {name}", "ok" if value else "fail",
                             f"{value:.1f} TFLOP/s measured ({GEMM_N}^3)" if value else why))
-    return checks, {"stack": stack_id, "gpu": gpu, "framework_gpu": gpus[0], "measured_tflops": measured}
+    return checks, {"stack": stack_id, "gpu": gpu, "software": current_software(info), "framework_gpu": gpus[0],
+                    "measured_tflops": measured}
 
 
 def gemm_mode(precision: str, tf32: bool) -> str | None:
@@ -152,10 +200,13 @@ def same_gpu(record_gpu: dict[str, Any], saved: Any) -> tuple[bool, str]:
 
 
 def measured_peak(results_dir: Path, stack_id: str, flavor: str, gpu: dict[str, Any] | None, precision: str,
-                  tf32: bool) -> tuple[float | None, str]:
+                  tf32: bool, software: dict[str, Any] | None = None) -> tuple[float | None, str]:
     """The GEMM FLOP/s ``make doctor`` measured for this stack's image on this GPU and math mode, from
     ``results_dir/doctor/<stack>-<flavor>.json``; ``gpu`` is the record's ``env.gpu`` (NVML name and UUID),
-    matched by ``same_gpu``. (None, why) when there is none or it was measured on another GPU."""
+    matched by ``same_gpu``, and ``software`` the record's driver, image and library versions
+    (``software_identity``; None: this process's, with ``gpu``'s driver), matched by ``same_software``. (None, why)
+    when there is none, or it was measured on another GPU, or under another image or driver (not measured yet for
+    this one)."""
     path = results_dir / "doctor" / f"{stack_id}-{flavor}.json"
     mode = gemm_mode(precision, tf32)
     if mode is None:
@@ -168,16 +219,22 @@ def measured_peak(results_dir: Path, stack_id: str, flavor: str, gpu: dict[str, 
     if not match:
         mine = (gpu or {}).get("uuid") or (gpu or {}).get("name")
         return None, f"{path.name} was measured on {what}, not {mine!r}"
+    same, why = same_software(software if software is not None else current_software(gpu or {}),
+                              saved.get("software"))
+    if not same:
+        return None, (f"no measurement for this image and driver yet ({path.name}: {why}): run `make doctor` on "
+                      "this GPU first")
     value = (saved.get("measured_tflops") or {}).get(mode)
     if not value:
         return None, f"{path.name} has no {mode} measurement"
     return value * 1e12, f"{path.name} ({saved.get('utc')}), {mode} GEMM {GEMM_N}^3 on {what}"
 
 
-def cached_tflops(saved: dict[str, Any], gpu: dict[str, Any] | None) -> dict[str, float]:
+def cached_tflops(saved: dict[str, Any], gpu: dict[str, Any] | None, software: dict[str, Any]) -> dict[str, float]:
     """The GEMM modes a doctor file ``saved`` holds a measurement for (TFLOP/s, truthy values only) when it was
-    measured on ``gpu`` (``same_gpu``); {} otherwise. A failed mode is saved as None and is not a measurement."""
-    if not gpu or not same_gpu(gpu, saved.get("gpu"))[0]:
+    measured on ``gpu`` (``same_gpu``) under ``software`` (``same_software``); {} otherwise. A failed mode is saved
+    as None and is not a measurement."""
+    if not gpu or not same_gpu(gpu, saved.get("gpu"))[0] or not same_software(software, saved.get("software"))[0]:
         return {}
     return {k: v for k, v in (saved.get("measured_tflops") or {}).items() if v}
 
@@ -188,22 +245,27 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
     """Before a GPU run: the image's measured GEMM peak on this GPU, which every cell's ``mfu_measured`` is set against,
     measured now (the doctor's image part, ``image_checks``, saved where ``make doctor`` saves it) unless
     ``results_dir/doctor/<stack>-<flavor>.json`` already holds every mode (``GEMM_MODES``) for this GPU
-    (``same_gpu``). A mode that failed before (saved as None) is measured again; one measured before is kept, not
-    re-run. So every path sets it in its own image on its own GPU: ``make bench-all`` (whose preflight is the host
-    part only), a SkyPilot VM (``make doctor`` runs before the images exist there) and the Kubernetes Job. Returns
-    one line saying which. ``checks`` / ``identify``: ``image_checks`` and ``bench.run.environment.gpu_info``
+    (``same_gpu``) under this driver and image (``same_software``: after an image rebuild or a driver change every
+    mode is measured again). A mode that failed before (saved as None) is measured again; one measured before is
+    kept, not re-run. So every path sets it in its own image on its own GPU: ``make bench-all`` (whose preflight is
+    the host part only), a SkyPilot VM (``make doctor`` runs before the images exist there) and the Kubernetes Job.
+    Returns one line saying which. ``checks`` / ``identify``: ``image_checks`` and ``bench.run.environment.gpu_info``
     (tests pass fakes)."""
     from bench.run.environment import gpu_info
 
     path = results_dir / "doctor" / f"{stack_id}-{flavor}.json"
-    gpu = nvml_identity((identify or gpu_info)())
+    info = (identify or gpu_info)()
+    gpu, software = nvml_identity(info), current_software(info)
     try:
         saved = json.loads(path.read_text())
     except (OSError, ValueError):
         saved = {}
-    kept = cached_tflops(saved, gpu)
+    kept = cached_tflops(saved, gpu, software)
     if all(name in kept for name, _, _ in GEMM_MODES):
-        return f"{stack_id}: measured GEMM peak for this GPU already in {path.name}"
+        return f"{stack_id}: measured GEMM peak for this GPU, driver and image already in {path.name}"
+    same, why = same_software(software, saved.get("software"))
+    again = f" (again: {why})" if saved.get("measured_tflops") and gpu and same_gpu(gpu, saved.get("gpu"))[0] \
+        and not same else ""
 
     def measure(sid: str, dtype: str, tf32: bool) -> tuple[float | None, str]:
         name = next(n for n, d, t in GEMM_MODES if (d, t) == (dtype, tf32))
@@ -213,6 +275,8 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
     measured = extra.get("measured_tflops")
     if measured is not None and extra.get("gpu") and same_gpu(extra["gpu"], saved.get("gpu"))[0]:
         extra["measured_tflops"] = {**measured, **{k: v for k, v in kept.items() if not measured.get(k)}}
+    if extra:
+        extra["software"] = software
     save(path, "image", found, extra)
     values = ", ".join(f"{k} {v:.1f}" for k, v in (extra.get("measured_tflops") or {}).items() if v)
-    return f"{stack_id}: measured the GEMM peak on this GPU ({values or 'no value'} TFLOP/s) -> {path}"
+    return f"{stack_id}: measured the GEMM peak on this GPU{again} ({values or 'no value'} TFLOP/s) -> {path}"

@@ -186,13 +186,15 @@ class EpochTimer:
 
 
 class EpochClock:
-    """The 2017 comparison's seconds per epoch, as Keras 2.0.8's progress bar measured them.
+    """Each epoch's span, from its begin to after its validation: the span Keras 2.0.8's progress bar printed with
+    ``fit(verbose=1)``, not the 2017 comparison's metric (its notebooks ran ``verbose=0`` and timed the whole call:
+    ``fit_metrics``).
 
     Keras 2.0.8 built its train and test functions before the epoch loop (keras/engine/training.py@2.0.8:1575,
     1582, then ``_fit_loop``); ``ProgbarLogger.on_epoch_begin`` started the epoch's ``Progbar`` clock
     (keras/callbacks.py@2.0.8:270-280, keras/utils/generic_utils.py@2.0.8:266) and ``on_epoch_end`` printed
     ``now - start`` (callbacks.py@2.0.8:303-309), which ``_fit_loop`` calls after the epoch's validation
-    (training.py@2.0.8:1131, 1151, 1203). So an epoch's time ran from its begin to after its validation, graph
+    (training.py@2.0.8:1131, 1151, 1203). So an epoch's span ran from its begin to after its validation, graph
     building excluded. Call ``begin()`` where an epoch begins and ``end()`` after its validation; each reads the
     clock after a device barrier (ours: Keras 2.0.8 read ``time.time()`` without one, after a ``session.run``
     that had already returned the batch's loss). ``epoch_s`` holds each epoch's seconds.
@@ -217,35 +219,38 @@ class EpochClock:
         self._start = None
 
 
-def fit_metrics(epoch_s: Sequence[float], call_s: float | None = None) -> dict[str, Any]:
-    """The 2017 Keras backend comparison's metric beside ours.
+def fit_metrics(epoch_s: Sequence[float], call_s: float) -> dict[str, Any]:
+    """The 2017 Keras backend comparison's metric, and each epoch's span beside it.
+
+    The comparison's notebooks (github.com/jasmeetsb/deep-learning-keras-projects@fa5f333,
+    keras-performance-comparison/keras_perf_test_*.ipynb, e.g. keras_perf_test_mnist_mlp.ipynb:156) time the whole
+    training call with IPython's ``%timeit -r 1 -n 1 model.fit(..., verbose=0, validation_data=...)``, and the post's
+    s/epoch is that time over the epochs: the saved TensorFlow run of the hierarchical RNN, "14min 55s" for 5 epochs
+    (keras_mxnet_code/.ipynb_checkpoints/keras_perf_test_mnist_hier_rnn_mxnet-checkpoint.ipynb:368), is its 179
+    s/epoch. So it holds fit's setup (Keras 2.0.8 built its train and test functions inside ``fit``), every epoch
+    and each one's validation.
 
     Args:
-        epoch_s: each epoch's seconds as Keras 2.0.8's progress bar timed it (``EpochClock``): from the epoch's
-            begin to after its validation, the first epoch included (on Keras 3, tf-keras and plain JAX it holds
-            the tracing, and XLA compilation where XLA is on, which run lazily at the first step; 2.0.8 built its
-            graph before), in float seconds where 2.0.8's bar printed whole ones.
-        call_s: wall time of the whole training call between device barriers (Keras' ``model.fit``, the
-            PyTorch/JAX loop), setup before the first epoch included, or None.
+        epoch_s: each epoch's span, from its begin to after its validation (``EpochClock``), the first included
+            (on Keras 3, tf-keras and plain JAX it holds the tracing, and XLA compilation where XLA is on, which run
+            lazily at the first step).
+        call_s: wall time of the whole training call between device barriers (Keras' ``model.fit``; the PyTorch
+            and JAX loops from the first epoch's start to after the last validation), setup before the first epoch
+            included.
 
     Returns:
-        ``fit_epoch_s`` (the list), ``fit_s_per_epoch`` (s/epoch: their mean; the 2017 comparison
-        (../shared/reference/keras_backends_k80_2017.md) reports one "training seconds per epoch" per model and
-        backend without saying which epochs; the mean over all of them is what ``epochs`` such lines average to)
-        and, given ``call_s``, ``fit_call_s`` (s).
+        ``fit_call_s`` (s), ``fit_call_s_per_epoch`` (the 2017 metric: ``call_s`` over the epochs run, s/epoch),
+        ``fit_epoch_s`` (the spans, a list) and ``fit_epoch_s_mean`` (their mean, s).
 
     Raises:
         ValueError: no epoch, or a negative or non-finite time.
     """
-    times = [float(t) for t in epoch_s] + ([float(call_s)] if call_s is not None else [])
+    times = [float(t) for t in epoch_s] + [float(call_s)]
     if not epoch_s or not all(math.isfinite(t) and t >= 0 for t in times):
         raise ValueError(f"fit_metrics needs at least one epoch and finite times >= 0, got {list(epoch_s)!r}, "
                          f"call {call_s!r} s")
-    out: dict[str, Any] = {"fit_epoch_s": [float(t) for t in epoch_s],
-                           "fit_s_per_epoch": float(np.mean(epoch_s))}
-    if call_s is not None:
-        out["fit_call_s"] = float(call_s)
-    return out
+    return {"fit_call_s": float(call_s), "fit_call_s_per_epoch": float(call_s) / len(epoch_s),
+            "fit_epoch_s": [float(t) for t in epoch_s], "fit_epoch_s_mean": float(np.mean(epoch_s))}
 
 
 def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:

@@ -128,18 +128,22 @@ def add_mfu(rec: Record) -> None:
 
 def measured_peak_in_effect(rec: Record, precision: str, tf32_mm: bool, tf32_conv: bool,
                             share: float | None) -> tuple[float | None, str]:
-    """The GEMM FLOP/s ``make doctor`` measured in this image on this record's GPU (``bench.run.probe.measured_peak``)
-    for the math in effect: the matmul mode's, or where matmuls and convolutions ran in different modes, the two
-    combined by the cell's convolution share of FLOPs (``flops.combined_peak``; a convolution is taken to reach
-    what a GEMM of its math mode reaches). (None, why) when a measurement or the share is missing."""
-    from bench.run.probe import measured_peak
+    """The GEMM FLOP/s ``make doctor`` measured in this image on this record's GPU under its driver, image and
+    libraries (``bench.run.probe.measured_peak``, ``software_identity`` of ``env``) for the math in effect: the
+    matmul mode's, or where matmuls and convolutions ran in different modes, the two combined by the cell's
+    convolution share of FLOPs (``flops.combined_peak``; a convolution is taken to reach what a GEMM of its math
+    mode reaches). (None, why) when a measurement or the share is missing."""
+    from bench.run.probe import measured_peak, software_identity
 
     results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     stack, flavor, gpu = rec.stack, os.environ.get("BENCH_FLAVOR", rec.device), _gpu(rec)
-    matmul, source = measured_peak(results, stack, flavor, gpu, precision, tf32_mm)
+    env = rec.env
+    software = software_identity((gpu or {}).get("driver"), env.image_digest if env else None,
+                                 env.packages if env else {})
+    matmul, source = measured_peak(results, stack, flavor, gpu, precision, tf32_mm, software)
     if precision != "float32" or tf32_mm == tf32_conv or matmul is None:
         return matmul, source
-    conv, conv_source = measured_peak(results, stack, flavor, gpu, precision, tf32_conv)
+    conv, conv_source = measured_peak(results, stack, flavor, gpu, precision, tf32_conv, software)
     if conv is None or share is None:
         return None, conv_source if conv is None else "the cell's share of FLOPs in convolutions is not tabulated"
     return flops.combined_peak(matmul, conv, share), (f"matmuls: {source}; convolutions: {conv_source}; "

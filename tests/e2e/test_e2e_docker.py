@@ -225,11 +225,15 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
     assert sorted(zip(df["stack"], df["workload"], strict=True)) == sorted((s, w) for s in STACKS for w in WORKLOADS)
     assert (df.status == "ok").all(), df[df.status != "ok"][["stack", "workload", "reason"]]
     for col in ("metrics.ms_per_step_mean", "metrics.first_epoch_s",
-                "metrics.steady_epoch_s", "metrics.samples_per_s", "process.wall_s", "metrics.fit_s_per_epoch"):
+                "metrics.steady_epoch_s", "metrics.samples_per_s", "process.wall_s", "metrics.fit_call_s_per_epoch",
+                "metrics.fit_epoch_s_mean"):
         assert (df[col] > 0).all(), col
     # cifar10_cnn trains on its 2017 script's real-time augmentation in every image, on the host
     cifar = df[df["workload"] == "cifar10_cnn"]
     assert (cifar["settings.augment"] == True).all() and (cifar["settings.data_pipeline"] == "host_augmentation").all()  # noqa: E712
+    # the Keras cells report progress as the 2017 notebooks did: verbose=0 and a per-batch callback reading the logs
+    keras_cells = df[df["stack"].str.startswith("keras")]
+    assert (keras_cells["settings.progress"] == "keras_tqdm").all() and (keras_cells["settings.verbose"] == 0).all()
     # default cadence: a barrier and a clock read at the 2 epochs' edges only; no spread from one steady epoch
     assert (df["settings.sync"] == "epoch").all() and (df["metrics.clock_reads"] == 4).all()
     assert df["metrics.ms_per_step_p50"].isna().all() and (df["metrics.ms_per_step_basis"] == "epoch").all()

@@ -131,6 +131,21 @@ def test_compare_pairs_a_variant_with_another_within_one_csv(tmp_path):
 
 # ---- the report -------------------------------------------------------------------------------------------------
 
+def test_compare_refuses_schema_3s_s_per_epoch_against_schema_4s_and_says_why():
+    """fit_s_per_epoch (schema 3: the call over the epochs, or the spans' mean, by code version) is no quantity a
+    schema 4 run holds: comparing it, or the 2017 metric against a schema 3 run, is refused with the reason."""
+    row = {"stack": "keras3-jax", "suite": "classic", "workload": "w", "task": "fit", "size": "smoke",
+           "variant": "default", "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 1.0}
+    old = pd.DataFrame([{**row, "metrics.fit_s_per_epoch": 2.0}])
+    new = pd.DataFrame([{**row, "metrics.fit_call_s_per_epoch": 2.5, "metrics.fit_epoch_s_mean": 2.0}])
+    with pytest.raises(ValueError, match="CSV B lacks columns: metrics.fit_s_per_epoch .*newer runs hold "
+                                         "fit_call_s_per_epoch and fit_epoch_s_mean"):
+        cmp.compare(old, new, "fit_s_per_epoch")
+    with pytest.raises(ValueError, match="CSV A lacks .*schema 3 or older holds metrics.fit_s_per_epoch instead"):
+        cmp.compare(old, new, "fit_call_s_per_epoch")
+    assert len(cmp.compare(new, new, "fit_call_s_per_epoch")) == 1
+
+
 def cell_record(stack, workload, values, peak=None, first_epoch=1.0, order_rule=None):
     c = Cell(stack=stack, suite="classic", workload=workload, task="fit", size="smoke",
              device="gpu" if peak else "cpu")

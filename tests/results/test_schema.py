@@ -82,6 +82,25 @@ def test_schema_version_2_records_in_results_still_load():
         read_record(p)
 
 
+def test_the_2017_metric_has_its_own_field_and_schema_3s_fit_s_per_epoch_loads_as_recorded():
+    """Schema 4 (issue 37): the 2017 metric is fit_call_s_per_epoch (the whole call over the epochs), the spans' mean
+    fit_epoch_s_mean; fit_s_per_epoch, which meant the call over the epochs before issue 30 and the spans' mean from
+    then to issue 37, is no longer written and loads from the committed records of both as recorded, its
+    declaration saying which meaning when."""
+    assert schema.SCHEMA_VERSION == 4
+    fields = Metrics.model_fields
+    assert "fit_call_s / epochs" in fields["fit_call_s_per_epoch"].description
+    assert "no longer written" in fields["fit_s_per_epoch"].description
+    assert {"fit_call_s_per_epoch", "fit_epoch_s_mean"} <= set(AGGREGATED)
+    old = [(p, json.loads(p.read_text())["metrics"]) for p in _records()
+           if "fit_s_per_epoch" in (json.loads(p.read_text()).get("metrics") or {})]
+    assert {"fit_epoch_s" in m for _, m in old} == {True, False}  # both meanings are committed
+    for p, m in old:
+        rec = read_record(p)
+        assert rec["schema_version"] <= 3 and rec["metrics"]["fit_s_per_epoch"] == m["fit_s_per_epoch"]
+        assert "fit_call_s_per_epoch" not in rec["metrics"]  # never filled in from another field
+
+
 def test_records_that_call_the_image_flavor_by_its_old_name_still_load(tmp_path):
     """env.image_variant, the image's cpu/gpu flavor before it was called env.image_flavor: committed records hold it,
     and they load with it kept as it is (an undeclared key)."""

@@ -55,7 +55,7 @@ def test_settings_are_typed_with_one_default_each():
     # the tables the CLI, the sweeps and the variant names read come from the classes
     assert knobs.DEFAULTS == {
         "keras": {"data_pipeline": "numpy_fit", "steps_per_execution": 1, "precision": "float32", "tf32": "default",
-                  "sync": "epoch", "row_lstm": "time_distributed", "verbose": 1},
+                  "sync": "epoch", "row_lstm": "time_distributed"},
         "torch": {"data_pipeline": "tensors_on_device", "num_workers": 0, "pin_memory": False,
                   "persistent_workers": False, "preload": False, "compile": "none",
                   "precision": "float32", "grad_scaler": False, "tf32": "default", "sync": "epoch"},
@@ -141,7 +141,7 @@ def test_sweep_runs_and_skips_invalid_combinations_with_reason(tmp_path):
     assert base["settings"]["data_pipeline"] == "torchvision_dataset_transforms"
     # torchvision.datasets.MNIST with ToTensor + Normalize: the constants are recorded as our assumption
     assert base["settings"]["normalize"]["mean"] == [0.1307] and "assumed" in base["settings"]["normalize"]["source"]
-    assert base["metrics"]["fit_s_per_epoch"] > 0
+    assert base["metrics"]["fit_call_s_per_epoch"] > 0
     assert recs["data_pipeline=tensor_dataset+preload=true"]["settings"]["preload"] is True
     # every knob is in the record, the unset ones at their defaults (one source: TorchFitSettings)
     assert set(knobs.KNOBS["torch"]) <= set(base["settings"])
@@ -329,8 +329,8 @@ def paper_record(stack, workload, task, batch, ms=None, status="ok", reason=None
              batch_size=batch)
     r = new_record(c)
     r.update(status=status, reason=reason, finished_utc="2026-11-21T10:00:00+00:00",
-             env={"gpu": {"name": "Fake H100", "driver": "999.1"}})
-    if status == "ok":  # run as the source ran it: 100 timed steps, the published architecture
+             env={"gpu": {"name": "NVIDIA A100-SXM4-40GB", "driver": "999.1"}})
+    if status == "ok":  # run as the source ran it: a whole A100, 100 timed steps, the published architecture
         r["metrics"] = {"ms_per_step_mean": ms, "examples_per_s": batch / ms * 1000, "mfu": mfu, "steps": 100}
         r["settings"]["model_config"] = get_workload(workload).model.config("full")
     return c, r

@@ -27,11 +27,23 @@ _ROW_LSTM = ("mnist_hierarchical_rnn's Keras model (the only workload that takes
              "and tf.keras and Keras 2.0.8 as one call on the rows reshaped into the batch; reshape writes 2017's form "
              "out on any Keras: (B*28, 28, 1), one call of the same LSTM, back to (B, 28, 128), the same weights. The "
              "record's settings.row_lstm_form says which form ran, measured")
-_VERBOSE = ("Keras fit's verbose: 1 (default: the 2017 scripts' fit(verbose=1), examples/mnist_mlp.py@2.0.8:53, and "
-            "Keras' own 'auto') draws the progress bar, written to a discarded stream (not the cell's log); its "
-            "ProgbarLogger reads the logs back every batch: a device-to-host fetch per step (Keras 3 on JAX and "
-            "PyTorch runs it in Keras' callback thread pool, on TensorFlow and tf.keras on the training thread), "
-            "whatever the sync cadence; 0 fetches the logs only at epoch ends")
+#: How Keras' fit reports each batch's progress (the ``progress`` knob): ``keras_tqdm``, the 2017 comparison's
+#: notebooks' ``fit(verbose=0, callbacks=[TQDMNotebookCallback(...)])``; ``bar``, Keras' own progress bar
+#: (``verbose=1``: the Keras 2.0.8 example scripts, and Keras' default); ``none``, ``verbose=0`` and no callback.
+PROGRESS_FORMS = ("keras_tqdm", "bar", "none")
+_PROGRESS = ("how Keras fit reports each batch's progress; unset: the workload's source (classic: keras_tqdm, as the "
+             "2017 comparison's notebooks ran fit, e.g. keras_perf_test_mnist_mlp.ipynb@fa5f333:156 of "
+             "github.com/jasmeetsb/deep-learning-keras-projects; tuning: bar, Keras' own default verbose); "
+             "keras_tqdm: fit(verbose=0) and a callback whose on_batch_end reads every batch's logs and keeps their "
+             "running means, as keras_tqdm's TQDMNotebookCallback did (keras_tqdm/tqdm_callback.py@v2.0.1:110-122, "
+             "135-149), without drawing a bar; bar: fit(verbose=1), Keras' progress bar, written to a discarded "
+             "stream (the Keras 2.0.8 example scripts' fit; the classic default before issue 37); none: "
+             "fit(verbose=0), no per-batch callback. On Keras 3's JAX and PyTorch backends a callback with a "
+             "batch-end hook turns off Keras' asynchronous dispatch of batch-end callbacks "
+             "(keras/src/callbacks/callback_list.py@v3.15.1:59-84), so keras_tqdm reads the logs on the training "
+             "thread every step, where the bar's are read in Keras' callback thread pool; TensorFlow and tf.keras "
+             "read them on the training thread under keras_tqdm and bar. settings.progress records the form that ran, "
+             "settings.verbose what fit got")
 
 #: The data pipelines made by tf.data, which only the TensorFlow backend runs as its source did.
 TF_ONLY_PIPELINES = ("tf_data_numpy", "tf_data_tensors")
@@ -64,7 +76,8 @@ class KerasFitSettings(Settings):
     sync: str = knob("epoch", Cadence, SYNC_HELP)
     # a model knob (model_knobs): bench.run.workloads.classic.hrnn_keras, the default its script's layer
     row_lstm: str = knob("time_distributed", ("time_distributed", "reshape"), _ROW_LSTM)
-    verbose: int = knob(1, (1, 0), _VERBOSE)
+    # None: the workload's source decides (``Workload.progress``)
+    progress: str | None = knob(None, PROGRESS_FORMS, _PROGRESS)
 
     def stack_problem(self, stack: Stack) -> str | None:
         """Keras 3's 'auto' XLA on tf.keras; a tf.data pipeline off the TensorFlow backend; several steps per

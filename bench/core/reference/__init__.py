@@ -2,6 +2,9 @@
 
 - ``keras_io_benchmarks_2024.csv``: the Keras 3 benchmark's Table 2 (A100 40GB, ms/step).
 - ``mnist_cnn_tuning_4060ti.csv``: the MNIST CNN tuning study (RTX 4060 Ti, seconds for 41 epochs).
+
+Beside them, what each source's code or text states that the engines follow: ``keras_benchmarks`` (keras-benchmarks
+v0.0.5's requests) and ``tuning_study`` (the tuning study's post on its input pipelines).
 """
 
 from __future__ import annotations

@@ -38,6 +38,11 @@ NUM_STEPS = 100
 SEQ_LENGTH = {"bert": 512, "gemma": 128, "mistral": 128}
 #: ``jit_compile_requested`` of a cell whose source passed no ``jit_compile``: the libraries' default applies.
 NOT_REQUESTED = "not requested (Keras default)"
+#: The GPU the keras.io page's Table 2 was measured on (the header of ``keras_io_benchmarks_2024.csv``: one NVIDIA
+#: A100 40GB, GCP a2-highgpu-1g), and its family as ``bench.core.gpus.gpu_family`` names it: a ratio of ours to a
+#: published figure means something only on a whole GPU of that family.
+SOURCE_GPU = "one NVIDIA A100 40GB"
+SOURCE_GPU_FAMILY = "A100"
 
 
 def use_jit(keras_major: int, backend: str) -> bool:

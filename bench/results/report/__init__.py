@@ -76,25 +76,39 @@ def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes,
     return lines
 
 
-def _sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes, price_per_hour: float | None) -> list[str]:
-    tuning = tuning_frame(df)
-    has_paper = bool((df["suite"] == "paper").any())
-    versions, overhead = version_tables(df), overhead_tables(df)
-    if has_paper or not tuning.empty or versions or overhead:
-        plot_dir.mkdir(parents=True, exist_ok=True)
-    plots = tuning_plots(tuning, plot_dir) if not tuning.empty else {}
-    paper_files = paper_plots(df, plot_dir) if has_paper else {}
-    compared = comparison_plots(versions, overhead, plot_dir) if versions or overhead else {}
+def section_frames(df) -> dict[str, Any]:
+    """What the sections of one run's rows (one GPU's) are computed from, once: ``tuning`` (``tuning_frame``),
+    ``versions`` and ``overhead`` (lists of ``PairTable``), ``paper`` (whether the rows hold paper cells). The
+    report's plots and the results site's charts read the same objects as the tables."""
+    return {"tuning": tuning_frame(df), "versions": version_tables(df), "overhead": overhead_tables(df),
+            "paper": bool((df["suite"] == "paper").any())}
 
-    def linked(files: dict[str, str]) -> dict[str, str]:
-        return {title: link_prefix + name for title, name in files.items()}
 
+def section_lines(df, frames: dict[str, Any], notes: Footnotes, plots: dict[str, dict[str, str]],
+                  price_per_hour: float | None = None) -> dict[str, list[str]]:
+    """One run's (one GPU's) sections as Markdown lines, by name in the report's order: provenance (with the
+    cost line), method, paper, classic, tuning, versions, overhead; a section without rows has no lines.
+    ``frames``: ``section_frames(df)``; ``plots``: per section (paper, tuning, compared), {title: link} of its
+    PNGs ({} for none: the results site draws its own charts). Cells that are not ok land in ``notes``."""
     cost = cost_line(df, price_per_hour)
-    lines = [*provenance(df), *([cost, ""] if cost else []), *method_section(df),
-             *paper_section(df, notes, linked(paper_files)),
-             *classic_section(df, notes), *tuning_section(tuning, notes, linked(plots)),
-             *versions_section(versions, linked(compared)),
-             *overhead_section(overhead, linked(compared), bool(versions))]
+    versions, overhead = frames["versions"], frames["overhead"]
+    return {"provenance": [*provenance(df), *([cost, ""] if cost else [])], "method": method_section(df),
+            "paper": paper_section(df, notes, plots.get("paper", {})), "classic": classic_section(df, notes),
+            "tuning": tuning_section(frames["tuning"], notes, plots.get("tuning", {})),
+            "versions": versions_section(versions, plots.get("compared", {})),
+            "overhead": overhead_section(overhead, plots.get("compared", {}), bool(versions))}
+
+
+def _sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes, price_per_hour: float | None) -> list[str]:
+    frames = section_frames(df)
+    tuning, versions, overhead = frames["tuning"], frames["versions"], frames["overhead"]
+    if frames["paper"] or not tuning.empty or versions or overhead:
+        plot_dir.mkdir(parents=True, exist_ok=True)
+    files = {"tuning": tuning_plots(tuning, plot_dir) if not tuning.empty else {},
+             "paper": paper_plots(df, plot_dir) if frames["paper"] else {},
+             "compared": comparison_plots(versions, overhead, plot_dir) if versions or overhead else {}}
+    plots = {kind: {title: link_prefix + name for title, name in found.items()} for kind, found in files.items()}
+    lines = [ln for section in section_lines(df, frames, notes, plots, price_per_hour).values() for ln in section]
     if notes.items:
         lines += ["## Cells that did not run", "", *notes.lines(), ""]
     return lines

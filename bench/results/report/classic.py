@@ -1,7 +1,9 @@
 """The classic suite's section (the 2017 Keras backend comparison): per stack and workload, our ms/step and,
-beside it, the source's own metric, seconds per epoch of the whole ``fit``."""
+beside it, the source's own metric, seconds per epoch of the whole training call."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from bench.core.stacks import STACKS
 from bench.results.cell import inputs_of
@@ -11,9 +13,14 @@ from bench.results.schema import Data, EffectiveSettings, Metrics, Record, col
 
 #: The sentence under the table's heading: what each number is.
 METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
-                "comparison's metric (`metrics.fit_s_per_epoch`: each epoch from its begin to after its validation, as "
-                "Keras 2.0.8's progress bar timed it, averaged over the epochs, the first included; setup before "
-                "the first epoch excluded).")
+                "comparison's metric (`metrics.fit_call_s_per_epoch`: the whole training call, as its notebooks "
+                "timed `model.fit` with `%timeit`, over the epochs: setup before the first epoch, the first epoch's "
+                "tracing and compilation, and every epoch's validation included).")
+#: The mark of an s/epoch read from a record of schema 3 or older, and its explanation under the table.
+LEGACY_MARK = "†"
+LEGACY_NOTE = ("†: s/epoch of a record of schema 3 or older (`metrics.fit_s_per_epoch`), whose code computed it "
+               "another way: records with `metrics.fit_epoch_s` hold the mean of each epoch's begin-to-validation "
+               "span (setup before the first epoch excluded), older ones the whole `fit` call over the epochs")
 
 
 #: A hierarchical-RNN cell's row-LSTM form in the table (``settings.row_lstm_form``, measured on Keras stacks), and
@@ -39,54 +46,81 @@ def row_lstm_label(row, stack: str) -> str | None:
     return ROW_LSTM_LABELS.get(form, f"row LSTM {form}")
 
 
-def cell_text(row) -> str:
-    """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric (records from
-    before it was added have ms/step only)."""
+def cell_text(row) -> tuple[str, bool]:
+    """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric
+    (``metrics.fit_call_s_per_epoch``), or ``· <s> s/epoch†`` from a record of schema 3 or older, which has only
+    ``metrics.fit_s_per_epoch`` (``LEGACY_NOTE``); records from before either have ms/step only. Returns (text,
+    whether the legacy field was read)."""
     text = fmt(row.get(col(Metrics, "ms_per_step_mean")), 2)
-    per_epoch = _num(row.get(col(Metrics, "fit_s_per_epoch")))
-    return text if per_epoch is None else f"{text} · {per_epoch:.2f} s/epoch"
+    per_epoch = _num(row.get(col(Metrics, "fit_call_s_per_epoch")))
+    if per_epoch is not None:
+        return f"{text} · {per_epoch:.2f} s/epoch", False
+    legacy = _num(row.get(col(Metrics, "fit_s_per_epoch")))
+    return (text, False) if legacy is None else (f"{text} · {legacy:.2f} s/epoch{LEGACY_MARK}", True)
 
 
 def classic_section(df, notes: Footnotes) -> list[str]:
     """The classic suite's table: ms/step (mean) and the 2017 metric s/epoch per workload and stack, not-ok cells as
     footnotes; a cell the correctness gate flags carries ⚠, a full-size cell on synthetic data (syn), each explained
     below the table."""
+    grid = classic_grid(df, notes)
+    if grid is None:
+        return []
+    stacks, rows, marks = grid
+    out = ["## Classic suite: ms/step (mean over steady-state steps) · s/epoch (the 2017 metric)", "", METRICS_NOTE, "",
+           "| workload | task | " + " | ".join(stacks) + " |", "|---|---|" + "---|" * len(stacks)]
+    for label, task, cells in rows:
+        out.append(f"| {label} | {task} | " + " | ".join(text for text, _ in cells) + " |")
+    return out + [""] + [f"{m}" for m in sorted(marks)] + ([""] if marks else [])
+
+
+#: A classic table's row: (workload label, task, [(cell text, the row's index in the frame or None)] per stack).
+GridRow = tuple[str, str, list[tuple[str, Any]]]
+
+
+def classic_grid(df, notes: Footnotes) -> tuple[list[str], list[GridRow], set[str]] | None:
+    """The classic table's content, for the report's Markdown and the results site alike: (its stack columns, its
+    rows as (workload label, task, [(cell text, the row's index in ``df`` or None where no cell ran)] per stack),
+    the marks explained under it); None without classic rows."""
     rows = df[df["suite"] == "classic"]
     if rows.empty:
-        return []
+        return None
     stacks = [s for s in STACKS if s in set(rows["stack"])]
     flagged = {(f["stack"], f["workload"], f["variant"]) for f in correctness_flags(rows)}
     marks: set[str] = set()
-    out = ["## Classic suite: ms/step (mean over steady-state steps) · s/epoch (the 2017 metric)", "", METRICS_NOTE, "",
-           "| workload | task | " + " | ".join(stacks) + " |", "|---|---|" + "---|" * len(stacks)]
+    out = []
     # one row per variant (a run may hold augment=false or knob variants beside the default): never a row picked
     # from several, nor from cells run with other inputs (their id's suffix, e.g. batch_size=64)
     cell_id = col(Record, "cell_id")
     rows = rows.assign(_inputs=rows[cell_id].map(inputs_of) if cell_id in rows.columns else "")
     for (w, t, v, inputs), g in rows.groupby(["workload", "task", "variant", "_inputs"], sort=False):
-        cells = []
+        cells: list[tuple[str, Any]] = []
         for s in stacks:
             r = g[g["stack"] == s]
             if r.empty:
-                cells.append("-")
-            else:
-                r = r.iloc[0]
-                if r["status"] != "ok":
-                    cells.append(notes.ref(r))
-                    continue
-                text = cell_text(r)
-                if (s, w, r["variant"]) in flagged:
-                    text += " ⚠"
-                    marks.add("⚠: flagged by the correctness gate (Method section): the model did not learn like "
-                              "the others'")
-                form = row_lstm_label(r, s)
-                if form:
-                    text += f" · {form}"
-                    marks.add(ROW_LSTM_NOTE)
-                if r.get("size") == "full" and r.get(col(Data, "source")) == "synthetic":
-                    text += " (syn)"
-                    marks.add("(syn): synthetic data, asked for with --data synthetic: not the published task")
-                cells.append(text)
+                cells.append(("-", None))
+                continue
+            r = r.iloc[0]
+            cells.append((notes.ref(r) if r["status"] != "ok" else _ok_text(r, s, (s, w, r["variant"]) in flagged,
+                                                                              marks), r.name))
         label = ", ".join(x for x in (v if v != "default" else "", inputs) if x)
-        out.append(f"| {f'{w} ({label})' if label else w} | {t} | " + " | ".join(cells) + " |")
-    return out + [""] + [f"{m}" for m in sorted(marks)] + ([""] if marks else [])
+        out.append((f"{w} ({label})" if label else w, t, cells))
+    return stacks, out, marks
+
+
+def _ok_text(r, stack: str, flagged: bool, marks: set[str]) -> str:
+    """An ok classic cell's text with its marks (†, ⚠, the row-LSTM form, (syn)), each note added to ``marks``."""
+    text, legacy = cell_text(r)
+    if legacy:
+        marks.add(LEGACY_NOTE)
+    if flagged:
+        text += " ⚠"
+        marks.add("⚠: flagged by the correctness gate (Method section): the model did not learn like the others'")
+    form = row_lstm_label(r, stack)
+    if form:
+        text += f" · {form}"
+        marks.add(ROW_LSTM_NOTE)
+    if r.get("size") == "full" and r.get(col(Data, "source")) == "synthetic":
+        text += " (syn)"
+        marks.add("(syn): synthetic data, asked for with --data synthetic: not the published task")
+    return text

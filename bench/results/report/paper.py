@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from bench.core import reference
+from bench.core.gpus import gpu_family, is_mig_name
 from bench.core.knobs import STEP_KNOBS
 from bench.core.stacks import STACKS
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt
-from bench.results.schema import EffectiveSettings, Metrics, Record, col
+from bench.results.schema import EffectiveSettings, Env, Metrics, Record, col
 
 PAPER_CSV = "keras_io_benchmarks_2024.csv"
 
@@ -60,15 +61,19 @@ def ours_ms(cell) -> float | None:
 
 def source_mismatch(cell) -> list[str]:
     """Why a paper cell (a CSV row) was not run as the source ran it (empty when it was): not full size on a
-    GPU, a knob override (any ``settings_requested.*``: a named variant), timed steps other than the
-    source's 100 (``benchmark/__init__.py@v0.0.5`` NUM_STEPS), or a sequence length other than the
-    published one (BERT 512, Gemma/Mistral 128). The batch is the published one by construction: only
-    published (model, task, batch) rows have a published value."""
+    GPU, a GPU other than the source's whole A100 (``gpu_mismatch``), a knob override (any
+    ``settings_requested.*``: a named variant), timed steps other than the source's 100
+    (``benchmark/__init__.py@v0.0.5`` NUM_STEPS), or a sequence length other than the published one (BERT 512,
+    Gemma/Mistral 128). The batch is the published one by construction: only published (model, task, batch) rows
+    have a published value."""
     from bench.core.reference.keras_benchmarks import NUM_STEPS, SEQ_LENGTH
 
     why = []
     if cell["device"] != "gpu" or cell["size"] != "full":
         why.append(f"{cell['size']} size on {cell['device']}")
+    gpu = gpu_mismatch(cell) if cell["device"] == "gpu" else None
+    if gpu:
+        why.append(gpu)
     knobs = sorted(str(c).split(".", 1)[1] for c in cell.index
                    if str(c).startswith(col(Record, "settings_requested") + ".") and _present(cell[c]))
     if knobs:
@@ -81,6 +86,21 @@ def source_mismatch(cell) -> list[str]:
     if full_seq is not None and seq != full_seq:
         why.append(f"sequence length {fmt(seq, 0)}, not {full_seq}")
     return why
+
+
+def gpu_mismatch(cell) -> str | None:
+    """Why a GPU cell's GPU (``env.gpu.name``, ``env.gpu.mig_mode``) is not the one the published figures come from
+    (``keras_benchmarks.SOURCE_GPU``, an A100 40GB), None when it is a whole A100 (``bench.core.gpus.gpu_family``;
+    either memory size): another model, or a MIG slice (a fraction of the GPU's SMs), names the GPU that ran."""
+    from bench.core.reference.keras_benchmarks import SOURCE_GPU, SOURCE_GPU_FAMILY
+
+    name = cell.get(col(Env, "gpu", "name"))
+    name = str(name) if _present(name) else None
+    if is_mig_name(name) or str(cell.get(col(Env, "gpu", "mig_mode"))).lower() == "true":
+        return f"ran on a MIG slice of {name or 'an unnamed GPU'}; the published figures are from {SOURCE_GPU}"
+    if gpu_family(name) != SOURCE_GPU_FAMILY:
+        return f"ran on {name or 'an unrecorded GPU'}; the published figures are from {SOURCE_GPU}"
+    return None
 
 
 def _present(value) -> bool:
@@ -109,7 +129,8 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
            "ms/step (mean over the timed steps, lower is better). Each cell: ours / published A100 value, and "
            "ours divided by published only where the cell ran as the source ran it (`source_mismatch`: the "
            "default variant with no knob override, the published batch, 100 timed steps and sequence length, "
-           "full size on a GPU; a full-size GPU cell that differs says why instead). "
+           "full size on a whole A100, the source's GPU; a full-size GPU cell that differs says why instead, "
+           "another GPU or a MIG slice by name). "
            "README's \"Method vs the sources\" lists the settings beside the source's. "
            "Bold: our fastest Keras 3 stack. "
            "The published table has no plain PyTorch column.", "", "| " + " | ".join(head) + " |",

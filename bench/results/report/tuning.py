@@ -10,6 +10,7 @@ import numpy as np
 
 from bench.core import reference
 from bench.core.knobs import normalise, variant_name
+from bench.core.reference import tuning_study
 from bench.core.stacks import STACKS, get_stack
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list
 from bench.results.schema import Data, Metrics, Record, Telemetry, col, setting_col
@@ -20,14 +21,12 @@ J_EPOCH, P50 = col(Metrics, "j_per_epoch"), col(Metrics, "ms_per_step_p50")
 
 REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
 #: The study's run, from the header of ``REFERENCE_CSV``: the model, the whole of MNIST's 60,000 training images,
-#: 41 epochs of batch 256 on a GPU, timed as whole epochs (our ``sync=epoch``); tf.data shuffled from our buffer
-#: of 20,000 (assumed: the header says only "shuffling on"). A row is paired with a published time only when it ran
-#: all of these (``study_mismatch``).
+#: 41 epochs of batch 256 on a GPU, timed as whole epochs (our ``sync=epoch``); tf.data shuffled from the post's
+#: buffer of 20,000 (``tuning_study.TF_DATA_SHUFFLE_BUFFER``, from its text). A row is paired with a published
+#: time only when it ran all of these (``study_mismatch``).
 STUDY = {"workload": "mnist_cnn_tuning", "size": "full", "device": "gpu", "batch_size": 256, col(Metrics, "epochs"): 41,
          col(Data, "source"): "real", col(Data, "n_train"): 60000, setting_col("sync"): "epoch"}
-STUDY_TF_DATA_SHUFFLE_BUFFER = 20_000
-#: PyTorch pipelines through a ``DataLoader``, whose options the study does not give: PyTorch's defaults (both
-#: False) assumed.
+#: PyTorch pipelines through a ``DataLoader``, which the post ran with PyTorch's standard parameters (both False).
 STUDY_LOADER_PIPELINES = ("tensor_dataset", "torchvision_dataset_transforms")
 STUDY_LOADER_OPTIONS = {"pin_memory": False, "persistent_workers": False}
 
@@ -85,9 +84,9 @@ def study_mismatch(row) -> str | None:
     """Why a tuning row's run differs from the study's beyond its knobs (None: it ran the study's settings).
 
     Checks ``STUDY`` (model, size, device, batch, epochs, real data and its size, timing cadence), and for a
-    tf.data pipeline the shuffle buffer (``STUDY_TF_DATA_SHUFFLE_BUFFER``), for a PyTorch ``DataLoader`` its options
-    as they took effect (``STUDY_LOADER_OPTIONS``). A column the CSV lacks (a record from before it was written) is
-    a mismatch: nothing unrecorded is assumed to match.
+    tf.data pipeline the shuffle buffer (``tuning_study.TF_DATA_SHUFFLE_BUFFER``), for a PyTorch ``DataLoader`` its
+    options as they took effect (``STUDY_LOADER_OPTIONS``). A column the CSV lacks (a record from before it was
+    written) is a mismatch: nothing unrecorded is assumed to match.
     """
     for column, expected in STUDY.items():
         value = row.get(column)
@@ -95,7 +94,7 @@ def study_mismatch(row) -> str | None:
             return f"{column}={_shown(value)}"
     buffer = row.get(setting_col("shuffle_buffer"))
     if row.get(setting_col("data_pipeline")) in ("tf_data_numpy", "tf_data_tensors") and \
-            not _same(buffer, STUDY_TF_DATA_SHUFFLE_BUFFER):
+            not _same(buffer, tuning_study.TF_DATA_SHUFFLE_BUFFER):
         return f"{setting_col('shuffle_buffer')}={_shown(buffer)}"
     if row.get(setting_col("data_pipeline")) in STUDY_LOADER_PIPELINES:
         for knob, expected in STUDY_LOADER_OPTIONS.items():
@@ -133,7 +132,7 @@ def pairing_note(rows) -> str:
     others with a published counterpart do not (the first reason, with how many rows share it)."""
     study = ", ".join(f"{k}={v}" for k, v in STUDY.items())
     text = (f"Reference times are paired only with rows that ran the study's settings ({study}; tf.data shuffle "
-            f"buffer {STUDY_TF_DATA_SHUFFLE_BUFFER:,}) and the same knobs (the variant).")
+            f"buffer {tuning_study.TF_DATA_SHUFFLE_BUFFER:,}) and the same knobs (the variant).")
     why = rows["reference_mismatch"].dropna() if "reference_mismatch" in rows else None
     if why is not None and len(why):
         counts = why.value_counts()

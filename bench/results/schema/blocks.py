@@ -61,13 +61,22 @@ class Metrics(Block):
     total_train_s: float | None = entry("training steps of all epochs, compilation included, validation excluded",
                                         "s", "median")
     fit_call_s: float | None = entry("fit suites: wall time of the whole training call between device barriers "
-                                     "(Keras' model.fit; the PyTorch/JAX epoch loop): setup before the first epoch, "
-                                     "every epoch and each one's validation included", "s", "median")
-    fit_epoch_s: list[float] | None = entry("fit suites: each epoch as Keras 2.0.8's progress bar timed it, from "
-                                            "the epoch's begin to after its validation, device barrier before each "
-                                            "clock read (JSON list)", "s")
-    fit_s_per_epoch: float | None = entry("fit suites: the mean of fit_epoch_s, first epoch included: the 2017 "
-                                          "Keras backend comparison's metric", "s/epoch", "median")
+                                     "(Keras' model.fit; the PyTorch/JAX loop from the first epoch's start to after "
+                                     "the last validation): setup before the first epoch, every epoch and each one's "
+                                     "validation included", "s", "median")
+    fit_call_s_per_epoch: float | None = entry("fit suites: fit_call_s / epochs, the 2017 Keras backend comparison's "
+                                               "s/epoch (its notebooks timed the whole fit call and divided by the "
+                                               "epochs); schema 4 on", "s/epoch", "median")
+    fit_epoch_s: list[float] | None = entry("fit suites: each epoch's span, from its begin to after its validation, "
+                                            "as Keras 2.0.8's progress bar timed it under verbose=1, a device "
+                                            "barrier before each clock read (JSON list); not the 2017 metric", "s")
+    fit_epoch_s_mean: float | None = entry("fit suites: the mean of fit_epoch_s, the first epoch included; schema 4 "
+                                           "on (schema 3 records with fit_epoch_s hold it as fit_s_per_epoch)", "s",
+                                           "median")
+    fit_s_per_epoch: float | None = entry("schema 3 and older only, no longer written: records with fit_epoch_s "
+                                          "(issue 30 to 37) hold the mean of fit_epoch_s (now fit_epoch_s_mean), "
+                                          "older ones the whole fit call / epochs (now fit_call_s_per_epoch)",
+                                          "s/epoch", "median")
     first_step_s: float | None = entry("the first step alone, tracing, compilation and lazy initialisation included "
                                        "(the model is built before the clock starts; paper suite, and fit cells "
                                        "under sync=step; null otherwise)", "s", "median")
@@ -86,8 +95,9 @@ class Metrics(Block):
     mfu: float | None = entry("model FLOPs utilisation: flops_per_step / step time / peak_flops (null without a "
                               "known peak)", "fraction", "derived")
     measured_peak_flops: float | None = entry("the GEMM FLOP/s `make doctor` measured in this image on this GPU "
-                                              "(matched by NVML UUID, else model name) for the math in effect",
-                                              "FLOP/s")
+                                              "(matched by NVML UUID, else model name) under this driver and image "
+                                              "(digest, else framework and CUDA library versions) for the math in "
+                                              "effect", "FLOP/s")
     measured_peak_source: str | None = entry("where measured_peak_flops came from, or why it is null")
     mfu_measured: float | None = entry("flops_per_step / step time / measured_peak_flops (null + why)", "fraction",
                                        "derived")

@@ -14,7 +14,7 @@ LEADING: tuple[str, ...] = (
     col(Record, "batch_size"), col(Data, "source"), setting_col("sync"), col(Metrics, "ms_per_step_mean"),
     col(Metrics, "ms_per_step_p50"), col(Metrics, "ms_per_step_p90"), col(Metrics, "ms_per_step_std"),
     col(Metrics, "first_epoch_s"), col(Metrics, "steady_epoch_s"), col(Metrics, "samples_per_s"),
-    col(Metrics, "total_train_s"), col(Metrics, "j_per_epoch"), col(Repeats, "n"),
+    col(Metrics, "total_train_s"), col(Metrics, "fit_call_s_per_epoch"), col(Metrics, "j_per_epoch"), col(Repeats, "n"),
     spread_col("ms_per_step_mean", "cv"), col(Telemetry, "gpu_util_pct", "mean"), col(Telemetry, "power_w", "mean"),
     col(Telemetry, "throttled"), col(Model, "params_total"), col(Record, "notes"))
 #: Record fields the CSV leaves out.

@@ -52,7 +52,8 @@ class EffectiveSettings(Block):
                                        "requested (Keras default)')")
     jit_compile_requested_by: str | None = entry("who asked: the source's call (file@v0.0.5) or the jit_compile knob")
     generate_function: str | None = entry("paper suite, Keras generate: how the generate function was compiled")
-    optimizer: dict[str, Any] | None = entry("fit suites: the optimizer as built, read back from it: name, "
+    optimizer: dict[str, Any] | None = entry("fit suites and the paper suite's Keras fit: the optimizer as built, "
+                                             "read back from it: name, "
                                              "learning_rate, its hyper-parameters and lr_schedule; tf-keras "
                                              "(keras2-tf): jit_compile, its own XLA update step as it took effect "
                                              "(on with a GPU unless the cell's jit_compile is false)")
@@ -60,6 +61,17 @@ class EffectiveSettings(Block):
     labels: dict[str, Any] | None = entry("fit suites, Keras: the label form fed to fit ('one_hot': "
                                           "keras.utils.to_categorical on the host before fit, as the 2017 scripts; "
                                           "'integer'), the compiled metrics and the source (file@tag:lines)")
+    verbose: int | None = entry("Keras: the verbose fit (paper suite: fit and predict) got: 1 draws Keras' progress "
+                                "bar, written to a discarded stream; 0 none (the classic suite's default, as the 2017 "
+                                "notebooks; schema 3 and older: the verbose knob)")
+    batch_end_hook: bool | None = entry("fit suites, Keras: a callback given to fit overrides a training batch-end "
+                                        "hook (the progress knob's keras_tqdm callback; the timing callback under "
+                                        "sync every:N or step), so Keras hands it the batch's logs after every step")
+    keras_async_batch_end: bool | None = entry("fit suites, Keras 3: whether Keras' CallbackList of fit's callbacks "
+                                               "dispatches batch-end calls asynchronously, in a thread pool (only on "
+                                               "JAX and PyTorch, and only without a batch-end hook: "
+                                               "keras/src/callbacks/callback_list.py@v3.15.1:59-84), as Keras' own "
+                                               "check gives it")
     augmentation: dict[str, Any] | None = entry("fit suites: how training images were augmented (shift ranges, "
                                                 "flip, fill, interpolation, workers, where, implementation)")
     shuffle_buffer: int | None = entry("fit suites: examples each epoch's shuffle draws from")

@@ -15,7 +15,8 @@ a family package provides, by module:
 
 What the families share stays here: these shapes and results, the adapter base and the calls by backend name
 (``frameworks``), the TF32 knob and its meaning (``math_mode``), torch.compile's toolchain check (``toolchain``),
-out-of-memory errors (``oom``), the GEMM benchmark (``gemm``).
+out-of-memory errors (``oom``), the GEMM benchmark (``gemm``), the tuning study's tf.data pipeline, which the
+Keras and JAX engines both build (``tfdata``).
 
 The record blocks an engine owns are the schema's pydantic models (``bench.results.schema``), so mypy checks them
 from the engine to the worker; the worker turns them into the record's JSON (``model_dump(exclude_unset=True)``).
@@ -67,7 +68,8 @@ class EpochResult:
 
     settings: the settings in effect (framework versions, precision policy, TF32 switches, pipeline...; knobs and
         engine-specific keys in ``settings.extra``).
-    metrics: ``EpochTimer.summary`` and ``fit_metrics``: ms/step statistics, first and steady epoch (s), samples/s.
+    metrics: ``EpochTimer.summary`` and ``fit_metrics``: ms/step statistics, first and steady epoch (s), samples/s,
+        the whole training call (s) and the 2017 metric, that call over the epochs (s/epoch).
     history: per-epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy`` (an open mapping in the record).
     model: ``params_total``, ``params_trainable`` (and ``params_effective`` where counted).
     memory: ``device_peak_bytes`` (bytes; None on CPU).

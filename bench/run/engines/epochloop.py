@@ -64,9 +64,10 @@ def train_epochs(steps: EpochSteps, timing: LoopTiming, epochs: int, batch_size:
     """Train ``epochs`` epochs of ``steps``, timed as ``timing`` says.
 
     ``batch_size``: examples per step; ``trained``: examples one epoch trains on (the loss and accuracy divide by
-    it). ``metrics`` holds the timer's summary (``EpochTimer.summary``) and ``fit_metrics``: each epoch from its begin
-    to after its validation (``EpochClock``, the 2017 comparison's ``fit_s_per_epoch``) and the whole loop, first
-    barrier to last (``fit_call_s``).
+    it). ``metrics`` holds the timer's summary (``EpochTimer.summary``) and ``fit_metrics``: the whole loop, first
+    barrier to the one after the last validation (``fit_call_s``; over the epochs, the 2017 comparison's
+    ``fit_call_s_per_epoch``), and each epoch from its begin to after its validation (``EpochClock``,
+    ``fit_epoch_s``).
 
     Returns:
         (``Metrics``, the history: per epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy``).
@@ -104,7 +105,7 @@ def train_epochs(steps: EpochSteps, timing: LoopTiming, epochs: int, batch_size:
 
 def _train_one_epoch(steps: EpochSteps, timer: EpochTimer, read_every_step: bool) -> tuple[float, int]:
     """One epoch's timed steps, then (summed loss, correct predictions) read back. ``read_every_step`` (``sync=step``)
-    reads each step's pair back inside the window, as Keras' ``verbose=1`` does for its progress logs; otherwise the
+    reads each step's pair back inside the window, as Keras does for a batch-end callback's logs; otherwise the
     pairs add up on the device and are read once, after the epoch's window closed."""
     sums = steps.begin()
     loss_sum, correct = 0.0, 0

@@ -76,6 +76,7 @@ def barrier_and_mfu(backend: str, device: str, load: Load) -> list[Result]:
     """Barrier: the harness's ms/step (``EpochTimer`` at cadence ``step`` with the framework's barrier, p50 over
     steps 2..N of ``time_calls``) against the same bf16 GEMM steps timed independently (p50). MFU: the record's MFU
     (``worker.add_mfu`` on those ms/step) against 2 n^3 / independent step time / the datasheet peak by hand."""
+    from bench.core.gpus import gpu_family
     from bench.run import flops
     from bench.run.engines import frameworks
     from bench.run.timing import STEP, EpochTimer, time_calls
@@ -96,7 +97,7 @@ def barrier_and_mfu(backend: str, device: str, load: Load) -> list[Result]:
                   TIME_TOL[device], f"EpochTimer sync=step ({ours['barriers']} barriers) vs {how}; bf16 GEMM "
                   f"{load.step_n}^3, p50 of {load.steps} steps")]
     name = gpu_name() if device == "gpu" else None
-    fam = flops.gpu_family(name)
+    fam = gpu_family(name)
     table = flops.PEAK_TFLOPS.get(fam) if fam else None
     if device != "gpu" or not table:
         why = "CPU: no datasheet peak" if device != "gpu" else f"no datasheet peak for GPU {name!r}"

@@ -54,6 +54,10 @@ class Workload:
             must state (measured; added to ``settings``), or None.
         labels: the label form, loss and metrics of the Keras stacks, as the source fed and compiled them
             (``Labels``; the PyTorch and Flax twins keep their idiomatic integer-label losses).
+        progress: how the source's Keras ``fit`` reported each batch's progress, one of
+            ``bench.core.families.keras.PROGRESS_FORMS``: ``bar`` (``verbose=1``, Keras' default) unless the source
+            says otherwise (the classic workloads: ``keras_tqdm``, the 2017 notebooks' callback); the Keras stacks'
+            ``progress`` knob, when set, replaces it.
     """
 
     name: str
@@ -77,6 +81,7 @@ class Workload:
     keras_knobs: tuple[str, ...] = ()
     keras_model_facts: Callable[[Any, Any], dict[str, Any]] | None = None
     labels: Labels = INTEGER_LABELS
+    progress: str = "bar"
     build_flax: Callable[[dict[str, Any], Any], Any] | None = None
 
     @property

@@ -2,9 +2,12 @@
 (``../shared/reference/keras_backends_k80_2017.md``), and the tuning suite's MNIST CNN of the 2025 tuning study
 (``mnist_cnn_tuning``), each defined once for Keras and once in plain PyTorch.
 
-Each default is its source's, as the cited script ran it (keras-team/keras ``examples/<name>.py@2.0.8``);
-``notes`` lists what differs and why (also docs/suites/classic.md, "Method vs the sources"). Framework imports
-happen inside the builders, so the runner (which imports this registry) stays free of any framework.
+Each default is its source's, as the cited script ran it (keras-team/keras ``examples/<name>.py@2.0.8``) and as the
+comparison's notebooks ran the scripts (github.com/jasmeetsb/deep-learning-keras-projects@fa5f333,
+keras-performance-comparison/keras_perf_test_<name>.ipynb: the epochs, the fit call and its progress callback,
+``Workload.progress``); ``notes`` lists what differs and why (also docs/suites/classic.md, "Method vs the sources").
+Framework imports happen inside the builders, so the runner (which imports this registry) stays free of any
+framework.
 """
 
 from __future__ import annotations
@@ -320,6 +323,7 @@ def labels_2017(name: str) -> Labels:
 def _w(name: str, suite: str = "classic", **kw: Any) -> Workload:
     if suite == "classic":  # every classic workload is a 2017 script, and feeds its labels one-hot
         kw.setdefault("labels", labels_2017(name))
+        kw.setdefault("progress", "keras_tqdm")  # its notebook's fit(verbose=0, callbacks=[TQDMNotebookCallback])
     return register(Workload(name=name, suite=suite, **kw))
 
 
@@ -361,8 +365,8 @@ _w("cifar10_cnn", dataset="cifar10", batch_size=32, params=1_250_858,
    augmentation=CIFAR10_AUGMENTATION,
    source="keras/examples/cifar10_cnn.py@2.0.8: 1,250,858 params, rmsprop(lr=0.0001, decay=1e-6), batch 32, "
           "real-time augmentation (shifts 0.1, horizontal flips) through fit_generator",
-   notes=("50 epochs at full size where the script runs 200: the 2017 comparison reported accuracy up to epoch "
-          "50 (../shared/reference/keras_backends_k80_2017.md), and s/epoch does not depend on the count",))
+   notes=("50 epochs at full size, as the 2017 comparison's notebook ran the script (epochs = 50, "
+          "keras_perf_test_cifar10_cnn.ipynb@fa5f333:56); the script itself runs 200 (--epochs 200)",))
 _w("babi_rnn", dataset="babi", batch_size=32, optimizer=adam_208(), params=45_836,
    epochs={"smoke": 2, "full": 40}, samples={"smoke": 256, "full": None},
    build_keras=babi_keras, build_torch=babi_torch, validation_split=0.05,
@@ -375,10 +379,12 @@ _w("babi_rnn", dataset="babi", batch_size=32, optimizer=adam_208(), params=45_83
 # 14-34 s per step).
 _w("mnist_cnn_tuning", suite="tuning", dataset="mnist", batch_size=256, params=563_018,
    optimizer=OptimizerSpec("rmsprop", 1e-4, rho=0.9, epsilon=1e-7, torch_rho=0.99, torch_epsilon=1e-8,
+                           eps_in_sqrt=True,
                            source="the tuning study's post: RMSprop lr=1e-4, each engine's optimizer from its own "
                                   "modules; rho and epsilon not printed: Keras 3's defaults on Keras "
-                                  "(keras/src/optimizers/rmsprop.py@v3.9.2:56-58, the post's Keras), torch's on "
-                                  "PyTorch (alpha 0.99, eps 1e-8: torch/optim/rmsprop.py@v2.13.0:31-36)"),
+                                  "(keras/src/optimizers/rmsprop.py@v3.9.2:56-58, the post's Keras), with its rule, "
+                                  "epsilon inside the root (rmsprop.py@v3.9.2:151-153), torch's on PyTorch (alpha "
+                                  "0.99, eps 1e-8: torch/optim/rmsprop.py@v2.13.0:31-36)"),
    epochs={"smoke": 2, "full": 41}, samples={"smoke": 32, "full": None}, smoke_batch_size=8,
    build_keras=cnn_keras, build_torch=cnn_torch, torch_layout=(NHWC_TO_NCHW,), build_flax=cnn_flax,
    source="MNIST CNN tuning study (4060 Ti, 2025): 4 Conv2D + 2 Dense, ~563k params, RMSprop 1e-4, "
@@ -387,4 +393,4 @@ _w("mnist_cnn_tuning", suite="tuning", dataset="mnist", batch_size=256, params=5
           "has 563,018",
           "the post prints neither RMSprop's rho and epsilon nor PyTorch's alpha and eps: each engine uses its "
           "framework's defaults (Keras rho 0.9, epsilon 1e-7; PyTorch alpha 0.99, eps 1e-8); the plain-JAX "
-          "stack, beyond the study, uses Keras 3's"))
+          "stack, beyond the study, uses Keras 3's values and rule (epsilon inside the root)"))

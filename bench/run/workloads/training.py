@@ -27,6 +27,10 @@ class OptimizerSpec:
         torch_rho / torch_epsilon: the PyTorch engine's ``alpha`` / ``eps`` where its source built PyTorch's
             optimizer with torch's own defaults rather than the Keras values (``for_engine``); None: the same
             values on every engine.
+        eps_in_sqrt: RMSprop's rule in the source's Keras, which the plain-JAX engine builds (optax's
+            ``eps_in_sqrt``): False, ``sqrt(v) + epsilon`` (Keras 2.0.8, keras/optimizers.py@2.0.8:239); True,
+            ``sqrt(v + epsilon)`` (Keras 3, keras/src/optimizers/rmsprop.py@v3.15.1:143-145). The Keras and PyTorch
+            engines run their framework's own rule whatever it says.
     """
 
     name: str
@@ -39,6 +43,7 @@ class OptimizerSpec:
     source: str = ""
     torch_rho: float | None = None
     torch_epsilon: float | None = None
+    eps_in_sqrt: bool = False
 
     def for_engine(self, engine: str) -> OptimizerSpec:
         """The spec ``engine`` (``keras``, ``torch``, ``jax``) builds: ``torch`` takes ``torch_rho`` /

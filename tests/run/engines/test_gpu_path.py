@@ -434,14 +434,17 @@ def test_mfu_against_the_measured_gemm_peak(tmp_path, monkeypatch):
     from bench.run.worker import add_mfu
 
     (tmp_path / "doctor").mkdir()
+    software = {"image_digest": "sha256:img", "driver": "580.65.06", "packages": {"torch": "2.13.0"}}
     (tmp_path / "doctor" / "pytorch-gpu.json").write_text(json.dumps(
-        {"part": "image", "utc": "2026-11-22T00:00:00+00:00", "gpu": "NVIDIA H100 80GB HBM3",
+        {"part": "image", "utc": "2026-11-22T00:00:00+00:00", "gpu": "NVIDIA H100 80GB HBM3", "software": software,
          "measured_tflops": {"bf16": 700.0, "fp32": 50.0, "tf32": 350.0}}))
     monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("BENCH_FLAVOR", "gpu")
 
     def rec(gpu, precision="bfloat16"):
-        r = Record.model_validate({"stack": "pytorch", "device": "gpu", "env": {"gpu": {"name": gpu}},
+        r = Record.model_validate({"stack": "pytorch", "device": "gpu", "env": {
+                                       "gpu": {"name": gpu, "driver": "580.65.06"}, "image_digest": "sha256:img",
+                                       "packages": {"torch": "2.13.0"}},
                                    "settings": {"precision": precision, "NVIDIA_TF32_OVERRIDE": "0"},
                                    "metrics": {"flops_per_step": 350e12, "ms_per_step_mean": 1000.0}})
         add_mfu(r)
@@ -526,11 +529,12 @@ def test_a_mig_slice_chosen_by_uuid_is_a_slice_with_no_datasheet_peak(monkeypatc
 
 
 def test_a_mig_slice_name_has_no_datasheet_peak_but_a_whole_gpu_does():
+    from bench.core.gpus import gpu_family
     from bench.run import flops
 
     peak, why = flops.peak_flops("NVIDIA A100-SXM4-40GB MIG 3g.20gb", "bfloat16", False)
     assert peak is None and "MIG slice" in why
-    assert flops.gpu_family("NVIDIA A100-SXM4-40GB MIG 1g.5gb") is None
+    assert gpu_family("NVIDIA A100-SXM4-40GB MIG 1g.5gb") is None
     assert flops.peak_flops("NVIDIA A100-SXM4-40GB", "bfloat16", False)[0] == 312e12
 
 
@@ -606,11 +610,12 @@ def test_measured_peak_is_keyed_by_the_gpus_nvml_identity(tmp_path, monkeypatch,
 
     from bench.core.checks import save
     from bench.run import probe
-    from bench.run.environment import gpu_info
+    from bench.run.environment import gpu_info, package_versions
     from bench.run.worker import add_mfu
 
     monkeypatch.setitem(sys.modules, "pynvml", two_gpu_pynvml())
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("BENCH_IMAGE_DIGEST", raising=False)
     checks, extra = probe.image_checks("keras3-tf", "gpu", measure=lambda s, d, t: (700.0, ""),
                                         probe=lambda s: [framework_gpu])
     save(tmp_path / "doctor" / "keras3-tf-gpu.json", "image", checks, extra)
@@ -618,7 +623,8 @@ def test_measured_peak_is_keyed_by_the_gpus_nvml_identity(tmp_path, monkeypatch,
     monkeypatch.setenv("BENCH_FLAVOR", "gpu")
 
     def mfu(gpu):
-        r = Record.model_validate({"stack": "keras3-tf", "device": "gpu", "env": {"gpu": gpu},
+        r = Record.model_validate({"stack": "keras3-tf", "device": "gpu",
+                                   "env": {"gpu": gpu, "packages": package_versions()},
                                    "settings": {"precision": "bfloat16", "NVIDIA_TF32_OVERRIDE": "0"},
                                    "metrics": {"flops_per_step": 350e12, "ms_per_step_mean": 1000.0}})
         add_mfu(r)
@@ -626,7 +632,7 @@ def test_measured_peak_is_keyed_by_the_gpus_nvml_identity(tmp_path, monkeypatch,
 
     same = mfu(gpu_info())  # the cell's record, on the GPU the doctor measured
     assert same["mfu_measured"] == pytest.approx(0.5) and "GPU-aaa" in same["measured_peak_source"]
-    by_name = mfu({"name": "NVIDIA H100 80GB HBM3"})  # a record without a UUID: the model's name decides
+    by_name = mfu({"name": "NVIDIA H100 80GB HBM3", "driver": "580.65.06"})  # without a UUID: the model's name
     assert by_name["mfu_measured"] == pytest.approx(0.5)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     other = mfu(gpu_info())  # the same model, another GPU: not its measurement

@@ -140,7 +140,7 @@ def optax_steps(w) -> np.ndarray:
 @needs_flax
 @pytest.mark.framework
 @pytest.mark.parametrize("name, decay", [("mnist_cnn", 0.0), ("cifar10_cnn", 1e-6), ("cifar10_cnn", 0.5),
-                                         ("mnist_mlp", 0.0), ("mnist_cnn_tuning", 0.0)])
+                                         ("mnist_mlp", 0.0)])
 def test_optax_optimizer_is_keras_208s_rule(name, decay):
     """optax's RMSprop with eps outside the root and its Adadelta are Keras 2.0.8's rules, the decay its
     lr / (1 + decay * t) (0.5 makes the schedule visible in three steps); optax's default RMSprop (eps inside
@@ -156,6 +156,73 @@ def test_optax_optimizer_is_keras_208s_rule(name, decay):
         inside = rmsprop_208(GRADS, P0, o.learning_rate, o.rho, o.epsilon, o.decay, eps_inside=True)
         default = optax.rmsprop(o.learning_rate, decay=o.rho, eps=o.epsilon)  # eps_in_sqrt=True
         assert default is not None and not np.allclose(optax_steps(w), inside, rtol=0, atol=1e-12)
+
+
+#: Keras 3's own RMSprop, on the JAX backend in a fresh process (this one's Keras runs the torch backend): the
+#: variable after each of the given gradients, in float32.
+_KERAS3_RMSPROP = r"""
+import json, sys
+import numpy as np
+import keras
+spec = json.loads(sys.argv[1])
+assert keras.backend.backend() == "jax", keras.backend.backend()
+opt = keras.optimizers.RMSprop(learning_rate=spec["learning_rate"], rho=spec["rho"], epsilon=spec["epsilon"])
+var = keras.Variable(np.asarray(spec["p0"], "float32"))
+opt.build([var])
+out = []
+for g in spec["grads"]:
+    opt.apply([keras.ops.convert_to_tensor(np.asarray(g, "float32"))], [var])
+    out.append(np.asarray(var.value).tolist())
+print("RESULT " + json.dumps(out))
+"""
+
+
+@needs_flax
+@pytest.mark.framework
+@pytest.mark.skipif(not has("keras"), reason="keras not installed")
+def test_plain_jax_tuning_rmsprop_steps_as_keras_3s_rmsprop():
+    """The tuning suite's plain-JAX optimizer takes Keras 3's RMSprop, values and rule: each update equals Keras
+    3.15.1's own ``RMSprop`` (epsilon inside the root, keras/src/optimizers/rmsprop.py@v3.15.1:143-145) on the same
+    gradients, run on Keras' JAX backend. Gradients of 1e-4 make epsilon (1e-7) matter: the old optimizer,
+    ``eps_in_sqrt=False`` (sqrt(v) + eps, Keras 2.0.8's and torch's form), moves those weights ~10x further."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import jax.numpy as jnp
+    import optax
+
+    from bench.run.engines.jax.fit import make_optimizer
+
+    w = get_workload("mnist_cnn_tuning")
+    spec = w.optimizer.for_engine("jax")
+    grads = [[1e-4, -2e-4, 0.3, -1.5], [-1e-4, 1e-4, 0.2, 2.0], [2e-4, 0.0, -0.1, 1.0]]
+    p0 = [0.5, -0.25, 1.0, 0.0]
+    args = {"learning_rate": spec.learning_rate, "rho": spec.rho, "epsilon": spec.epsilon, "p0": p0, "grads": grads}
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", _KERAS3_RMSPROP, json.dumps(args)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, done.stderr[-2000:]
+    keras3 = np.asarray(json.loads(lines[0][7:]), np.float32)
+
+    def optax_steps(tx):
+        p = jnp.asarray(p0, jnp.float32)
+        state, out = tx.init(p), []
+        for g in grads:
+            updates, state = tx.update(jnp.asarray(g, jnp.float32), state, p)
+            p = optax.apply_updates(p, updates)
+            out.append(np.asarray(p))
+        return np.asarray(out)
+
+    tx, record = make_optimizer(optax, w)
+    assert record["eps_in_sqrt"] is True and (record["decay"], record["eps"]) == (0.9, 1e-7)
+    np.testing.assert_allclose(optax_steps(tx)[0], keras3[0], rtol=1e-6, atol=1e-9)  # one update
+    np.testing.assert_allclose(optax_steps(tx), keras3, rtol=1e-6, atol=1e-9)  # and the next ones
+    old = optax.rmsprop(spec.learning_rate, decay=spec.rho, eps=spec.epsilon, initial_scale=0.0, eps_in_sqrt=False)
+    moved_old, moved = optax_steps(old)[0] - p0, keras3[0] - p0
+    assert abs(moved_old[0]) > 5 * abs(moved[0])
 
 
 @needs_flax

@@ -339,10 +339,11 @@ SETUP_S, VAL_S = 0.5, 0.15  # a slow setup before the first epoch; a slow valida
 
 
 @needs_keras_torch
-def test_keras_fit_s_per_epoch_is_the_progress_bars_epoch_setup_excluded_validation_included(monkeypatch):
-    """fit_s_per_epoch as Keras 2.0.8's progress bar timed an epoch (on_epoch_begin to after the epoch's
-    validation): a setup before the first epoch (a slow on_train_begin) is outside it, a slow validation inside.
-    Against an independent clock: a separate callback's own epoch begin/end times, and the whole call minus setup."""
+def test_keras_2017_metric_is_the_whole_fit_call_over_the_epochs_setup_and_validation_included(monkeypatch):
+    """fit_call_s_per_epoch as the 2017 notebooks timed fit (%timeit of the whole model.fit call, over the epochs,
+    keras_perf_test_mnist_mlp.ipynb@fa5f333:156): a slow setup before the first epoch (a slow on_train_begin) and a
+    slow validation are both inside it. fit_epoch_s keeps each epoch's begin-to-validation span (setup outside).
+    Against an independent clock: a separate callback's own times and the sleeps it adds."""
     import keras
 
     from bench.core.stacks import get_stack
@@ -369,12 +370,15 @@ def test_keras_fit_s_per_epoch_is_the_progress_bars_epoch_setup_excluded_validat
     w, ds = small("mnist_mlp", 256)
     out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasFitSettings())
     m = out.metrics.model_dump(exclude_unset=True)
+    assert m["fit_call_s_per_epoch"] == pytest.approx(m["fit_call_s"] / 3)
+    assert m["fit_call_s_per_epoch"] >= (SETUP_S + 3 * VAL_S) / 3  # setup and every validation inside it
+    assert m["fit_call_s"] >= sum(seen) + SETUP_S
+    assert "fit_s_per_epoch" not in m  # schema 3's field, whose meaning changed, is not written
     assert len(m["fit_epoch_s"]) == len(seen) == 3
     assert m["fit_epoch_s"] == pytest.approx(seen, rel=0.05, abs=0.01)
-    assert min(m["fit_epoch_s"]) > VAL_S  # validation inside each epoch
-    assert m["fit_s_per_epoch"] == pytest.approx(sum(seen) / 3, rel=0.05, abs=0.01)
-    assert m["fit_call_s"] - sum(m["fit_epoch_s"]) >= SETUP_S  # the setup: in the call, in no epoch
-    assert m["fit_s_per_epoch"] < (m["fit_call_s"] - SETUP_S / 2) / 3
+    assert min(m["fit_epoch_s"]) > VAL_S  # validation inside each span
+    assert m["fit_epoch_s_mean"] == pytest.approx(sum(m["fit_epoch_s"]) / 3)
+    assert m["fit_call_s"] - sum(m["fit_epoch_s"]) >= SETUP_S  # the setup: in the call, in no span
 
 
 def _timed(monkeypatch, engine, slow_val: bool = True) -> list[float]:
@@ -397,18 +401,20 @@ def _timed(monkeypatch, engine, slow_val: bool = True) -> list[float]:
 
 def _check_loop_epochs(m: dict, evals: list[float], epochs: int) -> None:
     """Each fit_epoch_s is that epoch's training steps (the timer's epoch_s) plus its validation (timed apart),
-    up to bookkeeping; their mean is fit_s_per_epoch; the whole loop holds them all."""
+    up to bookkeeping; their mean is fit_epoch_s_mean; the whole loop holds them all, and over the epochs it is the
+    2017 metric, fit_call_s_per_epoch."""
     assert len(m["fit_epoch_s"]) == len(evals) == epochs
     inner = [t + v for t, v in zip(m["epoch_s"], evals, strict=True)]
     for got, want in zip(m["fit_epoch_s"], inner, strict=True):
         assert want <= got <= want * 1.05 + 0.02
     assert min(m["fit_epoch_s"]) > VAL_S
-    assert m["fit_s_per_epoch"] == pytest.approx(sum(m["fit_epoch_s"]) / epochs)
+    assert m["fit_epoch_s_mean"] == pytest.approx(sum(m["fit_epoch_s"]) / epochs)
     assert sum(m["fit_epoch_s"]) <= m["fit_call_s"] <= sum(m["fit_epoch_s"]) * 1.05 + 0.02
+    assert m["fit_call_s_per_epoch"] == pytest.approx(m["fit_call_s"] / epochs) and "fit_s_per_epoch" not in m
 
 
 @needs_torch
-def test_torch_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
+def test_torch_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeypatch):
     from bench.core.stacks import get_stack
     from bench.run.engines.torch import fit as torch_fit
 
@@ -418,7 +424,7 @@ def test_torch_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
     _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
-def test_jax_fit_s_per_epoch_is_each_epoch_and_its_validation(monkeypatch):
+def test_jax_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeypatch):
     pytest.importorskip("flax")
     from bench.core.stacks import get_stack
     from bench.run.engines.jax import fit as jax_fit
@@ -445,8 +451,9 @@ def test_epoch_clock_barriers_before_each_read_and_ignores_an_unopened_end():
 def test_fit_metrics_rejects_nonsense():
     from bench.run.timing import fit_metrics
 
-    assert fit_metrics([1.0, 3.0], 6.5) == {"fit_epoch_s": [1.0, 3.0], "fit_s_per_epoch": 2.0, "fit_call_s": 6.5}
-    assert fit_metrics([2.0]) == {"fit_epoch_s": [2.0], "fit_s_per_epoch": 2.0}
+    assert fit_metrics([1.0, 3.0], 6.5) == {"fit_call_s": 6.5, "fit_call_s_per_epoch": 3.25,
+                                            "fit_epoch_s": [1.0, 3.0], "fit_epoch_s_mean": 2.0}
+    assert fit_metrics([2.0], 2.5)["fit_call_s_per_epoch"] == 2.5
     for bad in (([], 1.0), ([float("nan")], 2.0), ([1.0], -1.0)):
         with pytest.raises(ValueError, match="fit_metrics needs"):
             fit_metrics(*bad)
@@ -512,12 +519,13 @@ def test_torchvision_pipeline_needs_mnist():
 
 @needs_keras_torch
 def test_tf_data_shuffles_from_the_studys_buffer_of_20000():
-    """The tuning suite's tf.data pipeline shuffles from a buffer of 20,000 (assumed: the study's table says only
-    "shuffling on"): element i of an epoch comes from the first 20,000 + i examples (a whole-set shuffle would draw
-    from all 25,000 at once)."""
+    """The tuning suite's tf.data pipeline shuffles from a buffer of 20,000 (the post's shuffle width for its
+    tf.data runs: bench.core.reference.tuning_study): element i of an epoch comes from the first 20,000 + i
+    examples (a whole-set shuffle would draw from all 25,000 at once)."""
     import keras
 
-    from bench.run.engines.keras.data import TF_DATA_SHUFFLE_BUFFER, shuffle_buffer, train_data
+    from bench.core.reference.tuning_study import TF_DATA_SHUFFLE_BUFFER
+    from bench.run.engines.keras.data import shuffle_buffer, train_data
 
     assert TF_DATA_SHUFFLE_BUFFER == 20_000 and shuffle_buffer("tf_data_numpy", 1000) == 1000
     assert shuffle_buffer("numpy_fit", 25_000) == 25_000
@@ -544,21 +552,26 @@ def test_synthetic_images_are_learnable_from_their_class_colour():
 
 
 def test_classic_table_shows_the_2017_metric_beside_ms_per_step():
-    """The report's classic table: ms/step · s/epoch (fit_s_per_epoch), and says the latter is the 2017 metric;
-    a record from before the metric existed keeps its ms/step alone."""
+    """The report's classic table: ms/step · s/epoch (fit_call_s_per_epoch), and says the latter is the 2017 metric,
+    the whole call over the epochs; a record of schema 3 (fit_s_per_epoch only) is marked as such, with its note;
+    a record from before either keeps its ms/step alone."""
     import pandas as pd
 
-    from bench.results.report.classic import classic_section
+    from bench.results.report.classic import LEGACY_NOTE, classic_section
     from bench.results.report.common import Footnotes
 
     base = {"suite": "classic", "workload": "mnist_cnn", "task": "fit", "size": "full", "variant": "default",
             "status": "ok", "data.source": "real"}
     df = pd.DataFrame([{**base, "stack": "keras3-jax", "metrics.ms_per_step_mean": 3.0,
-                        "metrics.fit_s_per_epoch": 12.345},
+                        "metrics.fit_call_s_per_epoch": 12.345, "metrics.fit_s_per_epoch": 9.0},
+                       {**base, "stack": "keras3-tf", "metrics.ms_per_step_mean": 2.0,
+                        "metrics.fit_s_per_epoch": 7.0},
                        {**base, "stack": "pytorch", "metrics.ms_per_step_mean": 4.0}])
     table = "\n".join(classic_section(df, Footnotes()))
-    assert "| mnist_cnn | fit | 3.00 · 12.35 s/epoch | 4.00 |" in table
-    assert "s/epoch (the 2017 metric)" in table and "the 2017 comparison's metric" in table
+    assert "| mnist_cnn | fit | 2.00 · 7.00 s/epoch† | 3.00 · 12.35 s/epoch | 4.00 |" in table
+    assert "s/epoch (the 2017 metric)" in table and "`metrics.fit_call_s_per_epoch`: the whole training call" in table
+    assert LEGACY_NOTE in table
+    assert LEGACY_NOTE not in "\n".join(classic_section(df.iloc[[0, 2]], Footnotes()))
 
 
 @needs_keras_torch
@@ -589,7 +602,7 @@ def test_the_2017_lstms_keep_keras_2_0_8s_hard_sigmoid_gate_and_off_cudnn(monkey
     assert torch_rnn.cudnn_ok(keras.activations.tanh, keras.layers.LSTM(4).cell.recurrent_activation, False, True)
 
 
-# ---- the scripts' labels, loss and verbose; jit_compile as in effect ---------------------------------------------
+# ---- the scripts' labels and loss, the notebooks' progress callback; jit_compile as in effect -------------------
 
 class _Captured(Exception):
     """Raised by a capturing ``Model.fit`` once it has what ``fit`` was given."""
@@ -669,31 +682,79 @@ def test_label_form_is_the_workloads_source():
 
 
 @needs_keras_torch
-def test_keras_fit_runs_verbose_1_with_the_progress_bar_discarded_and_records_it(monkeypatch, capfd):
-    """verbose=1 by default, as the scripts' fit(verbose=1): Keras' ProgbarLogger gets every batch (the per-step
-    log fetch) and nothing reaches the cell's output; verbose=0 is the variant, and each record says which ran,
-    with the loss and labels it trained on and jit_compile as the model compiled it."""
+def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_variant(monkeypatch, capfd):
+    """Classic: fit(verbose=0) and a callback whose on_batch_end reads every batch's logs but the epoch's last, as the
+    2017 notebooks' TQDMNotebookCallback (keras_tqdm/tqdm_callback.py@v2.0.1:110-122); no ProgbarLogger. progress=bar
+    is Keras' bar (the old default), written to a discarded stream; progress=none neither. Each record says which
+    ran, with the loss and labels it trained on and jit_compile as the model compiled it."""
     import keras
 
     from bench.core.stacks import get_stack
     from bench.run.engines.keras import fit as keras_fit
+    from bench.run.engines.keras import progress
 
-    batches: list[int] = []
+    bar: list[int] = []
     real = keras.callbacks.ProgbarLogger.on_train_batch_end
     monkeypatch.setattr(keras.callbacks.ProgbarLogger, "on_train_batch_end",
-                        lambda self, batch, logs=None: (batches.append(batch), real(self, batch, logs))[1])
+                        lambda self, batch, logs=None: (bar.append(batch), real(self, batch, logs))[1])
+    made: list = []
+    real_cb = progress.notebook_callback
+    monkeypatch.setattr(progress, "notebook_callback", lambda k: made.append(real_cb(k)) or made[-1])
     w, ds = small("mnist_mlp", 64)
     out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasFitSettings())
     s = out.settings.model_dump(exclude_unset=True)
-    assert len(batches) == 2 * 4  # every step of both epochs
-    assert s["verbose"] == 1 and s["loss"] == "categorical_crossentropy" and s["labels"]["form"] == "one_hot"
+    assert bar == [] and len(made) == 1
+    assert set(made[0].running) == {"loss", "accuracy"} and len(made[0].running["loss"]) == 4 - 1  # last batch unread
+    assert made[0].description.startswith("accuracy: ") and ", loss: " in made[0].description
+    assert (s["progress"], s["verbose"], s["batch_end_hook"]) == ("keras_tqdm", 0, True)
+    assert s["loss"] == "categorical_crossentropy" and s["labels"]["form"] == "one_hot"
     assert s["jit_compile"] is False and s["jit_compile_requested"] == "keras default"  # auto: off on torch
+    for form, verbose, batches in (("bar", 1, 2 * 4), ("none", 0, 0)):
+        bar.clear()
+        got = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
+                            KerasFitSettings(progress=form)).settings.model_dump(exclude_unset=True)
+        assert len(bar) == batches and len(made) == 1
+        assert (got["progress"], got["verbose"], got["batch_end_hook"]) == (form, verbose, False)
     captured = capfd.readouterr()
     assert "Epoch 1/2" not in captured.out + captured.err and "step" not in captured.out
-    batches.clear()
-    quiet = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
-                          KerasFitSettings(verbose=0)).settings.model_dump(exclude_unset=True)
-    assert batches == [] and quiet["verbose"] == 0
+
+
+@needs_keras_torch
+def test_the_tuning_suite_keeps_keras_own_progress_bar():
+    """The tuning study ran Keras' fit with its default verbose (the bar): its workload's source form stays ``bar``,
+    only the classic workloads' is the 2017 notebooks' callback."""
+    from bench.run.engines.keras.progress import fit_progress
+
+    assert get_workload("mnist_cnn_tuning").progress == "bar"
+    assert {get_workload(n).progress for n in FIT_WORKLOADS if n != "mnist_cnn_tuning"} == {"keras_tqdm"}
+    import keras
+
+    assert fit_progress(keras, "bar") == (1, [])
+    verbose, cbs = fit_progress(keras, "keras_tqdm")
+    assert verbose == 0 and [type(c).__name__ for c in cbs] == ["NotebookBatchLogs"]
+    with pytest.raises(ValueError, match="unknown progress form"):
+        fit_progress(keras, "tqdm")
+
+
+@needs_keras_torch
+def test_a_batch_end_hook_turns_off_keras_async_callback_dispatch_on_torch():
+    """keras/src/callbacks/callback_list.py@v3.15.1:59-84: on a thread-safe backend (PyTorch here) Keras dispatches
+    batch-end callbacks in a thread pool unless a callback overrides on_batch_end / on_train_batch_end; the
+    notebooks' callback does, the epoch-edge timing callback does not. The record's flag is Keras' own check."""
+    import keras
+
+    from bench.run.engines.keras.progress import notebook_callback, overrides_batch_end, progress_record
+    from bench.run.engines.keras.runtime import make_timing_callback
+    from bench.run.timing import EPOCH, EpochTimer
+
+    edges = make_timing_callback(keras, EpochTimer(lambda: None, cadence=EPOCH))
+    nb = notebook_callback(keras)
+    assert not overrides_batch_end(keras, edges) and overrides_batch_end(keras, nb)
+    assert keras.callbacks.CallbackList([edges])._async_train is True
+    assert keras.callbacks.CallbackList([edges, nb])._async_train is False
+    assert progress_record(keras, "keras_tqdm", 0, [edges, nb]) == {
+        "progress": "keras_tqdm", "verbose": 0, "batch_end_hook": True, "keras_async_batch_end": False}
+    assert progress_record(keras, "bar", 1, [edges])["keras_async_batch_end"] is True
 
 
 def test_progress_bar_discarded_only_with_verbose(capsys):
@@ -711,13 +772,13 @@ def test_fit_variants_are_named_and_listed():
 
     from bench.cli import cli
 
-    assert KerasFitSettings().verbose == 1 and KerasFitSettings().jit_compile is None
-    assert knobs.variant_name({"verbose": 0}) == "verbose=0"
-    assert knobs.parse_assignment("verbose=0") == ("verbose", 0)
+    assert KerasFitSettings().progress is None and KerasFitSettings().jit_compile is None  # the source decides
+    assert knobs.variant_name({"progress": "bar"}) == "progress=bar"
+    assert knobs.parse_assignment("progress=bar") == ("progress", "bar")
     assert knobs.parse_assignment("jit_compile=false") == ("jit_compile", False)
     for cmd in (["knobs"], ["list"]):
         text = CliRunner().invoke(cli, cmd).output
-        assert "--set jit_compile=false" in text and "--set verbose=0" in text
+        assert "--set jit_compile=false" in text and "--set progress=bar" in text and "--set progress=none" in text
 
 
 @pytest.mark.skipif(not __import__("importlib.util").util.find_spec("jax"), reason="jax not installed")
@@ -735,7 +796,7 @@ def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
             "from tests.run.workloads.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
             "for kw in ({}, {'jit_compile': False}):\n"
             "    s = keras_fit.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
-            "KerasFitSettings(verbose=0, **kw)).settings.model_dump(exclude_unset=True)\n"
+            "KerasFitSettings(progress='none', **kw)).settings.model_dump(exclude_unset=True)\n"
             "    out[str(kw)] = [s['jit_compile'], s['jit_compile_requested']]\n"
             "print(json.dumps(out))")
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from bench.core.gpus import gpu_family
 from bench.results.cell import Cell
 from bench.results.schema import Record
 from bench.run import flops, plan
@@ -154,7 +155,7 @@ def test_flops_are_null_with_a_reason_outside_the_table():
     ("NVIDIA H100 PCIe", "H100 PCIe"), ("NVIDIA H100 NVL", None), ("NVIDIA H200", "H200"), ("NVIDIA L4", "L4"),
     ("NVIDIA A10G", "A10G"), ("NVIDIA L40S", None), ("Tesla T4", None), (None, None)])
 def test_gpu_family_from_nvml_names(name, family):
-    assert flops.gpu_family(name) == family
+    assert gpu_family(name) == family
 
 
 def test_peak_depends_on_dtype_and_tf32_and_is_null_with_reason_when_unknown():

@@ -455,7 +455,8 @@ def _paper_csv(tmp_path, variants):
                  device=change.get("device", "gpu"), batch_size=32, variant=variant,
                  settings=change.get("settings", {}))
         r = new_record(c)
-        r.update(status="ok", finished_utc="2026-11-21T10:00:00+00:00", env={"gpu": {"name": "Fake H100"}})
+        r.update(status="ok", finished_utc="2026-11-21T10:00:00+00:00",
+                 env={"gpu": change.get("gpu", {"name": "NVIDIA A100-SXM4-40GB", "mig_mode": False})})
         r["metrics"] = {"ms_per_step_mean": 100.0, "examples_per_s": 320.0, "steps": change.get("steps", 100)}
         r["settings"]["model_config"] = {"seq_len": change.get("seq_len", 512)}
         write_json_atomic(result_path(run, c), r)
@@ -482,3 +483,31 @@ def test_ratio_only_where_the_cell_ran_as_the_source(tmp_path):
     assert "/ 486.00 (no ratio: 7 timed steps, not 100; sequence length 128, not 512)" in row
     assert "/ 808.68 |" in row  # a CPU smoke row: no ratio, no reason
     assert "only where the cell ran as the source ran it" in text
+
+
+@pytest.mark.parametrize("gpu, device, shown", [
+    ({"name": "NVIDIA A100-SXM4-40GB", "mig_mode": False}, "gpu", "(0.45x)"),
+    ({"name": "NVIDIA A100 80GB PCIe"}, "gpu", "(0.45x)"),  # a whole A100 of the other memory size
+    ({"name": "NVIDIA H100 80GB HBM3", "mig_mode": False}, "gpu",
+     "(no ratio: ran on NVIDIA H100 80GB HBM3; the published figures are from one NVIDIA A100 40GB)"),
+    ({"name": "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "mig_mode": True}, "gpu",
+     "(no ratio: ran on a MIG slice of NVIDIA A100-SXM4-40GB MIG 3g.20gb; the published figures are from one "
+     "NVIDIA A100 40GB)"),
+    ({"name": "NVIDIA A100-SXM4-40GB", "mig_mode": True}, "gpu",  # a MIG UUID: NVML names the parent GPU
+     "(no ratio: ran on a MIG slice of NVIDIA A100-SXM4-40GB; the published figures are from one NVIDIA A100 40GB)"),
+    ({}, "gpu", "(no ratio: ran on an unrecorded GPU; the published figures are from one NVIDIA A100 40GB)"),
+    ({"available": False, "reason": "NVML unavailable"}, "cpu", ""),  # a CPU row: no ratio, no reason
+])
+def test_ratio_only_on_a_whole_a100_the_sources_gpu(tmp_path, gpu, device, shown):
+    """The published figures are from one A100 40GB (keras_io_benchmarks_2024.csv's header): ours / published is
+    printed only for a cell on a whole A100; on any other GPU, or a MIG slice (a fraction of the SMs), the cell
+    says which GPU ran and that the source's was an A100. The old report printed the ratio on any GPU."""
+    from bench.results.report import read_bench_csv
+    from bench.results.report.common import Footnotes
+    from bench.results.report.paper import paper_section
+
+    csv = _paper_csv(tmp_path, [("bs32", {"gpu": gpu, "device": device})])
+    text = "\n".join(paper_section(read_bench_csv(csv), Footnotes(), {}))
+    row = next(ln for ln in text.splitlines() if ln.startswith("| bert | fit | 32 |"))
+    cell = next(c for c in row.split(" | ") if "/ 222.37" in c)  # keras3-jax's
+    assert cell == " ".join(["**100.00** / 222.37", *([shown] if shown else [])])

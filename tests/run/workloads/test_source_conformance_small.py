@@ -3,6 +3,8 @@ Keras fit compiled without metrics and its float64 host arrays, and the classic 
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -22,8 +24,9 @@ needs_hub = pytest.mark.skipif(not all(has(m) for m in ("torch", "keras", "keras
 @pytest.mark.parametrize("dev", ["cpu", "cuda"])
 def test_loader_defaults_are_pytorchs_and_the_tuned_options_are_a_variant(dev):
     """The tuning suite's default loader options are PyTorch's own, ``DataLoader``'s defaults, pin_memory and
-    persistent_workers False (torch/utils/data/dataloader.py@v2.13.0): assumed, the study's table gives the
-    pipelines and ``num_workers`` only. The old code turned both on with workers."""
+    persistent_workers False (torch/utils/data/dataloader.py@v2.13.0), as the post ran its tensor datasets (a
+    loader with the standard parameters: bench.core.reference.tuning_study). The old code turned both on with
+    workers."""
     import inspect
 
     import torch
@@ -277,3 +280,95 @@ def test_tf_keras_optimizer_xla_follows_the_jit_compile_knob_and_is_recorded_as_
     assert made[-1] == {"jit_compile": True}
     k3opt = make_optimizer(k3, w, False)
     assert made[-1] == {} and "jit_compile" not in optimizer_record(k3opt)
+
+
+# ---- the paper suite's Keras fit: tf-keras optimizers' XLA follows the knob there too -------------------------
+
+class _TfKerasAdam:
+    """tf-keras 2.21's Adam/AdamW as far as the engine sees them: ``jit_compile=True`` by default
+    (tf_keras/src/optimizers/adam.py:110, adamw.py:104), kept only where a GPU is listed (optimizer.py:59-67; a GPU
+    is listed here)."""
+
+    made: list[dict] = []
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
+                 weight_decay=None, jit_compile=True):
+        self.made.append({"jit_compile": jit_compile})
+        self.weight_decay = weight_decay
+        self.jit_compile = bool(jit_compile)
+
+    def get_config(self):
+        return {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "amsgrad": False,
+                "weight_decay": self.weight_decay, "jit_compile": self.jit_compile}
+
+
+class _TfKerasAdamW(_TfKerasAdam):
+    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 amsgrad=False, jit_compile=True):
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay, jit_compile)
+
+
+class _Keras3Adam(_TfKerasAdam):  # Keras 3: no jit_compile argument, no such attribute
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
+                 weight_decay=None):
+        self.made.append({})
+        self.weight_decay = weight_decay
+
+    def get_config(self):
+        return {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "amsgrad": False,
+                "weight_decay": self.weight_decay}
+
+
+class _Keras3AdamW(_Keras3Adam):
+    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 amsgrad=False):
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay)
+
+
+class _FakeModel:
+    def __init__(self):
+        self.compiled: list[dict] = []
+
+    def compile(self, **kw):
+        self.compiled.append(kw)
+
+    def fit(self, *args, **kw):
+        return None
+
+
+@pytest.mark.parametrize("stack_id, workload, knob, received, in_effect", [
+    ("keras2-tf", "bert", None, {"jit_compile": True}, True),  # the source's use_jit(): tf-keras' default, XLA on
+    ("keras2-tf", "bert", False, {"jit_compile": False}, False),  # the no-XLA variant: off there too
+    ("keras2-tf", "bert", True, {"jit_compile": True}, True),
+    ("keras2-tf", "stable_diffusion", None, {"jit_compile": True}, True),  # SD fit requested nothing: the default
+    ("keras2-tf", "stable_diffusion", False, {"jit_compile": False}, False),
+    ("keras3-tf", "bert", False, {}, None),  # Keras 3: no such argument, nothing recorded for it
+])
+def test_keras_paper_fit_optimizer_xla_follows_the_jit_compile_knob_and_is_recorded(monkeypatch, stack_id, workload,
+                                                                                    knob, received, in_effect):
+    """tf-keras optimizers compile each update step with XLA by default on a GPU
+    (tf_keras/src/optimizers/optimizer.py@2.21.0:49, 59-67, 211), whatever ``Model.compile`` gets; the paper
+    suite's step engine built Adam/AdamW without the argument, so ``--set jit_compile=false`` kept the optimizer's
+    XLA on, and its records had no ``settings.optimizer``. Now the request reaches the optimizer, as in the fit
+    engine, and the record says what the optimizer did."""
+    from bench.results.schema import EffectiveSettings
+    from bench.run.engines.keras import steps as ksteps
+    from bench.run.workloads.job import Job
+
+    monkeypatch.setattr(ksteps, "_repeat", lambda batch, n: None)
+    monkeypatch.setattr(ksteps, "make_timing_callback", lambda keras, timer, split_first: None)
+    legacy = get_stack(stack_id).keras_major == 2
+    keras = types.SimpleNamespace(optimizers=types.SimpleNamespace(
+        Adam=_TfKerasAdam if legacy else _Keras3Adam, AdamW=_TfKerasAdamW if legacy else _Keras3AdamW))
+    name = {"bert": "adamw", "stable_diffusion": "adam"}[workload]  # the sources' (test_paper_source.py)
+    job = Job(model=_FakeModel(), inputs=np.zeros(1), targets=np.zeros(1), loss="mse", optimizer=name)
+    requested, _ = ksteps.jit_request(get_stack(stack_id), workload, "fit", knob)
+    effective = EffectiveSettings()
+    _TfKerasAdam.made.clear()
+    ksteps._time_steps(keras, job, "fit", requested, 2, None, effective)
+    assert _TfKerasAdam.made == [received]
+    record = effective.optimizer
+    assert record is not None and record["name"] == type(job.model.compiled[0]["optimizer"]).__name__
+    assert record.get("jit_compile") is in_effect
+    if name == "adamw":
+        assert record["weight_decay"] == pytest.approx(0.004)

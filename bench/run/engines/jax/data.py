@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from bench.run.engines import tfdata
 from bench.run.workloads.training import Augmentation
 
 #: Where each data pipeline makes the training batches (``settings.train_data_placement``).
@@ -135,13 +136,13 @@ def device_epochs(jax, xs: tuple[np.ndarray, ...], y: np.ndarray, batch_size: in
 
 
 def tf_data_epochs(xs: tuple[np.ndarray, ...], y: np.ndarray, batch_size: int, seed: int = 0):
-    """``tf_data_numpy``: ``tf.data`` from the arrays (TensorFlow kept off the GPU by the worker), shuffled over the
-    whole set each epoch, batched, prefetched with AUTOTUNE, read as NumPy batches, as Flax's MNIST example feeds
-    its loop (flax examples/mnist, ``tfds`` + ``as_numpy_iterator``)."""
+    """``tf_data_numpy``: ``tf.data`` from the arrays (TensorFlow kept off the GPU by the worker), the Keras stacks'
+    pipeline of that name, the tuning study's (``bench.run.engines.tfdata.study_pipeline``: reshuffled each epoch
+    from 20,000 examples, batched with AUTOTUNE parallel calls, prefetched with an AUTOTUNE buffer), read as NumPy
+    batches, as Flax's MNIST example feeds its loop (flax examples/mnist, ``as_numpy_iterator``)."""
     import tensorflow as tf
 
-    data = (tf.data.Dataset.from_tensor_slices((xs, y)).shuffle(len(y), seed=seed, reshuffle_each_iteration=True)
-            .batch(batch_size).prefetch(tf.data.AUTOTUNE))
+    data = tfdata.study_pipeline(tf, (xs, y), len(y), batch_size, seed=seed)
 
     def epoch():
         yield from data.as_numpy_iterator()

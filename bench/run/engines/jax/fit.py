@@ -21,7 +21,7 @@ from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.datasets import Dataset
-from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, missing_model
+from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, missing_model, tfdata
 from bench.run.engines.epochloop import EpochSteps, LoopTiming, train_epochs
 from bench.run.engines.jax.data import PLACEMENT, AugmentedBatches, device_epochs, numpy_epochs, tf_data_epochs
 from bench.run.timing import Cadence
@@ -49,9 +49,11 @@ def learning_rate(workload: Workload) -> float | Callable[[Any], Any]:
 def make_optimizer(optax, workload: Workload):
     """The optax optimizer of ``workload.optimizer`` and the record of what it was built with (optax's names).
 
-    Rules, checked against Keras 2.0.8 (keras/optimizers.py@2.0.8): RMSprop with ``eps_in_sqrt=False`` divides by
-    ``sqrt(v) + eps`` as Keras (line 239) and PyTorch do (optax's default, ``sqrt(v + eps)``, differs), from a zero
-    accumulator (``initial_scale=0``, Keras' zeros); Adadelta takes both roots of ``x + eps``
+    Rules, checked against Keras 2.0.8 (keras/optimizers.py@2.0.8) and Keras 3: RMSprop takes the rule of the
+    workload's source (``OptimizerSpec.eps_in_sqrt``): ``eps_in_sqrt=False`` divides by ``sqrt(v) + eps`` as Keras
+    2.0.8 (line 239) and PyTorch do, ``True`` (optax's default) by ``sqrt(v + eps)`` as Keras 3 does
+    (keras/src/optimizers/rmsprop.py@v3.15.1:143-145), both from a zero accumulator (``initial_scale=0``, Keras'
+    zeros); Adadelta takes both roots of ``x + eps``
     (optax/_src/transform.py@v0.2.8:600), as Keras did (line 362), and accumulates the update before the learning
     rate scales it, as Keras did; Adam: ``ADAM_EPS_NOTE``.
 
@@ -65,8 +67,9 @@ def make_optimizer(optax, workload: Workload):
     lr = learning_rate(workload)
     out: dict[str, Any] = {"learning_rate": float(spec.learning_rate)}
     if spec.name == "rmsprop":
-        tx = optax.rmsprop(lr, decay=spec.rho, eps=spec.epsilon, initial_scale=0.0, eps_in_sqrt=False)
-        out.update(name="optax.rmsprop", decay=spec.rho, eps=spec.epsilon, eps_in_sqrt=False, initial_scale=0.0)
+        tx = optax.rmsprop(lr, decay=spec.rho, eps=spec.epsilon, initial_scale=0.0, eps_in_sqrt=spec.eps_in_sqrt)
+        out.update(name="optax.rmsprop", decay=spec.rho, eps=spec.epsilon, eps_in_sqrt=spec.eps_in_sqrt,
+                   initial_scale=0.0)
     elif spec.name == "adadelta":
         tx = optax.adadelta(lr, rho=spec.rho, eps=spec.epsilon)
         out.update(name="optax.adadelta", rho=spec.rho, eps=spec.epsilon)
@@ -153,10 +156,10 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     ``settings``: ``bench.core.families.jax.JaxFitSettings``. The workload's augmentation, where its source had one and
     ``augment`` is not false, replaces the data pipeline (``AugmentedBatches``). The barrier blocks on the last
     step's outputs (new parameters, optimizer state and totals: everything the step computes); JAX dispatches
-    asynchronously on every device. ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric with
-    Keras 2.0.8's progress-bar definition (``bench.run.timing.EpochClock``): each epoch from its begin to after its
-    validation, barriers ours, averaged; ``metrics.fit_call_s`` is the whole loop (``fit_metrics``); the loop is
-    ``bench.run.engines.epochloop.train_epochs``.
+    asynchronously on every device. ``metrics.fit_call_s_per_epoch`` is the 2017 comparison's
+    metric (``bench.run.timing.fit_metrics``): the whole training loop, every epoch and its validation, between
+    barriers, over the epochs (``metrics.fit_call_s`` the loop itself); each epoch from its begin to after its
+    validation is in ``metrics.fit_epoch_s``; the loop is ``bench.run.engines.epochloop.train_epochs``.
 
     Raises:
         Unsupported: the workload has no Flax definition; ``augment`` asked for where the source has none, or
@@ -278,7 +281,8 @@ def _train_data(jax, settings: JaxFitSettings, augmenting: bool, ds: Dataset, wo
         batches = device_epochs(jax, ds.x_train, ds.y_train, batch_size, dev, settings.jit_compile)
     else:
         batches = tf_data_epochs(ds.x_train, ds.y_train, batch_size)
-    effective.update(train_data_placement=PLACEMENT[pipeline], shuffle_buffer=n)
+    shuffled = tfdata.shuffle_buffer(n) if pipeline == "tf_data_numpy" else n  # else a whole-set permutation
+    effective.update(train_data_placement=PLACEMENT[pipeline], shuffle_buffer=shuffled)
     return batches, trained, loader
 
 

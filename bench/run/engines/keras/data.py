@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from bench.run.datasets import Dataset
+from bench.run.engines import tfdata
 from bench.run.workloads import Workload
 from bench.run.workloads.training import Augmentation
 
@@ -25,10 +26,6 @@ def source_labels(keras, workload: Workload, ds: Dataset) -> Dataset:
     n = int(ds.meta["num_classes"])
     one_hot = [keras.utils.to_categorical(y, n).astype(np.float32) for y in (ds.y_train, ds.y_val)]
     return dataclasses.replace(ds, y_train=one_hot[0], y_val=one_hot[1])
-
-#: The tuning suite's tf.data shuffle buffer, 20,000 examples, capped at the training set's size: assumed (the
-#: study's table, bench/core/reference/mnist_cnn_tuning_4060ti.csv, says only "shuffling on").
-TF_DATA_SHUFFLE_BUFFER = 20_000
 
 
 def model_inputs(xs: tuple[np.ndarray, ...]):
@@ -76,18 +73,20 @@ def placement(pipeline: str, keras_major: int, backend: str) -> str:
 
 
 def shuffle_buffer(pipeline: str, n_train: int) -> int:
-    """Examples a pipeline's shuffle draws from: the tuning suite's tf.data buffer (``TF_DATA_SHUFFLE_BUFFER``,
-    capped at ``n_train``), else ``n_train`` (``fit(shuffle=True)`` permutes the whole set each epoch)."""
-    return min(TF_DATA_SHUFFLE_BUFFER, n_train) if pipeline in ("tf_data_numpy", "tf_data_tensors") else n_train
+    """Examples a pipeline's shuffle draws from: the tuning study's tf.data buffer for the ``tf_data_*`` pipelines
+    (``bench.run.engines.tfdata.shuffle_buffer``: 20,000, capped at ``n_train``), else ``n_train``
+    (``fit(shuffle=True)`` permutes the whole set each epoch)."""
+    return tfdata.shuffle_buffer(n_train) if pipeline in ("tf_data_numpy", "tf_data_tensors") else n_train
 
 
 def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, Any]:
     """``fit`` arguments for the data pipeline (where ``fit`` then makes the batches: ``placement``).
 
-    tf.data pipelines shuffle each epoch from a buffer of ``shuffle_buffer`` examples, batch with parallel
-    calls and prefetch, both AUTOTUNE (the study's table gives ``autotune`` for its tf.data rows; which calls,
-    assumed); ``tensors_fit`` hands ``fit`` backend tensors (on the device where the backend puts them), which
-    ``fit`` batches its own way per backend (``PLACEMENT``).
+    tf.data pipelines are the tuning study's (``bench.run.engines.tfdata.study_pipeline``: shuffled each epoch from
+    20,000 examples, batched with AUTOTUNE parallel calls, prefetched with an AUTOTUNE buffer, as its post states:
+    ``bench.core.reference.tuning_study``), from the arrays or from ``tf.constant`` tensors; ``tensors_fit`` hands
+    ``fit`` backend tensors (on the device where the backend puts them), which ``fit`` batches its own way per
+    backend (``PLACEMENT``).
 
     Raises:
         ValueError: an unknown ``pipeline``.
@@ -100,11 +99,7 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, 
         xs = tuple(ds.x_train) if pipeline == "tf_data_numpy" else tuple(tf.constant(x) for x in ds.x_train)
         y = ds.y_train if pipeline == "tf_data_numpy" else tf.constant(ds.y_train)
         x = xs[0] if len(xs) == 1 else xs
-        auto = tf.data.AUTOTUNE
-        data = (tf.data.Dataset.from_tensor_slices((x, y))
-                .shuffle(shuffle_buffer(pipeline, ds.n_train), reshuffle_each_iteration=True)
-                .batch(batch_size, num_parallel_calls=auto).prefetch(auto))
-        return {"x": data}
+        return {"x": tfdata.study_pipeline(tf, (x, y), ds.n_train, batch_size)}
     if pipeline == "tensors_fit":
         conv = keras.ops.convert_to_tensor if hasattr(keras, "ops") else _tf_constant
         tensors = [conv(x) for x in ds.x_train]

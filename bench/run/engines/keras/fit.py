@@ -28,6 +28,7 @@ from bench.run.engines.keras.data import (
     source_labels,
     train_data,
 )
+from bench.run.engines.keras.progress import fit_progress, progress_record
 from bench.run.engines.keras.runtime import import_keras, make_timing_callback, set_random_seed
 from bench.run.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
 from bench.run.workloads import Workload
@@ -66,14 +67,22 @@ def make_optimizer(keras, workload: Workload, jit_compile: bool | str | None = N
         kw: dict[str, Any] = {"beta_1": spec.beta_1, "beta_2": spec.beta_2, "epsilon": spec.epsilon}
     else:
         kw = {"rho": spec.rho, "epsilon": spec.epsilon}
-    if jit_compile is False and "jit_compile" in inspect.signature(cls).parameters:
-        kw["jit_compile"] = False
-    return cls(learning_rate=lr, **kw)
+    return cls(learning_rate=lr, **kw, **optimizer_jit_kwargs(cls, jit_compile))
+
+
+def optimizer_jit_kwargs(cls, jit_compile: bool | str | None) -> dict[str, Any]:
+    """The ``jit_compile`` argument a Keras optimizer class ``cls`` gets from a cell's ``jit_compile`` (knob or
+    request): ``{"jit_compile": False}`` where it is False and ``cls`` takes the argument (tf-keras: its own XLA
+    update step, on by default with a GPU, tf_keras/src/optimizers/optimizer.py@2.21.0:49, 59-67; adam.py:110,
+    adamw.py:104), else nothing (Keras 3 optimizers have no such argument; True is tf-keras' default)."""
+    return {"jit_compile": False} if jit_compile is False and "jit_compile" in inspect.signature(cls).parameters \
+        else {}
 
 
 def optimizer_record(optimizer) -> dict[str, Any]:
     """What the Keras optimizer was built with, read back from it (``settings.optimizer``): its class, initial
-    learning rate, the hyper-parameters of its rule and the learning-rate schedule (None: constant)."""
+    learning rate, the hyper-parameters of its rule (AdamW's ``weight_decay`` too) and the learning-rate schedule
+    (None: constant); on tf-keras its ``jit_compile`` as it took effect."""
     cfg = optimizer.get_config()
     out: dict[str, Any] = {"name": type(optimizer).__name__}
     lr = cfg["learning_rate"]
@@ -85,8 +94,8 @@ def optimizer_record(optimizer) -> dict[str, Any]:
     else:
         out["learning_rate"] = float(lr)
         out["lr_schedule"] = None
-    for key in ("rho", "momentum", "centered", "epsilon", "beta_1", "beta_2", "amsgrad"):
-        if key in cfg:
+    for key in ("rho", "momentum", "centered", "epsilon", "beta_1", "beta_2", "amsgrad", "weight_decay"):
+        if cfg.get(key) is not None:  # weight_decay: None where the rule has none
             out[key] = cfg[key] if isinstance(cfg[key], bool) else float(cfg[key])
     if hasattr(optimizer, "jit_compile"):  # tf-keras: as it took effect (False without a GPU: optimizer.py:59-67)
         out["jit_compile"] = bool(optimizer.jit_compile)
@@ -95,9 +104,9 @@ def optimizer_record(optimizer) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def progress_bar_discarded(verbose: int):
-    """With ``verbose`` 1, ``sys.stdout`` goes to ``os.devnull`` for the block: Keras' progress bar (what
-    ``fit(verbose=1)`` prints, as the 2017 scripts ran: examples/mnist_mlp.py@2.0.8:53) is written, and
-    discarded, not the cell's log. Keras 3 and tf.keras print it through ``sys.stdout``
+    """With ``verbose`` 1, ``sys.stdout`` goes to ``os.devnull`` for the block: Keras' progress bar (``progress=bar``,
+    what ``fit(verbose=1)`` prints, as the Keras 2.0.8 example scripts ran: examples/mnist_mlp.py@2.0.8:53) is
+    written, and discarded, not the cell's log. Keras 3 and tf.keras print it through ``sys.stdout``
     (keras/src/utils/io_utils.py@v3.15.1 ``print_msg``). With 0 nothing is redirected."""
     if not verbose:
         yield
@@ -112,9 +121,11 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
 
     ``settings``: ``bench.core.families.keras.KerasFitSettings`` (defaults, allowed values and meaning there). The
     workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
-    (``augmented_train_data``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric: each epoch timed as
-    Keras 2.0.8's progress bar did, from ``on_epoch_begin`` to after its validation (``bench.run.timing.EpochClock``;
-    the barriers are ours), averaged; ``metrics.fit_call_s`` is the whole ``fit`` call (``fit_metrics``).
+    (``augmented_train_data``). ``fit`` reports each batch's progress as ``settings.progress`` says, else as the
+    workload's source did (``Workload.progress``; ``bench.run.engines.keras.progress``). ``metrics.fit_call_s`` is the
+    whole ``fit`` call between barriers, and ``metrics.fit_call_s_per_epoch`` that over the epochs: the 2017
+    comparison's metric, as its notebooks timed ``model.fit`` (``bench.run.timing.fit_metrics``); each epoch from
+    ``on_epoch_begin`` to after its validation is in ``metrics.fit_epoch_s`` (``bench.run.timing.EpochClock``).
 
     Raises:
         Unsupported: ``augment`` asked for where the source has none, or with another data pipeline.
@@ -130,13 +141,13 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
     epoch_clock = EpochClock(barrier)
+    verbose, callbacks = fit_callbacks(keras, settings.progress or workload.progress, timer, epoch_clock, effective)
     try:
         barrier()
         start = clock()
-        with progress_bar_discarded(settings.verbose):
+        with progress_bar_discarded(verbose):
             history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
-                                validation_batch_size=batch_size, verbose=settings.verbose,
-                                callbacks=[make_timing_callback(keras, timer, epochs=epoch_clock)])
+                                validation_batch_size=batch_size, verbose=verbose, callbacks=callbacks)
         barrier()
         fit_call_s = clock() - start
     finally:
@@ -154,6 +165,17 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
                     params_trainable=int(sum(np.prod(w.shape) for w in model.trainable_weights))),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
     )
+
+
+def fit_callbacks(keras, form: str, timer: EpochTimer, epoch_clock: EpochClock,
+                  effective: EffectiveSettings) -> tuple[int, list[Any]]:
+    """``fit``'s ``verbose`` and callbacks: the timing callback first (``make_timing_callback``), then the progress
+    form's (``fit_progress``); records the form, ``verbose`` and what the callbacks do to Keras' batch path
+    (``progress_record``) in ``effective``."""
+    verbose, extra = fit_progress(keras, form)
+    callbacks = [make_timing_callback(keras, timer, epochs=epoch_clock), *extra]
+    effective.update(progress_record(keras, form, verbose, callbacks))
+    return verbose, callbacks
 
 
 def check_supported(stack: Stack, workload: Workload, device: str, settings: KerasFitSettings) -> None:
@@ -182,7 +204,7 @@ def compiled_model(keras, workload: Workload, ds: Dataset, settings: KerasFitSet
     """``workload``'s Keras model for ``ds``' shapes with its model knobs from ``settings``, compiled with its
     optimizer (``make_optimizer``), loss and metrics, ``steps_per_execution`` and ``jit_compile`` (unset: Keras'
     own). Records in ``effective`` the dtype policy, the jit request and what Keras made of it, the loss, labels,
-    backend, data pipeline and ``verbose``. Returns (model, optimizer)."""
+    backend and data pipeline. Returns (model, optimizer)."""
     model = workload.build_keras(keras, ds.meta, **{k: getattr(settings, k) for k in workload.keras_knobs})
     compile_kw: dict[str, Any] = {"steps_per_execution": settings.steps_per_execution}
     if settings.jit_compile is not None:  # else Keras' own (Keras 2: step off, optimizer's XLA on; Keras 3: 'auto')
@@ -201,7 +223,6 @@ def compiled_model(keras, workload: Workload, ds: Dataset, settings: KerasFitSet
     })
     effective.loss = labels.loss
     effective.labels = {"form": labels.form, "metrics": list(labels.metrics), "source": labels.source}
-    effective.extra["verbose"] = settings.verbose
     return model, optimizer
 
 

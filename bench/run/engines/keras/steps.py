@@ -21,7 +21,7 @@ from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
-from bench.run.engines.keras.fit import progress_bar_discarded
+from bench.run.engines.keras.fit import optimizer_jit_kwargs, optimizer_record, progress_bar_discarded
 from bench.run.engines.keras.runtime import import_keras, make_timing_callback
 from bench.run.timing import EpochTimer, time_calls
 from bench.run.workloads import StepWorkload
@@ -42,9 +42,12 @@ def _set_precision(keras, stack: Stack, precision: str) -> str:
     return keras.config.dtype_policy().name
 
 
-def _optimizer(keras, name: str):
-    """Keras' defaults (learning rate 1e-3), as the source compiled with ``optimizer="adam"`` / ``AdamW()``."""
-    return {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW}[name]()
+def _optimizer(keras, name: str, jit_compile: bool | str | None = None):
+    """Keras' defaults (learning rate 1e-3), as the source compiled with ``optimizer="adam"`` / ``AdamW()``, but for
+    ``jit_compile``, the cell's request: False turns a tf-keras optimizer's own XLA update step off
+    (``optimizer_jit_kwargs``), as the fit engine does; otherwise tf-keras' default, on with a GPU."""
+    cls = {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW}[name]
+    return cls(**optimizer_jit_kwargs(cls, jit_compile))
 
 
 def _repeat(batch, n: int):
@@ -72,12 +75,13 @@ def jit_request(stack: Stack, workload: str, task: str, knob: bool | str | None)
     return decl.requested(stack.keras_major, stack.backend), decl.cite
 
 
-def compile_job(keras, job: Job, task: str, requested: bool | str) -> None:
+def compile_job(keras, job: Job, task: str, requested: bool | str) -> Any:
     """Compile ``job.model`` for a Keras ``fit`` / ``predict`` step as the cell requests: ``fit`` with the job's
-    optimizer and loss, ``jit_compile=requested`` unless ``source.NOT_REQUESTED`` (then no ``jit_compile``
-    argument: Keras' default); ``predict`` only when something is requested (SAM predict: the model as built,
-    as the source predicted with it). A job with its own ``call`` (generate, SD predict) compiled what it calls
-    when it was built.
+    optimizer (``_optimizer``: ``requested`` False turns tf-keras' optimizer XLA off too) and loss,
+    ``jit_compile=requested`` unless ``source.NOT_REQUESTED`` (then no ``jit_compile`` argument: Keras' default);
+    ``predict`` only when something is requested (SAM predict: the model as built, as the source predicted with
+    it). A job with its own ``call`` (generate, SD predict) compiled what it calls when it was built. Returns the
+    optimizer ``fit`` compiled with, else None.
 
     ``fit`` compiles without metrics, as the source did: its ``model.compile(loss=..., optimizer=...,
     jit_compile=...)`` (benchmark/bert/keras/fit.py@v0.0.5:22-26, gemma/keras/fit.py@v0.0.5:30-34,
@@ -88,16 +92,18 @@ def compile_job(keras, job: Job, task: str, requested: bool | str) -> None:
     when ``compile`` gets none (keras/src/trainers/trainer.py@v3.15.1:196-199), where the source's Keras 3.0.5
     dropped them (keras/trainers/trainer.py@v3.0.5:153-158): ``_drop_stale_metrics`` does what 3.0.5 did."""
     if job.call is not None:
-        return
+        return None
     kw = {} if requested == source.NOT_REQUESTED else {"jit_compile": requested}
     if task == "fit":
         if job.optimizer is None:
             raise ValueError(f"the {task} job of {type(job.model).__name__} names no optimizer")
-        job.model.compile(optimizer=_optimizer(keras, job.optimizer), loss=job.loss, metrics=None,
-                          weighted_metrics=None, **kw)
+        optimizer = _optimizer(keras, job.optimizer, requested)
+        job.model.compile(optimizer=optimizer, loss=job.loss, metrics=None, weighted_metrics=None, **kw)
         _drop_stale_metrics(job.model)
-    elif kw:
+        return optimizer
+    if kw:
         job.model.compile(**kw)
+    return None
 
 
 def _drop_stale_metrics(model) -> None:
@@ -150,9 +156,12 @@ def _set_up(keras, stack: Stack, w: StepWorkload, steps: int, tf32: str, request
 def _time_steps(keras, job: Job, task: str, requested: bool | str, steps: int, timer: EpochTimer,
                 effective: EffectiveSettings) -> Any:
     """Compile ``job`` and run its first step and ``steps`` timed ones on ``timer``: its own ``call`` when it has
-    one, else Keras' ``fit`` (one epoch) or ``predict`` with the timing callback (``verbose`` recorded in
-    ``effective``). Returns the last step's output (None for ``fit``)."""
-    compile_job(keras, job, task, requested)
+    one, else Keras' ``fit`` (one epoch) or ``predict`` with the timing callback (``verbose`` and, for ``fit``, the
+    optimizer as built, ``optimizer_record``, recorded in ``effective``). Returns the last step's output (None for
+    ``fit``)."""
+    optimizer = compile_job(keras, job, task, requested)
+    if optimizer is not None:
+        effective.optimizer = optimizer_record(optimizer)
     call = job.call
     if call is not None:
         return time_calls(lambda: call(job.model), steps, timer)

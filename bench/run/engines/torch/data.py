@@ -160,8 +160,9 @@ def loader_kwargs(torch, batch_size: int, workers: int, dev, pin_memory: bool = 
     """``DataLoader`` arguments shared by the loader pipelines: shuffled every epoch, seeded.
 
     ``pin_memory`` and ``persistent_workers`` default to PyTorch's own ``DataLoader`` defaults, both False
-    (torch/utils/data/dataloader.py@v2.13.0): what the tuning study is assumed to have run (its table gives the
-    pipelines and ``num_workers`` only: docs/suites/tuning.md); True for either is a named variant
+    (torch/utils/data/dataloader.py@v2.13.0), and every other option is left at its default: the tuning study's
+    post ran its tensor datasets through a loader with the standard parameters and ``num_workers=0``
+    (``bench.core.reference.tuning_study``; docs/suites/tuning.md); True for either is a named variant
     (``TorchFitSettings``). Each is passed only where it can take effect: pinning with a CUDA device, persistence
     with worker processes (torch raises "persistent_workers option needs num_workers > 0" otherwise).
 

@@ -1,8 +1,9 @@
 """A plain, idiomatic PyTorch training loop: tensors preloaded on the device (the validation set always, the
 training set by default), a shuffled index per epoch, the workload's optimizer with its source's hyper-parameters.
 The loss and accuracy are summed on the device and read back once per epoch at the default ``sync=epoch`` (every
-step only under ``sync=step``), where Keras' ``fit(verbose=1)`` fetches its logs after every step: the classic
-table's row on the twins' loop. The data pipelines are ``bench.run.engines.torch.data``'s.
+step only under ``sync=step``), where Keras' ``fit``, given the 2017 notebooks' per-batch callback (or its
+progress bar), fetches its logs after every step: the classic table's row on the twins' loop. The data pipelines
+are ``bench.run.engines.torch.data``'s.
 """
 
 from __future__ import annotations
@@ -207,10 +208,10 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
 
     ``settings``: ``bench.core.families.torch.TorchFitSettings`` (defaults, allowed values and meaning there). The
     workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
-    (``augmented_loader``). ``metrics.fit_s_per_epoch`` is the 2017 comparison's metric with
-    Keras 2.0.8's progress-bar definition (``bench.run.timing.EpochClock``): each epoch from its begin to after its
-    validation, barriers ours, averaged; ``metrics.fit_call_s`` is the whole loop (``fit_metrics``); the loop is
-    ``bench.run.engines.epochloop.train_epochs``.
+    (``augmented_loader``). ``metrics.fit_call_s_per_epoch`` is the 2017 comparison's
+    metric (``bench.run.timing.fit_metrics``): the whole training loop, every epoch and its validation, between
+    barriers, over the epochs (``metrics.fit_call_s`` the loop itself); each epoch from its begin to after its
+    validation is in ``metrics.fit_epoch_s``; the loop is ``bench.run.engines.epochloop.train_epochs``.
 
     Raises:
         Unsupported: ``compile`` asked for and the image lacks torch.compile's toolchain
