@@ -42,3 +42,9 @@ def gpu_family(name: str | None) -> str | None:
         return "L4"
     return None
 
+
+def model_name(name: str | None) -> str:
+    """An NVML device name without its vendor prefix, upper-cased, spaces collapsed: older drivers name the same GPU
+    ``A100-SXM4-40GB`` that newer ones name ``NVIDIA A100-SXM4-40GB``. Empty for None."""
+    n = " ".join(str(name or "").upper().split())
+    return n.removeprefix("NVIDIA ").strip()
