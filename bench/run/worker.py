@@ -138,7 +138,7 @@ def measured_peak_in_effect(rec: Record, precision: str, tf32_mm: bool, tf32_con
     results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     stack, flavor, gpu = rec.stack, os.environ.get("BENCH_FLAVOR", rec.device), _gpu(rec)
     env = rec.env
-    software = software_identity((gpu or {}).get("driver"), env.image_digest if env else None,
+    software = software_identity((gpu or {}).get("driver"), (env.image_id or env.image_digest) if env else None,
                                  env.packages if env else {})
     matmul, source = measured_peak(results, stack, flavor, gpu, precision, tf32_mm, software)
     if precision != "float32" or tf32_mm == tf32_conv or matmul is None:
