@@ -12,6 +12,7 @@ import contextlib
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -114,6 +115,7 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
         wall = time.perf_counter() - start
 
     rec = worker_record(cell, worker_out, rc, timed_out, log_file)
+    place_profile(rec, work, final, out_dir)
     # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
     rec.process = Process(exit_code=rc, wall_s=wall, timeout_s=cell.timeout_s,
                           max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
@@ -133,6 +135,28 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
     worker_out.unlink(missing_ok=True)
     cell_file.unlink(missing_ok=True)
     return rec
+
+
+def place_profile(rec: Record, work: Path, final: Path, out_dir: Path) -> None:
+    """Move a profile's files (``profile.trace``, ``profile.tensorboard``: names in the worker's scratch folder
+    ``work``) beside the record at ``final``, their paths in the block then relative to the run directory
+    ``out_dir`` (``pytorch/<cell_id>.trace.json.gz``; a repeat's under ``repeats/``), so that the cell's record,
+    which takes repeat 1's block, points at them too. A file the worker did not leave is named null."""
+    block = rec.profile
+    if block is None:
+        return
+    for key in ("trace", "tensorboard"):
+        name = getattr(block, key)
+        if not name:
+            continue
+        src, dst = work / name, final.parent / name
+        if not src.exists():
+            setattr(block, key, None)
+            continue
+        if dst.is_dir():
+            shutil.rmtree(dst)
+        shutil.move(str(src), str(dst))
+        setattr(block, key, dst.relative_to(out_dir).as_posix())
 
 
 def wait_for_worker(args: list[str], env: dict[str, str], log_file: Path, timeout_s: float) -> tuple[int, Any, bool]:
@@ -228,6 +252,8 @@ def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | Non
         expected.append(("env.git_commit", made_by, running))
     if gpu and record_gpu(rec):
         expected.append(("env.gpu.uuid", record_gpu(rec), gpu))
+    if cell.profile and (cell.repeat or 1) == 1 and rec.status == "ok" and rec.profile is None:
+        expected.append(("profile", None, "a profile (--profile)"))
     wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
     return "; ".join(wrong) or None
 
