@@ -83,7 +83,7 @@ class Rule:
 #: ``auto_name``: ``RMSprop`` -> ``rm_sprop``, ``AdamW`` -> ``adam_w``); tf-keras after the class
 #: (tf_keras/src/optimizers/optimizer.py@2.21.0, ``name="RMSprop"``), each update under ``tf.name_scope(name)``.
 _OPTIMIZER_SCOPES = (r"(?i)(^|[/|])(adam|adam_?w|adamax|nadam|rm_?sprop|adadelta|adagrad|adafactor|sgd|ftrl|lion|lamb"
-                     r"|optax)(_\d+)?/")
+                     r"|optax)(_\d+)?(/|\||$)")
 #: A layer of Keras' attention (keras/src/layers/attention/multi_head_attention.py@v3.15.1: sublayers ``query``,
 #: ``key``, ``value``, ``attention_output``; keras-hub's transformer blocks name theirs ``self_attention*``), its
 #: projections left to the matmul rule and the norms and dropout around it (keras-hub 0.32.0:

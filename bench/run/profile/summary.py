@@ -67,17 +67,17 @@ def nest(spans: list[Span]) -> tuple[dict[int, str], dict[int, float]]:
         if s.kind != DEVICE:
             lanes.setdefault(s.lane, []).append(i)
     for lane, idx in lanes.items():
-        stack: list[int] = []
+        open_: list[int] = []  # the spans begun and not yet ended, outermost first
         for i in sorted(idx, key=lambda k: (spans[k].start_us, -spans[k].dur_us)):
             s = spans[i]
-            while stack and spans[stack[-1]].end_us <= s.start_us + EPS_US:
-                stack.pop()
-            names = [spans[j].name if not spans[j].scope else f"{spans[j].name}|{spans[j].scope}" for j in stack]
+            open_ = [j for j in open_ if spans[j].end_us > s.start_us + EPS_US]
+            around = [j for j in open_ if spans[j].end_us >= s.end_us - EPS_US]  # a span crossing s's end is no parent
+            names = [spans[j].name if not spans[j].scope else f"{spans[j].name}|{spans[j].scope}" for j in around]
             scopes[i] = "|".join([lane, *names, s.scope] if s.scope else [lane, *names])
-            parent = next((j for j in reversed(stack) if spans[j].kind == OP), None)
+            parent = next((j for j in reversed(around) if spans[j].kind == OP), None)
             if s.kind == OP and parent is not None:
                 nested[parent] = nested.get(parent, 0.0) + s.dur_us
-            stack.append(i)
+            open_.append(i)
     return scopes, nested
 
 
