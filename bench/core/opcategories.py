@@ -93,7 +93,10 @@ _ATTENTION_SCOPE = (r"(?i)^(?!.*((/|^)(query|key|value|attention_output|q_proj|k
                     r"attention_norm|attention_dropout)).*attention")
 
 #: The fields a rule reads: an op's name, its detail, its scope, or a TensorFlow op type (name or detail).
-NAME, DETAIL, SCOPE, TF_TYPE = ("name",), ("detail",), ("scope",), ("name", "detail")
+NAME: tuple[Field, ...] = ("name",)
+DETAIL: tuple[Field, ...] = ("detail",)
+SCOPE: tuple[Field, ...] = ("scope",)
+TF_TYPE: tuple[Field, ...] = ("name", "detail")
 
 RULES: tuple[Rule, ...] = (
     # transfers first: a transfer is a transfer whatever annotation it runs under
