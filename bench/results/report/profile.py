@@ -16,15 +16,12 @@ from bench.core.opcategories import IDLE, KEYS, label
 from bench.core.stacks import STACKS
 from bench.results.compare import INPUTS, KEY, STATUS, with_inputs
 from bench.results.report.common import _num
+from bench.results.report.versions import MATCH, OVERHEAD_PAIRS
 from bench.results.schema import Profile, Record, col
 
 BUSY, OP_MS, STEPS, WINDOW = (col(Profile, k) for k in ("device_busy_fraction", "op_ms", "steps", "window_ms"))
 TOP_OPS, TRACE = col(Profile, "top_ops"), col(Profile, "trace")
 PARTS: tuple[str, ...] = (*KEYS, IDLE)
-#: A cell across stacks: the compare key without the stack, and the inputs its id names.
-MATCH = [c for c in KEY if c != col(Record, "stack")]
-#: (native stack, Keras 3 stack on that backend): what the Keras side adds (as the Keras-overhead section pairs).
-OVERHEAD_PAIRS = (("jax", "keras3-jax"), ("pytorch", "keras3-torch"))
 NOTE = ("Each stack's profile: its framework's own profiler over a few steady steps after the timed window "
         "(`bench run --profile`; the timed numbers above are not from it). Shares are of the profiled window's wall "
         "time: each category's op time scaled to the device's busy share, and idle (host): the device waiting for "
@@ -118,12 +115,13 @@ def profile_section(frame: Any, plots: dict[str, str]) -> list[str]:
         return []
     out = ["## Where the time goes", "", NOTE, ""]
     out += [f"![{title}]({link})" for title, link in plots.items()] + ([""] if plots else [])
-    head = ["stack", "ms/step (profiled)", *(label(p) for p in PARTS)]
     for name, g in _groups(frame):
+        parts = [p for p in PARTS if (g[p] > 0).any()]  # a category no stack spent time in: left out of the table
+        head = ["stack", "ms/step (profiled)", *(label(p) for p in parts)]
         out += [f"### {name}", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for _, r in g.iterrows():
             ms = "n/a" if r["ms_step"] is None else f"{r['ms_step']:.3g}"
-            out.append("| " + " | ".join([r["stack"], ms, *(f"{100 * r[p]:.1f} %" for p in PARTS)]) + " |")
+            out.append("| " + " | ".join([r["stack"], ms, *(f"{100 * r[p]:.1f} %" for p in parts)]) + " |")
         out += ["", largest_difference(g), *keras_adds(g), ""]
     return out
 
