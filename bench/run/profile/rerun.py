@@ -81,11 +81,12 @@ def calls(call: Callable[[], Any]) -> ProfileRun:
 def window_callback(keras: Any, window: Window, steps: int, predict: bool = False) -> Any:
     """A Keras callback that opens ``window`` as training (``predict``: prediction) batch ``WARMUP`` begins and
     closes it as batch ``WARMUP + steps`` begins (with ``steps_per_execution`` > 1, Keras calls the hook once per
-    execution: the first one at or past those indices), or at the call's end when the data ran out first.
-    ``held`` is then the steps the window held."""
+    execution: the first one at or past those indices), or at the call's end when the data ran out first (a
+    dataset of fewer batches: the window then holds fewer steps). ``held`` is then the steps the window held."""
 
     class ProfileWindow(keras.callbacks.Callback):
         first: int | None = None
+        last = 0
         held = 0
 
         def _begin(self, batch: int, logs: Any = None) -> None:
@@ -95,10 +96,12 @@ def window_callback(keras: Any, window: Window, steps: int, predict: bool = Fals
             elif self.first is not None and window.open and batch >= self.first + steps:
                 self.held = batch - self.first
                 window.stop()
+            self.last = batch
 
         def _end(self, logs: Any = None) -> None:
-            if self.first is not None and window.open:
-                self.held = int((self.params or {}).get("steps") or self.first + steps) - self.first
+            if self.first is not None and window.open:  # the data ran out: the last execution begun is done
+                per = getattr(self.model, "steps_per_execution", None)
+                self.held = self.last - self.first + (per if isinstance(per, int) and per > 0 else 1)
                 window.stop()
 
         if predict:

@@ -107,3 +107,35 @@ def test_each_framework_has_its_profiler_module_and_nothing_else_does(tmp_path):
         assert Path(profile.__file__).with_name(f"{backend}_profiler.py").is_file(), backend
     with pytest.raises(ValueError, match="no profiler"):
         profiler_for("mxnet", "cpu", tmp_path)
+
+
+class FakeKeras:
+    """What ``rerun.window_callback`` needs of Keras: ``keras.callbacks.Callback`` (with ``params`` and ``model``)."""
+
+    class callbacks:  # noqa: N801 - Keras' module name
+        class Callback:
+            params: dict = {}
+            model = None
+
+
+def test_the_keras_callback_opens_after_the_warm_up_and_closes_as_the_step_after_the_last_begins():
+    log: list[str] = []
+    window = Window(FakeProfiler(log), lambda: log.append("barrier"))
+    cb = rerun.window_callback(FakeKeras, window, 3)
+    for batch in range(rerun.WARMUP + 3 + 1):  # the fit's steps_per_epoch (rerun.keras_fit)
+        log.append(f"begin {batch}")
+        cb.on_train_batch_begin(batch)
+    cb.on_train_end()
+    assert cb.held == 3
+    assert log == ["begin 0", "begin 1", "barrier", "profiler.start", "window.begin", "begin 2", "begin 3",
+                   "begin 4", "barrier", "window.end", "profiler.stop"]
+
+
+def test_the_keras_callback_closes_at_the_end_when_the_data_runs_out_and_counts_executions():
+    window = Window(FakeProfiler([]), lambda: None)
+    cb = rerun.window_callback(FakeKeras, window, 5, predict=True)
+    cb.model = type("Model", (), {"steps_per_execution": 2})()
+    for batch in (0, 2):  # two executions of two steps: the window opens at the second
+        cb.on_predict_batch_begin(batch)
+    cb.on_predict_end()
+    assert window.stopped and cb.held == 2
