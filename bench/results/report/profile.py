@@ -159,7 +159,8 @@ def profile_plots(frame: Any, out_dir: Path) -> dict[str, str]:
 
 
 def side_by_side(ra: Any, rb: Any) -> Any:
-    """Two profiles of one cell (rows of two runs): per part, each side's share (%) and ms/step, and B - A."""
+    """Two profiles of one cell (rows of two runs): per part, each side's share (%) and ms/step, and B - A; a part
+    neither side spent time in is left out."""
     import pandas as pd
 
     sa, sb = shares(ra), shares(rb)
@@ -167,7 +168,8 @@ def side_by_side(ra: Any, rb: Any) -> Any:
         raise ValueError("a side has no profile")
     ma, mb = ms_per_step(ra) or 0.0, ms_per_step(rb) or 0.0
     return pd.DataFrame([{"part": label(p), "A %": 100 * sa[p], "B %": 100 * sb[p], "A ms/step": sa[p] * ma,
-                          "B ms/step": sb[p] * mb, "B - A ms/step": sb[p] * mb - sa[p] * ma} for p in PARTS])
+                          "B ms/step": sb[p] * mb, "B - A ms/step": sb[p] * mb - sa[p] * ma}
+                         for p in PARTS if sa[p] or sb[p]])
 
 
 def compare_profiles(df_a: Any, df_b: Any) -> list[tuple[str, Any]]:

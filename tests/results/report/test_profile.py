@@ -76,4 +76,5 @@ def test_compare_shows_each_cell_both_runs_profiled_side_by_side(df):
     idle = table[table["part"] == "idle (host)"].iloc[0]
     assert idle["A %"] == pytest.approx(20.0) and idle["B %"] == pytest.approx(60.0)
     assert idle["B - A ms/step"] == pytest.approx(4.0)  # 10 ms per step: 6 ms idle against 2
+    assert list(table["part"]) == ["matmul / convolution", "idle (host)"]  # no time in the other parts
     assert compare_profiles(df, df.drop(columns=["profile.device_busy_fraction"])) == []
