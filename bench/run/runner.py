@@ -12,7 +12,6 @@ import contextlib
 import functools
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from bench.results.cell import Cell
 from bench.results.record import FINAL_STATUSES, REPEATS_DIR, RecordError, load_record, new_record, result_path
 from bench.results.repeats import aggregate
 from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
-from bench.run import gpu_state
+from bench.run import gpu_state, profile
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.environment import cuda_cache_block, cuda_cache_bytes, git_commit
 from bench.run.gpu_state import Cooldown
@@ -115,7 +114,7 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
         wall = time.perf_counter() - start
 
     rec = worker_record(cell, worker_out, rc, timed_out, log_file)
-    place_profile(rec, work, final, out_dir)
+    profile.place(rec, work, final, out_dir)
     # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
     rec.process = Process(exit_code=rc, wall_s=wall, timeout_s=cell.timeout_s,
                           max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
@@ -135,28 +134,6 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
     worker_out.unlink(missing_ok=True)
     cell_file.unlink(missing_ok=True)
     return rec
-
-
-def place_profile(rec: Record, work: Path, final: Path, out_dir: Path) -> None:
-    """Move a profile's files (``profile.trace``, ``profile.tensorboard``: names in the worker's scratch folder
-    ``work``) beside the record at ``final``, their paths in the block then relative to the run directory
-    ``out_dir`` (``pytorch/<cell_id>.trace.json.gz``; a repeat's under ``repeats/``), so that the cell's record,
-    which takes repeat 1's block, points at them too. A file the worker did not leave is named null."""
-    block = rec.profile
-    if block is None:
-        return
-    for key in ("trace", "tensorboard"):
-        name = getattr(block, key)
-        if not name:
-            continue
-        src, dst = work / name, final.parent / name
-        if not src.exists():
-            setattr(block, key, None)
-            continue
-        if dst.is_dir():
-            shutil.rmtree(dst)
-        shutil.move(str(src), str(dst))
-        setattr(block, key, dst.relative_to(out_dir).as_posix())
 
 
 def wait_for_worker(args: list[str], env: dict[str, str], log_file: Path, timeout_s: float) -> tuple[int, Any, bool]:

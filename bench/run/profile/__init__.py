@@ -5,8 +5,9 @@ The engine trains (or steps) and times the cell as always; its telemetry window 
 its metrics are computed before it returns. Then, when the cell asks for a profile, the worker runs the steps the
 engine handed back (``rerun.ProfileRun``: the same model, optimizer state, data and step) under the framework's
 profiler (``window.profiler_for``): ``rerun.WARMUP`` untraced steps, then ``STEPS`` steps inside the window
-(``window.Window``: a barrier at each edge). The trace goes beside the record (``<run_id>.trace.json.gz``, a Chrome
-trace; the XPlane profilers' TensorBoard directory too) and ``summary.summarise`` turns it into the record's
+(``window.Window``: a barrier at each edge). The trace goes to the worker's scratch folder (``<run_id>.trace.json.gz``,
+a Chrome trace; the XPlane profilers' TensorBoard directory too), which the runner moves beside the record once the
+worker has ended (``place``), and ``summary.summarise`` turns it into the record's
 ``profile`` block, the same categories on every stack (``bench.core.opcategories``). A profile that fails leaves
 the cell ``ok`` with its timed numbers, the block saying why (``reason``).
 
@@ -23,12 +24,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.results.schema import Record
 from bench.run.profile.rerun import WARMUP, ProfileRun
 from bench.run.profile.summary import summarise
 from bench.run.profile.window import Window, profiler_for
 from bench.run.timing import clock
 
-__all__ = ["STEPS", "WARMUP", "ProfileRun", "capture"]
+__all__ = ["STEPS", "WARMUP", "ProfileRun", "capture", "place"]
 
 #: Steps inside the profiled window: a few steady steps, enough to see every op of a step several times while the
 #: trace stays small (a smoke cell's trace is tens to hundreds of kB).
@@ -64,3 +66,25 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
         shutil.rmtree(workdir, ignore_errors=True)
     block["cost_s"] = clock() - start
     return block
+
+
+def place(rec: Record, work: Path, final: Path, out_dir: Path) -> None:
+    """Move a profile's files (``profile.trace``, ``profile.tensorboard``: names in the worker's scratch folder
+    ``work``) beside the record at ``final``, their paths in the block then relative to the run directory
+    ``out_dir`` (``pytorch/<cell_id>.trace.json.gz``; a repeat's under ``repeats/``), so that the cell's record,
+    which takes repeat 1's block, points at them too. A file the worker did not leave is named null."""
+    block = rec.profile
+    if block is None:
+        return
+    for key in ("trace", "tensorboard"):
+        name = getattr(block, key)
+        if not name:
+            continue
+        src, dst = work / name, final.parent / name
+        if not src.exists():
+            setattr(block, key, None)
+            continue
+        if dst.is_dir():
+            shutil.rmtree(dst)
+        shutil.move(str(src), str(dst))
+        setattr(block, key, dst.relative_to(out_dir).as_posix())
