@@ -32,6 +32,9 @@ class Cell:
             synthetic only at smoke size).
         schedule: where this repeat ran in ``make bench-all``'s rounds (``bench.host.rounds.schedule``: seed,
             round, rounds, the round's stack order, position), None outside rounds.
+        profile: after the timed measurement, profile a few steady steps (``bench.run.profile``; repeat 1 only).
+            Not in the id: the profile runs after the timed window and the telemetry have closed, so a profiled
+            record's timed numbers are the same measurement as an unprofiled one's (tests/run/test_profile_run.py).
     """
 
     stack: str
@@ -52,6 +55,7 @@ class Cell:
     seq_len: int | None = None
     schedule: dict[str, Any] | None = field(default=None, hash=False, compare=False)
     data: str = "auto"
+    profile: bool = False
 
     @property
     def id(self) -> str:
