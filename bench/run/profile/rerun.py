@@ -13,7 +13,7 @@ timed run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 #: Steps run before the window opens: the pipeline refilled, the step's caches warm after the epoch's end.
@@ -113,16 +113,17 @@ def window_callback(keras: Any, window: Window, steps: int, predict: bool = Fals
 
 
 def keras_fit(keras: Any, model: Any, fit_kw: Callable[[int], dict[str, Any]], verbose: int,
-              quiet: Callable[[int], Any]) -> ProfileRun:
+              quiet: Callable[[int], Any], progress: Sequence[Any] = ()) -> ProfileRun:
     """One more ``model.fit`` on the cell's training data (``fit_kw(n)``: its data arguments, holding at least
-    ``n`` batches), one epoch of ``WARMUP + steps + 1`` steps, ``verbose`` as the cell's (its output through
-    ``quiet(verbose)``, the engine's ``progress_bar_discarded``), no validation."""
+    ``n`` batches), one epoch of ``WARMUP + steps + 1`` steps, no validation, reporting its progress as the cell did:
+    ``verbose`` as the cell's (its output through ``quiet(verbose)``, the engine's ``progress_bar_discarded``) and the
+    cell's progress callbacks (``progress``: the 2017 notebooks' batch-end hook, which reads the logs every step)."""
 
     def run(window: Window, steps: int) -> int:
         cb = window_callback(keras, window, steps)
         n = WARMUP + steps + 1
         with quiet(verbose):
-            model.fit(**fit_kw(n), epochs=1, steps_per_epoch=n, verbose=verbose, callbacks=[cb])
+            model.fit(**fit_kw(n), epochs=1, steps_per_epoch=n, verbose=verbose, callbacks=[cb, *progress])
         return cb.held
 
     return run

@@ -4,6 +4,7 @@ leaves a reason, not a failed cell."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,20 @@ def test_the_keras_callback_closes_at_the_end_when_the_data_runs_out_and_counts_
         cb.on_predict_batch_begin(batch)
     cb.on_predict_end()
     assert window.stopped and cb.held == 2
+
+
+def test_the_keras_fit_profile_reports_progress_as_the_cell_did():
+    """The profile's extra fit gets the cell's ``verbose`` and its progress callbacks (the notebooks' batch-end hook,
+    the classic default), beside the window's own: the profiled steps do the per-batch work the timed ones did."""
+    seen: dict = {}
+
+    class Model:
+        def fit(self, **kw):
+            seen.update(kw)
+
+    progress = object()
+    run = rerun.keras_fit(FakeKeras, Model(), lambda n: {"x": n}, 0, lambda verbose: contextlib.nullcontext(),
+                          [progress])
+    run(Window(FakeProfiler([]), lambda: None), 3)
+    assert seen["verbose"] == 0 and seen["callbacks"][1:] == [progress]
+    assert seen["x"] == seen["steps_per_epoch"] == rerun.WARMUP + 3 + 1

@@ -165,7 +165,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         model=Model(params_total=int(model.count_params()),
                     params_trainable=int(sum(np.prod(w.shape) for w in model.trainable_weights))),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
-        profile_run=rerun.keras_fit(keras, model, lambda n: fit_kw, settings.verbose, progress_bar_discarded),
+        profile_run=rerun.keras_fit(keras, model, lambda n: fit_kw, verbose, progress_bar_discarded, callbacks[1:]),
     )
 
 
