@@ -6,7 +6,7 @@
 # Knobs: STACKS (default: DEFAULT_STACKS in images/stacks.mk), SUITE (classic|tuning|paper), SIZE,
 #        DEVICE (auto|cpu|gpu), FLAVOR (image flavor, default: the device's; FLAVOR=gpu DEVICE=cpu runs
 #        the GPU images on a CPU), REPEATS (default: 3 on GPU, 1 on CPU), TIMEOUT (per-cell limit, s),
-#        TELEMETRY_SAMPLES=1, SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
+#        TELEMETRY_SAMPLES=1, PROFILE=1 (a profile of each cell after its timed window: docs/profile.md), SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
 #        cell, e.g. SET="tf32=off": `bench knobs`; the cells' variant is named after them), SEED (the rounds'
 #        shuffle, default 1), ORDER (shuffled|abba: how each round orders the stacks), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
 #        idle + 3 degC; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
@@ -145,10 +145,14 @@ build-%: ## Build one image: build-<stack> or build-collector
 	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) \
 	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
 
-# An image's registry digest when pulled, else its local image ID, as a shell substitution for a recipe: its records'
-# env.image_digest, and part of the key of the GEMM peak measured in it (bench.run.probe.software_identity)
+# An image's registry digest when pulled (or pushed), else its local image ID, as a shell substitution for a recipe:
+# its records' env.image_digest. And its local image ID alone, which tagging and pushing leave as it is (make push
+# fills RepoDigests of an unchanged image): its records' env.image_id, and part of the key of the GEMM peak measured
+# in it (bench.run.probe.image_identity). Both go to the container wherever it runs a cell or the doctor.
 image_digest = $$($(DOCKER) image inspect --format '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' \
   dlbench/$(1):$(FLAVOR) 2>/dev/null)
+image_id = $$($(DOCKER) image inspect --format '{{.Id}}' dlbench/$(1):$(FLAVOR) 2>/dev/null)
+image_env = -e BENCH_IMAGE_DIGEST="$(call image_digest,$(1))" -e BENCH_IMAGE_ID="$(call image_id,$(1))"
 
 # the inputs the user set, as `bench run` options (an input bench rejects stops make: its error is printed above)
 REQUEST_ARGS = $(shell $(REQUEST) args $(REQUEST_PAIRS) || echo __bad_request__)
@@ -156,7 +160,7 @@ REQUEST_ARGS = $(shell $(REQUEST) args $(REQUEST_PAIRS) || echo __bad_request__)
 bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)
 	$(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
 	@mkdir -p $(RESULTS_DIR)
-	$(COMPOSE) $(COMPOSE_FILES) run --rm -T -e BENCH_IMAGE_DIGEST="$(call image_digest,$*)" $(service_$*) \
+	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(call image_env,$*) $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
 	  $(if $(ROUND),--round $(ROUND) --repeats $(ROUNDS) --seed $(SEED) --round-stacks "$(STACKS)" \
 	    $(if $(filter-out shuffled,$(ORDER)),--order $(ORDER)), \
@@ -173,7 +177,7 @@ doctor-%:
 	@if ! $(DOCKER) image inspect dlbench/$*:$(FLAVOR) >/dev/null 2>&1; then \
 	  echo "$*: image dlbench/$*:$(FLAVOR) not built yet (make build): its checks skipped"; \
 	else mkdir -p $(RESULTS_DIR)/doctor && $(COMPOSE) $(COMPOSE_FILES) run --rm -T \
-	  -e BENCH_IMAGE_DIGEST="$(call image_digest,$*)" $(service_$*) \
+	  $(call image_env,$*) $(service_$*) \
 	  bench doctor --stack $* --device $(RUN_DEVICE) --out /results/doctor/$*-$(FLAVOR).json; fi
 
 selftest: ## Each built image checks its instruments on this device (barrier, GEMM peak, TF32, energy, memory, MFU): results/selftest/*.json

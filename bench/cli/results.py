@@ -50,13 +50,15 @@ def collect_cmd(results_dir: Path, out_csv: Path, history_path: Path | None, no_
 @click.option("--variant-a", default=None, help="Compare A's cells of this variant (e.g. default) ...")
 @click.option("--variant-b", default=None, help="... with B's of this one (e.g. row_lstm-reshape): a knob's "
               "effect; A and B may be the same CSV. Both or neither.")
+@click.option("--profile", is_flag=True, help="Also show, for each cell both runs profiled (bench run --profile), "
+              "the two profiles side by side: where the time goes.")
 def compare_cmd(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold: float, out_csv: Path | None,
-                variant_a: str | None, variant_b: str | None) -> None:
-    """Per-cell ratio B/A of a metric, with a significance test across repeats."""
+                variant_a: str | None, variant_b: str | None, profile: bool) -> None:
+    """Per-cell ratio B/A of a metric, with a significance test across repeats (--profile: and the profiles)."""
     if (variant_a is None) != (variant_b is None):
         fail("--variant-a and --variant-b go together")
     variants = (variant_a, variant_b) if variant_a is not None and variant_b is not None else None
-    _call(actions.compare_runs, csv_a, csv_b, metric, alpha, threshold, out_csv, variants, click.echo)
+    _call(actions.compare_runs, csv_a, csv_b, metric, alpha, threshold, out_csv, variants, click.echo, profile)
 
 
 @click.group("history")

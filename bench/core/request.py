@@ -106,6 +106,10 @@ class Request:
     telemetry_samples: bool = option(
         False, "Also write each cell's raw GPU telemetry samples to <cell>.telemetry.csv.", kind="flag",
         make="TELEMETRY_SAMPLES")
+    profile: bool = option(
+        False, "After each cell's timed measurement, profile a few steady steps with the framework's own profiler: "
+               "a trace beside the record and a 'profile' block (where the time goes; docs/profile.md). Repeat 1 "
+               "only; the timed numbers are not affected.", kind="flag", make="PROFILE")
     round_: int | None = option(
         None, "Rounds (make bench-all): run only repeat ROUND of each cell; the cell's record is written once all "
               "--repeats rounds are on disk.", flag="--round", kind="int", minimum=1)

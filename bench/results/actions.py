@@ -58,10 +58,11 @@ def collect_run(results_dir: Path, out_csv: Path, history_path: Path | None, no_
 
 
 def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold: float, out_csv: Path | None,
-                 variants: tuple[str, str] | None, echo: Echo = print) -> None:
+                 variants: tuple[str, str] | None, echo: Echo = print, profile: bool = False) -> None:
     """``bench compare``: per cell, the ratio B/A of ``metrics.<metric>`` with a Mann-Whitney U test at ``alpha``
     across repeats, flagged beyond ``threshold`` (relative); ``variants``: A's cells of the first variant against
-    B's of the second. Prints the table and a summary line; writes it to ``out_csv`` when given.
+    B's of the second. Prints the table and a summary line; writes it to ``out_csv`` when given. ``profile``: then,
+    for every cell both runs profiled, the two profiles side by side (``bench.results.report.profile``).
 
     Raises:
         InputError: no pandas/scipy, an unreadable CSV, or a metric or variant the CSVs lack.
@@ -85,6 +86,23 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
          f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats)")
     if out_csv:
         table.to_csv(out_csv, index=False)
+    if profile:
+        _echo_profiles(read_rows(csv_a), read_rows(csv_b), echo)
+
+
+def _echo_profiles(df_a: Any, df_b: Any, echo: Echo) -> None:
+    """``bench compare --profile``'s part: each cell's two profiles side by side, or why there is none."""
+    import pandas as pd
+
+    from bench.results.report.profile import compare_profiles
+
+    pairs = compare_profiles(df_a, df_b)
+    if not pairs:
+        echo("profiles: no ok cell carries a profile in both CSVs (bench run --profile)")
+    for cell, table in pairs:
+        echo(f"\nwhere the time goes, {cell} (A | B; % of the profiled window, ms per profiled step):")
+        with pd.option_context("display.width", 200):
+            echo(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
 
 def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_hour: float | None,

@@ -35,6 +35,9 @@ class Cell:
             synthetic only at smoke size).
         schedule: where this repeat ran in ``make bench-all``'s rounds (``bench.host.rounds.schedule``: seed,
             round, rounds, the round's stack order, position), None outside rounds.
+        profile: after the timed measurement, profile a few steady steps (``bench.run.profile``; repeat 1 only).
+            Not in the id: the profile runs after the timed window and the telemetry have closed, so a profiled
+            record's timed numbers are the same measurement as an unprofiled one's (tests/run/test_profile_run.py).
     """
 
     stack: str
@@ -56,6 +59,7 @@ class Cell:
     schedule: dict[str, Any] | None = field(default=None, hash=False, compare=False)
     data: str = "auto"
     samples: int | None = None
+    profile: bool = False
 
     @property
     def id(self) -> str:

@@ -23,14 +23,17 @@ from typing import Any
 import bench
 from bench.core.stacks import STACKS, parse_pin
 
-#: The distributions a record names (``env.packages``): the frameworks, their model libraries and the GPU runtime
-#: the image locks pin (XLA's CUDA plugin and PJRT, Triton, cuDNN/cuBLAS/CUDA runtime under the CUDA 12 names and
-#: torch 2.13's CUDA 13 ones); absent ones are left out.
+#: The distributions a record names (``env.packages``) by name: the frameworks, their model libraries, the GPU
+#: runtime's Triton, and the tools the harness uses; absent ones are left out. The rest of the GPU runtime is named
+#: by ``GPU_RUNTIME``.
 DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-keras", "keras", "keras-hub", "keras-nlp", "keras-cv", "jax",
-                 "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "flax", "optax", "torch", "torchvision", "triton",
-                 "transformers", "diffusers", "peft", "numpy", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
-                 "nvidia-cublas-cu12", "nvidia-cublas", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime",
-                 "nvidia-ml-py", "click", "pooch")
+                 "jaxlib", "flax", "optax", "torch", "torchvision", "triton", "transformers", "diffusers", "peft",
+                 "numpy", "click", "pooch")
+#: The GPU runtime's distributions, every one installed (``env.packages`` too): NVIDIA's (``nvidia-*``: cuBLAS, cuDNN,
+#: the CUDA runtime, nvcc's ptxas, with which XLA compiles its GEMM kernels, nvJitLink, NCCL..., under the CUDA 12
+#: names and the CUDA 13 ones; NVML's bindings) and XLA's CUDA plugin and PJRT for any CUDA major. Matched on the
+#: distribution's normalised name (PEP 503).
+GPU_RUNTIME = re.compile(r"nvidia-.+|jax-cuda[0-9]+-(plugin|pjrt)")
 #: The environment variables a record names (``env.env_vars``): math mode, the frameworks' GPU memory allocators
 #: (JAX/XLA's pool, TensorFlow's, PyTorch's caching allocator under its old and new names), XLA's flags, which GPU
 #: and in which order CUDA numbers them, the JIT cache, Keras' backend.
@@ -47,12 +50,19 @@ def utc_now() -> str:
 
 
 def package_versions() -> dict[str, str]:
-    """Installed versions of the distributions that matter (absent ones are left out)."""
+    """Installed versions of the distributions that matter: ``DISTRIBUTIONS`` (absent ones are left out), then every
+    installed one ``GPU_RUNTIME`` matches (``importlib.metadata.distributions()``, by normalised name, sorted; the
+    first found on ``sys.path`` where one is installed twice, as ``importlib.metadata.version`` takes)."""
     out = {}
     for name in DISTRIBUTIONS:
         with contextlib.suppress(md.PackageNotFoundError):
             out[name] = md.version(name)
-    return out
+    runtime: dict[str, str] = {}
+    for dist in md.distributions():
+        name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower()
+        if GPU_RUNTIME.fullmatch(name) and name not in runtime:
+            runtime[name] = dist.version
+    return out | dict(sorted(runtime.items()))
 
 
 def _release(version: str) -> str:
@@ -251,8 +261,9 @@ def capture() -> dict[str, Any]:
         "bench_version": bench.__version__,
         "git_commit": git_commit(),
         "image": os.environ.get("BENCH_IMAGE"),
-        # the Makefile passes the image's registry digest (pulled) or its local ID (built here)
+        # the Makefile passes the image's registry digest (pulled or pushed) or its local ID (built here), and the ID
         "image_digest": os.environ.get("BENCH_IMAGE_DIGEST") or None,
+        "image_id": os.environ.get("BENCH_IMAGE_ID") or None,
         "image_flavor": os.environ.get("BENCH_FLAVOR"),
         "in_container": Path("/.dockerenv").exists(),
         # every image sets BENCH_IMAGE (images/Dockerfile); without it no image's pins ran this cell

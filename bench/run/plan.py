@@ -35,13 +35,15 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
            variant: str = "default", settings: dict[str, Any] | None = None,
            batch_size: int | None = None, epochs: int | None = None, samples: int | None = None,
            timeout_s: float | None = None, telemetry_samples: bool = False, steps: int | None = None,
-           seq_len: int | None = None, sync: str | None = None, data: str = "auto") -> list[Cell]:
+           seq_len: int | None = None, sync: str | None = None, data: str = "auto",
+           profile: bool = False) -> list[Cell]:
     """All cells of the selection, in a stable order (stack, then workload, then task; a suite with a
     default grid, like ``tuning``, gives one cell per stack and variant of that grid). A step-timed
     workload (the ``paper`` suite) gives one cell per published batch size of a task, variant ``bs<N>``.
 
     ``data``: where the fit suites' data may come from (``bench.run.datasets.DATA_CHOICES``); the paper suite
     times random inputs and takes only ``auto``.
+    ``profile``: profile every cell after its timed measurement (``Cell.profile``).
     ``sync``: the timing cadence of every cell of a fit suite (``bench.run.timing.Cadence``; None: the
     settings' default, ``epoch``); a cadence other than the default is added to the variant name
     (``sync-step``, ``sync-every8``) so its records sit beside the default ones.
@@ -56,7 +58,8 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     if suite in sweep.DEFAULT_GRIDS:
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
                                         batch_size=batch_size, epochs=epochs, samples=samples,
-                                        timeout_s=timeout_s, telemetry_samples=telemetry_samples, data=data)
+                                        timeout_s=timeout_s, telemetry_samples=telemetry_samples, data=data,
+                                        profile=profile)
                  if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]
     else:
         cells = [
@@ -66,7 +69,7 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
                  samples=unless_default(samples, WORKLOADS[w], "samples", size),
                  timeout_s=timeout_s or TIMEOUT_S[size], telemetry_samples=telemetry_samples,
                  steps=unless_default(steps, WORKLOADS[w], "steps", size),
-                 seq_len=seq_len_unless_default(seq_len, WORKLOADS[w], size), data=data)
+                 seq_len=seq_len_unless_default(seq_len, WORKLOADS[w], size), data=data, profile=profile)
             for s in stacks
             for w in (workloads or SUITES[suite])
             for t in WORKLOADS[w].tasks
@@ -142,7 +145,8 @@ def _check_sync(sync: str, scenario: Scenario, suite: str) -> None:
 
 def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: str, device: str,
                 batch_size: int | None = None, epochs: int | None = None, samples: int | None = None,
-                timeout_s: float | None = None, telemetry_samples: bool = False, data: str = "auto") -> list[Cell]:
+                timeout_s: float | None = None, telemetry_samples: bool = False, data: str = "auto",
+                profile: bool = False) -> list[Cell]:
     """One cell per (stack, variant) of a ``bench.run.sweep.Grid``, baseline first within each stack.
 
     Raises:
@@ -165,7 +169,7 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
              epochs=unless_default(epochs, w, "epochs", size), samples=unless_default(samples, w, "samples", size),
              timeout_s=timeout_s or TIMEOUT_S[size],
              telemetry_samples=telemetry_samples,
-             data=data)
+             data=data, profile=profile)
         for s in stacks
         for v in grid.variants(s)
     ]

@@ -1,7 +1,7 @@
 """The GPU as each stack image's framework sees it: the probe (the framework imports, lists its GPUs and runs a
 matmul), the image part of the preflight (``bench doctor``: that probe and the GEMM throughput it reaches, the
 "measured peak"), and the measured peak a record's MFU is set against (``measured_peak``, keyed by the GPU's
-NVML name and UUID and by the software it was measured under: the driver, and the image's digest or its framework
+NVML name and UUID and by the software it was measured under: the driver, and the image's local ID or its framework
 and CUDA library versions). The host part of the preflight is ``bench.host.doctor``.
 """
 
@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -90,43 +90,57 @@ def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: 
 
 
 #: The distributions whose versions decide the GEMM rate an image reaches, beside the driver: the frameworks the
-#: probe drives and their GPU runtime (XLA's CUDA plugin, Triton, and ``nvidia-*``: cuBLAS, cuDNN, the CUDA runtime;
-#: NVML's bindings excepted). The measured peak's key holds them where the image's digest is not known.
-GEMM_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "torch",
-                      "triton")
+#: probe drives and Triton, and the GPU runtime (``bench.run.environment.GPU_RUNTIME``: every ``nvidia-*`` one, cuBLAS,
+#: cuDNN, ptxas, nvJitLink..., and XLA's CUDA plugin and PJRT; NVML's bindings, ``NOT_GEMM``, excepted). The
+#: measured peak's key holds them where the image's identity is not known.
+GEMM_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", "triton")
+NOT_GEMM = ("nvidia-ml-py",)
 
 
-def software_identity(driver: str | None, image_digest: str | None, packages: dict[str, Any]) -> dict[str, Any]:
+def image_identity(env: Mapping[str, str] | None = None) -> str | None:
+    """The image a GEMM peak is measured in, as ``make`` passes it to the container: its local ID
+    (``BENCH_IMAGE_ID``, ``docker image inspect``'s ``.Id``: unchanged when the image is tagged or pushed), else its
+    digest (``BENCH_IMAGE_DIGEST``: the registry digest once pulled or pushed, else the local ID); None outside make
+    (``env``: ``os.environ`` by default)."""
+    env = os.environ if env is None else env
+    return env.get("BENCH_IMAGE_ID") or env.get("BENCH_IMAGE_DIGEST") or None
+
+
+def software_identity(driver: str | None, image: str | None, packages: dict[str, Any]) -> dict[str, Any]:
     """The software a GEMM peak is measured under, the second half of its key (``same_software``): the NVIDIA driver,
-    the image's digest (``BENCH_IMAGE_DIGEST``, what ``make`` passes: its registry digest or local ID; None outside
-    make) and the framework and CUDA library versions among ``packages`` (``env.packages``: ``GEMM_DISTRIBUTIONS``
-    and ``nvidia-*``)."""
+    the image (``image_identity``: its local ID, else its digest; a record's ``env.image_id`` or ``env.image_digest``;
+    None outside make) and the framework and CUDA library versions among ``packages`` (``env.packages``:
+    ``GEMM_DISTRIBUTIONS`` and the GPU runtime, ``bench.run.environment.GPU_RUNTIME``)."""
+    from bench.run.environment import GPU_RUNTIME
+
     gemm = {k: v for k, v in sorted(packages.items())
-            if k in GEMM_DISTRIBUTIONS or (k.startswith("nvidia-") and k != "nvidia-ml-py")}
-    return {"image_digest": image_digest or None, "driver": driver or None, "packages": gemm}
+            if k in GEMM_DISTRIBUTIONS or (GPU_RUNTIME.fullmatch(k) and k not in NOT_GEMM)}
+    return {"image": image or None, "driver": driver or None, "packages": gemm}
 
 
 def current_software(info: dict[str, Any]) -> dict[str, Any]:
     """``software_identity`` of this process: the driver NVML reported in ``info`` (``gpu_info``'s answer), this
-    image's ``BENCH_IMAGE_DIGEST`` and the installed versions (``bench.run.environment.package_versions``), as a
-    cell's record captures them (``env.gpu.driver``, ``env.image_digest``, ``env.packages``)."""
+    image's identity (``image_identity``) and the installed versions (``bench.run.environment.package_versions``),
+    as a cell's record captures them (``env.gpu.driver``, ``env.image_id`` / ``env.image_digest``,
+    ``env.packages``)."""
     from bench.run.environment import package_versions
 
-    return software_identity(info.get("driver"), os.environ.get("BENCH_IMAGE_DIGEST"), package_versions())
+    return software_identity(info.get("driver"), image_identity(), package_versions())
 
 
 def same_software(mine: dict[str, Any], saved: dict[str, Any] | None) -> tuple[bool, str]:
     """Whether a peak saved under ``saved`` (a doctor file's ``software``) holds for software ``mine`` (both
-    ``software_identity``): the same driver, and the same image digest where both know one, else the same framework
-    and CUDA library versions. An image rebuilt or a driver changed is another measurement. Returns (match, why not:
-    what differs)."""
+    ``software_identity``; a file of the previous key holds ``image_digest`` in place of ``image``): the same driver,
+    and the same image where both know one, else the same framework and CUDA library versions. An image rebuilt or
+    a driver changed is another measurement. Returns (match, why not: what differs)."""
     if not saved:
         return False, "measured before the image and driver were part of its key"
     if mine.get("driver") != saved.get("driver"):
         return False, f"driver {saved.get('driver')}, not {mine.get('driver')}"
-    if mine.get("image_digest") and saved.get("image_digest"):
-        same = mine["image_digest"] == saved["image_digest"]
-        return same, "" if same else f"image {saved['image_digest']}, not {mine['image_digest']}"
+    theirs_image = saved.get("image", saved.get("image_digest"))
+    if mine.get("image") and theirs_image:
+        same = mine["image"] == theirs_image
+        return same, "" if same else f"image {theirs_image}, not {mine['image']}"
     theirs, ours = saved.get("packages") or {}, mine.get("packages") or {}
     changed = [f"{k} {theirs.get(k)}, not {ours.get(k)}" for k in sorted(set(theirs) | set(ours))
                if theirs.get(k) != ours.get(k)]

@@ -28,7 +28,7 @@ from bench.results.cell import Cell
 from bench.results.record import FINAL_STATUSES, REPEATS_DIR, RecordError, load_record, new_record, result_path
 from bench.results.repeats import aggregate
 from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
-from bench.run import gpu_state
+from bench.run import gpu_state, profile
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.environment import cuda_cache_block, cuda_cache_bytes, git_commit
 from bench.run.gpu_state import Cooldown
@@ -114,6 +114,7 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
         wall = time.perf_counter() - start
 
     rec = worker_record(cell, worker_out, rc, timed_out, log_file)
+    profile.place(rec, work, final, out_dir)
     # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
     rec.process = Process(exit_code=rc, wall_s=wall, timeout_s=cell.timeout_s,
                           max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
@@ -228,6 +229,8 @@ def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | Non
         expected.append(("env.git_commit", made_by, running))
     if gpu and record_gpu(rec):
         expected.append(("env.gpu.uuid", record_gpu(rec), gpu))
+    if cell.profile and (cell.repeat or 1) == 1 and rec.status == "ok" and rec.profile is None:
+        expected.append(("profile", None, "a profile (--profile)"))
     wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
     return "; ".join(wrong) or None
 

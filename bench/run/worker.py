@@ -20,11 +20,12 @@ from bench.core.stacks import get_stack
 from bench.results import derived
 from bench.results.cell import Cell
 from bench.results.record import new_record
-from bench.results.schema import Env, Record
-from bench.run import flops
+from bench.results.schema import Env, Profile, Record
+from bench.run import flops, profile
 from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
 from bench.run.engines import Unsupported, frameworks, math_mode, oom
 from bench.run.environment import capture, stack_pins, utc_now
+from bench.run.profile.rerun import ProfileRun
 from bench.run.scenarios import scenario_of
 from bench.run.workloads import get_workload
 
@@ -33,16 +34,19 @@ MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energ
             "datasheet peak is the whole GPU's (MFU null): not comparable with a full GPU's")
 
 
-def run_cell(cell: Cell, samples_csv: Path | None = None) -> dict[str, Any]:
+def run_cell(cell: Cell, samples_csv: Path | None = None, profile_dir: Path | None = None) -> dict[str, Any]:
     """Run ``cell`` and return its record's JSON (``fill_record``'s, written once by ``main``)."""
-    return fill_record(cell, samples_csv).model_dump(exclude_unset=True)
+    return fill_record(cell, samples_csv, profile_dir).model_dump(exclude_unset=True)
 
 
-def fill_record(cell: Cell, samples_csv: Path | None = None) -> Record:
+def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path | None = None) -> Record:
     """Run ``cell`` and fill its one typed ``Record`` (never raises for a failure of the cell itself).
 
-    ``samples_csv``: where to write the raw telemetry samples (None: not written).
+    ``samples_csv``: where to write the raw telemetry samples (None: not written). ``profile_dir``: where a cell
+    that asks for a profile (``Cell.profile``, repeat 1) writes its trace, ``<run_id>.trace.json.gz`` (None: no
+    profile); the profile runs once every timed number, the environment and the peak memory are in ``rec``.
     """
+    again = None
     rec = Record.model_validate(new_record(cell), strict=True)  # the skeleton: every top-level field given
     rec.started_utc = utc_now()
     if cell.device == "cpu":
@@ -63,7 +67,7 @@ def fill_record(cell: Cell, samples_csv: Path | None = None) -> Record:
             raise EnvironmentProblem(problem)
         if stack.backend != "tensorflow":
             frameworks.hide_gpus_from_tensorflow()
-        scenario.run(rec, cell, stack, w, samples_csv)
+        again = scenario.run(rec, cell, stack, w, samples_csv)
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
         rec.settings.update(math_mode.tf32_state(stack.backend))
         math = math_mode.tf32_math(rec.settings.model_dump(exclude_unset=True), cell.device,
@@ -82,8 +86,24 @@ def fill_record(cell: Cell, samples_csv: Path | None = None) -> Record:
     if rec.status == "ok" and "flops_per_step" in rec.metrics.model_fields_set:  # step-timed: needs env's GPU name
         add_mfu(rec)
     rec.memory.host_peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if rec.status == "ok" and again is not None and cell.profile and (cell.repeat or 1) == 1 and profile_dir:
+        add_profile(rec, cell, again, profile_dir)
     rec.finished_utc = utc_now()
     return rec
+
+
+def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path) -> None:
+    """The cell's ``profile`` block (``bench.run.profile.capture``: ``again``'s steps under the framework's profiler,
+    the trace in ``profile_dir``), and a note when the profile failed (the timed numbers stand)."""
+    stack = get_stack(cell.stack)
+    try:
+        block = profile.capture(again, stack.backend, cell.device, profile_dir / cell.run_id,
+                                frameworks.make_barrier(stack.backend, cell.device))
+        rec.profile = Profile.model_validate(block)
+    except Exception as e:  # a profile never fails the cell it profiles
+        rec.profile = Profile(reason=f"{type(e).__name__}: {e}".splitlines()[0][:500])
+    if rec.profile.reason:
+        rec.notes.append(f"profile: none ({rec.profile.reason})")
 
 
 def add_env(rec: Record, cell: Cell) -> None:
@@ -138,7 +158,7 @@ def measured_peak_in_effect(rec: Record, precision: str, tf32_mm: bool, tf32_con
     results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     stack, flavor, gpu = rec.stack, os.environ.get("BENCH_FLAVOR", rec.device), _gpu(rec)
     env = rec.env
-    software = software_identity((gpu or {}).get("driver"), env.image_digest if env else None,
+    software = software_identity((gpu or {}).get("driver"), (env.image_id or env.image_digest) if env else None,
                                  env.packages if env else {})
     matmul, source = measured_peak(results, stack, flavor, gpu, precision, tf32_mm, software)
     if precision != "float32" or tf32_mm == tf32_conv or matmul is None:
@@ -169,7 +189,7 @@ def main(argv: list[str]) -> int:
     """
     cell_file, out_file, *rest = argv
     cell = Cell.from_dict(json.loads(Path(cell_file).read_text()))
-    rec = run_cell(cell, Path(rest[0]) if rest else None)
+    rec = run_cell(cell, Path(rest[0]) if rest else None, Path(out_file).parent)
     write_json_atomic(Path(out_file), rec)
     if rec["status"] == "failed":
         print(rec.get("traceback", ""), file=sys.stderr)

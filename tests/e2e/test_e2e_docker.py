@@ -305,6 +305,29 @@ def test_tuning_sweep_in_every_image(bench_all, make_args):
     assert (results / "plots" / "tuning-smoke-cpu" / "tuning_time.png").exists()
 
 
+#: The profiler each stack's framework brings (docs/profile.md), by the record's profile.profiler.
+PROFILERS = {"torch": "torch.profiler", "jax": "jax.profiler", "tensorflow": "tf.profiler"}
+
+
+def check_profiles(df: pd.DataFrame, run_dir: Path) -> None:
+    """Every ok cell carries a profile from its framework's own profiler (no reason), on the CPU, of 5 steps, whose
+    categories sum to its op time; its Chrome trace (and on the XPlane profilers the XSpace) lies beside the
+    record, named in the row but never read into the CSV."""
+    assert (df.status == "ok").all() and "profile.reason" not in df.columns, df.get("profile.reason")
+    for _, row in df.iterrows():
+        backend = ALL_STACKS[row["stack"]].backend
+        assert str(row["profile.profiler"]).startswith(PROFILERS[backend]), (row["stack"], row["profile.profiler"])
+        assert row["profile.device"] == "cpu" and row["profile.steps"] == 5, row["stack"]
+        cats = sum(row[c] for c in df.columns if c.startswith("profile.categories."))
+        assert abs(cats - row["profile.op_ms"]) <= 1e-6 * max(1.0, row["profile.op_ms"]), row["stack"]
+        assert 0 < row["profile.device_busy_fraction"] <= 1 and row["profile.categories.matmul_conv"] > 0
+        trace = run_dir / row["profile.trace"]
+        assert trace.is_file() and trace.stat().st_size == row["profile.trace_bytes"], trace
+        if backend != "torch":
+            assert list((run_dir / row["profile.tensorboard"]).rglob("*.xplane.pb")), row["stack"]
+    assert {ALL_STACKS[s].backend for s in df["stack"]} == set(PROFILERS)
+
+
 def test_paper_suite_in_every_image(bench_all, make_args):
     """The Keras 3 benchmark suite at smoke size in all five images: every cell ok, except the ones the
     source could not run on Keras 2, which are unsupported with a reason; then its report."""
@@ -343,13 +366,16 @@ def test_paper_suite_in_every_image(bench_all, make_args):
 def test_gpu_images_run_on_cpu(bench_all, make_args):
     """The GPU flavor of every default image and the gpu-only pytorch-cu12, from the locks GPU users get (CUDA
     wheels; built by `test_images_build`, else by bench-all here) run on the CPU: two classic smoke cells each
-    (GPU_IMAGE_WORKLOADS), then `--device gpu` in each fails with one clear line, and the torch images carry
+    (GPU_IMAGE_WORKLOADS), each profiled after its timed window (PROFILE=1: every stack's own profiler, in the
+    images a GPU run uses), then `--device gpu` in each fails with one clear line, and the torch images carry
     torch.compile's toolchain."""
     args, results = make_args
-    p = sh(["make", "bench-all", "FLAVOR=gpu", "DEVICE=cpu", f"STACKS={' '.join(GPU_STACKS)}",
+    p = sh(["make", "bench-all", "FLAVOR=gpu", "DEVICE=cpu", "PROFILE=1", f"STACKS={' '.join(GPU_STACKS)}",
             f"WORKLOADS={' '.join(GPU_IMAGE_WORKLOADS)}", *args], check=False)
     df = pd.read_csv(results / "classic-smoke-cpu-gpu-images.csv")
     check_cell_times(df, "classic (gpu images)")
+    check_profiles(df, results / "runs" / "classic-smoke-cpu-gpu-images")
+    assert "## Where the time goes" in (results / "report.md").read_text()
     assert p.returncode == 0, df[df.status != "ok"][["stack", "workload", "reason"]].to_string()
     assert len(df) == len(GPU_IMAGE_WORKLOADS) * len(GPU_STACKS) == 14
     assert set(df["workload"]) == set(GPU_IMAGE_WORKLOADS) and (df.status == "ok").all() and (df.device == "cpu").all()

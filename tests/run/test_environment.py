@@ -49,12 +49,18 @@ def _lock_names() -> set[str]:
 
 
 @pytest.mark.parametrize("name", ["jax-cuda12-pjrt", "jax-cuda12-plugin", "triton", "flax", "optax",
-                                  "torchvision", "nvidia-cublas-cu12", "nvidia-cublas"])
+                                  "torchvision", "nvidia-cublas-cu12", "nvidia-cublas", "nvidia-cuda-nvcc-cu12",
+                                  "nvidia-nvjitlink-cu12", "nvidia-nvjitlink", "nvidia-nccl-cu13"])
 def test_the_gpu_runtime_packages_the_locks_pin_are_recorded(name):
     """The GPU runtime a record ran on: XLA's CUDA plugin, Triton, the model libraries, cuBLAS under both the
-    CUDA 12 name and the CUDA 13 one (torch 2.13's lock), each a name some image lock pins."""
+    CUDA 12 name and the CUDA 13 one (torch 2.13's lock), ptxas (nvcc) and nvJitLink, each a name some image lock
+    pins: named (``DISTRIBUTIONS``) or, for NVIDIA's and XLA's CUDA plugin, every installed one (``GPU_RUNTIME``)."""
     assert name in _lock_names()
-    assert name in environment.DISTRIBUTIONS
+    assert name in environment.DISTRIBUTIONS or environment.GPU_RUNTIME.fullmatch(name)
+
+
+def test_every_nvidia_distribution_the_locks_pin_is_recorded():
+    assert all(environment.GPU_RUNTIME.fullmatch(n) for n in _lock_names() if n.startswith("nvidia-"))
 
 
 

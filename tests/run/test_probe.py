@@ -1,14 +1,19 @@
 """The measured GEMM peak behind ``mfu_measured`` is keyed by the software it was measured under as well as the GPU:
-the NVIDIA driver, and the image's digest (``BENCH_IMAGE_DIGEST``) or, without one, the framework and CUDA library
-versions. After an image rebuild or a driver change the saved peak is "not measured yet": a record gets null with
-that reason, and the next run measures it again. Fakes: NVML (``two_gpu_pynvml``), the installed versions, the
-digest, the GEMM subprocess."""
+the NVIDIA driver, and the image's local ID (``BENCH_IMAGE_ID``; else its digest, ``BENCH_IMAGE_DIGEST``) or, without
+either, the framework and CUDA library versions (every installed ``nvidia-*`` distribution and XLA's CUDA plugin among
+them). After an image rebuild or a driver change the saved peak is "not measured yet": a record gets null with that
+reason, and the next run measures it again; tagging or pushing the image changes nothing. Fakes: NVML
+(``two_gpu_pynvml``), the installed distributions, the image's ID and digest, the GEMM subprocess, Docker and compose
+(for the Makefile)."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import types
+from pathlib import Path
 
 import pytest
 
@@ -34,18 +39,20 @@ class FakeHost:
         monkeypatch.setattr(probe, "measure_gemm", self.measure)
         monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
         monkeypatch.setenv("BENCH_FLAVOR", "gpu")
-        self.digest("sha256:one")
+        self.image("sha256:one")
 
     def nvml(self):
         nv = two_gpu_pynvml()
         nv.nvmlSystemGetDriverVersion = lambda: self.driver
         return nv
 
-    def digest(self, value: str | None) -> None:
-        if value is None:
-            self.monkeypatch.delenv("BENCH_IMAGE_DIGEST", raising=False)
-        else:
-            self.monkeypatch.setenv("BENCH_IMAGE_DIGEST", value)
+    def image(self, image_id: str | None, digest: str | None = None) -> None:
+        """What make passes: the local ID, and the digest (the registry's once pulled or pushed, else the ID)."""
+        for var, value in (("BENCH_IMAGE_ID", image_id), ("BENCH_IMAGE_DIGEST", digest or image_id)):
+            if value is None:
+                self.monkeypatch.delenv(var, raising=False)
+            else:
+                self.monkeypatch.setenv(var, value)
 
     def measure(self, stack, dtype, tf32):
         self.calls.append((dtype, tf32))
@@ -60,7 +67,7 @@ class FakeHost:
         from bench.run.worker import add_mfu
 
         env = {"gpu": environment.gpu_info(), "packages": environment.package_versions(),
-               "image_digest": os.environ.get("BENCH_IMAGE_DIGEST")}
+               "image_digest": os.environ.get("BENCH_IMAGE_DIGEST"), "image_id": os.environ.get("BENCH_IMAGE_ID")}
         r = Record.model_validate({"stack": "pytorch", "device": "gpu", "env": env,
                                    "settings": {"precision": "bfloat16"},
                                    "metrics": {"flops_per_step": 350e12, "ms_per_step_mean": 1000.0}})
@@ -73,9 +80,9 @@ def host(monkeypatch, tmp_path):
     return FakeHost(monkeypatch, tmp_path)
 
 
-def test_the_key_holds_the_driver_the_digest_and_the_gemm_libraries_only():
+def test_the_key_holds_the_driver_the_image_and_the_gemm_libraries_only():
     key = probe.software_identity(DRIVER, "sha256:one", PACKAGES)
-    assert key == {"image_digest": "sha256:one", "driver": DRIVER,
+    assert key == {"image": "sha256:one", "driver": DRIVER,
                    "packages": {"nvidia-cublas": "13.0.2.14", "torch": "2.13.0", "triton": "3.5.0"}}
     assert probe.same_software(key, key) == (True, "")
     ok, why = probe.same_software(key, None)  # a file saved before the key existed
@@ -95,7 +102,7 @@ def test_a_peak_measured_under_this_driver_and_image_is_used(host):
 def test_after_an_image_rebuild_the_peak_is_not_measured_yet_and_is_measured_again(host):
     """The old code kept the peak of the image before the rebuild (its cache was keyed by stack, flavor and GPU)."""
     host.ensure()
-    host.digest("sha256:two")  # make build again: a new image ID
+    host.image("sha256:two")  # make build again: a new image ID
     m = host.record_mfu()
     assert m["mfu_measured"] is None
     assert "no measurement for this image and driver yet" in m["measured_peak_source"]
@@ -114,10 +121,33 @@ def test_after_a_driver_change_the_peak_is_not_measured_yet_and_is_measured_agai
     assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)
 
 
+def test_pushing_the_image_keeps_its_peak_and_the_record_keeps_the_registry_digest(host):
+    """make push fills RepoDigests of an unchanged image, so make passes another BENCH_IMAGE_DIGEST from then on: the
+    old key (the digest) measured the peak again and one image's records carried two keys. The ID decides."""
+    host.ensure()
+    host.image("sha256:one", digest="ghcr.io/o/dlbench/pytorch@sha256:pushed")
+    assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)
+    assert "already" in host.ensure() and host.calls == []
+    assert environment.capture()["image_digest"] == "ghcr.io/o/dlbench/pytorch@sha256:pushed"  # provenance as before
+    assert environment.capture()["image_id"] == "sha256:one"
+
+
+def test_without_an_image_id_the_digest_is_the_key_as_before(host):
+    """A container started without BENCH_IMAGE_ID (a Makefile before it passed one) is keyed by its digest; a doctor
+    file of the previous key (``image_digest``) is read as such."""
+    host.image(None, digest="sha256:one")
+    key = probe.current_software({"driver": DRIVER})
+    assert key["image"] == "sha256:one"
+    old = {**key, "image_digest": key["image"]}
+    del old["image"]
+    assert probe.same_software(key, old) == (True, "")
+    assert probe.same_software({**key, "image": "sha256:two"}, old) == (False, "image sha256:one, not sha256:two")
+
+
 def test_without_a_digest_the_framework_and_cuda_library_versions_decide(host):
-    """Outside make (no BENCH_IMAGE_DIGEST: SkyPilot, Kubernetes, a bare checkout) the versions are the key: a
-    new torch or cuBLAS is another measurement, a new NumPy is not."""
-    host.digest(None)
+    """Outside make (no BENCH_IMAGE_ID or BENCH_IMAGE_DIGEST: SkyPilot, Kubernetes, a bare checkout) the versions are
+    the key: a new torch or cuBLAS is another measurement, a new NumPy is not."""
+    host.image(None)
     host.ensure()
     host.packages["numpy"] = "2.4.0"
     assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)
@@ -138,3 +168,71 @@ def test_a_file_saved_before_the_key_existed_is_not_used_and_is_measured_again(h
     assert m["mfu_measured"] is None and "no measurement for this image and driver yet" in m["measured_peak_source"]
     assert "again" in host.ensure() and len(host.calls) == 3
     assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)
+
+
+class FakeDistribution:
+    """What ``importlib.metadata.distributions()`` yields: a name as its METADATA spells it, and a version."""
+
+    def __init__(self, name: str, version: str):
+        self.metadata, self.version = {"Name": name}, version
+
+
+def fake_metadata(installed: dict[str, str]) -> types.SimpleNamespace:
+    """A stand-in for ``importlib.metadata`` holding ``installed`` (METADATA name -> version)."""
+    def norm(name: str) -> str:
+        return name.replace("_", "-").lower()
+
+    def version(name: str) -> str:
+        found = {norm(k): v for k, v in installed.items()}
+        if norm(name) not in found:
+            raise PackageNotFoundError(name)
+        return found[norm(name)]
+
+    from importlib.metadata import PackageNotFoundError
+
+    return types.SimpleNamespace(PackageNotFoundError=PackageNotFoundError, version=version,
+                                 distributions=lambda: [FakeDistribution(k, v) for k, v in installed.items()])
+
+
+def test_the_versions_key_holds_every_installed_gpu_runtime_distribution(monkeypatch):
+    """The jax and keras2-tf GPU locks pin nvidia-cuda-nvcc-cu12 (ptxas, with which XLA compiles its GEMM kernels) and
+    nvidia-nvjitlink-cu12, which the named list of environment.DISTRIBUTIONS left out of env.packages, so a new
+    ptxas kept the old peak where no image ID is known; so did a CUDA 13 plugin of XLA. Every installed nvidia-*
+    and jax-cuda*-plugin/pjrt distribution is now in env.packages and in the key; NVML's bindings and NumPy are not
+    in the key."""
+    installed = {"torch": "2.13.0", "numpy": "2.3.4", "jax": "0.10.2", "nvidia_cuda_nvcc_cu12": "12.9.86",
+                 "nvidia-nvjitlink-cu12": "12.9.86", "nvidia-cublas-cu12": "12.9.1.4", "jax_cuda12_plugin": "0.10.2",
+                 "jax-cuda13-pjrt": "0.10.2", "nvidia-ml-py": "13.580.82", "requests": "2.32.3"}
+    monkeypatch.setattr(environment, "md", fake_metadata(installed))
+    versions = environment.package_versions()
+    assert versions == {"jax": "0.10.2", "torch": "2.13.0", "numpy": "2.3.4", "jax-cuda12-plugin": "0.10.2",
+                        "jax-cuda13-pjrt": "0.10.2", "nvidia-cublas-cu12": "12.9.1.4",
+                        "nvidia-cuda-nvcc-cu12": "12.9.86", "nvidia-ml-py": "13.580.82",
+                        "nvidia-nvjitlink-cu12": "12.9.86"}
+    key = probe.software_identity(DRIVER, None, versions)["packages"]
+    assert key == {k: v for k, v in versions.items() if k not in ("numpy", "nvidia-ml-py")}
+    newer = probe.software_identity(DRIVER, None, {**versions, "nvidia-cuda-nvcc-cu12": "12.9.90"})
+    assert probe.same_software(newer, probe.software_identity(DRIVER, None, versions)) == (
+        False, "nvidia-cuda-nvcc-cu12 12.9.86, not 12.9.90")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_make_passes_the_image_id_and_the_digest_to_every_cell_and_doctor_container(tmp_path):
+    """make bench-<stack> and doctor-<stack> pass the local ID (the key) beside the digest (the record's provenance),
+    each from docker image inspect of the stack's image; a pushed image answers another digest, the same ID."""
+    docker, compose, log = tmp_path / "docker", tmp_path / "compose", tmp_path / "compose.log"
+    docker.write_text('#!/bin/sh\ncase "$4" in\n  *RepoDigests*) echo "reg/x/keras3-jax@sha256:pushed";;\n'
+                      '  *.Id*) echo "sha256:local";;\nesac\n')
+    compose.write_text(f'#!/bin/sh\nfor a in "$@"; do echo "$a"; done >> {log}\necho END >> {log}\n')
+    docker.chmod(0o755)
+    compose.chmod(0o755)
+    p = subprocess.run(["make", "-s", "bench-keras3-jax", "doctor-keras3-jax", "DEVICE=cpu", f"DOCKER={docker}",
+                        f"COMPOSE={compose}", f"RESULTS_DIR={tmp_path / 'results'}", f"PYTHON={sys.executable}"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    runs = [r.split("\n") for r in log.read_text().split("END\n") if r]
+    assert [r[r.index("bench") + 1] for r in runs] == ["run", "doctor"]
+    for args in runs:
+        assert "BENCH_IMAGE_ID=sha256:local" in args and "BENCH_IMAGE_DIGEST=reg/x/keras3-jax@sha256:pushed" in args

@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -291,9 +292,10 @@ def test_study_mismatch_checks_every_setting_and_treats_unrecorded_as_different(
 
 
 def test_study_pairs_a_pytorch_loader_row_only_with_pytorchs_default_loader_options():
-    """The post ran PyTorch's standard DataLoader options (pin_memory, persistent_workers False); a row that
-    pinned or kept its workers, or that does not say (records from before the options were recorded), is not
-    the study's run."""
+    """The post ran its tensor datasets with PyTorch's standard DataLoader options (pin_memory, persistent_workers
+    False), and the torchvision rows are paired under the same options, assumed (the post does not state theirs); a
+    row that pinned or kept its workers, or that does not say (records from before the options were recorded), is
+    not the study's run."""
     from bench.results.report.tuning import STUDY, study_mismatch
 
     good = {**STUDY, "settings.data_pipeline": "torchvision_dataset_transforms", "batch_size": 256.0,
@@ -303,6 +305,35 @@ def test_study_pairs_a_pytorch_loader_row_only_with_pytorchs_default_loader_opti
     assert study_mismatch(pd.Series({**good, "settings.pin_memory": True})) == "settings.pin_memory=True"
     assert study_mismatch(pd.Series({k: v for k, v in good.items() if k != "settings.persistent_workers"})) == \
         "settings.persistent_workers=not recorded"
+
+
+def _table_rows(path) -> list[list[str]]:
+    """The cells of every Markdown table row of ``path`` (header and rule rows too)."""
+    text = (Path(__file__).resolve().parents[2] / path).read_text(encoding="utf-8")
+    return [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in text.splitlines()
+            if line.startswith("| ")]
+
+
+def test_torchvision_loader_options_are_assumed_where_the_post_states_them_for_tensor_datasets_only():
+    """The post's words on its loader ("tensor-datasets ... and a respective dataloader (with standard parameters and
+    num_workers = 0)") cover its tensor datasets only: the torchvision rows (0 and 6 workers) run PyTorch's default
+    pin_memory / persistent_workers as our assumption. The method tables and the report's pairing note say so; they
+    had relabelled the torchvision rows "same"."""
+    from bench.core.reference import tuning_study
+    from bench.results.report.tuning import STUDY_LOADER_PIPELINES, pairing_note
+
+    assert tuning_study.LOADER_STATED_FOR == ("tensor_dataset",)
+    assert set(tuning_study.LOADER_STATED_FOR) < set(STUDY_LOADER_PIPELINES)
+    note = pairing_note(pd.DataFrame({"reference_mismatch": [None]}))
+    assert ("PyTorch DataLoader pin_memory=False, persistent_workers=False: the post's standard parameters for "
+            "tensor_dataset, assumed (PyTorch's defaults) for torchvision_dataset_transforms") in note
+    for path in ("docs/suites/tuning.md", "README.md"):
+        torchvision = [r for r in _table_rows(path) if "torchvision" in r[0]]
+        assert torchvision, path
+        for row in torchvision:
+            assert "loader options assumed (PyTorch's defaults" in row[3], (path, row[0])
+    loader = next(r for r in _table_rows("docs/suites/tuning.md") if r[0] == "PyTorch `DataLoader` options")
+    assert loader[3] == "same for `tensor_dataset`; the torchvision rows: assumed (PyTorch's defaults)"
 
 
 def test_report_cli_rejects_a_non_bench_csv(tmp_path, capsys):

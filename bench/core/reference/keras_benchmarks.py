@@ -38,10 +38,13 @@ NUM_STEPS = 100
 SEQ_LENGTH = {"bert": 512, "gemma": 128, "mistral": 128}
 #: ``jit_compile_requested`` of a cell whose source passed no ``jit_compile``: the libraries' default applies.
 NOT_REQUESTED = "not requested (Keras default)"
-#: The GPU the keras.io page's Table 2 was measured on (the header of ``keras_io_benchmarks_2024.csv``: one NVIDIA
-#: A100 40GB, GCP a2-highgpu-1g), and its family as ``bench.core.gpus.gpu_family`` names it: a ratio of ours to a
-#: published figure means something only on a whole GPU of that family.
-SOURCE_GPU = "one NVIDIA A100 40GB"
+#: The GPU the keras.io page's Table 2 was measured on (the header of ``keras_io_benchmarks_2024.csv``;
+#: README.md@v0.0.5: "a2-highgpu-1g", "1 x NVIDIA A100", "40GB"): a2-highgpu-1g's A100 40GB, the SXM4 board, which
+#: NVML names ``SOURCE_GPU_NAME``; and its family as ``bench.core.gpus.gpu_family`` names it. A ratio of ours to a
+#: published figure is given on a whole GPU of that family; on another A100 variant (80GB, PCIe: other memory
+#: bandwidth and power limit) the cell names it beside the ratio.
+SOURCE_GPU_NAME = "NVIDIA A100-SXM4-40GB"
+SOURCE_GPU = f"one {SOURCE_GPU_NAME}"
 SOURCE_GPU_FAMILY = "A100"
 
 

@@ -7,7 +7,9 @@ published times by them, so each is stated once, here.
   batches (``batch(num_parallel_calls=...)``) and the prefetch buffer (``prefetch(buffer_size=...)``), and shuffled
   every tf.data run with a width of 20,000 examples (it says so again for its ``jit_compile`` runs).
 - PyTorch: its tensor datasets went through a ``DataLoader`` with the standard parameters and ``num_workers=0``
-  (its table gives ``num_workers`` per row; the torchvision rows ran 0 and 6).
+  (its table gives ``num_workers`` per row; the torchvision rows ran 0 and 6). That sentence covers the tensor
+  datasets only (``LOADER_STATED_FOR``): the torchvision rows' other loader options (``pin_memory``,
+  ``persistent_workers``...) are not stated, and PyTorch's defaults are our assumption there.
 """
 
 from __future__ import annotations
@@ -18,3 +20,6 @@ TF_DATA_SHUFFLE_BUFFER = 20_000
 TF_DATA_AUTOTUNED = (("batch", "num_parallel_calls"), ("prefetch", "buffer_size"))
 #: ``DataLoader`` worker processes of the post's tensor-dataset runs (the loader otherwise on PyTorch's defaults).
 TENSOR_DATASET_NUM_WORKERS = 0
+#: The PyTorch pipelines whose ``DataLoader`` options the post states ("with standard parameters"); any other
+#: (``torchvision_dataset_transforms``) runs PyTorch's defaults as an assumption.
+LOADER_STATED_FOR = ("tensor_dataset",)

@@ -26,6 +26,7 @@ from bench.results.report.history import HISTORY_DIR, history_section, trend_plo
 from bench.results.report.method import method_section
 from bench.results.report.paper import paper_section
 from bench.results.report.plots import comparison_plots, paper_plots, tuning_plots
+from bench.results.report.profile import profile_frame, profile_plots, profile_section
 from bench.results.report.provenance import provenance
 from bench.results.report.tuning import tuning_frame, tuning_section
 from bench.results.report.versions import overhead_section, overhead_tables, version_tables, versions_section
@@ -78,17 +79,19 @@ def run_sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes,
 
 def section_frames(df) -> dict[str, Any]:
     """What the sections of one run's rows (one GPU's) are computed from, once: ``tuning`` (``tuning_frame``),
-    ``versions`` and ``overhead`` (lists of ``PairTable``), ``paper`` (whether the rows hold paper cells). The
+    ``versions`` and ``overhead`` (lists of ``PairTable``), ``paper`` (whether the rows hold paper cells), ``profile``
+    (``profile_frame``: the cells' profiles). The
     report's plots and the results site's charts read the same objects as the tables."""
     return {"tuning": tuning_frame(df), "versions": version_tables(df), "overhead": overhead_tables(df),
-            "paper": bool((df["suite"] == "paper").any())}
+            "paper": bool((df["suite"] == "paper").any()), "profile": profile_frame(df)}
 
 
 def section_lines(df, frames: dict[str, Any], notes: Footnotes, plots: dict[str, dict[str, str]],
                   price_per_hour: float | None = None) -> dict[str, list[str]]:
     """One run's (one GPU's) sections as Markdown lines, by name in the report's order: provenance (with the
-    cost line), method, paper, classic, tuning, versions, overhead; a section without rows has no lines.
-    ``frames``: ``section_frames(df)``; ``plots``: per section (paper, tuning, compared), {title: link} of its
+    cost line), method, paper, classic, tuning, versions, overhead, profile ("Where the time goes"); a section
+    without rows has no lines.
+    ``frames``: ``section_frames(df)``; ``plots``: per section (paper, tuning, compared, profile), {title: link} of its
     PNGs ({} for none: the results site draws its own charts). Cells that are not ok land in ``notes``."""
     cost = cost_line(df, price_per_hour)
     versions, overhead = frames["versions"], frames["overhead"]
@@ -96,15 +99,17 @@ def section_lines(df, frames: dict[str, Any], notes: Footnotes, plots: dict[str,
             "paper": paper_section(df, notes, plots.get("paper", {})), "classic": classic_section(df, notes),
             "tuning": tuning_section(frames["tuning"], notes, plots.get("tuning", {})),
             "versions": versions_section(versions, plots.get("compared", {})),
-            "overhead": overhead_section(overhead, plots.get("compared", {}), bool(versions))}
+            "overhead": overhead_section(overhead, plots.get("compared", {}), bool(versions)),
+            "profile": profile_section(frames["profile"], plots.get("profile", {}))}
 
 
 def _sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes, price_per_hour: float | None) -> list[str]:
     frames = section_frames(df)
-    tuning, versions, overhead = frames["tuning"], frames["versions"], frames["overhead"]
-    if frames["paper"] or not tuning.empty or versions or overhead:
+    tuning, versions, overhead, profiled = frames["tuning"], frames["versions"], frames["overhead"], frames["profile"]
+    if frames["paper"] or not tuning.empty or versions or overhead or not profiled.empty:
         plot_dir.mkdir(parents=True, exist_ok=True)
     files = {"tuning": tuning_plots(tuning, plot_dir) if not tuning.empty else {},
+             "profile": profile_plots(profiled, plot_dir),
              "paper": paper_plots(df, plot_dir) if frames["paper"] else {},
              "compared": comparison_plots(versions, overhead, plot_dir) if versions or overhead else {}}
     plots = {kind: {title: link_prefix + name for title, name in found.items()} for kind, found in files.items()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.core import reference
-from bench.core.gpus import gpu_family, is_mig_name
+from bench.core.gpus import gpu_family, is_mig_name, model_name
 from bench.core.knobs import STEP_KNOBS
 from bench.core.stacks import STACKS
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt
@@ -89,18 +89,36 @@ def source_mismatch(cell) -> list[str]:
 
 
 def gpu_mismatch(cell) -> str | None:
-    """Why a GPU cell's GPU (``env.gpu.name``, ``env.gpu.mig_mode``) is not the one the published figures come from
-    (``keras_benchmarks.SOURCE_GPU``, an A100 40GB), None when it is a whole A100 (``bench.core.gpus.gpu_family``;
-    either memory size): another model, or a MIG slice (a fraction of the GPU's SMs), names the GPU that ran."""
+    """Why a GPU cell's GPU (``env.gpu.name``, ``env.gpu.mig_mode``) is not one the published figures can be divided
+    by (``keras_benchmarks.SOURCE_GPU``, an A100-SXM4-40GB), None when it is a whole A100
+    (``bench.core.gpus.gpu_family``; any variant, which ``gpu_variant_note`` names): another model, or a MIG slice (a
+    fraction of the GPU's SMs), names the GPU that ran."""
     from bench.core.reference.keras_benchmarks import SOURCE_GPU, SOURCE_GPU_FAMILY
 
-    name = cell.get(col(Env, "gpu", "name"))
-    name = str(name) if _present(name) else None
+    name = _gpu_name(cell)
     if is_mig_name(name) or str(cell.get(col(Env, "gpu", "mig_mode"))).lower() == "true":
         return f"ran on a MIG slice of {name or 'an unnamed GPU'}; the published figures are from {SOURCE_GPU}"
     if gpu_family(name) != SOURCE_GPU_FAMILY:
         return f"ran on {name or 'an unrecorded GPU'}; the published figures are from {SOURCE_GPU}"
     return None
+
+
+def gpu_variant_note(cell) -> str | None:
+    """For a cell with a ratio on a whole A100 other than the source's A100-SXM4-40GB (the 80GB boards have more
+    memory bandwidth, the PCIe ones a lower power limit): the variant that ran and the source's, to stand beside the
+    ratio. None on the source's variant (``bench.core.gpus.model_name``: with or without NVML's vendor prefix)."""
+    from bench.core.reference.keras_benchmarks import SOURCE_GPU_NAME
+
+    name = _gpu_name(cell)
+    if name is None or model_name(name) == model_name(SOURCE_GPU_NAME):
+        return None
+    return f"ran on {name}; the source's was an {SOURCE_GPU_NAME}"
+
+
+def _gpu_name(cell) -> str | None:
+    """The cell's ``env.gpu.name``, None when not recorded."""
+    name = cell.get(col(Env, "gpu", "name"))
+    return str(name) if _present(name) else None
 
 
 def _present(value) -> bool:
@@ -129,8 +147,9 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
            "ms/step (mean over the timed steps, lower is better). Each cell: ours / published A100 value, and "
            "ours divided by published only where the cell ran as the source ran it (`source_mismatch`: the "
            "default variant with no knob override, the published batch, 100 timed steps and sequence length, "
-           "full size on a whole A100, the source's GPU; a full-size GPU cell that differs says why instead, "
-           "another GPU or a MIG slice by name). "
+           "full size on a whole A100, the source's GPU, an A100-SXM4-40GB: another A100 variant is named "
+           "beside the ratio; a full-size GPU cell that differs says why instead, another GPU or a MIG slice by "
+           "name). "
            "README's \"Method vs the sources\" lists the settings beside the source's. "
            "Bold: our fastest Keras 3 stack. "
            "The published table has no plain PyTorch column.", "", "| " + " | ".join(head) + " |",
@@ -150,11 +169,7 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
             else:
                 mine = fmt(ours[sid], 2)
                 mine = f"**{mine}**" if sid == best_sid else mine
-                why = source_mismatch(cell)
-                ratio = f" ({ours[sid] / pub:.2f}x)" if pub and not why else ""
-                if pub and why and cell["device"] == "gpu" and cell["size"] == "full":
-                    ratio = f" (no ratio: {'; '.join(why)})"
-                text = f"{mine} / {pub_text}{ratio}"
+                text = f"{mine} / {pub_text}{ratio_text(cell, ours[sid], pub)}"
             cells.append(text)
         best_text = f"{fmt(best, 2)} / {fmt(pub_best, 2)}" if best is not None else f"n/a / {fmt(pub_best, 2)}"
         others = []
@@ -168,6 +183,19 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
     for title, name in plots.items():
         out.append(f"![{title}]({name})")
     return out + [""]
+
+
+def ratio_text(cell, mine: float | None, pub: float | None) -> str:
+    """What follows ours / published in an ok cell (``mine``, ``pub``: ms/step): `` (0.45x)`` where it ran as the
+    source ran it (``source_mismatch``), with the A100 variant beside it where that is not the source's
+    (``gpu_variant_note``); `` (no ratio: why)`` for a full-size GPU cell that did not; nothing otherwise."""
+    if not pub or mine is None:
+        return ""
+    why = source_mismatch(cell)
+    if not why:
+        note = gpu_variant_note(cell)
+        return f" ({mine / pub:.2f}x{'; ' + note if note else ''})"
+    return f" (no ratio: {'; '.join(why)})" if cell["device"] == "gpu" and cell["size"] == "full" else ""
 
 
 def paper_throughput(rows: list[dict[str, Any]], stacks: tuple[str, ...]) -> list[str]:

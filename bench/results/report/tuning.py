@@ -26,7 +26,9 @@ REFERENCE_CSV = "mnist_cnn_tuning_4060ti.csv"
 #: time only when it ran all of these (``study_mismatch``).
 STUDY = {"workload": "mnist_cnn_tuning", "size": "full", "device": "gpu", "batch_size": 256, col(Metrics, "epochs"): 41,
          col(Data, "source"): "real", col(Data, "n_train"): 60000, setting_col("sync"): "epoch"}
-#: PyTorch pipelines through a ``DataLoader``, which the post ran with PyTorch's standard parameters (both False).
+#: PyTorch pipelines through a ``DataLoader``, paired only with PyTorch's defaults (both False): the post's "standard
+#: parameters" for its tensor datasets (``tuning_study.LOADER_STATED_FOR``); for the torchvision pipeline (0 and 6
+#: workers) the post states no options, so PyTorch's defaults are assumed (``pairing_note`` says so).
 STUDY_LOADER_PIPELINES = ("tensor_dataset", "torchvision_dataset_transforms")
 STUDY_LOADER_OPTIONS = {"pin_memory": False, "persistent_workers": False}
 
@@ -131,8 +133,12 @@ def pairing_note(rows) -> str:
     """The sentence under the tuning section's intro that says which rows carry a published time, and why the
     others with a published counterpart do not (the first reason, with how many rows share it)."""
     study = ", ".join(f"{k}={v}" for k, v in STUDY.items())
+    options = ", ".join(f"{k}={v}" for k, v in STUDY_LOADER_OPTIONS.items())
+    assumed = [p for p in STUDY_LOADER_PIPELINES if p not in tuning_study.LOADER_STATED_FOR]
     text = (f"Reference times are paired only with rows that ran the study's settings ({study}; tf.data shuffle "
-            f"buffer {tuning_study.TF_DATA_SHUFFLE_BUFFER:,}) and the same knobs (the variant).")
+            f"buffer {tuning_study.TF_DATA_SHUFFLE_BUFFER:,}; PyTorch DataLoader {options}: the post's standard "
+            f"parameters for {', '.join(tuning_study.LOADER_STATED_FOR)}, assumed (PyTorch's defaults) for "
+            f"{', '.join(assumed)}, whose options the post does not state) and the same knobs (the variant).")
     why = rows["reference_mismatch"].dropna() if "reference_mismatch" in rows else None
     if why is not None and len(why):
         counts = why.value_counts()

@@ -11,6 +11,7 @@ from bench.results.schema.blocks import Data, Memory, Metrics, Model, Output, Pr
 from bench.results.schema.declare import SCHEMA_VERSION, Block, entry
 from bench.results.schema.effective import EffectiveSettings
 from bench.results.schema.env import Env, Telemetry
+from bench.results.schema.profile import Profile
 
 #: Statuses a cell can end in. Only ``ok`` carries timings.
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported"]
@@ -49,6 +50,8 @@ class Record(Block):
     metrics: Metrics = entry("the timed results", default=None)
     repeats: Repeats | None = entry("the repeats and their spread (a repeated cell's record)")
     telemetry: Telemetry = entry("NVML telemetry over the timed window", default=None)
+    profile: Profile | None = entry("bench run --profile: where the time goes over a few steady steps after the "
+                                    "timed window, from the framework's profiler (repeat 1's)")
     history: dict[str, Any] = entry("per-epoch train loss/accuracy and validation loss/accuracy where the source had "
                                     "them", default={})
     model: Model = entry("the model's parameter counts", default=None)

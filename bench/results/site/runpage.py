@@ -110,6 +110,8 @@ def group_html(group: Group, drawn: Charts, key: str) -> str:
         if group.lines[name]:
             out += [section_html(group.lines[name], f"{key}{name}"),
                     drawn.html([charts.pair_chart(group.frames[name], title)])]
+    if group.lines.get("profile"):  # "Where the time goes": its tables and sentences (bench run --profile)
+        out.append(section_html(group.lines["profile"], f"{key}profile"))
     if group.notes.items:
         out += ["<h2>Cells that did not run</h2>",
                 "<ol>" + "".join(f"<li>{esc(n)}</li>" for n in group.notes.items) + "</ol>"]

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from bench.core.settings import Settings
     from bench.core.stacks import Stack
     from bench.run.datasets import Dataset
+    from bench.run.profile.rerun import ProfileRun
     from bench.run.telemetry.sampler import NullTelemetry, Telemetry
     from bench.run.timing import EpochTimer
     from bench.run.workloads import StepWorkload, Workload
@@ -73,6 +74,8 @@ class EpochResult:
     history: per-epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy`` (an open mapping in the record).
     model: ``params_total``, ``params_trainable`` (and ``params_effective`` where counted).
     memory: ``device_peak_bytes`` (bytes; None on CPU).
+    profile_run: more steady steps of the trained model for ``bench run --profile``, run after the engine returned
+        (``bench.run.profile.rerun.ProfileRun``; None: the engine offers none).
     """
 
     settings: EffectiveSettings
@@ -80,14 +83,16 @@ class EpochResult:
     history: dict[str, list[float]]
     model: Model
     memory: Memory
+    profile_run: ProfileRun | None = None
 
 
 @dataclass
 class StepResult:
     """What a step engine returns: the settings in effect, the timer holding the first step apart from the
     timed ones (the worker derives ms/step and throughput from it), model counts, peak memory, the last
-    step's output shapes and finiteness (``bench.run.workloads.job.check_output``; None without an array), and the
-    notes the record must carry (its differences from the source)."""
+    step's output shapes and finiteness (``bench.run.workloads.job.check_output``; None without an array), the
+    notes the record must carry (its differences from the source) and, for ``bench run --profile``, more steps of
+    the task (``profile_run``, as ``EpochResult``'s)."""
 
     output: Output | None
     settings: EffectiveSettings
@@ -95,6 +100,7 @@ class StepResult:
     model: Model
     memory: Memory
     notes: list[str] = field(default_factory=list)
+    profile_run: ProfileRun | None = None
 
 
 def output_block(checked: dict[str, Any] | None) -> Output | None:

@@ -21,6 +21,7 @@ from bench.core.stacks import Stack
 from bench.results import derived
 from bench.results.cell import Cell
 from bench.results.schema import EffectiveSettings, Record, Telemetry
+from bench.run.profile.rerun import ProfileRun
 from bench.run.telemetry import sampler
 from bench.run.workloads import SUITES, WORKLOADS
 
@@ -78,10 +79,11 @@ class Scenario(ABC):
         """Why ``stack`` cannot run ``w``'s model (None when it can): the cell is recorded unsupported with it."""
 
     @abstractmethod
-    def run(self, rec: Record, cell: Cell, stack: Stack, w: Any, samples_csv: Path | None) -> None:
+    def run(self, rec: Record, cell: Cell, stack: Stack, w: Any, samples_csv: Path | None) -> ProfileRun | None:
         """The worker's body for ``cell``: run it and fill ``rec``'s data, settings, metrics, model, memory and
         telemetry blocks (``rec.batch_size`` is set). ``samples_csv``: where the raw telemetry samples go
-        (None: not written).
+        (None: not written). Returns the engine's steps for a profile (``bench.run.profile.rerun.ProfileRun``),
+        which the worker runs after this returned (the timed window and the telemetry closed), None without.
 
         Raises:
             bench.run.engines.Unsupported: the settings cannot run on this stack or in this image; anything else

@@ -10,6 +10,7 @@ from bench.core.stacks import Stack
 from bench.results.cell import Cell
 from bench.results.schema import Data, Record
 from bench.run.engines import epoch_engine, missing_model
+from bench.run.profile.rerun import ProfileRun
 from bench.run.scenarios import Scenario, effective_settings, finish_telemetry, telemetry_window
 from bench.run.workloads import Workload, get_workload
 
@@ -39,7 +40,7 @@ class Epochs(Scenario):
     def unsupported(self, w: Workload, stack: Stack) -> str | None:
         return missing_model(stack.engine, w)
 
-    def run(self, rec: Record, cell: Cell, stack: Stack, w: Workload, samples_csv: Path | None) -> None:
+    def run(self, rec: Record, cell: Cell, stack: Stack, w: Workload, samples_csv: Path | None) -> ProfileRun | None:
         """``fit`` on the workload's dataset for some epochs (the family's ``bench.run.engines.EpochEngine``)."""
         batch = rec.batch_size or 0
         epochs = cell.epochs or w.epochs[cell.size]
@@ -54,6 +55,7 @@ class Epochs(Scenario):
         rec.settings = effective_settings(settings, out.settings)  # every knob, then what took effect
         rec.metrics, rec.history, rec.model, rec.memory = out.metrics, out.history, out.model, out.memory
         finish_telemetry(rec, tel.summary(out.metrics.steps_per_epoch, ds.n_train))
+        return out.profile_run
 
     def resume_expected(self, rec: Record, cell: Cell, w: Workload) -> list[tuple[str, Any, Any]]:
         expected: list[tuple[str, Any, Any]] = []

@@ -13,6 +13,7 @@ from bench.results.cell import Cell
 from bench.results.schema import Data, Metrics, Record
 from bench.run import flops
 from bench.run.engines import step_engine
+from bench.run.profile.rerun import ProfileRun
 from bench.run.scenarios import Scenario, effective_settings, finish_telemetry, telemetry_window
 from bench.run.workloads import StepWorkload, get_workload
 
@@ -59,7 +60,8 @@ class Steps(Scenario):
     def unsupported(self, w: StepWorkload, stack: Stack) -> str | None:
         return w.model.unsupported(stack)
 
-    def run(self, rec: Record, cell: Cell, stack: Stack, w: StepWorkload, samples_csv: Path | None) -> None:
+    def run(self, rec: Record, cell: Cell, stack: Stack, w: StepWorkload,
+            samples_csv: Path | None) -> ProfileRun | None:
         """``steps`` timed steps after a first one on random inputs (the family's ``bench.run.engines.StepEngine``),
         with the model's FLOPs per step for MFU."""
         batch = rec.batch_size or 0
@@ -80,6 +82,7 @@ class Steps(Scenario):
         per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
         rec.metrics.update({"flops_per_step": per_ex * batch if per_ex else None, "flops_method": method})
         finish_telemetry(rec, tel.summary(steps, batch * steps))
+        return out.profile_run
 
     def resume_expected(self, rec: Record, cell: Cell, w: StepWorkload) -> list[tuple[str, Any, Any]]:
         expected: list[tuple[str, Any, Any]] = []

@@ -616,6 +616,7 @@ def test_measured_peak_is_keyed_by_the_gpus_nvml_identity(tmp_path, monkeypatch,
     monkeypatch.setitem(sys.modules, "pynvml", two_gpu_pynvml())
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("BENCH_IMAGE_DIGEST", raising=False)
+    monkeypatch.delenv("BENCH_IMAGE_ID", raising=False)
     checks, extra = probe.image_checks("keras3-tf", "gpu", measure=lambda s, d, t: (700.0, ""),
                                         probe=lambda s: [framework_gpu])
     save(tmp_path / "doctor" / "keras3-tf-gpu.json", "image", checks, extra)

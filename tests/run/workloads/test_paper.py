@@ -153,9 +153,22 @@ def test_flops_are_null_with_a_reason_outside_the_table():
 @pytest.mark.parametrize("name,family", [
     ("NVIDIA A100-SXM4-40GB", "A100"), ("NVIDIA A100 80GB PCIe", "A100"), ("NVIDIA H100 80GB HBM3", "H100 SXM"),
     ("NVIDIA H100 PCIe", "H100 PCIe"), ("NVIDIA H100 NVL", None), ("NVIDIA H200", "H200"), ("NVIDIA L4", "L4"),
-    ("NVIDIA A10G", "A10G"), ("NVIDIA L40S", None), ("Tesla T4", None), (None, None)])
+    ("NVIDIA A10G", "A10G"), ("NVIDIA L40S", None), ("Tesla T4", None), (None, None),
+    ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA A100-PCIE-40GB", "A100"), ("A100-SXM4-40GB", "A100"),
+    # whole tokens only: an RTX A1000 is no A100 and a GH200 superchip no H200 (the table holds neither)
+    ("NVIDIA RTX A1000", None), ("NVIDIA RTX A1000 Laptop GPU", None), ("NVIDIA RTX A1000 6GB Laptop GPU", None),
+    ("NVIDIA GH200 480GB", None), ("NVIDIA GH200 144G HBM3e", None), ("NVIDIA H200 NVL", None),
+    ("NVIDIA H100 NVL", None), ("NVIDIA A100X", None)])
 def test_gpu_family_from_nvml_names(name, family):
+    """Substring matching put an RTX A1000 among the A100s (a 312 TFLOP/s bf16 peak, and a paper ratio) and a
+    GH200 among the H200s."""
     assert gpu_family(name) == family
+
+
+@pytest.mark.parametrize("name", ["NVIDIA RTX A1000", "NVIDIA RTX A1000 Laptop GPU", "NVIDIA GH200 480GB"])
+def test_a_gpu_outside_the_peak_table_has_no_datasheet_peak(name):
+    peak, why = flops.peak_flops(name, "bfloat16", False)
+    assert peak is None and why == f"no peak table entry for GPU {name!r}"
 
 
 def test_peak_depends_on_dtype_and_tf32_and_is_null_with_reason_when_unknown():

@@ -485,23 +485,35 @@ def test_ratio_only_where_the_cell_ran_as_the_source(tmp_path):
     assert "only where the cell ran as the source ran it" in text
 
 
+SOURCE = "NVIDIA A100-SXM4-40GB"
+
+
 @pytest.mark.parametrize("gpu, device, shown", [
-    ({"name": "NVIDIA A100-SXM4-40GB", "mig_mode": False}, "gpu", "(0.45x)"),
-    ({"name": "NVIDIA A100 80GB PCIe"}, "gpu", "(0.45x)"),  # a whole A100 of the other memory size
+    ({"name": "NVIDIA A100-SXM4-40GB", "mig_mode": False}, "gpu", "(0.45x)"),  # the source's GPU: the plain ratio
+    ({"name": "A100-SXM4-40GB"}, "gpu", "(0.45x)"),  # an older driver's name for it
+    # another whole A100: the ratio, and the variant named beside the source's (other bandwidth, power limit)
+    ({"name": "NVIDIA A100-SXM4-80GB", "mig_mode": False}, "gpu",
+     f"(0.45x; ran on NVIDIA A100-SXM4-80GB; the source's was an {SOURCE})"),
+    ({"name": "NVIDIA A100 80GB PCIe"}, "gpu", f"(0.45x; ran on NVIDIA A100 80GB PCIe; the source's was an {SOURCE})"),
+    ({"name": "NVIDIA A100-PCIE-40GB"}, "gpu", f"(0.45x; ran on NVIDIA A100-PCIE-40GB; the source's was an {SOURCE})"),
     ({"name": "NVIDIA H100 80GB HBM3", "mig_mode": False}, "gpu",
-     "(no ratio: ran on NVIDIA H100 80GB HBM3; the published figures are from one NVIDIA A100 40GB)"),
+     f"(no ratio: ran on NVIDIA H100 80GB HBM3; the published figures are from one {SOURCE})"),
+    ({"name": "NVIDIA RTX A1000"}, "gpu",  # no A100, whatever its name holds
+     f"(no ratio: ran on NVIDIA RTX A1000; the published figures are from one {SOURCE})"),
     ({"name": "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "mig_mode": True}, "gpu",
-     "(no ratio: ran on a MIG slice of NVIDIA A100-SXM4-40GB MIG 3g.20gb; the published figures are from one "
-     "NVIDIA A100 40GB)"),
+     f"(no ratio: ran on a MIG slice of NVIDIA A100-SXM4-40GB MIG 3g.20gb; the published figures are from one "
+     f"{SOURCE})"),
     ({"name": "NVIDIA A100-SXM4-40GB", "mig_mode": True}, "gpu",  # a MIG UUID: NVML names the parent GPU
-     "(no ratio: ran on a MIG slice of NVIDIA A100-SXM4-40GB; the published figures are from one NVIDIA A100 40GB)"),
-    ({}, "gpu", "(no ratio: ran on an unrecorded GPU; the published figures are from one NVIDIA A100 40GB)"),
+     f"(no ratio: ran on a MIG slice of NVIDIA A100-SXM4-40GB; the published figures are from one {SOURCE})"),
+    ({}, "gpu", f"(no ratio: ran on an unrecorded GPU; the published figures are from one {SOURCE})"),
     ({"available": False, "reason": "NVML unavailable"}, "cpu", ""),  # a CPU row: no ratio, no reason
 ])
 def test_ratio_only_on_a_whole_a100_the_sources_gpu(tmp_path, gpu, device, shown):
-    """The published figures are from one A100 40GB (keras_io_benchmarks_2024.csv's header): ours / published is
-    printed only for a cell on a whole A100; on any other GPU, or a MIG slice (a fraction of the SMs), the cell
-    says which GPU ran and that the source's was an A100. The old report printed the ratio on any GPU."""
+    """The published figures are from one A100-SXM4-40GB (keras_io_benchmarks_2024.csv's header; README.md@v0.0.5:
+    a2-highgpu-1g, 1 x NVIDIA A100, 40GB): ours / published is printed only for a cell on a whole A100, plain on that
+    variant, and beside the variant that ran and the source's on another (80GB, PCIe); on any other GPU, or a MIG
+    slice (a fraction of the SMs), the cell says which GPU ran and that the source's was an A100-SXM4-40GB. The old
+    report printed the ratio on any GPU, then a plain one on any A100."""
     from bench.results.report import read_bench_csv
     from bench.results.report.common import Footnotes
     from bench.results.report.paper import paper_section

@@ -20,10 +20,12 @@ from bench.core.families.jax import JaxFitSettings
 from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
+from bench.run import profile
 from bench.run.datasets import Dataset
 from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, missing_model, tfdata
 from bench.run.engines.epochloop import EpochSteps, LoopTiming, train_epochs
 from bench.run.engines.jax.data import PLACEMENT, AugmentedBatches, device_epochs, numpy_epochs, tf_data_epochs
+from bench.run.profile import rerun
 from bench.run.timing import Cadence
 from bench.run.workloads import Workload
 
@@ -32,6 +34,12 @@ from bench.run.workloads import Workload
 ADAM_EPS_NOTE = ("optax.adam adds epsilon to sqrt(v_hat) after the bias correction (optax/_src/transform.py@v0.2.8:"
                  "300), Keras 2.0.8 to sqrt(v) before it (keras/optimizers.py@2.0.8:424-434): the same rule up to an "
                  "epsilon-sized difference, as in PyTorch")
+
+
+#: The name scope of the optimizer's update in the train step: XLA keeps it in each op's ``op_name`` metadata, which
+#: a profile reads to place the update (``bench.core.opcategories``: Keras' optimizers name theirs the same way);
+#: metadata only, it changes no instruction of the compiled step.
+OPTIMIZER_SCOPE = "optax"
 
 
 def learning_rate(workload: Workload) -> float | Callable[[Any], Any]:
@@ -117,8 +125,10 @@ def make_steps(jax, nnx, optax, graphdef, tx, precision: str, jit: bool):
 
     def train(params, opt_state, rest, xs, y):
         (loss, (logits, rest)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, rest, xs, y)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, rest, totals(logits, y, loss)
+        with jax.named_scope(OPTIMIZER_SCOPE):  # names the update's ops for a profile; the program is the same
+            updates, opt_state = tx.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+        return params, opt_state, rest, totals(logits, y, loss)
 
     def evaluate(params, rest, xs, y):
         logits, _ = forward(eval_def, params, rest, xs)
@@ -193,7 +203,26 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         # every nnx.Param is trained; a Flax LSTM cell has one bias (its hidden-to-hidden Linear's), as Keras'
         model=Model(params_total=total, params_effective=total, params_trainable=total),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("jax", device)),
+        profile_run=_profile_run(state, batches, loader, workload, ds, batch_size),
     )
+
+
+def _profile_run(state: _TrainState, batches: Callable[[], Iterator[Any]], loader: AugmentedBatches | None,
+                 workload: Workload, ds: Dataset, batch_size: int) -> rerun.ProfileRun:
+    """More steps of the trained state for ``bench run --profile``: on the fit's own batches, or where the fit's
+    augmenting loader is spent and closed, on a fresh one made when the profile asks for its first batch."""
+    aug = workload.augmentation
+    if loader is None or aug is None:
+        return rerun.loop(state.step, batches)
+    fresh: list[AugmentedBatches] = []
+
+    def again() -> Iterator[Any]:
+        if not fresh:
+            needed = rerun.WARMUP + profile.STEPS
+            fresh.append(AugmentedBatches(aug, ds.x_train[0], ds.y_train, batch_size, -(-needed // loader.steps) + 1))
+        return fresh[0].epoch()
+
+    return rerun.loop(state.step, again, close=lambda: fresh[0].close() if fresh else None)
 
 
 def _effective_settings(settings: JaxFitSettings, augmenting: bool) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from bench.run.engines import StepResult, frameworks, math_mode, output_block, t
 from bench.run.engines.frameworks import make_barrier
 from bench.run.engines.keras.fit import optimizer_jit_kwargs, optimizer_record, progress_bar_discarded
 from bench.run.engines.keras.runtime import import_keras, make_timing_callback
+from bench.run.profile import rerun
 from bench.run.timing import EpochTimer, time_calls
 from bench.run.workloads import StepWorkload
 from bench.run.workloads.job import Job, check_output
@@ -220,4 +221,17 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         model=Model(params_total=int(job.model.count_params()), params_trainable=trainable),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
         notes=list(job.notes),
+        profile_run=_profile_run(keras, job, task),
     )
+
+
+def _profile_run(keras, job: Job, task: str) -> rerun.ProfileRun:
+    """More steps of ``job`` for ``bench run --profile``, as ``_time_steps`` runs them: its own ``call``, else one
+    more ``fit`` or ``predict`` over ready batches (``_repeat``)."""
+    call = job.call
+    if call is not None:
+        return rerun.calls(lambda: call(job.model))
+    if task == "fit":
+        return rerun.keras_fit(keras, job.model, lambda n: {"x": _repeat((job.inputs, job.targets), n)}, VERBOSE,
+                               progress_bar_discarded)
+    return rerun.keras_predict(keras, job.model, lambda n: _repeat(job.inputs, n), VERBOSE, progress_bar_discarded)

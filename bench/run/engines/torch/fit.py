@@ -29,6 +29,7 @@ from bench.run.engines.torch.data import (
     placement,
     to_tensors,
 )
+from bench.run.profile import rerun
 from bench.run.timing import Cadence
 from bench.run.workloads import Workload
 
@@ -247,4 +248,5 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         model=Model(params_total=total, params_effective=effective_param_count(model),
                     params_trainable=int(sum(p.numel() for p in model.parameters() if p.requires_grad))),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)),
+        profile_run=rerun.loop(step, batches, before=model.train),
     )

@@ -18,6 +18,7 @@ from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
+from bench.run.profile import rerun
 from bench.run.timing import EpochTimer, time_calls
 from bench.run.workloads import StepWorkload
 from bench.run.workloads.job import Job, check_output
@@ -106,4 +107,5 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
                     params_trainable=int(sum(p.numel() for p in model.parameters() if p.requires_grad))),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)),
         notes=list(job.notes),
+        profile_run=rerun.calls(step),
     )

@@ -1,0 +1,186 @@
+"""The report's "Where the time goes" section, its plot, and ``bench compare --profile``: the ``profile`` blocks of
+a run's cells (``bench run --profile``) summarised the same way on every stack.
+
+Every share is of the profiled window's wall time: a category's is the device's busy fraction times the category's
+part of the device's op time (``profile.categories`` / ``profile.op_ms``), and ``idle`` is the rest
+(``profile.host_fraction``), so a stack's shares sum to 1. ms/step multiplies a share by the window's time per
+step (``profile.window_ms / profile.steps``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.core.opcategories import IDLE, KEYS, label
+from bench.core.stacks import STACKS
+from bench.results.compare import INPUTS, KEY, STATUS, with_inputs
+from bench.results.report.common import _num
+from bench.results.report.versions import MATCH, OVERHEAD_PAIRS
+from bench.results.schema import Profile, Record, col
+
+BUSY, OP_MS, STEPS, WINDOW = (col(Profile, k) for k in ("device_busy_fraction", "op_ms", "steps", "window_ms"))
+TOP_OPS, TRACE = col(Profile, "top_ops"), col(Profile, "trace")
+PARTS: tuple[str, ...] = (*KEYS, IDLE)
+NOTE = ("Each stack's profile: its framework's own profiler over a few steady steps after the timed window "
+        "(`bench run --profile`; the timed numbers above are not from it). Shares are of the profiled window's wall "
+        "time: each category's op time scaled to the device's busy share, and idle (host): the device waiting for "
+        "the host (Python, the framework's dispatch, launches, the input's hand-over). On a CPU the device is the "
+        "CPU and its work the framework's ops. Categories: docs/profile.md.")
+
+
+def shares(row: Any) -> dict[str, float] | None:
+    """A row's share of the profiled window per category and ``idle`` (sum 1), None without a profile."""
+    busy, op_ms = _num(row.get(BUSY)), _num(row.get(OP_MS))
+    if busy is None or op_ms is None:
+        return None
+    cats = {k: (_num(row.get(col(Profile, "categories", k))) or 0.0) for k in KEYS}
+    scale = busy / op_ms if op_ms > 0 else 0.0
+    return {**{k: v * scale for k, v in cats.items()}, IDLE: 1.0 - busy}
+
+
+def ms_per_step(row: Any) -> float | None:
+    """The profiled window's wall time per step (ms)."""
+    window, steps = _num(row.get(WINDOW)), _num(row.get(STEPS))
+    return window / steps if window is not None and steps else None
+
+
+def profile_frame(df: Any) -> Any:
+    """One row per ok cell with a profile: the match keys, ``stack``, ``ms_step`` and each part's share."""
+    import pandas as pd
+
+    if BUSY not in df.columns:
+        return pd.DataFrame()
+    ok = with_inputs(df[(df[STATUS] == "ok") & df[BUSY].notna()])
+    rows = []
+    for _, r in ok.iterrows():
+        parts = shares(r)
+        if parts is not None:
+            rows.append({**{k: r.get(k, "") for k in (*MATCH, INPUTS)}, "stack": r["stack"],
+                         "ms_step": ms_per_step(r), **parts})
+    return pd.DataFrame(rows)
+
+
+#: Stacks in the registry's order (a stack it does not know last).
+_ORDER = {s: i for i, s in enumerate(STACKS)}
+
+
+def _stack_key(stacks: Any) -> Any:
+    return stacks.map(lambda s: _ORDER.get(s, len(_ORDER)))
+
+
+def _groups(frame: Any) -> list[tuple[str, Any]]:
+    """(cell label, its rows in stack order) for each cell of ``frame`` (``MATCH`` and the inputs)."""
+    keys = [*MATCH, INPUTS]
+    out = []
+    for k, g in frame.fillna({k: "" for k in keys}).groupby(keys, sort=False):
+        key = dict(zip(keys, k, strict=True))
+        extra = ", ".join(str(x) for x in (key[col(Record, "variant")], key[INPUTS]) if x and x != "default")
+        name = f"{key[col(Record, 'workload')]} {key[col(Record, 'task')]}" + (f" ({extra})" if extra else "")
+        out.append((name, g.sort_values("stack", key=_stack_key)))
+    return out
+
+
+def largest_difference(g: Any) -> str:
+    """The part whose share differs most between the stacks of one cell, in one sentence."""
+    if len(g) < 2:
+        return f"Only {g['stack'].iloc[0]} has a profile of this cell."
+    spread = {p: g[p].max() - g[p].min() for p in PARTS}
+    part = max(spread, key=lambda p: spread[p])
+    hi, lo = g.loc[g[part].idxmax()], g.loc[g[part].idxmin()]
+    return (f"Largest difference: {label(part)}, {100 * hi[part]:.0f} % of the window on {hi['stack']} against "
+            f"{100 * lo[part]:.0f} % on {lo['stack']}.")
+
+
+def keras_adds(g: Any) -> list[str]:
+    """For each Keras-overhead pair in ``g``: the parts where the Keras side spends more ms per step, largest
+    first (at most three), in one sentence."""
+    out = []
+    by = {r["stack"]: r for _, r in g.iterrows()}
+    for native, keras in OVERHEAD_PAIRS:
+        if native not in by or keras not in by or by[native]["ms_step"] is None or by[keras]["ms_step"] is None:
+            continue
+        a, b = by[native], by[keras]
+        delta = {p: b[p] * b["ms_step"] - a[p] * a["ms_step"] for p in PARTS}
+        added = sorted(((d, p) for p, d in delta.items() if d > 0), reverse=True)[:3]
+        what = ", ".join(f"+{d:.3g} ms/step {label(p)}" for d, p in added) or "nothing (it spends less in every part)"
+        out.append(f"{keras} against {native} ({b['ms_step']:.3g} vs {a['ms_step']:.3g} ms per profiled step): "
+                   f"{what}.")
+    return out
+
+
+def profile_section(frame: Any, plots: dict[str, str]) -> list[str]:
+    """"Where the time goes": per cell, each stack's shares (%) and the sentences; the plot's link when drawn."""
+    if frame is None or frame.empty:
+        return []
+    out = ["## Where the time goes", "", NOTE, ""]
+    out += [f"![{title}]({link})" for title, link in plots.items()] + ([""] if plots else [])
+    for name, g in _groups(frame):
+        parts = [p for p in PARTS if (g[p] > 0).any()]  # a category no stack spent time in: left out of the table
+        head = ["stack", "ms/step (profiled)", *(label(p) for p in parts)]
+        out += [f"### {name}", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for _, r in g.iterrows():
+            ms = "n/a" if r["ms_step"] is None else f"{r['ms_step']:.3g}"
+            out.append("| " + " | ".join([r["stack"], ms, *(f"{100 * r[p]:.1f} %" for p in parts)]) + " |")
+        out += ["", largest_difference(g), *keras_adds(g), ""]
+    return out
+
+
+def profile_plots(frame: Any, out_dir: Path) -> dict[str, str]:
+    """A stacked bar per stack of each cell's shares (one panel per cell); {title: file name}, {} without rows."""
+    if frame is None or frame.empty:
+        return {}
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = _groups(frame)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 1.2 + sum(0.35 * len(g) + 0.6 for _, g in groups)),
+                             squeeze=False)
+    cmap = plt.get_cmap("tab20")
+    for ax, (name, g) in zip(axes[:, 0], groups, strict=True):
+        left = [0.0] * len(g)
+        for i, p in enumerate(PARTS):
+            values = [100 * v for v in g[p]]
+            ax.barh(list(g["stack"]), values, left=left, label=label(p),
+                    color="lightgrey" if p == IDLE else cmap(i % 20))
+            left = [a + b for a, b in zip(left, values, strict=True)]
+        ax.set_title(name, fontsize=9)
+        ax.set_xlim(0, 100)
+        ax.invert_yaxis()
+    axes[-1, 0].set_xlabel("% of the profiled window")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.savefig(out_dir / "where_the_time_goes.png", dpi=110)
+    plt.close(fig)
+    return {"Where the time goes: share of the profiled window per category": "where_the_time_goes.png"}
+
+
+def side_by_side(ra: Any, rb: Any) -> Any:
+    """Two profiles of one cell (rows of two runs): per part, each side's share (%) and ms/step, and B - A; a part
+    neither side spent time in is left out."""
+    import pandas as pd
+
+    sa, sb = shares(ra), shares(rb)
+    if sa is None or sb is None:
+        raise ValueError("a side has no profile")
+    ma, mb = ms_per_step(ra) or 0.0, ms_per_step(rb) or 0.0
+    return pd.DataFrame([{"part": label(p), "A %": 100 * sa[p], "B %": 100 * sb[p], "A ms/step": sa[p] * ma,
+                          "B ms/step": sb[p] * mb, "B - A ms/step": sb[p] * mb - sa[p] * ma}
+                         for p in PARTS if sa[p] or sb[p]])
+
+
+def compare_profiles(df_a: Any, df_b: Any) -> list[tuple[str, Any]]:
+    """(cell, ``side_by_side``) for every ok cell (``KEY`` and the inputs of its id) that both runs profiled."""
+    if BUSY not in df_a.columns or BUSY not in df_b.columns:
+        return []
+    a, b = (with_inputs(d[(d[STATUS] == "ok") & d[BUSY].notna()]).set_index([*KEY, INPUTS]) for d in (df_a, df_b))
+    out = []
+    for key in a.index.intersection(b.index):
+        ra, rb = a.loc[key], b.loc[key]
+        ra = ra.iloc[0] if getattr(ra, "ndim", 1) > 1 else ra
+        rb = rb.iloc[0] if getattr(rb, "ndim", 1) > 1 else rb
+        out.append((" ".join(str(k) for k in key if k), side_by_side(ra, rb)))
+    return out

@@ -1,0 +1,46 @@
+"""The record's ``profile`` block: where a cell's time goes, from its framework's profiler over a few steady steps
+after the timed measurement (``bench run --profile``; ``bench.run.profile``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.core.opcategories import KEYS
+from bench.results.schema.declare import Block, entry
+
+
+class Profile(Block):
+    """``profile``: repeat 1's profile of the cell, taken after its timed window (which it does not change)."""
+
+    profiler: str | None = entry("the profiler and its framework's version (torch.profiler, jax.profiler, "
+                                 "tf.profiler)")
+    activities: list[str] | None = entry("what it recorded: cpu, cuda (torch.profiler); host, device (the XPlane "
+                                         "profilers)")
+    device: str | None = entry("whose work the categories count: gpu (kernels, copies, memsets on the device) or "
+                               "cpu (the framework's ops on the host, each its self time)")
+    warmup_steps: int | None = entry("steps run after the timed window and before the profiled ones")
+    steps: int | None = entry("steps inside the profiled window")
+    window_ms: float | None = entry("the profiled window as the trace times it (its annotation)", "ms")
+    wall_ms: float | None = entry("the profiled window by the harness's clock, a device barrier at each edge", "ms")
+    busy_ms: float | None = entry("time with the device's work running (the union of its intervals) in the window",
+                                  "ms")
+    device_busy_fraction: float | None = entry("busy_ms / window_ms", "fraction")
+    host_fraction: float | None = entry("1 - device_busy_fraction: the window's share where the device waits for "
+                                        "the host (launches, framework and Python overhead, the input's hand-over)",
+                                        "fraction")
+    op_ms: float | None = entry("the device's work summed (self times; concurrent work counts each part): the "
+                                "categories sum to it", "ms")
+    ops: int | None = entry("ops (kernels) counted")
+    categories: dict[str, float] = entry("op time by category (ms; bench.core.opcategories: "
+                                         + ", ".join(KEYS) + ")", "ms", default={})
+    top_ops: list[dict[str, Any]] | None = entry("the ops with the most self time: name, category, calls, ms, share "
+                                                 "(of op_ms)")
+    other_ops: list[dict[str, Any]] | None = entry("every op no rule placed (category other): name, calls, ms")
+    trace: str | None = entry("the Chrome trace (Perfetto, chrome://tracing), relative to the run directory")
+    trace_bytes: int | None = entry("its size (gzipped)", "bytes")
+    tensorboard: str | None = entry("jax.profiler, tf.profiler: the TensorBoard log directory holding the XSpace, "
+                                    "relative to the run directory")
+    tensorboard_bytes: int | None = entry("its size", "bytes")
+    cost_s: float | None = entry("the profile's cost inside the cell's process: its steps, the profiler, the "
+                                 "trace written and summarised", "s")
+    reason: str | None = entry("why there is no profile (the profiler failed; the timed numbers stand)")

@@ -1,0 +1,142 @@
+"""The steps a profile runs, after the cell's timed measurement: each engine hands the worker a ``ProfileRun`` built
+here from the pieces it trained with (the same model, optimizer state, data pipeline and step), which runs
+``WARMUP`` steps, opens the profiler's window (``Window.start``), runs the profiled steps, closes it
+(``Window.stop``) and returns how many steps the window held.
+
+Keras runs its own loop: the profile is one more ``fit`` (or ``predict``) call of a few steps with a callback that
+opens the window at the first step after the warm-up and closes it as the step after the last profiled one begins.
+The callback overrides only the batch-begin hook, which Keras 3 calls without logs, so Keras keeps its asynchronous
+batch-end path (keras/src/callbacks/callback_list.py@v3.15.1, ``_configure_async_dispatch`` looks at the batch-end
+hooks only); ``verbose`` is the cell's, so the progress bar's per-step log fetch is in the profile as it was in the
+timed run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
+
+#: Steps run before the window opens: the pipeline refilled, the step's caches warm after the epoch's end.
+WARMUP = 1
+
+
+class Window(Protocol):
+    """The profiler's window (``bench.run.profile.window.Window``)."""
+
+    def start(self) -> None:
+        """Barrier, start the profiler, open the window's annotation."""
+
+    def stop(self) -> None:
+        """Barrier, close the annotation, stop the profiler."""
+
+    @property
+    def open(self) -> bool:
+        """Whether ``start`` ran and ``stop`` did not yet."""
+
+
+#: ``run(window, steps)`` -> the steps the window held.
+ProfileRun = Callable[[Window, int], int]
+
+
+def _cycle(batches: Callable[[], Iterable[Any]]) -> Iterator[Any]:
+    """The batches of one epoch after another (an epoch may hold fewer than the profile's steps)."""
+    while True:
+        empty = True
+        for batch in batches():
+            empty = False
+            yield batch
+        if empty:
+            raise RuntimeError("the training data yielded no batch")
+
+
+def loop(step: Callable[[Any], Any], batches: Callable[[], Iterable[Any]], before: Callable[[], Any] | None = None,
+         close: Callable[[], None] | None = None) -> ProfileRun:
+    """A hand-written loop's steps (PyTorch's and JAX's ``fit``): ``before()`` once (the model in training mode),
+    then ``step(batch)`` on ``batches()``' batches, epoch after epoch; ``close()`` at the end (a loader's threads)."""
+
+    def run(window: Window, steps: int) -> int:
+        try:
+            if before is not None:
+                before()
+            it = _cycle(batches)
+            for _ in range(WARMUP):
+                step(next(it))
+            window.start()
+            for _ in range(steps):
+                step(next(it))
+            window.stop()
+        finally:
+            if close is not None:
+                close()
+        return steps
+
+    return run
+
+
+def calls(call: Callable[[], Any]) -> ProfileRun:
+    """Steps that are whole calls (the paper suite's PyTorch steps, a Keras job's own ``call``)."""
+    return loop(lambda _: call(), lambda: iter((None,)))
+
+
+def window_callback(keras: Any, window: Window, steps: int, predict: bool = False) -> Any:
+    """A Keras callback that opens ``window`` as training (``predict``: prediction) batch ``WARMUP`` begins and
+    closes it as batch ``WARMUP + steps`` begins (with ``steps_per_execution`` > 1, Keras calls the hook once per
+    execution: the first one at or past those indices), or at the call's end when the data ran out first (a
+    dataset of fewer batches: the window then holds fewer steps). ``held`` is then the steps the window held."""
+
+    class ProfileWindow(keras.callbacks.Callback):
+        first: int | None = None
+        last = 0
+        held = 0
+
+        def _begin(self, batch: int, logs: Any = None) -> None:
+            if self.first is None and batch >= WARMUP:
+                self.first = batch
+                window.start()
+            elif self.first is not None and window.open and batch >= self.first + steps:
+                self.held = batch - self.first
+                window.stop()
+            self.last = batch
+
+        def _end(self, logs: Any = None) -> None:
+            if self.first is not None and window.open:  # the data ran out: the last execution begun is done
+                per = getattr(self.model, "steps_per_execution", None)
+                self.held = self.last - self.first + (per if isinstance(per, int) and per > 0 else 1)
+                window.stop()
+
+        if predict:
+            on_predict_batch_begin, on_predict_end = _begin, _end
+        else:
+            on_train_batch_begin, on_train_end = _begin, _end
+
+    return ProfileWindow()
+
+
+def keras_fit(keras: Any, model: Any, fit_kw: Callable[[int], dict[str, Any]], verbose: int,
+              quiet: Callable[[int], Any], progress: Sequence[Any] = ()) -> ProfileRun:
+    """One more ``model.fit`` on the cell's training data (``fit_kw(n)``: its data arguments, holding at least
+    ``n`` batches), one epoch of ``WARMUP + steps + 1`` steps, no validation, reporting its progress as the cell did:
+    ``verbose`` as the cell's (its output through ``quiet(verbose)``, the engine's ``progress_bar_discarded``) and the
+    cell's progress callbacks (``progress``: the 2017 notebooks' batch-end hook, which reads the logs every step)."""
+
+    def run(window: Window, steps: int) -> int:
+        cb = window_callback(keras, window, steps)
+        n = WARMUP + steps + 1
+        with quiet(verbose):
+            model.fit(**fit_kw(n), epochs=1, steps_per_epoch=n, verbose=verbose, callbacks=[cb, *progress])
+        return cb.held
+
+    return run
+
+
+def keras_predict(keras: Any, model: Any, inputs: Callable[[int], Any], verbose: int,
+                  quiet: Callable[[int], Any]) -> ProfileRun:
+    """One more ``model.predict`` over ``inputs(n)`` (``n`` batches), as ``keras_fit``."""
+
+    def run(window: Window, steps: int) -> int:
+        cb = window_callback(keras, window, steps, predict=True)
+        with quiet(verbose):
+            model.predict(inputs(WARMUP + steps + 1), verbose=verbose, callbacks=[cb])
+        return cb.held
+
+    return run

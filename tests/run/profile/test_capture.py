@@ -1,0 +1,159 @@
+"""The profiled steps and the window around them (``bench.run.profile.rerun``, ``window``, ``capture``): the
+warm-up runs outside the window, the window opens after a barrier and closes after one, a profile that fails
+leaves a reason, not a failed cell."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from bench.run import profile
+from bench.run.profile import rerun
+from bench.run.profile.spans import MARK, OP, Span
+from bench.run.profile.summary import WINDOW
+from bench.run.profile.window import Window, profiler_for
+
+
+class FakeProfiler:
+    """Records the calls made to it in ``log``; its trace: the window mark and one op per profiled step."""
+
+    name, activities = "fake.profiler", ["cpu"]
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def start(self):
+        self.log.append("profiler.start")
+
+    def begin(self):
+        self.log.append("window.begin")
+
+    def end(self):
+        self.log.append("window.end")
+
+    def stop(self):
+        self.log.append("profiler.stop")
+
+    def collect(self, base: Path):
+        steps = self.log.count("step") - rerun.WARMUP
+        spans = [Span(WINDOW, 0.0, 100.0 * steps, "1:1", MARK)]
+        spans += [Span("aten::mm", 100.0 * k, 60.0, "1:1", OP) for k in range(steps)]
+        return spans, {"trace": base.name + ".trace.json.gz", "trace_bytes": 1}
+
+
+def test_a_loop_warms_up_outside_the_window_and_cycles_its_epochs():
+    log: list[str] = []
+    window = Window(FakeProfiler(log), lambda: log.append("barrier"))
+    epochs = []
+
+    def batches():
+        epochs.append(len(epochs))
+        return iter([1, 2])  # an epoch of two batches: shorter than the profile
+
+    run = rerun.loop(lambda b: log.append("step"), batches, before=lambda: log.append("train mode"),
+                     close=lambda: log.append("close"))
+    assert run(window, 3) == 3
+    assert log == ["train mode", "step", "barrier", "profiler.start", "window.begin", "step", "step", "step",
+                   "barrier", "window.end", "profiler.stop", "close"]
+    assert len(epochs) == 2 and window.wall_s is not None and window.wall_s >= 0
+
+
+def test_a_failing_step_still_closes_the_loader():
+    closed = []
+
+    def step(batch):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        rerun.loop(step, lambda: iter([1]), close=lambda: closed.append(True))(Window(FakeProfiler([]), lambda: None),
+                                                                              2)
+    assert closed == [True]
+
+
+def test_capture_summarises_the_window(monkeypatch, tmp_path):
+    log: list[str] = []
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: FakeProfiler(log))
+    block = profile.capture(rerun.calls(lambda: log.append("step")), "torch", "cpu", tmp_path / "cell",
+                            lambda: None, steps=4)
+    assert block["steps"] == 4 and block["warmup_steps"] == rerun.WARMUP and block["profiler"] == "fake.profiler"
+    assert block["device_busy_fraction"] == pytest.approx(0.6) and block["categories"]["matmul_conv"] > 0
+    assert block["trace"] == "cell.trace.json.gz" and block["cost_s"] >= 0 and "reason" not in block
+
+
+def test_a_profile_that_fails_says_why_and_stops_its_profiler(monkeypatch, tmp_path):
+    log: list[str] = []
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: FakeProfiler(log))
+
+    def step():
+        if "window.begin" in log:
+            raise RuntimeError("the step broke mid-profile")
+
+    block = profile.capture(rerun.calls(step), "torch", "cpu", tmp_path / "cell", lambda: None)
+    assert block["reason"] == "RuntimeError: the step broke mid-profile" and "cost_s" in block
+    assert log[-2:] == ["window.end", "profiler.stop"]
+
+
+def test_steps_that_never_close_the_window_are_a_reason(monkeypatch, tmp_path):
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: FakeProfiler([]))
+    block = profile.capture(lambda window, steps: steps, "torch", "cpu", tmp_path / "cell", lambda: None)
+    assert "before the profile window closed" in block["reason"]
+
+
+def test_each_framework_has_its_profiler_module_and_nothing_else_does(tmp_path):
+    from bench.core.families import FRAMEWORKS
+
+    for backend in FRAMEWORKS:
+        assert Path(profile.__file__).with_name(f"{backend}_profiler.py").is_file(), backend
+    with pytest.raises(ValueError, match="no profiler"):
+        profiler_for("mxnet", "cpu", tmp_path)
+
+
+class FakeKeras:
+    """What ``rerun.window_callback`` needs of Keras: ``keras.callbacks.Callback`` (with ``params`` and ``model``)."""
+
+    class callbacks:  # noqa: N801 - Keras' module name
+        class Callback:
+            params: dict = {}
+            model = None
+
+
+def test_the_keras_callback_opens_after_the_warm_up_and_closes_as_the_step_after_the_last_begins():
+    log: list[str] = []
+    window = Window(FakeProfiler(log), lambda: log.append("barrier"))
+    cb = rerun.window_callback(FakeKeras, window, 3)
+    for batch in range(rerun.WARMUP + 3 + 1):  # the fit's steps_per_epoch (rerun.keras_fit)
+        log.append(f"begin {batch}")
+        cb.on_train_batch_begin(batch)
+    cb.on_train_end()
+    assert cb.held == 3
+    assert log == ["begin 0", "begin 1", "barrier", "profiler.start", "window.begin", "begin 2", "begin 3",
+                   "begin 4", "barrier", "window.end", "profiler.stop"]
+
+
+def test_the_keras_callback_closes_at_the_end_when_the_data_runs_out_and_counts_executions():
+    window = Window(FakeProfiler([]), lambda: None)
+    cb = rerun.window_callback(FakeKeras, window, 5, predict=True)
+    cb.model = type("Model", (), {"steps_per_execution": 2})()
+    for batch in (0, 2):  # two executions of two steps: the window opens at the second
+        cb.on_predict_batch_begin(batch)
+    cb.on_predict_end()
+    assert window.stopped and cb.held == 2
+
+
+def test_the_keras_fit_profile_reports_progress_as_the_cell_did():
+    """The profile's extra fit gets the cell's ``verbose`` and its progress callbacks (the notebooks' batch-end hook,
+    the classic default), beside the window's own: the profiled steps do the per-batch work the timed ones did."""
+    seen: dict = {}
+
+    class Model:
+        def fit(self, **kw):
+            seen.update(kw)
+
+    progress = object()
+    run = rerun.keras_fit(FakeKeras, Model(), lambda n: {"x": n}, 0, lambda verbose: contextlib.nullcontext(),
+                          [progress])
+    run(Window(FakeProfiler([]), lambda: None), 3)
+    assert seen["verbose"] == 0 and seen["callbacks"][1:] == [progress]
+    assert seen["x"] == seen["steps_per_epoch"] == rerun.WARMUP + 3 + 1
