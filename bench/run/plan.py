@@ -123,8 +123,9 @@ def _raise_if(problem: str | None) -> None:
 
 
 def unless_default(value: int | None, w, name: str, size: str) -> int | None:
-    """``value`` (an override of the workload's ``epochs``, ``samples`` or ``steps``), or None when it equals the workload's own
-    value at ``size``: the same input as the default cell, so the same cell id and record (``Cell.id``)."""
+    """``value`` (an override of the workload's ``epochs``, ``samples`` or ``steps``), or None when it equals the
+    workload's own value at ``size``: the same input as the default cell, so the same cell id and record
+    (``Cell.id``)."""
     own = getattr(w, name, None)
     return None if value is not None and isinstance(own, dict) and own.get(size) == value else value
 

@@ -94,8 +94,8 @@ class Workload:
         return self.smoke_batch_size if size == "smoke" and self.smoke_batch_size else self.batch_size
 
     def load_data(self, size: str, data: str = "auto", samples: int | None = None) -> Dataset:
-        """The workload's dataset at ``size`` (``samples`` training examples, default ``samples[size]``; None: all), split and
-        prepared as the source did: the tail of the training data held out (Keras' ``validation_split``)
+        """The workload's dataset at ``size`` (``samples`` training examples, default ``samples[size]``; None: all),
+        split and prepared as the source did: the tail of the training data held out (Keras' ``validation_split``)
         when ``validation_split`` is set, else a validation set of a quarter the training size.
 
         ``data``: ``bench.run.datasets.DATA_CHOICES`` (``auto``: real, synthetic only at smoke size), or
