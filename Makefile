@@ -14,7 +14,7 @@
 #        REGISTRY (pull images tagged by their inputs where it has them; make push), HISTORY (on|off: collect
 #        appends the run to $(RESULTS_DIR)/history.sqlite; off: the CSV only, for a RESULTS_DIR on a bucket's FUSE
 #        mount, which takes no SQLite writes: cloud/run.sh). Also passed through to
-#        `bench run` as they are: BATCH_SIZE, EPOCHS, STEPS, SEQ_LEN, WORKLOADS, TASKS, COMPILE, NO_AUGMENT=1
+#        `bench run` as they are: BATCH_SIZE, EPOCHS, SAMPLES, STEPS, SEQ_LEN, WORKLOADS, TASKS, COMPILE, NO_AUGMENT=1
 #        (`python3 -m bench.host request vars`). Every default (SUITE, SIZE, REPEATS, SEED, ...) is bench's own,
 #        declared once in bench/core/request.py; only what you set is passed on.
 
@@ -288,13 +288,43 @@ fidelity-%:
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) bench fidelity --stack $* \
 	  --workload $(FIDELITY_WORKLOAD) --size $(SIZE) --device $(RUN_DEVICE) --out /results/fidelity/$*-$(RUN_DEVICE).json
 
+# The GPU window (docs/gpu-window.md): the wheels the GPU host lacks, an environment holding what it holds, and the
+# window itself rehearsed on the CPU there. WINDOW_PYTHON: a CPython 3.12, the host's (pyenv's where there is one).
+WINDOW_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12))
+WINDOW_PLATFORMS := manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64
+REHEARSAL := $(CURDIR)/.window
+
+window-wheels: ## The wheels the GPU host lacks (window/wheels.txt), for CPython 3.12 on x86-64, into .whl/
+	rm -rf .whl
+	$(PYTHON) -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp $(addprefix --platform ,$(WINDOW_PLATFORMS)) -d .whl -r window/wheels.txt
+	@ls .whl | sed 's/-.*//' | sort | uniq -d | grep . && { echo "two versions of one package in .whl" >&2; exit 1; } || true
+	@du -sh .whl
+
+window-env: ## .window-venv: CPython 3.12 holding only what the GPU host holds (window/host-packages.txt)
+	@$(WINDOW_PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null || { \
+	  echo "window-env: no CPython 3.12 ('$(WINDOW_PYTHON)'); set WINDOW_PYTHON=/path/to/python3.12" >&2; exit 2; }
+	$(PYTHON) -m uv venv -q --seed --python $(WINDOW_PYTHON) .window-venv
+	$(PYTHON) -m uv pip install -q --python .window-venv/bin/python --no-deps --compile-bytecode -r window/host-packages.txt
+
+window-rehearse: ## The GPU window on this CPU at smoke size, in .window-venv with the carried wheels, then its checks
+	rm -rf $(REHEARSAL)
+	PATH="$(CURDIR)/.window-venv/bin:$$PATH" bash window/run.sh --device cpu --size smoke --work $(REHEARSAL)/work \
+	  --site $(REHEARSAL)/site $(REHEARSAL)/out || echo "window/run.sh exited $$?; the checks decide"
+	BENCH_WINDOW_REHEARSAL=$(REHEARSAL) $(PYTHON) -m pytest -q -p no:cacheprovider tests/window
+
 # The unit tests and the image builds (both flavors) run as parallel jobs (builds wait on the network and the
 # disk as much as on the CPU); the end-to-end cells then run alone, one at a time, with every build a cache hit.
 E2E := $(PYTHON) -m pytest -m docker -q -s --durations=0 tests/e2e/test_e2e_docker.py
 
-test: lint ## Lint; unit tests beside the image builds; then the Docker end-to-end test
-	$(MAKE) -j2 --output-sync=target test-unit e2e-images
+test: lint ## Lint; unit tests beside the image builds and the GPU window's rehearsal; then the Docker end-to-end test
+	$(MAKE) -j3 --output-sync=target test-unit e2e-images test-window
 	BENCH_E2E_PREPARED=1 $(MAKE) test-e2e
+
+test-window: ## The GPU window's rehearsal where its environment is made (make window-wheels window-env), else say so
+	@if [ -x .window-venv/bin/python ] && [ -d .whl ]; then $(MAKE) --no-print-directory window-rehearse; \
+	elif [ -n "$$BENCH_REQUIRE_WINDOW" ]; then echo "test-window: no .window-venv or .whl (make window-wheels window-env)" >&2; exit 1; \
+	else echo "test-window: skipped, no rehearsal environment (make window-wheels window-env: needs CPython 3.12)"; fi
 
 test-unit: ## Unit tests (no Docker)
 	$(PYTHON) -m pytest -m "not docker" -q --durations=10

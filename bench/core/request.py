@@ -90,6 +90,11 @@ class Request:
                                     kind="int", minimum=1, make="BATCH_SIZE")
     epochs: int | None = option(None, "Override epochs, fit suites (a record of its own: the cell id names it).",
                                 kind="int", minimum=1, make="EPOCHS")
+    samples: int | None = option(
+        None, "fit suites: train on the first N training examples (validation: a quarter as many, or the workload's "
+              "held-out share of them): the same model and batch, fewer steps per epoch (a record of its own: the "
+              "cell id names it) [default: the size's, all of the dataset at full].",
+        kind="int", minimum=1, make="SAMPLES")
     steps: int | None = option(None, "paper suite: timed steps after the first [default: 100 full, 3 smoke].",
                                kind="int", minimum=1, make="STEPS", commands=(RUN,))
     seq_len: int | None = option(

@@ -8,7 +8,8 @@ from typing import Any
 #: The measurement inputs a cell's id names when they differ from their default (field -> default), beside the
 #: variant (which already names the knobs and the timing cadence): each changes what is measured, so a cell run
 #: with another value is another record, never a resumed one.
-ID_INPUTS: dict[str, Any] = {"batch_size": None, "epochs": None, "steps": None, "seq_len": None, "data": "auto"}
+ID_INPUTS: dict[str, Any] = {"batch_size": None, "epochs": None, "samples": None, "steps": None, "seq_len": None,
+                             "data": "auto"}
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class Cell:
         variant: name of the settings set; ``default`` is the stack's out-of-the-box configuration.
         settings: knob overrides for this variant (e.g. ``{"jit_compile": True}``).
         batch_size / epochs: overrides of the workload's defaults (None keeps them).
+        samples: training examples of a fit cell, an override of the workload's at ``size`` (None keeps them):
+            the first ``samples`` of the training set, the same model and batch, fewer steps per epoch.
         timeout_s: wall-clock limit for the cell's process (s).
         baseline: this variant is the stack's out-of-the-box configuration in a sweep.
         repeat: 1-based index of an independent repeat (None when the cell is not repeated).
@@ -55,6 +58,7 @@ class Cell:
     seq_len: int | None = None
     schedule: dict[str, Any] | None = field(default=None, hash=False, compare=False)
     data: str = "auto"
+    samples: int | None = None
     profile: bool = False
 
     @property

@@ -266,6 +266,8 @@ def capture() -> dict[str, Any]:
         "image_id": os.environ.get("BENCH_IMAGE_ID") or None,
         "image_flavor": os.environ.get("BENCH_FLAVOR"),
         "in_container": Path("/.dockerenv").exists(),
+        # every image sets BENCH_IMAGE (images/Dockerfile); without it no image's pins ran this cell
+        "native": not os.environ.get("BENCH_IMAGE"),
         "packages": package_versions(),
         "framework_cuda": framework_cuda(),
         "gpu": gpu_info(),

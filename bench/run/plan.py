@@ -33,7 +33,7 @@ def all_tasks() -> list[str]:
 def expand(stacks: Sequence[str], suite: str, size: str, device: str,
            workloads: Sequence[str] = (), tasks: Sequence[str] = (), *,
            variant: str = "default", settings: dict[str, Any] | None = None,
-           batch_size: int | None = None, epochs: int | None = None,
+           batch_size: int | None = None, epochs: int | None = None, samples: int | None = None,
            timeout_s: float | None = None, telemetry_samples: bool = False, steps: int | None = None,
            seq_len: int | None = None, sync: str | None = None, data: str = "auto",
            profile: bool = False) -> list[Cell]:
@@ -54,17 +54,19 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
             selection.
     """
     _check_selection(stacks, suite, size, device, workloads, tasks, batch_size=batch_size, epochs=epochs,
-                     timeout_s=timeout_s, steps=steps, seq_len=seq_len, sync=sync, data=data)
+                     samples=samples, timeout_s=timeout_s, steps=steps, seq_len=seq_len, sync=sync, data=data)
     if suite in sweep.DEFAULT_GRIDS:
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
-                                        batch_size=batch_size, epochs=epochs, timeout_s=timeout_s,
-                                        telemetry_samples=telemetry_samples, data=data, profile=profile)
+                                        batch_size=batch_size, epochs=epochs, samples=samples,
+                                        timeout_s=timeout_s, telemetry_samples=telemetry_samples, data=data,
+                                        profile=profile)
                  if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]
     else:
         cells = [
             Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=v,
                  settings=dict(settings or {}), batch_size=b,
                  epochs=unless_default(epochs, WORKLOADS[w], "epochs", size),
+                 samples=unless_default(samples, WORKLOADS[w], "samples", size),
                  timeout_s=timeout_s or TIMEOUT_S[size], telemetry_samples=telemetry_samples,
                  steps=unless_default(steps, WORKLOADS[w], "steps", size),
                  seq_len=seq_len_unless_default(seq_len, WORKLOADS[w], size), data=data, profile=profile)
@@ -84,8 +86,9 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
 
 
 def _check_selection(stacks: Sequence[str], suite: str, size: str, device: str, workloads: Sequence[str],
-                     tasks: Sequence[str], *, batch_size: int | None, epochs: int | None, timeout_s: float | None,
-                     steps: int | None, seq_len: int | None, sync: str | None, data: str) -> None:
+                     tasks: Sequence[str], *, batch_size: int | None, epochs: int | None, samples: int | None,
+                     timeout_s: float | None, steps: int | None, seq_len: int | None, sync: str | None,
+                     data: str) -> None:
     """Check that every name and number of ``expand``'s selection is known and applies to the suite's scenario.
 
     Raises:
@@ -102,8 +105,8 @@ def _check_selection(stacks: Sequence[str], suite: str, size: str, device: str, 
             raise PlanError(f"workload {w!r} is not in suite {suite!r}; it has: {', '.join(SUITES[suite])}")
     for t in tasks:
         _check("task", t, all_tasks())
-    for name, value in (("batch size", batch_size), ("epochs", epochs), ("timeout", timeout_s), ("steps", steps),
-                        ("sequence length", seq_len)):
+    for name, value in (("batch size", batch_size), ("epochs", epochs), ("samples", samples), ("timeout", timeout_s),
+                        ("steps", steps), ("sequence length", seq_len)):
         if value is not None and value <= 0:
             raise PlanError(f"{name} must be positive, got {value}")
     scenario = suite_scenario(suite)
@@ -111,7 +114,7 @@ def _check_selection(stacks: Sequence[str], suite: str, size: str, device: str, 
         _check_sync(sync, scenario, suite)
     _check("data source", data, DATA_CHOICES)
     _raise_if(scenario.data_problem(data, suite))
-    _raise_if(scenario.override_problem(suite, epochs=epochs, steps=steps, seq_len=seq_len))
+    _raise_if(scenario.override_problem(suite, epochs=epochs, samples=samples, steps=steps, seq_len=seq_len))
 
 
 def _raise_if(problem: str | None) -> None:
@@ -120,7 +123,7 @@ def _raise_if(problem: str | None) -> None:
 
 
 def unless_default(value: int | None, w, name: str, size: str) -> int | None:
-    """``value`` (an override of the workload's ``epochs`` or ``steps``), or None when it equals the workload's own
+    """``value`` (an override of the workload's ``epochs``, ``samples`` or ``steps``), or None when it equals the workload's own
     value at ``size``: the same input as the default cell, so the same cell id and record (``Cell.id``)."""
     own = getattr(w, name, None)
     return None if value is not None and isinstance(own, dict) and own.get(size) == value else value
@@ -141,8 +144,9 @@ def _check_sync(sync: str, scenario: Scenario, suite: str) -> None:
 
 
 def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: str, device: str,
-                batch_size: int | None = None, epochs: int | None = None, timeout_s: float | None = None,
-                telemetry_samples: bool = False, data: str = "auto", profile: bool = False) -> list[Cell]:
+                batch_size: int | None = None, epochs: int | None = None, samples: int | None = None,
+                timeout_s: float | None = None, telemetry_samples: bool = False, data: str = "auto",
+                profile: bool = False) -> list[Cell]:
     """One cell per (stack, variant) of a ``bench.run.sweep.Grid``, baseline first within each stack.
 
     Raises:
@@ -151,6 +155,8 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
     """
     for s in stacks:
         _check("stack", s, list(STACKS))
+    if samples is not None and samples <= 0:
+        raise PlanError(f"samples must be positive, got {samples}")
     _check("data source", data, DATA_CHOICES)
     _check("workload", grid.workload, list(WORKLOADS))
     if grid.task not in WORKLOADS[grid.workload].tasks:
@@ -160,7 +166,8 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
     cells = [
         Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,
              device=device, variant=v.name, settings=v.settings, baseline=v.baseline, batch_size=batch_size,
-             epochs=unless_default(epochs, w, "epochs", size), timeout_s=timeout_s or TIMEOUT_S[size],
+             epochs=unless_default(epochs, w, "epochs", size), samples=unless_default(samples, w, "samples", size),
+             timeout_s=timeout_s or TIMEOUT_S[size],
              telemetry_samples=telemetry_samples,
              data=data, profile=profile)
         for s in stacks

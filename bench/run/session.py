@@ -110,7 +110,7 @@ def cooldown_for(req: Request, dev: RunDevice, echo: Echo = print) -> Cooldown |
 
 def cell_inputs(req: Request, command: str = "run") -> dict[str, Any]:
     """``plan.expand``'s (``command`` run) or ``plan.sweep_cells``' (sweep) keyword inputs from ``req``."""
-    kw = {"batch_size": req.batch_size, "epochs": req.epochs, "timeout_s": req.timeout_s,
+    kw = {"batch_size": req.batch_size, "epochs": req.epochs, "samples": req.samples, "timeout_s": req.timeout_s,
           "telemetry_samples": req.telemetry_samples, "data": req.data, "profile": req.profile}
     if command == "run":
         kw.update(steps=req.steps, seq_len=req.seq_len, sync=req.sync)

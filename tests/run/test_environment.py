@@ -127,3 +127,27 @@ def test_a_jax_gpu_cell_fails_with_one_line_naming_both_fractions(monkeypatch):
     rec = worker.run_cell(cell)
     assert rec["status"] == "failed" and "XLA_PYTHON_CLIENT_MEM_FRACTION=0.5" in rec["reason"]
     assert "XLA_CLIENT_MEM_FRACTION=0.95" in rec["reason"] and not rec.get("traceback")
+
+
+@pytest.mark.parametrize("image, native", [("dlbench/pytorch:gpu", False), (None, True), ("", True)])
+def test_a_cell_outside_an_image_is_recorded_native(monkeypatch, image, native):
+    """env.native: no stack image ran the cell (every image sets BENCH_IMAGE, images/Dockerfile), as in the GPU
+    window; the record then claims no image and no image flavor."""
+    from bench.run import environment
+
+    monkeypatch.delenv("BENCH_FLAVOR", raising=False)
+    if image is None:
+        monkeypatch.delenv("BENCH_IMAGE", raising=False)
+    else:
+        monkeypatch.setenv("BENCH_IMAGE", image)
+    monkeypatch.setattr(environment, "gpu_info", lambda: {"available": False, "reason": "test"})
+    env = environment.capture()
+    assert env["native"] is native and env["image"] == image
+    assert env["image_flavor"] is None
+
+
+def test_the_dockerfile_sets_what_native_reads():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "images/Dockerfile").read_text()
+    assert "ENV BENCH_GIT_COMMIT=${BENCH_GIT_COMMIT} BENCH_IMAGE=${BENCH_IMAGE}" in text

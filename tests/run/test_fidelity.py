@@ -64,3 +64,16 @@ def test_the_jax_stack_has_its_own_free_running_loop_and_imports_no_torch():
     r = json.loads(p.stdout.strip().splitlines()[-1])
     assert r["torch"] is False and r["order"] == ["hand", "epoch", "epoch", "hand"]
     assert r["hand"] > 0 and 1 / 3 < r["epoch"] / r["hand"] < 3
+
+
+def test_the_harness_side_differs_from_the_free_running_loop_only_in_its_timing():
+    """The loop trains on stored images with no callbacks: the harness side runs without augmentation and, on Keras,
+    without the notebooks' per-batch callback (progress=none), whatever the workload's default."""
+    from bench.core.knobs import settings_class
+    from bench.run.fidelity import harness_settings
+
+    keras = harness_settings(settings_class("keras"), "every:8")
+    assert (keras.sync, keras.augment, keras.progress) == ("every:8", False, "none")
+    for engine in ("torch", "jax"):
+        other = harness_settings(settings_class(engine), "step")
+        assert (other.sync, other.augment) == ("step", False) and not hasattr(other, "progress")

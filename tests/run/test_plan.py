@@ -2,7 +2,9 @@ import pytest
 
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.run.plan import PlanError, expand
-from bench.run.workloads import SUITES
+from bench.run.workloads import SUITES, WORKLOADS
+
+SMOKE_SAMPLES = {name: w.samples["smoke"] for name, w in WORKLOADS.items() if hasattr(w, "samples")}
 
 ALL = list(DEFAULT_STACKS)
 
@@ -47,3 +49,26 @@ def test_stack_names_are_consistent():
     assert get_stack("pytorch").keras_major is None
     with pytest.raises(KeyError, match="known"):
         get_stack("keras1")
+
+
+def test_samples_caps_the_training_set_and_names_the_cell():
+    """--samples: the same model and batch on fewer examples, a record of its own; the workload's own count at the
+    size is the default cell (no suffix), and the step-timed paper suite refuses it."""
+    (cell,) = expand(["pytorch"], "classic", "full", "gpu", workloads=["mnist_mlp"], epochs=3, samples=3200)
+    assert cell.samples == 3200 and cell.id.endswith("__epochs=3+samples=3200")
+    (own,) = expand(["pytorch"], "classic", "smoke", "cpu", workloads=["mnist_mlp"],
+                    samples=SMOKE_SAMPLES["mnist_mlp"])
+    assert own.samples is None and "samples" not in own.id
+    with pytest.raises(PlanError, match="--samples applies to the fit suites"):
+        expand(["pytorch"], "paper", "smoke", "cpu", workloads=["bert"], samples=10)
+    with pytest.raises(PlanError, match="samples must be positive"):
+        expand(["pytorch"], "classic", "smoke", "cpu", samples=0)
+
+
+def test_samples_reach_the_data_the_cell_trains_on():
+    from bench.run.workloads import get_workload
+
+    w = get_workload("mnist_mlp")
+    ds = w.load_data("full", "synthetic", 320)
+    assert (ds.n_train, len(ds.y_val)) == (320, 80)  # validation: a quarter, as at smoke size
+    assert w.load_data("smoke", "synthetic").n_train == SMOKE_SAMPLES["mnist_mlp"]

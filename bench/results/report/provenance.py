@@ -25,7 +25,7 @@ def run_span(df) -> str:
 
 def provenance(df) -> list[str]:
     """Markdown lines: when, device, GPU, driver, CPU, images, commit, per-stack framework versions, and
-    warnings (CPU rows, MIG, PTX JIT, throttling) for the run in ``df``."""
+    warnings (CPU rows, native GPU rows, MIG, PTX JIT, throttling) for the run in ``df``."""
     def uniq(col: str) -> str:
         if col not in df.columns:
             return "n/a"
@@ -50,6 +50,11 @@ def provenance(df) -> list[str]:
         lines.append(f"- {sid}: {versions or 'n/a'}; Python {py.iloc[0] if py is not None and len(py) else 'n/a'}")
     if (df["device"] == "cpu").any():
         lines.append("- **CPU rows are smoke tests of the harness, not GPU benchmarks.**")
+    native = _flagged(df[df["device"] == "gpu"], col(Env, "native"))
+    if native:
+        lines.append(f"- **{native} GPU row(s) ran natively (`env.native`: no stack image, bench from a checkout on "
+                     "the machine's own Python, as the GPU window runs it): the versions above are what ran, not the "
+                     "images' pins. They check the harness on a GPU; they are not published-grade rows.**")
     if _flagged(df, col(Env, "gpu", "mig_mode")):
         lines.append("- **MIG mode: the GPU was partitioned; power and energy are the whole GPU's figures and MFU "
                      "has no datasheet peak for a slice, not comparable with a full GPU's.**")

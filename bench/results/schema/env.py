@@ -55,6 +55,10 @@ class Env(Block):
                                  "tagging and pushing), the key of the GEMM peak measured in it (null outside make)")
     image_flavor: str | None = entry("the image flavor (cpu or gpu)")
     in_container: bool | None = entry("the cell ran inside a container")
+    native: bool | None = entry("no stack image ran the cell (BENCH_IMAGE unset): bench from a checkout on the "
+                                "machine's own Python, as the GPU window runs it (docs/gpu-window.md); env.packages "
+                                "holds what ran, not the images' pins; the report calls such GPU rows checks of the "
+                                "harness, not published-grade rows (null: a record from before the field)")
     packages: dict[str, Any] = entry("package -> version of the frameworks and libraries", default={})
     stack_base: str | None = entry("a derived stack (make version-stack): the stack it is derived from; null otherwise")
     pins: dict[str, Any] = entry("a derived stack: per pinned package, the version installed in the container "

@@ -26,7 +26,7 @@ class Record(Block):
 
     schema_version: int = entry("integer version of this record layout", default=SCHEMA_VERSION)
     cell_id: str = entry("stack__suite__workload__task__size__variant, then __key=value+... for each measurement "
-                         "input off its default (batch_size, epochs, steps, seq_len, data); also the file name "
+                         "input off its default (batch_size, epochs, samples, steps, seq_len, data); also the file name "
                          "(paper suite: variant bs<N>)", default="")
     stack: str = entry("the cell's stack", default="")
     suite: str | None = entry("the cell's suite")

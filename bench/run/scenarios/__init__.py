@@ -65,9 +65,9 @@ class Scenario(ABC):
         return None
 
     def override_problem(self, suite: str, **overrides: int | None) -> str | None:
-        """Why an override given (not None) is one ``suite``'s workloads never read (``epochs`` in the paper suite,
-        ``steps`` and ``seq_len`` in the fit suites; None when all apply), rather than run a cell whose id names an
-        input it ignored."""
+        """Why an override given (not None) is one ``suite``'s workloads never read (``epochs`` and ``samples`` in the
+        paper suite, ``steps`` and ``seq_len`` in the fit suites; None when all apply), rather than run a cell whose id
+        names an input it ignored."""
         for name, value in overrides.items():
             if value is not None and name not in self.overrides:
                 where = next(s.suites_text for s in SCENARIOS if name in s.overrides)
@@ -101,7 +101,7 @@ class Scenario(ABC):
 
 
 #: The plan overrides a scenario may read (``Scenario.overrides``).
-OVERRIDES = ("epochs", "steps", "seq_len")
+OVERRIDES = ("epochs", "samples", "steps", "seq_len")
 
 
 def scenario_of(w: Any) -> Scenario:

@@ -21,7 +21,7 @@ class Epochs(Scenario):
 
     name = "epochs"
     suites_text = "the fit suites (classic, tuning)"
-    overrides = frozenset({"epochs"})
+    overrides = frozenset({"epochs", "samples"})
 
     def owns(self, w: Any) -> bool:
         return isinstance(w, Workload)
@@ -44,7 +44,7 @@ class Epochs(Scenario):
         """``fit`` on the workload's dataset for some epochs (the family's ``bench.run.engines.EpochEngine``)."""
         batch = rec.batch_size or 0
         epochs = cell.epochs or w.epochs[cell.size]
-        ds = w.load_data(cell.size, cell.data)
+        ds = w.load_data(cell.size, cell.data, cell.samples)
         rec.data = Data.model_validate({**ds.record(), "requested": cell.data})
         if ds.source == "synthetic":
             rec.notes.append("data=synthetic: " + (ds.reason or ""))

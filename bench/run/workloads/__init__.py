@@ -93,8 +93,8 @@ class Workload:
         """Examples per step at ``size`` (``smoke`` or ``full``)."""
         return self.smoke_batch_size if size == "smoke" and self.smoke_batch_size else self.batch_size
 
-    def load_data(self, size: str, data: str = "auto") -> Dataset:
-        """The workload's dataset at ``size`` (``samples[size]`` training examples; None: all), split and
+    def load_data(self, size: str, data: str = "auto", samples: int | None = None) -> Dataset:
+        """The workload's dataset at ``size`` (``samples`` training examples, default ``samples[size]``; None: all), split and
         prepared as the source did: the tail of the training data held out (Keras' ``validation_split``)
         when ``validation_split`` is set, else a validation set of a quarter the training size.
 
@@ -107,7 +107,7 @@ class Workload:
         from bench.run import datasets
 
         source = {"auto": "fallback" if size == "smoke" else "real"}.get(data, data)
-        n = self.samples[size]
+        n = samples or self.samples[size]
         if self.validation_split:
             ds = datasets.load(self.dataset, n, 0, source=source)
             k = max(int(ds.n_train * self.validation_split), 1)

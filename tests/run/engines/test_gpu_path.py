@@ -649,3 +649,15 @@ def test_doctor_without_nvml_says_the_peak_cannot_be_matched():
                                         identify=lambda: {"available": False, "reason": "NVML unavailable: x"})
     identity = [c for c in checks if c.name.endswith("GPU identity")]
     assert extra["gpu"] is None and identity[0].state == "warn" and "mfu_measured" in identity[0].fix
+
+
+def test_report_calls_native_gpu_rows_checks_of_the_harness():
+    """A GPU row no image ran (env.native, the GPU window) is labelled as such; image rows and CPU rows are not."""
+    pd = pytest.importorskip("pandas")
+    from bench.results.report.provenance import provenance
+
+    df = pd.DataFrame({"stack": ["pytorch", "jax", "keras3-jax"], "device": ["gpu", "gpu", "cpu"],
+                       "env.native": [True, False, True]})
+    text = "\n".join(provenance(df))
+    assert "1 GPU row(s) ran natively" in text and "not published-grade rows" in text
+    assert "ran natively" not in "\n".join(provenance(df.assign(**{"env.native": [False, None, True]})))

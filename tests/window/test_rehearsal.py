@@ -1,0 +1,88 @@
+"""The GPU window's rehearsal (``make window-rehearse``): what window/run.sh left in ``$BENCH_WINDOW_REHEARSAL`` after
+running on the CPU at smoke size in .window-venv (the GPU host's packages, window/host-packages.txt) with the carried
+wheels. Each check is something that would cost GPU minutes if it first showed on the host: a part that did not
+finish, a cell that failed, an instrument that crashed, a record that claims an image or versions that did not run.
+Skipped unless the variable names a rehearsal (``make window-rehearse`` sets it; CI runs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REHEARSAL = os.environ.get("BENCH_WINDOW_REHEARSAL")
+pytestmark = pytest.mark.skipif(not REHEARSAL, reason="no rehearsal: make window-rehearse runs one")
+PARTS = ("env", "instrument", "classic", "tuning", "paper")
+#: what a self-test check records when its process crashed or hung, or a framework is missing (run_child, selftest)
+CRASH_MARKS = ("the check process failed", "timed out after", "is not installed in this environment")
+
+
+def work() -> Path:
+    return Path(str(REHEARSAL)) / "work"
+
+
+def host_pins() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "window/host-packages.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[name] = version
+    return pins
+
+
+def records() -> list[dict]:
+    found = [json.loads(p.read_text()) for p in (work() / "results/runs").rglob("*.json")
+             if not p.name.endswith(".cell.json") and "__r" not in p.stem.rsplit("__", 1)[-1]]
+    return [r for r in found if "cell_id" in r]
+
+
+def test_every_part_ran_to_its_end():
+    rows = [line.split("\t") for line in (work() / "parts.tsv").read_text().splitlines()]
+    assert [r[0] for r in rows] == list(PARTS)
+    # the instrument part exits 1 when a self-test verdict fails; on two shared cores a timing check may, so its
+    # crashes are checked on their own below; every other part must have exited 0
+    bad = {r[0]: r[1] for r in rows if r[1] != "0" and r[0] != "instrument"}
+    assert not bad, f"parts that failed: {bad}; see {work()}/logs/"
+
+
+def test_the_summary_and_the_archive_came_out():
+    out = Path(str(REHEARSAL)) / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["summary.md", "window.tar.gz"]
+    assert "| classic | 0 |" in (out / "summary.md").read_text()
+
+
+def test_no_instrument_crashed():
+    selftest = json.loads((work() / "results/selftest.json").read_text())
+    assert set(selftest["frameworks"]) == {"torch", "jax"} and all(selftest["frameworks"].values())
+    crashed = [c for c in selftest["checks"] if any(m in (c.get("reason") or "") for m in CRASH_MARKS)]
+    assert not crashed, crashed
+    for stack in ("pytorch", "keras3-jax"):
+        fidelity = json.loads((work() / f"results/fidelity-{stack}.json").read_text())
+        assert fidelity["handloop_ms_per_step"] > 0 and fidelity["cadences"]
+
+
+def test_every_cell_ran_ok():
+    recs = records()
+    by_part = {part: [r for r in recs if r["suite"] == part] for part in ("classic", "tuning", "paper")}
+    assert all(by_part.values()), {k: len(v) for k, v in by_part.items()}
+    failed = {r["cell_id"]: r.get("reason") for r in recs if r["status"] != "ok"}
+    assert not failed, failed
+
+
+def test_records_say_what_ran():
+    pins = host_pins()
+    for r in records():
+        env = r["env"]
+        assert env["native"] is True and env["image"] is None and env["image_flavor"] is None, r["cell_id"]
+        assert env["python"].startswith("3.12."), r["cell_id"]
+        for name in ("torch", "jax", "keras", "transformers"):
+            if name in env["packages"]:
+                want = pins.get(name) or next(line.split("==")[1] for line in
+                                              (ROOT / "window/wheels.txt").read_text().splitlines()
+                                              if line.startswith(f"{name}=="))
+                assert env["packages"][name] == want, (r["cell_id"], name)
