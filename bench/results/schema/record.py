@@ -26,8 +26,8 @@ class Record(Block):
 
     schema_version: int = entry("integer version of this record layout", default=SCHEMA_VERSION)
     cell_id: str = entry("stack__suite__workload__task__size__variant, then __key=value+... for each measurement "
-                         "input off its default (batch_size, epochs, samples, steps, seq_len, data); also the file name "
-                         "(paper suite: variant bs<N>)", default="")
+                         "input off its default (batch_size, epochs, samples, steps, seq_len, data); also the file "
+                         "name (paper suite: variant bs<N>)", default="")
     stack: str = entry("the cell's stack", default="")
     suite: str | None = entry("the cell's suite")
     workload: str = entry("the cell's workload", default="")
