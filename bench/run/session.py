@@ -43,8 +43,28 @@ def planning_probe(stack_id: str) -> list[str]:
     return probe_gpus(get_stack(stack_id))
 
 
-def resolve_device(requested: Device, stacks: list[str]) -> RunDevice:
-    """``auto`` -> gpu when every selected stack's framework sees a GPU, else cpu.
+def stack_gpus(stack_id: str, echo: Echo = print) -> list[str]:
+    """The GPUs the framework of ``stack_id`` sees: what ``bench doctor`` recorded on this very GPU under this software
+    (``bench.run.probe.recorded_gpus``: no process started), else the probe's answer (``planning_probe``); ``echo``
+    says which.
+
+    Raises:
+        RuntimeError: the probe's (a framework that cannot tell).
+    """
+    from bench.run.probe import recorded_gpus
+
+    root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
+    gpus, how = recorded_gpus(stack_id, root, os.environ.get("BENCH_FLAVOR", "gpu"))
+    if gpus is not None:
+        echo(f"{stack_id}: GPU {gpus[0]} as bench doctor saw it, probe skipped: {how}")
+        return gpus
+    gpus = planning_probe(stack_id)
+    echo(f"{stack_id}: probed the GPUs its framework sees ({how}): {', '.join(gpus) or 'none'}")
+    return gpus
+
+
+def resolve_device(requested: Device, stacks: list[str], echo: Echo = print) -> RunDevice:
+    """``auto`` -> gpu when every selected stack's framework sees a GPU (``stack_gpus``), else cpu.
 
     Raises:
         InputError: ``gpu`` with no visible GPU (naming the stack that sees none), or a framework that cannot tell.
@@ -53,7 +73,7 @@ def resolve_device(requested: Device, stacks: list[str]) -> RunDevice:
         return "cpu"
     for sid in stacks:
         try:
-            gpus = planning_probe(sid)
+            gpus = stack_gpus(sid, echo)
         except RuntimeError as e:
             raise InputError(str(e)) from e
         if not gpus:
@@ -169,7 +189,7 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
         InputError: no GPU for ``--device gpu``, cells the plan refuses, or bad ``--round`` inputs.
     """
     stack_ids = stack_list(req.stacks)
-    dev = resolve_device(req.device, stack_ids)
+    dev = resolve_device(req.device, stack_ids, echo)
     size = req.size_for(dev)
     try:
         cells = make_cells(size, dev)
@@ -242,7 +262,7 @@ def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: i
                         "cpu", [workload])
     except planning.PlanError as e:
         raise InputError(str(e)) from e
-    dev = resolve_device(device, [stack_id])
+    dev = resolve_device(device, [stack_id], echo)
     try:
         r = measure(stack_id, workload, dev, size, epochs)
     except Exception as e:  # one line, not a traceback wall
