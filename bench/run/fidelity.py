@@ -109,8 +109,10 @@ def cadence_summary(metrics: list[dict[str, Any]], steady_steps: int, hand_ms: f
 
 
 def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 4,
-            cadences: tuple[str, ...] = CADENCES) -> dict[str, Any]:
-    """Run hand, each cadence, each cadence in reverse, hand on ``workload``; returns ms/step and ratios.
+            cadences: tuple[str, ...] = CADENCES, done: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Run hand, each cadence, each cadence in reverse, hand on ``workload``; returns ms/step and ratios. ``done``
+    gets each run as it ends, ``{"run": name, "ms_per_step": steady ms/step}`` (and a cadence run's ``epoch_s``): what
+    a measurement cut short by a signal keeps (``bench.run.session.fidelity``).
 
     Returns:
         ``order`` (the runs as they ran), ``handloop_ms_per_step`` (steady epochs, mean of the two hand
@@ -137,17 +139,22 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     hand_ms: list[float] = []
     overhead_s: list[float] = []
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in cadences}
+    done = [] if done is None else done
     for name in order:
         if name == "hand":
             h = hand.run(stack, w, ds, device, epochs, batch, TF32_AS_HARNESS)
             hand_ms.append(1000.0 * h["steady_s"] / ((epochs - 1) * steps))
             if "fit_call_overhead_s" in h:
                 overhead_s.append(h["fit_call_overhead_s"])
+            done.append({"run": name, "ms_per_step": hand_ms[-1]})
             continue
         tel = sampler.for_device(device)  # the harness as cells run it, sampler included
         out = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
                                              harness_settings(settings_cls, name), telemetry=tel)
         runs[name].append(out.metrics.model_dump(exclude_unset=True))
+        epoch_s = runs[name][-1]["epoch_s"]
+        done.append({"run": name, "ms_per_step": 1000.0 * sum(epoch_s[1:]) / ((epochs - 1) * steps),
+                     "epoch_s": epoch_s})
     hand_mean = sum(hand_ms) / len(hand_ms)
     per_cadence = {c: cadence_summary(ms, (epochs - 1) * steps, hand_mean) for c, ms in runs.items()}
     return {"stack": stack_id, "workload": workload, "device": device, "size": size, "epochs": epochs,

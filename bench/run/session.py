@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.core import interrupt
 from bench.core.errors import Echo, InputError, to_stderr
 from bench.core.request import Request
 from bench.core.stacks import DEFAULT_STACKS, get_stack
@@ -245,11 +246,14 @@ def _prepare_gpu(stack_ids: list[str], root: Path, echo: Echo) -> str | None:
 def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: int, out_file: Path | None,
              echo: Echo = print) -> None:
     """``bench fidelity``: the harness's ms/step under each timing cadence against a free-running loop
-    (``bench.run.fidelity.measure``), printed and, with ``out_file``, written as JSON with the environment.
+    (``bench.run.fidelity.measure``), printed and, with ``out_file``, written as JSON with the environment. Cut short
+    by SIGTERM or SIGINT (``bench.core.interrupt``), the JSON holds the runs that ended (``runs_done``) and why
+    (``interrupted``), and ``Interrupted`` goes on up.
 
     Raises:
         InputError: a workload or stack the plan refuses, or no GPU for ``device`` gpu.
         CommandFailed: the measurement itself failed (its first line).
+        bench.core.interrupt.Interrupted: SIGTERM or SIGINT (after the JSON of the runs that ended).
     """
     from bench.core.atomic import write_json_atomic
     from bench.core.errors import CommandFailed
@@ -263,8 +267,18 @@ def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: i
     except planning.PlanError as e:
         raise InputError(str(e)) from e
     dev = resolve_device(device, [stack_id], echo)
+    done: list[dict[str, Any]] = []
     try:
-        r = measure(stack_id, workload, dev, size, epochs)
+        r = measure(stack_id, workload, dev, size, epochs, done=done)
+    except interrupt.Interrupted as e:  # the runs that ended are kept, with why the others are missing
+        if out_file:
+            with interrupt.shielded():
+                why = interrupt.reason(e.signum, f"after {len(done)} of its runs; rerun it for the ratios")
+                write_json_atomic(out_file, {"stack": stack_id, "workload": workload, "device": dev, "size": size,
+                                             "epochs": epochs, "interrupted": why, "runs_done": done,
+                                             "utc": utc_now(), "env": capture()})
+            echo(f"wrote {out_file}: {why}")
+        raise
     except Exception as e:  # one line, not a traceback wall
         raise CommandFailed(f"fidelity run failed: {type(e).__name__}: {e}".splitlines()[0]) from e
     echo(f"{stack_id} {workload} ({size}, {dev}), order {', '.join(r['order'])}: free-running loop "
