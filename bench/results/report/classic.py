@@ -46,17 +46,32 @@ def row_lstm_label(row, stack: str) -> str | None:
     return ROW_LSTM_LABELS.get(form, f"row LSTM {form}")
 
 
-def cell_text(row) -> tuple[str, bool]:
-    """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric
-    (``metrics.fit_call_s_per_epoch``), or ``· <s> s/epoch†`` from a record of schema 3 or older, which has only
-    ``metrics.fit_s_per_epoch`` (``LEGACY_NOTE``); records from before either have ms/step only. Returns (text,
-    whether the legacy field was read)."""
-    text = fmt(row.get(col(Metrics, "ms_per_step_mean")), 2)
+def s_per_epoch(row) -> tuple[float | None, bool]:
+    """A row's 2017 metric, s/epoch: ``metrics.fit_call_s_per_epoch``, or from a record of schema 3 or older, which
+    has only ``metrics.fit_s_per_epoch`` (``LEGACY_NOTE``), that; None where the row has neither. Returns (s/epoch,
+    whether the legacy field was read). The report's classic table and the results site both read it here."""
     per_epoch = _num(row.get(col(Metrics, "fit_call_s_per_epoch")))
     if per_epoch is not None:
-        return f"{text} · {per_epoch:.2f} s/epoch", False
+        return per_epoch, False
     legacy = _num(row.get(col(Metrics, "fit_s_per_epoch")))
-    return (text, False) if legacy is None else (f"{text} · {legacy:.2f} s/epoch{LEGACY_MARK}", True)
+    return legacy, legacy is not None
+
+
+def s_per_epoch_text(row) -> str:
+    """``s_per_epoch`` with 2 decimals, ``LEGACY_MARK`` after a legacy value; '' where the row has neither field."""
+    value, legacy = s_per_epoch(row)
+    return "" if value is None else f"{value:.2f}{LEGACY_MARK if legacy else ''}"
+
+
+def cell_text(row) -> tuple[str, bool]:
+    """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric
+    (``metrics.fit_call_s_per_epoch``), or ``· <s> s/epoch†`` from a record of schema 3 or older (``s_per_epoch``);
+    records from before either have ms/step only. Returns (text, whether the legacy field was read)."""
+    text = fmt(row.get(col(Metrics, "ms_per_step_mean")), 2)
+    value, legacy = s_per_epoch(row)
+    if value is None:
+        return text, False
+    return f"{text} · {value:.2f} s/epoch{LEGACY_MARK if legacy else ''}", legacy
 
 
 def classic_section(df, notes: Footnotes) -> list[str]:
