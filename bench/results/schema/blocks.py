@@ -134,6 +134,12 @@ class Repeats(Block):
     rule: str | None = entry("the aggregation rule (median per metric, no best-of-N)", rule="aggregation")
     schedule: list[dict[str, Any]] | None = entry("rounds: each repeat's round and position", rule="aggregation")
     process_wall_s: list[float] | None = entry("each repeat's process wall time", "s", "aggregation")
+    started_utc: list[str | None] | None = entry("each repeat's started_utc, in repeat order (the cell's own is "
+                                                 "repeat 1's; records before this field: filled in by the collector "
+                                                 "from the repeats' records on disk, where they are)",
+                                                 rule="aggregation")
+    finished_utc: list[str | None] | None = entry("each repeat's finished_utc, in repeat order (as started_utc)",
+                                                  rule="aggregation")
     gpu_s: float | None = entry("GPU-seconds summed over the repeats", "s", "aggregation")
 
 
