@@ -10,7 +10,8 @@ Keras' batch-end path (keras/src/callbacks/callback_list.py@v3.15.1, ``_configur
 batch-end hooks only); the fit reports progress as the cell did, its ``verbose`` and its progress callbacks
 (``keras_fit``): under the classic default (``verbose=0`` and the 2017 notebooks' batch-end callback, which reads
 every step's logs) Keras 3 on JAX and PyTorch gives up its asynchronous batch-end dispatch in the profile as in the
-timed run; under ``progress=bar`` the bar's per-step log fetch is in the profile, in Keras' thread pool there.
+timed run; under ``progress=bar`` the bar's per-step log fetch is in the profile too (in Keras' thread pool on JAX
+and PyTorch).
 """
 
 from __future__ import annotations
