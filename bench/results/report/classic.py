@@ -14,8 +14,9 @@ from bench.results.schema import Data, EffectiveSettings, Metrics, Record, col
 #: The sentence under the table's heading: what each number is.
 METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
                 "comparison's metric (`metrics.fit_call_s_per_epoch`: the whole training call, as its notebooks "
-                "timed `model.fit` with `%timeit`, over the epochs: setup before the first epoch, the first epoch's "
-                "tracing and compilation, and every epoch's validation included).")
+                "timed `model.fit` with `%timeit`, over the epochs: the first epoch's tracing and compilation and "
+                "every epoch's validation included; on Keras `fit`'s own setup too, while the PyTorch and Flax "
+                "twins' clock starts at their first epoch, after their model, optimizer and data are placed).")
 #: The mark of an s/epoch read from a record of schema 3 or older, and its explanation under the table.
 LEGACY_MARK = "†"
 LEGACY_NOTE = ("†: s/epoch of a record of schema 3 or older (`metrics.fit_s_per_epoch`), whose code computed it "
