@@ -19,8 +19,8 @@ from bench.results.rows import write_rows
 from bench.results.schema import LEADING, SKIP_KEYS, Record, col, column_order
 from bench.results.schema import Metrics as M
 
-__all__ = ["LEADING", "SKIP_KEYS", "collect", "csv_frame", "find_records", "flatten", "load_records",
-           "pivot_ms_per_step", "to_frame"]
+__all__ = ["LEADING", "SKIP_KEYS", "collect", "csv_frame", "fill_repeat_times", "find_records", "flatten",
+           "load_records", "pivot_ms_per_step", "to_frame"]
 
 
 def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -51,10 +51,29 @@ def load_records(paths: Iterable[Path]) -> tuple[list[Record], list[tuple[Path, 
     good, bad = [], []
     for p in paths:
         try:
-            good.append(load_record(p))
+            good.append(fill_repeat_times(load_record(p), p))
         except RecordError as e:
             bad.append((p, str(e)))
     return good, bad
+
+
+def fill_repeat_times(rec: Record, path: Path) -> Record:
+    """``rec`` (read from ``path``) with ``repeats.started_utc`` and ``finished_utc`` filled in from its repeats'
+    records beside it (``<stack>/repeats/<cell_id>__r<k>.json``, ``bench.results.record.result_path``) where it is a
+    cell of several repeats written before those fields and every repeat's record is there and valid; as it is
+    otherwise (the cell's own times are repeat 1's: the report's span of a run needs every repeat's)."""
+    block = rec.repeats
+    if block is None or (block.n or 0) < 2 or block.started_utc is not None:
+        return rec
+    repeats = []
+    for k in range(1, (block.n or 0) + 1):
+        try:
+            repeats.append(load_record(Path(path).parent / REPEATS_DIR / f"{rec.cell_id}__r{k}.json"))
+        except RecordError:
+            return rec
+    block.started_utc = [r.started_utc for r in repeats]
+    block.finished_utc = [r.finished_utc for r in repeats]
+    return rec
 
 
 def to_frame(records: list[Record]) -> Any:

@@ -9,7 +9,8 @@ within-run p50s), and ``repeats.<metric>`` keeps the values, their median, min, 
 (sample std / mean), also for the ``derived`` metrics (``DERIVED``: throughput, TFLOP/s, MFU, examples/J), which are
 then recomputed from the medians (``bench.results.derived``), never carried over from a repeat. Fields with rule
 ``first`` (environment, settings, telemetry, history, the per-epoch list ``metrics.epoch_s``) come from repeat 1;
-``process.gpu_s`` (rule ``sum``) is summed into ``repeats.gpu_s``.
+``process.gpu_s`` (rule ``sum``) is summed into ``repeats.gpu_s``; each repeat's process wall time and start and end
+times are listed (``repeats.process_wall_s``, ``started_utc``, ``finished_utc``).
 The per-repeat records stay on disk under ``<stack>/repeats/``.
 """
 
@@ -73,6 +74,8 @@ def aggregate(records: list[Record]) -> Record:
     walls = [r.process.wall_s if r.process is not None else None for r in records]
     block.process_wall_s = [w for w in walls if w is not None]
     block.gpu_s = sum((r.process.gpu_s if r.process is not None else None) or 0.0 for r in records)
+    block.started_utc = [r.started_utc for r in records]  # the cell's own times are repeat 1's (rule first)
+    block.finished_utc = [r.finished_utc for r in records]
     out.repeats = block
     carry_gpu_change_notes(out, records)
     return out

@@ -225,18 +225,20 @@ def fit_metrics(epoch_s: Sequence[float], call_s: float) -> dict[str, Any]:
     The comparison's notebooks (github.com/jasmeetsb/deep-learning-keras-projects@fa5f333,
     keras-performance-comparison/keras_perf_test_*.ipynb, e.g. keras_perf_test_mnist_mlp.ipynb:156) time the whole
     training call with IPython's ``%timeit -r 1 -n 1 model.fit(..., verbose=0, validation_data=...)``, and the post's
-    s/epoch is that time over the epochs: the saved TensorFlow run of the hierarchical RNN, "14min 55s" for 5 epochs
-    (keras_mxnet_code/.ipynb_checkpoints/keras_perf_test_mnist_hier_rnn_mxnet-checkpoint.ipynb:368), is its 179
-    s/epoch. So it holds fit's setup (Keras 2.0.8 built its train and test functions inside ``fit``), every epoch
-    and each one's validation.
+    s/epoch is read as that time over the epochs. The saved outputs agree with that reading and cannot tell it from
+    the mean of the epochs' spans: the hierarchical RNN on TensorFlow, "14min 55s ± 803 ms" for 5 epochs
+    (keras_mxnet_code/.ipynb_checkpoints/keras_perf_test_mnist_hier_rnn_mxnet-checkpoint.ipynb:368), gives the post's
+    179 s/epoch, and so does 895 s less the 1.6 s its two runs differ by. The call holds Keras 2.0.8's building of
+    the train and test functions (inside ``fit``: keras/engine/training.py@2.0.8:1575, 1582), every batch's feed to
+    the device, every epoch and each one's validation.
 
     Args:
         epoch_s: each epoch's span, from its begin to after its validation (``EpochClock``), the first included
             (on Keras 3, tf-keras and plain JAX it holds the tracing, and XLA compilation where XLA is on, which run
             lazily at the first step).
-        call_s: wall time of the whole training call between device barriers (Keras' ``model.fit``; the PyTorch
-            and JAX loops from the first epoch's start to after the last validation), setup before the first epoch
-            included.
+        call_s: wall time of the whole training call between device barriers: Keras' ``model.fit``, its own setup
+            before the first epoch included; the PyTorch and JAX loops from the first epoch's start to after the
+            last validation, their model, optimizer and data placed before it.
 
     Returns:
         ``fit_call_s`` (s), ``fit_call_s_per_epoch`` (the 2017 metric: ``call_s`` over the epochs run, s/epoch),

@@ -1,6 +1,7 @@
 """Tables of results/method-cpu-callback/README.md from the collected run (python summarise.py callback-cpu.csv):
 each progress form against the default (the 2017 notebooks' callback) per Keras stack and workload, with the statistic
-of ``bench compare`` (``bench.results.compare``), and what each form did to Keras' batch path, as recorded."""
+of ``bench compare`` (``bench.results.compare``), what each form did to Keras' batch path, as recorded, and the
+machine's drift within the run."""
 
 from __future__ import annotations
 
@@ -45,6 +46,21 @@ def forms(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def drift(df: pd.DataFrame) -> str:
+    """The machine's drift within the run, per stack: the median over its cells of the last round's ms/step over
+    the first's (each repeat's round from ``repeats.schedule``, its value from ``repeats.ms_per_step_mean.values``):
+    below 1, the later rounds ran faster, whatever the form."""
+    ratios: dict[str, list[float]] = {}
+    for _, r in df[df["status"] == "ok"].iterrows():
+        rounds = [s.get("round") for s in r["repeats.schedule"]]
+        values = dict(zip(rounds, r["repeats.ms_per_step_mean.values"], strict=True))
+        if 1 in values and max(rounds) in values and max(rounds) > 1:
+            ratios.setdefault(r["stack"], []).append(values[max(rounds)] / values[1])
+    lines = ["| stack | cells | ms/step, last round / first (median) |", "| --- | --- | --- |"]
+    lines += [f"| {s} | {len(ratios[s])} | {pd.Series(ratios[s]).median():.3f} |" for s in STACKS if s in ratios]
+    return "\n".join(lines)
+
+
 def main(csv: str) -> None:
     df = read_rows(csv)  # the repeats' values as lists
     header = ["| stack | workload | metric | variant | default (keras_tqdm) | variant | ratio | 95 % CI | p |",
@@ -52,7 +68,9 @@ def main(csv: str) -> None:
     print("## Each form against the default\n")
     print("\n".join(header + [line for v in VARIANTS for line in effect(df, v)]), "\n")
     print("## What each record says\n")
-    print(forms(df))
+    print(forms(df), "\n")
+    print("## The run's drift\n")
+    print(drift(df))
 
 
 if __name__ == "__main__":

@@ -82,3 +82,22 @@ def test_report_of_the_committed_runs_prints_no_pandas_performance_warning(tmp_p
                               str(tmp_path / run)], capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
         assert "PerformanceWarning" not in out.stderr, out.stderr[-2000:]
+
+
+def test_a_repeated_cell_written_before_the_repeats_times_gets_them_from_its_repeats_records(tmp_path):
+    """A cell record of 3 repeats without repeats.started_utc / finished_utc (written before them): the collector
+    lists each repeat's times from the repeats' records beside it; without all of them, it leaves them out."""
+    runs = tmp_path / "run"
+    c, rec = record("pytorch", "mnist_mlp")
+    rec.update(started_utc="2026-01-01T10:00:00+00:00", finished_utc="2026-01-01T10:01:00+00:00",
+               repeats={"n": 3, "process_wall_s": [60.0, 60.0, 60.0]})
+    write_json_atomic(runs / "pytorch" / f"{c.id}.json", rec)
+    for k in (1, 2, 3):
+        write_json_atomic(runs / "pytorch" / "repeats" / f"{c.id}__r{k}.json",
+                          {**rec, "repeats": None, "repeat": k, "started_utc": f"2026-01-01T1{k - 1}:00:00+00:00",
+                           "finished_utc": f"2026-01-01T1{k - 1}:01:00+00:00"})
+    rows = collect(runs, tmp_path / "out.csv")[0]
+    assert rows["repeats.started_utc"].item() == [f"2026-01-01T1{k}:00:00+00:00" for k in (0, 1, 2)]
+    assert rows["repeats.finished_utc"].item() == [f"2026-01-01T1{k}:01:00+00:00" for k in (0, 1, 2)]
+    (runs / "pytorch" / "repeats" / f"{c.id}__r3.json").unlink()
+    assert "repeats.started_utc" not in collect(runs, tmp_path / "out.csv")[0].columns

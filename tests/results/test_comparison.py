@@ -199,7 +199,7 @@ def test_versions_and_keras_overhead_sections_render(tmp_path, derived):
     s = ratio_stats(BASE_MS, FAST_MS)
     mlp = [ln for ln in lines if ln.startswith("| mnist_mlp fit |")]
     assert mlp[0] == (f"| mnist_mlp fit | classic | smoke | 5 / 5 | {s.ratio:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}] "
-                      f"| {s.p_value:.3f} | faster | -0.50 (epoch) | n/a | n/a / n/a |")
+                      f"| {s.p_value:.3f} | faster | -0.50 (epoch) | n/a | n/a / n/a | n/a / n/a |")
     assert row["mnist_cnn fit"][6] == "no detectable change"
     assert row["babi_rnn fit"][3:7] == ["1 / 1", "1.200", "n/a", "too few repeats"]
     # Keras overhead: keras3-jax over jax on the one cell both ran, none for keras3-torch without pytorch
@@ -225,8 +225,30 @@ def test_keras_overhead_rows_say_where_each_side_made_its_batches(tmp_path):
     runs, _ = load_runs([run_csv(tmp_path, recs)])
     text = write_report(runs, tmp_path / "out").read_text()
     row = [ln for ln in text.splitlines() if ln.startswith("| mnist_mlp fit |")]
-    assert len(row) == 1 and row[0].endswith("| device / host |")
+    assert len(row) == 1 and row[0].endswith("| device / host | n/a / n/a |")
     assert "training data pytorch / keras3-torch" in text and "the ratio includes that copy" in text
+
+
+@pytest.mark.parametrize(("settings", "shown"), [
+    ({"progress": "keras_tqdm", "keras_async_batch_end": False}, "keras_tqdm, async off"),
+    ({"progress": "none", "keras_async_batch_end": True}, "none, async on"),
+    ({"progress": "bar"}, "bar")])
+def test_keras_overhead_rows_say_how_each_side_reads_a_steps_results(tmp_path, settings, shown):
+    """The classic default's notebook callback turns off Keras 3's asynchronous batch-end dispatch on JAX and
+    PyTorch (the host waits for every step's logs), while the twins read once per epoch at sync=epoch: each
+    overhead row shows both (native first), and the section says what it means for the ratio."""
+    recs = []
+    for stack, given in (("jax", {}), ("keras3-jax", settings)):
+        c, r = cell_record(stack, "mnist_mlp", BASE_MS)
+        r["settings"] = given
+        r["metrics"]["sync"] = "epoch"
+        recs.append((c, r))
+    runs, _ = load_runs([run_csv(tmp_path, recs)])
+    text = write_report(runs, tmp_path / "out").read_text()
+    row = [ln for ln in text.splitlines() if ln.startswith("| mnist_mlp fit |")]
+    assert len(row) == 1 and row[0].endswith(f"| n/a / n/a | sync=epoch / {shown} |")
+    assert "step results read jax / keras3-jax" in text
+    assert "the host waits for each step, which the native loop does not; its ratio includes those waits" in text
 
 
 def test_memory_delta_in_mib_and_no_sections_without_pairs(tmp_path, derived):

@@ -30,7 +30,8 @@ FAKE = textwrap.dedent("""
     rec = new_record(cell)
     ms = 1.0 + (cell.repeat or 0)  # repeats differ, so their spread is visible
     rec.update(status="ok", metrics={"ms_per_step_mean": ms, "ms_per_step_p90": ms, "first_epoch_s": 0.1},
-               data={"source": "synthetic"})
+               data={"source": "synthetic"}, started_utc=f"2026-01-01T10:0{cell.repeat or 0}:00+00:00",
+               finished_utc=f"2026-01-01T10:0{cell.repeat or 0}:30+00:00")
     caches = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
     rec["settings"]["seen"] = caches  # what this process was given
     for path in filter(None, caches.values()):  # what a compile leaves behind
@@ -131,8 +132,11 @@ def test_repeats_run_in_separate_processes_and_aggregate_by_median(tmp_path, fak
     assert block["ms_per_step_mean"]["min"] == 2.0 and block["ms_per_step_mean"]["max"] == 4.0
     assert block["ms_per_step_mean"]["cv"] == pytest.approx(1.0 / 3.0)
     assert len(block["process_wall_s"]) == 3
-    for k in (1, 2, 3):  # per-repeat records stay, apart from the cell records the collector reads
-        assert (tmp_path / "pytorch" / "repeats" / f"{cell().id}__r{k}.json").exists()
+    repeats = [read_record(tmp_path / "pytorch" / "repeats" / f"{cell().id}__r{k}.json") for k in (1, 2, 3)]
+    # per-repeat records stay, apart from the cell record the collector reads, which lists each one's times
+    assert block["started_utc"] == [r["started_utc"] for r in repeats] and None not in block["started_utc"]
+    assert block["finished_utc"] == [r["finished_utc"] for r in repeats]
+    assert rec["started_utc"] == repeats[0]["started_utc"]  # the cell's own: repeat 1's
     again = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
     assert again[0].skipped
 

@@ -14,8 +14,9 @@ from bench.results.schema import Data, EffectiveSettings, Metrics, Record, col
 #: The sentence under the table's heading: what each number is.
 METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
                 "comparison's metric (`metrics.fit_call_s_per_epoch`: the whole training call, as its notebooks "
-                "timed `model.fit` with `%timeit`, over the epochs: setup before the first epoch, the first epoch's "
-                "tracing and compilation, and every epoch's validation included).")
+                "timed `model.fit` with `%timeit`, over the epochs: the first epoch's tracing and compilation and "
+                "every epoch's validation included; on Keras `fit`'s own setup too, while the PyTorch and Flax "
+                "twins' clock starts at their first epoch, after their model, optimizer and data are placed).")
 #: The mark of an s/epoch read from a record of schema 3 or older, and its explanation under the table.
 LEGACY_MARK = "†"
 LEGACY_NOTE = ("†: s/epoch of a record of schema 3 or older (`metrics.fit_s_per_epoch`), whose code computed it "
@@ -46,17 +47,32 @@ def row_lstm_label(row, stack: str) -> str | None:
     return ROW_LSTM_LABELS.get(form, f"row LSTM {form}")
 
 
-def cell_text(row) -> tuple[str, bool]:
-    """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric
-    (``metrics.fit_call_s_per_epoch``), or ``· <s> s/epoch†`` from a record of schema 3 or older, which has only
-    ``metrics.fit_s_per_epoch`` (``LEGACY_NOTE``); records from before either have ms/step only. Returns (text,
-    whether the legacy field was read)."""
-    text = fmt(row.get(col(Metrics, "ms_per_step_mean")), 2)
+def s_per_epoch(row) -> tuple[float | None, bool]:
+    """A row's 2017 metric, s/epoch: ``metrics.fit_call_s_per_epoch``, or from a record of schema 3 or older, which
+    has only ``metrics.fit_s_per_epoch`` (``LEGACY_NOTE``), that; None where the row has neither. Returns (s/epoch,
+    whether the legacy field was read). The report's classic table and the results site both read it here."""
     per_epoch = _num(row.get(col(Metrics, "fit_call_s_per_epoch")))
     if per_epoch is not None:
-        return f"{text} · {per_epoch:.2f} s/epoch", False
+        return per_epoch, False
     legacy = _num(row.get(col(Metrics, "fit_s_per_epoch")))
-    return (text, False) if legacy is None else (f"{text} · {legacy:.2f} s/epoch{LEGACY_MARK}", True)
+    return legacy, legacy is not None
+
+
+def s_per_epoch_text(row) -> str:
+    """``s_per_epoch`` with 2 decimals, ``LEGACY_MARK`` after a legacy value; '' where the row has neither field."""
+    value, legacy = s_per_epoch(row)
+    return "" if value is None else f"{value:.2f}{LEGACY_MARK if legacy else ''}"
+
+
+def cell_text(row) -> tuple[str, bool]:
+    """An ok row's numbers: ms/step, and ``· <s> s/epoch`` where the record has the 2017 metric
+    (``metrics.fit_call_s_per_epoch``), or ``· <s> s/epoch†`` from a record of schema 3 or older (``s_per_epoch``);
+    records from before either have ms/step only. Returns (text, whether the legacy field was read)."""
+    text = fmt(row.get(col(Metrics, "ms_per_step_mean")), 2)
+    value, legacy = s_per_epoch(row)
+    if value is None:
+        return text, False
+    return f"{text} · {value:.2f} s/epoch{LEGACY_MARK if legacy else ''}", legacy
 
 
 def classic_section(df, notes: Footnotes) -> list[str]:

@@ -16,7 +16,7 @@ from bench.core.opcategories import IDLE, KEYS, label
 from bench.core.stacks import STACKS
 from bench.results.compare import INPUTS, KEY, STATUS, with_inputs
 from bench.results.report.common import _num
-from bench.results.report.versions import MATCH, OVERHEAD_PAIRS
+from bench.results.report.versions import MATCH, OVERHEAD_PAIRS, step_read
 from bench.results.schema import Profile, Record, col
 
 BUSY, OP_MS, STEPS, WINDOW = (col(Profile, k) for k in ("device_busy_fraction", "op_ms", "steps", "window_ms"))
@@ -57,7 +57,7 @@ def profile_frame(df: Any) -> Any:
         parts = shares(r)
         if parts is not None:
             rows.append({**{k: r.get(k, "") for k in (*MATCH, INPUTS)}, "stack": r["stack"],
-                         "ms_step": ms_per_step(r), **parts})
+                         "ms_step": ms_per_step(r), "reads": step_read(r), **parts})
     return pd.DataFrame(rows)
 
 
@@ -94,7 +94,9 @@ def largest_difference(g: Any) -> str:
 
 def keras_adds(g: Any) -> list[str]:
     """For each Keras-overhead pair in ``g``: the parts where the Keras side spends more ms per step, largest
-    first (at most three), in one sentence."""
+    first (at most three), and how each side read a step's results (``step_read``: the classic default's notebook
+    callback makes Keras 3 on JAX and PyTorch wait for every step, the twins read once per epoch), in one
+    sentence."""
     out = []
     by = {r["stack"]: r for _, r in g.iterrows()}
     for native, keras in OVERHEAD_PAIRS:
@@ -104,8 +106,11 @@ def keras_adds(g: Any) -> list[str]:
         delta = {p: b[p] * b["ms_step"] - a[p] * a["ms_step"] for p in PARTS}
         added = sorted(((d, p) for p, d in delta.items() if d > 0), reverse=True)[:3]
         what = ", ".join(f"+{d:.3g} ms/step {label(p)}" for d, p in added) or "nothing (it spends less in every part)"
+        reads = f"step results read: {a.get('reads', 'n/a')} / {b.get('reads', 'n/a')}"
+        if str(b.get("reads", "")).endswith("async off"):
+            reads += " (Keras converts each step's logs on the training thread: the host waits for every step)"
         out.append(f"{keras} against {native} ({b['ms_step']:.3g} vs {a['ms_step']:.3g} ms per profiled step): "
-                   f"{what}.")
+                   f"{what}; {reads}.")
     return out
 
 

@@ -3,24 +3,55 @@
 from __future__ import annotations
 
 from bench.core.stacks import STACKS
-from bench.results.schema import Env, Process, col
+from bench.results.report.common import _num, json_list
+from bench.results.schema import Env, Process, Record, Repeats, col
 
 
 def run_span(df) -> str:
-    """The run's date and span: first cell start to last cell end (UTC), and the cells' own process time
-    (what the runner measured per cell; the span also holds container starts and image checks)."""
+    """The run's date and span: the first start to the last end (UTC) of every repeat of every cell (each row's own
+    times are its first repeat's; ``repeats.started_utc`` / ``finished_utc`` list every repeat's), and the cells'
+    own process time, every repeat's (``repeats.process_wall_s``, else ``process.wall_s``: what the runner measured
+    per process; the span also holds container starts and image checks). Rows of several repeats without the
+    repeats' times (records from before them, collected without their repeats' records) are counted and named."""
     import pandas as pd
 
-    end = pd.to_datetime(df["finished_utc"], utc=True, errors="coerce") if "finished_utc" in df else None
-    if end is None or end.isna().all():
+    end = _stamps(df, col(Record, "finished_utc"), col(Repeats, "finished_utc"))
+    if end.empty:
         return "- Run date: n/a"
-    start = pd.to_datetime(df["started_utc"], utc=True, errors="coerce") if "started_utc" in df else end
-    first, last = start.min() if start.notna().any() else end.min(), end.max()
+    start = _stamps(df, col(Record, "started_utc"), col(Repeats, "started_utc"))
+    first, last = (start if not start.empty else end).min(), end.max()
     text = (f"- Run date (UTC): {first:%Y-%m-%d}; cells ran from {first:%H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} "
             f"({(last - first).total_seconds() / 60:.1f} min")
-    if col(Process, "wall_s") in df and df[col(Process, "wall_s")].notna().any():
-        text += f"; cell processes {df[col(Process, 'wall_s')].sum() / 60:.1f} min in all"
+    walls = [_process_s(r) for _, r in df.iterrows()]
+    if any(w is not None for w in walls):
+        text += f"; cell processes {sum(w for w in walls if w is not None) / 60:.1f} min in all, every repeat"
+    n = pd.to_numeric(df[col(Repeats, "n")], errors="coerce") if col(Repeats, "n") in df else None
+    listed = df[col(Repeats, "finished_utc")].map(lambda v: json_list(v) is not None) \
+        if col(Repeats, "finished_utc") in df else pd.Series(False, index=df.index)
+    partial = int(((n > 1) & ~listed).sum()) if n is not None else 0
+    if partial:
+        text += (f"; {partial} cell(s) of several repeats hold their first repeat's times only: the span may have "
+                 "started earlier or ended later")
     return text + ")"
+
+
+def _stamps(df, own: str, listed: str):
+    """Every timestamp of ``own`` (each row's) and of the lists in ``listed`` (each repeat's), parsed (UTC), NaT
+    dropped."""
+    import pandas as pd
+
+    values = list(df[own]) if own in df else []
+    if listed in df:
+        values += [v for cell in df[listed] for v in (json_list(cell) or [])]
+    return pd.to_datetime(pd.Series(values, dtype=object), utc=True, errors="coerce").dropna()
+
+
+def _process_s(row) -> float | None:
+    """A row's process seconds over every repeat: the sum of ``repeats.process_wall_s``, else ``process.wall_s``."""
+    walls = json_list(row.get(col(Repeats, "process_wall_s")))
+    if walls:
+        return float(sum(walls))
+    return _num(row.get(col(Process, "wall_s")))
 
 
 def provenance(df) -> list[str]:

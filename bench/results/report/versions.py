@@ -24,7 +24,7 @@ from bench.results.compare import (
     with_inputs,
 )
 from bench.results.report.common import _num, fmt
-from bench.results.schema import Env, Memory, Metrics, Record, col
+from bench.results.schema import Env, Memory, Metrics, Record, col, setting_col
 
 #: The metric compared: its per-repeat values (``repeats.ms_per_step_mean.values``) are the samples.
 METRIC = "ms_per_step_mean"
@@ -36,6 +36,8 @@ OVERHEAD_PAIRS = (("jax", "keras3-jax"), ("pytorch", "keras3-torch"))
 FIRST_TIME = (("step", col(Metrics, "first_step_s")), ("epoch", col(Metrics, "first_epoch_s")))
 DEVICE_PEAK = col(Memory, "device_peak_bytes")
 PLACEMENT = col(Record, "settings", "train_data_placement")
+PROGRESS, ASYNC_BATCH_END = setting_col("progress"), setting_col("keras_async_batch_end")
+SYNC = col(Metrics, "sync")
 ORDER_RULE = col(Record, "schedule", "order_rule")
 SEED = col(Record, "schedule", "seed")
 MIB = 2**20
@@ -166,6 +168,25 @@ def data_path(row) -> str:
     return str(value).split(" ", 1)[0] if isinstance(value, str) and value else "n/a"
 
 
+def step_read(row) -> str:
+    """How the row's training loop reads a step's results back on the host. A Keras row (``settings.progress``
+    recorded): its progress form and, on Keras 3, whether Keras dispatches batch ends in a thread pool
+    (``settings.keras_async_batch_end``: ``async on``; ``async off``: the logs are converted on the training
+    thread after every step, which waits for the step; keras/src/callbacks/callback_list.py@v3.15.1:59-84,
+    188-220), e.g. ``keras_tqdm, async off``. A row without a progress form (the PyTorch and JAX twins): its timing
+    cadence in effect (``metrics.sync``), ``sync=epoch`` (their loss and accuracy read once per epoch; every step
+    under ``sync=step``). ``n/a``
+    where neither is recorded."""
+    progress = row.get(PROGRESS) if PROGRESS in row.index else None
+    if isinstance(progress, str) and progress:
+        flag = row.get(ASYNC_BATCH_END) if ASYNC_BATCH_END in row.index else None
+        if isinstance(flag, str):  # a CSV read without its JSON lines
+            flag = {"true": True, "false": False}.get(flag.lower())
+        return progress + ("" if not isinstance(flag, bool) else f", async {'on' if flag else 'off'}")
+    sync = row.get(SYNC) if SYNC in row.index else None
+    return f"sync={sync}" if isinstance(sync, str) and sync else "n/a"
+
+
 def _label(key: dict[str, Any]) -> str:
     extra = ", ".join(str(x) for x in (key[col(Record, "variant")], key[INPUTS]) if x and x != "default")
     name = f"{key[col(Record, 'workload')]} {key[col(Record, 'task')]}"
@@ -195,7 +216,8 @@ def pair_table(df, base: str, candidate: str) -> PairTable:
         table.rows.append({"label": _label(key), "suite": key[col(Record, "suite")], "size": key[col(Record, "size")],
                            "stats": stats, "first": first, "first_delta_s": delta,
                            "peak_delta_mib": _peak_delta(ra, rb),
-                           "data": f"{data_path(ra)} / {data_path(rb)}"})
+                           "data": f"{data_path(ra)} / {data_path(rb)}",
+                           "reads": f"{step_read(ra)} / {step_read(rb)}"})
     return table
 
 
@@ -239,14 +261,15 @@ def stats_note() -> str:
 def table_lines(t: PairTable) -> list[str]:
     """The Markdown table of one pair."""
     out = [f"| cell | suite | size | n {t.base} / {t.candidate} | ratio [{CI_LEVEL:.0%} CI] | p | verdict "
-           f"| Δ first (s) | Δ peak (MiB) | training data {t.base} / {t.candidate} |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           f"| Δ first (s) | Δ peak (MiB) | training data {t.base} / {t.candidate} "
+           f"| step results read {t.base} / {t.candidate} |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in t.rows:
         s: PairStats = r["stats"]
         first = "n/a" if r["first"] is None else f"{_signed(r['first_delta_s'], 2)} ({r['first']})"
         out.append(f"| {r['label']} | {r['suite']} | {r['size']} | {s.n_a} / {s.n_b} | {ratio_text(s)} | "
                    f"{fmt(s.p_value, 3)} | {s.time_verdict} | {first} | {_signed(r['peak_delta_mib'], 1)} | "
-                   f"{r['data']} |")
+                   f"{r['data']} | {r['reads']} |")
     return out + [""] + [f"Left out: {x}." for x in t.skipped] + ([""] if t.skipped else [])
 
 
@@ -281,13 +304,21 @@ def overhead_section(tables: list[PairTable], plots: dict[str, str], after_versi
     note = "Ratio, interval, p and verdict as in Versions above." if after_versions else stats_note()
     out = ["## Keras overhead", "", "Keras 3 on a backend against the same workload written natively for it "
            "(`" + "`, `".join(f"{c} / {b}" for b, c in OVERHEAD_PAIRS) + "`), cell by cell: a ratio > 1 means "
-           "Keras is slower than the native code on that backend (its layers, `fit` loop and data path cost that "
-           "much), < 1 that it is faster; \"slower\" / \"faster\" are Keras'. The last column says where each side "
-           "made its training batches (`settings.train_data_placement`), native first: where the two differ "
-           "(the default cells of `keras3-torch / pytorch` read `device / host`: the PyTorch loop holds the whole "
-           "set on the device, Keras copies NumPy batches each step), the ratio includes that copy; compare the "
-           "tuning suite's "
-           "matching-data variants for Keras alone.", "", note, ""]
+           "Keras is slower than the native code on that backend (its layers, `fit` loop, data path and per-step "
+           "reads, as the last two columns show them, cost that much), < 1 that it is faster; \"slower\" / "
+           "\"faster\" are Keras'. \"training data\" says where each side made its training batches "
+           "(`settings.train_data_placement`), native first: where the two differ (the default cells of "
+           "`keras3-torch / pytorch` read `device / host`: the PyTorch loop holds the whole set on the device, "
+           "Keras copies NumPy batches each step), the ratio includes that copy; compare the tuning suite's "
+           "matching-data variants for Keras alone. \"step results read\" says how each side reads a step's "
+           "results on the host: the native loop at its timing cadence (`metrics.sync`: at `epoch` its loss "
+           "and accuracy once per epoch), Keras by its progress form (`settings.progress`) and whether Keras 3 "
+           "hands batch ends to a thread pool (`settings.keras_async_batch_end`). The classic suite's default, "
+           "`keras_tqdm` (the 2017 notebooks' per-batch callback), reads `async off` on JAX and PyTorch: Keras "
+           "converts every step's logs on the training thread, so the host waits for each step, which the native "
+           "loop does not; its ratio includes those waits. The Keras cells of `--set progress=none` or "
+           "`progress=bar` keep the thread pool (`async on`), but they are variants, not matched with the "
+           "twins' default cells here.", "", note, ""]
     for t in tables:
         out += [f"### {t.candidate} / {t.base}", "", f"- Order: {t.order}", "", *table_lines(t)]
     return out + _plot_line(plots, OVERHEAD_PLOT)

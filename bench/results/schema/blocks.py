@@ -60,13 +60,15 @@ class Metrics(Block):
                                         "steady_epoch_s", "examples/s", "derived")
     total_train_s: float | None = entry("training steps of all epochs, compilation included, validation excluded",
                                         "s", "median")
-    fit_call_s: float | None = entry("fit suites: wall time of the whole training call between device barriers "
-                                     "(Keras' model.fit; the PyTorch/JAX loop from the first epoch's start to after "
-                                     "the last validation): setup before the first epoch, every epoch and each one's "
-                                     "validation included", "s", "median")
+    fit_call_s: float | None = entry("fit suites: wall time of the whole training call between device barriers, "
+                                     "every epoch and each one's validation included. Keras: model.fit, its own setup "
+                                     "before the first epoch included (the model built and compiled before it); the "
+                                     "PyTorch/JAX twins: their loop from the first epoch's start to after the last "
+                                     "validation (the model, the optimizer and the data placed before it)", "s",
+                                     "median")
     fit_call_s_per_epoch: float | None = entry("fit suites: fit_call_s / epochs, the 2017 Keras backend comparison's "
-                                               "s/epoch (its notebooks timed the whole fit call and divided by the "
-                                               "epochs); schema 4 on", "s/epoch", "median")
+                                               "metric as its notebooks timed fit (%timeit of the whole call), over "
+                                               "the epochs; schema 4 on", "s/epoch", "median")
     fit_epoch_s: list[float] | None = entry("fit suites: each epoch's span, from its begin to after its validation, "
                                             "as Keras 2.0.8's progress bar timed it under verbose=1, a device "
                                             "barrier before each clock read (JSON list); not the 2017 metric", "s")
@@ -134,6 +136,12 @@ class Repeats(Block):
     rule: str | None = entry("the aggregation rule (median per metric, no best-of-N)", rule="aggregation")
     schedule: list[dict[str, Any]] | None = entry("rounds: each repeat's round and position", rule="aggregation")
     process_wall_s: list[float] | None = entry("each repeat's process wall time", "s", "aggregation")
+    started_utc: list[str | None] | None = entry("each repeat's started_utc, in repeat order (the cell's own is "
+                                                 "repeat 1's; records before this field: filled in by the collector "
+                                                 "from the repeats' records on disk, where they are)",
+                                                 rule="aggregation")
+    finished_utc: list[str | None] | None = entry("each repeat's finished_utc, in repeat order (as started_utc)",
+                                                  rule="aggregation")
     gpu_s: float | None = entry("GPU-seconds summed over the repeats", "s", "aggregation")
 
 

@@ -72,6 +72,10 @@ class EffectiveSettings(Block):
                                                "JAX and PyTorch, and only without a batch-end hook: "
                                                "keras/src/callbacks/callback_list.py@v3.15.1:59-84), as Keras' own "
                                                "check gives it")
+    keras_async_test_batch_end: bool | None = entry("fit suites, Keras 3: the same for validation's batch-end "
+                                                    "calls (a callback overriding on_test_batch_end turns it off; "
+                                                    "keras_tqdm's does not: callback_list.py@v3.15.1:77-78, "
+                                                    "200-204), as Keras' own check gives it")
     augmentation: dict[str, Any] | None = entry("fit suites: how training images were augmented (shift ranges, "
                                                 "flip, fill, interpolation, workers, where, implementation)")
     shuffle_buffer: int | None = entry("fit suites: examples each epoch's shuffle draws from")

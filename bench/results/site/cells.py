@@ -10,6 +10,7 @@ from typing import Any
 
 from bench.results.cell import inputs_of
 from bench.results.compare import repeat_values
+from bench.results.report.classic import s_per_epoch_text
 from bench.results.report.common import _num, fmt
 from bench.results.schema import Metrics, Record, col
 
@@ -57,7 +58,7 @@ COLUMNS: tuple[tuple[str, Callable[[Any, dict[str, Any]], str]], ...] = (
     ("ms/step", lambda r, s: fmt(s["ms"], 2) if s else ""),
     ("95 % CI", lambda r, s: f"[{fmt(s['low'], 2)}, {fmt(s['high'], 2)}]" if s and s["low"] is not None else ""),
     ("repeats", lambda r, s: str(s["n"]) if s else ""),
-    ("s/epoch", lambda r, s: _blank(fmt(r.get(col(Metrics, "fit_s_per_epoch")), 2))),
+    ("s/epoch", lambda r, s: s_per_epoch_text(r)),  # the report's reading: fit_call_s_per_epoch, else † legacy
     ("J/epoch", lambda r, s: _blank(fmt(r.get(col(Metrics, "j_per_epoch")), 1))),
     ("MFU", lambda r, s: _percent(r.get(col(Metrics, "mfu")))),
     ("reason", lambda r, s: "" if r["status"] == "ok" else str(r.get("reason") or "")),

@@ -8,10 +8,12 @@ which a click on it opens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench.core.stacks import STACKS
 from bench.results.compare import CI_LEVEL
+from bench.results.report.classic import LEGACY_MARK, s_per_epoch
 from bench.results.report.common import _num
 from bench.results.report.paper import ours_ms, paper_columns, paper_rows
 from bench.results.report.versions import ratio_text
@@ -57,23 +59,41 @@ def ms_chart(rows: list[dict[str, Any]], title: str) -> Any:
 
 
 def metric_chart(df, rows: list[dict[str, Any]], metric: str, title: str, y_title: str, scale: float = 1.0) -> Any:
-    """One value per cell and stack (``metrics.<metric>`` of ok rows, times ``scale``), e.g. the 2017 s/epoch,
-    J/epoch or MFU; None where no ok row has it."""
-    import plotly.graph_objects as go
-
+    """One value per cell and stack (``metrics.<metric>`` of ok rows, times ``scale``), e.g. J/epoch or MFU; None
+    where no ok row has it."""
     column = col(Metrics, metric)
     if column not in df.columns:
         return None
-    points = [(r, _num(df.loc[r["index"], column])) for r in rows if r["stats"]]
-    found = [(r, v) for r, v in points if v is not None]
+    return _value_chart(rows, lambda r: (_num(df.loc[r["index"], column]), False), title, y_title, scale)
+
+
+def s_per_epoch_chart(df, rows: list[dict[str, Any]], title: str) -> Any:
+    """The 2017 metric, s/epoch, per cell and stack, as the report's classic table reads it (``s_per_epoch``:
+    ``metrics.fit_call_s_per_epoch``; a record of schema 3 or older, its ``fit_s_per_epoch``, drawn as its own
+    open-marker trace named with ``LEGACY_MARK``, since it is another quantity); None where no ok row has either."""
+    return _value_chart(rows, lambda r: s_per_epoch(df.loc[r["index"]]), title, "s/epoch")
+
+
+def _value_chart(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], tuple[float | None, bool]],
+                 title: str, y_title: str, scale: float = 1.0) -> Any:
+    """One point per ok cell of ``rows`` that ``value`` gives a number (value, legacy), one trace per stack (and per
+    stack a trace of its legacy values, marked ``LEGACY_MARK``); None without a point."""
+    import plotly.graph_objects as go
+
+    found = [(r, v * scale, legacy) for r in rows if r["stats"] for v, legacy in [value(r)] if v is not None]
     if not found:
         return None
     fig = go.Figure()
-    for sid in _stack_order({r["stack"] for r, _ in found}):
-        mine = [(r, v * scale) for r, v in found if r["stack"] == sid]
-        fig.add_trace(go.Scatter(x=[r["label"] for r, _ in mine], y=[v for _, v in mine], name=sid, mode="markers",
-                                 customdata=[r["index"] for r, _ in mine],
-                                 hovertemplate="%{x}<br>%{y:.3g}<extra>" + sid + "</extra>"))
+    for sid in _stack_order({r["stack"] for r, _, _ in found}):
+        for legacy in (False, True):
+            mine = [(r, v) for r, v, old in found if r["stack"] == sid and old == legacy]
+            if not mine:
+                continue
+            name = f"{sid} {LEGACY_MARK} (schema 3: fit_s_per_epoch)" if legacy else sid
+            fig.add_trace(go.Scatter(x=[r["label"] for r, _ in mine], y=[v for _, v in mine], name=name,
+                                     mode="markers", customdata=[r["index"] for r, _ in mine],
+                                     marker={"symbol": "circle-open", "size": 10} if legacy else None,
+                                     hovertemplate="%{x}<br>%{y:.3g}<extra>" + name + "</extra>"))
     return _layout(fig, title, y_title)
 
 

@@ -73,8 +73,7 @@ def _suites(rows) -> list[str]:
 def _suite_figures(suite: str, rows, cells: list[dict[str, Any]]) -> list[Any]:
     figures = [charts.ms_chart(cells, f"{suite}: ms/step per cell and stack (median of repeats, 95 % CI)")]
     if suite == "classic":
-        figures.append(charts.metric_chart(rows, cells, "fit_s_per_epoch", "classic: s/epoch, the 2017 metric",
-                                           "s/epoch"))
+        figures.append(charts.s_per_epoch_chart(rows, cells, "classic: s/epoch, the 2017 metric"))
     if suite == "paper":
         figures.append(charts.paper_chart(rows))
     figures.append(charts.metric_chart(rows, cells, "j_per_epoch", f"{suite}: energy per epoch", "J/epoch"))

@@ -5,10 +5,13 @@ here from the pieces it trained with (the same model, optimizer state, data pipe
 
 Keras runs its own loop: the profile is one more ``fit`` (or ``predict``) call of a few steps with a callback that
 opens the window at the first step after the warm-up and closes it as the step after the last profiled one begins.
-The callback overrides only the batch-begin hook, which Keras 3 calls without logs, so Keras keeps its asynchronous
-batch-end path (keras/src/callbacks/callback_list.py@v3.15.1, ``_configure_async_dispatch`` looks at the batch-end
-hooks only); ``verbose`` is the cell's, so the progress bar's per-step log fetch is in the profile as it was in the
-timed run.
+The window's callback overrides only the batch-begin hook, which Keras 3 calls without logs, so it changes nothing of
+Keras' batch-end path (keras/src/callbacks/callback_list.py@v3.15.1, ``_configure_async_dispatch`` looks at the
+batch-end hooks only); the fit reports progress as the cell did, its ``verbose`` and its progress callbacks
+(``keras_fit``): under the classic default (``verbose=0`` and the 2017 notebooks' batch-end callback, which reads
+every step's logs) Keras 3 on JAX and PyTorch gives up its asynchronous batch-end dispatch in the profile as in the
+timed run; under ``progress=bar`` the bar's per-step log fetch is in the profile too (in Keras' thread pool on JAX
+and PyTorch).
 """
 
 from __future__ import annotations

@@ -79,11 +79,16 @@ def open_page(driver, path: Path):
 
 
 def expected_charts(df) -> int:
-    """Charts a run's page should draw, from its CSV alone: ms/step; s/epoch, J/epoch, MFU where a row has them;
+    """Charts a run's page should draw, from its CSV alone: ms/step; s/epoch (the 2017 metric, fit_call_s_per_epoch,
+    or a schema-3 record's fit_s_per_epoch) where a classic row has it; J/epoch, MFU where a row has them;
     a forest plot for the Keras-overhead pairs and one for a version pair, where the two stacks share an ok cell."""
     ok = df[df["status"] == "ok"]
-    n = 1 + sum(ok.get(f"metrics.{m}", pd.Series(dtype=float)).notna().any()
-                for m in ("fit_s_per_epoch", "j_per_epoch", "mfu"))
+    def has(m: str) -> pd.Series:
+        return ok[f"metrics.{m}"].notna() if f"metrics.{m}" in ok else pd.Series(False, index=ok.index)
+
+    classic = ok["suite"] == "classic"
+    n = 1 + bool((classic & (has("fit_call_s_per_epoch") | has("fit_s_per_epoch"))).any())
+    n += sum(has(m).any() for m in ("j_per_epoch", "mfu"))
     cells = {s: set(zip(g["workload"], g["task"], g["variant"], strict=True)) for s, g in ok.groupby("stack")}
     n += any(cells.get(a, set()) & cells.get(b, set()) for a, b in OVERHEAD_PAIRS)
     n += any(s.split("--")[0] in cells and cells[s] & cells[s.split("--")[0]] for s in cells if "--" in s)

@@ -104,6 +104,8 @@ def test_every_committed_run_is_on_the_index(site):
 def test_every_cell_is_listed_with_the_csv_numbers_and_its_record(site):
     out, _ = site
     ms_col = [h for h, _ in COLUMNS].index("ms/step")
+    epoch_col = [h for h, _ in COLUMNS].index("s/epoch")
+    shown = set()
     for p in committed_csvs():
         df = pd.read_csv(p)
         page = parse(out / "runs" / f"{page_slug(f'{p.parent.name}/{p.stem}')}.html")
@@ -112,9 +114,40 @@ def test_every_cell_is_listed_with_the_csv_numbers_and_its_record(site):
         for i, (row, ref) in enumerate(zip(rows, refs, strict=True)):
             assert int(ref) == i and row[0] == df["stack"].iloc[i]
             assert row[ms_col] == f"{df['metrics.ms_per_step_mean'].iloc[i]:.2f}"
+            assert row[epoch_col] == epoch_text(df.iloc[i]), (p, i)
+            shown.add(row[epoch_col][-1:] == "†" if row[epoch_col] else None)
             record = page.records[ref]
             assert record["cell"]["cell_id"] == df["cell_id"].iloc[i]
             assert record["metrics"]["ms_per_step_mean"] == df["metrics.ms_per_step_mean"].iloc[i]  # exact
+    assert {True, False} <= shown  # the committed runs hold both schemas' s/epoch
+
+
+def epoch_text(row) -> str:
+    """The 2017 metric as the cells table should show it, read from the CSV row without the site's code: schema 4's
+    fit_call_s_per_epoch, else schema 3's fit_s_per_epoch marked †, else nothing."""
+    for column, mark in (("metrics.fit_call_s_per_epoch", ""), ("metrics.fit_s_per_epoch", "†")):
+        if column in row and pd.notna(row[column]):
+            return f"{row[column]:.2f}{mark}"
+    return ""
+
+
+def test_the_classic_s_per_epoch_chart_reads_the_2017_metric_and_marks_schema_3s_field():
+    """The chart of s/epoch reads metrics.fit_call_s_per_epoch; a schema-3 record's fit_s_per_epoch is its own
+    trace, named with †; a run with neither draws no chart."""
+    from bench.results.site import charts
+    from bench.results.site.cells import cell_rows
+
+    base = {"suite": "classic", "workload": "mnist_cnn", "task": "fit", "variant": "default", "status": "ok",
+            "metrics.ms_per_step_mean": 2.0, "repeats.ms_per_step_mean.values": [2.0]}
+    df = pd.DataFrame([{**base, "stack": "keras3-jax", "metrics.fit_call_s_per_epoch": 12.5},
+                       {**base, "stack": "pytorch", "metrics.fit_s_per_epoch": 7.0}])
+    cells = cell_rows(df, lambda v: None)
+    assert [c["cells"][[h for h, _ in COLUMNS].index("s/epoch")] for c in cells] == ["12.50", "7.00†"]
+    fig = charts.s_per_epoch_chart(df, cells, "classic: s/epoch")
+    assert [(t.name, list(t.y)) for t in fig.data] == [("keras3-jax", [12.5]),
+                                                       ("pytorch † (schema 3: fit_s_per_epoch)", [7.0])]
+    assert charts.s_per_epoch_chart(df.drop(columns=["metrics.fit_call_s_per_epoch", "metrics.fit_s_per_epoch"]),
+                                    cells, "classic: s/epoch") is None
 
 
 def assert_same_tables(csv: Path, page: Path, tmp_path: Path) -> int:

@@ -753,8 +753,15 @@ def test_a_batch_end_hook_turns_off_keras_async_callback_dispatch_on_torch():
     assert keras.callbacks.CallbackList([edges])._async_train is True
     assert keras.callbacks.CallbackList([edges, nb])._async_train is False
     assert progress_record(keras, "keras_tqdm", 0, [edges, nb]) == {
-        "progress": "keras_tqdm", "verbose": 0, "batch_end_hook": True, "keras_async_batch_end": False}
+        "progress": "keras_tqdm", "verbose": 0, "batch_end_hook": True, "keras_async_batch_end": False,
+        "keras_async_test_batch_end": True}  # keras_tqdm has no test hook: validation stays asynchronous
     assert progress_record(keras, "bar", 1, [edges])["keras_async_batch_end"] is True
+
+    class TestHook(keras.callbacks.Callback):
+        def on_test_batch_end(self, batch, logs=None):
+            pass
+
+    assert progress_record(keras, "none", 0, [edges, TestHook()])["keras_async_test_batch_end"] is False
 
 
 def test_progress_bar_discarded_only_with_verbose(capsys):

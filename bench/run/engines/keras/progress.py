@@ -83,11 +83,16 @@ def progress_record(keras, form: str, verbose: int, callbacks: list[Any]) -> dic
     """What the record's ``settings`` says of a cell's progress reporting: ``progress`` (the form that ran),
     ``verbose`` (what ``fit`` got), ``batch_end_hook`` (a callback given to ``fit`` overrides a training batch-end
     hook: the timing callback under ``sync`` every:N or step, or keras_tqdm's) and, on Keras 3,
-    ``keras_async_batch_end``: whether Keras' own ``CallbackList`` of those callbacks dispatches batch-end calls
-    asynchronously (False on TensorFlow always; absent on tf-keras, which has no such dispatch)."""
+    ``keras_async_batch_end`` / ``keras_async_test_batch_end``: whether Keras' own ``CallbackList`` of those
+    callbacks dispatches training / validation batch-end calls asynchronously (False on TensorFlow always; absent on
+    tf-keras, which has no such dispatch). keras_tqdm overrides the training hook only, so under it Keras 3 on JAX
+    and PyTorch keeps the validation's asynchronous dispatch (callback_list.py@v3.15.1:73-78, 200-204), where Keras
+    2.0.8's test loop fetched every batch's outputs (keras/engine/training.py@2.0.8:1339)."""
     out: dict[str, Any] = {"progress": form, "verbose": verbose,
                            "batch_end_hook": any(overrides_batch_end(keras, cb) for cb in callbacks)}
     if not keras.__version__.startswith("2."):
-        # Keras' own check, on a list that is never run (no model, no params): the attribute it sets
-        out["keras_async_batch_end"] = bool(keras.callbacks.CallbackList(list(callbacks))._async_train)
+        # Keras' own check, on a list that is never run (no model, no params): the attributes it sets
+        checked = keras.callbacks.CallbackList(list(callbacks))
+        out["keras_async_batch_end"] = bool(checked._async_train)
+        out["keras_async_test_batch_end"] = bool(checked._async_test)
     return out
