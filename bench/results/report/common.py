@@ -35,15 +35,17 @@ def fmt(v, digits: int = 1, unit: str = "") -> str:
 class Footnotes:
     """Collects reasons of cells that are not ok; ``ref`` returns the marker to put in a table.
 
-    ``prefix`` keeps the labels of several runs in one document apart (``[^paper-full-gpu-1]``)."""
+    ``prefix`` keeps the labels of several runs in one document apart (``[^paper-full-gpu-1]``); ``start``: the
+    labels used before these (a run's GPU sections share one numbering, as ``run_sections`` writes them)."""
 
-    def __init__(self, prefix: str = ""):
+    def __init__(self, prefix: str = "", start: int = 0):
         self.prefix = prefix
+        self.start = start
         self.items: list[str] = []
 
     def ref(self, row) -> str:
         self.items.append(f"{row['stack']} {row['workload']} {row['variant']}: {row['status']}: {row.get('reason')}")
-        return f"{row['status']} [^{self.prefix}{len(self.items)}]"
+        return f"{row['status']} [^{self.prefix}{self.start + len(self.items)}]"
 
     def lines(self) -> list[str]:
-        return [f"[^{self.prefix}{i}]: {text}" for i, text in enumerate(self.items, 1)]
+        return [f"[^{self.prefix}{i}]: {text}" for i, text in enumerate(self.items, self.start + 1)]

@@ -12,7 +12,7 @@ from bench.results.compare import median_ci
 from bench.results.report import section_frames, section_lines
 from bench.results.report.classic import classic_grid
 from bench.results.report.common import Footnotes
-from bench.results.report.gpus import gpu_groups, slug
+from bench.results.report.gpus import gpu_groups
 from bench.results.site import charts
 from bench.results.site.cells import COLUMNS, cell_rows, record_of
 from bench.results.site.pages import chart_block, esc, page, section_html, table
@@ -41,9 +41,10 @@ class Group:
 
 def groups_of(run: SiteRun) -> list[Group]:
     """The run's rows per GPU, each with its sections computed once (the run page and the history page use them)."""
-    out = []
+    out: list[Group] = []
     for label, rows in gpu_groups(run.df):
-        notes = Footnotes(f"{slug(label)}-" if label else "")
+        # one numbering across the run's GPU sections, as report.md's (``run_sections``)
+        notes = Footnotes(start=sum(len(g.notes.items) for g in out))
         frames = section_frames(rows)
         out.append(Group(label, rows, frames, section_lines(rows, frames, notes, {}), notes))
     return out
@@ -113,7 +114,8 @@ def group_html(group: Group, drawn: Charts, key: str) -> str:
         out.append(section_html(group.lines["profile"], f"{key}profile"))
     if group.notes.items:
         out += ["<h2>Cells that did not run</h2>",
-                "<ol>" + "".join(f"<li>{esc(n)}</li>" for n in group.notes.items) + "</ol>"]
+                f'<ol start="{group.notes.start + 1}">' + "".join(f"<li>{esc(n)}</li>" for n in group.notes.items)
+                + "</ol>"]
     out += ['<details class="method"><summary>Provenance and method (as in report.md)</summary>',
             section_html(group.lines["provenance"] + group.lines["method"], f"{key}method"), "</details>"]
     return "\n".join(out)
