@@ -1,9 +1,12 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from bench.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -87,3 +90,15 @@ def test_python_m_bench_cli_is_the_same_command():
     p = subprocess.run([sys.executable, "-m", "bench.cli", "list", "--stacks"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0 and p.stdout.split()[:2] == ["keras2-tf", "keras3-tf"]
+
+
+def test_bench_site_without_plotly_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("pandas")
+    for name in ("plotly", "plotly.offline", "plotly.graph_objects", "plotly.io"):
+        monkeypatch.setitem(sys.modules, name, None)  # `import plotly...` raises ImportError, as where it is missing
+    with pytest.raises(SystemExit) as e:
+        main(["site", str(ROOT / "results" / "rounds-smoke"), "-o", str(tmp_path / "site")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("bench: error: site needs") and "plotly" in err[0], err
+    assert not (tmp_path / "site").exists()

@@ -1,8 +1,9 @@
 """The ``bench`` command line inside the images: it only parses. Each command calls the one function that does it
 (``bench.run.session`` runs a request, ``bench.results.actions`` the results side) and maps that function's known
 errors to one line on stderr: exit code 2 for bad input (``bench.core.errors.InputError``), 1 for a run with a cell
-that did not succeed or a command that failed. Commands: ``info`` (list, knobs, fields), ``running`` (run, sweep,
-fidelity, doctor, selftest), ``results`` (collect, compare, report, history).
+that did not succeed or a command that failed, 128 + the signal's number for SIGTERM or SIGINT
+(``bench.core.interrupt``). Commands: ``info`` (list, knobs, fields), ``running`` (run, sweep, fidelity, doctor,
+selftest), ``results`` (collect, compare, report, history).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import click
 
 from bench.cli import info, results, running
+from bench.core import interrupt
 from bench.core.stacks import DEFAULT_STACKS, STACKS
 
 USAGE_EXIT = 2
@@ -32,9 +34,15 @@ for _command in (*info.COMMANDS, *running.COMMANDS, *results.COMMANDS):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: click errors become one line on stderr with exit code 2."""
+    """Entry point: click errors become one line on stderr with exit code 2; SIGTERM and SIGINT end a command as
+    ``bench.core.interrupt`` says (its children killed, what was measured written), one line and exit 128 + the
+    signal's number."""
     try:
-        rv = cli.main(args=argv, prog_name="bench", standalone_mode=False)
+        with interrupt.handling():
+            rv = cli.main(args=argv, prog_name="bench", standalone_mode=False)
+    except interrupt.Interrupted as e:
+        click.echo(f"bench: {e}: stopped (what was measured is written)", err=True)
+        sys.exit(e.exit_code)
     except click.UsageError as e:
         click.echo(f"bench: error: {e.format_message()}", err=True)
         sys.exit(USAGE_EXIT)

@@ -93,7 +93,8 @@ class Request:
     samples: int | None = option(
         None, "fit suites: train on the first N training examples (validation: a quarter as many, or the workload's "
               "held-out share of them): the same model and batch, fewer steps per epoch (a record of its own: the "
-              "cell id names it) [default: the size's, all of the dataset at full].",
+              "cell id names it; N at or above the dataset's training examples, where the size trains on all of "
+              "them, is the default cell) [default: the size's, all of the dataset at full].",
         kind="int", minimum=1, make="SAMPLES")
     steps: int | None = option(None, "paper suite: timed steps after the first [default: 100 full, 3 smoke].",
                                kind="int", minimum=1, make="STEPS", commands=(RUN,))

@@ -145,7 +145,10 @@ def write_site(sources: Sequence[Path], out_dir: Path, histories: Sequence[Path]
     """
     import time
 
-    try:
+    try:  # plotly is imported where a chart is drawn: checked here, before anything is written
+        import plotly.graph_objects  # noqa: F401
+        import plotly.offline  # noqa: F401
+
         from bench.results.site.build import build_site
     except ImportError as e:
         raise InputError(f"site needs pandas, scipy and plotly ({e}); {NEEDS}") from e

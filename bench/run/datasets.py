@@ -200,6 +200,15 @@ SYNTHETIC: dict[str, SyntheticSpec] = {
 }
 
 
+def example_counts(name: str) -> tuple[int, int]:
+    """The real dataset ``name``'s example counts (training, test), as ``SYNTHETIC`` holds them (the one place).
+
+    Raises:
+        KeyError: an unknown dataset.
+    """
+    return SYNTHETIC[name]["n"]
+
+
 def synthetic(name: str, n_train: int | None, n_val: int | None, reason: str, seed: int = 0) -> Dataset:
     """Random data with the real dataset's shapes and dtypes (only the requested number of examples).
 

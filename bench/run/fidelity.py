@@ -97,11 +97,17 @@ def become_cell_process(stack: Stack, device: str) -> None:
         frameworks.hide_gpus_from_tensorflow()
 
 
+def steady_ms(metrics: dict[str, Any], steady_steps: int) -> float:
+    """A harness run's ms/step over the ``steady_steps`` steps after its first epoch, from its ``metrics``
+    (``Metrics`` as JSON: ``epoch_s``, s)."""
+    return 1000.0 * sum(metrics["epoch_s"][1:]) / steady_steps
+
+
 def cadence_summary(metrics: list[dict[str, Any]], steady_steps: int, hand_ms: float) -> dict[str, Any]:
     """One cadence's entry of ``measure``'s ``cadences`` from its runs' ``metrics`` (``Metrics`` as JSON):
     ms/step over the ``steady_steps`` steps after the first epoch, each run's and their mean, the epochs, barriers
     and clock reads per run, and the mean's ratio to the hand loop's ``hand_ms`` (ms/step)."""
-    each = [1000.0 * sum(m["epoch_s"][1:]) / steady_steps for m in metrics]
+    each = [steady_ms(m, steady_steps) for m in metrics]
     mean = sum(each) / len(each)
     return {"ms_per_step": mean, "runs_ms": each, "epoch_s": [m["epoch_s"] for m in metrics],
             "barriers": [m["barriers"] for m in metrics], "clock_reads": [m["clock_reads"] for m in metrics],
@@ -109,8 +115,10 @@ def cadence_summary(metrics: list[dict[str, Any]], steady_steps: int, hand_ms: f
 
 
 def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 4,
-            cadences: tuple[str, ...] = CADENCES) -> dict[str, Any]:
-    """Run hand, each cadence, each cadence in reverse, hand on ``workload``; returns ms/step and ratios.
+            cadences: tuple[str, ...] = CADENCES, done: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Run hand, each cadence, each cadence in reverse, hand on ``workload``; returns ms/step and ratios. ``done``
+    gets each run as it ends, ``{"run": name, "ms_per_step": steady ms/step}``: what a measurement cut short by a
+    signal keeps (``bench.run.session.fidelity``).
 
     Returns:
         ``order`` (the runs as they ran), ``handloop_ms_per_step`` (steady epochs, mean of the two hand
@@ -132,22 +140,23 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     hand = hand_loop(stack.engine)
     if hand is None:
         raise ValueError(f"fidelity has no free-running loop for the {stack.engine!r} engine ({stack_id})")
-    settings_cls = settings_class(stack.engine)
     order = ["hand", *cadences, *reversed(cadences), "hand"]
     hand_ms: list[float] = []
     overhead_s: list[float] = []
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in cadences}
+    done = [] if done is None else done
     for name in order:
         if name == "hand":
             h = hand.run(stack, w, ds, device, epochs, batch, TF32_AS_HARNESS)
             hand_ms.append(1000.0 * h["steady_s"] / ((epochs - 1) * steps))
-            if "fit_call_overhead_s" in h:
-                overhead_s.append(h["fit_call_overhead_s"])
+            overhead_s += [h["fit_call_overhead_s"]] if "fit_call_overhead_s" in h else []
+            done.append({"run": name, "ms_per_step": hand_ms[-1]})
             continue
         tel = sampler.for_device(device)  # the harness as cells run it, sampler included
         out = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
-                                             harness_settings(settings_cls, name), telemetry=tel)
+                                             harness_settings(settings_class(stack.engine), name), telemetry=tel)
         runs[name].append(out.metrics.model_dump(exclude_unset=True))
+        done.append({"run": name, "ms_per_step": steady_ms(runs[name][-1], (epochs - 1) * steps)})
     hand_mean = sum(hand_ms) / len(hand_ms)
     per_cadence = {c: cadence_summary(ms, (epochs - 1) * steps, hand_mean) for c, ms in runs.items()}
     return {"stack": stack_id, "workload": workload, "device": device, "size": size, "epochs": epochs,

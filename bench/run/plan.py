@@ -66,7 +66,7 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
             Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=v,
                  settings=dict(settings or {}), batch_size=b,
                  epochs=unless_default(epochs, WORKLOADS[w], "epochs", size),
-                 samples=unless_default(samples, WORKLOADS[w], "samples", size),
+                 samples=samples_unless_default(samples, WORKLOADS[w], size),
                  timeout_s=timeout_s or TIMEOUT_S[size], telemetry_samples=telemetry_samples,
                  steps=unless_default(steps, WORKLOADS[w], "steps", size),
                  seq_len=seq_len_unless_default(seq_len, WORKLOADS[w], size), data=data, profile=profile)
@@ -130,6 +130,16 @@ def unless_default(value: int | None, w, name: str, size: str) -> int | None:
     return None if value is not None and isinstance(own, dict) and own.get(size) == value else value
 
 
+def samples_unless_default(samples: int | None, w, size: str) -> int | None:
+    """``samples`` (``--samples``, a cap on a fit cell's training examples), or None when the cell it makes is the
+    default cell: the workload's own count at ``size`` (``unless_default``), or, where that is the whole dataset
+    (None), a cap that loads the whole dataset all the same (``Workload.whole_dataset``: at or above its training
+    examples), so the same data is never a record of its own under another cell id."""
+    if samples is not None and w.samples.get(size) is None and w.whole_dataset(samples):
+        return None
+    return unless_default(samples, w, "samples", size)
+
+
 def seq_len_unless_default(seq_len: int | None, w, size: str) -> int | None:
     """``seq_len`` (an override of a step-timed model's sequence length), or None when it equals the model's own at
     ``size`` (``model.config(size)["seq_len"]``): the default cell, as ``unless_default`` does for epochs and steps."""
@@ -167,7 +177,7 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
     cells = [
         Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,
              device=device, variant=v.name, settings=v.settings, baseline=v.baseline, batch_size=batch_size,
-             epochs=unless_default(epochs, w, "epochs", size), samples=unless_default(samples, w, "samples", size),
+             epochs=unless_default(epochs, w, "epochs", size), samples=samples_unless_default(samples, w, size),
              timeout_s=timeout_s or TIMEOUT_S[size],
              telemetry_samples=telemetry_samples,
              data=data, profile=profile)

@@ -63,6 +63,41 @@ def probe_gpus(stack: Stack, timeout_s: float = 300.0) -> list[str]:
     raise RuntimeError(gpu_failure(stack, tail))
 
 
+def recorded_gpus(stack_id: str, results_dir: Path, flavor: str,
+                  identify: Callable[[Mapping[str, str]], dict[str, Any]] | None = None
+                  ) -> tuple[list[str] | None, str]:
+    """The GPU ``bench doctor`` saw this stack's framework use on this very GPU, so that a run need not start the probe
+    (``probe_gpus``) again: ``[framework_gpu]`` of ``results_dir/doctor/<stack>-<flavor>.json`` (``image_checks``,
+    ``ensure_measured_peak``) when that file's ``gpu`` has the NVML UUID of the GPU a cell of the stack gets now
+    (``identify``: ``bench.run.environment.gpu_info`` of ``cell_env``) and its ``software`` is this process's
+    (``same_software``: driver, image, framework and CUDA library versions). Else (None, why not): no file, no
+    framework GPU in it, NVML sees no GPU, another GPU or software, or an environment that keeps the framework off
+    the GPU (an empty ``CUDA_VISIBLE_DEVICES``, ``gpu_env_problem``), for which the probe answers as ever.
+    Returns (GPUs, the line saying where they came from)."""
+    from bench.run.environment import gpu_info
+
+    s = STACKS[stack_id]
+    path = results_dir / "doctor" / f"{stack_id}-{flavor}.json"
+    env = cell_env(s, "gpu")
+    if gpu_env_problem(s, "gpu", env) or ("CUDA_VISIBLE_DEVICES" in env and not env["CUDA_VISIBLE_DEVICES"].strip()):
+        return None, "the environment may keep the framework off the GPU"
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None, f"no {path.name}"
+    seen, uuid = saved.get("framework_gpu"), (saved.get("gpu") or {}).get("uuid")
+    if not seen or not uuid:
+        return None, f"{path.name} holds no framework GPU with its NVML UUID"
+    info = (identify or gpu_info)(env)
+    if not info.get("available") or info.get("uuid") != uuid:
+        return None, f"{path.name} was written on GPU {uuid}, not {info.get('uuid') or 'none (NVML)'}"
+    same, why = same_software(current_software(info), saved.get("software"))
+    if not same:
+        return None, f"{path.name} was written under other software ({why})"
+    return [seen], (f"{path.name} ({saved.get('utc')}): its framework ran a matmul on this GPU ({uuid}) under this "
+                    "software")
+
+
 #: The GEMM modes measured in each image: (name, dtype, TF32 allowed).
 GEMM_MODES = (("bf16", "bfloat16", False), ("fp32", "float32", False), ("tf32", "float32", True))
 

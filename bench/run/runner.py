@@ -3,33 +3,32 @@
 For each cell: the worker writes its record to a scratch file; the runner adds what only the parent
 sees (exit status, wall time, peak RSS from ``wait4``, the CUDA JIT cache's growth over the whole
 process) and writes ``<stack>/<cell_id>.json`` atomically. A worker that dies without a record (killed,
-out of memory, time limit) still gets one.
+out of memory, time limit) still gets one (``bench.run.cellprocess``). On SIGTERM or SIGINT (``bench.core.interrupt``)
+the running cell's process group is killed, its record is written (``timeout``, "interrupted by SIGTERM (...)") and
+no other cell starts: ``Interrupted`` ends the run, every record already written kept.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import os
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bench.core import interrupt
 from bench.core.atomic import write_json_atomic
 from bench.core.stacks import get_stack
 from bench.results.cell import Cell
-from bench.results.record import FINAL_STATUSES, REPEATS_DIR, RecordError, load_record, new_record, result_path
+from bench.results.record import FINAL_STATUSES, REPEATS_DIR, RecordError, load_record, result_path
 from bench.results.repeats import aggregate
 from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
 from bench.run import gpu_state, profile
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
+from bench.run.cellprocess import wait_for_worker, worker_record
 from bench.run.environment import cuda_cache_block, cuda_cache_bytes, git_commit
 from bench.run.gpu_state import Cooldown
 from bench.run.scenarios import scenario_of
@@ -68,14 +67,6 @@ class Outcome:
     record: Record | None = None
 
 
-def _tail(path: Path, lines: int = 5) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return " | ".join(text[-lines:])[-600:]
-
-
 def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
     """GPU cells: the record's ``gpu_before`` (other processes on the GPU, temperature) and, with a
     ``cooldown``, its ``cooldown`` block, taken after the wait. Empty on CPU."""
@@ -94,6 +85,7 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
     the optional ``cooldown`` and the check for other processes on the GPU (``bench.run.gpu_state``). The process
     gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
     after it has ended (``add_cuda_cache``)."""
+    interrupt.check()  # a signal held back while the previous cell's record was written: start no other
     stack = get_stack(cell.stack)
     before = before_cell(cell, cooldown)
     final = result_path(out_dir, cell)
@@ -104,79 +96,36 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
     samples = [str(final.with_suffix(".telemetry.csv"))] if cell.telemetry_samples else []
     worker_out.unlink(missing_ok=True)
     cell_file.write_text(json.dumps(cell.to_dict()))
+    # a signal to bench kills the worker's group and is held back until this cell's record is written
+    with interrupt.shielded():
+        with compile_caches(stack) as caches:
+            env = {**cell_env(stack, cell.device, cell.settings), **caches}
+            cuda_cache_before = cuda_cache_bytes(env)
+            start = time.perf_counter()
+            args = [*WORKER, str(cell_file), str(worker_out), *samples]
+            rc, usage, timed_out, signum = wait_for_worker(args, env, log_file, cell.timeout_s)
+            wall = time.perf_counter() - start
 
-    with compile_caches(stack) as caches:
-        env = {**cell_env(stack, cell.device, cell.settings), **caches}
-        cuda_cache_before = cuda_cache_bytes(env)
-        start = time.perf_counter()
-        rc, usage, timed_out = wait_for_worker([*WORKER, str(cell_file), str(worker_out), *samples], env, log_file,
-                                               cell.timeout_s)
-        wall = time.perf_counter() - start
-
-    rec = worker_record(cell, worker_out, rc, timed_out, log_file)
-    profile.place(rec, work, final, out_dir)
-    # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
-    rec.process = Process(exit_code=rc, wall_s=wall, timeout_s=cell.timeout_s,
-                          max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
-                          gpu_s=wall if cell.device == "gpu" else 0.0)
-    rec.memory = rec.memory or Memory()
-    if "host_peak_rss_bytes" not in rec.memory.model_fields_set:  # the worker's own reading comes first
-        rec.memory.host_peak_rss_bytes = usage.ru_maxrss * 1024
-    rec.update(before)
-    add_cuda_cache(rec, env, cuda_cache_before)
-    if caches:
-        rec.settings = rec.settings or EffectiveSettings()
-        rec.settings.compile_cache = compile_cache_setting(env)
-    note = gpu_state.busy_note(before.get("gpu_before") or {})
-    if note:
-        rec.notes = [*rec.notes, note]
-    write_record(final, rec)
-    worker_out.unlink(missing_ok=True)
-    cell_file.unlink(missing_ok=True)
-    return rec
-
-
-def wait_for_worker(args: list[str], env: dict[str, str], log_file: Path, timeout_s: float) -> tuple[int, Any, bool]:
-    """Run the worker command ``args`` in its own session with ``env``, its output in ``log_file``, killed (its whole
-    process group) past ``timeout_s`` seconds. Returns its exit code (negative: the signal), its resource usage
-    (``os.wait4``: ``ru_maxrss`` in KiB) and whether the time limit killed it."""
-    timed_out = threading.Event()
-    with open(log_file, "w") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-        def kill() -> None:
-            timed_out.set()
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-
-        timer = threading.Timer(timeout_s, kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-    return os.waitstatus_to_exitcode(status), usage, timed_out.is_set()
-
-
-def worker_record(cell: Cell, worker_out: Path, rc: int, timed_out: bool, log_file: Path) -> Record:
-    """The record the worker wrote (read back strictly), or when there is none the cell's record saying why: the
-    time limit (``timeout``), a SIGKILL (``oom``), a record the schema rejects (kept beside the log as
-    ``<run_id>.rejected.json``, never deleted) or an exit without one (the log's tail)."""
-    try:
-        return load_record(worker_out)
-    except RecordError as e:
-        rec = Record.model_validate(new_record(cell), strict=True)
-        if timed_out:
-            rec.status, rec.reason = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
-        elif rc == -signal.SIGKILL:
-            rec.status = "oom"
-            rec.reason = "killed by SIGKILL (most likely the out-of-memory killer)"
-        elif worker_out.exists():
-            kept = worker_out.with_name(f"{cell.run_id}.rejected.json")
-            worker_out.replace(kept)
-            rec.reason = f"the worker's record ({kept.name}) was rejected: {e}"
-        else:
-            rec.reason = f"worker exited with status {rc} without a record: {_tail(log_file)}"
+        rec = worker_record(cell, worker_out, rc, timed_out, log_file, (signum, wall))
+        profile.place(rec, work, final, out_dir)
+        # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
+        rec.process = Process(exit_code=rc, wall_s=wall, timeout_s=cell.timeout_s,
+                              max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
+                              gpu_s=wall if cell.device == "gpu" else 0.0)
+        rec.memory = rec.memory or Memory()
+        if "host_peak_rss_bytes" not in rec.memory.model_fields_set:  # the worker's own reading comes first
+            rec.memory.host_peak_rss_bytes = usage.ru_maxrss * 1024
+        rec.update(before)
+        add_cuda_cache(rec, env, cuda_cache_before)
+        if caches:
+            rec.settings = rec.settings or EffectiveSettings()
+            rec.settings.compile_cache = compile_cache_setting(env)
+        note = gpu_state.busy_note(before.get("gpu_before") or {})
+        if note:
+            rec.notes = [*rec.notes, note]
+        write_record(final, rec)
+        worker_out.unlink(missing_ok=True)
+        cell_file.unlink(missing_ok=True)
         return rec
 
 
@@ -329,7 +278,8 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
               echo: Callable[[str], None] = print, round_: int | None = None,
               schedules: dict[str, dict[str, Any]] | None = None, cooldown: Cooldown | None = None,
               gpu: str | None = None) -> list[Outcome]:
-    """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early.
+    """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early, except on
+    SIGTERM or SIGINT (``bench.core.interrupt.Interrupted``, once the running cell's record is written).
 
     With ``repeats`` > 1 each cell runs that many times, each in its own process, and its record is
     the aggregate (``bench.results.repeats.RULE``). A single run still carries a one-value ``repeats`` block.
@@ -363,6 +313,7 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
             write_record(result_path(out_dir, cell), rec)
         echo(f"{head}: {describe(rec)}")
         outcomes.append(Outcome(cell, rec.status, record=rec))
+        interrupt.check()  # SIGTERM/SIGINT during this cell: its record is written, stop here
     return outcomes
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.core import interrupt
 from bench.core.errors import Echo, InputError, to_stderr
 from bench.core.request import Request
 from bench.core.stacks import DEFAULT_STACKS, get_stack
@@ -43,8 +44,28 @@ def planning_probe(stack_id: str) -> list[str]:
     return probe_gpus(get_stack(stack_id))
 
 
-def resolve_device(requested: Device, stacks: list[str]) -> RunDevice:
-    """``auto`` -> gpu when every selected stack's framework sees a GPU, else cpu.
+def stack_gpus(stack_id: str, echo: Echo = print) -> list[str]:
+    """The GPUs the framework of ``stack_id`` sees: what ``bench doctor`` recorded on this very GPU under this software
+    (``bench.run.probe.recorded_gpus``: no process started), else the probe's answer (``planning_probe``); ``echo``
+    says which.
+
+    Raises:
+        RuntimeError: the probe's (a framework that cannot tell).
+    """
+    from bench.run.probe import recorded_gpus
+
+    root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
+    gpus, how = recorded_gpus(stack_id, root, os.environ.get("BENCH_FLAVOR", "gpu"))
+    if gpus is not None:
+        echo(f"{stack_id}: GPU {gpus[0]} as bench doctor saw it, probe skipped: {how}")
+        return gpus
+    gpus = planning_probe(stack_id)
+    echo(f"{stack_id}: probed the GPUs its framework sees ({how}): {', '.join(gpus) or 'none'}")
+    return gpus
+
+
+def resolve_device(requested: Device, stacks: list[str], echo: Echo = print) -> RunDevice:
+    """``auto`` -> gpu when every selected stack's framework sees a GPU (``stack_gpus``), else cpu.
 
     Raises:
         InputError: ``gpu`` with no visible GPU (naming the stack that sees none), or a framework that cannot tell.
@@ -53,7 +74,7 @@ def resolve_device(requested: Device, stacks: list[str]) -> RunDevice:
         return "cpu"
     for sid in stacks:
         try:
-            gpus = planning_probe(sid)
+            gpus = stack_gpus(sid, echo)
         except RuntimeError as e:
             raise InputError(str(e)) from e
         if not gpus:
@@ -169,7 +190,7 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
         InputError: no GPU for ``--device gpu``, cells the plan refuses, or bad ``--round`` inputs.
     """
     stack_ids = stack_list(req.stacks)
-    dev = resolve_device(req.device, stack_ids)
+    dev = resolve_device(req.device, stack_ids, echo)
     size = req.size_for(dev)
     try:
         cells = make_cells(size, dev)
@@ -225,11 +246,14 @@ def _prepare_gpu(stack_ids: list[str], root: Path, echo: Echo) -> str | None:
 def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: int, out_file: Path | None,
              echo: Echo = print) -> None:
     """``bench fidelity``: the harness's ms/step under each timing cadence against a free-running loop
-    (``bench.run.fidelity.measure``), printed and, with ``out_file``, written as JSON with the environment.
+    (``bench.run.fidelity.measure``), printed and, with ``out_file``, written as JSON with the environment. Cut short
+    by SIGTERM or SIGINT (``bench.core.interrupt``), the JSON holds the runs that ended (``runs_done``) and why
+    (``interrupted``), and ``Interrupted`` goes on up.
 
     Raises:
         InputError: a workload or stack the plan refuses, or no GPU for ``device`` gpu.
         CommandFailed: the measurement itself failed (its first line).
+        bench.core.interrupt.Interrupted: SIGTERM or SIGINT (after the JSON of the runs that ended).
     """
     from bench.core.atomic import write_json_atomic
     from bench.core.errors import CommandFailed
@@ -242,9 +266,19 @@ def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: i
                         "cpu", [workload])
     except planning.PlanError as e:
         raise InputError(str(e)) from e
-    dev = resolve_device(device, [stack_id])
+    dev = resolve_device(device, [stack_id], echo)
+    done: list[dict[str, Any]] = []
     try:
-        r = measure(stack_id, workload, dev, size, epochs)
+        r = measure(stack_id, workload, dev, size, epochs, done=done)
+    except interrupt.Interrupted as e:  # the runs that ended are kept, with why the others are missing
+        if out_file:
+            with interrupt.shielded():
+                why = interrupt.reason(e.signum, f"after {len(done)} of its runs; rerun it for the ratios")
+                write_json_atomic(out_file, {"stack": stack_id, "workload": workload, "device": dev, "size": size,
+                                             "epochs": epochs, "interrupted": why, "runs_done": done,
+                                             "utc": utc_now(), "env": capture()})
+            echo(f"wrote {out_file}: {why}")
+        raise
     except Exception as e:  # one line, not a traceback wall
         raise CommandFailed(f"fidelity run failed: {type(e).__name__}: {e}".splitlines()[0]) from e
     echo(f"{stack_id} {workload} ({size}, {dev}), order {', '.join(r['order'])}: free-running loop "

@@ -72,3 +72,49 @@ def test_samples_reach_the_data_the_cell_trains_on():
     ds = w.load_data("full", "synthetic", 320)
     assert (ds.n_train, len(ds.y_val)) == (320, 80)  # validation: a quarter, as at smoke size
     assert w.load_data("smoke", "synthetic").n_train == SMOKE_SAMPLES["mnist_mlp"]
+
+
+@pytest.mark.parametrize("workload", ["mnist_mlp", "cifar10_cnn", "babi_rnn", "mnist_cnn_tuning"])
+def test_samples_of_the_whole_dataset_are_the_default_cell(workload):
+    """--samples at or above the training set's size trains on what a default cell trains on (the whole set, and
+    validates on the whole test split or the workload's held-out share): it is the default cell, not a cell id of its
+    own; one example fewer is a cap. At smoke size, whose own count is a cap, the whole set is a cell of its own."""
+    from bench.run.datasets import example_counts
+
+    w = WORKLOADS[workload]
+    n_train = example_counts(w.dataset)[0]
+
+    def cells(n, size="full", device="gpu"):
+        return expand(["pytorch"], w.suite, size, device, workloads=[workload], samples=n)
+
+    for n in (n_train, 10 * n_train):
+        assert all(c.samples is None and "samples" not in c.id for c in cells(n)), n
+    assert all(c.samples == n_train - 1 and c.id.endswith(f"samples={n_train - 1}") for c in cells(n_train - 1))
+    assert all(c.samples == n_train for c in cells(n_train, "smoke", "cpu"))
+
+
+def test_whole_dataset_loads_the_default_data():
+    """What ``whole_dataset`` calls the default loads the same numbers of examples as no cap (synthetic data of the
+    real counts)."""
+    from bench.run.datasets import example_counts
+    from bench.run.workloads import get_workload
+
+    w = get_workload("babi_rnn")
+    n = example_counts(w.dataset)[0]
+    assert w.whole_dataset(n) and not w.whole_dataset(n - 1)
+    full, capped = w.load_data("full", "synthetic"), w.load_data("full", "synthetic", n)
+    assert (full.n_train, len(full.y_val)) == (capped.n_train, len(capped.y_val))
+
+
+def test_whole_dataset_needs_the_whole_test_split_where_it_validates(monkeypatch):
+    """Where the test split validates, a cap's validation set is a quarter of it: the cap is the default only once that
+    quarter covers the test split (a dataset of 400 training and 200 test examples: 800, not 400)."""
+    from bench.run import datasets
+    from bench.run.workloads import get_workload
+
+    monkeypatch.setitem(datasets.SYNTHETIC["mnist"], "n", (400, 200))
+    w = get_workload("mnist_mlp")
+    assert not w.whole_dataset(400) and w.whole_dataset(800)
+    full, capped, short = (w.load_data("full", "synthetic", n) for n in (None, 800, 400))
+    assert (full.n_train, len(full.y_val)) == (capped.n_train, len(capped.y_val)) == (400, 200)
+    assert (short.n_train, len(short.y_val)) == (400, 100)

@@ -236,3 +236,48 @@ def test_make_passes_the_image_id_and_the_digest_to_every_cell_and_doctor_contai
     assert [r[r.index("bench") + 1] for r in runs] == ["run", "doctor"]
     for args in runs:
         assert "BENCH_IMAGE_ID=sha256:local" in args and "BENCH_IMAGE_DIGEST=reg/x/keras3-jax@sha256:pushed" in args
+
+
+class Probes:
+    """``bench.run.session.planning_probe`` faked: counts its calls (each would be a framework's process)."""
+
+    def __init__(self, monkeypatch):
+        from bench.run import session
+
+        self.calls, self.lines = [], []
+        monkeypatch.setattr(session, "planning_probe", lambda sid: self.calls.append(sid) or ["cuda:0"])
+
+    def resolve(self, requested="gpu"):
+        from bench.run import session
+
+        self.calls.clear()
+        self.lines.clear()
+        return session.resolve_device(requested, ["pytorch"], self.lines.append)
+
+
+def test_a_run_after_the_doctor_on_this_gpu_and_software_skips_the_probe(host, monkeypatch):
+    """bench doctor (here ensure_measured_peak, the doctor's image part) recorded that the framework ran a matmul on
+    this GPU under this software: bench run takes that answer and starts no probe process, and says so."""
+    probes = Probes(monkeypatch)
+    assert probes.resolve() == "gpu" and probes.calls == ["pytorch"]  # no doctor file yet: probed
+    assert "probed" in probes.lines[0] and "no pytorch-gpu.json" in probes.lines[0]
+    host.ensure()
+    assert probes.resolve() == "gpu" and probes.resolve("auto") == "gpu" and probes.calls == []
+    assert "probe skipped" in probes.lines[0] and "GPU-aaa" in probes.lines[0]
+    assert probes.resolve("cpu") == "cpu" and probes.calls == []
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda host, mp: mp.setenv("CUDA_VISIBLE_DEVICES", "1"), "written on GPU GPU-aaa, not GPU-bbb"),
+    (lambda host, mp: setattr(host, "driver", "590.10.01"), "other software (driver 580.65.06, not 590.10.01)"),
+    (lambda host, mp: host.image("sha256:two"), "other software (image sha256:one, not sha256:two)"),
+    (lambda host, mp: mp.setenv("CUDA_VISIBLE_DEVICES", ""), "keep the framework off the GPU"),
+    (lambda host, mp: mp.setitem(sys.modules, "pynvml", None), "not none (NVML)"),
+    (lambda host, mp: (host.results / "doctor" / "pytorch-gpu.json").write_text("{}"), "no framework GPU"),
+])
+def test_another_gpu_software_or_environment_than_the_doctors_is_probed(host, monkeypatch, change, why):
+    probes = Probes(monkeypatch)
+    host.ensure()
+    change(host, monkeypatch)
+    probes.resolve()
+    assert probes.calls == ["pytorch"] and "probed" in probes.lines[0] and why in probes.lines[0], probes.lines

@@ -86,11 +86,13 @@ def resolve_device(requested: str) -> tuple[str, dict[str, Any]]:
     return requested, info
 
 
-def selftest(device: str, backends: list[str]) -> tuple[list[Result], dict[str, str | None]]:
+def selftest(device: str, backends: list[str], results: list[Result] | None = None,
+             versions: dict[str, str | None] | None = None) -> tuple[list[Result], dict[str, str | None]]:
     """Every check of every framework in ``backends`` (those not importable: n/a with the reason); results and the
-    frameworks' versions."""
-    results: list[Result] = []
-    versions: dict[str, str | None] = {}
+    frameworks' versions, added to ``results`` and ``versions`` as each child ends when given (what a self-test cut
+    short by a signal keeps)."""
+    results = [] if results is None else results
+    versions = {} if versions is None else versions
     present = installed(tuple(backends))
     for b in backends:
         if b not in present:
@@ -141,12 +143,23 @@ def record(results: list[Result], versions: dict[str, str | None], device: str, 
 
 def main(device: str, backends: list[str], out: Path | None) -> tuple[str, int]:
     """Run the self-test; (the table plus a summary line, exit code: 1 when any check failed, else 0). Writes the
-    JSON to ``out`` (atomically) when given."""
+    JSON to ``out`` (atomically) when given, also when SIGTERM or SIGINT cuts it short (``bench.core.interrupt``):
+    then with the results so far and a failed ``all`` check saying so, and ``Interrupted`` goes on up."""
+    from bench.core import interrupt
     from bench.core.atomic import write_json_atomic
 
     t0 = time.perf_counter()
     dev, gpu = resolve_device(device)
-    results, versions = selftest(dev, backends)
+    results: list[Result] = []
+    versions: dict[str, str | None] = {}
+    try:
+        selftest(dev, backends, results, versions)
+    except interrupt.Interrupted as e:  # the running child is killed (subprocess.run); the checks that ended are kept
+        results.append(failed("all", None, interrupt.reason(e.signum, f"after {len(results)} results")))
+        if out is not None:
+            with interrupt.shielded():
+                write_json_atomic(out, record(results, versions, dev, gpu, time.perf_counter() - t0))
+        raise
     n = counts(results)
     text = (f"{table(results)}\nselftest on {dev} ({gpu.get('name') or gpu.get('reason')}): {n[PASS]} pass, "
             f"{n[FAIL]} fail, {n[NA]} n/a in {time.perf_counter() - t0:.0f} s")

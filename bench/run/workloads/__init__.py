@@ -114,8 +114,23 @@ class Workload:
             ds = Dataset(ds.name, tuple(x[:-k] for x in ds.x_train), ds.y_train[:-k],
                          tuple(x[-k:] for x in ds.x_train), ds.y_train[-k:], ds.meta, ds.source, ds.reason, ds.sha256)
         else:
-            ds = datasets.load(self.dataset, n, None if n is None else max(n // 4, 1), source=source)
+            ds = datasets.load(self.dataset, n, _quarter(n), source=source)
         return self.prepare(ds) if self.prepare else ds
+
+    def whole_dataset(self, samples: int) -> bool:
+        """Whether a cap of ``samples`` training examples (``load_data``'s) loads what no cap loads: every training
+        example of the dataset (``bench.run.datasets.example_counts``) and, unless ``validation_split`` holds its
+        validation set out of them, a validation set (a quarter of ``samples``) of the whole test set."""
+        from bench.run.datasets import example_counts
+
+        n_train, n_test = example_counts(self.dataset)
+        return samples >= n_train and (bool(self.validation_split) or (_quarter(samples) or 0) >= n_test)
+
+
+def _quarter(n: int | None) -> int | None:
+    """The validation examples of ``n`` training examples where the test split validates: a quarter (at least one);
+    None (all of the test split) for None."""
+    return None if n is None else max(n // 4, 1)
 
 
 @dataclass(frozen=True)
