@@ -65,8 +65,11 @@ fi
 unset BENCH_IMAGE BENCH_IMAGE_DIGEST BENCH_IMAGE_ID BENCH_FLAVOR BENCH_STACK
 export PYTHONPATH="$here:$site${PYTHONPATH:+:$PYTHONPATH}" BENCH_RESULTS_DIR="$work/results" BENCH_OFFLINE=1 \
     PYTHONUNBUFFERED=1 MPLBACKEND=Agg
-python3 -c "import pydantic, keras, diffusers, bench.run.worker" \
-    || { echo "window/run.sh: the carried packages do not import (above)" >&2; exit 1; }
+# (Keras on each backend the window runs: unset, Keras 3 would import TensorFlow, which the host lacks)
+for backend in torch jax; do
+    KERAS_BACKEND=$backend python3 -c "import pydantic, keras, diffusers, bench.run.worker" \
+        || { echo "window/run.sh: the carried packages do not import on KERAS_BACKEND=$backend (above)" >&2; exit 1; }
+done
 # every image's environment (bench.core.stacks.CONTAINER_ENV, the one definition), the JIT cache under WORK
 eval "$(python3 -c 'import shlex; from bench.core.stacks import CONTAINER_ENV as E
 print("\n".join(f"export {v.name}={shlex.quote(v.value)}" for v in E if not v.from_host))')"
