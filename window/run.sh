@@ -86,7 +86,7 @@ declare -A limit=([env]=15 [instrument]=130 [classic]=150 [tuning]=120 [paper]=8
 if [[ $size == full ]]; then
     epochs=3 many=3200 few=640 tune=3200 steps=5 fidelity_epochs=3 cell_limit=100
 else  # the tuning model's float16 convolutions are emulated on most CPUs: few examples there
-    epochs=2 many=256 few=128 tune=64 steps=2 fidelity_epochs=2 cell_limit=300
+    epochs=3 many=256 few=128 tune=64 steps=2 fidelity_epochs=2 cell_limit=300
 fi
 fit=(--size "$size" --device "$device" --repeats 1 --data synthetic --epochs "$epochs" --timeout "$cell_limit")
 four=(--stack pytorch --stack keras3-torch --stack keras3-jax --stack jax)
@@ -154,10 +154,16 @@ for p in $parts; do
     [[ $device == cpu && -z ${!var:-} ]] && t=900
     echo "== part $p (limit $t s)"
     start=$SECONDS
-    # bench stops its running cell (and records it) on the SIGTERM `timeout` sends; KILL 15 s later
+    # At the limit `timeout` sends SIGTERM to its process group: bench stops its running cell, records it and exits.
+    # timeout returns when its shell child dies, before bench has finished; so wait for the whole group (its id is
+    # timeout's pid) to be gone, at most 20 s, then KILL what is left: the summary must see that cell's record.
     timeout --kill-after=15 "$t" bash -c "$(declare -p work device size fit four many few tune steps \
-        cell_limit fidelity_epochs; declare -f bench "part_$p"); part_$p" >"$work/logs/$p.log" 2>&1
+        cell_limit fidelity_epochs; declare -f bench "part_$p"); part_$p" >"$work/logs/$p.log" 2>&1 &
+    group=$!
+    wait "$group"
     rc=$?
+    for _ in $(seq 40); do kill -0 -- "-$group" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL -- "-$group" 2>/dev/null
     printf '%s\t%s\t%s\n' "$p" "$rc" "$((SECONDS - start))" >>"$work/parts.tsv"
     echo "   exit $rc in $((SECONDS - start)) s; log: logs/$p.log"
     tail -n 3 "$work/logs/$p.log"
