@@ -313,6 +313,12 @@ window-rehearse: ## The GPU window on this CPU at smoke size, in .window-venv wi
 	  --site $(REHEARSAL)/site $(REHEARSAL)/out || echo "window/run.sh exited $$?; the checks decide"
 	BENCH_WINDOW_REHEARSAL=$(REHEARSAL) $(PYTHON) -m pytest -q -p no:cacheprovider tests/window
 
+window-command: ## The GPU window's device command line, naming this clean tree's commit (docs/gpu-window.md)
+	@test -z "$$(git status --porcelain)" || { echo "window-command: commit first: the records name the commit, and \
+	the device copies the working tree as it is" >&2; exit 1; }
+	@compgen -G ".whl/*.whl" >/dev/null || { echo "window-command: make window-wheels first" >&2; exit 1; }
+	@echo 'BENCH_GIT_COMMIT=$(shell git rev-parse HEAD) bash window/run.sh $$OUT'
+
 # The unit tests and the image builds (both flavors) run as parallel jobs (builds wait on the network and the
 # disk as much as on the CPU); the end-to-end cells then run alone, one at a time, with every build a cache hit.
 E2E := $(PYTHON) -m pytest -m docker -q -s --durations=0 tests/e2e/test_e2e_docker.py

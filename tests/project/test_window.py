@@ -43,8 +43,9 @@ def test_carried_wheels_are_what_the_host_lacks():
     host = {line.strip() for line in (ROOT / "window/host-names.txt").read_text().splitlines()
             if line.strip() and not line.startswith("#")}
     carried = set(pins(ROOT / "window/wheels.txt"))
-    assert not carried & host, f"carried though the host has them: {sorted(carried & host)}"
-    assert {"pydantic", "keras", "keras-hub"} <= carried
+    # typing-extensions: the host's version is not known, and pydantic-core needs at least 4.16.0 (its METADATA)
+    assert carried & host == {"typing-extensions"}, f"carried though the host has them: {sorted(carried & host)}"
+    assert {"pydantic", "keras", "diffusers"} <= carried
 
 
 def test_rehearsal_environment_holds_only_the_hosts_packages():
@@ -60,7 +61,7 @@ def test_rehearsal_environment_holds_only_the_hosts_packages():
 def test_device_command_fits_the_device():
     """docs/gpu-window.md's command lines are what the device runs: each under its 2,000 characters."""
     text = (ROOT / "docs/gpu-window.md").read_text()
-    commands = re.findall(r"^(bash window/run\.sh.*)$", text, re.M)
+    commands = re.findall(r"^(\S*\s*bash window/run\.sh.*)$", text, re.M)
     assert commands and all(len(c) < 2000 for c in commands)
 
 

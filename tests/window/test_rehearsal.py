@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -74,15 +75,44 @@ def test_every_cell_ran_ok():
     assert not failed, failed
 
 
+def test_the_capped_full_size_inputs_ran_as_the_gpu_runs_them():
+    """The GPU's cells name their capped inputs in their ids (epochs, samples, steps): the rehearsal runs the same
+    options, with smaller values, so those ids' code paths have run before a GPU minute is spent."""
+    ids = [r["cell_id"] for r in records()]
+    assert any("epochs=3+samples=256" in i for i in ids) and any("samples=128" in i for i in ids)
+    assert any(i.startswith("pytorch__paper__") and "steps=2" in i for i in ids)
+    profiled = [r for r in records() if r.get("profile")]
+    assert {r["stack"] for r in profiled} == {"pytorch", "keras3-torch", "keras3-jax", "jax"}
+
+
 def test_records_say_what_ran():
     pins = host_pins()
     for r in records():
         env = r["env"]
         assert env["native"] is True and env["image"] is None and env["image_flavor"] is None, r["cell_id"]
-        assert env["python"].startswith("3.12."), r["cell_id"]
+        assert env["python"].startswith("3.12.") and env["git_commit"], r["cell_id"]
         for name in ("torch", "jax", "keras", "transformers"):
             if name in env["packages"]:
                 want = pins.get(name) or next(line.split("==")[1] for line in
                                               (ROOT / "window/wheels.txt").read_text().splitlines()
                                               if line.startswith(f"{name}=="))
                 assert env["packages"][name] == want, (r["cell_id"], name)
+
+
+def test_a_part_cut_by_its_limit_keeps_what_ran_and_leaves_no_cell_running(tmp_path):
+    """A part over its limit (WINDOW_LIMIT_<part>): window/run.sh still writes the summary and the archive, the cell
+    that was running is stopped (bench records it on the SIGTERM) and no process of the window outlives it."""
+    venv = Path(str(REHEARSAL)).parent / ".window-venv" / "bin"
+    env = {**os.environ, "PATH": f"{venv}:{os.environ['PATH']}", "WINDOW_LIMIT_classic": "25"}
+    work, out = tmp_path / "work", tmp_path / "out"
+    p = subprocess.run(["bash", str(ROOT / "window/run.sh"), "--device", "cpu", "--size", "smoke", "--parts",
+                        "classic", "--work", str(work), "--site", str(Path(str(REHEARSAL)) / "site"), str(out)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert (work / "parts.tsv").read_text().split("\t")[:2] == ["classic", "124"]
+    assert sorted(x.name for x in out.iterdir()) == ["summary.md", "window.tar.gz"]
+    left = subprocess.run(["pgrep", "-f", str(work)], capture_output=True, text=True).stdout.split()
+    assert not left, f"processes of the cut part still running: {left}"
+    statuses = {json.loads(x.read_text()).get("status") for x in (work / "results/runs").rglob("*.json")
+                if not x.name.endswith(".cell.json") and "repeats" not in x.parts}
+    assert statuses - {"ok"}, f"no record of the cell the limit stopped: {statuses}"

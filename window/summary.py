@@ -1,0 +1,109 @@
+"""The GPU window's summary (window/run.sh writes it to OUT/summary.md after every part): each part's exit status and
+seconds; every cell, one row per cell id, with its status, ms/step, first epoch or step, process seconds and reason;
+the self-test's counts and failed checks; each fidelity ratio; and where the host's own packages differ from
+window/host-packages.txt, the list the rehearsal mirrors. Standard library only: it reads the JSON as written.
+
+    python3 window/summary.py WORK DEVICE SIZE
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parts(work: Path) -> list[str]:
+    rows = ["| part | exit | seconds |", "| --- | --- | --- |"]
+    for line in (work / "parts.tsv").read_text().splitlines() if (work / "parts.tsv").exists() else []:
+        rows.append("| " + " | ".join(line.split("\t")) + " |")
+    return rows
+
+
+def records(work: Path) -> list[dict]:
+    """Every cell's final record under WORK/results/runs (not a repeat's, not a cell's input file)."""
+    found = []
+    for path in sorted((work / "results" / "runs").rglob("*.json")):
+        if path.name.endswith(".cell.json") or "repeats" in path.parts or ".work" in path.parts:
+            continue
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict) and "cell_id" in rec:
+            found.append(rec)
+    return found
+
+
+def _num(value: object, fmt: str = "{:.3g}") -> str:
+    return fmt.format(value) if isinstance(value, (int, float)) else "-"
+
+
+def cells(recs: list[dict]) -> list[str]:
+    rows = ["| cell | status | ms/step | first epoch/step s | process s | profile | reason |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in recs:
+        m, p = r.get("metrics") or {}, r.get("process") or {}
+        first = m.get("first_epoch_s", m.get("first_step_s"))
+        prof = (r.get("profile") or {}).get("status") or ("yes" if r.get("profile") else "-")
+        reason = (r.get("reason") or "").replace("|", "/").splitlines()[0][:160] if r.get("reason") else ""
+        rows.append(f"| {r['cell_id']} | {r.get('status')} | {_num(m.get('ms_per_step_mean'))} | {_num(first)} | "
+                    f"{_num(p.get('wall_s'), '{:.1f}')} | {prof} | {reason} |")
+    return rows
+
+
+def instruments(work: Path) -> list[str]:
+    out: list[str] = []
+    selftest = work / "results" / "selftest.json"
+    if selftest.exists():
+        s = json.loads(selftest.read_text())
+        out.append(f"selftest on {s.get('device')} ({(s.get('gpu') or {}).get('name')}): {s.get('counts')}, "
+                   f"{_num(s.get('elapsed_s'), '{:.0f}')} s")
+        out += [f"- FAIL {c['check']} {c.get('framework')}: measured {_num(c.get('measured'))}, reference "
+                f"{_num(c.get('reference'))}, ratio {_num(c.get('ratio'), '{:.4f}')}: {c.get('reason')}"
+                for c in s.get("checks", []) if c.get("verdict") == "fail"]
+    for path in sorted((work / "results").glob("fidelity-*.json")):
+        f = json.loads(path.read_text())
+        ratios = ", ".join(f"{k} {_num(c.get('ratio'), '{:.4f}')}" for k, c in (f.get("cadences") or {}).items())
+        out.append(f"fidelity {f.get('stack')} {f.get('workload')}: free-running "
+                   f"{_num(f.get('handloop_ms_per_step'))} ms/step; ratios {ratios}")
+    return out
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            pins[name.strip().lower().replace("_", "-")] = version.strip()
+    return pins
+
+
+def host_packages(work: Path) -> list[str]:
+    """Where the host's own list (logs/pip-freeze.txt) differs from window/host-packages.txt."""
+    host, listed = _pins(work / "logs" / "pip-freeze.txt"), _pins(ROOT / "window" / "host-packages.txt")
+    if not host:
+        return ["(no logs/pip-freeze.txt)"]
+    diff = [f"- {n}: listed {v}, host {host.get(n, 'absent')}" for n, v in sorted(listed.items()) if host.get(n) != v]
+    return diff or ["- every listed package is at the host's version"]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    work, device, size = Path(argv[0]), argv[1], argv[2]
+    recs = records(work)
+    lines = [f"# GPU window: {device}, size {size}", "", *parts(work), "",
+             f"## Cells ({sum(r.get('status') == 'ok' for r in recs)} ok of {len(recs)})", "", *cells(recs), "",
+             "## Instruments", "", *instruments(work), "",
+             "## Host packages against window/host-packages.txt", "", *host_packages(work)]
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
