@@ -9,13 +9,15 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from bench.core import interrupt
 from bench.results.cell import Cell
 from bench.results.record import RecordError, load_record, new_record
-from bench.results.schema import Record
+from bench.results.schema import Env, Record
+from bench.run.environment import capture, stack_pins
 
 
 def _tail(path: Path, lines: int = 5) -> str:
@@ -51,14 +53,32 @@ def wait_for_worker(args: list[str], env: dict[str, str], log_file: Path,
             timer.cancel()
     return os.waitstatus_to_exitcode(status), usage, timed_out.is_set(), watch.signum
 
+#: The note on a record whose ``env`` the runner wrote: the worker ended without a record (time limit, signal, crash).
+PARENT_ENV_NOTE = ("env: captured by the runner after the cell's process ended without a record, from the cell's "
+                   "environment variables and this interpreter's packages (the same image); framework_cuda is "
+                   "empty: no framework ran in the runner")
+
+
+def add_parent_env(rec: Record, cell: Cell, env: Mapping[str, str]) -> None:
+    """Give ``rec``, a record the runner wrote for a worker that left none, the ``env`` block
+    (``bench.run.environment.capture`` of the cell's environment ``env``, and the stack's pins) and say so
+    (``PARENT_ENV_NOTE``): a cell that timed out, was killed or crashed still names the machine, image, commit,
+    packages and GPU it ran on. The runner imports no framework, so ``framework_cuda`` stays empty."""
+    try:
+        rec.env = Env.model_validate({**capture(env), **stack_pins(cell.stack)})
+    except Exception as e:  # the record is written whatever the capture meets
+        rec.env = Env(error=f"{type(e).__name__}: {e}")
+    rec.notes = [*rec.notes, PARENT_ENV_NOTE]
+
 
 def worker_record(cell: Cell, worker_out: Path, rc: int, timed_out: bool, log_file: Path,
-                  stopped: tuple[int | None, float] = (None, 0.0)) -> Record:
+                  stopped: tuple[int | None, float] = (None, 0.0), env: Mapping[str, str] | None = None) -> Record:
     """The record the worker wrote (read back strictly), or when there is none the cell's record saying why: a signal
     to this process that had the worker killed (``stopped``: the signal, and the seconds the worker had run;
     ``timeout``, as a part's time limit sends it), the time limit (``timeout``), a SIGKILL (``oom``), a record the
     schema rejects (kept beside the log as ``<run_id>.rejected.json``, never deleted) or an exit without one (the
-    log's tail)."""
+    log's tail). Such a record gets its ``env`` from the cell's environment ``env`` (default ``os.environ``;
+    ``add_parent_env``)."""
     try:
         return load_record(worker_out)
     except RecordError as e:
@@ -79,4 +99,5 @@ def worker_record(cell: Cell, worker_out: Path, rc: int, timed_out: bool, log_fi
             rec.reason = f"the worker's record ({kept.name}) was rejected: {e}"
         else:
             rec.reason = f"worker exited with status {rc} without a record: {_tail(log_file)}"
+        add_parent_env(rec, cell, os.environ if env is None else env)
         return rec

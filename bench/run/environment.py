@@ -102,10 +102,12 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def git_commit() -> str | None:
-    """The bench package's commit: baked into images as BENCH_GIT_COMMIT, else asked of git."""
-    if os.environ.get("BENCH_GIT_COMMIT") not in (None, "", "unknown"):
-        return os.environ["BENCH_GIT_COMMIT"]
+def git_commit(env: Mapping[str, str] | None = None) -> str | None:
+    """The bench package's commit: ``BENCH_GIT_COMMIT`` of ``env`` (default ``os.environ``; images bake it in),
+    else asked of git."""
+    commit = (os.environ if env is None else env).get("BENCH_GIT_COMMIT")
+    if commit not in (None, "", "unknown"):
+        return commit
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(bench.__file__).parent,
                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
@@ -250,8 +252,11 @@ def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = N
             "bytes_before": bytes_before, "bytes_after": after, "jit_compiled": grew}
 
 
-def capture() -> dict[str, Any]:
-    """The full environment block (see docs/outputs.md)."""
+def capture(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The full environment block (see docs/outputs.md) of a process whose environment variables are ``env``
+    (default ``os.environ``: the worker's own; the runner passes the cell's when it writes the block for a worker
+    that wrote no record)."""
+    env = os.environ if env is None else env
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -259,17 +264,17 @@ def capture() -> dict[str, Any]:
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "bench_version": bench.__version__,
-        "git_commit": git_commit(),
-        "image": os.environ.get("BENCH_IMAGE"),
+        "git_commit": git_commit(env),
+        "image": env.get("BENCH_IMAGE"),
         # the Makefile passes the image's registry digest (pulled or pushed) or its local ID (built here), and the ID
-        "image_digest": os.environ.get("BENCH_IMAGE_DIGEST") or None,
-        "image_id": os.environ.get("BENCH_IMAGE_ID") or None,
-        "image_flavor": os.environ.get("BENCH_FLAVOR"),
+        "image_digest": env.get("BENCH_IMAGE_DIGEST") or None,
+        "image_id": env.get("BENCH_IMAGE_ID") or None,
+        "image_flavor": env.get("BENCH_FLAVOR"),
         "in_container": Path("/.dockerenv").exists(),
         # every image sets BENCH_IMAGE (images/Dockerfile); without it no image's pins ran this cell
-        "native": not os.environ.get("BENCH_IMAGE"),
+        "native": not env.get("BENCH_IMAGE"),
         "packages": package_versions(),
         "framework_cuda": framework_cuda(),
-        "gpu": gpu_info(),
-        "env_vars": {k: os.environ.get(k) for k in ENV_VARS},
+        "gpu": gpu_info(env),
+        "env_vars": {k: env.get(k) for k in ENV_VARS},
     }

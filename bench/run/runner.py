@@ -106,7 +106,7 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
             rc, usage, timed_out, signum = wait_for_worker(args, env, log_file, cell.timeout_s)
             wall = time.perf_counter() - start
 
-        rec = worker_record(cell, worker_out, rc, timed_out, log_file, (signum, wall))
+        rec = worker_record(cell, worker_out, rc, timed_out, log_file, (signum, wall), env)
         profile.place(rec, work, final, out_dir)
         # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
         rec.process = Process(exit_code=rc, wall_s=wall, timeout_s=cell.timeout_s,

@@ -462,7 +462,7 @@ def test_a_failed_gemm_mode_is_measured_again_on_the_next_run(tmp_path, monkeypa
 
     monkeypatch.setattr(probe, "measure_gemm", measure)
     monkeypatch.setattr(probe, "probe_gpus", lambda s: ["cuda:0"])
-    monkeypatch.setattr(environment, "gpu_info", lambda: {"available": True, **gpu})
+    monkeypatch.setattr(environment, "gpu_info", lambda env=None: {"available": True, **gpu})
     probe.ensure_measured_peak("pytorch", tmp_path, "gpu")
     saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
     assert saved["measured_tflops"] == {"bf16": None, "fp32": 50.0, "tf32": 400.0}

@@ -140,7 +140,7 @@ def test_a_cell_outside_an_image_is_recorded_native(monkeypatch, image, native):
         monkeypatch.delenv("BENCH_IMAGE", raising=False)
     else:
         monkeypatch.setenv("BENCH_IMAGE", image)
-    monkeypatch.setattr(environment, "gpu_info", lambda: {"available": False, "reason": "test"})
+    monkeypatch.setattr(environment, "gpu_info", lambda env=None: {"available": False, "reason": "test"})
     env = environment.capture()
     assert env["native"] is native and env["image"] == image
     assert env["image_flavor"] is None

@@ -10,7 +10,7 @@ from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
 from bench.results.repeats import aggregate as aggregate_records
 from bench.results.schema import Record
-from bench.run import runner
+from bench.run import cellprocess, runner
 from tests.conftest import needs_torch
 
 FAKE = textwrap.dedent("""
@@ -97,6 +97,28 @@ def test_time_limit_kills_the_cell(tmp_path, fake_worker):
     rec = run_one(cell(timeout_s=1.0), tmp_path)
     assert rec["status"] == "timeout" and "1 s" in rec["reason"]
     assert rec["process"]["wall_s"] < 30
+
+
+def test_a_cell_without_a_worker_record_still_names_its_environment(tmp_path, fake_worker, monkeypatch):
+    """The time limit, a signal or a crash leaves no worker record: the runner writes ``env`` from the cell's own
+    environment (the stack's variables, a CPU cell's hidden GPUs), says so, and names no framework's CUDA."""
+    monkeypatch.setenv("BENCH_IMAGE", "dlbench/pytorch:test")
+    monkeypatch.setenv("BENCH_GIT_COMMIT", "abc123")
+    fake_worker("sleep")
+    rec = run_one(cell(timeout_s=1.0), tmp_path)
+    env = rec["env"]
+    assert env["native"] is False and env["image"] == "dlbench/pytorch:test" and env["git_commit"] == "abc123"
+    assert env["python"] and env["packages"]["click"] and env["framework_cuda"] == {}
+    assert env["env_vars"]["CUDA_VISIBLE_DEVICES"] == ""  # the cell's (a CPU cell), not this process's
+    assert cellprocess.PARENT_ENV_NOTE in rec["notes"]
+    assert read_record(result_path(tmp_path, cell()))["env"] == env
+
+
+def test_a_worker_record_keeps_its_own_environment(tmp_path, fake_worker):
+    fake_worker("ok")
+    rec = run_one(cell(), tmp_path)
+    assert cellprocess.PARENT_ENV_NOTE not in rec.get("notes", [])
+    assert "python" not in rec.get("env", {})  # the stand-in worker wrote no env block: none was made up for it
 
 
 def test_run_goes_on_after_a_failure_and_resumes(tmp_path, fake_worker):
