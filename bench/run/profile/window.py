@@ -84,7 +84,8 @@ class Window:
     def start(self) -> None:
         if self.started:
             raise RuntimeError("the profile window was opened twice")
-        self.arm()
+        if not self.armed:
+            self.arm()
         self.barrier()
         self.started = True
         self.profiler.begin()
