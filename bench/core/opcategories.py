@@ -92,6 +92,29 @@ _ATTENTION_SCOPE = (r"(?i)^(?!.*((/|^)(query|key|value|attention_output|q_proj|k
                     r"query_dense|key_dense|value_dense|output_dense)(_\d+)?(/|$)|attention_layer_?norm|"
                     r"attention_norm|attention_dropout)).*attention")
 
+#: ATen ops by category (torch 2.13.0 aten/src/ATen/native/native_functions.yaml): an op's ``name`` on a CPU, and on
+#: a GPU the ``detail`` of the kernels it launched (``bench.run.profile.summary``), read after every kernel-name rule.
+_ATEN_MATMUL = (r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|einsum|_?convolution|conv\dd|conv_transpose\dd|"
+                r"mkldnn_convolution|_mkldnn_convolution|cudnn_convolution|convolution_backward|_convolution_mode|"
+                r"_nnpack_spatial_convolution)$")
+_ATEN_REDUCTION = (r"(?i)^aten::(sum|mean|amax|amin|max|min|argmax|argmin|prod|norm|var|std|logsumexp|_?softmax|"
+                   r"_?log_softmax|_softmax_backward_data|_log_softmax_backward_data|nll_loss\w*|cross_entropy\w*|"
+                   r"binary_cross_entropy\w*|cumsum)$")
+_ATEN_ELEMENTWISE = (r"^aten::(add|add_|sub|sub_|mul|mul_|div|div_|relu|relu_|threshold|threshold_|threshold_backward|"
+                     r"sigmoid|sigmoid_|sigmoid_backward|tanh|tanh_|tanh_backward|hardsigmoid|hardsigmoid_backward|"
+                     r"hardtanh|gelu|gelu_backward|silu|silu_backward|elu|leaky_relu|clamp|clamp_|clamp_min|clamp_min_|"
+                     r"clamp_max|exp|exp_|log|log_|sqrt|sqrt_|rsqrt|pow|pow_|neg|abs|where|addcmul|addcmul_|addcdiv|"
+                     r"addcdiv_|lerp_|fill_|zero_|zeros_like|ones_like|dropout|native_dropout|native_dropout_backward|"
+                     r"bernoulli_|masked_fill|masked_fill_|eq|ne|lt|gt|le|ge|_to_copy|to|cat|stack|index|index_select|"
+                     r"gather|scatter|scatter_add_|embedding|embedding_dense_backward|embedding_backward|"
+                     r"constant_pad_nd|max_pool2d|max_pool2d_with_indices|max_pool2d_with_indices_backward|avg_pool2d|"
+                     r"flip|roll|square|reciprocal|sign|erf|cos|sin|_unsafe_view|copy|mish|softplus|hardswish|"
+                     r"lstm_cell|_thnn_fused_lstm_cell|mkldnn_rnn_layer)$")
+
+_LAUNCHED = ("torch 2.13.0: the profiler links each CUDA kernel to the cudaLaunchKernel that launched it by its "
+             "correlation id (kineto's Chrome trace: args.correlation), inside the ATen op that called it (torch/"
+             "autograd/profiler_util.py@v2.13.0 FunctionEvent.kernels)")
+
 #: The fields a rule reads: an op's name, its detail, its scope, or a TensorFlow op type (name or detail).
 NAME: tuple[Field, ...] = ("name",)
 DETAIL: tuple[Field, ...] = ("detail",)
@@ -146,11 +169,7 @@ RULES: tuple[Rule, ...] = (
     Rule("matmul_conv", DETAIL, r"(^| )(dot|convolution)( |$)|__cublas|__cudnn\$conv|__onednn\$(matmul|conv)",
          "xla/hlo/ir/hlo_opcode.h (dot, convolution); xla/service/gpu/cublas_cudnn.cc ('__cublas$gemm', "
          "'__cublas$lt$matmul', '__cudnn$convForward', ...)"),
-    Rule("matmul_conv", NAME,
-         r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|einsum|_?convolution|conv\dd|conv_transpose\dd|"
-         r"mkldnn_convolution|_mkldnn_convolution|cudnn_convolution|convolution_backward|_convolution_mode|"
-         r"_nnpack_spatial_convolution)$",
-         "torch 2.13.0 aten/src/ATen/native/native_functions.yaml"),
+    Rule("matmul_conv", NAME, _ATEN_MATMUL, "torch 2.13.0 aten/src/ATen/native/native_functions.yaml"),
     Rule("matmul_conv", TF_TYPE,
          r"^_?(Mkl|MklNative|Fused)?(Batch)?(MatMul|Conv\dD|Conv2D|Conv3D|Einsum)|^DepthwiseConv2dNative|"
          r"^Conv\dDBackprop|^_Mkl(Native)?Conv|^_MklNativeFused(MatMul|Conv)|^_MklMatMul",
@@ -158,12 +177,15 @@ RULES: tuple[Rule, ...] = (
          "graph rewrites _MklNativeFusedMatMul, _MklNativeConv2D)"),
     Rule("matmul_conv", NAME,
          r"(?i)gemm|gemv|sgemm|hgemm|cutlass|xmma_(fprop|dgrad|wgrad|gemm)|implicit_convolve|winograd|convolve_|"
-         r"conv2d_|cudnn::.*conv|triton_(tem|mm|bmm)|^(dot|convolution)(\.\d+)?$|_dot_|^gemm_fusion|cublas|"
-         r"^sm\d+_xmma",
+         r"conv2d_|cudnn::(\w+::)*\w*conv|triton_(tem|mm|bmm)|^(dot|convolution)(\.\d+)?$|_dot_|^gemm_fusion|cublas|"
+         r"^sm\d+_xmma|^nvjet_|splitKreduce",
          "cuBLAS/cuDNN/CUTLASS kernels as profiles name them ('sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_...', "
          "'ampere_sgemm_128x64_tn', 'cutlass_80_tensorop_s1688gemm_...', 'sm80_xmma_fprop_implicit_gemm_...', "
          "'implicit_convolve_sgemm'); torch/_inductor/select_algorithm.py 'triton_tem_fused_mm'; XLA CPU "
-         "'dot.N' thunks; xla/service/gpu/transforms/gemm_fusion.cc 'gemm_fusion_dot...'"),
+         "'dot.N' thunks; xla/service/gpu/transforms/gemm_fusion.cc 'gemm_fusion_dot...'; cuBLAS 12.8+ on Hopper "
+         "'nvjet_tst_256x256_...', 'nvjet_sm90_tst_...' (forums.developer.nvidia.com/t/348958, an H100 NVL's "
+         "torch.profiler trace: sm90_xmma/cutlass GEMMs under CUDA 12.1 became nvjet_tst_* under 12.8); cuBLAS's "
+         "split-K GEMM's 'splitKreduce_kernel'"),
     # normalisation
     Rule("normalization", NAME,
          r"(?i)batch_?norm|layer_?norm|group_?norm|instance_?norm|rms_?norm|FusedBatchNorm|bn_fw|bn_bw|_norm_kernel|"
@@ -176,10 +198,7 @@ RULES: tuple[Rule, ...] = (
     # reductions
     Rule("reduction", DETAIL, r"(^| )(reduce|reduce-window|sort|scatter|all-reduce)( |$)",
          "xla/hlo/ir/hlo_opcode.h: an XLA instruction or fusion with a reduce in it"),
-    Rule("reduction", NAME,
-         r"(?i)^aten::(sum|mean|amax|amin|max|min|argmax|argmin|prod|norm|var|std|logsumexp|_?softmax|"
-         r"_?log_softmax|_softmax_backward_data|_log_softmax_backward_data|nll_loss\w*|cross_entropy\w*|"
-         r"binary_cross_entropy\w*|cumsum)$",
+    Rule("reduction", NAME, _ATEN_REDUCTION,
          "torch 2.13.0 native_functions.yaml reductions, softmax and losses"),
     Rule("reduction", TF_TYPE,
          r"^(Sum|Mean|Max|Min|Prod|ArgMax|ArgMin|All|Any|BiasAddGrad|Softmax|LogSoftmax|_MklSoftmax|"
@@ -200,16 +219,7 @@ RULES: tuple[Rule, ...] = (
          r"remainder|atan2|is-finite|shift-left|shift-right-logical|shift-right-arithmetic|popcnt|"
          r"reduce-precision)( |$)",
          "xla/hlo/ir/hlo_opcode.h elementwise and data-movement opcodes"),
-    Rule("elementwise", NAME,
-         r"^aten::(add|add_|sub|sub_|mul|mul_|div|div_|relu|relu_|threshold|threshold_|threshold_backward|sigmoid|"
-         r"sigmoid_|sigmoid_backward|tanh|tanh_|tanh_backward|hardsigmoid|hardsigmoid_backward|hardtanh|gelu|"
-         r"gelu_backward|silu|silu_backward|elu|leaky_relu|clamp|clamp_|clamp_min|clamp_min_|clamp_max|exp|exp_|"
-         r"log|log_|sqrt|sqrt_|rsqrt|pow|pow_|neg|abs|where|addcmul|addcmul_|addcdiv|addcdiv_|lerp_|fill_|zero_|"
-         r"zeros_like|ones_like|dropout|native_dropout|native_dropout_backward|bernoulli_|masked_fill|masked_fill_|"
-         r"eq|ne|lt|gt|le|ge|_to_copy|to|cat|stack|index|index_select|gather|scatter|scatter_add_|embedding|"
-         r"embedding_dense_backward|embedding_backward|constant_pad_nd|max_pool2d|max_pool2d_with_indices|"
-         r"max_pool2d_with_indices_backward|avg_pool2d|flip|roll|square|reciprocal|sign|erf|cos|sin|_unsafe_view|"
-         r"copy|mish|softplus|hardswish|lstm_cell|_thnn_fused_lstm_cell|mkldnn_rnn_layer)$",
+    Rule("elementwise", NAME, _ATEN_ELEMENTWISE,
          "torch 2.13.0 native_functions.yaml pointwise and indexing ops"),
     Rule("elementwise", TF_TYPE,
          r"^(Mul|AddV2|Add|AddN|Sub|RealDiv|Div|DivNoNan|Relu|ReluGrad|Relu6|Elu|Selu|Sigmoid|SigmoidGrad|Tanh|"
@@ -229,13 +239,44 @@ RULES: tuple[Rule, ...] = (
          "CUDALoops.cuh unrolled_elementwise_kernel, Shape.cu CatArrayBatchedCopy); TensorFlow's GPU cwise ops "
          "(Eigen's EigenMetaKernel); torch/_inductor triton_poi_fused_*; xla/service/gpu/transforms/"
          "rename_fusions.cc '<kind>_<heroes>_fusion' (loop_add_fusion); XLA CPU '<ops>_fusion', 'wrapped_<op>'"),
+    # a GPU kernel no name rule placed: by the ATen op that launched it (its detail; bench.run.profile.summary)
+    Rule("optimizer", DETAIL, r"^aten::(_foreach_|_fused_)", _LAUNCHED),
+    Rule("attention", DETAIL, r"^aten::_?\w*(scaled_dot_product|flash_attention|efficient_attention)", _LAUNCHED),
+    Rule("matmul_conv", DETAIL, _ATEN_MATMUL, _LAUNCHED),
+    Rule("normalization", DETAIL, r"^aten::\w*(batch_norm|layer_norm|group_norm|instance_norm|rms_norm)", _LAUNCHED),
+    Rule("reduction", DETAIL, _ATEN_REDUCTION, _LAUNCHED),
+    Rule("elementwise", DETAIL, _ATEN_ELEMENTWISE, _LAUNCHED),
 )
 
 
+#: What a demangled kernel name holds besides its function's name: an anonymous namespace (part of the name) and
+#: the bracketed template arguments and parameter list (``void at::native::elementwise_kernel<...>(int, ...)``).
+_ANON = "(anonymous namespace)::"
+_OPEN, _CLOSE = "<(", ">)"
+
+
+def bare(name: str) -> str:
+    """``name`` with every bracketed template argument list and parameter list taken out (``cutlass::Kernel2<
+    cutlass_80_..._gemm>(...)`` -> ``cutlass::Kernel2``, ``std::enable_if<...>::type internal::gemvx::kernel<...>
+    (...)`` -> ``std::enable_if::type internal::gemvx::kernel``), so that a rule never matches a type or helper named
+    in them (``cudnn::reduced_divisor`` in a pooling kernel's parameters). An ``->`` is no bracket (kineto's
+    'Memcpy HtoD (Pageable -> Device)'); a name that would be left empty stays as it is."""
+    text, out, depth = name.replace(_ANON, ""), [], 0
+    for i, ch in enumerate(text):
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE and depth and not (ch == ">" and i and text[i - 1] == "-"):
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return " ".join("".join(out).split()) or name
+
+
 def classify(name: str, detail: str = "", scope: str = "") -> str:
-    """The category key (``KEYS``) of an op from its ``name``, ``detail`` and ``scope`` (module docstring): the
-    first rule of ``RULES`` that matches; ``OTHER`` when none does."""
-    texts = {"name": name, "detail": detail, "scope": scope}
+    """The category key (``KEYS``) of an op from its ``name`` (read without its template arguments and parameters:
+    ``bare``), ``detail`` and ``scope`` (module docstring): the first rule of ``RULES`` that matches; ``OTHER`` when
+    none does."""
+    texts = {"name": bare(name), "detail": detail, "scope": scope}
     for rule in RULES:
         if any(rule.regex.search(texts[f]) for f in rule.fields):
             return rule.category

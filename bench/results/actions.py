@@ -100,6 +100,9 @@ def _echo_profiles(df_a: Any, df_b: Any, echo: Echo) -> None:
     if not pairs:
         echo("profiles: no ok cell carries a profile in both CSVs (bench run --profile)")
     for cell, table in pairs:
+        if isinstance(table, str):  # not comparable: say why
+            echo(f"\nwhere the time goes, {cell}: {table}")
+            continue
         echo(f"\nwhere the time goes, {cell} (A | B; % of the profiled window, ms per profiled step):")
         with pd.option_context("display.width", 200):
             echo(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))

@@ -99,7 +99,7 @@ def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path) -
     try:
         block = profile.capture(again, stack.backend, cell.device, profile_dir / cell.run_id,
                                 frameworks.make_barrier(stack.backend, cell.device))
-        rec.profile = Profile.model_validate(block)
+        rec.profile = Profile.model_validate(profile.relate(block, rec.metrics.ms_per_step_p50))
     except Exception as e:  # a profile never fails the cell it profiles
         rec.profile = Profile(reason=f"{type(e).__name__}: {e}".splitlines()[0][:500])
     if rec.profile.reason:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.opcategories import CATEGORIES, IDLE, KEYS, OTHER, RULES, classify, label
+from bench.core.opcategories import CATEGORIES, IDLE, KEYS, OTHER, RULES, bare, classify, label
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -145,6 +145,35 @@ NAMES = [
      "Sum", "sequential/Sum", "reduction", "tensorflow/core/kernels/reduction_gpu_kernels.cu.h"),
     ("void Eigen::internal::EigenMetaKernel<...>(...)", "Mul", "StatefulPartitionedCall/adam/Mul", "optimizer",
      "keras 3.15.1 Adam on TensorFlow, a GPU kernel whose op is in the adam scope"),
+    # GPU: cuBLAS 12.8+ on Hopper names its GEMMs nvjet_* (forums.developer.nvidia.com/t/348958: an H100 NVL's
+    # torch.profiler trace, sm90_xmma/cutlass kernels under CUDA 12.1 became nvjet_tst_* under 12.8)
+    ("nvjet_tst_256x256_64x4_1x2_h_bz_coopA_NNT", "", "", "matmul_conv", "cuBLAS 12.8 on H100 (forum trace)"),
+    ("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NNT", "", "", "matmul_conv", "cuBLAS 12.x half-precision GEMM on H100"),
+    ("nvjet_sm90_tst_64x16_64x16_2x4_2cta_h_bz_splitK_TNT", "", "", "matmul_conv", "cuBLAS 13 on H100"),
+    # GPU: what a demangled name holds in its brackets places nothing: a cuDNN pooling kernel's parameters name
+    # cudnn::reduced_divisor (a division helper), its op (TensorFlow's MaxPool) places it
+    ("void cudnn::ops::pooling_fw_4d_kernel<float, float, cudnn::maxpooling_func<float, (cudnnNanPropagation_t)0>, "
+     "0, false>(cudnnTensorStruct, float const*, cudnnTensorStruct, float*, cudnnPoolingStruct, float, float, int, "
+     "cudnn::reduced_divisor, cudnn::reduced_divisor)", "MaxPool", "sequential/max_pooling2d/MaxPool",
+     "elementwise", "cuDNN's pooling kernel under TensorFlow 2.21.0's MaxPool (GPU), as the other pooling ops"),
+    ("void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(cublasSplitKParams<"
+     "float>, float const*, float const*, float*, float const*, float const*, float const*, float const*, float*, "
+     "void*, long, float*, int*)", "", "", "matmul_conv", "cuBLAS split-K GEMM's reduction step"),
+    ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, float, float, false, "
+     "true, true, false, 7, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+     "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float> >(...)", "", "",
+     "matmul_conv", "cuBLAS gemv (a batch-1 nn.Linear on a GPU)"),
+    # GPU: a kernel no name rule knows, placed by the ATen op that launched it (torch's correlation id)
+    ("void at::native::(anonymous namespace)::max_pool_forward_nchw<float>(int, float const*, long, long, long, "
+     "int, int, int, int, int, int, int, int, int, int, float*, long*)", "aten::max_pool2d_with_indices", "",
+     "elementwise", "aten/src/ATen/native/cuda/DilatedMaxPool2d.cu@v2.13.0 launched by max_pool2d_with_indices"),
+    ("my_vendor_kernel_v3", "aten::mm", "", "matmul_conv", "an unknown kernel name launched by aten::mm"),
+    ("my_vendor_kernel_v3", "aten::convolution_backward", "", "matmul_conv", "launched by convolution_backward"),
+    ("my_vendor_kernel_v3", "aten::native_layer_norm", "", "normalization", "launched by native_layer_norm"),
+    ("my_vendor_kernel_v3", "aten::_foreach_addcdiv_", "", "optimizer", "launched by a _foreach_ update"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<"
+     "char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)", "aten::addmm", "",
+     "elementwise", "a name rule wins over the launching op (addmm's bias add)"),
 ]
 
 
@@ -182,3 +211,16 @@ def test_no_other_module_spells_a_category():
             if isinstance(node, ast.Constant) and node.value in keys:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
     assert not found, found
+
+
+@pytest.mark.parametrize(("name", "kept"), [
+    ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*)",
+     "void at::native::vectorized_layer_norm_kernel"),
+    ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, float>(cublasGemvParamsEx<int, float>)",
+     "std::enable_if::type internal::gemvx::kernel"),
+    ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD"),
+    ("loop_add_fusion", "loop_add_fusion"),
+    ("(unnamed)", "(unnamed)"),
+])
+def test_a_name_is_read_without_its_template_arguments_and_parameters(name, kept):
+    assert bare(name) == kept

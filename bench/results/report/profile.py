@@ -21,12 +21,15 @@ from bench.results.schema import Profile, Record, col
 
 BUSY, OP_MS, STEPS, WINDOW = (col(Profile, k) for k in ("device_busy_fraction", "op_ms", "steps", "window_ms"))
 TOP_OPS, TRACE = col(Profile, "top_ops"), col(Profile, "trace")
+PDEVICE, SLOWDOWN, DIFFERS = (col(Profile, k) for k in ("device", "slowdown", "execution_differs"))
 PARTS: tuple[str, ...] = (*KEYS, IDLE)
 NOTE = ("Each stack's profile: its framework's own profiler over a few steady steps after the timed window "
         "(`bench run --profile`; the timed numbers above are not from it). Shares are of the profiled window's wall "
         "time: each category's op time scaled to the device's busy share, and idle (host): the device waiting for "
         "the host (Python, the framework's dispatch, launches, the input's hand-over). On a CPU the device is the "
-        "CPU and its work the framework's ops. Categories: docs/profile.md.")
+        "CPU and its work the framework's ops. Slowdown: a profiled step's time over the timed p50 step (what the "
+        "profiler costs). Profiles that count different devices (gpu, cpu) are not compared. Categories: "
+        "docs/profile.md.")
 
 
 def shares(row: Any) -> dict[str, float] | None:
@@ -57,7 +60,8 @@ def profile_frame(df: Any) -> Any:
         parts = shares(r)
         if parts is not None:
             rows.append({**{k: r.get(k, "") for k in (*MATCH, INPUTS)}, "stack": r["stack"],
-                         "ms_step": ms_per_step(r), "reads": step_read(r), **parts})
+                         "ms_step": ms_per_step(r), "reads": step_read(r), "counts": _text(r.get(PDEVICE)),
+                         "slowdown": _num(r.get(SLOWDOWN)), "differs": _text(r.get(DIFFERS)), **parts})
     return pd.DataFrame(rows)
 
 
@@ -81,10 +85,28 @@ def _groups(frame: Any) -> list[tuple[str, Any]]:
     return out
 
 
+def _text(value: Any) -> str:
+    """A cell's text, '' for a missing one (NaN included)."""
+    return value if isinstance(value, str) else ""
+
+
+def mixed_devices(g: Any) -> str | None:
+    """One sentence when the profiles of ``g`` count different devices (``profile.device``), None otherwise."""
+    counts = {c for c in g.get("counts", []) if c}
+    if len(counts) < 2:
+        return None
+    by = ", ".join(f"{r['stack']}: {r['counts']}" for _, r in g.iterrows())
+    return f"The profiles count different devices ({by}): their shares are not compared."
+
+
 def largest_difference(g: Any) -> str:
-    """The part whose share differs most between the stacks of one cell, in one sentence."""
+    """The part whose share differs most between the stacks of one cell, in one sentence (``mixed_devices``'s
+    when their profiles count different devices)."""
     if len(g) < 2:
         return f"Only {g['stack'].iloc[0]} has a profile of this cell."
+    mixed = mixed_devices(g)
+    if mixed:
+        return mixed
     spread = {p: g[p].max() - g[p].min() for p in PARTS}
     part = max(spread, key=lambda p: spread[p])
     hi, lo = g.loc[g[part].idxmax()], g.loc[g[part].idxmin()]
@@ -103,6 +125,8 @@ def keras_adds(g: Any) -> list[str]:
         if native not in by or keras not in by or by[native]["ms_step"] is None or by[keras]["ms_step"] is None:
             continue
         a, b = by[native], by[keras]
+        if a.get("counts", "") != b.get("counts", ""):
+            continue  # one counts the GPU's kernels, the other the host's ops: no difference to tell
         delta = {p: b[p] * b["ms_step"] - a[p] * a["ms_step"] for p in PARTS}
         added = sorted(((d, p) for p, d in delta.items() if d > 0), reverse=True)[:3]
         what = ", ".join(f"+{d:.3g} ms/step {label(p)}" for d, p in added) or "nothing (it spends less in every part)"
@@ -122,13 +146,24 @@ def profile_section(frame: Any, plots: dict[str, str]) -> list[str]:
     out += [f"![{title}]({link})" for title, link in plots.items()] + ([""] if plots else [])
     for name, g in _groups(frame):
         parts = [p for p in PARTS if (g[p] > 0).any()]  # a category no stack spent time in: left out of the table
-        head = ["stack", "ms/step (profiled)", *(label(p) for p in parts)]
+        head = ["stack", "ms/step (profiled)", "slowdown", *(label(p) for p in parts)]
         out += [f"### {name}", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for _, r in g.iterrows():
             ms = "n/a" if r["ms_step"] is None else f"{r['ms_step']:.3g}"
-            out.append("| " + " | ".join([r["stack"], ms, *(f"{100 * r[p]:.1f} %" for p in parts)]) + " |")
-        out += ["", largest_difference(g), *keras_adds(g), ""]
+            slow = "n/a" if _num(r.get("slowdown")) is None else f"{r['slowdown']:.2f}x"
+            out.append("| " + " | ".join([r["stack"], ms, slow, *(f"{100 * r[p]:.1f} %" for p in parts)]) + " |")
+        out += ["", largest_difference(g), *keras_adds(g), *differs(g), ""]
     return out
+
+
+def differs(g: Any) -> list[str]:
+    """One sentence per reason the profiled steps of some stacks of ``g`` execute otherwise than their timed ones
+    (``profile.execution_differs``), naming those stacks."""
+    reasons: dict[str, list[str]] = {}
+    for _, r in g.iterrows():
+        if _text(r.get("differs")):
+            reasons.setdefault(r["differs"], []).append(r["stack"])
+    return [f"Profiled otherwise than timed on {', '.join(stacks)}: {why}." for why, stacks in reasons.items()]
 
 
 def profile_plots(frame: Any, out_dir: Path) -> dict[str, str]:
@@ -171,6 +206,9 @@ def side_by_side(ra: Any, rb: Any) -> Any:
     sa, sb = shares(ra), shares(rb)
     if sa is None or sb is None:
         raise ValueError("a side has no profile")
+    da, db = _text(ra.get(PDEVICE)), _text(rb.get(PDEVICE))
+    if da != db:
+        raise ValueError(f"the profiles count different devices (A: {da or 'n/a'}, B: {db or 'n/a'}): not compared")
     ma, mb = ms_per_step(ra) or 0.0, ms_per_step(rb) or 0.0
     return pd.DataFrame([{"part": label(p), "A %": 100 * sa[p], "B %": 100 * sb[p], "A ms/step": sa[p] * ma,
                           "B ms/step": sb[p] * mb, "B - A ms/step": sb[p] * mb - sa[p] * ma}
@@ -178,7 +216,8 @@ def side_by_side(ra: Any, rb: Any) -> Any:
 
 
 def compare_profiles(df_a: Any, df_b: Any) -> list[tuple[str, Any]]:
-    """(cell, ``side_by_side``) for every ok cell (``KEY`` and the inputs of its id) that both runs profiled."""
+    """(cell, ``side_by_side``) for every ok cell (``KEY`` and the inputs of its id) that both runs profiled; where
+    the two cannot be compared (they count different devices), (cell, the sentence saying why) instead."""
     if BUSY not in df_a.columns or BUSY not in df_b.columns:
         return []
     a, b = (with_inputs(d[(d[STATUS] == "ok") & d[BUSY].notna()]).set_index([*KEY, INPUTS]) for d in (df_a, df_b))
@@ -187,5 +226,9 @@ def compare_profiles(df_a: Any, df_b: Any) -> list[tuple[str, Any]]:
         ra, rb = a.loc[key], b.loc[key]
         ra = ra.iloc[0] if getattr(ra, "ndim", 1) > 1 else ra
         rb = rb.iloc[0] if getattr(rb, "ndim", 1) > 1 else rb
-        out.append((" ".join(str(k) for k in key if k), side_by_side(ra, rb)))
+        cell = " ".join(str(k) for k in key if k)
+        try:
+            out.append((cell, side_by_side(ra, rb)))
+        except ValueError as e:
+            out.append((cell, str(e)))
     return out

@@ -18,10 +18,18 @@ class Profile(Block):
                                          "profilers)")
     device: str | None = entry("whose work the categories count: gpu (kernels, copies, memsets on the device) or "
                                "cpu (the framework's ops on the host, each its self time)")
-    warmup_steps: int | None = entry("steps run after the timed window and before the profiled ones")
+    warmup_steps: int | None = entry("steps run after the timed window and before the profiled ones, the profiler "
+                                     "already running (its start-up costs fall on them, outside the window)")
     steps: int | None = entry("steps inside the profiled window")
+    steps_cap: int | None = entry("the most steps a profiled window holds (bench.run.profile.MAX_STEPS)")
+    execution_differs: str | None = entry("why the profiled steps execute otherwise than the timed ones, where the "
+                                          "profiler changes that (XLA on a GPU runs its command buffers op by op "
+                                          "under a profiler); null: no such change known")
     window_ms: float | None = entry("the profiled window as the trace times it (its annotation)", "ms")
     wall_ms: float | None = entry("the profiled window by the harness's clock, a device barrier at each edge", "ms")
+    ms_per_step: float | None = entry("wall_ms / steps: a profiled step's time", "ms")
+    slowdown: float | None = entry("ms_per_step over the cell's timed metrics.ms_per_step_p50: what the profiler "
+                                   "costs a step (null without a timed p50)", "ratio")
     busy_ms: float | None = entry("time with the device's work running (the union of its intervals) in the window",
                                   "ms")
     device_busy_fraction: float | None = entry("busy_ms / window_ms", "fraction")
@@ -41,6 +49,13 @@ class Profile(Block):
     tensorboard: str | None = entry("jax.profiler, tf.profiler: the TensorBoard log directory holding the XSpace, "
                                     "relative to the run directory")
     tensorboard_bytes: int | None = entry("its size", "bytes")
+    trace_limit_bytes: int | None = entry("the largest trace kept (trace and tensorboard together; "
+                                          "bench.run.profile.MAX_TRACE_BYTES): a larger one is deleted, its sizes "
+                                          "kept and warnings saying so", "bytes")
+    warnings: list[str] | None = entry("what the profiler said went wrong ('error: ...', 'warning: ...': the XSpace's "
+                                       "errors and warnings such as dropped CUPTI events, kineto's ERROR and WARNING "
+                                       "such as a full activity buffer) and a trace not kept")
     cost_s: float | None = entry("the profile's cost inside the cell's process: its steps, the profiler, the "
                                  "trace written and summarised", "s")
-    reason: str | None = entry("why there is no profile (the profiler failed; the timed numbers stand)")
+    reason: str | None = entry("why there is no profile (the profiler failed; on a GPU, it recorded no device "
+                               "activity; the timed numbers stand)")

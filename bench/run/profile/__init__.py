@@ -4,10 +4,11 @@ from it, with the framework's own profiler.
 The engine trains (or steps) and times the cell as always; its telemetry window closes after its last barrier and
 its metrics are computed before it returns. Then, when the cell asks for a profile, the worker runs the steps the
 engine handed back (``rerun.ProfileRun``: the same model, optimizer state, data and step) under the framework's
-profiler (``window.profiler_for``): ``rerun.WARMUP`` untraced steps, then ``STEPS`` steps inside the window
-(``window.Window``: a barrier at each edge). The trace goes to the worker's scratch folder (``<run_id>.trace.json.gz``,
-a Chrome trace; the XPlane profilers' TensorBoard directory too), which the runner moves beside the record once the
-worker has ended (``place``), and ``summary.summarise`` turns it into the record's
+profiler (``window.profiler_for``): ``rerun.WARMUP`` warm-up steps (the profiler already running, so that its
+start-up costs fall on them, outside the summarised window), then ``STEPS`` steps inside the window
+(``window.Window``: a barrier at each edge). The trace goes to the worker's scratch folder
+(``<run_id>.trace.json.gz``, a Chrome trace; the XPlane profilers' TensorBoard directory too), which the runner
+moves beside the record once the worker has ended (``place``), and ``summary.summarise`` turns it into the record's
 ``profile`` block, the same categories on every stack (``bench.core.opcategories``). A profile that fails leaves
 the cell ``ok`` with its timed numbers, the block saying why (``reason``).
 
@@ -30,42 +31,84 @@ from bench.run.profile.summary import summarise
 from bench.run.profile.window import Window, profiler_for
 from bench.run.timing import clock
 
-__all__ = ["STEPS", "WARMUP", "ProfileRun", "capture", "place"]
+__all__ = ["MAX_STEPS", "MAX_TRACE_BYTES", "STEPS", "WARMUP", "ProfileRun", "bounded", "capture", "place", "relate"]
 
 #: Steps inside the profiled window: a few steady steps, enough to see every op of a step several times while the
 #: trace stays small (a smoke cell's trace is tens to hundreds of kB).
 STEPS = 5
+#: The most steps a window holds whatever a caller asks (a GPU step's trace grows with its kernels times the steps).
+MAX_STEPS = 10
+#: The largest trace kept (its Chrome trace and TensorBoard directory together, bytes): a larger one is deleted, the
+#: summary kept and ``warnings`` saying so, rather than filling the disk.
+MAX_TRACE_BYTES = 256 * 1024 * 1024
 
 
 def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any,
             steps: int = STEPS) -> dict[str, Any]:
-    """Profile ``steps`` steps of ``run`` with framework ``backend``'s profiler on ``device`` and return the
-    ``profile`` block (``bench.results.schema.Profile``); its files are ``base`` + ``.trace.json.gz`` (and
-    ``.tensorboard``). ``barrier``: the framework's device barrier. Never raises for a profile that fails: the block
-    then holds ``reason`` (and whatever was measured before the failure is discarded with the profiler)."""
+    """Profile ``steps`` steps (at most ``MAX_STEPS``) of ``run`` with framework ``backend``'s profiler on
+    ``device`` and return the ``profile`` block (``bench.results.schema.Profile``); its files are ``base`` +
+    ``.trace.json.gz`` (and ``.tensorboard``). The profiler starts before the warm-up steps (``Window.arm``).
+    ``barrier``: the framework's device barrier. Never raises for a profile that fails: the block then holds
+    ``reason``, with the files and the profiler's warnings when it got that far."""
     start = clock()
     base.parent.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="dlbench-profile-"))
     window: Window | None = None
+    files: dict[str, Any] = {}
+    setup: dict[str, Any] = {"steps_cap": MAX_STEPS, "trace_limit_bytes": MAX_TRACE_BYTES}
     try:
         profiler = profiler_for(backend, device, workdir)
+        setup["execution_differs"] = getattr(profiler, "execution_differs", None)
         window = Window(profiler, barrier)
-        held = run(window, steps)
+        window.arm()
+        held = run(window, min(steps, MAX_STEPS))
         if not window.stopped:
             raise RuntimeError("the steps ended before the profile window closed")
         spans, files = profiler.collect(base)
+        files = bounded(files, base.parent)
         block = summarise(spans, held)
+        if device == "gpu" and block["device"] != "gpu":
+            raise ValueError("no device activity: the profiler recorded no kernel, copy or memset on the GPU "
+                             "(CUPTI unavailable, or the steps ran elsewhere)")
         block.update(profiler=profiler.name, activities=profiler.activities, warmup_steps=WARMUP,
-                     wall_ms=1000.0 * (window.wall_s or 0.0), **files)
+                     wall_ms=1000.0 * (window.wall_s or 0.0), **setup, **files)
     except Exception as e:  # the timed numbers stand; the profile says why it is missing
         if window is not None:
             with contextlib.suppress(Exception):
                 window.abandon()
-        block = {"reason": f"{type(e).__name__}: {e}".splitlines()[0][:500]}
+        block = {**setup, **files, "reason": f"{type(e).__name__}: {e}".splitlines()[0][:500]}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     block["cost_s"] = clock() - start
     return block
+
+
+def bounded(files: dict[str, Any], folder: Path, limit: int | None = None) -> dict[str, Any]:
+    """``files`` (a profiler's ``collect``: names in ``folder`` and their sizes) with the trace and TensorBoard
+    directory deleted and named null when together they exceed ``limit`` bytes (``MAX_TRACE_BYTES``), their sizes
+    kept and ``warnings`` saying so."""
+    limit = MAX_TRACE_BYTES if limit is None else limit
+    size = int(files.get("trace_bytes") or 0) + int(files.get("tensorboard_bytes") or 0)
+    if size <= limit:
+        return files
+    for key in ("trace", "tensorboard"):
+        if files.get(key):
+            path = folder / files[key]
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+    note = f"trace not kept: {size} bytes over the limit of {limit} bytes"
+    return {**files, "trace": None, "tensorboard": None, "warnings": [*(files.get("warnings") or []), note]}
+
+
+def relate(block: dict[str, Any], timed_p50_ms: float | None) -> dict[str, Any]:
+    """``block`` with the profiled window's ms per step (``wall_ms / steps``) and ``slowdown``: that over the
+    cell's timed p50 ms per step (``metrics.ms_per_step_p50``); null where either is missing."""
+    wall, steps = block.get("wall_ms"), block.get("steps")
+    per = wall / steps if wall and steps else None
+    slow = per / timed_p50_ms if per is not None and timed_p50_ms else None
+    return {**block, "ms_per_step": per, "slowdown": slow}
 
 
 def place(rec: Record, work: Path, final: Path, out_dir: Path) -> None:

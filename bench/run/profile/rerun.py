@@ -27,7 +27,7 @@ class Window(Protocol):
     """The profiler's window (``bench.run.profile.window.Window``)."""
 
     def start(self) -> None:
-        """Barrier, start the profiler, open the window's annotation."""
+        """Start the profiler if nothing started it before the warm-up, barrier, open the window's annotation."""
 
     def stop(self) -> None:
         """Barrier, close the annotation, stop the profiler."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.run.profile.xspace import Instruction, Plane, hlo_instructions, read_xspace
+from bench.run.profile.xspace import Instruction, Plane, hlo_instructions, read_xspace, xspace_messages
 
 OP, DEVICE, MARK = "op", "device", "mark"
 
@@ -90,6 +90,15 @@ DERIVED_LINES = frozenset({"Steps", "XLA Modules", "XLA Ops", "Async XLA Ops", "
                            "XLA TraceMe", "Host Offload Ops", "_counters_"})
 GPU_PLANE = "/device:GPU:"
 HOST_PLANES = ("/host:CPU", "/host:CUPTI")
+#: A GPU plane's lines of device work: one per stream, ``Stream #<id>`` or ``Stream #<id>(<event types>)``
+#: (xla/backends/profiler/gpu/cupti_collector.cc ``GetDeviceXLineName``, the only line name jax 0.10.2's CUDA plugin
+#: holds); the rest (derived lines, counters, a later XLA's ``CUPTI overhead`` line) is no kernel.
+STREAM_LINE = "Stream #"
+#: CUPTI's overhead records, which that collector puts on a stream's line (or on one of their own,
+#: ``kThreadIdOverhead``) named by their kind (cupti_buffer_events.cc ``getActivityOverheadKindString``;
+#: ``Overhead`` when unnamed) and listed as ``Overhead`` in the line's name: the profiler's own cost, not the
+#: device's work.
+OVERHEAD_EVENTS = frozenset({"Overhead", "COMPILER", "BUFFER_FLUSH", "INSTRUMENTATION", "RESOURCE"})
 
 
 class _Programs:
@@ -136,7 +145,8 @@ def _device_span(event: Any, lane: str, programs: _Programs) -> Span:
 
 
 def from_xspace(planes: list[Plane]) -> list[Span]:
-    """The spans of an XSpace's host-thread, CUPTI and GPU planes (derived lines left out), XLA instructions
+    """The spans of an XSpace's host-thread, CUPTI and GPU planes (derived lines left out; on a GPU plane its
+    streams' lines, without CUPTI's overhead records: ``STREAM_LINE``, ``OVERHEAD_EVENTS``), XLA instructions
     described from the programs of its metadata plane (``xspace.hlo_instructions``)."""
     programs, out = _Programs(planes), []
     for plane in planes:
@@ -144,11 +154,15 @@ def from_xspace(planes: list[Plane]) -> list[Span]:
         if not device and not plane.name.startswith(HOST_PLANES):
             continue
         for line in plane.lines:
-            if line.name in DERIVED_LINES:
+            if line.name in DERIVED_LINES or (device and not line.name.startswith(STREAM_LINE)):
                 continue
             lane = f"{plane.name}/{line.name}"
-            make = _device_span if device else _host_span
-            out += [make(e, lane, programs) for e in line.events]
+            if device:
+                overhead = "Overhead" in line.name
+                out += [_device_span(e, lane, programs) for e in line.events
+                        if not (overhead and e.name in OVERHEAD_EVENTS)]
+            else:
+                out += [_host_span(e, lane, programs) for e in line.events]
     return out
 
 
@@ -167,6 +181,22 @@ def chrome_from_xspace(planes: list[Plane]) -> dict[str, Any]:
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
+#: The keys under which kineto's Chrome trace carries what its logger said (libkineto/src/ILoggerObserver.cpp
+#: ``LoggerMap``; CuptiActivityProfiler.cpp ``finalizeTrace`` hands them to output_json.cpp as the trace's top-level
+#: metadata), such as 'State: CollectTrace stopped by GPU profiler. (Buffer size configured is ...)' in torch 2.13.0.
+KINETO_MESSAGES = ("ERROR", "WARNING")
+
+
+def chrome_messages(trace: dict[str, Any]) -> list[str]:
+    """What kineto said went wrong while it traced (``KINETO_MESSAGES``), each ``error: ...`` or ``warning: ...``."""
+    out = []
+    for key in KINETO_MESSAGES:
+        said = trace.get(key)
+        said = [said] if isinstance(said, str) else said if isinstance(said, list) else []
+        out += [f"{key.lower()}: {m}" for m in said]
+    return out
+
+
 def write_chrome(trace: dict[str, Any], path: Path) -> int:
     """Write ``trace`` gzipped (Perfetto and chrome://tracing open ``.json.gz``); returns its size in bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,7 +207,8 @@ def write_chrome(trace: dict[str, Any], path: Path) -> int:
 
 def collect_logdir(logdir: Path, base: Path) -> tuple[list[Span], dict[str, Any]]:
     """What an XPlane profiler wrote under ``logdir`` (TensorBoard's ``plugins/profile/<run>/<host>.xplane.pb``):
-    its spans (``from_xspace``), its Chrome trace written to ``<base>.trace.json.gz`` and the log directory moved
+    its spans (``from_xspace``), what the profiler said went wrong (``warnings``: ``xspace.xspace_messages``), its
+    Chrome trace written to ``<base>.trace.json.gz`` and the log directory moved
     to ``<base>.tensorboard`` with the XSpace alone in it (the profiler's own trace conversions left out: the
     Chrome trace above holds the same events).
 
@@ -189,7 +220,8 @@ def collect_logdir(logdir: Path, base: Path) -> tuple[list[Span], dict[str, Any]
     found = sorted(logdir.rglob("*.xplane.pb"), key=lambda p: p.stat().st_mtime)
     if not found:
         raise FileNotFoundError(f"the profiler wrote no .xplane.pb under {logdir}")
-    planes = read_xspace(found[-1].read_bytes())
+    data = found[-1].read_bytes()
+    planes, said = read_xspace(data), xspace_messages(data)
     trace = base.with_name(base.name + ".trace.json.gz")
     size = write_chrome(chrome_from_xspace(planes), trace)
     board = base.with_name(base.name + ".tensorboard")
@@ -199,4 +231,4 @@ def collect_logdir(logdir: Path, base: Path) -> tuple[list[Span], dict[str, Any]
         extra.unlink()
     kept = sum(p.stat().st_size for p in board.rglob("*") if p.is_file())
     return from_xspace(planes), {"trace": trace.name, "trace_bytes": size, "tensorboard": board.name,
-                                 "tensorboard_bytes": kept}
+                                 "tensorboard_bytes": kept, "warnings": said}

@@ -12,6 +12,7 @@ pipeline's hand-over): ``host_fraction = 1 - device_busy_fraction``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from bench.core.opcategories import KEYS, OTHER, classify
@@ -57,11 +58,13 @@ def union_us(intervals: Iterable[tuple[float, float]]) -> float:
     return total
 
 
-def nest(spans: list[Span]) -> tuple[dict[int, str], dict[int, float]]:
+def nest(spans: list[Span]) -> tuple[dict[int, str], dict[int, float], dict[int, str]]:
     """Per host span (by index into ``spans``): its scope (its lane, the names of the spans around it on that lane,
-    its own scope, joined by ``|``) and, for an op, the time of the ops nested directly in it (µs)."""
+    its own scope, joined by ``|``), for an op the time of the ops nested directly in it (µs), and the name of the
+    innermost op around it (a kernel launch's: the ATen op that launched the kernel)."""
     scopes: dict[int, str] = {}
     nested: dict[int, float] = {}
+    owner: dict[int, str] = {}
     lanes: dict[str, list[int]] = {}
     for i, s in enumerate(spans):
         if s.kind != DEVICE:
@@ -75,26 +78,36 @@ def nest(spans: list[Span]) -> tuple[dict[int, str], dict[int, float]]:
             names = [spans[j].name if not spans[j].scope else f"{spans[j].name}|{spans[j].scope}" for j in around]
             scopes[i] = "|".join([lane, *names, s.scope] if s.scope else [lane, *names])
             parent = next((j for j in reversed(around) if spans[j].kind == OP), None)
-            if s.kind == OP and parent is not None:
-                nested[parent] = nested.get(parent, 0.0) + s.dur_us
+            if parent is not None:
+                owner[i] = spans[parent].name
+                if s.kind == OP:
+                    nested[parent] = nested.get(parent, 0.0) + s.dur_us
             open_.append(i)
-    return scopes, nested
+    return scopes, nested, owner
 
 
-def _device_scopes(spans: list[Span], scopes: dict[int, str]) -> dict[int, str]:
-    """Each device span's scope: its launch's on the host (same correlation id), then its own."""
-    launches = {s.link: scopes[i] + "|" + s.name for i, s in enumerate(spans)
-                if s.kind != DEVICE and s.link is not None}
-    return {i: "|".join(p for p in (launches.get(s.link, "") if s.link is not None else "", s.lane, s.scope) if p)
-            for i, s in enumerate(spans) if s.kind == DEVICE}
+def _device_work(spans: list[Span], scopes: dict[int, str], owner: dict[int, str]) -> list[tuple[Span, str, float]]:
+    """Each device span with its scope (its launch's on the host, same correlation id, then its own) and, when it
+    has no detail of its own, the op that launched it as its detail (``opcategories``: a kernel no name rule
+    places goes by its op)."""
+    launches = {s.link: i for i, s in enumerate(spans) if s.kind != DEVICE and s.link is not None}
+    out = []
+    for s in spans:
+        if s.kind != DEVICE:
+            continue
+        at = launches.get(s.link) if s.link is not None else None
+        launch = "" if at is None else scopes[at] + "|" + spans[at].name
+        scope = "|".join(p for p in (launch, s.lane, s.scope) if p)
+        detail = s.detail or ("" if at is None else owner.get(at, ""))
+        out.append((s if detail == s.detail else replace(s, detail=detail), scope, s.dur_us))
+    return out
 
 
 def work(spans: list[Span]) -> tuple[str, list[tuple[Span, str, float]]]:
     """The device's work in ``spans`` (module docstring): ("gpu" or "cpu", [(span, scope, self µs)])."""
-    scopes, nested = nest(spans)
+    scopes, nested, owner = nest(spans)
     if any(s.kind == DEVICE for s in spans):
-        dev = _device_scopes(spans, scopes)
-        return "gpu", [(s, dev[i], s.dur_us) for i, s in enumerate(spans) if s.kind == DEVICE]
+        return "gpu", _device_work(spans, scopes, owner)
     return "cpu", [(s, scopes[i], max(0.0, s.dur_us - nested.get(i, 0.0)))
                    for i, s in enumerate(spans) if s.kind == OP]
 

@@ -60,13 +60,14 @@ def profiler_for(backend: str, device: str, workdir: Path) -> Profiler:
 
 
 class Window:
-    """The profiled steps: ``start`` waits for the device (``barrier``), starts the profiler and opens its
-    annotation; ``stop`` waits for the device again, reads the clock, closes the annotation and stops the profiler.
-    ``wall_s`` is the time between the two barriers (s). The profiler's own start and stop fall outside."""
+    """The profiled steps. ``arm`` starts the profiler before the warm-up steps, so that its start-up and first-step
+    costs (CUPTI's initialisation, its buffers' allocation) fall on them; ``start`` waits for the device
+    (``barrier``) and opens the profiler's annotation; ``stop`` waits for the device again, reads the clock, closes
+    the annotation and stops the profiler. ``wall_s`` is the time between the two barriers (s)."""
 
     def __init__(self, profiler: Profiler, barrier: Callable[[], None]) -> None:
         self.profiler, self.barrier = profiler, barrier
-        self.started = self.stopped = False
+        self.armed = self.started = self.stopped = False
         self.wall_s: float | None = None
         self._t0 = 0.0
 
@@ -74,11 +75,18 @@ class Window:
     def open(self) -> bool:
         return self.started and not self.stopped
 
+    def arm(self) -> None:
+        """Start the profiler (once; ``start`` does it when nothing did before)."""
+        if not self.armed:
+            self.profiler.start()
+            self.armed = True
+
     def start(self) -> None:
         if self.started:
             raise RuntimeError("the profile window was opened twice")
+        if not self.armed:
+            self.arm()
         self.barrier()
-        self.profiler.start()
         self.started = True
         self.profiler.begin()
         self._t0 = clock()
@@ -94,10 +102,11 @@ class Window:
 
     def abandon(self) -> None:
         """Stop a profiler left running by a failed step (its recording is discarded)."""
-        if self.open:
+        if self.armed and not self.stopped:
             self.stopped = True
             try:
-                self.profiler.end()
+                if self.started:
+                    self.profiler.end()
             finally:
                 self.profiler.stop()
 

@@ -208,6 +208,18 @@ def read_xspace(data: bytes) -> list[Plane]:
     return [_plane(v) for number, wire, v in fields(data) if number == 1 and wire == LEN]
 
 
+def xspace_messages(data: bytes) -> list[str]:
+    """What the profiler said went wrong, as the ``XSpace`` carries it: its ``errors`` (field 2, ``error: ...``) and
+    ``warnings`` (field 3, ``warning: ...``), such as the GPU tracer's count of the CUPTI events it dropped
+    (xla/backends/profiler/gpu/device_tracer_cuda.cc ``CollectData``: ``ReportNumEventsIfDropped``).
+
+    Raises:
+        ValueError: bytes that are not a protobuf message.
+    """
+    kinds = {2: "error", 3: "warning"}
+    return [f"{kinds[n]}: {_text(v)}" for n, wire, v in fields(data) if n in kinds and wire == LEN]
+
+
 @dataclass(frozen=True)
 class Instruction:
     """What an XLA instruction is made of: ``detail`` (the sorted opcodes of itself and of the computations it calls,

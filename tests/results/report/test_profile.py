@@ -82,3 +82,20 @@ def test_compare_shows_each_cell_both_runs_profiled_side_by_side(df):
     assert idle["B - A ms/step"] == pytest.approx(4.0)  # 10 ms per step: 6 ms idle against 2
     assert list(table["part"]) == ["matmul / convolution", "idle (host)"]  # no time in the other parts
     assert compare_profiles(df, df.drop(columns=["profile.device_busy_fraction"])) == []
+
+
+def test_the_section_shows_the_slowdown_and_why_a_profiled_step_runs_otherwise(df):
+    df = df.assign(**{"profile.slowdown": [1.25, 2.0, 1.5, None, None], "profile.device": "cpu",
+                      "profile.execution_differs": [None, None, "XLA runs its command buffers op by op", None, None]})
+    text = "\n".join(profile_section(profile_frame(df), {}))
+    assert "| stack | ms/step (profiled) | slowdown |" in text and "| pytorch | 10 | 1.25x |" in text
+    assert "Profiled otherwise than timed on jax: XLA runs its command buffers op by op." in text
+
+
+def test_profiles_that_count_different_devices_are_not_compared(df):
+    mixed = df.assign(**{"profile.device": ["gpu", "cpu", "gpu", "gpu", "gpu"]})
+    (_, g), = profile_frame(mixed).groupby("workload")
+    assert largest_difference(g).startswith("The profiles count different devices (pytorch: gpu, keras3-torch: cpu")
+    assert keras_adds(g) == []  # pytorch's kernels against keras3-torch's host ops: nothing to tell
+    pairs = dict(compare_profiles(df.assign(**{"profile.device": "gpu"}), df.assign(**{"profile.device": "cpu"})))
+    assert all(isinstance(v, str) and "different devices (A: gpu, B: cpu)" in v for v in pairs.values())

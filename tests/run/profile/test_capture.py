@@ -11,6 +11,7 @@ import pytest
 
 from bench.run import profile
 from bench.run.profile import rerun
+from bench.run.profile.jax_profiler import COMMAND_BUFFERS_OFF, command_buffers_off
 from bench.run.profile.spans import MARK, OP, Span
 from bench.run.profile.summary import WINDOW
 from bench.run.profile.window import Window, profiler_for
@@ -55,7 +56,7 @@ def test_a_loop_warms_up_outside_the_window_and_cycles_its_epochs():
     run = rerun.loop(lambda b: log.append("step"), batches, before=lambda: log.append("train mode"),
                      close=lambda: log.append("close"))
     assert run(window, 3) == 3
-    assert log == ["train mode", "step", "barrier", "profiler.start", "window.begin", "step", "step", "step",
+    assert log == ["train mode", "step", "profiler.start", "barrier", "window.begin", "step", "step", "step",
                    "barrier", "window.end", "profiler.stop", "close"]
     assert len(epochs) == 2 and window.wall_s is not None and window.wall_s >= 0
 
@@ -128,7 +129,7 @@ def test_the_keras_callback_opens_after_the_warm_up_and_closes_as_the_step_after
         cb.on_train_batch_begin(batch)
     cb.on_train_end()
     assert cb.held == 3
-    assert log == ["begin 0", "begin 1", "barrier", "profiler.start", "window.begin", "begin 2", "begin 3",
+    assert log == ["begin 0", "begin 1", "profiler.start", "barrier", "window.begin", "begin 2", "begin 3",
                    "begin 4", "barrier", "window.end", "profiler.stop"]
 
 
@@ -157,3 +158,79 @@ def test_the_keras_fit_profile_reports_progress_as_the_cell_did():
     run(Window(FakeProfiler([]), lambda: None), 3)
     assert seen["verbose"] == 0 and seen["callbacks"][1:] == [progress]
     assert seen["x"] == seen["steps_per_epoch"] == rerun.WARMUP + 3 + 1
+
+
+def test_capture_starts_the_profiler_before_the_warm_up_and_opens_the_window_after_it(monkeypatch, tmp_path):
+    log: list[str] = []
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: FakeProfiler(log))
+    profile.capture(rerun.calls(lambda: log.append("step")), "torch", "cpu", tmp_path / "cell", lambda: None, steps=2)
+    assert log == ["profiler.start", *["step"] * rerun.WARMUP, "window.begin", "step", "step", "window.end",
+                   "profiler.stop"]
+
+
+def test_capture_caps_the_steps_and_records_the_cap(monkeypatch, tmp_path):
+    log: list[str] = []
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: FakeProfiler(log))
+    block = profile.capture(rerun.calls(lambda: log.append("step")), "torch", "cpu", tmp_path / "cell", lambda: None,
+                            steps=10 * profile.MAX_STEPS)
+    assert block["steps"] == block["steps_cap"] == profile.MAX_STEPS
+    assert log.count("step") == rerun.WARMUP + profile.MAX_STEPS
+
+
+class QuietGpuProfiler(FakeProfiler):
+    """A profiler on a GPU that saw only the host's ops (CUPTI unavailable), and said so."""
+
+    activities = ["cpu", "cuda"]
+    execution_differs = "the profiler changed the steps"
+
+    def collect(self, base: Path):
+        spans, files = super().collect(base)
+        return spans, {**files, "warnings": ["warning: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"]}
+
+
+def test_a_gpu_profile_without_device_activity_is_a_reason_not_a_profile(monkeypatch, tmp_path):
+    log: list[str] = []
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: QuietGpuProfiler(log))
+    block = profile.capture(rerun.calls(lambda: log.append("step")), "torch", "gpu", tmp_path / "cell", lambda: None)
+    assert block["reason"].startswith("ValueError: no device activity")
+    assert "device_busy_fraction" not in block and "categories" not in block
+    assert block["warnings"] == ["warning: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"]  # what the profiler said is kept
+    assert block["trace"] == "cell.trace.json.gz" and block["execution_differs"] == "the profiler changed the steps"
+
+
+def test_the_profilers_warnings_reach_the_block(monkeypatch, tmp_path):
+    log: list[str] = []
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: QuietGpuProfiler(log))
+    block = profile.capture(rerun.calls(lambda: log.append("step")), "torch", "cpu", tmp_path / "cell", lambda: None)
+    assert "reason" not in block and block["warnings"] == ["warning: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"]
+
+
+def test_a_trace_over_the_limit_is_deleted_its_sizes_kept_and_a_warning_says_so(tmp_path):
+    (tmp_path / "cell.trace.json.gz").write_bytes(b"x" * 300)
+    (tmp_path / "cell.tensorboard").mkdir()
+    (tmp_path / "cell.tensorboard" / "host.xplane.pb").write_bytes(b"x" * 300)
+    files = {"trace": "cell.trace.json.gz", "trace_bytes": 300, "tensorboard": "cell.tensorboard",
+             "tensorboard_bytes": 300, "warnings": ["warning: w"]}
+    assert profile.bounded(files, tmp_path, limit=600) == files
+    kept = profile.bounded(files, tmp_path, limit=599)
+    assert kept["trace"] is None and kept["tensorboard"] is None and kept["trace_bytes"] == 300
+    assert kept["warnings"] == ["warning: w", "trace not kept: 600 bytes over the limit of 599 bytes"]
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_profiled_step_is_related_to_the_timed_p50():
+    block = profile.relate({"wall_ms": 50.0, "steps": 5}, 4.0)
+    assert block["ms_per_step"] == pytest.approx(10.0) and block["slowdown"] == pytest.approx(2.5)
+    assert profile.relate({"wall_ms": 50.0, "steps": 5}, None)["slowdown"] is None
+    assert profile.relate({"reason": "x"}, 4.0)["ms_per_step"] is None
+
+
+@pytest.mark.parametrize(("device", "flags", "differs"), [
+    ("gpu", "", True),
+    ("cpu", "", False),
+    ("gpu", "--xla_enable_command_buffers_during_profiling=true", False),
+    ("gpu", "--xla_gpu_enable_command_buffer= --xla_dump_to=/tmp", False),
+    ("gpu", "--xla_gpu_enable_command_buffer=FUSION,CUBLAS", True),
+])
+def test_xla_on_a_gpu_runs_its_command_buffers_op_by_op_under_the_profiler(device, flags, differs):
+    assert command_buffers_off(device, flags) == (COMMAND_BUFFERS_OFF if differs else None)

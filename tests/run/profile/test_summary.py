@@ -22,8 +22,9 @@ def test_union_merges_overlaps_and_keeps_gaps():
 def test_self_time_leaves_out_the_ops_nested_in_an_op_through_marks_too():
     spans = [span(WINDOW, 0, 100, MARK), span("aten::linear", 0, 100), span("aten::addmm", 10, 30),
              span("Optimizer.step#SGD.step", 50, 40, MARK), span("aten::add_", 60, 20)]
-    scopes, nested = nest(spans)
+    scopes, nested, owner = nest(spans)
     assert nested == {1: 50.0}  # addmm directly, add_ through the mark
+    assert owner == {2: "aten::linear", 3: "aten::linear", 4: "aten::linear"}
     assert scopes[4] == f"1:1|{WINDOW}|aten::linear|Optimizer.step#SGD.step"
     block = summarise(spans, steps=1)
     assert block["device"] == "cpu" and block["window_ms"] == pytest.approx(0.1)
@@ -91,3 +92,19 @@ def test_a_torch_gpu_trace_counts_device_work_and_places_a_kernel_by_its_launchs
     assert cats["memcpy_h2d"] == pytest.approx(0.005) and cats["matmul_conv"] == pytest.approx(0.03)
     assert cats["optimizer"] == pytest.approx(0.02)  # an elementwise kernel, launched inside Optimizer.step
     assert cats["elementwise"] == 0 and block["other_ops"] == []
+
+
+def test_a_gpu_kernel_no_name_rule_knows_goes_by_the_aten_op_that_launched_it():
+    trace = torch_gpu_trace()
+    x = lambda cat, name, ts, dur, pid=1, tid=1, **args: {"ph": "X", "cat": cat, "name": name, "ts": ts,  # noqa: E731
+                                                         "dur": dur, "pid": pid, "tid": tid, "args": args}
+    trace["traceEvents"] += [
+        x("cpu_op", "aten::convolution", 160, 30),
+        x("cpu_op", "aten::_convolution", 161, 28),
+        x("cuda_runtime", "cudaLaunchKernel", 165, 5, correlation=13),
+        x("kernel", "void vendor::engine_v2<float>(float*)",  # a name no rule knows
+          160, 15, 0, 7, correlation=13, device=0, stream=7),
+    ]
+    block = summarise(from_chrome(trace), steps=1)
+    assert block["categories"]["matmul_conv"] == pytest.approx(0.03 + 0.015)
+    assert block["other_ops"] == []
