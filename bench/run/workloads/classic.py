@@ -315,14 +315,26 @@ ONE_HOT_LINES = {"mnist_mlp": "34-35; 46-48", "mnist_cnn": "44-45; 59-61", "mnis
 
 def labels_2017(name: str) -> Labels:
     """The one-hot labels, ``categorical_crossentropy`` and ``accuracy`` of the 2017 script ``name``
-    (``ONE_HOT_LINES``)."""
+    (``ONE_HOT_LINES``).
+
+    Raises:
+        LookupError: ``ONE_HOT_LINES`` has no entry for ``name``; the message says what to add.
+    """
+    if name not in ONE_HOT_LINES:
+        raise LookupError(
+            f"classic workload {name!r} has no entry in ONE_HOT_LINES (bench/run/workloads/classic.py): add "
+            f"{name!r}: \"<to_categorical lines>; <compile lines>\" of examples/{name}.py@2.0.8, "
+            "or give the workload its own labels=")
     return Labels("one_hot", "categorical_crossentropy", ("accuracy",),
                   f"examples/{name}.py@2.0.8:{ONE_HOT_LINES[name]}")
 
 
 def _w(name: str, suite: str = "classic", **kw: Any) -> Workload:
+    """Register the workload ``name`` (``Workload``'s fields as ``kw``); a classic one gets its script's one-hot
+    labels (``labels_2017``, only when ``labels`` is not given) and its notebook's progress callback."""
     if suite == "classic":  # every classic workload is a 2017 script, and feeds its labels one-hot
-        kw.setdefault("labels", labels_2017(name))
+        if "labels" not in kw:  # not setdefault: its argument would look up ONE_HOT_LINES even when labels are given
+            kw["labels"] = labels_2017(name)
         kw.setdefault("progress", "keras_tqdm")  # its notebook's fit(verbose=0, callbacks=[TQDMNotebookCallback])
     return register(Workload(name=name, suite=suite, **kw))
 
