@@ -1,6 +1,6 @@
 """The settings (knobs) a cell may set, per family, and the combinations that make no sense.
 
-Names follow the field and the tuning study (``../shared/reference/mnist_cnn_tuning_4060ti.csv``). Each family
+Names follow the field and the tuning study (``bench/core/reference/mnist_cnn_tuning_4060ti.csv``). Each family
 declares its settings classes (``bench.core.families.<name>``, made of ``bench.core.settings``); every list here is
 derived from the registry, ``bench.core.families.FAMILIES``. ``check`` runs before any framework is imported; an
 invalid combination becomes an ``unsupported`` record with the reason (a sweep never crashes on one).

@@ -32,7 +32,8 @@ The pattern, for a new engine (modelled on ``bench.run.engines.torch.fit``)::
                        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)))
 
 A block writes exactly the fields it was given (a given None stays a null, an unset field stays absent), so
-returning a block writes the same JSON as the dict it replaced.
+the record says what the engine produced: a null is a value it reported as missing, an absent field one it never
+produced.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The classic suite: the Keras 2.0.8 ``examples/*.py`` scripts the 2017 backend comparison ran
-(``../shared/reference/keras_backends_k80_2017.md``), and the tuning suite's MNIST CNN of the 2025 tuning study
-(``mnist_cnn_tuning``), each defined once for Keras and once in plain PyTorch.
+"""The classic suite: the Keras 2.0.8 ``examples/*.py`` scripts the 2017 backend comparison ran (Jasmeet Bhatia,
+"Search for the fastest Deep Learning Framework supported by Keras", 2017:
+https://www.kdnuggets.com/2017/09/search-fastest-keras-deep-learning-backend.html), and the tuning suite's MNIST CNN
+of the 2025 tuning study (``mnist_cnn_tuning``), each defined once for Keras and once in plain PyTorch.
 
 Each default is its source's, as the cited script ran it (keras-team/keras ``examples/<name>.py@2.0.8``) and as the
 comparison's notebooks ran the scripts (github.com/jasmeetsb/deep-learning-keras-projects@fa5f333,
