@@ -63,15 +63,15 @@ def check(stack: Stack, settings: dict[str, Any], kind: str = "epochs") -> str |
     ``steps`` cell's engines honour only ``STEP_KNOBS`` (a family without a step engine, ``jax``, cannot run one).
     Then the family's own rules (``Settings.stack_problem``).
     """
-    if kind == "steps" and stack.engine not in STEP_KNOBS:
-        return (f"the {stack.engine} engine has no step-timed engine: the paper suite runs on "
+    if kind == "steps" and stack.family not in STEP_KNOBS:
+        return (f"the {stack.family} engine has no step-timed engine: the paper suite runs on "
                 f"{', '.join(STEP_KNOBS)} stacks (its models are Keras and Hugging Face PyTorch models)")
     if kind == "steps":
-        ignored = sorted(set(settings) - set(STEP_KNOBS[stack.engine]))
+        ignored = sorted(set(settings) - set(STEP_KNOBS[stack.family]))
         if ignored:
-            return (f"setting(s) {', '.join(ignored)} not honoured by the step-timed {stack.engine} engine "
-                    f"(it takes: {', '.join(STEP_KNOBS[stack.engine])})")
-    cls = settings_class(stack.engine, kind)
+            return (f"setting(s) {', '.join(ignored)} not honoured by the step-timed {stack.family} engine "
+                    f"(it takes: {', '.join(STEP_KNOBS[stack.family])})")
+    cls = settings_class(stack.family, kind)
     reason = cls.problem(settings)
     if reason:
         return reason

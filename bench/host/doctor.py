@@ -189,7 +189,7 @@ def driver_checks(gpu: dict[str, str], stacks: Sequence[str]) -> list[Check]:
         ok = major >= s.min_driver
         fix = "" if ok else f"update the NVIDIA driver to R{s.min_driver} or newer (README, 'Drivers')"
         # the same engine and framework on an older CUDA, when a stack offers one
-        alt = [t.id for t in STACKS.values() if t.id != sid and (t.engine, t.backend) == (s.engine, s.backend)
+        alt = [t.id for t in STACKS.values() if t.id != sid and (t.family, t.backend) == (s.family, s.backend)
                and "gpu" in t.flavors and major >= t.min_driver]
         if alt:
             fix += f", or run {' / '.join(alt)} instead (STACKS=...)"

@@ -169,7 +169,7 @@ def _module(engine: str, kind: str):
 
 
 def epoch_engine(engine: str) -> EpochEngine:
-    """The epoch engine of a stack's ``engine`` field (a family: ``bench.core.families.FAMILIES``), the ``fit``
+    """The epoch engine of a stack's ``family`` field (a family: ``bench.core.families.FAMILIES``), the ``fit``
     module of its package; imported lazily.
 
     Raises:
@@ -179,7 +179,7 @@ def epoch_engine(engine: str) -> EpochEngine:
 
 
 def step_engine(engine: str) -> StepEngine:
-    """The step engine of a stack's ``engine`` field (a family with step settings), the ``steps`` module of its
+    """The step engine of a stack's ``family`` field (a family with step settings), the ``steps`` module of its
     package; imported lazily.
 
     Raises:
