@@ -1,6 +1,6 @@
 """The settings (knobs) a cell may set, per family, and the combinations that make no sense.
 
-Names follow the field and the tuning study (``../shared/reference/mnist_cnn_tuning_4060ti.csv``). Each family
+Names follow the field and the tuning study (``bench/core/reference/mnist_cnn_tuning_4060ti.csv``). Each family
 declares its settings classes (``bench.core.families.<name>``, made of ``bench.core.settings``); every list here is
 derived from the registry, ``bench.core.families.FAMILIES``. ``check`` runs before any framework is imported; an
 invalid combination becomes an ``unsupported`` record with the reason (a sweep never crashes on one).
@@ -63,15 +63,15 @@ def check(stack: Stack, settings: dict[str, Any], kind: str = "epochs") -> str |
     ``steps`` cell's engines honour only ``STEP_KNOBS`` (a family without a step engine, ``jax``, cannot run one).
     Then the family's own rules (``Settings.stack_problem``).
     """
-    if kind == "steps" and stack.engine not in STEP_KNOBS:
-        return (f"the {stack.engine} engine has no step-timed engine: the paper suite runs on "
+    if kind == "steps" and stack.family not in STEP_KNOBS:
+        return (f"the {stack.family} engine has no step-timed engine: the paper suite runs on "
                 f"{', '.join(STEP_KNOBS)} stacks (its models are Keras and Hugging Face PyTorch models)")
     if kind == "steps":
-        ignored = sorted(set(settings) - set(STEP_KNOBS[stack.engine]))
+        ignored = sorted(set(settings) - set(STEP_KNOBS[stack.family]))
         if ignored:
-            return (f"setting(s) {', '.join(ignored)} not honoured by the step-timed {stack.engine} engine "
-                    f"(it takes: {', '.join(STEP_KNOBS[stack.engine])})")
-    cls = settings_class(stack.engine, kind)
+            return (f"setting(s) {', '.join(ignored)} not honoured by the step-timed {stack.family} engine "
+                    f"(it takes: {', '.join(STEP_KNOBS[stack.family])})")
+    cls = settings_class(stack.family, kind)
     reason = cls.problem(settings)
     if reason:
         return reason

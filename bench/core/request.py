@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -44,16 +45,30 @@ RUN, SWEEP = "run", "sweep"
 def option(default: Any, help: str, *, flag: str | None = None, env: str | None = None, make: str | None = None,
            kind: str = "str", choices: tuple[str, ...] = (), minimum: float | None = None, open_min: bool = False,
            multiple: bool = False, required: bool = False, metavar: str | None = None,
-           commands: tuple[str, ...] = (RUN, SWEEP)) -> Any:
+           commands: tuple[str, ...] = (RUN, SWEEP), check: Callable[[str], object] | None = None) -> Any:
     """A ``Request`` field: its one ``default`` and ``help``, its CLI option (``flag``; default ``--<name>`` with
     dashes), environment variable (``env``), Makefile variable passed through as it is (``make``), value ``kind``
     (``str``, ``int``, ``float``, ``path``, ``flag``: a boolean switch), ``choices``, ``minimum`` (exclusive with
-    ``open_min``), whether it repeats (``multiple``: a tuple; a Makefile value is split on spaces) and the
-    ``commands`` (``run``, ``sweep``) that take it."""
+    ``open_min``), whether it repeats (``multiple``: a tuple; a Makefile value is split on spaces), the
+    ``commands`` (``run``, ``sweep``) that take it, and ``check``: a standard-library function that raises
+    ValueError for a value (each word of a repeatable one) ``bench run`` would refuse, which ``run_args`` calls on
+    the host."""
     meta = {"help": help, "flag": flag, "env": env, "make": make, "kind": kind, "choices": choices,
             "minimum": minimum, "open_min": open_min, "multiple": multiple, "required": required,
-            "metavar": metavar, "commands": commands}
+            "metavar": metavar, "commands": commands, "check": check}
     return field(default=default, metadata=meta)
+
+
+def check_knob(assignment: str) -> None:
+    """Check one ``--set`` word, ``KNOB=VALUE``, against the knobs' registry (``bench.core.knobs.parse_assignment``,
+    standard library only).
+
+    Raises:
+        SettingsError (a ValueError): no ``=``, a knob no engine has, or a value no engine allows for it.
+    """
+    from bench.core.knobs import parse_assignment  # imported when a knob is checked: the request module stays small
+
+    parse_assignment(assignment)
 
 
 def cli_flag(f: Field) -> str:
@@ -144,7 +159,8 @@ class Request:
         (), "Set a knob for every cell (`bench knobs` lists them), e.g. --set tf32=off (strict FP32); repeatable. "
             "The cells' variant is named after what is set (tf32=off); a knob a stack's engine lacks makes that "
             "cell 'unsupported' with the reason.",
-        flag="--set", env="BENCH_SET", multiple=True, metavar="KNOB=VALUE", make="SET", commands=(RUN,))
+        flag="--set", env="BENCH_SET", multiple=True, metavar="KNOB=VALUE", make="SET", commands=(RUN,),
+        check=check_knob)
     sync: str | None = option(
         None, "classic and tuning suites: timing cadence, a device barrier and clock read at epoch edges only "
               "('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper suite always "
@@ -234,7 +250,8 @@ def run_args(values: dict[str, str]) -> list[str]:
     repeatable input, else the option and the value.
 
     Raises:
-        ValueError: a variable that is not a pass-through input, or a switch set to neither 1 nor 0.
+        ValueError: a variable that is not a pass-through input, a switch set to neither 1 nor 0, or a value its
+            field's ``check`` refuses (``--set`` of a knob or value the knobs' registry lacks).
     """
     known = make_vars()
     unknown = sorted(set(values) - set(known))
@@ -253,10 +270,21 @@ def run_args(values: dict[str, str]) -> list[str]:
             out.append(cli_flag(f))
         elif f.metadata["multiple"]:
             for word in value.split():
+                _check(f, var, word)
                 out += [cli_flag(f), word]
         else:
+            _check(f, var, value)
             out += [cli_flag(f), value]
     return out
+
+
+def _check(f: Field, var: str, value: str) -> None:
+    """Raise ValueError, naming the Makefile variable ``var``, when ``f``'s ``check`` refuses ``value``."""
+    if f.metadata["check"] is not None:
+        try:
+            f.metadata["check"](value)
+        except ValueError as e:
+            raise ValueError(f"{var}: {e}") from None
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -70,7 +70,7 @@ class Settings:
     help (``knob``). ``from_dict`` validates a cell's settings; the record's ``settings`` block holds what
     took effect."""
 
-    #: The family these settings belong to (a stack's ``engine``).
+    #: The family these settings belong to (a stack's ``family``).
     engine: ClassVar[str] = ""
     #: The data knobs at the values a workload's source augmentation stands for (a fit class's; empty: none):
     #: another data pipeline with the augmentation on is refused (``bench.core.knobs.augmentation_problem``).

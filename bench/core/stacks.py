@@ -121,7 +121,7 @@ class Stack:
         id: stack id used everywhere (e.g. ``keras3-jax``).
         service: its compose service name.
         title: human-readable description.
-        engine: the family that trains it (``bench.core.families.FAMILIES``): ``keras`` (model.fit on a Keras
+        family: the family that trains it (``bench.core.families.FAMILIES``): ``keras`` (model.fit on a Keras
             model), ``torch`` (a plain PyTorch loop) or ``jax`` (a plain Flax NNX + optax loop).
         backend: the array framework doing the work, one the families drive (``bench.core.families.FRAMEWORKS``):
             ``tensorflow``, ``jax`` or ``torch``.
@@ -159,7 +159,7 @@ class Stack:
     id: str
     service: str
     title: str
-    engine: str
+    family: str
     backend: str
     label: str
     env: dict[str, str] = field(default_factory=dict)
@@ -191,7 +191,7 @@ class Stack:
     @property
     def keras_major(self) -> int | None:
         """2 for tf-keras, 3 for Keras 3, None for plain PyTorch or plain JAX."""
-        if self.engine != "keras":
+        if self.family != "keras":
             return None
         return 2 if self.env.get("TF_USE_LEGACY_KERAS") == "1" else 3
 

@@ -5,7 +5,7 @@ Two parts:
 - ``host`` (``python3 -m bench.host doctor host``; ``make doctor``, and ``make bench-all`` before it builds): Docker,
   Compose, BuildKit, free disk for the images still to build and, on a GPU host, the NVIDIA driver against
   every image's CUDA, the NVIDIA Container Toolkit, other processes on GPU 0, the GPU the runs get (a
-  benchmark on a shared GPU is invalid, as optimum-benchmark's device-isolation check enforces), persistence
+  benchmark on a shared GPU is invalid: another process's kernels take its time, memory and power), persistence
   mode, MIG (a container then sees no CUDA device), ECC, power limit and clocks. Reads ``nvidia-smi`` and
   ``docker``; the standard library only, so that it runs on the host's own Python before anything is
   installed. Whatever nvidia-smi answers, each problem is one line, never a traceback.
@@ -189,7 +189,7 @@ def driver_checks(gpu: dict[str, str], stacks: Sequence[str]) -> list[Check]:
         ok = major >= s.min_driver
         fix = "" if ok else f"update the NVIDIA driver to R{s.min_driver} or newer (README, 'Drivers')"
         # the same engine and framework on an older CUDA, when a stack offers one
-        alt = [t.id for t in STACKS.values() if t.id != sid and (t.engine, t.backend) == (s.engine, s.backend)
+        alt = [t.id for t in STACKS.values() if t.id != sid and (t.family, t.backend) == (s.family, s.backend)
                and "gpu" in t.flavors and major >= t.min_driver]
         if alt:
             fix += f", or run {' / '.join(alt)} instead (STACKS=...)"

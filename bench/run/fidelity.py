@@ -137,9 +137,9 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     ds = w.load_data(size, data="fallback")  # times the harness: synthetic data of the real shapes will do
     batch = w.batch_for(size)
     steps = -(-ds.n_train // batch)
-    hand = hand_loop(stack.engine)
+    hand = hand_loop(stack.family)
     if hand is None:
-        raise ValueError(f"fidelity has no free-running loop for the {stack.engine!r} engine ({stack_id})")
+        raise ValueError(f"fidelity has no free-running loop for the {stack.family!r} engine ({stack_id})")
     order = ["hand", *cadences, *reversed(cadences), "hand"]
     hand_ms: list[float] = []
     overhead_s: list[float] = []
@@ -153,8 +153,8 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
             done.append({"run": name, "ms_per_step": hand_ms[-1]})
             continue
         tel = sampler.for_device(device)  # the harness as cells run it, sampler included
-        out = epoch_engine(stack.engine).fit(stack, w, ds, device, epochs, batch,
-                                             harness_settings(settings_class(stack.engine), name), telemetry=tel)
+        out = epoch_engine(stack.family).fit(stack, w, ds, device, epochs, batch,
+                                             harness_settings(settings_class(stack.family), name), telemetry=tel)
         runs[name].append(out.metrics.model_dump(exclude_unset=True))
         done.append({"run": name, "ms_per_step": steady_ms(runs[name][-1], (epochs - 1) * steps)})
     hand_mean = sum(hand_ms) / len(hand_ms)

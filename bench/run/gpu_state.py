@@ -1,11 +1,11 @@
 """The GPU between cells: is anyone else on it, and is it back near its idle temperature.
 
-A benchmark on a shared GPU is invalid (optimum-benchmark's device-isolation check enforces this), so
-before each GPU cell the runner records the compute processes NVML lists on the cell's GPU (none of
-them is the cell: it has not started) and notes a violation in the row. An optional cooldown waits,
-with a time cap, until the GPU is within ``delta_c`` degrees of the temperature it had when the run
-started, so that a cell does not inherit the previous one's heat (clocks fall as the GPU warms); what
-it waited is recorded.
+A benchmark on a shared GPU is invalid (another process's kernels take the cell's GPU time, memory bandwidth and
+power, and the cell's times and energy would count them), so before each GPU cell the runner records the compute
+processes NVML lists on the cell's GPU (none of them is the cell: it has not started) and notes a violation in the
+row. An optional cooldown waits, with a time cap, until the GPU is within ``delta_c`` degrees of the temperature it
+had when the run started, so that a cell does not inherit the previous one's heat (clocks fall as the GPU warms);
+what it waited is recorded.
 """
 
 from __future__ import annotations

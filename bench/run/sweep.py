@@ -46,14 +46,14 @@ class Grid:
     source: str
 
     def block_for(self, stack_id: str) -> dict[str, Any] | None:
-        return self.blocks.get(stack_id) or self.blocks.get(get_stack(stack_id).engine)
+        return self.blocks.get(stack_id) or self.blocks.get(get_stack(stack_id).family)
 
     def variants(self, stack_id: str) -> list[Variant]:
         """The stack's variants, baseline first, de-duplicated after normalisation."""
         block = self.block_for(stack_id)
         if block is None:
             return []
-        engine = get_stack(stack_id).engine
+        engine = get_stack(stack_id).family
         base = normalise(engine, block.get("baseline") or {})
         out = {variant_name(base): Variant(variant_name(base), base, True)}
         for axes in block.get("grid") or []:

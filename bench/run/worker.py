@@ -71,7 +71,7 @@ def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path |
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
         rec.settings.update(math_mode.tf32_state(stack.backend))
         math = math_mode.tf32_math(rec.settings.model_dump(exclude_unset=True), cell.device,
-                                    rnn_cudnn=math_mode.rnn_on_cudnn(stack.engine, cell.device))
+                                    rnn_cudnn=math_mode.rnn_on_cudnn(stack.family, cell.device))
         rec.settings.update({f"tf32_{kind}": on for kind, on in math.items()})
         rec.status = "ok"
     except Unsupported as e:

@@ -22,8 +22,8 @@ from tests.contract.grid import cell_rows
 
 
 def family_stacks(family: str) -> list[str]:
-    """The stacks a family trains (``Stack.engine``)."""
-    return [s.id for s in STACKS.values() if s.engine == family]
+    """The stacks a family trains (``Stack.family``)."""
+    return [s.id for s in STACKS.values() if s.family == family]
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

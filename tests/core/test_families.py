@@ -79,8 +79,8 @@ def test_every_list_of_families_derives_from_the_registry():
     assert history.FRAMEWORKS is FRAMEWORKS and sorted(selftest.BACKENDS) == sorted(FRAMEWORKS)
     # every stack names a family and a framework one of them drives; every family has a stack
     for s in STACKS.values():
-        assert s.engine in FAMILIES and s.backend in FRAMEWORKS, s.id
-    assert {s.engine for s in STACKS.values()} == set(FAMILIES)
+        assert s.family in FAMILIES and s.backend in FRAMEWORKS, s.id
+    assert {s.family for s in STACKS.values()} == set(FAMILIES)
 
 
 def test_the_registry_and_the_knobs_import_only_the_standard_library_and_bench_core():

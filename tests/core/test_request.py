@@ -79,6 +79,20 @@ def test_makefile_variables_pass_through_as_bench_run_arguments():
         request.run_args({"DEVICE": "gpu"})  # the Makefile resolves the device itself
 
 
+@pytest.mark.parametrize("value, says", [
+    ("tf32=bogus", "SET: tf32=bogus is not valid; expected 'default', 'on', 'off'"),
+    ("tf32=off bogus=1", "SET: unknown knob 'bogus'; known: "), ("tf32", "SET: 'tf32': expected KNOB=VALUE")])
+def test_the_host_refuses_a_knob_bench_run_would_refuse_in_one_line(value, says):
+    """The host checks SET against the knobs' registry (bench.core.knobs, standard library only): one line, exit 2,
+    and make stops before any container runs."""
+    p = subprocess.run([PY, "-m", "bench.host", "request", "args", f"SET={value}"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (2, "") and p.stderr.count("\n") == 1 and says in p.stderr
+    m = subprocess.run(["make", "-n", "--no-print-directory", "bench-pytorch", "DEVICE=cpu", f"SET={value}",
+                        f"PYTHON={PY}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert m.returncode != 0 and says in m.stderr and "Traceback" not in m.stderr and "bench run" not in m.stdout
+
+
 def make_n(*args: str) -> str:
     p = subprocess.run(["make", "-n", "--no-print-directory", *args, f"PYTHON={PY}"], cwd=ROOT, capture_output=True,
                        text=True, timeout=60)

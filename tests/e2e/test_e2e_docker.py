@@ -36,7 +36,7 @@ STACKS = list(DEFAULT_STACKS)
 #: The GPU image stage also builds and runs the gpu-only stacks (pytorch-cu12).
 GPU_STACKS = [s.id for s in ALL_STACKS.values() if s.default or s.flavors == ("gpu",)]
 #: The stacks with a step engine: the paper suite's (the plain-JAX stack records its paper cells unsupported).
-PAPER_STACKS = [s for s in STACKS if ALL_STACKS[s].engine != "jax"]
+PAPER_STACKS = [s for s in STACKS if ALL_STACKS[s].family != "jax"]
 WORKLOADS = ["mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"]
 #: A smoke cell tests a code path: every one must finish within this, imports included, on any x86-64 CPU
 #: (process.wall_s). Measured on a 2-core AMD EPYC: the slowest cell of each suite is listed by -s.
@@ -111,7 +111,7 @@ def check_cell_times(df: pd.DataFrame, suite: str) -> None:
     cols = ["stack", "workload", "task", "variant", "status", "process.wall_s"]
     slowest = df.sort_values("process.wall_s", ascending=False)[cols]
     print(f"slowest {suite} smoke cells (s):\n{slowest.head(5).to_string(index=False)}")
-    keras = slowest["stack"].map(lambda s: ALL_STACKS[s].engine == "keras")
+    keras = slowest["stack"].map(lambda s: ALL_STACKS[s].family == "keras")
     fixed = (slowest["workload"] == "stable_diffusion") & keras
     limit = fixed.map({True: FIXED_ARCH_LIMIT_S, False: SMOKE_CELL_LIMIT_S})
     slow = slowest[slowest["process.wall_s"] > limit]

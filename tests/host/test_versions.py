@@ -31,7 +31,7 @@ def test_a_derived_stack_is_its_base_with_its_pins_and_a_valid_image_and_service
     s = derive(base, ("keras_hub==0.29.1", "Keras==3.14.1"))
     assert s.id == "keras3-jax--keras-3.14.1--keras-hub-0.29.1" and s.base == "keras3-jax"
     assert s.pins == ("keras==3.14.1", "keras-hub==0.29.1") and not s.default and s.reference is None
-    for f in ("engine", "backend", "env", "imports", "flavors", "layer", "gpu_cuda", "dockerfile"):
+    for f in ("family", "backend", "env", "imports", "flavors", "layer", "gpu_cuda", "dockerfile"):
         assert getattr(s, f) == getattr(base, f)
     assert DOCKER_COMPONENT.fullmatch(s.id) and COMPOSE_SERVICE.match(s.service) and s.service != base.service
     assert s.label == "Keras 3 JAX (keras 3.14.1, keras-hub 0.29.1)"

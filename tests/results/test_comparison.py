@@ -165,7 +165,7 @@ def cell_record(stack, workload, values, peak=None, first_epoch=1.0, order_rule=
 def derived(monkeypatch):
     """A version stack as the version-stack writer declares it: keras3-jax with Keras 3.14.0."""
     base = STACKS["keras3-jax"]
-    monkeypatch.setitem(STACKS, DERIVED, Stack(DERIVED, "x", "Keras 3.14.0 on JAX", base.engine, base.backend,
+    monkeypatch.setitem(STACKS, DERIVED, Stack(DERIVED, "x", "Keras 3.14.0 on JAX", base.family, base.backend,
                                                "Keras 3.14 JAX", base.env, default=False, base="keras3-jax",
                                                pins=("keras==3.14.0",)))
 

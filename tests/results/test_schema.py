@@ -194,7 +194,7 @@ def test_bench_fields_prints_the_declarations():
 # ---- the engines' typed blocks and their JSON ----------------------------------------------------------------
 
 def test_model_dump_writes_the_given_fields_a_given_null_included_and_the_extra_keys_last():
-    """A block writes what its producer gave, as the dict it replaced did: an explicit None stays a null (memory on a
+    """A block writes what its producer gave and nothing more: an explicit None stays a null (memory on a
     CPU), a field never set stays absent (no params_effective on Keras), undeclared keys follow the declared ones."""
     assert schema.Memory(device_peak_bytes=None).model_dump(exclude_unset=True) == {"device_peak_bytes": None}
     model = schema.Model(params_total=10, params_trainable=8)

@@ -1,6 +1,6 @@
 """The framework families: the one registry. Standard library only (the host validates knobs with it).
 
-A family is what a stack's ``engine`` field names: one way of training a workload (Keras' ``fit``, a plain PyTorch
+A family is what a stack's ``family`` field names: one way of training a workload (Keras' ``fit``, a plain PyTorch
 loop, a plain JAX loop) with its typed settings (knobs) and its engines. It is a plug-in in two halves, split by the
 layering (docs/layout.md), both named by its one ``Family`` line in ``FAMILIES``:
 
@@ -34,7 +34,7 @@ class Family:
     """One framework family, as its ``FAMILIES`` line declares it.
 
     Attributes:
-        name: what a stack's ``engine`` field says (``bench.core.stacks.Stack.engine``).
+        name: what a stack's ``family`` field says (``bench.core.stacks.Stack.family``).
         package: its run-time package (dotted path; imported lazily, inside a cell).
         framework: the import name of the framework its ``adapter`` drives; a stack's ``backend`` names one
             (Keras' adapter is TensorFlow's: the backend only Keras runs on; Keras on JAX or PyTorch uses theirs).

@@ -43,7 +43,7 @@ def row_lstm_label(row, stack: str) -> str | None:
         return None
     form = row.get(col(EffectiveSettings, "row_lstm_form"))
     if not isinstance(form, str):
-        form = "twin" if STACKS[stack].engine != "keras" else None
+        form = "twin" if STACKS[stack].family != "keras" else None
     return ROW_LSTM_LABELS.get(form, f"row LSTM {form}")
 
 

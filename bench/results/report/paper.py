@@ -20,8 +20,8 @@ def paper_columns(df) -> tuple[tuple[str, ...], tuple[str, ...]]:
     order, each a default stack or one that has paper rows in ``df``, whose engine has a step engine (a ``jax``
     stack's paper cells are all unsupported, with that reason, in the records and the CSV)."""
     ran = set(df.loc[df["suite"] == "paper", "stack"]) if {"suite", "stack"} <= set(df.columns) else set()
-    shown = [s for s in STACKS.values() if (s.default or s.id in ran) and s.engine in STEP_KNOBS]
-    return (tuple(s.id for s in shown if s.engine == "keras"), tuple(s.id for s in shown if s.engine != "keras"))
+    shown = [s for s in STACKS.values() if (s.default or s.id in ran) and s.family in STEP_KNOBS]
+    return (tuple(s.id for s in shown if s.family == "keras"), tuple(s.id for s in shown if s.family != "keras"))
 
 
 # ---- the Keras 3 benchmark (suite ``paper``) ------------------------------------------------------------

@@ -41,7 +41,7 @@ def reference_settings(row: dict[str, str]) -> list[tuple[dict[str, Any], float]
     stack = REFERENCE_STACKS.get(row["stack"])
     if stack is None:
         return []
-    engine = get_stack(stack).engine
+    engine = get_stack(stack).family
     if engine == "keras":
         jit = {"false": False, "true": True, "auto": "auto"}[row["jit"]]
         s = {"data_pipeline": row["data_pipeline"], "steps_per_execution": int(row["steps_per_execution"]),
@@ -213,7 +213,7 @@ def findings(rows) -> list[str]:
     """Sentences that say, from our data, whether two of the study's findings hold."""
     ok = rows[(rows["status"] == "ok") & rows["time_s"].notna()]
     out = []
-    keras = ok[ok["stack"].map(lambda s: get_stack(s).engine == "keras")]
+    keras = ok[ok["stack"].map(lambda s: get_stack(s).family == "keras")]
     pairs = []
     for _, r in keras.iterrows():
         if int(_settings_of(r).get("steps_per_execution", 1)) != 512:

@@ -83,8 +83,9 @@ class Block(BaseModel):
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
         """pydantic's ``model_dump``, without its serializer warnings by default: a block writes what it was given
-        (an assigned value is not validated, as in the dict it replaced; a settings block of another schema version
-        loads as recorded), so a value off its declared type is written as it is, not warned about."""
+        (an assigned value is not validated, so that what a producer measured is written, not lost, even off its
+        declared type; a settings block of another schema version loads as recorded), so a value off its declared
+        type is written as it is, not warned about."""
         kwargs.setdefault("warnings", False)
         return super().model_dump(**kwargs)
 

@@ -32,7 +32,8 @@ The pattern, for a new engine (modelled on ``bench.run.engines.torch.fit``)::
                        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)))
 
 A block writes exactly the fields it was given (a given None stays a null, an unset field stays absent), so
-returning a block writes the same JSON as the dict it replaced.
+the record says what the engine produced: a null is a value it reported as missing, an absent field one it never
+produced.
 """
 from __future__ import annotations
 
@@ -168,7 +169,7 @@ def _module(engine: str, kind: str):
 
 
 def epoch_engine(engine: str) -> EpochEngine:
-    """The epoch engine of a stack's ``engine`` field (a family: ``bench.core.families.FAMILIES``), the ``fit``
+    """The epoch engine of a stack's ``family`` field (a family: ``bench.core.families.FAMILIES``), the ``fit``
     module of its package; imported lazily.
 
     Raises:
@@ -178,7 +179,7 @@ def epoch_engine(engine: str) -> EpochEngine:
 
 
 def step_engine(engine: str) -> StepEngine:
-    """The step engine of a stack's ``engine`` field (a family with step settings), the ``steps`` module of its
+    """The step engine of a stack's ``family`` field (a family with step settings), the ``steps`` module of its
     package; imported lazily.
 
     Raises:

@@ -1,10 +1,11 @@
-"""Per-framework adapters: GPUs seen, a GPU matmul, a GEMM call, the TF32 switches, peak device memory and the device
-barrier, one class per framework behind ``Framework``, as Zeus keeps each GPU vendor behind one class. Each family's
-package holds the adapter of the framework it drives (``<package>.adapter.ADAPTER``: TensorFlow in ``keras``, PyTorch
-in ``torch``, JAX in ``jax``; ``bench.core.families.Family.framework``); ``framework(backend)`` imports the one a
-stack's backend names. The module-level functions here are the adapter calls by backend name (the GEMM benchmark is
-``bench.run.engines.gemm``, the TF32 knob and its interpretation ``bench.run.engines.math_mode``). Each method
-imports its framework lazily: call them only inside a cell or probe process.
+"""Per-framework adapters: GPUs seen, a GPU matmul, a GEMM call, the TF32 switches, peak device memory and the
+device barrier, one class per framework behind ``Framework``, so that the harness asks every framework the same
+questions the same way and a new framework is one new class. Each family's package holds the adapter of the
+framework it drives (``<package>.adapter.ADAPTER``: TensorFlow in ``keras``, PyTorch in ``torch``, JAX in ``jax``;
+``bench.core.families.Family.framework``); ``framework(backend)`` imports the one a stack's backend names. The
+module-level functions here are the adapter calls by backend name (the GEMM benchmark is ``bench.run.engines.gemm``,
+the TF32 knob and its interpretation ``bench.run.engines.math_mode``). Each method imports its framework lazily:
+call them only inside a cell or probe process.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scenarios: what kind of work a workload is, as plug-ins (the idea of optimum-benchmark's scenarios, smaller).
+"""Scenarios: what kind of work a workload is, as plug-ins: what differs between kinds of work, one module each.
 
 A scenario owns everything that differs between its workloads and the others': how its cells expand (batch sizes,
 variants) and which plan inputs apply to it, the worker's body for one of its cells, its part of a resumed run's

@@ -38,7 +38,7 @@ class Epochs(Scenario):
         return None if batch_size == w.batch_for(size) else batch_size
 
     def unsupported(self, w: Workload, stack: Stack) -> str | None:
-        return missing_model(stack.engine, w)
+        return missing_model(stack.family, w)
 
     def run(self, rec: Record, cell: Cell, stack: Stack, w: Workload, samples_csv: Path | None) -> ProfileRun | None:
         """``fit`` on the workload's dataset for some epochs (the family's ``bench.run.engines.EpochEngine``)."""
@@ -49,8 +49,8 @@ class Epochs(Scenario):
         if ds.source == "synthetic":
             rec.notes.append("data=synthetic: " + (ds.reason or ""))
         with telemetry_window(cell.device, samples_csv) as tel:
-            settings = knobs.settings_class(stack.engine, "epochs").from_dict(dict(cell.settings))
-            out = epoch_engine(stack.engine).fit(stack, w, ds, cell.device, epochs, batch, settings, telemetry=tel)
+            settings = knobs.settings_class(stack.family, "epochs").from_dict(dict(cell.settings))
+            out = epoch_engine(stack.family).fit(stack, w, ds, cell.device, epochs, batch, settings, telemetry=tel)
         # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
         rec.settings = effective_settings(settings, out.settings)  # every knob, then what took effect
         rec.metrics, rec.history, rec.model, rec.memory = out.metrics, out.history, out.model, out.memory

@@ -71,8 +71,8 @@ class Steps(Scenario):
             cfg["seq_len"] = cell.seq_len
         rec.data = Data(source="synthetic", reason="random inputs of the published shapes (the source's method)")
         with telemetry_window(cell.device, samples_csv) as tel:
-            settings = knobs.settings_class(stack.engine, "steps").from_dict(dict(cell.settings))
-            out = step_engine(stack.engine).run(stack, w, cell.task, cfg, batch, steps, cell.device, settings,
+            settings = knobs.settings_class(stack.family, "steps").from_dict(dict(cell.settings))
+            out = step_engine(stack.family).run(stack, w, cell.task, cfg, batch, steps, cell.device, settings,
                                                 telemetry=tel)
         # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
         rec.settings = effective_settings(settings, out.settings, model_config=cfg)

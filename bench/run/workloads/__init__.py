@@ -1,10 +1,10 @@
 """Workload registry. A workload family is one module that calls ``register`` for each of its models.
 
-Every workload gives all stacks the same small interface (the TorchBench idea): a dataset, a batch
-size, an optimizer with every hyper-parameter of its source (``training.OptimizerSpec``), the source's augmentation
-if any, a declared parameter count, and two builders with the same architecture, one for Keras (2 or 3, any
-backend) and one for plain PyTorch (and, for the plain-JAX stack, a third in Flax NNX: ``build_flax``). What a
-workload trains with is ``training.py``; what a step engine times, ``job.py``.
+Every workload gives all stacks the same small interface, so that one harness drives every stack the same way: a
+dataset, a batch size, an optimizer with every hyper-parameter of its source (``training.OptimizerSpec``), the
+source's augmentation if any, a declared parameter count, and two builders with the same architecture, one for Keras
+(2 or 3, any backend) and one for plain PyTorch (and, for the plain-JAX stack, a third in Flax NNX: ``build_flax``).
+What a workload trains with is ``training.py``; what a step engine times, ``job.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The classic suite: the Keras 2.0.8 ``examples/*.py`` scripts the 2017 backend comparison ran
-(``../shared/reference/keras_backends_k80_2017.md``), and the tuning suite's MNIST CNN of the 2025 tuning study
-(``mnist_cnn_tuning``), each defined once for Keras and once in plain PyTorch.
+"""The classic suite: the Keras 2.0.8 ``examples/*.py`` scripts the 2017 backend comparison ran (Jasmeet Bhatia,
+"Search for the fastest Deep Learning Framework supported by Keras", 2017:
+https://www.kdnuggets.com/2017/09/search-fastest-keras-deep-learning-backend.html), and the tuning suite's MNIST CNN
+of the 2025 tuning study (``mnist_cnn_tuning``), each defined once for Keras and once in plain PyTorch.
 
 Each default is its source's, as the cited script ran it (keras-team/keras ``examples/<name>.py@2.0.8``) and as the
 comparison's notebooks ran the scripts (github.com/jasmeetsb/deep-learning-keras-projects@fa5f333,
@@ -315,14 +316,26 @@ ONE_HOT_LINES = {"mnist_mlp": "34-35; 46-48", "mnist_cnn": "44-45; 59-61", "mnis
 
 def labels_2017(name: str) -> Labels:
     """The one-hot labels, ``categorical_crossentropy`` and ``accuracy`` of the 2017 script ``name``
-    (``ONE_HOT_LINES``)."""
+    (``ONE_HOT_LINES``).
+
+    Raises:
+        LookupError: ``ONE_HOT_LINES`` has no entry for ``name``; the message says what to add.
+    """
+    if name not in ONE_HOT_LINES:
+        raise LookupError(
+            f"classic workload {name!r} has no entry in ONE_HOT_LINES (bench/run/workloads/classic.py): add "
+            f"{name!r}: \"<to_categorical lines>; <compile lines>\" of examples/{name}.py@2.0.8, "
+            "or give the workload its own labels=")
     return Labels("one_hot", "categorical_crossentropy", ("accuracy",),
                   f"examples/{name}.py@2.0.8:{ONE_HOT_LINES[name]}")
 
 
 def _w(name: str, suite: str = "classic", **kw: Any) -> Workload:
+    """Register the workload ``name`` (``Workload``'s fields as ``kw``); a classic one gets its script's one-hot
+    labels (``labels_2017``, only when ``labels`` is not given) and its notebook's progress callback."""
     if suite == "classic":  # every classic workload is a 2017 script, and feeds its labels one-hot
-        kw.setdefault("labels", labels_2017(name))
+        if "labels" not in kw:  # not setdefault: its argument would look up ONE_HOT_LINES even when labels are given
+            kw["labels"] = labels_2017(name)
         kw.setdefault("progress", "keras_tqdm")  # its notebook's fit(verbose=0, callbacks=[TQDMNotebookCallback])
     return register(Workload(name=name, suite=suite, **kw))
 

@@ -156,7 +156,7 @@ def test_every_keras_stack_and_pipeline_has_a_placement_label():
     from bench.core.stacks import STACKS, get_stack
     from bench.run.engines.keras.data import HOST_TF_DATA, placement
 
-    keras_stacks = [get_stack(s) for s in STACKS if get_stack(s).engine == "keras"]
+    keras_stacks = [get_stack(s) for s in STACKS if get_stack(s).family == "keras"]
     for stack in keras_stacks:
         for pipeline in KNOBS["keras"]["data_pipeline"]:
             assert placement(pipeline, stack.keras_major, stack.backend)

@@ -28,7 +28,7 @@ JAX = get_stack("jax")
 # ---- the stack and its knobs (no framework) ----------------------------------------------------------------
 
 def test_jax_is_a_default_stack_on_the_tensorflow_layer():
-    assert (JAX.engine, JAX.backend, JAX.label, JAX.reference, JAX.default) == ("jax", "jax", "JAX (Flax)", None, True)
+    assert (JAX.family, JAX.backend, JAX.label, JAX.reference, JAX.default) == ("jax", "jax", "JAX (Flax)", None, True)
     assert JAX.imports == ("jax", "flax", "optax", "tensorflow") and JAX.layer == "tensorflow" and JAX.sublayer == "jax"
     assert "jax" in DEFAULT_STACKS and JAX.keras_major is None
 

@@ -63,13 +63,13 @@ class SavedRun:
     post: tuple[float, float] | None
 
 
-#: The saved runs' %timeit results (keras_mxnet_code/.ipynb_checkpoints/), the post's s/epoch from
-#: ../shared/reference/keras_backends_k80_2017.md. mnist_hier_rnn TensorFlow "14min 55s ± 803 ms per loop (mean ±
-#: std. dev. of 2 runs, 1 loop each)" (keras_perf_test_mnist_hier_rnn_mxnet-checkpoint.ipynb:368), CNTK "13min 41s ±
-#: 67.8 ms" (:532); its MXNet run never finished (KeyboardInterrupt, :741; per-epoch bars 2:38-2:40, :622-719), so
-#: the post's MXNet figure (in its 162-164) is no whole-call time. babi_rnn_v2 TensorFlow "15min 4s ± 0 ns" of 1 run
-#: (keras_perf_test_babi_rnn_v2-checkpoint.ipynb:675), for which the post gives no figure (CNTK's 9.5 s/epoch is
-#: "~50 % faster than TensorFlow and Theano"), CNTK "6min 20s ± 0 ns" (:1084).
+#: The saved runs' %timeit results (keras_mxnet_code/.ipynb_checkpoints/), the post's s/epoch from the 2017 comparison's
+#: post (bench.run.workloads.classic cites it). mnist_hier_rnn TensorFlow "14min 55s ± 803 ms per loop (mean ± std. dev.
+#: of 2 runs, 1 loop each)" (keras_perf_test_mnist_hier_rnn_mxnet-checkpoint.ipynb:368), CNTK "13min 41s ± 67.8 ms"
+#: (:532); its MXNet run never finished (KeyboardInterrupt, :741; per-epoch bars 2:38-2:40, :622-719), so the post's
+#: MXNet figure (in its 162-164) is no whole-call time. babi_rnn_v2 TensorFlow "15min 4s ± 0 ns" of 1 run
+#: (keras_perf_test_babi_rnn_v2-checkpoint.ipynb:675), for which the post gives no figure (CNTK's 9.5 s/epoch is "~50 %
+#: faster than TensorFlow and Theano"), CNTK "6min 20s ± 0 ns" (:1084).
 SAVED_RUNS = {
     ("mnist_hierarchical_rnn", "tensorflow"): SavedRun(14 * 60 + 55, 0.803, 2, 5, (179, 179)),
     ("mnist_hierarchical_rnn", "cntk"): SavedRun(13 * 60 + 41, 0.0678, 2, 5, (162, 164)),

@@ -27,7 +27,7 @@ needs_hf = pytest.mark.skipif(not all(has(m) for m in ("torch", "transformers", 
                               reason="torch + transformers/peft not installed")
 needs_hub = pytest.mark.skipif(not all(has(m) for m in ("torch", "keras", "keras_hub", "keras_cv")),
                                reason="keras + keras-hub/keras-cv + torch not installed")
-KERAS_STACKS = [s.id for s in STACKS.values() if s.engine == "keras"]
+KERAS_STACKS = [s.id for s in STACKS.values() if s.family == "keras"]
 #: Every (workload, task) the source ran on Keras.
 CELLS = [(w, t) for w in SUITES["paper"] for t in get_workload(w).tasks]
 

@@ -165,3 +165,30 @@ def test_lstm_second_bias_is_the_only_difference():
     model = get_workload("mnist_hierarchical_rnn").build_torch({"num_classes": 10})
     raw = sum(p.numel() for p in model.parameters())
     assert raw - effective_param_count(model) == 2 * 4 * 128
+
+
+def _throwaway(**kw):
+    """A classic workload named ``throwaway_2017`` (no ``ONE_HOT_LINES`` entry), registered through ``_w``."""
+    from bench.run.workloads import classic
+
+    base = get_workload("mnist_mlp")
+    return classic._w("throwaway_2017", dataset="mnist", batch_size=8, optimizer=base.optimizer, params=1,
+                      epochs={"smoke": 1, "full": 1}, samples={"smoke": 8, "full": None},
+                      build_keras=base.build_keras, build_torch=base.build_torch, **kw)
+
+
+def test_a_classic_workload_missing_from_one_hot_lines_is_one_clear_error(monkeypatch):
+    """Not a bare KeyError at import: the message names the workload and what to add; and a workload that gives
+    its own labels needs no entry (``_w`` looks the entry up only when it must)."""
+    import bench.run.workloads as registry
+    from bench.run.workloads.training import INTEGER_LABELS
+
+    monkeypatch.setattr(registry, "WORKLOADS", dict(WORKLOADS))
+    monkeypatch.setattr(registry, "SUITES", {k: list(v) for k, v in SUITES.items()})
+    with pytest.raises(LookupError, match=r"'throwaway_2017' has no entry in ONE_HOT_LINES .*add 'throwaway_2017'") \
+            as err:
+        _throwaway()
+    assert not isinstance(err.value, KeyError)
+    assert "throwaway_2017" not in registry.WORKLOADS
+    assert _throwaway(labels=INTEGER_LABELS).labels == INTEGER_LABELS
+    assert registry.SUITES["classic"][-1] == "throwaway_2017" and "throwaway_2017" not in SUITES["classic"]
