@@ -63,9 +63,10 @@ def add_parent_env(rec: Record, cell: Cell, env: Mapping[str, str]) -> None:
     """Give ``rec``, a record the runner wrote for a worker that left none, the ``env`` block
     (``bench.run.environment.capture`` of the cell's environment ``env``, and the stack's pins) and say so
     (``PARENT_ENV_NOTE``): a cell that timed out, was killed or crashed still names the machine, image, commit,
-    packages and GPU it ran on. The runner imports no framework, so ``framework_cuda`` stays empty."""
+    packages and GPU it ran on. No framework ran in the runner: ``framework_cuda`` is empty."""
     try:
-        rec.env = Env.model_validate({**capture(env), **stack_pins(cell.stack)})
+        # what the runner's own interpreter may have imported (a test's) says nothing of the cell's process
+        rec.env = Env.model_validate({**capture(env), "framework_cuda": {}, **stack_pins(cell.stack)})
     except Exception as e:  # the record is written whatever the capture meets
         rec.env = Env(error=f"{type(e).__name__}: {e}")
     rec.notes = [*rec.notes, PARENT_ENV_NOTE]

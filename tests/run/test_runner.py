@@ -10,7 +10,7 @@ from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
 from bench.results.repeats import aggregate as aggregate_records
 from bench.results.schema import Record
-from bench.run import cellprocess, runner
+from bench.run import cellprocess, environment, runner
 from tests.conftest import needs_torch
 
 FAKE = textwrap.dedent("""
@@ -104,6 +104,8 @@ def test_a_cell_without_a_worker_record_still_names_its_environment(tmp_path, fa
     environment (the stack's variables, a CPU cell's hidden GPUs), says so, and names no framework's CUDA."""
     monkeypatch.setenv("BENCH_IMAGE", "dlbench/pytorch:test")
     monkeypatch.setenv("BENCH_GIT_COMMIT", "abc123")
+    # what this test process has imported is no framework of the cell's
+    monkeypatch.setattr(environment, "framework_cuda", lambda: {"torch": {"cuda": "13.0", "cudnn": 91300}})
     fake_worker("sleep")
     rec = run_one(cell(timeout_s=1.0), tmp_path)
     env = rec["env"]
