@@ -66,11 +66,11 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
             raise RuntimeError("the steps ended before the profile window closed")
         spans, files = profiler.collect(base)
         files = bounded(files, base.parent)
-        block = summarise(spans, held)
+        block = summarise(spans, held.steps)
         if device == "gpu" and block["device"] != "gpu":
             raise ValueError("no device activity: the profiler recorded no kernel, copy or memset on the GPU "
                              "(CUPTI unavailable, or the steps ran elsewhere)")
-        block.update(profiler=profiler.name, activities=profiler.activities, warmup_steps=WARMUP,
+        block.update(profiler=profiler.name, activities=profiler.activities, warmup_steps=held.warmup,
                      wall_ms=1000.0 * (window.wall_s or 0.0), **setup, **files)
     except Exception as e:  # the timed numbers stand; the profile says why it is missing
         if window is not None:

@@ -1,7 +1,7 @@
 """The steps a profile runs, after the cell's timed measurement: each engine hands the worker a ``ProfileRun`` built
 here from the pieces it trained with (the same model, optimizer state, data pipeline and step), which runs
 ``WARMUP`` steps, opens the profiler's window (``Window.start``), runs the profiled steps, closes it
-(``Window.stop``) and returns how many steps the window held.
+(``Window.stop``) and returns the steps run before and inside the window (``Held``).
 
 Keras runs its own loop: the profile is one more ``fit`` (or ``predict``) call of a few steps with a callback that
 opens the window at the first step after the warm-up and closes it as the step after the last profiled one begins.
@@ -17,7 +17,7 @@ and PyTorch).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 #: Steps run before the window opens: the pipeline refilled, the step's caches warm after the epoch's end.
 WARMUP = 1
@@ -37,8 +37,16 @@ class Window(Protocol):
         """Whether ``start`` ran and ``stop`` did not yet."""
 
 
-#: ``run(window, steps)`` -> the steps the window held.
-ProfileRun = Callable[[Window, int], int]
+class Held(NamedTuple):
+    """What a profile's steps ran: ``warmup`` steps before the window opened, ``steps`` inside it."""
+
+    warmup: int
+    steps: int
+
+
+#: ``run(window, steps)`` -> the steps run before and inside the window (``steps`` asked for; a Keras fit with
+#: ``steps_per_execution`` > 1 runs whole executions: ``keras_fit``).
+ProfileRun = Callable[[Window, int], Held]
 
 
 def _cycle(batches: Callable[[], Iterable[Any]]) -> Iterator[Any]:
@@ -57,7 +65,7 @@ def loop(step: Callable[[Any], Any], batches: Callable[[], Iterable[Any]], befor
     """A hand-written loop's steps (PyTorch's and JAX's ``fit``): ``before()`` once (the model in training mode),
     then ``step(batch)`` on ``batches()``' batches, epoch after epoch; ``close()`` at the end (a loader's threads)."""
 
-    def run(window: Window, steps: int) -> int:
+    def run(window: Window, steps: int) -> Held:
         try:
             if before is not None:
                 before()
@@ -71,7 +79,7 @@ def loop(step: Callable[[Any], Any], batches: Callable[[], Iterable[Any]], befor
         finally:
             if close is not None:
                 close()
-        return steps
+        return Held(WARMUP, steps)
 
     return run
 
@@ -81,30 +89,58 @@ def calls(call: Callable[[], Any]) -> ProfileRun:
     return loop(lambda _: call(), lambda: iter((None,)))
 
 
+def per_execution(model: Any) -> int:
+    """The steps one call of ``model``'s compiled step runs (its ``steps_per_execution``: an int in Keras 3, a
+    tf.Variable ``_steps_per_execution`` in tf-keras, tf_keras/src/engine/training.py@v2.21.0
+    ``_configure_steps_per_execution``); 1 when it has none."""
+    per = getattr(model, "steps_per_execution", None)
+    if per is None:
+        per = getattr(model, "_steps_per_execution", None)
+    try:
+        return max(1, int(per)) if per is not None else 1
+    except (TypeError, ValueError):
+        return 1
+
+
+def executions(per: int, steps: int) -> tuple[int, int]:
+    """(steps inside the window, batches the call runs) for a Keras call of ``per`` steps per execution: Keras 3
+    and tf-keras call the batch hooks once per execution (keras/src/trainers/epoch_iterator.py@v3.15.1
+    ``_enumerate_iterator``: begin steps 0, per, 2 * per...), so the warm-up and the window are whole executions:
+    the warm-up the fewest that hold ``WARMUP`` steps, the window ``steps // per`` of them (at least one: an
+    execution longer than ``steps`` is profiled whole), and one more whose begin closes the window."""
+    window = max(1, steps // per) * per
+    warm = -(-WARMUP // per) * per
+    return window, warm + window + per
+
+
 def window_callback(keras: Any, window: Window, steps: int, predict: bool = False) -> Any:
-    """A Keras callback that opens ``window`` as training (``predict``: prediction) batch ``WARMUP`` begins and
-    closes it as batch ``WARMUP + steps`` begins (with ``steps_per_execution`` > 1, Keras calls the hook once per
-    execution: the first one at or past those indices), or at the call's end when the data ran out first (a
-    dataset of fewer batches: the window then holds fewer steps). ``held`` is then the steps the window held."""
+    """A Keras callback that opens ``window`` as the first training (``predict``: prediction) batch at or past
+    ``WARMUP`` begins and closes it as the first batch at or past that one + ``steps`` begins (with
+    ``steps_per_execution`` > 1, Keras calls the hook once per execution: ``executions``), or at the call's end when
+    the data ran out first (a dataset of fewer batches: the window then holds fewer steps). ``held`` is then what
+    ran (``Held``: the steps before the window opened, the steps it held)."""
 
     class ProfileWindow(keras.callbacks.Callback):
         first: int | None = None
         last = 0
-        held = 0
+        steps_held = 0
+
+        @property
+        def held(self) -> Held:
+            return Held(self.first or 0, self.steps_held)
 
         def _begin(self, batch: int, logs: Any = None) -> None:
             if self.first is None and batch >= WARMUP:
                 self.first = batch
                 window.start()
             elif self.first is not None and window.open and batch >= self.first + steps:
-                self.held = batch - self.first
+                self.steps_held = batch - self.first
                 window.stop()
             self.last = batch
 
         def _end(self, logs: Any = None) -> None:
             if self.first is not None and window.open:  # the data ran out: the last execution begun is done
-                per = getattr(self.model, "steps_per_execution", None)
-                self.held = self.last - self.first + (per if isinstance(per, int) and per > 0 else 1)
+                self.steps_held = self.last - self.first + per_execution(self.model)
                 window.stop()
 
         if predict:
@@ -118,13 +154,14 @@ def window_callback(keras: Any, window: Window, steps: int, predict: bool = Fals
 def keras_fit(keras: Any, model: Any, fit_kw: Callable[[int], dict[str, Any]], verbose: int,
               quiet: Callable[[int], Any], progress: Sequence[Any] = ()) -> ProfileRun:
     """One more ``model.fit`` on the cell's training data (``fit_kw(n)``: its data arguments, holding at least
-    ``n`` batches), one epoch of ``WARMUP + steps + 1`` steps, no validation, reporting its progress as the cell did:
-    ``verbose`` as the cell's (its output through ``quiet(verbose)``, the engine's ``progress_bar_discarded``) and the
-    cell's progress callbacks (``progress``: the 2017 notebooks' batch-end hook, which reads the logs every step)."""
+    ``n`` batches), one epoch of whole executions (``executions``: with ``steps_per_execution`` 1, ``WARMUP + steps
+    + 1`` steps), no validation, reporting its progress as the cell did: ``verbose`` as the cell's (its output
+    through ``quiet(verbose)``, the engine's ``progress_bar_discarded``) and the cell's progress callbacks
+    (``progress``: the 2017 notebooks' batch-end hook, which reads the logs every step)."""
 
-    def run(window: Window, steps: int) -> int:
-        cb = window_callback(keras, window, steps)
-        n = WARMUP + steps + 1
+    def run(window: Window, steps: int) -> Held:
+        inside, n = executions(per_execution(model), steps)
+        cb = window_callback(keras, window, inside)
         with quiet(verbose):
             model.fit(**fit_kw(n), epochs=1, steps_per_epoch=n, verbose=verbose, callbacks=[cb, *progress])
         return cb.held
@@ -134,12 +171,13 @@ def keras_fit(keras: Any, model: Any, fit_kw: Callable[[int], dict[str, Any]], v
 
 def keras_predict(keras: Any, model: Any, inputs: Callable[[int], Any], verbose: int,
                   quiet: Callable[[int], Any]) -> ProfileRun:
-    """One more ``model.predict`` over ``inputs(n)`` (``n`` batches), as ``keras_fit``."""
+    """One more ``model.predict`` over ``inputs(n)`` (``n`` batches, whole executions), as ``keras_fit``."""
 
-    def run(window: Window, steps: int) -> int:
-        cb = window_callback(keras, window, steps, predict=True)
+    def run(window: Window, steps: int) -> Held:
+        inside, n = executions(per_execution(model), steps)
+        cb = window_callback(keras, window, inside, predict=True)
         with quiet(verbose):
-            model.predict(inputs(WARMUP + steps + 1), verbose=verbose, callbacks=[cb])
+            model.predict(inputs(n), verbose=verbose, callbacks=[cb])
         return cb.held
 
     return run

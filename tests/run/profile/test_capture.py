@@ -55,7 +55,7 @@ def test_a_loop_warms_up_outside_the_window_and_cycles_its_epochs():
 
     run = rerun.loop(lambda b: log.append("step"), batches, before=lambda: log.append("train mode"),
                      close=lambda: log.append("close"))
-    assert run(window, 3) == 3
+    assert run(window, 3) == rerun.Held(rerun.WARMUP, 3)
     assert log == ["train mode", "step", "profiler.start", "barrier", "window.begin", "step", "step", "step",
                    "barrier", "window.end", "profiler.stop", "close"]
     assert len(epochs) == 2 and window.wall_s is not None and window.wall_s >= 0
@@ -128,7 +128,7 @@ def test_the_keras_callback_opens_after_the_warm_up_and_closes_as_the_step_after
         log.append(f"begin {batch}")
         cb.on_train_batch_begin(batch)
     cb.on_train_end()
-    assert cb.held == 3
+    assert cb.held == rerun.Held(rerun.WARMUP, 3)
     assert log == ["begin 0", "begin 1", "profiler.start", "barrier", "window.begin", "begin 2", "begin 3",
                    "begin 4", "barrier", "window.end", "profiler.stop"]
 
@@ -140,7 +140,7 @@ def test_the_keras_callback_closes_at_the_end_when_the_data_runs_out_and_counts_
     for batch in (0, 2):  # two executions of two steps: the window opens at the second
         cb.on_predict_batch_begin(batch)
     cb.on_predict_end()
-    assert window.stopped and cb.held == 2
+    assert window.stopped and cb.held == rerun.Held(2, 2)
 
 
 def test_the_keras_fit_profile_reports_progress_as_the_cell_did():

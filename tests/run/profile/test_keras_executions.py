@@ -1,0 +1,68 @@
+"""A Keras profile with ``steps_per_execution`` > 1 (``bench.run.profile.rerun.keras_fit``): Keras calls the batch
+hooks once per execution, so the profiled fit runs whole executions and the record says what ran."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench.run.profile import rerun
+
+#: One more fit of a small Keras 3 model on JAX (CPU) per steps_per_execution, with a window that logs its edges and
+#: a callback that logs the batch-begin hooks; prints what ran as JSON.
+_FIT = """
+import contextlib, json, sys
+import numpy as np, keras
+from bench.run.profile.rerun import keras_fit
+
+class Window:
+    started = stopped = False
+    @property
+    def open(self): return self.started and not self.stopped
+    def start(self): self.started = True
+    def stop(self): self.stopped = True
+
+class Begins(keras.callbacks.Callback):
+    seen = ()
+    def on_train_batch_begin(self, batch, logs=None): self.seen = (*self.seen, batch)
+
+for spe in json.loads(sys.argv[1]):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile("sgd", "mse", steps_per_execution=spe)
+    data = lambda n: {"x": np.zeros((8 * n, 4), "float32"), "y": np.zeros((8 * n, 2), "float32"), "batch_size": 8}
+    begins, window = Begins(), Window()
+    held = keras_fit(keras, model, data, 0, lambda v: contextlib.nullcontext(), [begins])(window, 5)
+    print("RESULT " + json.dumps({"spe": spe, "held": list(held), "closed": window.stopped,
+                                  "ran": int(model.optimizer.iterations.numpy()), "begins": list(begins.seen)}))
+"""
+
+
+@pytest.mark.parametrize(("per", "window", "batches"), [(1, 5, 7), (2, 4, 8), (3, 3, 9), (16, 16, 48)])
+def test_a_profiled_keras_call_runs_whole_executions(per, window, batches):
+    assert rerun.executions(per, 5) == (window, batches)
+
+
+def test_keras3_calls_the_hook_per_execution_and_the_record_says_what_ran():
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", _FIT, json.dumps([1, 2, 512])], env=env, capture_output=True,
+                          text=True, timeout=300)
+    got = {r["spe"]: r for r in (json.loads(ln[7:]) for ln in done.stdout.splitlines() if ln.startswith("RESULT "))}
+    assert sorted(got) == [1, 2, 512], done.stderr[-2000:]
+    assert got[1]["held"] == [rerun.WARMUP, 5] and got[1]["ran"] == rerun.WARMUP + 5 + 1
+    assert got[2]["held"] == [2, 4] and got[2]["begins"] == [0, 2, 4, 6] and got[2]["ran"] == 8  # not 1 and 6
+    # the tuning study's value: one execution of warm-up, one inside the window, one whose begin closes it
+    assert got[512]["held"] == [512, 512] and got[512]["closed"] and got[512]["begins"] == [0, 512, 1024]
+
+
+def test_tf_keras_steps_per_execution_is_a_variable():
+    class Variable:
+        def __int__(self):
+            return 4
+
+    assert rerun.per_execution(type("TfKerasModel", (), {"_steps_per_execution": Variable()})()) == 4
+    assert rerun.per_execution(type("Keras3Model", (), {"steps_per_execution": 2})()) == 2
+    assert rerun.per_execution(object()) == 1
