@@ -13,7 +13,8 @@ moves beside the record once the worker has ended (``place``), and ``summary.sum
 the cell ``ok`` with its timed numbers, the block saying why (``reason``).
 
 Modules: ``rerun`` (the steps), ``window`` (the window, the profiler lookup), ``torch_profiler``,
-``jax_profiler``, ``tensorflow_profiler`` (one per framework), ``xspace`` (reading XSpace and HLO protobufs),
+``jax_profiler``, ``tensorflow_profiler`` (one per framework), ``xla`` (what XLA runs otherwise under them),
+``xspace`` (reading XSpace and HLO protobufs),
 ``spans`` (one timeline from either trace format; the Chrome trace written), ``summary`` (the block).
 """
 

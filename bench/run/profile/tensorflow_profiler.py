@@ -4,17 +4,20 @@ TensorBoard log directory."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from bench.run.profile.spans import Span, collect_logdir
 from bench.run.profile.summary import WINDOW
+from bench.run.profile.xla import TF_SCOPE, command_buffers_off
 
 
 class Profiler:
     """``tf.profiler.experimental.start`` / ``stop`` with its default levels written out (host tracer 2, Python
     tracer off, device tracer on: tensorflow/python/profiler/profiler_v2.py@v2.21.0 ``ProfilerOptions``),
-    ``tf.profiler.experimental.Trace(WINDOW)`` around the profiled steps."""
+    ``tf.profiler.experimental.Trace(WINDOW)`` around the profiled steps. On a GPU, ``execution_differs`` says
+    that the XLA clusters run their command buffers op by op under it (``xla.command_buffers_off``, ``TF_SCOPE``)."""
 
     activities = ["host", "device"]
 
@@ -26,6 +29,8 @@ class Profiler:
         self.options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=2, python_tracer_level=0,
                                                                 device_tracer_level=1)
         self.mark: Any = None
+        differs = command_buffers_off(device, os.environ.get("XLA_FLAGS", ""))
+        self.execution_differs = differs + TF_SCOPE if differs else None
 
     def start(self) -> None:
         self.tf.profiler.experimental.start(str(self.logdir), options=self.options)

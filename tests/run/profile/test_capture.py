@@ -11,10 +11,10 @@ import pytest
 
 from bench.run import profile
 from bench.run.profile import rerun
-from bench.run.profile.jax_profiler import COMMAND_BUFFERS_OFF, command_buffers_off
 from bench.run.profile.spans import MARK, OP, Span
 from bench.run.profile.summary import WINDOW
 from bench.run.profile.window import Window, profiler_for
+from bench.run.profile.xla import COMMAND_BUFFERS_OFF, command_buffers_off
 
 
 class FakeProfiler:
@@ -234,3 +234,29 @@ def test_the_profiled_step_is_related_to_the_timed_p50():
 ])
 def test_xla_on_a_gpu_runs_its_command_buffers_op_by_op_under_the_profiler(device, flags, differs):
     assert command_buffers_off(device, flags) == (COMMAND_BUFFERS_OFF if differs else None)
+
+
+class FakeTensorFlow:
+    """What ``tensorflow_profiler.Profiler`` reads of TensorFlow at construction (TF runs only in its images)."""
+
+    __version__ = "2.21.0"
+
+    class profiler:  # noqa: N801 - TensorFlow's module name
+        class experimental:  # noqa: N801
+            ProfilerOptions = dict
+
+
+@pytest.mark.parametrize(("device", "flags", "differs"), [
+    ("gpu", "", True), ("cpu", "", False), ("gpu", "--xla_enable_command_buffers_during_profiling", False)])
+def test_tensorflow_on_a_gpu_says_its_xla_clusters_run_op_by_op_under_the_profiler(monkeypatch, tmp_path, device,
+                                                                                    flags, differs):
+    """TF 2.21's XLA GPU runtime drops command buffers under a profiler as jax's does (libtensorflow_cc.so.2 holds
+    the same message and flag), and Keras compiles the TF backend's step with XLA on a GPU."""
+    from bench.run.profile import tensorflow_profiler
+
+    monkeypatch.setitem(__import__("sys").modules, "tensorflow", FakeTensorFlow)
+    monkeypatch.setenv("XLA_FLAGS", flags)
+    said = tensorflow_profiler.Profiler(device, tmp_path).execution_differs
+    assert (said is not None) == differs
+    if differs:
+        assert said.startswith(COMMAND_BUFFERS_OFF) and "XLA clusters only" in said
