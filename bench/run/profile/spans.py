@@ -95,10 +95,13 @@ HOST_PLANES = ("/host:CPU", "/host:CUPTI")
 #: holds); the rest (derived lines, counters, a later XLA's ``CUPTI overhead`` line) is no kernel.
 STREAM_LINE = "Stream #"
 #: CUPTI's overhead records, which that collector puts on a stream's line (or on one of their own,
-#: ``kThreadIdOverhead``) named by their kind (cupti_buffer_events.cc ``getActivityOverheadKindString``;
-#: ``Overhead`` when unnamed) and listed as ``Overhead`` in the line's name: the profiler's own cost, not the
-#: device's work.
-OVERHEAD_EVENTS = frozenset({"Overhead", "COMPILER", "BUFFER_FLUSH", "INSTRUMENTATION", "RESOURCE"})
+#: ``kThreadIdOverhead``, whose name lists ``Overhead`` alone: all of it is dropped) named by their kind
+#: (cupti_buffer_events.cc ``getActivityOverheadKindString``: ``<UNKNOWN>`` for a kind it does not know, its
+#: default; ``Overhead`` when unnamed) and listed as ``Overhead`` in the line's name: the profiler's own cost, not
+#: the device's work.
+OVERHEAD_EVENTS = frozenset({"Overhead", "COMPILER", "BUFFER_FLUSH", "INSTRUMENTATION", "RESOURCE", "<UNKNOWN>"})
+#: The name of a line of overhead records only (``Stream #<id>(Overhead)``).
+OVERHEAD_ONLY = "(Overhead)"
 
 
 class _Programs:
@@ -158,6 +161,8 @@ def from_xspace(planes: list[Plane]) -> list[Span]:
                 continue
             lane = f"{plane.name}/{line.name}"
             if device:
+                if line.name.endswith(OVERHEAD_ONLY):
+                    continue
                 overhead = "Overhead" in line.name
                 out += [_device_span(e, lane, programs) for e in line.events
                         if not (overhead and e.name in OVERHEAD_EVENTS)]

@@ -20,8 +20,9 @@ def gpu_planes() -> list[Plane]:
     window = Plane("/host:CPU", [Line("python", [_event("dlbench.profiled_steps", 0, 100)])])
     gpu = Plane("/device:GPU:0", [
         Line("Stream #7(Kernel,MemcpyH2D,Overhead)", [_event(GEMM, 10, 30), _event("MemcpyH2D", 50, 5),
-                                                      _event("INSTRUMENTATION", 60, 20)]),
-        Line("Stream #9223372036854775807(Overhead)", [_event("BUFFER_FLUSH", 0, 90)]),  # kThreadIdOverhead's line
+                                                      _event("INSTRUMENTATION", 60, 20), _event("<UNKNOWN>", 85, 10)]),
+        # kThreadIdOverhead's line, a kind the collector does not name among them
+        Line("Stream #9223372036854775807(Overhead)", [_event("BUFFER_FLUSH", 0, 90), _event("SOME_NEW_KIND", 0, 9)]),
         Line("CUPTI overhead", [_event("RESOURCE", 0, 90)]),  # a later XLA's name for that line
         Line("XLA Ops", [_event(GEMM, 10, 30)]),  # derived: repeats the stream's kernels
     ])
