@@ -124,16 +124,19 @@ class _Programs:
 
 
 def _host_span(event: Any, lane: str, programs: _Programs) -> Span:
+    """A host event as an op (an XLA thunk on a CPU, or on a GPU the launch of an XLA kernel, which carries the
+    kernel's ``correlation_id``; a TensorFlow op) or a mark, with its correlation id as ``link``."""
     start, dur = event.start_ns / 1000.0, event.dur_ns / 1000.0
-    if "hlo_op" in event.stats:  # an XLA CPU thunk (xla/backends/cpu/runtime/thunk_executor.cc)
+    link = event.stats.get("correlation_id")
+    link = link if isinstance(link, int) else None
+    if "hlo_op" in event.stats:  # an XLA thunk (xla/backends/cpu/runtime/thunk_executor.cc) or GPU kernel launch
         inst = programs.instruction(event.stats)
         return Span(str(event.stats["hlo_op"]), start, dur, lane, OP, inst.detail if inst else "",
-                    inst.scope if inst else "")
+                    inst.scope if inst else "", link)
     m = TF_OP.match(event.name)
     if m and m["type"] not in TF_CONTAINERS:
-        return Span(m["type"], start, dur, lane, OP, scope=m["scope"])
-    link = event.stats.get("correlation_id")
-    return Span(event.name, start, dur, lane, MARK, link=link if isinstance(link, int) else None)
+        return Span(m["type"], start, dur, lane, OP, scope=m["scope"], link=link)
+    return Span(event.name, start, dur, lane, MARK, link=link)
 
 
 def _device_span(event: Any, lane: str, programs: _Programs) -> Span:

@@ -62,3 +62,16 @@ def test_kinetos_errors_and_warnings_are_read_from_its_trace():
     assert chrome_messages(trace) == ["error: CUPTI_ERROR_NOT_INITIALIZED", "warning: State: CollectTrace stopped by "
                                       "GPU profiler. (Buffer size configured is 1 MB)"]
     assert chrome_messages({"traceEvents": []}) == []
+
+
+def test_an_xla_kernel_takes_the_scope_of_its_launch_on_the_host():
+    """XLA's GPU launches carry ``hlo_op`` and the kernel's ``correlation_id`` on a host thread: the kernel is read
+    in the launch's scope (here under an optimizer's annotation), as a PyTorch kernel is."""
+    launch = Event("loop_add_fusion", 20_000.0, 2_000.0, {"hlo_op": "loop_add_fusion", "hlo_module": "jit_step",
+                                                         "correlation_id": 42})
+    host = Plane("/host:CPU", [Line("python", [_event("dlbench.profiled_steps", 0, 100), _event("adam", 10, 30),
+                                               launch])])
+    kernel = Event("loop_add_fusion", 40_000.0, 5_000.0, {"correlation_id": 42})
+    spans = from_xspace([host, Plane("/device:GPU:0", [Line("Stream #7(Kernel)", [kernel])])])
+    assert next(s for s in spans if s.lane == "/host:CPU/python" and s.name == "loop_add_fusion").link == 42
+    assert summarise(spans, steps=1)["categories"]["optimizer"] == 0.005
