@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-Field = Literal["name", "detail", "scope"]
+Field = Literal["name", "full", "detail", "scope"]
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,9 @@ CATEGORIES: tuple[Category, ...] = (
              "gradients (sums over the batch), XLA fusions whose hero is a reduce"),
     Category("memcpy_h2d", "copy host-to-device", "copies from host to device memory"),
     Category("memcpy_d2h", "copy device-to-host", "copies from device to host memory"),
-    Category("memcpy_d2d", "copy device-to-device", "copies within device memory (on a CPU, the CPU is the "
-             "device: copies within host memory, such as PyTorch's copy_)"),
+    Category("memcpy_d2d", "copy device-to-device", "copies within device memory and memsets (device memory "
+             "traffic without a kernel of its own; on a CPU, the CPU is the device: copies within host memory, such "
+             "as PyTorch's copy_)"),
     Category("optimizer", "optimizer update", "the optimizer's update of the weights: ops under PyTorch's "
              "Optimizer.step annotation or a Keras optimizer's name scope, fused/foreach update kernels"),
     Category("data_input", "data input", "the input pipeline's ops that the profiler sees: tf.data's threads and "
@@ -115,8 +116,11 @@ _LAUNCHED = ("torch 2.13.0: the profiler links each CUDA kernel to the cudaLaunc
              "correlation id (kineto's Chrome trace: args.correlation), inside the ATen op that called it (torch/"
              "autograd/profiler_util.py@v2.13.0 FunctionEvent.kernels)")
 
-#: The fields a rule reads: an op's name, its detail, its scope, or a TensorFlow op type (name or detail).
+#: The fields a rule reads: an op's name (its full name: ``FULL``), its detail, its scope, or a TensorFlow op type (name
+#: or detail).
 NAME: tuple[Field, ...] = ("name",)
+#: A kernel's name with its template arguments (``bare`` takes them out of ``name``).
+FULL: tuple[Field, ...] = ("full",)
 DETAIL: tuple[Field, ...] = ("detail",)
 SCOPE: tuple[Field, ...] = ("scope",)
 TF_TYPE: tuple[Field, ...] = ("name", "detail")
@@ -130,6 +134,9 @@ RULES: tuple[Rule, ...] = (
          "as memcpy_h2d: 'Memcpy DtoH (Device -> Pageable)', 'MemcpyD2H'"),
     Rule("memcpy_d2d", NAME, r"(?i)^memcpy ?(dtod|d2d|ptop|p2p)",
          "as memcpy_h2d: 'Memcpy DtoD (Device -> Device)', 'MemcpyD2D', 'MemcpyP2P'"),
+    Rule("memcpy_d2d", NAME, r"(?i)^memset( |$)",
+         "kineto libkineto/src/CuptiActivity.cpp (torch 2.13.0): 'Memset ({})', such as 'Memset (Device)'; jax "
+         "0.10.2's CUDA plugin (xla/backends/profiler/gpu/cupti_buffer_events.cc): 'Memset <n>'"),
     # the optimizer's update, by the annotation or name scope it runs under, then its fused kernels
     Rule("optimizer", SCOPE, r"Optimizer\.step#",
          "torch/optim/optimizer.py@v2.13.0 profile_hook_step: record_function('Optimizer.step#<cls>.step')"),
@@ -162,6 +169,9 @@ RULES: tuple[Rule, ...] = (
          "torch 2.13.0 aten::_scaled_dot_product_flash_attention(_for_cpu), aten/src/ATen/native/transformers/"
          "cuda/flash_attn (pytorch_flash::flash_fwd_kernel), mem_eff_attention (fmha_cutlassF_*); cuDNN SDPA "
          "'cudnn_generated_fort_native_sdpa_*'"),
+    Rule("attention", FULL, r"\bflash::|FlashAttn",
+         "flash-attention 3 (Dao-AILab/flash-attention hopper/): 'cutlass::device_kernel<flash::enable_sm90_or_later<"
+         "flash::FlashAttnFwdSm90<...>>>', a CUTLASS kernel by its bare name: read with its template arguments"),
     Rule("attention", DETAIL, r"__cudnn\$fmha",
          "xla/service/gpu/cublas_cudnn.cc: kCudnnfMHA* custom-call targets"),
     Rule("attention", SCOPE, _ATTENTION_SCOPE, "Keras attention layers' name scopes (_ATTENTION_SCOPE)"),
@@ -276,7 +286,7 @@ def classify(name: str, detail: str = "", scope: str = "") -> str:
     """The category key (``KEYS``) of an op from its ``name`` (read without its template arguments and parameters:
     ``bare``), ``detail`` and ``scope`` (module docstring): the first rule of ``RULES`` that matches; ``OTHER`` when
     none does."""
-    texts = {"name": bare(name), "detail": detail, "scope": scope}
+    texts = {"name": bare(name), "full": name, "detail": detail, "scope": scope}
     for rule in RULES:
         if any(rule.regex.search(texts[f]) for f in rule.fields):
             return rule.category

@@ -83,7 +83,13 @@ NAMES = [
     ("Memcpy HtoD (Pageable -> Device)", "", "", "memcpy_h2d", "kineto CuptiActivity.cpp memcpyName (torch 2.13.0)"),
     ("Memcpy DtoH (Device -> Pageable)", "", "", "memcpy_d2h", "kineto CuptiActivity.cpp memcpyName"),
     ("Memcpy DtoD (Device -> Device)", "", "", "memcpy_d2d", "kineto CuptiActivity.cpp memcpyName"),
-    ("Memset (Device)", "", "", OTHER, "kineto CuptiActivity.cpp: 'Memset ({})'; a memset is no copy"),
+    ("Memset (Device)", "", "", "memcpy_d2d", "kineto CuptiActivity.cpp: 'Memset ({})': device memory traffic"),
+    ("Memset 3", "", "", "memcpy_d2d", "jax 0.10.2's CUDA plugin, cupti_buffer_events.cc: 'Memset <n>'"),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::"
+     "CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128l>, "
+     "cute::C<128l>, cute::C<128l> >, 128, cutlass::bfloat16_t, float, cutlass::arch::Sm90, true, false> > > >"
+     "(flash::enable_sm90_or_later<...>::Params)", "", "", "attention",
+     "flash-attention 3 hopper/ FlashAttnFwdSm90: a CUTLASS device_kernel by its bare name, attention by its template"),
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
      "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", "", "",
      "elementwise", "aten/src/ATen/native/cuda/CUDALoops.cuh@v2.13.0"),
