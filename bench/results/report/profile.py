@@ -3,8 +3,9 @@ a run's cells (``bench run --profile``) summarised the same way on every stack.
 
 Every share is of the profiled window's wall time: a category's is the device's busy fraction times the category's
 part of the device's op time (``profile.categories`` / ``profile.op_ms``), and ``idle`` is the rest
-(``profile.host_fraction``), so a stack's shares sum to 1. ms/step multiplies a share by the window's time per
-step (``profile.window_ms / profile.steps``).
+(``profile.host_fraction``), so a stack's shares sum to 1. ms/step multiplies a share by the record's profiled
+ms per step (``profile.ms_per_step``: the harness's wall time of the window per step; a record older than that
+field: ``profile.window_ms / profile.steps``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from bench.results.schema import Profile, Record, col
 
 BUSY, OP_MS, STEPS, WINDOW = (col(Profile, k) for k in ("device_busy_fraction", "op_ms", "steps", "window_ms"))
 TOP_OPS, TRACE = col(Profile, "top_ops"), col(Profile, "trace")
-PDEVICE, SLOWDOWN, DIFFERS = (col(Profile, k) for k in ("device", "slowdown", "execution_differs"))
+PDEVICE, SLOWDOWN, DIFFERS, PER_STEP = (col(Profile, k) for k in ("device", "slowdown", "execution_differs",
+                                                                    "ms_per_step"))
 PARTS: tuple[str, ...] = (*KEYS, IDLE)
 NOTE = ("Each stack's profile: its framework's own profiler over a few steady steps after the timed window "
         "(`bench run --profile`; the timed numbers above are not from it). Shares are of the profiled window's wall "
@@ -43,7 +45,11 @@ def shares(row: Any) -> dict[str, float] | None:
 
 
 def ms_per_step(row: Any) -> float | None:
-    """The profiled window's wall time per step (ms)."""
+    """A profiled step's time (ms): the record's ``profile.ms_per_step`` (the window's wall time per step, which
+    ``slowdown`` divides), or for a record without it the window's trace time per step."""
+    recorded = _num(row.get(PER_STEP))
+    if recorded is not None:
+        return recorded
     window, steps = _num(row.get(WINDOW)), _num(row.get(STEPS))
     return window / steps if window is not None and steps else None
 

@@ -99,3 +99,12 @@ def test_profiles_that_count_different_devices_are_not_compared(df):
     assert keras_adds(g) == []  # pytorch's kernels against keras3-torch's host ops: nothing to tell
     pairs = dict(compare_profiles(df.assign(**{"profile.device": "gpu"}), df.assign(**{"profile.device": "cpu"})))
     assert all(isinstance(v, str) and "different devices (A: gpu, B: cpu)" in v for v in pairs.values())
+
+
+def test_the_profiled_ms_per_step_is_the_records_and_old_records_fall_back(df):
+    """The table's ms/step is the one ``slowdown`` divides (``profile.ms_per_step``, wall time per step), not the
+    trace's window per step; a record without the field shows the latter."""
+    df = df.assign(**{"profile.ms_per_step": [12.5, None, None, None, None], "profile.slowdown": 1.25})
+    text = "\n".join(profile_section(profile_frame(df), {}))
+    assert "| pytorch | 12.5 | 1.25x |" in text  # not the window's 50 ms / 5 steps
+    assert "| keras3-torch | 20 | 1.25x |" in text  # no recorded field: 100 ms / 5 steps
