@@ -64,7 +64,10 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
         window.arm()
         held = run(window, min(steps, MAX_STEPS))
         if not window.stopped:
-            raise RuntimeError("the steps ended before the profile window closed")
+            raise RuntimeError(f"the steps ended before the profile window closed (it held {held.steps} steps after "
+                               f"{held.warmup}): the profiled call ran out of the cell's data, as a Keras call of "
+                               "whole executions does when 3 executions (warm-up, window, one more) of "
+                               "steps_per_execution steps exceed an epoch's batches")
         spans, files = profiler.collect(base)
         files = bounded(files, base.parent)
         block = summarise(spans, held.steps)
