@@ -66,7 +66,7 @@ def add_parent_env(rec: Record, cell: Cell, env: Mapping[str, str]) -> None:
     packages and GPU it ran on. No framework ran in the runner: ``framework_cuda`` is empty."""
     try:
         # what the runner's own interpreter may have imported (a test's) says nothing of the cell's process
-        rec.env = Env.model_validate({**capture(env), "framework_cuda": {}, **stack_pins(cell.stack)})
+        rec.env = Env.model_validate({**capture(env, frameworks=False), **stack_pins(cell.stack)})
     except Exception as e:  # the record is written whatever the capture meets
         rec.env = Env(error=f"{type(e).__name__}: {e}")
     rec.notes = [*rec.notes, PARENT_ENV_NOTE]

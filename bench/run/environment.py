@@ -252,10 +252,10 @@ def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = N
             "bytes_before": bytes_before, "bytes_after": after, "jit_compiled": grew}
 
 
-def capture(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def capture(env: Mapping[str, str] | None = None, frameworks: bool = True) -> dict[str, Any]:
     """The full environment block (see docs/outputs.md) of a process whose environment variables are ``env``
     (default ``os.environ``: the worker's own; the runner passes the cell's when it writes the block for a worker
-    that wrote no record)."""
+    that wrote no record, with ``frameworks`` False: no framework ran there, so ``framework_cuda`` is empty)."""
     env = os.environ if env is None else env
     return {
         "python": platform.python_version(),
@@ -274,7 +274,7 @@ def capture(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         # every image sets BENCH_IMAGE (images/Dockerfile); without it no image's pins ran this cell
         "native": not env.get("BENCH_IMAGE"),
         "packages": package_versions(),
-        "framework_cuda": framework_cuda(),
+        "framework_cuda": framework_cuda() if frameworks else {},
         "gpu": gpu_info(env),
         "env_vars": {k: env.get(k) for k in ENV_VARS},
     }
