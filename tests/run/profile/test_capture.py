@@ -98,8 +98,10 @@ def test_a_profile_that_fails_says_why_and_stops_its_profiler(monkeypatch, tmp_p
 
 def test_steps_that_never_close_the_window_are_a_reason(monkeypatch, tmp_path):
     monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: FakeProfiler([]))
-    block = profile.capture(lambda window, steps: steps, "torch", "cpu", tmp_path / "cell", lambda: None)
+    block = profile.capture(lambda window, steps: rerun.Held(rerun.WARMUP, steps - 1), "torch", "cpu",
+                            tmp_path / "cell", lambda: None)
     assert "before the profile window closed" in block["reason"]
+    assert f"it held {profile.STEPS - 1} steps after {rerun.WARMUP}" in block["reason"]
 
 
 def test_each_framework_has_its_profiler_module_and_nothing_else_does(tmp_path):
