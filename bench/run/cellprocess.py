@@ -17,6 +17,8 @@ from bench.core import interrupt
 from bench.results.cell import Cell
 from bench.results.record import RecordError, load_record, new_record
 from bench.results.schema import Env, Record
+from bench.results.schema.record import Status
+from bench.run import profile
 from bench.run.environment import capture, stack_pins
 
 
@@ -81,19 +83,12 @@ def worker_record(cell: Cell, worker_out: Path, rc: int, timed_out: bool, log_fi
     log's tail). Such a record gets its ``env`` from the cell's environment ``env`` (default ``os.environ``;
     ``add_parent_env``)."""
     try:
-        return load_record(worker_out)
+        rec = load_record(worker_out)
     except RecordError as e:
         rec = Record.model_validate(new_record(cell), strict=True)
-        signum, ran_s = stopped
-        if signum is not None:
-            rec.status = "timeout"
-            rec.reason = interrupt.reason(signum, f"the cell's process group was killed after {ran_s:.1f} s; a rerun "
-                                                  "measures the cell again")
-        elif timed_out:
-            rec.status, rec.reason = "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
-        elif rc == -signal.SIGKILL:
-            rec.status = "oom"
-            rec.reason = "killed by SIGKILL (most likely the out-of-memory killer)"
+        how = ended(cell, rc, timed_out, stopped, "; a rerun measures the cell again")
+        if how is not None:
+            rec.status, rec.reason = how
         elif worker_out.exists():
             kept = worker_out.with_name(f"{cell.run_id}.rejected.json")
             worker_out.replace(kept)
@@ -102,3 +97,31 @@ def worker_record(cell: Cell, worker_out: Path, rc: int, timed_out: bool, log_fi
             rec.reason = f"worker exited with status {rc} without a record: {_tail(log_file)}"
         add_parent_env(rec, cell, os.environ if env is None else env)
         return rec
+    cut_profile(rec, ended(cell, rc, timed_out, stopped) or ("failed", f"exit status {rc}: {_tail(log_file)}"))
+    return rec
+
+
+def ended(cell: Cell, rc: int, timed_out: bool, stopped: tuple[int | None, float],
+          then: str = "") -> tuple[Status, str] | None:
+    """(status, reason) of a worker that was stopped: a signal to this process (``stopped``: the signal and the
+    seconds the worker had run; ``then``: what follows, said after the kill), the cell's time limit
+    (``timed_out``), a SIGKILL; None for any other end."""
+    signum, ran_s = stopped
+    if signum is not None:
+        return "timeout", interrupt.reason(signum, f"the cell's process group was killed after {ran_s:.1f} s{then}")
+    if timed_out:
+        return "timeout", f"exceeded the time limit of {cell.timeout_s:g} s"
+    if rc == -signal.SIGKILL:
+        return "oom", "killed by SIGKILL (most likely the out-of-memory killer)"
+    return None
+
+
+def cut_profile(rec: Record, how: tuple[Status, str]) -> None:
+    """Say how the process ended in a record the worker wrote before its profile and never replaced
+    (``bench.run.profile.UNFINISHED``): the cell's status stands (its timed numbers were measured), its
+    profile's reason and the note name the end (``how``: ``ended``'s status and reason)."""
+    if rec.profile is None or rec.profile.reason != profile.UNFINISHED:
+        return
+    rec.profile.reason = f"{profile.UNFINISHED}: {how[1]}"
+    rec.notes = [f"profile: none ({rec.profile.reason})" if n == f"profile: none ({profile.UNFINISHED})" else n
+                 for n in rec.notes]

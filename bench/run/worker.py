@@ -34,17 +34,22 @@ MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energ
             "datasheet peak is the whole GPU's (MFU null): not comparable with a full GPU's")
 
 
-def run_cell(cell: Cell, samples_csv: Path | None = None, profile_dir: Path | None = None) -> dict[str, Any]:
-    """Run ``cell`` and return its record's JSON (``fill_record``'s, written once by ``main``)."""
-    return fill_record(cell, samples_csv, profile_dir).model_dump(exclude_unset=True)
+def run_cell(cell: Cell, samples_csv: Path | None = None, profile_dir: Path | None = None,
+             out_file: Path | None = None) -> dict[str, Any]:
+    """Run ``cell`` and return its record's JSON (``fill_record``'s, written by ``main``; before a profile also to
+    ``out_file``)."""
+    return fill_record(cell, samples_csv, profile_dir, out_file).model_dump(exclude_unset=True)
 
 
-def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path | None = None) -> Record:
+def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path | None = None,
+                out_file: Path | None = None) -> Record:
     """Run ``cell`` and fill its one typed ``Record`` (never raises for a failure of the cell itself).
 
     ``samples_csv``: where to write the raw telemetry samples (None: not written). ``profile_dir``: where a cell
     that asks for a profile (``Cell.profile``, repeat 1) writes its trace, ``<run_id>.trace.json.gz`` (None: no
-    profile); the profile runs once every timed number, the environment and the peak memory are in ``rec``.
+    profile); the profile runs once every timed number, the environment and the peak memory are in ``rec``, and
+    that record is first written to ``out_file`` (atomically, ``profile.reason`` ``profile.UNFINISHED``), so that a
+    profile that runs out of time or memory loses nothing measured.
     """
     again = None
     rec = Record.model_validate(new_record(cell), strict=True)  # the skeleton: every top-level field given
@@ -87,6 +92,8 @@ def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path |
         add_mfu(rec)
     rec.memory.host_peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if rec.status == "ok" and again is not None and cell.profile and (cell.repeat or 1) == 1 and profile_dir:
+        if out_file is not None:
+            write_unfinished(rec, out_file)
         add_profile(rec, cell, again, profile_dir)
     rec.finished_utc = utc_now()
     return rec
@@ -104,6 +111,16 @@ def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path) -
         rec.profile = Profile(reason=f"{type(e).__name__}: {e}".splitlines()[0][:500])
     if rec.profile.reason:
         rec.notes.append(f"profile: none ({rec.profile.reason})")
+
+
+def write_unfinished(rec: Record, out_file: Path) -> None:
+    """Write ``rec``, every timed number in it, to ``out_file`` as the record of a cell whose profile did not finish
+    (``profile.UNFINISHED``); ``rec`` itself is left as it is."""
+    before = rec.model_copy(deep=True)
+    before.profile = Profile(reason=profile.UNFINISHED)
+    before.notes.append(f"profile: none ({profile.UNFINISHED})")
+    before.finished_utc = utc_now()
+    write_json_atomic(out_file, before.model_dump(exclude_unset=True))
 
 
 def add_env(rec: Record, cell: Cell) -> None:
@@ -189,7 +206,7 @@ def main(argv: list[str]) -> int:
     """
     cell_file, out_file, *rest = argv
     cell = Cell.from_dict(json.loads(Path(cell_file).read_text()))
-    rec = run_cell(cell, Path(rest[0]) if rest else None, Path(out_file).parent)
+    rec = run_cell(cell, Path(rest[0]) if rest else None, Path(out_file).parent, Path(out_file))
     write_json_atomic(Path(out_file), rec)
     if rec["status"] == "failed":
         print(rec.get("traceback", ""), file=sys.stderr)

@@ -57,6 +57,30 @@ def test_the_profile_starts_after_the_timed_window_and_the_telemetry_closed(monk
     assert all(w.startswith(("error: ", "warning: ")) for w in rec.profile.warnings or [])
 
 
+@needs_torch
+def test_the_timed_record_is_on_disk_before_the_profile_starts(monkeypatch, tmp_path):
+    """What the profile might lose (its process killed for time or memory) is written first: the record with every
+    timed number, its profile unfinished; the worker's final record then replaces it."""
+    from bench.run import profile, worker
+    from bench.run.profile.window import Window
+
+    out = tmp_path / "cell.json"
+    seen: list[dict] = []
+    arm = Window.arm
+
+    def arm_after_reading(self):
+        seen.append(read_record(out))
+        arm(self)
+
+    monkeypatch.setattr(Window, "arm", arm_after_reading)
+    rec = worker.fill_record(torch_cell(True), None, tmp_path, out)
+    assert rec.status == "ok" and rec.profile is not None and rec.profile.steps == 5 and rec.profile.reason is None
+    assert len(seen) == 1 and seen[0]["status"] == "ok" and seen[0]["profile"] == {"reason": profile.UNFINISHED}
+    assert seen[0]["metrics"] == rec.metrics.model_dump(exclude_unset=True)
+    assert f"profile: none ({profile.UNFINISHED})" in seen[0]["notes"]
+    assert not any(n.startswith("profile: none") for n in rec.notes)
+
+
 def measured_metrics() -> set[str]:
     """The metrics a clock (or a power meter) reading gives, from the schema's declarations: those a repeated cell
     aggregates as a median or derives from them, and the lists of seconds (each epoch's)."""

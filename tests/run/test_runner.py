@@ -10,7 +10,7 @@ from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
 from bench.results.repeats import aggregate as aggregate_records
 from bench.results.schema import Record
-from bench.run import cellprocess, environment, runner
+from bench.run import cellprocess, environment, profile, runner
 from tests.conftest import needs_torch
 
 FAKE = textwrap.dedent("""
@@ -37,6 +37,13 @@ FAKE = textwrap.dedent("""
     for path in filter(None, caches.values()):  # what a compile leaves behind
         os.makedirs(path, exist_ok=True)
         open(os.path.join(path, "entry"), "w").close()
+    if mode.startswith("profile_"):  # the timed record, then a profile that never ends
+        from bench.results.schema import Record
+        from bench.run.worker import write_unfinished
+        write_unfinished(Record.model_validate(rec), __import__("pathlib").Path(sys.argv[2]))
+        if mode == "profile_kill":
+            os.kill(os.getpid(), 9)
+        time.sleep(60)
     if mode == "fail2" and cell.repeat == 2:
         rec.update(status="failed", reason="boom in repeat 2")
     write_json_atomic(__import__("pathlib").Path(sys.argv[2]), rec)
@@ -97,6 +104,20 @@ def test_time_limit_kills_the_cell(tmp_path, fake_worker):
     rec = run_one(cell(timeout_s=1.0), tmp_path)
     assert rec["status"] == "timeout" and "1 s" in rec["reason"]
     assert rec["process"]["wall_s"] < 30
+
+
+@pytest.mark.parametrize(("mode", "how"), [("profile_sleep", "exceeded the time limit of 1 s"),
+                                         ("profile_kill", "killed by SIGKILL")])
+def test_a_profile_that_never_ends_keeps_the_timed_record(tmp_path, fake_worker, mode, how):
+    """The worker writes the timed record before its profile; a profile stopped by the time limit or the
+    out-of-memory killer leaves that record, its status and numbers, and its profile says how it ended."""
+    fake_worker(mode)
+    rec = run_one(cell(timeout_s=1.0), tmp_path)
+    assert rec["status"] == "ok" and rec["metrics"]["ms_per_step_mean"] == 1.0
+    assert rec["profile"]["reason"].startswith(f"{profile.UNFINISHED}: {how}")
+    assert f"profile: none ({rec['profile']['reason']})" in rec["notes"]
+    assert rec["process"]["exit_code"] != 0
+    assert read_record(result_path(tmp_path, cell()))["profile"] == rec["profile"]
 
 
 def test_a_cell_without_a_worker_record_still_names_its_environment(tmp_path, fake_worker, monkeypatch):
@@ -236,7 +257,7 @@ def test_a_cpu_worker_exits_without_teardown_after_its_record_and_a_gpu_one_exit
         import atexit, sys
         from bench.run import worker
         atexit.register(lambda: open({str(marker)!r}, "w").close())
-        worker.run_cell = lambda cell, samples=None, profile_dir=None: {{"status": "ok", "device": cell.device}}
+        worker.run_cell = lambda cell, samples=None, profile_dir=None, out_file=None: {{"status": "ok", "device": cell.device}}
         sys.exit(worker.main([{str(tmp_path / "cell.json")!r}, {str(out)!r}]))
     """)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -37,6 +37,11 @@ __all__ = ["MAX_STEPS", "MAX_TRACE_BYTES", "STEPS", "WARMUP", "ProfileRun", "bou
 #: Steps inside the profiled window: a few steady steps, enough to see every op of a step several times while the
 #: trace stays small (a smoke cell's trace is tens to hundreds of kB).
 STEPS = 5
+#: The ``profile.reason`` of the record a cell's worker writes before its profile starts (``bench.run.worker``): that
+#: record stands if the process ends during the profile, and the runner adds how it ended
+#: (``bench.run.cellprocess.cut_profile``).
+UNFINISHED = ("the cell's process ended during the profile, after its timed record was written (the timed numbers "
+              "stand)")
 #: The most steps a window holds whatever a caller asks (a GPU step's trace grows with its kernels times the steps).
 MAX_STEPS = 10
 #: The largest trace kept (its Chrome trace and TensorBoard directory together, bytes): a larger one is deleted, the

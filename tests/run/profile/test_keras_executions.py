@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from bench.run.profile import rerun
@@ -40,6 +41,37 @@ for spe in json.loads(sys.argv[1]):
                                   "ran": int(model.optimizer.iterations.numpy()), "begins": list(begins.seen)}))
 """
 
+#: The cell's data as the engine hands it to fit, an epoch of 2 batches, fewer than the profile's call runs: NumPy
+#: arrays (two inputs) and a tf.data pipeline, each through ``with_batches``; prints what ran as JSON.
+_FEW = """
+import contextlib, json
+import numpy as np, keras, tensorflow as tf
+from bench.run.engines.keras.data import with_batches
+from bench.run.profile.rerun import keras_fit
+
+class Window:
+    started = stopped = False
+    @property
+    def open(self): return self.started and not self.stopped
+    def start(self): self.started = True
+    def stop(self): self.stopped = True
+
+x = [np.zeros((16, 4), "float32"), np.ones((16, 4), "float32")]
+y = np.zeros((16, 2), "float32")
+forms = {"arrays": {"x": x, "y": y, "batch_size": 8, "shuffle": True},
+         "tf.data": {"x": tf.data.Dataset.from_tensor_slices((tuple(x), y)).batch(8)}}
+for form, kw in forms.items():
+    for spe in (1, 4):
+        a, b = keras.Input((4,)), keras.Input((4,))
+        model = keras.Model([a, b], keras.layers.Dense(2)(keras.layers.add([a, b])))
+        model.compile("sgd", "mse", steps_per_execution=spe)
+        window = Window()
+        held = keras_fit(keras, model, lambda n: with_batches(keras, kw, n), 0, lambda v: contextlib.nullcontext())(
+            window, 5)
+        print("RESULT " + json.dumps({"form": form, "spe": spe, "held": list(held), "closed": window.stopped,
+                                      "ran": int(model.optimizer.iterations.numpy())}))
+"""
+
 
 @pytest.mark.parametrize(("per", "window", "batches"), [(1, 5, 7), (2, 4, 8), (3, 3, 9), (16, 16, 48)])
 def test_a_profiled_keras_call_runs_whole_executions(per, window, batches):
@@ -56,6 +88,34 @@ def test_keras3_calls_the_hook_per_execution_and_the_record_says_what_ran():
     assert got[2]["held"] == [2, 4] and got[2]["begins"] == [0, 2, 4, 6] and got[2]["ran"] == 8  # not 1 and 6
     # the tuning study's value: one execution of warm-up, one inside the window, one whose begin closes it
     assert got[512]["held"] == [512, 512] and got[512]["closed"] and got[512]["begins"] == [0, 512, 1024]
+
+
+def test_a_cell_whose_epoch_is_shorter_than_the_profile_still_closes_its_window():
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", _FEW], env=env, capture_output=True, text=True, timeout=300)
+    got = {(r["form"], r["spe"]): r for r in (json.loads(ln[7:]) for ln in done.stdout.splitlines()
+                                               if ln.startswith("RESULT "))}
+    assert len(got) == 4, done.stderr[-2000:]
+    for form in ("arrays", "tf.data"):  # 2 batches an epoch; the call runs 7 (spe 1) and 12 (spe 4)
+        assert got[form, 1]["closed"] and got[form, 1]["held"] == [rerun.WARMUP, 5] and got[form, 1]["ran"] == 7
+        assert got[form, 4]["closed"] and got[form, 4]["held"] == [4, 4] and got[form, 4]["ran"] == 12
+
+
+def test_with_batches_repeats_only_what_is_short():
+    from bench.run.engines.keras.data import with_batches
+
+    x, y = [np.arange(16.0), np.arange(16.0)], np.arange(16)
+    kw = with_batches(None, {"x": x, "y": y, "batch_size": 8, "shuffle": True}, 5)  # 40 examples: 3 copies
+    assert [len(a) for a in kw["x"]] == [48, 48] and len(kw["y"]) == 48 and kw["shuffle"] is True
+    assert (kw["y"][16:32] == y).all()
+    same = {"x": x[0], "y": y, "batch_size": 8}
+    assert with_batches(None, same, 2) is same  # an epoch that holds the call's batches is handed on as it is
+
+    class Pipeline:
+        def repeat(self):
+            return "repeated"
+
+    assert with_batches(None, {"x": Pipeline()}, 100) == {"x": "repeated"}
 
 
 def test_tf_keras_steps_per_execution_is_a_variable():

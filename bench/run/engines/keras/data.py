@@ -108,6 +108,37 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, 
     raise ValueError(f"unknown data_pipeline {pipeline!r}")
 
 
+def with_batches(keras, fit_kw: dict[str, Any], n: int) -> dict[str, Any]:
+    """``fit_kw`` (``train_data``'s or ``augmented_train_data``'s ``fit`` arguments) holding at least ``n`` batches,
+    for a call of ``steps_per_epoch=n`` (the profile's: ``bench.run.profile.rerun.keras_fit``) where an epoch holds
+    fewer: Keras 3 and tf-keras end such a call when the data runs out ("Your input ran out of data",
+    keras/src/trainers/epoch_iterator.py@v3.15.1 ``_enumerate_iterator``), before the profile window closes.
+    A tf.data pipeline is repeated (``Dataset.repeat()``: ``fit`` then stops at ``steps_per_epoch``); arrays and
+    tensors (``batch_size`` given) are concatenated with themselves as often as ``n`` batches need. The pipeline,
+    its placement and the batch stay the cell's."""
+    x = fit_kw["x"]
+    if "batch_size" not in fit_kw:  # a tf.data pipeline makes its own batches
+        return {**fit_kw, "x": x.repeat()}
+    first = x[0] if isinstance(x, list) else x
+    examples = int(first.shape[0])
+    copies = -(-n * int(fit_kw["batch_size"]) // examples)
+    if copies <= 1:
+        return fit_kw
+
+    def tiled(a):
+        if isinstance(a, np.ndarray):
+            return np.concatenate([a] * copies)
+        return keras.ops.concatenate([a] * copies) if hasattr(keras, "ops") else _tf_concat([a] * copies)
+
+    return {**fit_kw, "x": [tiled(a) for a in x] if isinstance(x, list) else tiled(x), "y": tiled(fit_kw["y"])}
+
+
+def _tf_concat(parts):
+    import tensorflow as tf
+
+    return tf.concat(parts, axis=0)
+
+
 def _tf_constant(x):
     import tensorflow as tf
 

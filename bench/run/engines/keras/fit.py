@@ -27,6 +27,7 @@ from bench.run.engines.keras.data import (
     shuffle_buffer,
     source_labels,
     train_data,
+    with_batches,
 )
 from bench.run.engines.keras.progress import fit_progress, progress_record
 from bench.run.engines.keras.runtime import import_keras, make_timing_callback, set_random_seed
@@ -165,7 +166,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         model=Model(params_total=int(model.count_params()),
                     params_trainable=int(sum(np.prod(w.shape) for w in model.trainable_weights))),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
-        profile_run=rerun.keras_fit(keras, model, lambda n: fit_kw, verbose, progress_bar_discarded, callbacks[1:]),
+        profile_run=rerun.keras_fit(keras, model, lambda n: with_batches(keras, fit_kw, n), verbose,
+                                    progress_bar_discarded, callbacks[1:]),
     )
 
 
