@@ -26,6 +26,7 @@ from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
 from bench.run.engines import Unsupported, frameworks, math_mode, oom
 from bench.run.environment import capture, stack_pins, utc_now
 from bench.run.profile.rerun import ProfileRun
+from bench.run.profile.xla import tf_compiled
 from bench.run.scenarios import scenario_of
 from bench.run.workloads import get_workload
 
@@ -104,8 +105,9 @@ def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path) -
     the trace in ``profile_dir``), and a note when the profile failed (the timed numbers stand)."""
     stack = get_stack(cell.stack)
     try:
+        compiled = tf_compiled(rec.settings.model_dump()) if stack.backend == "tensorflow" else None
         block = profile.capture(again, stack.backend, cell.device, profile_dir / cell.run_id,
-                                frameworks.make_barrier(stack.backend, cell.device))
+                                frameworks.make_barrier(stack.backend, cell.device), xla=compiled)
         rec.profile = Profile.model_validate(profile.relate(block, rec.metrics.ms_per_step_p50))
     except Exception as e:  # a profile never fails the cell it profiles
         rec.profile = Profile(reason=f"{type(e).__name__}: {e}".splitlines()[0][:500])

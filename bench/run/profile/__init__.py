@@ -50,11 +50,13 @@ MAX_TRACE_BYTES = 256 * 1024 * 1024
 
 
 def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any,
-            steps: int = STEPS) -> dict[str, Any]:
+            steps: int = STEPS, xla: bool | None = None) -> dict[str, Any]:
     """Profile ``steps`` steps (at most ``MAX_STEPS``) of ``run`` with framework ``backend``'s profiler on
     ``device`` and return the ``profile`` block (``bench.results.schema.Profile``); its files are ``base`` +
     ``.trace.json.gz`` (and ``.tensorboard``). The profiler starts before the warm-up steps (``Window.arm``).
-    ``barrier``: the framework's device barrier. Never raises for a profile that fails: the block then holds
+    ``barrier``: the framework's device barrier. ``xla``: whether the cell's step ran XLA as its record says
+    (``xla.tf_compiled``; None: unknown): False drops the profiler's ``execution_differs``, which only XLA's
+    command buffers cause. Never raises for a profile that fails: the block then holds
     ``reason``, with the files and the profiler's warnings when it got that far."""
     start = clock()
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -64,7 +66,7 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
     setup: dict[str, Any] = {"steps_cap": MAX_STEPS, "trace_limit_bytes": MAX_TRACE_BYTES}
     try:
         profiler = profiler_for(backend, device, workdir)
-        setup["execution_differs"] = getattr(profiler, "execution_differs", None)
+        setup["execution_differs"] = None if xla is False else getattr(profiler, "execution_differs", None)
         window = Window(profiler, barrier)
         window.arm()
         held = run(window, min(steps, MAX_STEPS))

@@ -4,6 +4,8 @@ compiles (``jax_profiler``, ``tensorflow_profiler``): each states it in ``profil
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 #: Why a profiled XLA step on a GPU runs otherwise than a timed one: while a profiler session is active, XLA runs
 #: each command buffer thunk as its thunk sequence, op by op, instead of replaying it as a CUDA graph. jax 0.10.2's
@@ -37,3 +39,15 @@ def command_buffers_off(device: str, flags: str) -> str | None:
     if _flag(flags, "xla_gpu_enable_command_buffer") == "":
         return None
     return COMMAND_BUFFERS_OFF
+
+
+def tf_compiled(settings: Mapping[str, Any]) -> bool | None:
+    """Whether a TensorFlow stack's cell ran XLA clusters, as its record's ``settings`` say it took effect: the
+    model's ``jit_compile`` (Keras 3's train, test and predict functions, keras/src/backend/tensorflow/trainer.py
+    @v3.15.1: ``tf.function(jit_compile=self.jit_compile)``; tf-keras' model) or tf-keras' optimizer's
+    (``settings.optimizer.jit_compile``, its own XLA update step). True when either is true, False when those
+    recorded are all false, None when the record holds neither (then ``TF_SCOPE`` is said, unchecked)."""
+    optimizer = settings.get("optimizer")
+    flags = [settings.get("jit_compile"), optimizer.get("jit_compile") if isinstance(optimizer, Mapping) else None]
+    known = [f for f in flags if isinstance(f, bool)]
+    return True if any(known) else False if known else None

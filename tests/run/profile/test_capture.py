@@ -200,6 +200,34 @@ def test_a_gpu_profile_without_device_activity_is_a_reason_not_a_profile(monkeyp
     assert block["trace"] == "cell.trace.json.gz" and block["execution_differs"] == "the profiler changed the steps"
 
 
+class DifferingProfiler(FakeProfiler):
+    """A profiler that says the profiled steps run otherwise (as XLA's command buffers do under one)."""
+
+    execution_differs = "the profiler changed the steps"
+
+
+@pytest.mark.parametrize(("xla", "said"), [(None, True), (True, True), (False, False)])
+def test_a_cell_that_ran_no_xla_is_not_said_to_run_otherwise(monkeypatch, tmp_path, xla, said):
+    log: list[str] = []
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: DifferingProfiler(log))
+    block = profile.capture(rerun.calls(lambda: log.append("step")), "tensorflow", "cpu", tmp_path / "cell",
+                            lambda: None, xla=xla)
+    assert "reason" not in block
+    assert block["execution_differs"] == ("the profiler changed the steps" if said else None)
+
+
+@pytest.mark.parametrize(("settings", "compiled"), [
+    ({"jit_compile": True}, True),  # Keras 3 on TensorFlow with a GPU: jit_compile auto -> True
+    ({"jit_compile": False}, False),
+    ({"jit_compile": False, "optimizer": {"name": "adam", "jit_compile": True}}, True),  # tf-keras' XLA update
+    ({"jit_compile": False, "optimizer": {"name": "adam", "jit_compile": False}}, False),
+    ({"optimizer": {"name": "adam"}}, None), ({"jit_compile": "auto"}, None), ({}, None)])
+def test_tf_compiled_reads_the_record_as_it_took_effect(settings, compiled):
+    from bench.run.profile.xla import tf_compiled
+
+    assert tf_compiled(settings) is compiled
+
+
 def test_the_profilers_warnings_reach_the_block(monkeypatch, tmp_path):
     log: list[str] = []
     monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: QuietGpuProfiler(log))
