@@ -19,7 +19,7 @@ from bench.results.record import RecordError, load_record, new_record
 from bench.results.schema import Env, Record
 from bench.results.schema.record import Status
 from bench.run import profile
-from bench.run.environment import capture, stack_pins
+from bench.run.environment import capture, stack_pins, utc_now
 
 
 def _tail(path: Path, lines: int = 5) -> str:
@@ -123,5 +123,6 @@ def cut_profile(rec: Record, how: tuple[Status, str]) -> None:
     if rec.profile is None or rec.profile.reason != profile.UNFINISHED:
         return
     rec.profile.reason = f"{profile.UNFINISHED}: {how[1]}"
+    rec.finished_utc = utc_now()  # the worker's was the early write's
     rec.notes = [f"profile: none ({rec.profile.reason})" if n == f"profile: none ({profile.UNFINISHED})" else n
                  for n in rec.notes]

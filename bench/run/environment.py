@@ -237,10 +237,13 @@ def cuda_cache_bytes(env: Mapping[str, str] | None = None) -> int | None:
     return total
 
 
-def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = None,
+                     exited: bool = True) -> dict[str, Any]:
     """The record's ``env.cuda_cache`` for the cache of ``env`` (default ``os.environ``): path, size limit,
     bytes before the cell's process started and now, and whether the cell JIT-compiled PTX (the cache grew:
-    its first step or epoch includes that compilation; None without ``CUDA_CACHE_PATH``).
+    its first step or epoch includes that compilation; None without ``CUDA_CACHE_PATH``, and None where it did
+    not grow but the process did not exit (``exited`` False: killed or crashed, the driver may not have written
+    it)).
 
     Call it after the cell's process has exited (``bench.run.runner.add_cuda_cache``): the driver writes what it
     compiled as the process's CUDA context is torn down, so a reading inside the process misses it.
@@ -248,6 +251,8 @@ def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = N
     env = os.environ if env is None else env
     after = cuda_cache_bytes(env)
     grew = None if bytes_before is None or after is None else after > bytes_before
+    if grew is False and not exited:
+        grew = None
     return {"path": env.get("CUDA_CACHE_PATH"), "maxsize": env.get("CUDA_CACHE_MAXSIZE"),
             "bytes_before": bytes_before, "bytes_after": after, "jit_compiled": grew}
 

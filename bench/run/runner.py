@@ -45,12 +45,13 @@ PTX_JIT_NOTE = ("the CUDA JIT cache grew during this cell: the driver JIT-compil
                 "inside the first epoch/step (later cells reuse the cache)")
 
 
-def add_cuda_cache(rec: Record, env: Mapping[str, str], bytes_before: int | None) -> None:
+def add_cuda_cache(rec: Record, env: Mapping[str, str], bytes_before: int | None, exited: bool = True) -> None:
     """Put ``env.cuda_cache`` (``bench.run.environment.cuda_cache_block``: the CUDA JIT cache's growth since
     ``bytes_before``, bytes) into ``rec``, and ``PTX_JIT_NOTE`` when it grew. Called once the worker process
     has ended: the driver writes the cache as the process's CUDA context is torn down, after the worker's
-    own record is on disk."""
-    block = cuda_cache_block(bytes_before, env)
+    own record is on disk; a process that did not exit (``exited`` False: killed, crashed) may not have written
+    it."""
+    block = cuda_cache_block(bytes_before, env, exited)
     rec.env = rec.env or Env()
     rec.env.cuda_cache = CudaCache.model_validate(block)
     if block["jit_compiled"]:
@@ -108,6 +109,7 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
 
         rec = worker_record(cell, worker_out, rc, timed_out, log_file, (signum, wall), env)
         profile.place(rec, work, final, out_dir)
+        profile.discard(work, cell.run_id)
         # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
         rec.process = Process(exit_code=rc, wall_s=wall, timeout_s=cell.timeout_s,
                               max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
@@ -116,7 +118,7 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
         if "host_peak_rss_bytes" not in rec.memory.model_fields_set:  # the worker's own reading comes first
             rec.memory.host_peak_rss_bytes = usage.ru_maxrss * 1024
         rec.update(before)
-        add_cuda_cache(rec, env, cuda_cache_before)
+        add_cuda_cache(rec, env, cuda_cache_before, exited=rc == 0)
         if caches:
             rec.settings = rec.settings or EffectiveSettings()
             rec.settings.compile_cache = compile_cache_setting(env)
@@ -178,10 +180,17 @@ def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | Non
         expected.append(("env.git_commit", made_by, running))
     if gpu and record_gpu(rec):
         expected.append(("env.gpu.uuid", record_gpu(rec), gpu))
-    if cell.profile and (cell.repeat or 1) == 1 and rec.status == "ok" and rec.profile is None:
-        expected.append(("profile", None, "a profile (--profile)"))
+    if cell.profile and (cell.repeat or 1) == 1 and rec.status == "ok" and not profiled(rec):
+        expected.append(("profile", rec.profile.reason if rec.profile else None, "a profile (--profile)"))
     wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
     return "; ".join(wrong) or None
+
+
+def profiled(rec: Record) -> bool:
+    """Whether ``rec`` holds its profile, or why it has none from the profile itself (a profiler that failed, a
+    call too long): a record with none, or one whose process ended during the profile (``profile.UNFINISHED``),
+    is run again by a resumed ``--profile`` run."""
+    return rec.profile is not None and not (rec.profile.reason or "").startswith(profile.UNFINISHED)
 
 
 @functools.cache

@@ -25,12 +25,15 @@ from bench.run import flops, profile
 from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
 from bench.run.engines import Unsupported, frameworks, math_mode, oom
 from bench.run.environment import capture, stack_pins, utc_now
-from bench.run.profile.rerun import ProfileRun
+from bench.run.profile.rerun import ProfileRun, batches
 from bench.run.profile.xla import tf_compiled
 from bench.run.scenarios import scenario_of
+from bench.run.timing import clock
 from bench.run.workloads import get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
+#: This process's start on ``clock``, for the time left of the cell's limit (the runner counts it from the start).
+STARTED = clock()
 MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energy are the whole GPU's and a "
             "datasheet peak is the whole GPU's (MFU null): not comparable with a full GPU's")
 
@@ -100,10 +103,32 @@ def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path |
     return rec
 
 
+def too_long(again: ProfileRun, rec: Record, cell: Cell) -> str | None:
+    """Why the profile is not taken when its call would use over half the time left of the cell's limit
+    (``Cell.timeout_s``, counted from this process's start): its steps (``rerun.batches``: a Keras call of
+    ``steps_per_execution`` 512 runs 3 x 512) at the timed p50 ms/step, a lower bound (a profiler only adds to a
+    step). None when it fits, or without a timed p50."""
+    p50 = rec.metrics.ms_per_step_p50
+    if not p50:
+        return None
+    n = batches(again, min(profile.STEPS, profile.MAX_STEPS))
+    need_s, left_s = n * p50 / 1000.0, cell.timeout_s - (clock() - STARTED)
+    if need_s <= left_s / 2:
+        return None
+    return (f"not taken: its call runs {n} steps, at least {need_s:.0f} s at the timed p50 of {p50:.1f} ms/step, "
+            f"over half the {max(left_s, 0.0):.0f} s left of the cell's {cell.timeout_s:g} s limit")
+
+
 def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path) -> None:
     """The cell's ``profile`` block (``bench.run.profile.capture``: ``again``'s steps under the framework's profiler,
-    the trace in ``profile_dir``), and a note when the profile failed (the timed numbers stand)."""
+    the trace in ``profile_dir``), and a note when the profile failed or was not taken (``too_long``; the timed
+    numbers stand)."""
     stack = get_stack(cell.stack)
+    why = too_long(again, rec, cell)
+    if why:
+        rec.profile = Profile(reason=why)
+        rec.notes.append(f"profile: none ({why})")
+        return
     try:
         compiled = tf_compiled(rec.settings.model_dump()) if stack.backend == "tensorflow" else None
         block = profile.capture(again, stack.backend, cell.device, profile_dir / cell.run_id,

@@ -1,5 +1,6 @@
 """The runner with stand-in workers: crashes, time limits and resumed runs never lose a record."""
 
+import dataclasses
 import os
 import sys
 import textwrap
@@ -37,7 +38,10 @@ FAKE = textwrap.dedent("""
     for path in filter(None, caches.values()):  # what a compile leaves behind
         os.makedirs(path, exist_ok=True)
         open(os.path.join(path, "entry"), "w").close()
-    if mode.startswith("profile_"):  # the timed record, then a profile that never ends
+    if mode.startswith("profile_"):  # the timed record, then a profile that never ends, its scratch left behind
+        work = __import__("pathlib").Path(sys.argv[2]).parent
+        (work / f"{cell.run_id}.profiling-x1").mkdir()
+        (work / f"{cell.run_id}.trace.json.gz").write_bytes(b"cut")
         from bench.results.schema import Record
         from bench.run.worker import write_unfinished
         write_unfinished(Record.model_validate(rec), __import__("pathlib").Path(sys.argv[2]))
@@ -117,7 +121,21 @@ def test_a_profile_that_never_ends_keeps_the_timed_record(tmp_path, fake_worker,
     assert rec["profile"]["reason"].startswith(f"{profile.UNFINISHED}: {how}")
     assert f"profile: none ({rec['profile']['reason']})" in rec["notes"]
     assert rec["process"]["exit_code"] != 0
+    assert rec["finished_utc"] != "2026-01-01T10:00:30+00:00"  # when the process ended, not the early write
     assert read_record(result_path(tmp_path, cell()))["profile"] == rec["profile"]
+    assert not list((tmp_path / "pytorch" / ".work").iterdir())  # the profiler's leftovers are gone
+    assert "profile" in runner.input_mismatch(Record.model_validate(rec), dataclasses.replace(cell(), profile=True))
+
+
+def test_a_profile_not_taken_for_its_length_is_not_run_again(tmp_path, fake_worker):
+    from bench.results.schema import Profile
+
+    fake_worker("ok")
+    rec = runner.run_one(cell(), tmp_path)
+    rec.profile = Profile(reason="not taken: its call runs 1536 steps")
+    assert runner.input_mismatch(rec, dataclasses.replace(cell(), profile=True)) is None
+    rec.profile = None
+    assert "profile None" in runner.input_mismatch(rec, dataclasses.replace(cell(), profile=True))
 
 
 def test_a_cell_without_a_worker_record_still_names_its_environment(tmp_path, fake_worker, monkeypatch):
@@ -257,7 +275,7 @@ def test_a_cpu_worker_exits_without_teardown_after_its_record_and_a_gpu_one_exit
         import atexit, sys
         from bench.run import worker
         atexit.register(lambda: open({str(marker)!r}, "w").close())
-        worker.run_cell = lambda cell, samples=None, profile_dir=None, out_file=None: {{"status": "ok", "device": cell.device}}
+        worker.run_cell = lambda cell, *args:  {{"status": "ok", "device": cell.device}}
         sys.exit(worker.main([{str(tmp_path / "cell.json")!r}, {str(out)!r}]))
     """)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -34,7 +34,8 @@ class CudaCache(Block):
     bytes_after: int | None = entry("cache size after it exited (the driver writes the cache at exit)", "bytes")
     jit_compiled: bool | None = entry("the cache grew: the driver JIT-compiled code during the cell (PTX for a GPU "
                                       "newer than a wheel's machine code, or runtime-compiled kernels), whose "
-                                      "compile time may be inside the first step/epoch (null without the variable)")
+                                      "compile time may be inside the first step/epoch (null without the variable, "
+                                      "or when it did not grow and the process was killed before its exit)")
 
 
 class Env(Block):

@@ -32,7 +32,8 @@ from bench.run.profile.summary import summarise
 from bench.run.profile.window import Window, profiler_for
 from bench.run.timing import clock
 
-__all__ = ["MAX_STEPS", "MAX_TRACE_BYTES", "STEPS", "WARMUP", "ProfileRun", "bounded", "capture", "place", "relate"]
+__all__ = ["MAX_STEPS", "MAX_TRACE_BYTES", "SCRATCH", "STEPS", "UNFINISHED", "WARMUP", "ProfileRun", "bounded",
+           "capture", "discard", "place", "relate"]
 
 #: Steps inside the profiled window: a few steady steps, enough to see every op of a step several times while the
 #: trace stays small (a smoke cell's trace is tens to hundreds of kB).
@@ -42,6 +43,8 @@ STEPS = 5
 #: (``bench.run.cellprocess.cut_profile``).
 UNFINISHED = ("the cell's process ended during the profile, after its timed record was written (the timed numbers "
               "stand)")
+#: The profiler's raw output while it is read, ``<run_id>`` + this + a random part, in the worker's scratch folder.
+SCRATCH = ".profiling-"
 #: The most steps a window holds whatever a caller asks (a GPU step's trace grows with its kernels times the steps).
 MAX_STEPS = 10
 #: The largest trace kept (its Chrome trace and TensorBoard directory together, bytes): a larger one is deleted, the
@@ -60,7 +63,7 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
     ``reason``, with the files and the profiler's warnings when it got that far."""
     start = clock()
     base.parent.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix="dlbench-profile-"))
+    workdir = Path(tempfile.mkdtemp(prefix=base.name + SCRATCH, dir=base.parent))  # discard's, if killed
     window: Window | None = None
     files: dict[str, Any] = {}
     setup: dict[str, Any] = {"steps_cap": MAX_STEPS, "trace_limit_bytes": MAX_TRACE_BYTES}
@@ -120,6 +123,15 @@ def relate(block: dict[str, Any], timed_p50_ms: float | None) -> dict[str, Any]:
     per = wall / steps if wall and steps else None
     slow = per / timed_p50_ms if per is not None and timed_p50_ms else None
     return {**block, "ms_per_step": per, "slowdown": slow}
+
+
+def discard(work: Path, run_id: str) -> None:
+    """Delete what a cell's profile left in the worker's scratch folder ``work`` once ``place`` moved what its
+    record names: the profiler's raw output (``<run_id>`` + ``SCRATCH``) and a trace a killed process never
+    summarised (its record's profile names none; it may be cut short)."""
+    for path in work.glob(f"{run_id}.*"):
+        if path.name.startswith(run_id + SCRATCH) or path.name in (f"{run_id}.trace.json.gz", f"{run_id}.tensorboard"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
 
 
 def place(rec: Record, work: Path, final: Path, out_dir: Path) -> None:

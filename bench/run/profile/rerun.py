@@ -151,6 +151,27 @@ def window_callback(keras: Any, window: Window, steps: int, predict: bool = Fals
     return ProfileWindow()
 
 
+def batches(run: ProfileRun, steps: int) -> int:
+    """The steps ``run`` runs for ``steps`` profiled ones, warm-up and the step that closes the window included:
+    a Keras call's whole executions (``KerasCall.batches``), else ``WARMUP + steps``."""
+    planned = getattr(run, "batches", None)
+    return planned(steps) if callable(planned) else WARMUP + steps
+
+
+class KerasCall:
+    """A profiled Keras call (``keras_fit``, ``keras_predict``): ``call(window, steps)``, which runs
+    ``batches(steps)`` batches (``executions`` of ``model``'s ``steps_per_execution``)."""
+
+    def __init__(self, model: Any, call: Callable[[Window, int], Held]) -> None:
+        self.model, self.call = model, call
+
+    def __call__(self, window: Window, steps: int) -> Held:
+        return self.call(window, steps)
+
+    def batches(self, steps: int) -> int:
+        return executions(per_execution(self.model), steps)[1]
+
+
 def keras_fit(keras: Any, model: Any, fit_kw: Callable[[int], dict[str, Any]], verbose: int,
               quiet: Callable[[int], Any], progress: Sequence[Any] = ()) -> ProfileRun:
     """One more ``model.fit`` on the cell's training data (``fit_kw(n)``: its data arguments, holding at least
@@ -166,7 +187,7 @@ def keras_fit(keras: Any, model: Any, fit_kw: Callable[[int], dict[str, Any]], v
             model.fit(**fit_kw(n), epochs=1, steps_per_epoch=n, verbose=verbose, callbacks=[cb, *progress])
         return cb.held
 
-    return run
+    return KerasCall(model, run)
 
 
 def keras_predict(keras: Any, model: Any, inputs: Callable[[int], Any], verbose: int,
@@ -180,4 +201,4 @@ def keras_predict(keras: Any, model: Any, inputs: Callable[[int], Any], verbose:
             model.predict(inputs(n), verbose=verbose, callbacks=[cb])
         return cb.held
 
-    return run
+    return KerasCall(model, run)

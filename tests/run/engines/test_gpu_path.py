@@ -367,6 +367,9 @@ def test_cuda_jit_cache_growth_is_recorded(tmp_path, monkeypatch):
     block = cuda_cache_block(before)
     assert block["bytes_after"] == 1000 and block["jit_compiled"] is True
     assert cuda_cache_block(1000)["jit_compiled"] is False  # a warm cache: nothing compiled
+    # a process killed before its exit may not have written what it compiled: unknown, not "nothing compiled"
+    assert cuda_cache_block(1000, exited=False)["jit_compiled"] is None
+    assert cuda_cache_block(before, exited=False)["jit_compiled"] is True  # what it did write is known
 
 
 def test_compose_persists_the_cuda_jit_cache():

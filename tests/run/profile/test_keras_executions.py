@@ -126,3 +126,29 @@ def test_tf_keras_steps_per_execution_is_a_variable():
     assert rerun.per_execution(type("TfKerasModel", (), {"_steps_per_execution": Variable()})()) == 4
     assert rerun.per_execution(type("Keras3Model", (), {"steps_per_execution": 2})()) == 2
     assert rerun.per_execution(object()) == 1
+
+
+def test_a_profiled_call_counts_its_steps():
+    spe512 = type("Model", (), {"steps_per_execution": 512})()
+    assert rerun.batches(rerun.KerasCall(spe512, lambda window, steps: rerun.Held(512, 512)), 5) == 3 * 512
+    assert rerun.batches(rerun.loop(lambda b: None, lambda: iter([1])), 5) == rerun.WARMUP + 5
+
+
+@pytest.mark.parametrize(("p50_ms", "taken"), [(65.0, True), (848.0, False), (None, True)])
+def test_a_profile_too_long_for_the_cells_limit_is_not_taken(p50_ms, taken):
+    """The tuning study's steps_per_execution 512 on a CPU: 3 x 512 steps at 65 ms fit in half of a 600 s limit,
+    at 848 ms (mixed_float16 emulated) they do not."""
+    from bench.results.cell import Cell
+    from bench.results.record import new_record
+    from bench.results.schema import Record
+    from bench.run import worker
+
+    cell = Cell(stack="keras3-jax", suite="tuning", workload="mnist_cnn_tuning", task="fit", size="smoke",
+                device="cpu", timeout_s=600.0)
+    rec = Record.model_validate(new_record(cell), strict=True)
+    rec.metrics.ms_per_step_p50 = p50_ms
+    spe512 = rerun.KerasCall(type("Model", (), {"steps_per_execution": 512})(), lambda w, s: rerun.Held(0, 0))
+    why = worker.too_long(spe512, rec, cell)
+    assert (why is None) is taken
+    if not taken:
+        assert why.startswith("not taken: its call runs 1536 steps, at least 1303 s at the timed p50 of 848.0 ms/step")
