@@ -275,7 +275,7 @@ def test_a_cpu_worker_exits_without_teardown_after_its_record_and_a_gpu_one_exit
         import atexit, sys
         from bench.run import worker
         atexit.register(lambda: open({str(marker)!r}, "w").close())
-        worker.run_cell = lambda cell, *args:  {{"status": "ok", "device": cell.device}}
+        worker.run_cell = lambda cell, *args: {{"status": "ok", "device": cell.device}}
         sys.exit(worker.main([{str(tmp_path / "cell.json")!r}, {str(out)!r}]))
     """)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
