@@ -32,8 +32,6 @@ from bench.run.timing import clock
 from bench.run.workloads import get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
-#: This process's start on ``clock``, for the time left of the cell's limit (the runner counts it from the start).
-STARTED = clock()
 MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energy are the whole GPU's and a "
             "datasheet peak is the whole GPU's (MFU null): not comparable with a full GPU's")
 
@@ -55,7 +53,7 @@ def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path |
     that record is first written to ``out_file`` (atomically, ``profile.reason`` ``profile.UNFINISHED``), so that a
     profile that runs out of time or memory loses nothing measured.
     """
-    again = None
+    again, started = None, clock()
     rec = Record.model_validate(new_record(cell), strict=True)  # the skeleton: every top-level field given
     rec.started_utc = utc_now()
     if cell.device == "cpu":
@@ -98,33 +96,34 @@ def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path |
     if rec.status == "ok" and again is not None and cell.profile and (cell.repeat or 1) == 1 and profile_dir:
         if out_file is not None:
             write_unfinished(rec, out_file)
-        add_profile(rec, cell, again, profile_dir)
+        add_profile(rec, cell, again, profile_dir, clock() - started)
     rec.finished_utc = utc_now()
     return rec
 
 
-def too_long(again: ProfileRun, rec: Record, cell: Cell) -> str | None:
+def too_long(again: ProfileRun, rec: Record, cell: Cell, spent_s: float = 0.0) -> str | None:
     """Why the profile is not taken when its call would use over half the time left of the cell's limit
-    (``Cell.timeout_s``, counted from this process's start): its steps (``rerun.batches``: a Keras call of
+    (``Cell.timeout_s`` less ``spent_s``, the seconds the cell has run: the runner counts the limit from the
+    process's start, a second or two before): its steps (``rerun.batches``: a Keras call of
     ``steps_per_execution`` 512 runs 3 x 512) at the timed p50 ms/step, a lower bound (a profiler only adds to a
     step). None when it fits, or without a timed p50."""
     p50 = rec.metrics.ms_per_step_p50
     if not p50:
         return None
     n = batches(again, min(profile.STEPS, profile.MAX_STEPS))
-    need_s, left_s = n * p50 / 1000.0, cell.timeout_s - (clock() - STARTED)
+    need_s, left_s = n * p50 / 1000.0, cell.timeout_s - spent_s
     if need_s <= left_s / 2:
         return None
     return (f"not taken: its call runs {n} steps, at least {need_s:.0f} s at the timed p50 of {p50:.1f} ms/step, "
             f"over half the {max(left_s, 0.0):.0f} s left of the cell's {cell.timeout_s:g} s limit")
 
 
-def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path) -> None:
+def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path, spent_s: float = 0.0) -> None:
     """The cell's ``profile`` block (``bench.run.profile.capture``: ``again``'s steps under the framework's profiler,
-    the trace in ``profile_dir``), and a note when the profile failed or was not taken (``too_long``; the timed
-    numbers stand)."""
+    the trace in ``profile_dir``), and a note when the profile failed or was not taken (``too_long``, ``spent_s``:
+    the seconds the cell has run; the timed numbers stand)."""
     stack = get_stack(cell.stack)
-    why = too_long(again, rec, cell)
+    why = too_long(again, rec, cell, spent_s)
     if why:
         rec.profile = Profile(reason=why)
         rec.notes.append(f"profile: none ({why})")

@@ -148,7 +148,10 @@ def test_a_profile_too_long_for_the_cells_limit_is_not_taken(p50_ms, taken):
     rec = Record.model_validate(new_record(cell), strict=True)
     rec.metrics.ms_per_step_p50 = p50_ms
     spe512 = rerun.KerasCall(type("Model", (), {"steps_per_execution": 512})(), lambda w, s: rerun.Held(0, 0))
-    why = worker.too_long(spe512, rec, cell)
+    why = worker.too_long(spe512, rec, cell, spent_s=20.0)
     assert (why is None) is taken
+    late = worker.too_long(spe512, rec, cell, spent_s=500.0)  # 100 s left: even 65 ms x 1536 is over half
+    assert (late is None) is (p50_ms is None)
     if not taken:
-        assert why.startswith("not taken: its call runs 1536 steps, at least 1303 s at the timed p50 of 848.0 ms/step")
+        assert why == ("not taken: its call runs 1536 steps, at least 1303 s at the timed p50 of 848.0 ms/step, "
+                       "over half the 580 s left of the cell's 600 s limit")
