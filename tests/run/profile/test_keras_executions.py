@@ -13,20 +13,23 @@ import pytest
 
 from bench.run.profile import rerun
 
-#: One more fit of a small Keras 3 model on JAX (CPU) per steps_per_execution, with a window that logs its edges and
-#: a callback that logs the batch-begin hooks; prints what ran as JSON.
-_FIT = """
-import contextlib, json, sys
-import numpy as np, keras
-from bench.run.profile.rerun import keras_fit
-
+#: A profile window that logs its edges (what ``keras_fit`` needs of ``bench.run.profile.window.Window``).
+_WINDOW = """
 class Window:
     started = stopped = False
     @property
     def open(self): return self.started and not self.stopped
     def start(self): self.started = True
     def stop(self): self.stopped = True
+"""
 
+#: One more fit of a small Keras 3 model on JAX (CPU) per steps_per_execution, with a window that logs its edges and
+#: a callback that logs the batch-begin hooks; prints what ran as JSON.
+_FIT = """
+import contextlib, json, sys
+import numpy as np, keras
+from bench.run.profile.rerun import keras_fit
+""" + _WINDOW + """
 class Begins(keras.callbacks.Callback):
     seen = ()
     def on_train_batch_begin(self, batch, logs=None): self.seen = (*self.seen, batch)
@@ -48,14 +51,7 @@ import contextlib, json
 import numpy as np, keras, tensorflow as tf
 from bench.run.engines.keras.data import with_batches
 from bench.run.profile.rerun import keras_fit
-
-class Window:
-    started = stopped = False
-    @property
-    def open(self): return self.started and not self.stopped
-    def start(self): self.started = True
-    def stop(self): self.stopped = True
-
+""" + _WINDOW + """
 x = [np.zeros((16, 4), "float32"), np.ones((16, 4), "float32")]
 y = np.zeros((16, 2), "float32")
 forms = {"arrays": {"x": x, "y": y, "batch_size": 8, "shuffle": True},
