@@ -22,6 +22,7 @@ from typing import Any
 
 import bench
 from bench.core.stacks import STACKS, parse_pin
+from bench.run.nvml import Gpu
 
 #: The distributions a record names (``env.packages``) by name: the frameworks, their model libraries, the GPU
 #: runtime's Triton, and the tools the harness uses; absent ones are left out. The rest of the GPU runtime is named
@@ -139,29 +140,14 @@ def framework_cuda() -> dict[str, Any]:
     return out
 
 
-def mig_mode(nv, handle, name: str | None = None) -> bool | None:
-    """Whether the GPU is in MIG mode (its current mode; None where NVML does not say, e.g. GPUs without
-    MIG), True for a handle that is itself a MIG slice (``bench.run.nvml.is_mig_slice``: a ``MIG-...`` UUID in
-    CUDA_VISIBLE_DEVICES, named e.g. ``NVIDIA A100-SXM4-40GB MIG 1g.5gb``). In MIG mode a container gets one slice,
-    but NVML's power, energy and utilisation are the parent GPU's: MFU against the whole GPU's peak and energy per
-    step are not comparable with a full GPU's."""
-    from bench.run import nvml
-
-    if nvml.is_mig_slice(nv, handle, name):
-        return True
-    try:
-        current, _pending = nv.nvmlDeviceGetMigMode(handle)
-    except Exception:  # NotSupported on GPUs without MIG, FunctionNotFound on old drivers
-        return None
-    return int(current) == int(getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1))
-
-
-def device_order_note(nv: Any, env: Mapping[str, str], device: int | str, count: int) -> str | None:
-    """Why NVML's GPU ``device`` (an index, of ``count``) may not be the cell's first CUDA device: the host has GPUs
-    of different models and CUDA numbers them fastest first (no ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` in ``env``).
-    None when the index is safe (a UUID, one GPU, PCI order, or GPUs of one model). ``nv``: the NVML module."""
+def device_order_note(gpu: Gpu, env: Mapping[str, str], count: int) -> str | None:
+    """Why NVML's GPU ``gpu.device`` (an index, of ``count``) may not be the cell's first CUDA device: the host has
+    GPUs of different models and CUDA numbers them fastest first (no ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` in ``env``).
+    None when the index is safe (a UUID, one GPU, PCI order, or GPUs of one model). ``gpu``: a
+    ``bench.run.nvml.Gpu``; raises NVML's error when another GPU's name cannot be read."""
+    device = gpu.device
     if isinstance(device, int) and count > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(
-            {nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(count)}) > 1:
+            {Gpu(gpu.nv, i).name() for i in range(count)}) > 1:
         visible = env.get("CUDA_VISIBLE_DEVICES")
         return (f"the cell's first CUDA device (CUDA_VISIBLE_DEVICES={visible or 'unset'}) read as NVML's GPU "
                 f"{device}; CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so on this host "
@@ -194,22 +180,22 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         return {"available": False, "reason": f"NVML unavailable: {type(e).__name__}: {e}"}
     try:
         device = nvml.nvml_index(env)
-        h = nvml.device_handle(nv, device)
-        cuda = nv.nvmlSystemGetCudaDriverVersion_v2()
-        count = nv.nvmlDeviceGetCount()
-        name = nv.nvmlDeviceGetName(h)
+        gpu = Gpu(nv, device)
+        cuda = gpu.cuda_driver_version()
+        count = gpu.device_count()
+        name = gpu.name()
         info = {
             "available": True,
             "count": count,
             "nvml_device": device,
             "name": name,
-            "uuid": nv.nvmlDeviceGetUUID(h),
-            "driver": nv.nvmlSystemGetDriverVersion(),
+            "uuid": gpu.uuid(),
+            "driver": gpu.driver_version(),
             "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
-            "memory_total_bytes": int(nv.nvmlDeviceGetMemoryInfo(h).total),
-            "mig_mode": mig_mode(nv, h, name),
+            "memory_total_bytes": gpu.memory_total_bytes(),
+            "mig_mode": gpu.mig_mode(name),
         }
-        note = device_order_note(nv, env, device, count)
+        note = device_order_note(gpu, env, count)
         if note:
             info["nvml_device_note"] = note
         return info

@@ -10,17 +10,12 @@ what it waited is recorded.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.run.nvml import describe_error, open_device
-
-
-def _open(nv):
-    return open_device(nv)
+from bench.run.nvml import Gpu, describe_error
 
 
 def seen_from() -> str:
@@ -45,17 +40,15 @@ def gpu_uuid(nv=None) -> str | None:
     """The NVML UUID of the GPU the cells run on (``nvml_index``), read once per ``bench run`` so resume can tell
     repeats measured on another GPU (a preempted spot VM); None without NVML. Never raises."""
     try:
-        nv, h = _open(nv)
+        gpu = Gpu.open(nv)
     except Exception:
         return None
     try:
-        u = nv.nvmlDeviceGetUUID(h)
-        return u.decode() if isinstance(u, bytes) else str(u)
+        return gpu.uuid()
     except Exception:
         return None
     finally:
-        with contextlib.suppress(Exception):
-            nv.nvmlShutdown()
+        gpu.close()
 
 
 def snapshot(nv=None) -> dict[str, Any]:
@@ -63,21 +56,19 @@ def snapshot(nv=None) -> dict[str, Any]:
     ``temperature_c``, ``seen_from`` (``seen_from()``: what the process count covers); ``available`` False with
     ``reason`` without NVML. Never raises."""
     try:
-        nv, h = _open(nv)
+        gpu = Gpu.open(nv)
     except Exception as e:
         return {"available": False, "reason": f"NVML unavailable: {describe_error(e)}"}
     try:
-        procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
-        used = [getattr(p, "usedGpuMemory", None) for p in procs]
+        procs = gpu.compute_processes()
+        used = [p.used_memory_bytes for p in procs]
         return {"available": True, "reason": None, "processes": len(procs),
                 "process_memory_bytes": sum(u for u in used if isinstance(u, int)),
-                "temperature_c": float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-                "seen_from": seen_from()}
+                "temperature_c": gpu.temperature_c(), "seen_from": seen_from()}
     except Exception as e:
         return {"available": False, "reason": f"NVML query failed: {describe_error(e)}"}
     finally:
-        with contextlib.suppress(Exception):
-            nv.nvmlShutdown()
+        gpu.close()
 
 
 def busy_note(state: dict[str, Any]) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.run.nvml import describe_error, device_handle, function_not_found, init, nvml_index, shutdown
+from bench.run.nvml import Gpu, describe_error, init, nvml_index, shutdown
 from bench.run.telemetry.cpu import CpuMeter
 from bench.run.telemetry.energy import MIN_WINDOW_S, counter_energy_j, integrated_energy_j, short_epochs_note
 from bench.run.telemetry.power_source import averaged_power_note
@@ -31,7 +31,7 @@ class Telemetry:
     """NVML sampler for one GPU. Use ``for_device`` to get one; it never raises during a cell.
 
     Args:
-        nvml: the ``pynvml`` module (tests inject a fake one).
+        nvml: the initialised ``pynvml`` module (tests inject a fake one), read through ``bench.run.nvml.Gpu``.
         index: NVML index or UUID of the GPU.
         interval_s: sampling period (s).
         clock: time source in seconds (the bench clock, so samples line up with step timestamps).
@@ -51,17 +51,17 @@ class Telemetry:
         self.ends: list[tuple[float, int | None] | None] = []
         self.stopped_at: tuple[float, int | None] | None = None
         self.idle_power_w: float | None = None
+        self.instant_reads = self.instant_missed = 0  # instant power reads; those without a value (``_power_w``)
         self.cpu_util_pct: float | None = None
         self.cpu = CpuMeter(clock)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._throttle_reasons_api = False  # the driver lacks the clock-event name (R525/R530): use the old one
-        self.handle = device_handle(nvml, index)
-        self.name = _text(nvml.nvmlDeviceGetName(self.handle))
+        self.gpu = Gpu(nvml, index)
+        self.name = self.gpu.name()
         self.index = index
         self.power_source = self._probe_power_source()
-        self.arch = self._architecture()
+        self.arch = self.gpu.architecture()
 
     # ---- reads; each records why a metric is missing, once ------------------------------------------
     def _read(self, metric: str, fn: Callable[[], Any]) -> Any:
@@ -73,67 +73,47 @@ class Telemetry:
             self.unsupported[metric] = describe_error(e) or type(e).__name__
             return None
 
-    def _probe_power_source(self) -> str | None:
-        fi = getattr(self.nv, "NVML_FI_DEV_POWER_INSTANT", None)
-        if fi is not None:
-            try:
-                v = self.nv.nvmlDeviceGetFieldValues(self.handle, [fi])[0]
-                if int(v.nvmlReturn) == 0:
-                    return "instant"
-            except Exception:  # older driver: fall back to the averaged reading
-                pass
+    def _probe_power_source(self) -> str:
+        """``instant`` where NVML offers ``NVML_FI_DEV_POWER_INSTANT`` on this GPU, else ``average``."""
+        try:
+            if self.gpu.instant_power_mw() is not None:
+                return "instant"
+        except Exception:  # older driver: fall back to the averaged reading
+            pass
         return "average"
 
-    def _architecture(self) -> int | None:
-        """NVML's architecture number of the GPU (None where the driver does not say)."""
-        try:
-            arch = int(self.nv.nvmlDeviceGetArchitecture(self.handle))
-        except Exception:  # FunctionNotFound on old drivers, or a fake without it
+    def _power_w(self) -> float | None:
+        """Board power now (W) from the source probed at start, never a mix: where the instant field comes back
+        without a value for one sample, that sample's power is None (left out of the power statistics and the
+        integrated energy) and counted in ``instant_missed``, which the summary's notes report."""
+        if self.power_source == "average":
+            return self.gpu.power_usage_mw() / 1000.0
+        mw = self.gpu.instant_power_mw()
+        self.instant_reads += 1
+        if mw is None:
+            self.instant_missed += 1
             return None
-        return None if arch == getattr(self.nv, "NVML_DEVICE_ARCH_UNKNOWN", 0xFFFFFFFF) else arch
-
-    def _power_w(self) -> float:
-        if self.power_source == "instant":
-            v = self.nv.nvmlDeviceGetFieldValues(self.handle, [self.nv.NVML_FI_DEV_POWER_INSTANT])[0]
-            if int(v.nvmlReturn) == 0:
-                return v.value.uiVal / 1000.0
-        return self.nv.nvmlDeviceGetPowerUsage(self.handle) / 1000.0
-
-    def _clocks_event_reasons(self) -> int:
-        """The current clock-event reasons (bitmask). ``nvmlDeviceGetCurrentClocksEventReasons`` is the name NVML
-        took in driver R535; R525/R530 (the CUDA 12 images' minimum driver) export only the older
-        ``nvmlDeviceGetCurrentClocksThrottleReasons``, which returns the same bits (nvidia-ml-py 13.615.71 ``pynvml``:
-        ``nvmlClocksThrottleReason*`` and ``nvmlClocksEventReason*`` share their values), so a FunctionNotFound
-        switches to it for the rest of the window."""
-        nv, h = self.nv, self.handle
-        if not self._throttle_reasons_api:
-            try:
-                return int(nv.nvmlDeviceGetCurrentClocksEventReasons(h))
-            except Exception as e:
-                if not function_not_found(nv, e):
-                    raise
-                self._throttle_reasons_api = True
-        return int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(h))
+        return mw / 1000.0
 
     def energy_mj(self) -> int | None:
-        return self._read("energy", lambda: int(self.nv.nvmlDeviceGetTotalEnergyConsumption(self.handle)))
+        """The energy counter (mJ), or None with the reason kept in ``unsupported``."""
+        return self._read("energy", self.gpu.energy_mj)
 
     def sample_once(self) -> Sample:
         """Take one reading of every metric and keep it."""
-        nv, h = self.nv, self.handle
-        util = self._read("utilization", lambda: nv.nvmlDeviceGetUtilizationRates(h))
-        mem = self._read("memory", lambda: nv.nvmlDeviceGetMemoryInfo(h))
+        gpu = self.gpu
+        util = self._read("utilization", gpu.utilization_pct)
+        mem = self._read("memory", gpu.memory_used_bytes)
         s = Sample(
             t=self.clock(),
-            gpu_util_pct=None if util is None else float(util.gpu),
-            mem_util_pct=None if util is None else float(util.memory),
-            memory_used_bytes=None if mem is None else int(mem.used),
+            gpu_util_pct=None if util is None else util[0],
+            mem_util_pct=None if util is None else util[1],
+            memory_used_bytes=mem,
             power_w=self._read("power", self._power_w),
-            sm_clock_mhz=self._read("sm_clock", lambda: float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))),
-            mem_clock_mhz=self._read("mem_clock", lambda: float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM))),
-            temperature_c=self._read("temperature", lambda: float(
-                nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))),
-            clocks_event_reasons=self._read("clocks_event_reasons", self._clocks_event_reasons),
+            sm_clock_mhz=self._read("sm_clock", gpu.sm_clock_mhz),
+            mem_clock_mhz=self._read("mem_clock", gpu.mem_clock_mhz),
+            temperature_c=self._read("temperature", gpu.temperature_c),
+            clocks_event_reasons=self._read("clocks_event_reasons", gpu.clocks_event_reasons),
             energy_mj=self.energy_mj(),
         )
         with self._lock:
@@ -147,9 +127,10 @@ class Telemetry:
         end = self.clock() + duration_s
         while True:
             p = self._read("power", self._power_w)
-            if p is None:
+            if "power" in self.unsupported:
                 break
-            readings.append(p)
+            if p is not None:
+                readings.append(p)
             if self.clock() >= end:
                 break
             self.sleep(self.interval_s)
@@ -228,6 +209,10 @@ class Telemetry:
             notes.append(short)
         if self.power_source == "average":
             notes.append(averaged_power_note(self.name, self.arch))
+        if self.instant_missed:
+            notes.append(f"{self.instant_missed} of {self.instant_reads} power readings (idle and window): "
+                         "NVML_FI_DEV_POWER_INSTANT came back without a value; those readings have no power and are "
+                         "left out of the idle power, the power statistics and the integrated energy")
         out["notes"] = notes
         out["unsupported"] = dict(self.unsupported)
         return out
@@ -237,7 +222,7 @@ class Telemetry:
         if not masks:
             return {"throttled": None, "throttle_reasons": None, "throttle_fraction": None,
                     "power_capped_fraction": None}
-        bits = {name: getattr(self.nv, f"nvmlClocksEventReason{name}", 0) for name in THROTTLE_REASONS}
+        bits = {name: self.gpu.event_reason_bit(name) for name in THROTTLE_REASONS}
         thermal_hw = [b for n, b in bits.items() if b and n not in POWER_CAP_REASONS]
         cap = [b for n, b in bits.items() if b and n in POWER_CAP_REASONS]
         hit = [m for m in masks if any(m & b for b in thermal_hw)]
@@ -291,10 +276,6 @@ class Telemetry:
     def write_samples(self, path: Path) -> None:
         """Raw samples as CSV (columns: ``SAMPLE_FIELDS``)."""
         write_samples(self.samples, path)
-
-
-def _text(v) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 class NullTelemetry:

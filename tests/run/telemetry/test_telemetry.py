@@ -201,6 +201,42 @@ def test_no_power_and_no_energy_gives_null_energy():
     assert s["power_source"] == "average"
 
 
+
+class InstantGaps(FakeNvml):
+    """The instant power field comes back without a value on every ``gap``-th read (after the probe), and the
+    averaged reading says something else (``average_w``): a sample must never take it in the instant's place."""
+
+    gap, average_w = 3, 999.0
+
+    def __init__(self, clock, **kw):
+        super().__init__(clock, **kw)
+        self.reads = 0
+
+    def nvmlDeviceGetFieldValues(self, h, ids):
+        v = super().nvmlDeviceGetFieldValues(h, ids)
+        self.reads += 1
+        if self.reads > 1 and self.reads % self.gap == 0:
+            v[0].nvmlReturn = 3  # NVML_ERROR_NOT_SUPPORTED for this read only
+        return v
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return int(self.average_w * 1000)
+
+
+def test_an_instant_power_reading_without_a_value_is_a_gap_counted_in_the_notes_never_the_averaged_reading():
+    clock = FakeClock()
+    nv = InstantGaps(clock, watts=200.0)
+    tel = Telemetry(nv, index=0, interval_s=0.5, clock=clock, sleep=lambda s: clock.advance(s), background=False)
+    drive(tel, clock, epochs=3, epoch_s=4.0)
+    s = tel.summary(steps_per_epoch=100, examples_per_epoch=25600)
+    assert s["power_source"] == "instant" and tel.instant_missed > 0
+    assert s["power_w"]["max"] == pytest.approx(200.0) and s["idle_power_w"] == pytest.approx(200.0)
+    assert s["energy_integrated_j"] == pytest.approx(1600.0, rel=1e-3)  # flat power: the gaps change nothing
+    assert tel.instant_reads == nv.reads - 1  # the probe's read is not a sample's
+    note = f"{tel.instant_missed} of {tel.instant_reads} power readings (idle and window)"
+    assert any(n.startswith(note) for n in s["notes"]), s["notes"]
+    assert "power" not in s["unsupported"]
+
 def test_a_window_without_power_or_energy_is_a_record_telemetry_block_with_null_epochs():
     """A GPU whose power NVML does not read (a MIG slice): each epoch's J is null, and the cell's record takes the
     block as it is (a measured cell stays ok, its energy null), written and read back strictly."""
