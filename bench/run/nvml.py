@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 
@@ -97,7 +97,7 @@ class Gpu:
         self.nv, self.device = nv, device
         self.handle = (nv.nvmlDeviceGetHandleByUUID(device) if isinstance(device, str)
                        else nv.nvmlDeviceGetHandleByIndex(device))
-        self._throttle_reasons_name = False  # the driver lacks the clock-event name (R525/R530): use the old one
+        self._old: set[str] = set()  # readings whose newer NVML call this driver lacks (``_newest``)
 
     @classmethod
     def open(cls, nv: Any = None) -> Gpu:
@@ -144,8 +144,9 @@ class Gpu:
     def mig_mode(self, name: str | None = None) -> bool | None:
         """Whether the GPU is in MIG mode (its current mode), True for a handle that is itself a MIG slice
         (``is_mig_slice(name)``); None where NVML does not say (any error: NotSupported on GPUs without MIG,
-        FunctionNotFound on old drivers). In MIG mode a container gets one slice, but NVML's power, energy and
-        utilisation are the parent GPU's: MFU against the whole GPU's peak and energy per step are not comparable
+        FunctionNotFound on old drivers). In MIG mode a container gets one slice, but NVML's power and energy are
+        the parent GPU's and its utilisation rates are not read at all (NotSupported on MIG-enabled GPUs, nvml.h):
+        MFU against the whole GPU's peak and energy per step are not comparable
         with a full GPU's. Never raises."""
         if self.is_mig_slice(name):
             return True
@@ -175,8 +176,11 @@ class Gpu:
         return int(self.nv.nvmlDeviceGetMemoryInfo(self.handle).total)
 
     def memory_used_bytes(self) -> int:
-        """Device memory in use, all processes' (bytes; ``nvmlDeviceGetMemoryInfo``'s ``used``). Raises NVML's
-        error."""
+        """Device memory in use, all processes' (bytes; ``nvmlDeviceGetMemoryInfo``'s ``used``, the v1 call). It
+        may include memory the driver or firmware sets aside for itself (nvml.h, ``nvmlMemory_t``: "the driver/GPU
+        always sets aside a small amount of memory for bookkeeping"; the headers disagree on whether v2's ``used``
+        leaves ``reserved`` out, so the v1 reading is kept): a GPU no process uses reads above zero, and a
+        difference of two readings cancels it. Raises NVML's error."""
         return int(self.nv.nvmlDeviceGetMemoryInfo(self.handle).used)
 
     def utilization_pct(self) -> tuple[float, float]:
@@ -194,8 +198,12 @@ class Gpu:
         return float(self.nv.nvmlDeviceGetClockInfo(self.handle, self.nv.NVML_CLOCK_MEM))
 
     def temperature_c(self) -> float:
-        """The GPU's temperature (degC, the GPU sensor's). NotSupported."""
-        return float(self.nv.nvmlDeviceGetTemperature(self.handle, self.nv.NVML_TEMPERATURE_GPU))
+        """The GPU's temperature (degC, the GPU sensor's): ``nvmlDeviceGetTemperatureV``, or on a driver or
+        ``pynvml`` without it the older ``nvmlDeviceGetTemperature`` (deprecated in nvidia-ml-py 13.615.71, "will be
+        removed in CUDA 14.0"), which reads the same sensor. NotSupported."""
+        nv, h, sensor = self.nv, self.handle, self.nv.NVML_TEMPERATURE_GPU
+        return float(self._newest("temperature", lambda: nv.nvmlDeviceGetTemperatureV(h, sensor),
+                                  lambda: nv.nvmlDeviceGetTemperature(h, sensor)))
 
     def instant_power_mw(self) -> int | None:
         """Board power now (mW), the field ``NVML_FI_DEV_POWER_INSTANT``; None where the pynvml module lacks the
@@ -225,19 +233,26 @@ class Gpu:
         ``nvmlClocksEventReason*`` share their values), so a FunctionNotFound switches to it for the rest of this
         object's life; any other error (NotSupported) is raised as it is."""
         nv, h = self.nv, self.handle
-        if not self._throttle_reasons_name:
-            try:
-                return int(nv.nvmlDeviceGetCurrentClocksEventReasons(h))
-            except Exception as e:
-                if not function_not_found(nv, e):
-                    raise
-                self._throttle_reasons_name = True
-        return int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(h))
+        return int(self._newest("clocks_event_reasons", lambda: nv.nvmlDeviceGetCurrentClocksEventReasons(h),
+                                lambda: nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)))
 
     def event_reason_bit(self, reason: str) -> int:
         """The bit of clock-event reason ``reason`` (``SwPowerCap``: ``nvmlClocksEventReasonSwPowerCap``); 0 where
         the pynvml module does not name it."""
         return int(getattr(self.nv, f"nvmlClocksEventReason{reason}", 0))
+
+    def _newest(self, reading: str, new: Callable[[], Any], old: Callable[[], Any]) -> Any:
+        """``new()``, NVML's newer call for ``reading``; where the driver or ``pynvml`` lacks it
+        (``function_not_found``) ``old()``, for the rest of this object's life. Any other error is raised as it
+        is."""
+        if reading not in self._old:
+            try:
+                return new()
+            except Exception as e:
+                if not function_not_found(self.nv, e):
+                    raise
+                self._old.add(reading)
+        return old()
 
     def compute_processes(self) -> list[Process]:
         """The compute processes NVML lists on the GPU (inside a container: those of its PID namespace only,

@@ -1,4 +1,4 @@
-"""NVML is reached through ``bench.run.nvml`` alone, and a GPU through its ``Gpu`` class alone (issue 39): one test per
+"""NVML is reached through ``bench.run.nvml`` alone, and a GPU through its ``Gpu`` class alone: one test per
 module of the package, generated from its files, reading each module's syntax tree (so docstrings and comments that
 name an NVML function do not count)."""
 
@@ -92,3 +92,47 @@ def f(nv, h, r):
 def test_the_modules_are_the_packages_files():
     names = {str(p.relative_to(PACKAGE)) for p in MODULES}
     assert {"run/environment.py", "run/gpu_state.py", "run/telemetry/sampler.py", "run/nvml.py"} <= names
+
+
+class _Err(Exception):
+    def __init__(self, value: int):
+        super().__init__(f"NVML error {value}")
+        self.value = value
+
+
+class _Nv:
+    """A pynvml stand-in for ``Gpu``'s newer-call fallbacks; ``missing`` names the calls the driver lacks."""
+
+    NVML_TEMPERATURE_GPU, NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED = 0, 13, 3
+
+    def __init__(self, missing=(), error=None):
+        self.missing, self.error, self.calls = set(missing), error, []
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def _call(self, name, value):
+        self.calls.append(name)
+        if name in self.missing:
+            raise _Err(self.NVML_ERROR_FUNCTION_NOT_FOUND)
+        if self.error is not None:
+            raise _Err(self.error)
+        return value
+
+    def nvmlDeviceGetTemperatureV(self, h, sensor):
+        return self._call("V", 61)
+
+    def nvmlDeviceGetTemperature(self, h, sensor):
+        return self._call("old", 60)
+
+
+def test_gpu_reads_the_temperature_through_the_newer_call_and_falls_back_once_where_the_driver_lacks_it():
+    from bench.run.nvml import Gpu
+
+    assert Gpu(_Nv(), 0).temperature_c() == 61.0
+    nv = _Nv(missing={"V"})
+    gpu = Gpu(nv, 0)
+    assert [gpu.temperature_c(), gpu.temperature_c()] == [60.0, 60.0]
+    assert nv.calls == ["V", "old", "old"]  # the newer call is tried once, then the older name for good
+    with pytest.raises(_Err):  # NotSupported is the caller's to handle, never a switch to the other call
+        Gpu(_Nv(error=_Nv.NVML_ERROR_NOT_SUPPORTED), 0).temperature_c()

@@ -95,7 +95,8 @@ class Telemetry(Block):
     sm_clock_mhz: Stats | None = entry("SM clock over the window", "MHz")
     mem_clock_mhz: Stats | None = entry("memory clock over the window", "MHz")
     temperature_c: Stats | None = entry("GPU temperature over the window", "degC")
-    memory_used_peak_bytes: int | None = entry("peak device memory in use as NVML sees it, all processes", "bytes")
+    memory_used_peak_bytes: int | None = entry("peak device memory in use as NVML sees it, all processes, with "
+                                                 "what the driver sets aside (nvmlDeviceGetMemoryInfo used)", "bytes")
     idle_power_w: float | None = entry("mean power over 1 s before the workload started", "W")
     energy_j: float | None = entry("energy over the window: the counter delta between synchronised edges, or "
                                    "integrated sampled power when the counter is unusable", "J")
