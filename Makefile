@@ -64,7 +64,7 @@ else
   $(error DEVICE must be auto, cpu or gpu (got '$(DEVICE)'))
 endif
 # Rounds of make bench-all: REPEATS, or bench's own default for the device. Round r runs every stack once,
-# in an order shuffled with SEED (bench/host/rounds.py); a rerun with the same plan resumes where it stopped.
+# in an order shuffled with SEED (bench/core/rounds.py); a rerun with the same plan resumes where it stopped.
 ROUNDS := $(or $(REPEATS),$(shell $(REQUEST) default repeats --device $(RUN_DEVICE)))
 # The image flavor follows the device; FLAVOR=gpu DEVICE=cpu runs the GPU images on the CPU (what CI
 # does to exercise the artefacts GPU users pull: CUDA builds of the frameworks run on a CPU too).

@@ -27,9 +27,9 @@ from typing import Any, Literal, get_args
 from bench.core.stacks import STACKS
 from bench.core.words import Device, RunDevice, Size
 
-#: ``make bench-all``'s rounds shuffle with this seed unless ``SEED``/``--seed`` says otherwise (``bench.host.rounds``).
+#: ``make bench-all``'s rounds shuffle with this seed unless ``SEED``/``--seed`` says otherwise (``bench.core.rounds``).
 DEFAULT_SEED = 1
-#: How a round orders its stacks (``bench.host.rounds.order``): ``shuffled`` with the seed (make bench-all), or
+#: How a round orders its stacks (``bench.core.rounds.order``): ``shuffled`` with the seed (make bench-all), or
 #: ``abba`` for two stacks (make compare-versions): A first in rounds 1, 4, 5, 8, ..., B first in 2, 3, 6, 7, ...
 ORDER_RULES = ("shuffled", "abba")
 #: Per-cell process time limit by size (s) unless ``--timeout`` says otherwise.

@@ -2,7 +2,7 @@
 comparison, and ``make cloud-collect``.
 
 The unit of fan-out keeps comparisons honest: one job runs every stack of a comparison on one GPU (in
-rounds, ``bench.host.rounds``), and jobs split by GPU type (or suite), never by stack: two stacks measured
+rounds, ``bench.core.rounds``), and jobs split by GPU type (or suite), never by stack: two stacks measured
 on two machines would compare the machines. SkyPilot (``cloud/dlbench.sky.yaml``) provisions a VM on any
 cloud it is configured for and runs ``cloud/setup.sh`` (Docker and the NVIDIA Container Toolkit where
 missing) and ``cloud/run.sh`` (``make doctor``, ``make bench-all``) on the VM itself, so its containers get

@@ -1,6 +1,6 @@
 """One comparison's plan of rounds x stacks, and the launchers that carry it out. Standard library only.
 
-The plan (``plan``) is the one loop: round r runs every stack once, in the order ``bench.host.rounds.order`` gives
+The plan (``plan``) is the one loop: round r runs every stack once, in the order ``bench.core.rounds.order`` gives
 for (stacks, seed, r), and each step passes its stack the same ``bench run`` round arguments (``Step.bench_args``),
 so the schedule in every record, the resume and the drift check are the same whichever launcher ran it:
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.host import rounds
+from bench.core import rounds
 
 #: The default order rule: shuffled with the seed (``make bench-all``).
 SHUFFLED = rounds.ORDER_RULES[0]
@@ -32,7 +32,7 @@ SHUFFLED = rounds.ORDER_RULES[0]
 @dataclass(frozen=True)
 class Step:
     """One stack's turn in one round: ``round`` (1-based) of ``rounds``, the round's ``order``, ``seed``, and the
-    order's ``rule`` (``bench.host.rounds.order``)."""
+    order's ``rule`` (``bench.core.rounds.order``)."""
 
     round: int
     rounds: int

@@ -33,7 +33,7 @@ class Cell:
             the published values).
         data: where a fit cell's data may come from (``bench.run.datasets.DATA_CHOICES``; ``auto``: real, and
             synthetic only at smoke size).
-        schedule: where this repeat ran in ``make bench-all``'s rounds (``bench.host.rounds.schedule``: seed,
+        schedule: where this repeat ran in ``make bench-all``'s rounds (``bench.core.rounds.schedule``: seed,
             round, rounds, the round's stack order, position), None outside rounds.
         profile: after the timed measurement, profile a few steady steps (``bench.run.profile``; repeat 1 only).
             Not in the id: the profile runs after the timed window and the telemetry have closed, so a profiled

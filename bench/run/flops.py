@@ -22,9 +22,12 @@ from __future__ import annotations
 import csv
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bench.core.gpus import gpu_family, is_mig_name
+
+if TYPE_CHECKING:
+    from bench.run.workloads import StepWorkload
 
 FLOPS_CSV = Path(__file__).parents[1] / "core" / "reference" / "paper_flops.csv"
 METHOD = "torch FlopCounterMode, Hugging Face model on the meta device, batch 1"
@@ -125,6 +128,21 @@ def flops_per_example(workload: str, task: str, size: str, cfg: dict[str, Any]) 
     return row["flops_per_example"], row["method"]
 
 
+def paper_workload(name: str) -> StepWorkload:
+    """The registered workload ``name``, which must be one of the paper suite's (the only ones whose FLOPs are
+    counted for MFU; all step-timed).
+
+    Raises:
+        KeyError: unknown workload. ValueError: it is not in the paper suite (a classic or tuning workload).
+    """
+    from bench.run.workloads import SUITES, get_workload
+
+    w = get_workload(name)
+    if name not in SUITES["paper"]:
+        raise ValueError(f"{name} is not a paper-suite (step-timed) workload: its FLOPs are not counted")
+    return cast("StepWorkload", w)
+
+
 def count(workload: str, task: str, size: str = "full") -> float:
     """Count FLOPs per example of ``workload``'s ``task`` at ``size`` (default full) on the meta device (see
     module doc); generate: the whole fixed-length generation of one sequence."""
@@ -138,10 +156,9 @@ def count_split(workload: str, task: str, size: str = "full") -> tuple[float, fl
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from bench.run.scenarios.steps import step_workload
     from bench.run.workloads.paper.causal_lm import CausalLM
 
-    w = step_workload(workload)
+    w = paper_workload(workload)
     cfg = w.model.config(size)
     meta = torch.device("meta")
     with FlopCounterMode(display=False) as fc:
@@ -180,12 +197,11 @@ def write_table(path: Path = FLOPS_CSV) -> list[dict[str, Any]]:
     import torch
     import transformers
 
-    from bench.run.scenarios.steps import step_workload
     from bench.run.workloads import SUITES
 
     rows = []
     for name in SUITES["paper"]:
-        w = step_workload(name)
+        w = paper_workload(name)
         cfg = w.model.config("full")
         for task in w.tasks:
             total, conv_share = count_split(name, task)

@@ -269,7 +269,7 @@ def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False,
 
 def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: dict[str, Any],
               force: bool = False, cooldown: Cooldown | None = None, gpu: str | None = None) -> Record:
-    """Run repeat ``round_`` of ``cell`` (``bench.host.rounds``; reused when already final on this run's GPU
+    """Run repeat ``round_`` of ``cell`` (``bench.core.rounds``; reused when already final on this run's GPU
     ``gpu`` unless ``force``). Once all ``repeats`` repeats are on disk from this GPU, write and return the aggregated
     record; before that (an earlier round ran on another GPU: it is run again when that round resumes), return this
     repeat's record."""

@@ -99,7 +99,7 @@ def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str 
     Raises:
         InputError: ``--round-stacks``/``--seed``/``--order`` without ``--round``, or a round the plan lacks.
     """
-    from bench.host import rounds
+    from bench.core import rounds
 
     if round_ is None:
         if round_stacks is not None or seed is not None or rule != rounds.ORDER_RULES[0]:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bench.core import rounds
 from bench.core.stacks import CONTAINER_ENV, DEFAULT_STACKS, STACKS
-from bench.host import cloud, imagetag, rounds
+from bench.host import cloud, imagetag
 from bench.host.__main__ import main as host_cli
 
 ROOT = Path(__file__).resolve().parents[2]

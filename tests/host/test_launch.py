@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.host import cloud, launch, rounds
+from bench.core import rounds
+from bench.host import cloud, launch
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ["keras2-tf", "keras3-jax", "pytorch"]

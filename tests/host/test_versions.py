@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.core import rounds
 from bench.core import stacks as stacks_mod
 from bench.core.stacks import STACKS, derive, derived_id, load_derived
-from bench.host import launch, rounds, stackfiles, versions
+from bench.host import launch, stackfiles, versions
 from bench.results.cell import Cell
 from bench.results.schema import Record
 from bench.run import environment, worker

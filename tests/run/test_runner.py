@@ -218,7 +218,7 @@ def test_a_failed_repeat_fails_the_cell_and_only_it_reruns(tmp_path, fake_worker
 
 
 def test_rounds_shuffle_every_round_from_the_seed_alone():
-    from bench.host import rounds
+    from bench.core import rounds
 
     stacks = ["keras2-tf", "keras3-tf", "keras3-jax", "keras3-torch", "pytorch"]
     orders = [rounds.order(stacks, 1, r) for r in range(1, 7)]
@@ -235,7 +235,7 @@ def test_rounds_shuffle_every_round_from_the_seed_alone():
 
 
 def test_rounds_write_the_cell_record_once_every_round_ran_and_resume(tmp_path, fake_worker):
-    from bench.host import rounds
+    from bench.core import rounds
 
     fake_worker("ok")
     stacks = ["keras3-jax", "pytorch"]

@@ -15,7 +15,7 @@ from bench.run import flops
 from bench.run.engines import step_engine
 from bench.run.profile.rerun import ProfileRun
 from bench.run.scenarios import Scenario, effective_settings, finish_telemetry, telemetry_window
-from bench.run.workloads import StepWorkload, get_workload
+from bench.run.workloads import StepWorkload
 
 #: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.
 SMOKE_MAX_BATCH = 2
@@ -107,18 +107,6 @@ def step_metrics(timer: Any, batch: int, steps: int, generated_tokens: int | Non
     out.update({"first_step_s": s["first_epoch_s"], "steps": s["steps"], "steady_s": s["steady_epoch_s"]})
     derived.step_throughput(out, batch, generated_tokens)
     return out
-
-
-def step_workload(name: str) -> StepWorkload:
-    """The registered workload ``name``, which must be step-timed (its FLOPs are counted for MFU).
-
-    Raises:
-        KeyError: unknown workload. ValueError: it fits on a dataset (a classic or tuning workload).
-    """
-    w = get_workload(name)
-    if not isinstance(w, StepWorkload):
-        raise ValueError(f"{name} is not a step-timed (paper suite) workload: its FLOPs are not counted")
-    return w
 
 
 STEPS = Steps()

@@ -134,6 +134,14 @@ def test_flops_table_covers_every_paper_task():
     assert table[("mistral", "fit")]["flops_per_example"] == pytest.approx(3.7e12, rel=0.02)
 
 
+
+def test_flops_are_counted_for_paper_workloads_only():
+    assert flops.paper_workload("bert").name == "bert"
+    with pytest.raises(ValueError, match="mnist_cnn is not a paper-suite"):
+        flops.paper_workload("mnist_cnn")
+    with pytest.raises(KeyError):
+        flops.paper_workload("no_such_workload")
+
 @needs_hf
 @pytest.mark.parametrize("workload,task", [("bert", "fit"), ("gemma", "generate")])
 def test_flops_table_matches_a_recount(workload, task):
