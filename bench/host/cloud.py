@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.core import request
+from bench.core import request, rounds
 from bench.core.stacks import CONTAINER_ENV, CONTAINER_VOLUMES, DEFAULT_STACKS, STACKS
-from bench.host import imagetag, launch, rounds
+from bench.host import imagetag, launch
 
 TASK_YAML = "cloud/dlbench.sky.yaml"
 #: How its errors name it.
