@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.results.schema import Record
-from bench.run.profile.rerun import WARMUP, ProfileRun
+from bench.run.profile.rerun import WARMUP, KerasCall, ProfileRun
 from bench.run.profile.summary import summarise
 from bench.run.profile.window import Window, profiler_for
 from bench.run.timing import clock
@@ -56,7 +56,8 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
             steps: int = STEPS, xla: bool | None = None) -> dict[str, Any]:
     """Profile ``steps`` steps (at most ``MAX_STEPS``) of ``run`` with framework ``backend``'s profiler on
     ``device`` and return the ``profile`` block (``bench.results.schema.Profile``); its files are ``base`` +
-    ``.trace.json.gz`` (and ``.tensorboard``). The profiler starts before the warm-up steps (``Window.arm``).
+    ``.trace.json.gz`` (and ``.tensorboard``). The profiler starts before the warm-up steps (``Window.arm``), after a
+    Keras call has made its data (``KerasCall.prepare``).
     ``barrier``: the framework's device barrier. ``xla``: whether the cell's step ran XLA as its record says
     (``xla.tf_compiled``; None: unknown): False drops the profiler's ``execution_differs``, which only XLA's
     command buffers cause. Never raises for a profile that fails: the block then holds
@@ -70,9 +71,12 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
     try:
         profiler = profiler_for(backend, device, workdir)
         setup["execution_differs"] = None if xla is False else getattr(profiler, "execution_differs", None)
+        steps = min(steps, MAX_STEPS)
+        if isinstance(run, KerasCall):  # its data made before the profiler starts
+            run.prepare(steps)
         window = Window(profiler, barrier)
         window.arm()
-        held = run(window, min(steps, MAX_STEPS))
+        held = run(window, steps)
         if not window.stopped:
             raise RuntimeError(f"the steps ended before the profile window closed (it held {held.steps} steps after "
                                f"{held.warmup}): the profiled call ran out of the cell's data, as a Keras call of "

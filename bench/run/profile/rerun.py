@@ -159,14 +159,26 @@ def batches(run: ProfileRun, steps: int) -> int:
 
 
 class KerasCall:
-    """A profiled Keras call (``keras_fit``, ``keras_predict``): ``call(window, steps)``, which runs
-    ``batches(steps)`` batches (``executions`` of ``model``'s ``steps_per_execution``)."""
+    """A profiled Keras call (``keras_fit``, ``keras_predict``): ``call(window, steps, data)``, which runs
+    ``batches(steps)`` batches (``executions`` of ``model``'s ``steps_per_execution``) of ``data``, what
+    ``make_data(batches(steps))`` returns. ``prepare(steps)`` makes that data before the profiler starts
+    (``bench.run.profile.capture`` calls it before ``Window.arm``), so that repeating or concatenating the cell's data
+    for the call is neither in the trace nor held by the profiler; a call left unprepared makes it itself."""
 
-    def __init__(self, model: Any, call: Callable[[Window, int], Held]) -> None:
-        self.model, self.call = model, call
+    def __init__(self, model: Any, call: Callable[[Window, int, Any], Held],
+                 make_data: Callable[[int], Any]) -> None:
+        self.model, self.call, self.make_data = model, call, make_data
+        self._prepared: tuple[int, Any] | None = None
+
+    def prepare(self, steps: int) -> None:
+        self._prepared = (steps, self.make_data(self.batches(steps)))
 
     def __call__(self, window: Window, steps: int) -> Held:
-        return self.call(window, steps)
+        if self._prepared is None or self._prepared[0] != steps:
+            self.prepare(steps)
+        assert self._prepared is not None
+        data, self._prepared = self._prepared[1], None  # the call's own: not kept past it
+        return self.call(window, steps, data)
 
     def batches(self, steps: int) -> int:
         return executions(per_execution(self.model), steps)[1]
@@ -180,25 +192,25 @@ def keras_fit(keras: Any, model: Any, fit_kw: Callable[[int], dict[str, Any]], v
     through ``quiet(verbose)``, the engine's ``progress_bar_discarded``) and the cell's progress callbacks
     (``progress``: the 2017 notebooks' batch-end hook, which reads the logs every step)."""
 
-    def run(window: Window, steps: int) -> Held:
+    def run(window: Window, steps: int, data: dict[str, Any]) -> Held:
         inside, n = executions(per_execution(model), steps)
         cb = window_callback(keras, window, inside)
         with quiet(verbose):
-            model.fit(**fit_kw(n), epochs=1, steps_per_epoch=n, verbose=verbose, callbacks=[cb, *progress])
+            model.fit(**data, epochs=1, steps_per_epoch=n, verbose=verbose, callbacks=[cb, *progress])
         return cb.held
 
-    return KerasCall(model, run)
+    return KerasCall(model, run, fit_kw)
 
 
 def keras_predict(keras: Any, model: Any, inputs: Callable[[int], Any], verbose: int,
                   quiet: Callable[[int], Any]) -> ProfileRun:
     """One more ``model.predict`` over ``inputs(n)`` (``n`` batches, whole executions), as ``keras_fit``."""
 
-    def run(window: Window, steps: int) -> Held:
-        inside, n = executions(per_execution(model), steps)
+    def run(window: Window, steps: int, data: Any) -> Held:
+        inside, _ = executions(per_execution(model), steps)
         cb = window_callback(keras, window, inside, predict=True)
         with quiet(verbose):
-            model.predict(inputs(n), verbose=verbose, callbacks=[cb])
+            model.predict(data, verbose=verbose, callbacks=[cb])
         return cb.held
 
-    return KerasCall(model, run)
+    return KerasCall(model, run, inputs)

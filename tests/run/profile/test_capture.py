@@ -290,3 +290,30 @@ def test_tensorflow_on_a_gpu_says_its_xla_clusters_run_op_by_op_under_the_profil
     assert (said is not None) == differs
     if differs:
         assert said.startswith(COMMAND_BUFFERS_OFF) and "XLA clusters only" in said
+
+
+def test_a_keras_calls_data_is_made_before_the_profiler_starts(monkeypatch, tmp_path):
+    """Repeating or concatenating the cell's data for the call is neither in the trace nor its cost to the
+    profiler: ``capture`` prepares a Keras call before ``Window.arm``."""
+    log: list[str] = []
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: FakeProfiler(log))
+    model = type("Model", (), {"steps_per_execution": 1})()
+
+    def make_data(n):
+        log.append(f"data for {n}")
+        return list(range(n))
+
+    def call(window, steps, data):
+        for k, _ in enumerate(data):
+            if k == rerun.WARMUP:
+                window.start()
+            if k == rerun.WARMUP + steps:
+                window.stop()
+            log.append("step")
+        return rerun.Held(rerun.WARMUP, steps)
+
+    block = profile.capture(rerun.KerasCall(model, call, make_data), "tensorflow", "cpu", tmp_path / "cell",
+                            lambda: None, steps=3)
+    assert "reason" not in block, block
+    assert log[:2] == [f"data for {rerun.WARMUP + 3 + 1}", "profiler.start"]
+    assert log.count("data for 5") == 1  # prepared once, used by the call

@@ -3,6 +3,7 @@ hooks once per execution, so the profiled fit runs whole executions and the reco
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -126,7 +127,8 @@ def test_tf_keras_steps_per_execution_is_a_variable():
 
 def test_a_profiled_call_counts_its_steps():
     spe512 = type("Model", (), {"steps_per_execution": 512})()
-    assert rerun.batches(rerun.KerasCall(spe512, lambda window, steps: rerun.Held(512, 512)), 5) == 3 * 512
+    call = rerun.KerasCall(spe512, lambda window, steps, data: rerun.Held(512, 512), lambda n: None)
+    assert rerun.batches(call, 5) == 3 * 512
     assert rerun.batches(rerun.loop(lambda b: None, lambda: iter([1])), 5) == rerun.WARMUP + 5
 
 
@@ -143,7 +145,8 @@ def test_a_profile_too_long_for_the_cells_limit_is_not_taken(p50_ms, taken):
                 device="cpu", timeout_s=600.0)
     rec = Record.model_validate(new_record(cell), strict=True)
     rec.metrics.ms_per_step_p50 = p50_ms
-    spe512 = rerun.KerasCall(type("Model", (), {"steps_per_execution": 512})(), lambda w, s: rerun.Held(0, 0))
+    spe512 = rerun.KerasCall(type("Model", (), {"steps_per_execution": 512})(), lambda w, s, d: rerun.Held(0, 0),
+                             lambda n: None)
     why = worker.too_long(spe512, rec, cell, spent_s=20.0)
     assert (why is None) is taken
     late = worker.too_long(spe512, rec, cell, spent_s=500.0)  # 100 s left: even 65 ms x 1536 is over half
@@ -151,3 +154,31 @@ def test_a_profile_too_long_for_the_cells_limit_is_not_taken(p50_ms, taken):
     if not taken:
         assert why == ("not taken: its call runs 1536 steps, at least 1303 s at the timed p50 of 848.0 ms/step, "
                        "over half the 580 s left of the cell's 600 s limit")
+
+
+#: A tf.data epoch of 8, 8 and 4 examples, and one of a single short batch, through ``with_batches``: the batch sizes
+#: the profiled call would take, as JSON.
+_SHORT_END = """
+import json
+import numpy as np, tensorflow as tf
+from bench.run.engines.keras.data import with_batches
+x, y = np.arange(20.0).reshape(20, 1), np.arange(20)
+short_end = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+one_short = tf.data.Dataset.from_tensor_slices((x[:5], y[:5])).batch(8)
+sizes = lambda kw, n: [int(b[0].shape[0]) for b in kw["x"].take(n)]
+print("RESULT " + json.dumps({"filtered": sizes(with_batches(None, {"x": short_end}, 6, batch_size=8), 6),
+                              "unknown_batch": sizes(with_batches(None, {"x": short_end}, 6), 4),
+                              "one_short": sizes(with_batches(None, {"x": one_short}, 3, batch_size=8), 3)}))
+"""
+
+
+def test_a_repeated_tf_data_epoch_leaves_its_short_last_batch_out_of_the_profiled_steps():
+    if importlib.util.find_spec("tensorflow") is None:  # run in its own process: beside torch, TensorFlow can crash
+        pytest.skip("no tensorflow")
+    done = subprocess.run([sys.executable, "-c", _SHORT_END], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"})
+    got = next((json.loads(ln[7:]) for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert got is not None, done.stderr[-2000:]
+    assert got["filtered"] == [8] * 6
+    assert got["unknown_batch"] == [8, 8, 4, 8]  # no batch size given: the pipeline repeated as it is
+    assert got["one_short"] == [5] * 3  # the cell's steps were all this batch: kept

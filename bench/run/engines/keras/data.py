@@ -108,17 +108,19 @@ def train_data(keras, pipeline: str, ds: Dataset, batch_size: int) -> dict[str, 
     raise ValueError(f"unknown data_pipeline {pipeline!r}")
 
 
-def with_batches(keras, fit_kw: dict[str, Any], n: int) -> dict[str, Any]:
+def with_batches(keras, fit_kw: dict[str, Any], n: int, batch_size: int | None = None) -> dict[str, Any]:
     """``fit_kw`` (``train_data``'s or ``augmented_train_data``'s ``fit`` arguments) holding at least ``n`` batches,
     for a call of ``steps_per_epoch=n`` (the profile's: ``bench.run.profile.rerun.keras_fit``) where an epoch holds
     fewer: Keras 3 and tf-keras end such a call when the data runs out ("Your input ran out of data",
     keras/src/trainers/epoch_iterator.py@v3.15.1 ``_enumerate_iterator``), before the profile window closes.
-    A tf.data pipeline is repeated (``Dataset.repeat()``: ``fit`` then stops at ``steps_per_epoch``); arrays and
-    tensors (``batch_size`` given) are concatenated with themselves as often as ``n`` batches need. The pipeline,
-    its placement and the batch stay the cell's."""
+    A tf.data pipeline is repeated (``Dataset.repeat()``: ``fit`` then stops at ``steps_per_epoch``); where its
+    epochs end in a smaller batch than ``batch_size`` and hold a full one, the smaller one is left out first
+    (``Dataset.filter``), so that an epoch's edge does not put it among the profiled steps. Arrays and tensors
+    (``batch_size`` in ``fit_kw``) are concatenated with themselves as often as ``n`` batches need: all ``n`` are
+    full. The pipeline, its placement and the batch stay the cell's."""
     x = fit_kw["x"]
     if "batch_size" not in fit_kw:  # a tf.data pipeline makes its own batches
-        return {**fit_kw, "x": x.repeat()}
+        return {**fit_kw, "x": full_batches(x, batch_size).repeat()}
     first = x[0] if isinstance(x, list) else x
     examples = int(first.shape[0])
     copies = -(-n * int(fit_kw["batch_size"]) // examples)
@@ -131,6 +133,20 @@ def with_batches(keras, fit_kw: dict[str, Any], n: int) -> dict[str, Any]:
         return keras.ops.concatenate([a] * copies) if hasattr(keras, "ops") else _tf_concat([a] * copies)
 
     return {**fit_kw, "x": [tiled(a) for a in x] if isinstance(x, list) else tiled(x), "y": tiled(fit_kw["y"])}
+
+
+def full_batches(ds: Any, batch_size: int | None) -> Any:
+    """The tf.data pipeline ``ds`` of batches without those smaller than ``batch_size`` (``Dataset.filter``), where
+    its epoch holds two batches or more (``Dataset.cardinality``: the first is then full); else ``ds`` itself: no
+    batch size, an epoch of one batch (the cell's steps were all that batch), or an epoch TensorFlow cannot count."""
+    if not batch_size or int(ds.cardinality()) < 2:  # -2 unknown, -1 infinite, 0 or 1 batch
+        return ds
+    import tensorflow as tf
+
+    def full(*batch: Any) -> Any:
+        return tf.equal(tf.shape(tf.nest.flatten(batch)[0])[0], batch_size)
+
+    return ds.filter(full)
 
 
 def _tf_concat(parts):

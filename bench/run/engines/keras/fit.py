@@ -166,7 +166,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
         model=Model(params_total=int(model.count_params()),
                     params_trainable=int(sum(np.prod(w.shape) for w in model.trainable_weights))),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
-        profile_run=rerun.keras_fit(keras, model, lambda n: with_batches(keras, fit_kw, n), verbose,
+        profile_run=rerun.keras_fit(keras, model, lambda n: with_batches(keras, fit_kw, n, batch_size), verbose,
                                     progress_bar_discarded, callbacks[1:]),
     )
 
