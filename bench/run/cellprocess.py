@@ -97,7 +97,8 @@ def worker_record(cell: Cell, worker_out: Path, rc: int, timed_out: bool, log_fi
             rec.reason = f"worker exited with status {rc} without a record: {_tail(log_file)}"
         add_parent_env(rec, cell, os.environ if env is None else env)
         return rec
-    cut_profile(rec, ended(cell, rc, timed_out, stopped) or ("failed", f"exit status {rc}: {_tail(log_file)}"))
+    how = ended(cell, rc, timed_out, stopped)
+    cut_profile(rec, how[1] if how else f"exit status {rc}: {_tail(log_file)}")
     return rec
 
 
@@ -116,13 +117,13 @@ def ended(cell: Cell, rc: int, timed_out: bool, stopped: tuple[int | None, float
     return None
 
 
-def cut_profile(rec: Record, how: tuple[Status, str]) -> None:
+def cut_profile(rec: Record, how: str) -> None:
     """Say how the process ended in a record the worker wrote before its profile and never replaced
     (``bench.run.profile.UNFINISHED``): the cell's status stands (its timed numbers were measured), its
-    profile's reason and the note name the end (``how``: ``ended``'s status and reason)."""
+    profile's reason and the note name the end (``how``: ``ended``'s reason, or the exit status)."""
     if rec.profile is None or rec.profile.reason != profile.UNFINISHED:
         return
-    rec.profile.reason = f"{profile.UNFINISHED}: {how[1]}"
+    rec.profile.reason = f"{profile.UNFINISHED}: {how}"
     rec.finished_utc = utc_now()  # the worker's was the early write's
-    rec.notes = [f"profile: none ({rec.profile.reason})" if n == f"profile: none ({profile.UNFINISHED})" else n
-                 for n in rec.notes]
+    said = profile.none_note(profile.UNFINISHED)
+    rec.notes = [profile.none_note(rec.profile.reason) if n == said else n for n in rec.notes]

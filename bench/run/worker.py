@@ -126,7 +126,7 @@ def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path, s
     why = too_long(again, rec, cell, spent_s)
     if why:
         rec.profile = Profile(reason=why)
-        rec.notes.append(f"profile: none ({why})")
+        rec.notes.append(profile.none_note(why))
         return
     try:
         compiled = tf_compiled(rec.settings.model_dump()) if stack.backend == "tensorflow" else None
@@ -136,7 +136,7 @@ def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path, s
     except Exception as e:  # a profile never fails the cell it profiles
         rec.profile = Profile(reason=f"{type(e).__name__}: {e}".splitlines()[0][:500])
     if rec.profile.reason:
-        rec.notes.append(f"profile: none ({rec.profile.reason})")
+        rec.notes.append(profile.none_note(rec.profile.reason))
 
 
 def write_unfinished(rec: Record, out_file: Path) -> None:
@@ -144,7 +144,7 @@ def write_unfinished(rec: Record, out_file: Path) -> None:
     (``profile.UNFINISHED``); ``rec`` itself is left as it is."""
     before = rec.model_copy(deep=True)
     before.profile = Profile(reason=profile.UNFINISHED)
-    before.notes.append(f"profile: none ({profile.UNFINISHED})")
+    before.notes.append(profile.none_note(profile.UNFINISHED))
     before.finished_utc = utc_now()
     write_json_atomic(out_file, before.model_dump(exclude_unset=True))
 

@@ -28,12 +28,13 @@ from typing import Any
 
 from bench.results.schema import Record
 from bench.run.profile.rerun import WARMUP, KerasCall, ProfileRun
+from bench.run.profile.spans import TENSORBOARD, TRACE
 from bench.run.profile.summary import summarise
 from bench.run.profile.window import Window, profiler_for
 from bench.run.timing import clock
 
-__all__ = ["MAX_STEPS", "MAX_TRACE_BYTES", "SCRATCH", "STEPS", "UNFINISHED", "WARMUP", "ProfileRun", "bounded",
-           "capture", "discard", "place", "relate"]
+__all__ = ["MAX_STEPS", "MAX_TRACE_BYTES", "SCRATCH", "STEPS", "TENSORBOARD", "TRACE", "UNFINISHED", "WARMUP",
+           "ProfileRun", "bounded", "capture", "discard", "none_note", "place", "relate"]
 
 #: Steps inside the profiled window: a few steady steps, enough to see every op of a step several times while the
 #: trace stays small (a smoke cell's trace is tens to hundreds of kB).
@@ -129,12 +130,17 @@ def relate(block: dict[str, Any], timed_p50_ms: float | None) -> dict[str, Any]:
     return {**block, "ms_per_step": per, "slowdown": slow}
 
 
+def none_note(reason: str) -> str:
+    """The record's note for a cell without a profile: ``profile: none (<reason>)``."""
+    return f"profile: none ({reason})"
+
+
 def discard(work: Path, run_id: str) -> None:
     """Delete what a cell's profile left in the worker's scratch folder ``work`` once ``place`` moved what its
     record names: the profiler's raw output (``<run_id>`` + ``SCRATCH``) and a trace a killed process never
     summarised (its record's profile names none; it may be cut short)."""
     for path in work.glob(f"{run_id}.*"):
-        if path.name.startswith(run_id + SCRATCH) or path.name in (f"{run_id}.trace.json.gz", f"{run_id}.tensorboard"):
+        if path.name.startswith(run_id + SCRATCH) or path.name in (run_id + TRACE, run_id + TENSORBOARD):
             shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
 
 

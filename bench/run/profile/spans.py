@@ -19,6 +19,11 @@ from typing import Any
 
 from bench.run.profile.xspace import Instruction, Plane, hlo_instructions, read_xspace, xspace_messages
 
+#: A profile's files beside its cell's ``<base>``: the Chrome trace (gzipped JSON) and, for the XPlane profilers,
+#: TensorBoard's log directory.
+TRACE = ".trace.json.gz"
+TENSORBOARD = ".tensorboard"
+
 OP, DEVICE, MARK = "op", "device", "mark"
 
 
@@ -230,9 +235,9 @@ def collect_logdir(logdir: Path, base: Path) -> tuple[list[Span], dict[str, Any]
         raise FileNotFoundError(f"the profiler wrote no .xplane.pb under {logdir}")
     data = found[-1].read_bytes()
     planes, said = read_xspace(data), xspace_messages(data)
-    trace = base.with_name(base.name + ".trace.json.gz")
+    trace = base.with_name(base.name + TRACE)
     size = write_chrome(chrome_from_xspace(planes), trace)
-    board = base.with_name(base.name + ".tensorboard")
+    board = base.with_name(base.name + TENSORBOARD)
     shutil.rmtree(board, ignore_errors=True)
     shutil.move(str(logdir), str(board))
     for extra in (p for p in board.rglob("*") if p.is_file() and not p.name.endswith(".xplane.pb")):

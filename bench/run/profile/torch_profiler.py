@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.run.profile.spans import Span, chrome_messages, from_chrome, write_chrome
+from bench.run.profile.spans import TRACE, Span, chrome_messages, from_chrome, write_chrome
 from bench.run.profile.summary import WINDOW
 
 
@@ -43,6 +43,6 @@ class Profiler:
         self.prof.export_chrome_trace(str(raw))
         trace = json.loads(raw.read_text())
         raw.unlink()
-        out = base.with_name(base.name + ".trace.json.gz")
+        out = base.with_name(base.name + TRACE)
         return from_chrome(trace), {"trace": out.name, "trace_bytes": write_chrome(trace, out),
                                     "warnings": chrome_messages(trace)}
