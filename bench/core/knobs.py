@@ -84,7 +84,8 @@ FIT_VARIANTS: dict[str, str] = {
     "jit_compile=false": "no XLA, as the 2017 scripts ran; Keras 3's default 'auto' uses XLA on JAX, and on "
                          "TensorFlow on a GPU; tf-keras optimizers compile their update with XLA on a GPU",
     "progress=bar": "Keras' progress bar, fit(verbose=1), instead of the 2017 notebooks' per-batch callback "
-                    "(classic's default): the Keras 2.0.8 scripts' form, and the classic default before issue 37",
+                    "(classic's default): the Keras 2.0.8 scripts' form, and the classic default before record "
+                    "schema 4",
     "progress=none": "fit(verbose=0) without a per-batch callback: Keras' own batch path (asynchronous on JAX and "
                      "PyTorch), no per-step log read",
 }

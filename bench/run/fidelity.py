@@ -17,7 +17,7 @@ hand runs' mean ms/step; ``overhead_pct`` = 100 * (ratio - 1). A CPU cannot tell
 where step cost dominates; the GPU run, with sub-millisecond steps, is the one that shows what a
 per-step barrier costs.
 
-Targets (issue "matrix"): |ratio - 1| <= 2 %, overhead <= 1 % on a GPU, where step cost dominates.
+Targets: |ratio - 1| <= 2 %, overhead <= 1 % on a GPU, where step cost dominates.
 """
 
 from __future__ import annotations

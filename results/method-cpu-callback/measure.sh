@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 37's CPU measurement (results/method-cpu-callback/README.md): the Keras stacks' progress forms, interleaved.
+# The CPU measurement (results/method-cpu-callback/README.md): the Keras stacks' progress forms, interleaved.
 # Per round and stack, the three forms run one after another, their order rotating by round (a Latin square:
 # round 1 default, bar, none; round 2 bar, none, default; round 3 none, default, bar), each a `make bench-<stack>`
 # of mnist_mlp and mnist_cnn at smoke size, synthetic data, 5 epochs (4 steady epochs for ms/step).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 30's CPU measurement (results/method-cpu/README.md). Each variant interleaved with its default, round by
+# The CPU measurement (results/method-cpu/README.md). Each variant interleaved with its default, round by
 # round and stack by stack, the pair's order alternating by round (AB, BA, AB).
 # hrnn-cpu: mnist_hierarchical_rnn, default and row_lstm=reshape on the Keras stacks, the default on the twins.
 # verbose-cpu: mnist_mlp and mnist_cnn, default and verbose=0 on the Keras stacks, the default on the twins.

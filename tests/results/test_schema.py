@@ -83,10 +83,10 @@ def test_schema_version_2_records_in_results_still_load():
 
 
 def test_the_2017_metric_has_its_own_field_and_schema_3s_fit_s_per_epoch_loads_as_recorded():
-    """Schema 4 (issue 37): the 2017 metric is fit_call_s_per_epoch (the whole call over the epochs), the spans' mean
-    fit_epoch_s_mean; fit_s_per_epoch, which meant the call over the epochs before issue 30 and the spans' mean from
-    then to issue 37, is no longer written and loads from the committed records of both as recorded, its
-    declaration saying which meaning when."""
+    """Schema 4: the 2017 metric is fit_call_s_per_epoch (the whole call over the epochs), the spans' mean
+    fit_epoch_s_mean; fit_s_per_epoch, which meant the call over the epochs in records without fit_epoch_s and the
+    spans' mean in schema 3 records with it, is no longer written and loads from the committed records of both as
+    recorded, its declaration saying which meaning when."""
     assert schema.SCHEMA_VERSION == 4
     fields = Metrics.model_fields
     assert "fit_call_s / epochs" in fields["fit_call_s_per_epoch"].description

@@ -116,7 +116,7 @@ def test_unknown_dataset():
 
 
 def test_data_policy_auto_falls_back_only_at_smoke_size(tmp_path, monkeypatch):
-    """--data auto: synthetic only at smoke size; a full-size cell needs the real data (issue: data provenance)."""
+    """--data auto: synthetic only at smoke size; a full-size cell needs the real data."""
     from bench.run.datasets import DataUnavailable
     from bench.run.workloads import get_workload
 

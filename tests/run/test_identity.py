@@ -1,5 +1,5 @@
 """One request, one identity: a cell run with other inputs is another record, and resuming never returns a record
-made with other inputs (issue 23: a batch-64 run after the default run printed "already ok, skipped")."""
+made with other inputs (a batch-64 run after the default run once printed "already ok, skipped")."""
 
 import json
 import sys

@@ -37,7 +37,7 @@ _PROGRESS = ("how Keras fit reports each batch's progress; unset: the workload's
              "keras_tqdm: fit(verbose=0) and a callback whose on_batch_end reads every batch's logs and keeps their "
              "running means, as keras_tqdm's TQDMNotebookCallback did (keras_tqdm/tqdm_callback.py@v2.0.1:110-122, "
              "135-149), without drawing a bar; bar: fit(verbose=1), Keras' progress bar, written to a discarded "
-             "stream (the Keras 2.0.8 example scripts' fit; the classic default before issue 37); none: "
+             "stream (the Keras 2.0.8 example scripts' fit; the classic default before record schema 4); none: "
              "fit(verbose=0), no per-batch callback. On Keras 3's JAX and PyTorch backends a callback with a "
              "batch-end hook turns off Keras' asynchronous dispatch of batch-end callbacks "
              "(keras/src/callbacks/callback_list.py@v3.15.1:59-84), so keras_tqdm reads the logs on the training "

@@ -76,7 +76,7 @@ class Metrics(Block):
                                            "on (schema 3 records with fit_epoch_s hold it as fit_s_per_epoch)", "s",
                                            "median")
     fit_s_per_epoch: float | None = entry("schema 3 and older only, no longer written: records with fit_epoch_s "
-                                          "(issue 30 to 37) hold the mean of fit_epoch_s (now fit_epoch_s_mean), "
+                                          "hold the mean of fit_epoch_s (now fit_epoch_s_mean), "
                                           "older ones the whole fit call / epochs (now fit_call_s_per_epoch)",
                                           "s/epoch", "median")
     first_step_s: float | None = entry("the first step alone, tracing, compilation and lazy initialisation included "

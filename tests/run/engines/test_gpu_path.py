@@ -1,5 +1,5 @@
 """The GPU path without a GPU: each test exercises the logic of a branch that only a GPU run takes
-(issue "Ready for a real GPU"), through fakes, the pinned libraries' documented behaviour, or CPU stand-ins."""
+through fakes, the pinned libraries' documented behaviour, or CPU stand-ins."""
 
 from __future__ import annotations
 
