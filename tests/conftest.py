@@ -1,5 +1,6 @@
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -16,3 +17,14 @@ def has(module: str) -> bool:
 needs_torch = pytest.mark.skipif(not has("torch"), reason="torch not installed")
 needs_keras_torch = pytest.mark.skipif(not (has("torch") and has("keras")),
                                        reason="keras and torch not installed")
+
+
+@pytest.fixture
+def fake_worker(tmp_path, monkeypatch):
+    """``bench run`` spawns tests/helpers/worker.py's fake worker instead of the real one."""
+    from bench.run import runner
+    from tests.helpers.worker import FAKE
+
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE)
+    monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])

@@ -9,7 +9,7 @@ from bench.core.families import FAMILIES
 from bench.run.engines import missing_model
 from bench.run.workloads import get_workload
 from tests.contract.grid import FIT_WORKLOADS, MODELS, family_rows, synthetic_batch
-from tests.run.workloads.test_workloads import PUBLISHED
+from tests.helpers.published import PUBLISHED
 
 
 def test_every_family_has_a_model_row():

@@ -16,7 +16,7 @@ from bench.core.atomic import write_json_atomic
 from bench.host import imagetag
 from bench.results.record import new_record, read_record
 from bench.run import plan, runner
-from tests.project.test_cloud_scripts import INSTALLABLE, RUN, VM
+from tests.helpers.cloud_vm import INSTALLABLE, RUN, VM
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable

@@ -15,8 +15,8 @@ from bench.cli import running
 from bench.core import request
 from bench.core.request import Request
 from bench.host import cloud
-from tests.project.test_cloud_scripts import INSTALLABLE, RUN, VM
-from tests.run.test_identity import bench, fake_worker  # noqa: F401  (fixture)
+from tests.helpers.cloud_vm import INSTALLABLE, RUN, VM
+from tests.helpers.worker import bench
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -42,7 +42,7 @@ def test_existing_flags_and_environment_variables_keep_working():
             "BENCH_COOLDOWN"} <= envs
 
 
-def test_bench_set_from_the_environment_names_the_variant(tmp_path, fake_worker, monkeypatch, capsys):  # noqa: F811
+def test_bench_set_from_the_environment_names_the_variant(tmp_path, fake_worker, monkeypatch, capsys):
     monkeypatch.setenv("BENCH_SET", "tf32=off")
     monkeypatch.setenv("BENCH_REPEATS", "2")
     out = tmp_path / "run"

@@ -12,7 +12,7 @@ from bench.host import stackfiles
 from bench.results.collect import collect
 from bench.results.record import result_path
 from bench.run.plan import expand
-from tests.run.test_tuning import paper_record
+from tests.helpers.records import paper_record
 
 ROOT = stackfiles.ROOT
 

@@ -1,6 +1,5 @@
 """The loaders read the real file formats: each test writes a small file in that format."""
 
-import io
 import pickle
 import tarfile
 
@@ -8,45 +7,7 @@ import numpy as np
 import pytest
 
 from bench.run import datasets
-
-
-def write_mnist(path, n_train=12, n_test=4):
-    rng = np.random.default_rng(1)
-    np.savez(path, x_train=rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
-             y_train=rng.integers(0, 10, n_train, dtype=np.uint8),
-             x_test=rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
-             y_test=rng.integers(0, 10, n_test, dtype=np.uint8))
-
-
-def _add(tar, name, data: bytes):
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    tar.addfile(info, io.BytesIO(data))
-
-
-def write_cifar(path, per_batch=3):
-    rng = np.random.default_rng(2)
-    with tarfile.open(path, "w:gz") as tar:
-        for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-            batch = {b"data": rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8),
-                     b"labels": list(rng.integers(0, 10, per_batch).tolist())}
-            _add(tar, f"cifar-10-batches-py/{name}", pickle.dumps(batch))
-
-
-BABI = """1 Mary moved to the bathroom.
-2 John went to the hallway.
-3 Where is Mary?\tbathroom\t1
-4 Daniel went back to the hallway.
-5 Where is Daniel?\thallway\t4
-1 Sandra journeyed to the office.
-2 Where is Sandra?\toffice\t1
-"""
-
-
-def write_babi(path):
-    with tarfile.open(path, "w:gz") as tar:
-        for split in ("train", "test"):
-            _add(tar, datasets.BABI_CHALLENGE.format(split), BABI.encode())
+from tests.helpers.datasets import BABI, add_member, write_babi, write_cifar, write_mnist
 
 
 def test_mnist_npz(tmp_path):
@@ -71,7 +32,7 @@ def test_cifar_channel_order(tmp_path):
     data[0, 1024:2048] = 255  # green plane
     with tarfile.open(tmp_path / "c.tar.gz", "w:gz") as tar:
         for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-            _add(tar, f"cifar-10-batches-py/{name}", pickle.dumps({b"data": data, b"labels": [3]}))
+            add_member(tar, f"cifar-10-batches-py/{name}", pickle.dumps({b"data": data, b"labels": [3]}))
     ds = datasets.read_cifar10_tar(tmp_path / "c.tar.gz")
     assert ds.x_train[0][0, 5, 7].tolist() == [0.0, 1.0, 0.0]
 

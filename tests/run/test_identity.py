@@ -2,43 +2,14 @@
 made with other inputs (a batch-64 run after the default run once printed "already ok, skipped")."""
 
 import json
-import sys
-import textwrap
 
 import pytest
 
-from bench.cli import main
 from bench.core.atomic import write_json_atomic
 from bench.results.cell import Cell
 from bench.results.record import new_record, result_path
 from bench.run import plan, runner
-
-FAKE = textwrap.dedent("""
-    import json, sys
-    from pathlib import Path
-    from bench.results.cell import Cell
-    from bench.core.atomic import write_json_atomic
-    from bench.results.record import new_record
-    cell = Cell.from_dict(json.load(open(sys.argv[1])))
-    rec = new_record(cell)
-    epochs = cell.epochs or 2
-    rec.update(status="ok", batch_size=cell.batch_size or 128, data={"source": "synthetic", "requested": cell.data},
-               metrics={"ms_per_step_mean": 1.0, "first_epoch_s": 0.1, "epoch_s": [0.1] * epochs})
-    write_json_atomic(Path(sys.argv[2]), rec)
-""")
-
-
-@pytest.fixture
-def fake_worker(tmp_path, monkeypatch):
-    script = tmp_path / "fake_worker.py"
-    script.write_text(FAKE)
-    monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])
-
-
-def bench(*args: str) -> int:
-    with pytest.raises(SystemExit) as e:
-        main(list(args))
-    return e.value.code
+from tests.helpers.worker import bench
 
 
 def test_a_batch_64_run_beside_the_default_run_is_a_second_record(tmp_path, fake_worker, capsys):

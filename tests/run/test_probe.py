@@ -19,7 +19,7 @@ import pytest
 
 from bench.results.schema import Record
 from bench.run import environment, probe
-from tests.run.engines.test_gpu_path import two_gpu_pynvml
+from tests.helpers.fake_nvml import two_gpu_pynvml
 
 PACKAGES = {"torch": "2.13.0", "nvidia-cublas": "13.0.2.14", "triton": "3.5.0", "numpy": "2.3.4", "nvidia-ml-py": "13"}
 DRIVER = "580.65.06"

@@ -20,7 +20,7 @@ from bench.results.report import load_runs, write_report  # noqa: E402
 from bench.results.site import markdown  # noqa: E402
 from bench.results.site.build import build_site  # noqa: E402
 from bench.results.site.sources import page_slug  # noqa: E402
-from tests.results.site.test_site import RESULTS, committed_csvs  # noqa: E402
+from tests.helpers.site import RESULTS, committed_csvs  # noqa: E402
 
 CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("BENCH_CHROMEDRIVER", "/usr/bin/chromedriver")

@@ -19,14 +19,7 @@ from bench.results.site import markdown  # noqa: E402
 from bench.results.site.build import build_site  # noqa: E402
 from bench.results.site.cells import COLUMNS, record_of  # noqa: E402
 from bench.results.site.sources import find_runs, page_slug  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[3]
-RESULTS = ROOT / "results"
-
-
-def committed_csvs() -> list[Path]:
-    """The committed runs, found without the site's code: every CSV in results/ and its folders one level down."""
-    return sorted([*RESULTS.glob("*.csv"), *(p for p in RESULTS.glob("*/*.csv") if p.parent.name != "site")])
+from tests.helpers.site import RESULTS, ROOT, committed_csvs  # noqa: E402
 
 
 class Tables(HTMLParser):
@@ -169,12 +162,12 @@ def test_the_report_tables_are_on_the_run_page_cell_for_cell(site, tmp_path):
 
 
 def test_a_gpu_run_of_the_tuning_and_paper_suites(tmp_path):
-    """Records as the tuning and paper suites write them on a GPU (tests/run/test_tuning.py's), failures included:
+    """Records as the tuning and paper suites write them on a GPU (tests/helpers/records.py's), failures included:
     the page has the report's Table 2, throughput and tuning tables, the paper and energy charts, the footnotes."""
     from bench.core.atomic import write_json_atomic
     from bench.results.collect import collect
     from bench.results.record import result_path
-    from tests.run.test_tuning import fake_record, paper_record
+    from tests.helpers.records import fake_record, paper_record
 
     recs = [fake_record("keras3-tf", "default", {}, 60.0, baseline=True),
             fake_record("keras3-tf", "jit_compile=false", {"jit_compile": False}, 65.0),

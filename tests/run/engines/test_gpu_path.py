@@ -9,6 +9,7 @@ import pytest
 
 from bench.results.schema import Record
 from tests.conftest import needs_keras_torch, needs_torch
+from tests.helpers.fake_nvml import two_gpu_pynvml
 
 
 @needs_torch
@@ -67,7 +68,7 @@ def test_torch_compile_on_gpu_needs_python_headers(tmp_path, monkeypatch):
 def test_energy_window_excludes_validation():
     """Epochs of 4 s of training at 200 W, each followed by 3 s of validation at 400 W: energy and the
     window cover the steady epochs' training steps only (2 x 4 s x 200 W), as the time metrics do."""
-    from tests.run.telemetry.test_telemetry import FakeClock, make
+    from tests.helpers.fake_nvml import FakeClock, make
 
     clock = FakeClock()
     tel = make(clock, watts=200.0)
@@ -539,32 +540,6 @@ def test_a_mig_slice_name_has_no_datasheet_peak_but_a_whole_gpu_does():
     assert peak is None and "MIG slice" in why
     assert gpu_family("NVIDIA A100-SXM4-40GB MIG 1g.5gb") is None
     assert flops.peak_flops("NVIDIA A100-SXM4-40GB", "bfloat16", False)[0] == 312e12
-
-
-def two_gpu_pynvml(names=("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"), uuids=("GPU-aaa", "GPU-bbb")):
-    """A fake pynvml holding two GPUs (index -> name, UUID), as nvidia-ml-py 13 answers (str, not bytes)."""
-    import types
-
-    def handle(i):
-        if not 0 <= i < len(names):
-            raise RuntimeError("Invalid Argument")
-        return i
-
-    def by_uuid(u):
-        if u not in uuids:
-            raise RuntimeError("Not Found")
-        return uuids.index(u)
-
-    def mig(h):
-        raise RuntimeError("Not Supported")
-
-    return types.SimpleNamespace(
-        NVML_DEVICE_MIG_ENABLE=1, nvmlInit=lambda: None, nvmlShutdown=lambda: None,
-        nvmlDeviceGetHandleByIndex=handle, nvmlDeviceGetHandleByUUID=by_uuid,
-        nvmlSystemGetCudaDriverVersion_v2=lambda: 13000, nvmlDeviceGetCount=lambda: len(names),
-        nvmlDeviceGetName=lambda h: names[h], nvmlDeviceGetUUID=lambda h: uuids[h],
-        nvmlSystemGetDriverVersion=lambda: "580.65.06",
-        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=80 * 2**30), nvmlDeviceGetMigMode=mig)
 
 
 @pytest.mark.parametrize("visible, order, name, uuid, note", [

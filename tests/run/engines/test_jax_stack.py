@@ -18,7 +18,7 @@ from bench.core.families.torch import TorchFitSettings
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.run.workloads import WORKLOADS, Workload, get_workload
 from tests.conftest import has, needs_torch
-from tests.run.workloads.test_classic_pipelines import GRADS, P0, reference, rmsprop_208, with_decay
+from tests.helpers.optimizers import GRADS, P0, reference, rmsprop_208, with_decay
 
 needs_flax = pytest.mark.skipif(not (has("flax") and has("optax")), reason="flax and optax not installed")
 FLAX_WORKLOADS = ["mnist_mlp", "mnist_cnn", "mnist_cnn_tuning"]

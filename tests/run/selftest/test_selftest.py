@@ -19,7 +19,7 @@ from bench.run.engines import frameworks, gemm, math_mode
 from bench.run.selftest import checks, run
 from bench.run.selftest import independent as ind
 from bench.run.telemetry import sampler
-from tests.run.telemetry.test_telemetry import FakeNvml
+from tests.helpers.fake_nvml import FakeNvml
 
 ROOT = Path(__file__).resolve().parents[3]
 H100 = "NVIDIA H100 80GB HBM3"

@@ -171,7 +171,7 @@ def test_the_notebooks_data_preparation(tmp_path):
     (test_classic_pipelines.py's label tests; 2.0.8's to_categorical made them float64, ours float32: the method
     table's labels row)."""
     from bench.run import datasets
-    from tests.run.test_datasets import write_cifar, write_mnist
+    from tests.helpers.datasets import write_cifar, write_mnist
 
     write_mnist(tmp_path / "mnist.npz")
     raw = np.load(tmp_path / "mnist.npz")

@@ -1,0 +1,30 @@
+"""A ``bench run`` in process against a fake worker: the worker writes an ok record of the cell it is given
+(1 ms per step, ``epochs`` or 2 epochs of 0.1 s) without training anything. The ``fake_worker`` fixture
+(tests/conftest.py) puts it in the real worker's place."""
+
+import textwrap
+
+import pytest
+
+from bench.cli import main
+
+FAKE = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from bench.results.cell import Cell
+    from bench.core.atomic import write_json_atomic
+    from bench.results.record import new_record
+    cell = Cell.from_dict(json.load(open(sys.argv[1])))
+    rec = new_record(cell)
+    epochs = cell.epochs or 2
+    rec.update(status="ok", batch_size=cell.batch_size or 128, data={"source": "synthetic", "requested": cell.data},
+               metrics={"ms_per_step_mean": 1.0, "first_epoch_s": 0.1, "epoch_s": [0.1] * epochs})
+    write_json_atomic(Path(sys.argv[2]), rec)
+""")
+
+
+def bench(*args: str) -> int:
+    """``bench *args`` in this process; its exit code."""
+    with pytest.raises(SystemExit) as e:
+        main(list(args))
+    return e.value.code
