@@ -1,0 +1,56 @@
+"""No test module imports another: what tests share lives in tests/helpers/ (or tests/conftest.py,
+tests/contract/grid.py), so a test module moves, or collects without another's dependencies, on its own."""
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def is_test_module(dotted: str) -> bool:
+    """Whether ``dotted`` (``tests.run.test_tuning``, ``.test_site``) names a test module, or a name in one: absolute
+    under tests, or relative (a test module's package is a folder of tests)."""
+    parts = dotted.split(".")
+    return (parts[0] in ("tests", "")) and any(p.startswith("test_") for p in parts[1:])
+
+
+def imported_test_modules(source: str) -> list[tuple[int, str]]:
+    """(line, module) of each import of a test module in ``source``, at any depth (in a function, an ``if``...):
+    ``import tests.x.test_y``, ``from tests.x.test_y import ...``, ``from tests.x import test_y`` and their relative
+    spellings."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            names = [module, *(f"{module.rstrip('.')}.{a.name}" for a in node.names)]
+        else:
+            continue
+        hits = [n for n in names if is_test_module(n)]
+        if hits:
+            found.append((node.lineno, hits[0]))
+    return sorted(found)
+
+
+def test_the_scanner_finds_both_import_forms_at_any_depth():
+    source = ("import os\n"
+              "import tests.run.test_tuning\n"
+              "from tests.helpers.records import paper_record\n"
+              "from tests.conftest import needs_torch\n"
+              "def f():\n"
+              "    if True:\n"
+              "        from tests.run.telemetry.test_telemetry import FakeNvml\n"
+              "from tests.run import test_identity\n"
+              "from .test_site import RESULTS\n"
+              "from ..helpers import site\n")
+    assert imported_test_modules(source) == [(2, "tests.run.test_tuning"),
+                                             (7, "tests.run.telemetry.test_telemetry"),
+                                             (8, "tests.run.test_identity"),
+                                             (9, ".test_site")]
+
+
+def test_no_test_module_imports_another():
+    bad = [f"{p.relative_to(TESTS.parent)}:{line}: imports {name}"
+           for p in sorted(TESTS.rglob("test_*.py")) for line, name in imported_test_modules(p.read_text())]
+    assert not bad, "move what is shared to tests/helpers/:\n" + "\n".join(bad)
