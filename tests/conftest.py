@@ -17,6 +17,8 @@ def has(module: str) -> bool:
 needs_torch = pytest.mark.skipif(not has("torch"), reason="torch not installed")
 needs_keras_torch = pytest.mark.skipif(not (has("torch") and has("keras")),
                                        reason="keras and torch not installed")
+needs_collect = pytest.mark.skipif(not (has("pandas") and has("matplotlib")),
+                                   reason="bench collect and the report need pandas and matplotlib (the collect extra)")
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from bench.host import stackfiles
 from bench.results.collect import collect
 from bench.results.record import result_path
 from bench.run.plan import expand
+from tests.conftest import needs_collect
 from tests.helpers.records import paper_record
 
 ROOT = stackfiles.ROOT
@@ -160,6 +161,7 @@ def test_a_new_stack_reaches_plan_compose_and_make(extra_stack):
     assert stackfiles.stale() == ["compose.yaml", "compose.gpu.yaml", "images/stacks.mk"]
 
 
+@needs_collect
 def test_a_new_stack_gets_its_column_in_the_paper_table(extra_stack, tmp_path):
     from bench.results import report
 
