@@ -95,8 +95,8 @@ def aggregate_metrics(out: Record, records: list[Record], block: Repeats) -> Non
 
 
 def carry_gpu_change_notes(out: Record, records: list[Record]) -> None:
-    """Put into the cell ``out`` every repeat's note that it was run again on this GPU (``runner.OTHER_GPU_NOTE``),
-    not only repeat 1's (whose ``notes`` the cell takes)."""
+    """Put into the cell ``out`` every repeat's note that it was run again on this GPU
+    (``bench.run.runfolder.OTHER_GPU_NOTE``), not only repeat 1's (whose ``notes`` the cell takes)."""
     notes = list(out.notes)
     for r in records:
         notes += [n for n in r.notes if n.startswith("GPU changed:") and n not in notes]

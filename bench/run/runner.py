@@ -10,7 +10,6 @@ no other cell starts: ``Interrupted`` ends the run, every record already written
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 import time
@@ -20,19 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import interrupt
-from bench.core.atomic import write_json_atomic
 from bench.core.stacks import get_stack
 from bench.results.cell import Cell
-from bench.results.record import FINAL_STATUSES, REPEATS_DIR, RecordError, load_record, result_path
+from bench.results.record import FINAL_STATUSES
 from bench.results.repeats import aggregate
 from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
 from bench.run import gpu_state, profile
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.cellprocess import wait_for_worker, worker_record
-from bench.run.environment import cuda_cache_block, cuda_cache_bytes, git_commit
+from bench.run.environment import cuda_cache_block, cuda_cache_bytes
 from bench.run.gpu_state import Cooldown
-from bench.run.scenarios import scenario_of
-from bench.run.workloads import WORKLOADS
+from bench.run.runfolder import RunFolder
 
 WORKER = [sys.executable, "-m", "bench.run.worker"]
 
@@ -80,16 +77,18 @@ def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
     return out
 
 
-def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Record:
+def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = None) -> Record:
     """Run ``cell`` in a child process, fill its typed ``Record`` (the worker's, read back) with what only the parent
     sees and write it once; returns the record. On a GPU, first
     the optional ``cooldown`` and the check for other processes on the GPU (``bench.run.gpu_state``). The process
     gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
     after it has ended (``add_cuda_cache``)."""
     interrupt.check()  # a signal held back while the previous cell's record was written: start no other
+    folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder(out_dir)
+    out_dir = folder.root
     stack = get_stack(cell.stack)
     before = before_cell(cell, cooldown)
-    final = result_path(out_dir, cell)
+    final = folder.path(cell)
     work = final.parent / ".work"
     work.mkdir(parents=True, exist_ok=True)
     cell_file, worker_out = work / f"{cell.run_id}.cell.json", work / f"{cell.run_id}.worker.json"
@@ -125,161 +124,51 @@ def run_one(cell: Cell, out_dir: Path, cooldown: Cooldown | None = None) -> Reco
         note = gpu_state.busy_note(before.get("gpu_before") or {})
         if note:
             rec.notes = [*rec.notes, note]
-        write_record(final, rec)
+        folder.write(cell, rec)
         worker_out.unlink(missing_ok=True)
         cell_file.unlink(missing_ok=True)
         return rec
 
 
-def write_record(path: Path, rec: Record) -> None:
-    """Write ``rec`` atomically as its JSON: the fields it was given (``model_dump(exclude_unset=True)``)."""
-    write_json_atomic(path, rec.model_dump(exclude_unset=True))
-
-
-def existing_record(cell: Cell, out_dir: Path, repeats: int = 1, gpu: str | None = None) -> Record | None:
-    """A valid record already on disk for ``cell`` (aggregated over ``repeats`` repeats) and made with its inputs
-    on this run's GPU ``gpu`` (``input_mismatch``), else None."""
-    path = result_path(out_dir, cell)
-    if not path.exists():
-        return None
-    try:
-        rec = load_record(path)
-    except RecordError:
-        return None
-    n = rec.repeats.n if rec.repeats is not None and "n" in rec.repeats.model_fields_set else 1
-    if n != repeats or input_mismatch(rec, cell, gpu):
-        return None
-    return rec
-
-
-def record_gpu(rec: Record) -> str | None:
-    """The NVML UUID of the GPU ``rec`` was measured on (``env.gpu.uuid``; None on CPU or without NVML)."""
-    return rec.env.gpu.uuid if rec.env is not None and rec.env.gpu is not None else None
-
-
-def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | None:
-    """Why ``rec`` was not made with ``cell``'s inputs (None when it was), so a resumed run never returns a record
-    measured with others: its ``cell_id`` (which names every measurement input off its default, ``Cell.id``), its
-    device and knobs, the commit of the code that made it (when both are known: a record of older code is measured
-    again, never mixed into a run of newer code), and, for a record written before the id named them, the inputs it
-    recorded as they took effect (batch size, the data policy, the epochs or timed steps of an ok record), and the
-    GPU (``gpu``, this run's NVML UUID, when both are known: a spot VM preempted between rounds comes back on another
-    GPU, and a cell's repeats, like the comparison, are one GPU's measurement)."""
-    w = WORKLOADS.get(cell.workload)
-    given = rec.model_fields_set  # a field a record of an older schema lacks is taken as the cell's
-    requested = rec.data.requested if rec.data is not None and "requested" in rec.data.model_fields_set else cell.data
-    expected: list[tuple[str, Any, Any]] = [
-        ("cell_id", rec.cell_id, cell.id), ("device", rec.device, cell.device),
-        ("settings_requested", rec.settings_requested if "settings_requested" in given else dict(cell.settings),
-         dict(cell.settings)),
-        ("data.requested", requested, cell.data)]
-    if w is not None:
-        expected += scenario_of(w).resume_expected(rec, cell, w)
-    made_by, running = rec.env.git_commit if rec.env is not None else None, _this_commit()
-    if made_by and running:  # a record measured by other code may have run another method (or a fixed defect)
-        expected.append(("env.git_commit", made_by, running))
-    if gpu and record_gpu(rec):
-        expected.append(("env.gpu.uuid", record_gpu(rec), gpu))
-    if cell.profile and (cell.repeat or 1) == 1 and rec.status == "ok" and not profiled(rec):
-        expected.append(("profile", rec.profile.reason if rec.profile else None, "a profile (--profile)"))
-    wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
-    return "; ".join(wrong) or None
-
-
-def profiled(rec: Record) -> bool:
-    """Whether ``rec`` holds its profile, or why it has none from the profile itself (a profiler that failed, a
-    call too long): a record with none, or one whose process ended during the profile (``profile.UNFINISHED``),
-    is run again by a resumed ``--profile`` run."""
-    return rec.profile is not None and not (rec.profile.reason or "").startswith(profile.UNFINISHED)
-
-
-@functools.cache
-def _this_commit() -> str | None:
-    """The commit of the code running now (``environment.git_commit``), asked once per process."""
-    return git_commit()
-
-
-def on_disk_mismatch(cell: Cell, out_dir: Path, gpu: str | None = None) -> str | None:
-    """``input_mismatch`` of the valid record at ``cell``'s path (None when there is none or it matches)."""
-    try:
-        return input_mismatch(load_record(result_path(out_dir, cell)), cell, gpu)
-    except RecordError:
-        return None
-
-
-def existing_status(cell: Cell, out_dir: Path, repeats: int = 1, gpu: str | None = None) -> str | None:
-    """Status of a valid record already on disk for ``cell`` (with ``repeats`` repeats, on ``gpu``), else None."""
-    rec = existing_record(cell, out_dir, repeats, gpu)
-    return None if rec is None else rec.status
-
-
-#: Where a repeat measured on another GPU is kept when it is run again on this run's GPU (under ``repeats/``, so
-#: the collector never reads it as a cell).
-OTHER_GPU_DIR = "other-gpu"
-
-
-def set_aside_other_gpu(rcell: Cell, out_dir: Path, gpu: str | None) -> str | None:
-    """When the valid record at ``rcell``'s path was measured on a GPU other than ``gpu``, move it (never delete:
-    nothing measured is lost) to ``<stack>/repeats/other-gpu/<name>.<its uuid>.json`` and return the note the rerun
-    records; else None."""
-    path = result_path(out_dir, rcell)
-    try:
-        old = record_gpu(load_record(path))
-    except RecordError:
-        return None
-    if not gpu or not old or old == gpu:
-        return None
-    kept = Path(out_dir) / rcell.stack / REPEATS_DIR / OTHER_GPU_DIR / f"{path.stem}.{old}.json"
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    path.replace(kept)
-    return (f"{OTHER_GPU_NOTE} repeat {rcell.repeat or 1} was measured on GPU {old} and run again on this run's GPU "
-            f"{gpu} (a spot VM preempted and resumed, or another host), so the cell is one GPU's measurement; the "
-            f"earlier record is kept as {kept.relative_to(Path(out_dir))}")
-
-
-#: How a rerun's note starts (``bench.results.repeats.aggregate`` carries it from every repeat into the cell).
-OTHER_GPU_NOTE = "GPU changed:"
-
-
-def reuse_or_run(rcell: Cell, out_dir: Path, force: bool, cooldown: Cooldown | None,
+def reuse_or_run(rcell: Cell, folder: RunFolder, force: bool, cooldown: Cooldown | None,
                  gpu: str | None = None) -> Record:
     """Repeat ``rcell``'s final record already on disk (ok/unsupported, measured on this run's GPU ``gpu``; unless
-    ``force``), else a new run; a record from another GPU is set aside first (``set_aside_other_gpu``) and the
-    new record notes it."""
-    done = None if force else existing_record(rcell, out_dir, gpu=gpu)
+    ``force``), else a new run; a record from another GPU is set aside first (``RunFolder.set_aside_other_gpu``) and
+    the new record notes it."""
+    done = None if force else folder.existing(rcell, gpu=gpu)
     if done and done.status in FINAL_STATUSES:
         return done
-    moved = set_aside_other_gpu(rcell, out_dir, gpu)
-    rec = run_one(rcell, out_dir, cooldown)
+    moved = folder.set_aside_other_gpu(rcell, gpu)
+    rec = run_one(rcell, folder, cooldown)
     if moved:
         rec.notes = [*rec.notes, moved]
-        write_record(result_path(out_dir, rcell), rec)
+        folder.write(rcell, rec)
     return rec
 
 
-def run_repeated(cell: Cell, out_dir: Path, repeats: int, force: bool = False,
+def run_repeated(cell: Cell, folder: RunFolder, repeats: int, force: bool = False,
                  cooldown: Cooldown | None = None, gpu: str | None = None) -> Record:
     """Run ``repeats`` independent processes of ``cell`` (reusing finished repeats unless ``force``),
     then write and return the aggregated record (see ``bench.results.repeats``)."""
-    records = [reuse_or_run(replace(cell, repeat=k), out_dir, force, cooldown, gpu) for k in range(1, repeats + 1)]
+    records = [reuse_or_run(replace(cell, repeat=k), folder, force, cooldown, gpu) for k in range(1, repeats + 1)]
     rec = aggregate(records)
-    write_record(result_path(out_dir, cell), rec)
+    folder.write(cell, rec)
     return rec
 
 
-def run_round(cell: Cell, out_dir: Path, repeats: int, round_: int, schedule: dict[str, Any],
+def run_round(cell: Cell, folder: RunFolder, repeats: int, round_: int, schedule: dict[str, Any],
               force: bool = False, cooldown: Cooldown | None = None, gpu: str | None = None) -> Record:
     """Run repeat ``round_`` of ``cell`` (``bench.core.rounds``; reused when already final on this run's GPU
     ``gpu`` unless ``force``). Once all ``repeats`` repeats are on disk from this GPU, write and return the aggregated
     record; before that (an earlier round ran on another GPU: it is run again when that round resumes), return this
     repeat's record."""
-    rec = reuse_or_run(replace(cell, repeat=round_, schedule=schedule), out_dir, force, cooldown, gpu)
-    found = [existing_record(replace(cell, repeat=k), out_dir, gpu=gpu) for k in range(1, repeats + 1)]
+    rec = reuse_or_run(replace(cell, repeat=round_, schedule=schedule), folder, force, cooldown, gpu)
+    found = [folder.existing(replace(cell, repeat=k), gpu=gpu) for k in range(1, repeats + 1)]
     records = [r for r in found if r is not None]
     if len(records) < repeats:
         return rec
     agg = aggregate(records)
-    write_record(result_path(out_dir, cell), agg)
+    folder.write(cell, agg)
     return agg
 
 
@@ -296,30 +185,31 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
     ``schedules[stack]`` as its record's ``schedule``. ``cooldown``: wait before each GPU cell
     (``bench.run.gpu_state.Cooldown``). ``gpu``: this run's GPU (NVML UUID, ``gpu_state.gpu_uuid``, read once per
     ``bench run``): a record or repeat measured on another GPU is never reused but run again here
-    (``set_aside_other_gpu`` keeps the old file and the new record notes it).
+    (``RunFolder.set_aside_other_gpu`` keeps the old file and the new record notes it).
     """
     outcomes = []
+    folder = RunFolder(out_dir)
     for i, cell in enumerate(cells, 1):
         head = (f"[{i}/{len(cells)}] {cell.stack} {cell.workload} {cell.task} {cell.variant} "
                 f"({cell.size}, {cell.device})")
-        done = existing_status(cell, out_dir, repeats, gpu)
+        found = folder.existing(cell, repeats, gpu)
+        done = None if found is None else found.status
         if done in FINAL_STATUSES and not force:
             echo(f"{head}: already {done}, skipped (use --force to run again)")
             outcomes.append(Outcome(cell, done, skipped=True))
             continue
-        stale = on_disk_mismatch(cell, out_dir, gpu)
+        stale = folder.mismatch(cell, gpu)
         if stale and not force:
             echo(f"{head}: the record on disk was made with other inputs or code ({stale}); running it again")
         if round_ is not None:
-            rec = run_round(cell, out_dir, repeats, round_, (schedules or {})[cell.stack], force, cooldown,
-                            gpu)
+            rec = run_round(cell, folder, repeats, round_, (schedules or {})[cell.stack], force, cooldown, gpu)
             if rec.repeat is not None:
                 head += f" round {round_}/{repeats}"
         elif repeats > 1:
-            rec = run_repeated(cell, out_dir, repeats, force, cooldown, gpu)
+            rec = run_repeated(cell, folder, repeats, force, cooldown, gpu)
         else:
-            rec = aggregate([reuse_or_run(cell, out_dir, True, cooldown, gpu)])
-            write_record(result_path(out_dir, cell), rec)
+            rec = aggregate([reuse_or_run(cell, folder, True, cooldown, gpu)])
+            folder.write(cell, rec)
         echo(f"{head}: {describe(rec)}")
         outcomes.append(Outcome(cell, rec.status, record=rec))
         interrupt.check()  # SIGTERM/SIGINT during this cell: its record is written, stop here

@@ -8,7 +8,7 @@ import pytest
 from bench.core.atomic import write_json_atomic
 from bench.results.cell import Cell
 from bench.results.record import new_record, result_path
-from bench.run import plan, runner
+from bench.run import plan, runfolder
 from tests.helpers.worker import bench
 
 
@@ -84,14 +84,14 @@ def legacy(tmp_path, cell: Cell, **fields) -> None:
 def test_resume_never_returns_a_record_made_with_other_inputs(tmp_path, fields, why):
     [cell] = plan.expand(["pytorch"], "classic", "full", "cpu", ["mnist_mlp"])
     legacy(tmp_path, cell, **fields)
-    assert runner.existing_record(cell, tmp_path) is None
-    assert why in runner.on_disk_mismatch(cell, tmp_path)
+    assert runfolder.RunFolder(tmp_path).existing(cell) is None
+    assert why in runfolder.RunFolder(tmp_path).mismatch(cell)
 
 
 def test_resume_returns_a_record_made_with_the_same_inputs(tmp_path):
     [cell] = plan.expand(["pytorch"], "classic", "full", "cpu", ["mnist_mlp"])
     legacy(tmp_path, cell, batch_size=128, data={"requested": "auto"}, metrics={"epoch_s": [0.1] * 20})
-    assert runner.existing_record(cell, tmp_path).status == "ok"
+    assert runfolder.RunFolder(tmp_path).existing(cell).status == "ok"
 
 
 def test_a_run_holding_both_records_collects_compares_and_reports_them_apart(tmp_path, fake_worker):
@@ -116,7 +116,7 @@ def test_a_run_holding_both_records_collects_compares_and_reports_them_apart(tmp
 def test_a_record_made_by_other_code_is_measured_again(tmp_path, fake_worker, capsys, monkeypatch):
     """A run folder holding records of an older commit (e.g. results committed before a method changed) never
     resumes from them: the cell runs again with the code in use; a record of this commit resumes."""
-    monkeypatch.setattr(runner, "_this_commit", lambda: "new", raising=False)
+    monkeypatch.setattr(runfolder, "_this_commit", lambda: "new")
     out = tmp_path / "run"
     base = ["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu", "--out", str(out)]
     path = out / "pytorch" / "pytorch__classic__mnist_mlp__fit__smoke__default.json"

@@ -11,7 +11,7 @@ from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
 from bench.results.repeats import aggregate as aggregate_records
 from bench.results.schema import Record
-from bench.run import cellprocess, environment, profile, runner
+from bench.run import cellprocess, environment, profile, runfolder, runner
 from tests.conftest import needs_torch
 
 FAKE = textwrap.dedent("""
@@ -124,7 +124,7 @@ def test_a_profile_that_never_ends_keeps_the_timed_record(tmp_path, fake_worker,
     assert rec["finished_utc"] != "2026-01-01T10:00:30+00:00"  # when the process ended, not the early write
     assert read_record(result_path(tmp_path, cell()))["profile"] == rec["profile"]
     assert not list((tmp_path / "pytorch" / ".work").iterdir())  # the profiler's leftovers are gone
-    assert "profile" in runner.input_mismatch(Record.model_validate(rec), dataclasses.replace(cell(), profile=True))
+    assert "profile" in runfolder.input_mismatch(Record.model_validate(rec), dataclasses.replace(cell(), profile=True))
 
 
 def test_a_profile_not_taken_for_its_length_is_not_run_again(tmp_path, fake_worker):
@@ -133,9 +133,9 @@ def test_a_profile_not_taken_for_its_length_is_not_run_again(tmp_path, fake_work
     fake_worker("ok")
     rec = runner.run_one(cell(), tmp_path)
     rec.profile = Profile(reason="not taken: its call runs 1536 steps")
-    assert runner.input_mismatch(rec, dataclasses.replace(cell(), profile=True)) is None
+    assert runfolder.input_mismatch(rec, dataclasses.replace(cell(), profile=True)) is None
     rec.profile = None
-    assert "profile None" in runner.input_mismatch(rec, dataclasses.replace(cell(), profile=True))
+    assert "profile None" in runfolder.input_mismatch(rec, dataclasses.replace(cell(), profile=True))
 
 
 def test_a_cell_without_a_worker_record_still_names_its_environment(tmp_path, fake_worker, monkeypatch):
@@ -176,6 +176,30 @@ def test_run_goes_on_after_a_failure_and_resumes(tmp_path, fake_worker):
     forced = runner.run_cells(cells[:1], tmp_path, force=True, echo=lambda s: None)
     assert forced[0].status == "failed"
 
+
+
+def test_each_record_on_disk_is_read_once_before_its_cell_runs(tmp_path, fake_worker, monkeypatch):
+    """A run reads a cell's record on disk once for all its checks (done already? made with other inputs? from
+    another GPU?); what it wrote itself it does not read back: 1 read per cell on a fresh run (its missing file
+    excepted) and on a resumed one, rounds and repeats included."""
+    reads: list[str] = []
+    real = runfolder.load_record
+    monkeypatch.setattr(runfolder, "load_record", lambda path: reads.append(path.name) or real(path))
+    cells = [cell("mnist_mlp"), cell("mnist_cnn")]
+    fake_worker("crash")
+    runner.run_cells(cells, tmp_path, echo=lambda s: None)
+    assert reads == []  # nothing on disk before: nothing read
+    fake_worker("ok")
+    runner.run_cells(cells, tmp_path, echo=lambda s: None)  # two failed records on disk: each read once
+    assert sorted(reads) == sorted(f"{c.id}.json" for c in cells)
+    reads.clear()
+    runner.run_cells(cells, tmp_path, echo=lambda s: None)  # both done: skipped after one read each
+    assert sorted(reads) == sorted(f"{c.id}.json" for c in cells)
+    reads.clear()
+    runner.run_cells(cells[:1], tmp_path / "r", repeats=2, round_=1,
+                     schedules={"pytorch": {"seed": 1, "round": 1, "rounds": 2, "order": ["pytorch"], "position": 1}},
+                     echo=lambda s: None)
+    assert reads == []  # a round's repeats it wrote itself are not read back
 
 def test_cpu_cells_see_no_gpu():
     from bench.core.stacks import get_stack

@@ -91,7 +91,8 @@ class Telemetry(Block):
     mem_util_pct: Stats | None = entry("NVML memory utilisation rate over the window", "%")
     power_w: Stats | None = entry("board power over the window", "W")
     power_source: str | None = entry("'instant' (NVML_FI_DEV_POWER_INSTANT) or 'average' (nvmlDeviceGetPowerUsage, "
-                                     "where the field is not offered; telemetry.notes says what it averages)")
+                                     "where the field is not offered or gave no value at the cell's start; "
+                                     "telemetry.notes says what it averages)")
     sm_clock_mhz: Stats | None = entry("SM clock over the window", "MHz")
     mem_clock_mhz: Stats | None = entry("memory clock over the window", "MHz")
     temperature_c: Stats | None = entry("GPU temperature over the window", "degC")
@@ -123,7 +124,8 @@ class Telemetry(Block):
                                                 "the normal state of a loaded A100/H100, not throttling)", "fraction")
     cpu_util_pct: float | None = entry("CPU time of the cell's process over the window, % of one core (also on CPU "
                                        "runs)", "%")
-    notes: list[str] | None = entry("caveats of the window (short window, averaged power)")
+    notes: list[str] | None = entry("caveats of the window (short window, short epochs, averaged power, instant "
+                                    "power readings without a value)")
     unsupported: dict[str, Any] = entry("metric -> NVML error for each metric the GPU or driver does not offer",
                                         default={})
 

@@ -73,8 +73,9 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
         profiler = profiler_for(backend, device, workdir)
         setup["execution_differs"] = None if xla is False else getattr(profiler, "execution_differs", None)
         steps = min(steps, MAX_STEPS)
-        if isinstance(run, KerasCall):  # its data made before the profiler starts
+        if isinstance(run, KerasCall):  # its data made, on the device too, before the profiler starts
             run.prepare(steps)
+            barrier()
         window = Window(profiler, barrier)
         window.arm()
         held = run(window, steps)

@@ -93,7 +93,7 @@ class Scenario(ABC):
     @abstractmethod
     def resume_expected(self, rec: Record, cell: Cell, w: Any) -> list[tuple[str, Any, Any]]:
         """(name, recorded, expected) of the inputs a record written before its id named them recorded as they
-        took effect (batch size, and the epochs or timed steps of an ok record): ``runner.input_mismatch``."""
+        took effect (batch size, and the epochs or timed steps of an ok record): ``runfolder.input_mismatch``."""
 
     @abstractmethod
     def describe(self, w: Any) -> str:

@@ -28,7 +28,8 @@ def averaged_power_kind(name: str, arch: int | None) -> str | None:
 def averaged_power_note(name: str, arch: int | None) -> str:
     """The telemetry note of a window whose power came from ``nvmlDeviceGetPowerUsage`` (``averaged_power_kind``)."""
     kind = averaged_power_kind(name, arch)
-    head = "power is NVML's nvmlDeviceGetPowerUsage reading (NVML_FI_DEV_POWER_INSTANT not offered)"
+    head = ("power is NVML's nvmlDeviceGetPowerUsage reading (NVML_FI_DEV_POWER_INSTANT not offered, or without a "
+            "value in the cell's first reads)")
     if kind == "instantaneous":
         return f"{head}: instantaneous on {name} (GA100 and pre-Ampere GPUs)"
     if kind == "1-s average":

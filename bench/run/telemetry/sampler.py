@@ -73,13 +73,15 @@ class Telemetry:
             self.unsupported[metric] = describe_error(e) or type(e).__name__
             return None
 
-    def _probe_power_source(self) -> str:
-        """``instant`` where NVML offers ``NVML_FI_DEV_POWER_INSTANT`` on this GPU, else ``average``."""
-        try:
-            if self.gpu.instant_power_mw() is not None:
-                return "instant"
-        except Exception:  # older driver: fall back to the averaged reading
-            pass
+    def _probe_power_source(self, tries: int = 3) -> str:
+        """``instant`` where NVML gives ``NVML_FI_DEV_POWER_INSTANT`` a value on this GPU in one of ``tries`` reads
+        (a single read may come back without one), else ``average``."""
+        for _ in range(tries):
+            try:
+                if self.gpu.instant_power_mw() is not None:
+                    return "instant"
+            except Exception:  # a driver older than the field: the averaged reading
+                return "average"
         return "average"
 
     def _power_w(self) -> float | None:
@@ -89,11 +91,10 @@ class Telemetry:
         if self.power_source == "average":
             return self.gpu.power_usage_mw() / 1000.0
         mw = self.gpu.instant_power_mw()
-        self.instant_reads += 1
-        if mw is None:
-            self.instant_missed += 1
-            return None
-        return mw / 1000.0
+        with self._lock:  # the sampler thread and the main thread's edge readings both count
+            self.instant_reads += 1
+            self.instant_missed += mw is None
+        return None if mw is None else mw / 1000.0
 
     def energy_mj(self) -> int | None:
         """The energy counter (mJ), or None with the reason kept in ``unsupported``."""
@@ -209,13 +210,23 @@ class Telemetry:
             notes.append(short)
         if self.power_source == "average":
             notes.append(averaged_power_note(self.name, self.arch))
-        if self.instant_missed:
-            notes.append(f"{self.instant_missed} of {self.instant_reads} power readings (idle and window): "
-                         "NVML_FI_DEV_POWER_INSTANT came back without a value; those readings have no power and are "
-                         "left out of the idle power, the power statistics and the integrated energy")
+        gaps = self._power_gaps(window)
+        if gaps:
+            notes.append(gaps)
         out["notes"] = notes
         out["unsupported"] = dict(self.unsupported)
         return out
+
+    def _power_gaps(self, window: list[Sample]) -> str | None:
+        """The note on instant power readings that came back without a value (``_power_w``), or None: how many of
+        the window's samples have no power, and of all readings (idle, edges and validation included)."""
+        if not self.instant_missed or "power" in self.unsupported:
+            return None
+        missed = sum(s.power_w is None for s in window)
+        return (f"{missed} of the window's {len(window)} power samples ({self.instant_missed} of {self.instant_reads} "
+                "readings in all, idle included) came back from NVML_FI_DEV_POWER_INSTANT without a value: the power "
+                "statistics and the idle power leave them out, the integrated energy interpolates across them "
+                "(an epoch with fewer than two makes it null)")
 
     def _throttle(self, window: list[Sample]) -> dict[str, Any]:
         masks = [s.clocks_event_reasons for s in window if s.clocks_event_reasons is not None]

@@ -130,7 +130,12 @@ def test_an_instant_power_reading_without_a_value_is_a_gap_counted_in_the_notes_
     assert s["power_w"]["max"] == pytest.approx(200.0) and s["idle_power_w"] == pytest.approx(200.0)
     assert s["energy_integrated_j"] == pytest.approx(1600.0, rel=1e-3)  # flat power: the gaps change nothing
     assert tel.instant_reads == nv.reads - 1  # the probe's read is not a sample's
-    note = f"{tel.instant_missed} of {tel.instant_reads} power readings (idle and window)"
+    used = tel.intervals()[1:]  # the window: epochs 2..N
+    window = [x for x in tel.samples if any(a[0] <= x.t <= b[0] for a, b in used)]
+    missed = sum(x.power_w is None for x in window)
+    assert 0 < missed < len(window) == s["samples"]
+    note = (f"{missed} of the window's {len(window)} power samples ({tel.instant_missed} of {tel.instant_reads} "
+            "readings in all, idle included)")
     assert any(n.startswith(note) for n in s["notes"]), s["notes"]
     assert "power" not in s["unsupported"]
 

@@ -1,0 +1,145 @@
+"""A run directory's records as the runner sees them: ``RunFolder`` owns their paths, loads each record once
+(strictly, ``bench.results.record.load_record``), says whether one on disk was made with a cell's inputs
+(``input_mismatch``), sets aside a repeat measured on another GPU and writes records atomically; what it wrote or
+moved it knows without reading it back.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from bench.core.atomic import write_json_atomic
+from bench.results.cell import Cell
+from bench.results.record import REPEATS_DIR, RecordError, load_record, result_path
+from bench.results.schema import Record
+from bench.run import profile
+from bench.run.environment import git_commit
+from bench.run.scenarios import scenario_of
+from bench.run.workloads import WORKLOADS
+
+#: Where a repeat measured on another GPU is kept when it is run again on this run's GPU (under ``repeats/``, so
+#: the collector never reads it as a cell).
+OTHER_GPU_DIR = "other-gpu"
+#: How a rerun's note starts (``bench.results.repeats.aggregate`` carries it from every repeat into the cell).
+OTHER_GPU_NOTE = "GPU changed:"
+
+
+class RunFolder:
+    """The records of one run directory ``root`` (``<stack>/<cell_id>.json``, a repeat's under ``repeats/``).
+
+    ``load`` reads a cell's record once and keeps it (a file that is missing or that ``load_record`` rejects is
+    None, also kept); ``write`` and ``set_aside_other_gpu`` keep what they leave on disk, so the checks before a cell
+    runs (``existing``, ``mismatch``, ``set_aside_other_gpu``) read each file at most once. Only this object may
+    change the folder's records while it is in use.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._records: dict[Path, Record | None] = {}
+
+    def path(self, cell: Cell) -> Path:
+        """Where ``cell``'s record lives (``bench.results.record.result_path``)."""
+        return result_path(self.root, cell)
+
+    def load(self, cell: Cell) -> Record | None:
+        """The valid record at ``cell``'s path, else None (no file, or one ``load_record`` rejects)."""
+        path = self.path(cell)
+        if path not in self._records:
+            try:
+                self._records[path] = load_record(path) if path.exists() else None
+            except RecordError:
+                self._records[path] = None
+        return self._records[path]
+
+    def write(self, cell: Cell, rec: Record) -> None:
+        """Write ``rec`` atomically at ``cell``'s path as its JSON: the fields it was given
+        (``model_dump(exclude_unset=True)``)."""
+        path = self.path(cell)
+        write_json_atomic(path, rec.model_dump(exclude_unset=True))
+        self._records[path] = rec
+
+    def forget(self, cell: Cell) -> None:
+        """Drop what is kept of ``cell``'s record (a worker process wrote it: the next ``load`` reads the file)."""
+        self._records.pop(self.path(cell), None)
+
+    def existing(self, cell: Cell, repeats: int = 1, gpu: str | None = None) -> Record | None:
+        """A valid record on disk for ``cell`` (aggregated over ``repeats`` repeats) and made with its inputs on this
+        run's GPU ``gpu`` (``input_mismatch``), else None."""
+        rec = self.load(cell)
+        if rec is None:
+            return None
+        n = rec.repeats.n if rec.repeats is not None and "n" in rec.repeats.model_fields_set else 1
+        if n != repeats or input_mismatch(rec, cell, gpu):
+            return None
+        return rec
+
+    def mismatch(self, cell: Cell, gpu: str | None = None) -> str | None:
+        """``input_mismatch`` of the valid record at ``cell``'s path (None when there is none or it matches)."""
+        rec = self.load(cell)
+        return None if rec is None else input_mismatch(rec, cell, gpu)
+
+    def set_aside_other_gpu(self, rcell: Cell, gpu: str | None) -> str | None:
+        """When the valid record at ``rcell``'s path was measured on a GPU other than ``gpu``, move it (never
+        delete: nothing measured is lost) to ``<stack>/repeats/other-gpu/<name>.<its uuid>.json`` and return the
+        note the rerun records; else None."""
+        rec = self.load(rcell)
+        old = record_gpu(rec) if rec is not None else None
+        if not gpu or not old or old == gpu:
+            return None
+        path = self.path(rcell)
+        kept = self.root / rcell.stack / REPEATS_DIR / OTHER_GPU_DIR / f"{path.stem}.{old}.json"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        path.replace(kept)
+        self._records[path] = None
+        return (f"{OTHER_GPU_NOTE} repeat {rcell.repeat or 1} was measured on GPU {old} and run again on this run's "
+                f"GPU {gpu} (a spot VM preempted and resumed, or another host), so the cell is one GPU's "
+                f"measurement; the earlier record is kept as {kept.relative_to(self.root)}")
+
+
+def record_gpu(rec: Record) -> str | None:
+    """The NVML UUID of the GPU ``rec`` was measured on (``env.gpu.uuid``; None on CPU or without NVML)."""
+    return rec.env.gpu.uuid if rec.env is not None and rec.env.gpu is not None else None
+
+
+def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | None:
+    """Why ``rec`` was not made with ``cell``'s inputs (None when it was), so a resumed run never returns a record
+    measured with others: its ``cell_id`` (which names every measurement input off its default, ``Cell.id``), its
+    device and knobs, the commit of the code that made it (when both are known: a record of older code is measured
+    again, never mixed into a run of newer code), and, for a record written before the id named them, the inputs it
+    recorded as they took effect (batch size, the data policy, the epochs or timed steps of an ok record), and the
+    GPU (``gpu``, this run's NVML UUID, when both are known: a spot VM preempted between rounds comes back on another
+    GPU, and a cell's repeats, like the comparison, are one GPU's measurement)."""
+    w = WORKLOADS.get(cell.workload)
+    given = rec.model_fields_set  # a field a record of an older schema lacks is taken as the cell's
+    requested = rec.data.requested if rec.data is not None and "requested" in rec.data.model_fields_set else cell.data
+    expected: list[tuple[str, Any, Any]] = [
+        ("cell_id", rec.cell_id, cell.id), ("device", rec.device, cell.device),
+        ("settings_requested", rec.settings_requested if "settings_requested" in given else dict(cell.settings),
+         dict(cell.settings)),
+        ("data.requested", requested, cell.data)]
+    if w is not None:
+        expected += scenario_of(w).resume_expected(rec, cell, w)
+    made_by, running = rec.env.git_commit if rec.env is not None else None, _this_commit()
+    if made_by and running:  # a record measured by other code may have run another method (or a fixed defect)
+        expected.append(("env.git_commit", made_by, running))
+    if gpu and record_gpu(rec):
+        expected.append(("env.gpu.uuid", record_gpu(rec), gpu))
+    if cell.profile and (cell.repeat or 1) == 1 and rec.status == "ok" and not profiled(rec):
+        expected.append(("profile", rec.profile.reason if rec.profile else None, "a profile (--profile)"))
+    wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
+    return "; ".join(wrong) or None
+
+
+def profiled(rec: Record) -> bool:
+    """Whether ``rec`` holds its profile, or why it has none from the profile itself (a profiler that failed, a
+    call too long): a record with none, or one whose process ended during the profile (``profile.UNFINISHED``),
+    is run again by a resumed ``--profile`` run."""
+    return rec.profile is not None and not (rec.profile.reason or "").startswith(profile.UNFINISHED)
+
+
+@functools.cache
+def _this_commit() -> str | None:
+    """The commit of the code running now (``environment.git_commit``), asked once per process."""
+    return git_commit()
