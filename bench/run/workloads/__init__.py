@@ -1,4 +1,4 @@
-"""Workload registry. A workload family is one module that calls ``register`` for each of its models.
+"""Workload registry. Each module of models calls ``register`` for each of its models (``_load_modules``).
 
 Every workload gives all stacks the same small interface, so that one harness drives every stack the same way: a
 dataset, a batch size, an optimizer with every hyper-parameter of its source (``training.OptimizerSpec``), the
@@ -180,11 +180,11 @@ def register(w: AnyWorkload) -> AnyWorkload:
     return w
 
 
-def _load_families() -> None:
+def _load_modules() -> None:
     from bench.run.workloads import classic, paper  # noqa: F401  (register on import)
 
 
-_load_families()
+_load_modules()
 
 
 def get_workload(name: str) -> Workload | StepWorkload:

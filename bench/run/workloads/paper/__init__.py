@@ -16,7 +16,7 @@ call, which the record notes), and for SD predict the time of one denoising step
 conditional and unconditional, plus the scheduler update). ``docs/suites/paper.md`` ("Method vs the sources")
 lists every setting beside the source's.
 
-The models live one family per module, so that a model's code is in one place and a new family is one new module:
+The models live one kind per module, so that a model's code is in one place and a new kind is one new module:
 ``bert``, ``causal_lm`` (Gemma, Mistral), ``segment_anything``, ``stable_diffusion``; ``common`` holds what they
 share, ``source`` what the source requested cell by cell (``jit_compile``).
 """
