@@ -118,7 +118,7 @@ TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
 DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --flavor $(FLAVOR) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
-.PHONY: help configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-unit test-e2e \
+.PHONY: help check-request configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-unit test-e2e \
 	lint lock stacks clean version-stack compare-versions cloud cloud-k8s cloud-collect push images e2e-base e2e-images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
@@ -157,6 +157,10 @@ image_env = -e BENCH_IMAGE_DIGEST="$(call image_digest,$(1))" -e BENCH_IMAGE_ID=
 # the inputs the user set, as `bench run` options (an input bench rejects stops make: its error is printed above)
 REQUEST_ARGS = $(shell $(REQUEST) args $(REQUEST_PAIRS) || echo __bad_request__)
 
+check-request: ## Check the inputs set for bench run (SET, BATCH_SIZE, ...): a bad one stops make before anything starts
+	$(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
+	@:
+
 bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)
 	$(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
 	@mkdir -p $(RESULTS_DIR)
@@ -190,7 +194,7 @@ selftest-%:
 	else mkdir -p $(RESULTS_DIR)/selftest && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
 	  bench selftest --device $(RUN_DEVICE) --out /results/selftest/$*-$(FLAVOR).json; fi
 
-bench-all: preflight configure $(if $(REGISTRY),images,build) ## Preflight, build (or pull), run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
+bench-all: check-request preflight configure $(if $(REGISTRY),images,build) ## Preflight, build (or pull), run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
 	@status=0; $(HOST_CLI) launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) --seed $(SEED) \

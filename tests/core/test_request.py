@@ -93,6 +93,15 @@ def test_the_host_refuses_a_knob_bench_run_would_refuse_in_one_line(value, says)
     assert m.returncode != 0 and says in m.stderr and "Traceback" not in m.stderr and "bench run" not in m.stdout
 
 
+
+def test_bench_all_stops_on_a_bad_input_before_its_preflight_or_any_build():
+    """``make bench-all`` checks the inputs first (``check-request``): a bad knob costs no preflight and no image
+    build, only its one line."""
+    m = subprocess.run(["make", "-n", "--no-print-directory", "bench-all", "DEVICE=cpu", "SET=tf32=bogus",
+                        f"PYTHON={PY}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert m.returncode != 0 and "SET: tf32=bogus is not valid" in m.stderr and "Traceback" not in m.stderr
+    assert "doctor host" not in m.stdout and "docker" not in m.stdout, m.stdout
+
 def make_n(*args: str) -> str:
     p = subprocess.run(["make", "-n", "--no-print-directory", *args, f"PYTHON={PY}"], cwd=ROOT, capture_output=True,
                        text=True, timeout=60)
