@@ -250,8 +250,9 @@ def run_args(values: dict[str, str]) -> list[str]:
     repeatable input, else the option and the value.
 
     Raises:
-        ValueError: a variable that is not a pass-through input, a switch set to neither 1 nor 0, or a value its
-            field's ``check`` refuses (``--set`` of a knob or value the knobs' registry lacks).
+        ValueError: a variable that is not a pass-through input, a switch set to neither 1 nor 0, or a value
+            ``bench run`` would refuse (``_check``: a choice, a number and its minimum, ``--set`` of a knob or value
+            the knobs' registry lacks).
     """
     known = make_vars()
     unknown = sorted(set(values) - set(known))
@@ -279,8 +280,23 @@ def run_args(values: dict[str, str]) -> list[str]:
 
 
 def _check(f: Field, var: str, value: str) -> None:
-    """Raise ValueError, naming the Makefile variable ``var``, when ``f``'s ``check`` refuses ``value``."""
-    if f.metadata["check"] is not None:
+    """Raise ValueError, naming the Makefile variable ``var``, when ``value`` is not what ``bench run``'s option
+    takes: none of ``f``'s ``choices``, not a number of its ``kind`` (``int``, ``float``) or below its ``minimum``
+    (as click's ``Choice`` and ``IntRange``/``FloatRange`` would refuse it in the image), or refused by its
+    ``check``."""
+    meta = f.metadata
+    if meta["choices"] and value not in meta["choices"]:
+        raise ValueError(f"{var}: {value!r} is none of {', '.join(meta['choices'])}")
+    if meta["kind"] in ("int", "float"):
+        try:
+            number = int(value) if meta["kind"] == "int" else float(value)
+        except ValueError:
+            raise ValueError(f"{var}: {value!r} is not {'an integer' if meta['kind'] == 'int' else 'a number'}") \
+                from None
+        low = meta["minimum"]
+        if low is not None and (number <= low if meta["open_min"] else number < low):
+            raise ValueError(f"{var}: {value} is not {'above' if meta['open_min'] else 'at least'} {low:g}")
+    if meta["check"] is not None:
         try:
             f.metadata["check"](value)
         except ValueError as e:

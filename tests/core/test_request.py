@@ -79,6 +79,21 @@ def test_makefile_variables_pass_through_as_bench_run_arguments():
         request.run_args({"DEVICE": "gpu"})  # the Makefile resolves the device itself
 
 
+@pytest.mark.parametrize("pair, says", [
+    ("DATA=bogus", "DATA: 'bogus' is none of auto, real, synthetic"),
+    ("COMPILE=fast", "COMPILE: 'fast' is none of default, reduce-overhead, max-autotune"),
+    ("BATCH_SIZE=0", "BATCH_SIZE: 0 is not at least 1"), ("SAMPLES=2.5", "SAMPLES: '2.5' is not an integer"),
+    ("TIMEOUT=0", "TIMEOUT: 0 is not above 0"), ("COOLDOWN=soon", "COOLDOWN: 'soon' is not a number")])
+def test_the_host_refuses_a_value_bench_runs_option_would_refuse_in_one_line(pair, says):
+    """Choices, integers, numbers and their minimums as ``bench run``'s click options check them in the image:
+    refused on the host first, one line and exit 2; what the option takes passes on as it is."""
+    p = subprocess.run([PY, "-m", "bench.host", "request", "args", pair], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert (p.returncode, p.stdout) == (2, "") and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
+    assert request.run_args({"DATA": "real", "COMPILE": "max-autotune", "BATCH_SIZE": "64", "TIMEOUT": "0.5",
+                             "COOLDOWN": "0"}) == ["--batch-size", "64", "--timeout", "0.5", "--data", "real",
+                                                   "--cooldown", "0", "--compile", "max-autotune"]
+
 @pytest.mark.parametrize("value, says", [
     ("tf32=bogus", "SET: tf32=bogus is not valid; expected 'default', 'on', 'off'"),
     ("tf32=off bogus=1", "SET: unknown knob 'bogus'; known: "), ("tf32", "SET: 'tf32': expected KNOB=VALUE")])
