@@ -126,15 +126,14 @@ def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path, s
     why = too_long(again, rec, cell, spent_s)
     if why:
         rec.profile = Profile(reason=why)
-        rec.notes.append(profile.none_note(why))
-        return
-    try:
-        compiled = tf_compiled(rec.settings.model_dump()) if stack.backend == "tensorflow" else None
-        block = profile.capture(again, stack.backend, cell.device, profile_dir / cell.run_id,
-                                frameworks.make_barrier(stack.backend, cell.device), xla=compiled)
-        rec.profile = Profile.model_validate(profile.relate(block, rec.metrics.ms_per_step_p50))
-    except Exception as e:  # a profile never fails the cell it profiles
-        rec.profile = Profile(reason=f"{type(e).__name__}: {e}".splitlines()[0][:500])
+    else:
+        try:
+            compiled = tf_compiled(rec.settings.model_dump()) if stack.backend == "tensorflow" else None
+            block = profile.capture(again, stack.backend, cell.device, profile_dir / cell.run_id,
+                                    frameworks.make_barrier(stack.backend, cell.device), xla=compiled)
+            rec.profile = Profile.model_validate(profile.relate(block, rec.metrics.ms_per_step_p50))
+        except Exception as e:  # a profile never fails the cell it profiles
+            rec.profile = Profile(reason=f"{type(e).__name__}: {e}".splitlines()[0][:500])
     if rec.profile.reason:
         rec.notes.append(profile.none_note(rec.profile.reason))
 
