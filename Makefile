@@ -14,7 +14,7 @@
 #        REGISTRY (pull images tagged by their inputs where it has them; make push), HISTORY (on|off: collect
 #        appends the run to $(RESULTS_DIR)/history.sqlite; off: the CSV only, for a RESULTS_DIR on a bucket's FUSE
 #        mount, which takes no SQLite writes: cloud/run.sh). Also passed through to
-#        `bench run` as they are: BATCH_SIZE, EPOCHS, SAMPLES, STEPS, SEQ_LEN, WORKLOADS, TASKS, COMPILE, NO_AUGMENT=1
+#        `bench run` as they are: BATCH_SIZE, EPOCHS, SAMPLES, STEPS, SEQ_LEN, WORKLOADS, TASKS, VARIANTS, COMPILE, NO_AUGMENT=1
 #        (`python3 -m bench.host request vars`). Every default (SUITE, SIZE, REPEATS, SEED, ...) is bench's own,
 #        declared once in bench/core/request.py; only what you set is passed on.
 
@@ -118,7 +118,7 @@ TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
 DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --flavor $(FLAVOR) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
-.PHONY: help check-request configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-unit test-e2e \
+.PHONY: help check-request configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-full test-unit test-e2e slow-tests \
 	lint lock stacks clean version-stack compare-versions cloud cloud-k8s cloud-collect push images e2e-base e2e-images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
@@ -313,9 +313,9 @@ window-env: ## .window-venv: CPython 3.12 holding only what the GPU host holds (
 
 window-rehearse: ## The GPU window on this CPU at smoke size, in .window-venv with the carried wheels, then its checks
 	rm -rf $(REHEARSAL)
-	PATH="$(CURDIR)/.window-venv/bin:$$PATH" bash window/run.sh --device cpu --size smoke --work $(REHEARSAL)/work \
-	  --site $(REHEARSAL)/site $(REHEARSAL)/out || echo "window/run.sh exited $$?; the checks decide"
-	BENCH_WINDOW_REHEARSAL=$(REHEARSAL) $(PYTHON) -m pytest -q -p no:cacheprovider tests/window
+	PATH="$(CURDIR)/.window-venv/bin:$$PATH" bash window/run.sh --device cpu --size smoke --parts "$(WINDOW_PARTS)" \
+	  --work $(REHEARSAL)/work --site $(REHEARSAL)/site $(REHEARSAL)/out || echo "window/run.sh exited $$?; the checks decide"
+	BENCH_WINDOW_REHEARSAL=$(REHEARSAL) BENCH_WINDOW_PARTS="$(WINDOW_PARTS)" $(PYTHON) -m pytest -q -p no:cacheprovider tests/window
 
 window-command: ## The GPU window's device command line, naming this clean tree's commit (docs/gpu-window.md)
 	@test -z "$$(git status --porcelain)" || { echo "window-command: commit first: the records name the commit, and \
@@ -323,24 +323,37 @@ window-command: ## The GPU window's device command line, naming this clean tree'
 	@compgen -G ".whl/*.whl" >/dev/null || { echo "window-command: make window-wheels first" >&2; exit 1; }
 	@echo 'BENCH_GIT_COMMIT=$(shell git rev-parse HEAD) bash window/run.sh $$OUT'
 
-# The unit tests and the image builds (both flavors) run as parallel jobs (builds wait on the network and the
-# disk as much as on the CPU); the end-to-end cells then run alone, one at a time, with every build a cache hit;
-# then the GPU window's rehearsal alone: as a third parallel job its keras3-torch bAbI cell, 38 s on a quiet
-# machine, passed its 300 s limit on CI's two shared cores.
-E2E := $(PYTHON) -m pytest -m docker -q -s --durations=0 tests/e2e/test_e2e_docker.py
+# Two scopes of one test (docs/ci.md). TEST_SCOPE=cover (`make test`, CI's, under 30 minutes on two cores): every
+# unit test but those tests/slow.txt lists (3 s or more each), the CPU images, and in them each suite's covering
+# selection (tests/e2e/test_e2e_docker.py: every stack, a few cells each), and the window's rehearsal without its
+# classic and tuning parts. TEST_SCOPE=full (`make test-full`, ~75 minutes): all of it, both image flavors.
+# The unit tests and the image builds run as parallel jobs (builds wait on the network and the disk as much as on
+# the CPU); the end-to-end cells then run alone, one at a time, with every build a cache hit; then the GPU window's
+# rehearsal alone: as a third parallel job its keras3-torch bAbI cell, 38 s on a quiet machine, passed its 300 s
+# limit on CI's two shared cores.
+TEST_SCOPE ?= cover
+$(if $(filter-out cover full,$(TEST_SCOPE)),$(error TEST_SCOPE is cover or full, not '$(TEST_SCOPE)'))
+WINDOW_PARTS ?= $(if $(filter full,$(TEST_SCOPE)),env instrument classic tuning paper,env instrument paper)
+E2E := BENCH_E2E_SCOPE=$(TEST_SCOPE) $(PYTHON) -m pytest -m docker -q -s --durations=0 tests/e2e/test_e2e_docker.py
 
-test: lint ## Lint; unit tests beside the image builds; the Docker end-to-end test; the GPU window's rehearsal
+test: lint ## Lint; unit tests beside the image builds; the Docker end-to-end test; the window's rehearsal (TEST_SCOPE)
 	$(MAKE) -j2 --output-sync=target test-unit e2e-images
 	BENCH_E2E_PREPARED=1 $(MAKE) test-e2e
 	$(MAKE) --no-print-directory test-window
+
+test-full: ## `make test` with nothing left out: every unit test, both image flavors, every cell, the whole rehearsal
+	$(MAKE) test TEST_SCOPE=full
 
 test-window: ## The GPU window's rehearsal where its environment is made (make window-wheels window-env), else say so
 	@if [ -x .window-venv/bin/python ] && [ -d .whl ]; then $(MAKE) --no-print-directory window-rehearse; \
 	elif [ -n "$$BENCH_REQUIRE_WINDOW" ]; then echo "test-window: no .window-venv or .whl (make window-wheels window-env)" >&2; exit 1; \
 	else echo "test-window: skipped, no rehearsal environment (make window-wheels window-env: needs CPython 3.12)"; fi
 
-test-unit: ## Unit tests (no Docker)
-	$(PYTHON) -m pytest -m "not docker" -q --durations=10
+test-unit: ## Unit tests (no Docker); TEST_SCOPE=cover leaves out tests/slow.txt's
+	$(PYTHON) -m pytest -m "not docker$(if $(filter cover,$(TEST_SCOPE)), and not slow)" -q --durations=10
+
+slow-tests: ## Rewrite tests/slow.txt from a whole unit run's own timings (alone on the machine: they decide the list)
+	BENCH_SLOW_RECORD=$(CURDIR)/tests/slow.txt $(PYTHON) -m pytest -m "not docker" -q -p no:cacheprovider
 
 test-e2e: ## Build the CPU and GPU images on a local base image, run the suites at smoke size on CPU
 	$(E2E)

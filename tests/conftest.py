@@ -30,3 +30,60 @@ def fake_worker(tmp_path, monkeypatch):
     script = tmp_path / "fake_worker.py"
     script.write_text(FAKE)
     monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])
+
+
+# `make test` leaves out the unit tests listed in tests/slow.txt (marked `slow` here), `make test-full` runs them:
+# docs/ci.md. `make slow-tests` rewrites the list from a whole run's own timings (BENCH_SLOW_RECORD).
+SLOW_LIST = os.path.join(os.path.dirname(__file__), "slow.txt")
+#: A unit test that takes at least this long (s: setup, call and teardown, alone on a 2-core CPU) is `slow`.
+SLOW_S = 3.0
+
+
+def slow_ids(path: str = SLOW_LIST) -> dict[str, float]:
+    """tests/slow.txt's node ids -> their measured seconds (lines ``<seconds>\\t<node id>``; ``#`` comments)."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                seconds, nodeid = line.rstrip("\n").split("\t")
+                out[nodeid] = float(seconds)
+    return out
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    slow = slow_ids()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
+
+
+_durations: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    if os.environ.get("BENCH_SLOW_RECORD"):
+        _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With BENCH_SLOW_RECORD=<file>: write the tests of this run that took SLOW_S or more, slowest first."""
+    path = os.environ.get("BENCH_SLOW_RECORD")
+    if not path or exitstatus != 0:
+        return
+    import platform
+    import subprocess
+    import time
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    with open("/proc/cpuinfo") as f:
+        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), platform.processor())
+    slow = sorted(((s, n) for n, s in _durations.items() if s >= SLOW_S), reverse=True)
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    with open(path, "w") as f:
+        f.write(f"# Unit tests that took {SLOW_S:g} s or more (setup + call + teardown), measured by make slow-tests\n"
+                f"# on {day} at {commit}, {os.cpu_count()} CPUs ({cpu}), the whole unit suite alone: "
+                f"{sum(_durations.values()):.0f} s, these {sum(s for s, _ in slow):.0f} s.\n"
+                "# `make test` leaves them out; `make test-full` runs them (docs/ci.md). `make slow-tests` rewrites "
+                "this list.\n")
+        f.writelines(f"{s:.1f}\t{n}\n" for s, n in slow)

@@ -18,6 +18,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     (["run", "--stack", "pytorch", "--suite", "nope"], "unknown suite 'nope'"),
     (["run", "--stack", "pytorch", "--workload", "resnet"], "unknown workload 'resnet'"),
     (["run", "--stack", "pytorch", "--task", "dance"], "unknown task 'dance'"),
+    (["run", "--stack", "pytorch", "--variant", "fast"], "no cell of the selection has variant 'fast'"),
     (["run", "--stack", "pytorch", "--size", "huge"], "'huge' is not one of"),
     (["run", "--stack", "pytorch", "--batch-size", "-1"], "-1 is not in the range"),
     (["run", "--stack", "pytorch", "--epochs", "two"], "'two' is not a valid integer"),

@@ -90,6 +90,10 @@ class Request:
                                         make="WORKLOADS", commands=(RUN,))
     tasks: tuple[str, ...] = option((), "Only these tasks (fit, ...); repeatable.", flag="--task", multiple=True,
                                     make="TASKS", commands=(RUN,))
+    variants: tuple[str, ...] = option(
+        (), "Only the cells of these variants, as the plan names them (default, bs2, jit_compile=false, ...: `bench "
+            "list` and a record's variant); repeatable. Each must name a cell of the selection.",
+        flag="--variant", multiple=True, make="VARIANTS", commands=(RUN,))
     size: Size | Literal["auto"] = option(
         "auto", "smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU.",
         choices=("auto", *get_args(Size)))

@@ -85,6 +85,26 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     return cells
 
 
+def only_variants(cells: Sequence[Cell], variants: Sequence[str], known: Sequence[Cell] | None = None) -> list[Cell]:
+    """The cells of ``cells`` whose variant is one of ``variants`` (all of them when ``variants`` is empty), in order.
+
+    ``known``: the cells whose variants are valid names (default ``cells``): the same selection on every stack, so
+    that one list serves a run of several stacks, each running the names it has (``make bench-all`` runs one stack
+    per container; a stack without any of them runs nothing).
+
+    Raises:
+        PlanError: a name in ``variants`` that no cell of ``known`` has (a typo would otherwise drop cells
+            silently); the message lists the variants there are.
+    """
+    if not variants:
+        return list(cells)
+    there = sorted({c.variant for c in (cells if known is None else known)})
+    for v in variants:
+        if v not in there:
+            raise PlanError(f"no cell of the selection has variant {v!r}; its variants: {', '.join(there)}")
+    return [c for c in cells if c.variant in variants]
+
+
 def _check_selection(stacks: Sequence[str], suite: str, size: str, device: str, workloads: Sequence[str],
                      tasks: Sequence[str], *, batch_size: int | None, epochs: int | None, samples: int | None,
                      timeout_s: float | None, steps: int | None, seq_len: int | None, sync: str | None,

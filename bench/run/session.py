@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bench.core import interrupt
 from bench.core.errors import Echo, InputError, to_stderr
 from bench.core.request import Request
-from bench.core.stacks import DEFAULT_STACKS, get_stack
+from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.core.words import Device, RunDevice, Size
 from bench.run import plan as planning
 
@@ -153,12 +153,18 @@ def run_request(req: Request, echo: Echo = print, warn: Echo = to_stderr) -> int
         kw.update(req.variant_settings())
     except SettingsError as e:
         raise InputError(f"--set: {e}") from e
+
+    def cells(size: Size, device: RunDevice) -> list[Cell]:
+        def on(stacks: list[str]) -> list[Cell]:
+            return planning.expand(stacks, req.suite, size, device, req.workloads, req.tasks, **kw)
+
+        return planning.only_variants(on(stack_ids), req.variants, on(list(STACKS)) if req.variants else None)
+
     try:  # validate everything before probing a framework
-        planning.expand(stack_ids, req.suite, "smoke", "cpu", req.workloads, req.tasks, **kw)
+        cells("smoke", "cpu")
     except planning.PlanError as e:
         raise InputError(str(e)) from e
-    return execute(req, req.suite, lambda sz, dev: planning.expand(stack_ids, req.suite, sz, dev, req.workloads,
-                                                                    req.tasks, **kw), echo, warn)
+    return execute(req, req.suite, cells, echo, warn)
 
 
 def run_sweep(req: Request, grid_file: Path, echo: Echo = print, warn: Echo = to_stderr) -> int:

@@ -1,6 +1,11 @@
 """End to end through Docker: build every image (both flavors) on a local base image, run `make bench-all`
 at smoke size on CPU, check the CSV; then `docker compose run jax-bench` and the GPU images' checks.
 
+Two scopes (BENCH_E2E_SCOPE, set by make's TEST_SCOPE; docs/ci.md). ``full`` (`make test-full`): both image flavors,
+every cell of every suite in every CPU image, the GPU images' cells and checks. ``cover`` (`make test`): the CPU
+images, and in them each suite's covering selection: every stack runs each suite, through the same checks, on fewer
+cells (``COVER``); the GPU images are left to ``full``.
+
 Needs a running Docker engine (BuildKit-capable client) and debootstrap, or an existing base image.
 Skipped without Docker unless BENCH_REQUIRE_DOCKER=1 (CI), where a missing engine is a failure.
 
@@ -52,6 +57,41 @@ CELL_TIMEOUT_S = 180
 #: Free disk the whole run wants: both flavors' images, ~34 GB in all now that the stacks on one framework
 #: share its layer (images/layers/), plus a build's largest layer again while it is written.
 E2E_BYTES = 45 * 10**9
+SCOPE = os.environ.get("BENCH_E2E_SCOPE", "full")
+if SCOPE not in ("cover", "full"):
+    raise ValueError(f"BENCH_E2E_SCOPE is cover or full, not {SCOPE!r}")
+FULL = SCOPE == "full"
+#: The cover scope's selection, per suite (make inputs): a CNN trained on the 2017 script's real-time augmentation;
+#: each stack's baseline and one compound variant per engine family (the knobs that change the math and the
+#: execution: precision, steps_per_execution, jit_compile, a preloaded or device-resident pipeline); one decoder LLM's
+#: fit and generate, unsupported on Keras 2 (its record and the report's footnote).
+COVER = {
+    "classic": {"WORKLOADS": "cifar10_cnn"},
+    "tuning": {"VARIANTS": " ".join((
+        "default", "jit_compile=false+precision=mixed_float16+steps_per_execution=512",
+        "data_pipeline=tensor_dataset+grad_scaler=true+precision=float16_autocast+preload=true",
+        "data_pipeline=device_put_once+precision=bfloat16"))},
+    "paper": {"WORKLOADS": "gemma", "VARIANTS": "bs2"},
+}
+
+
+def selection(suite: str) -> list[str]:
+    """``make`` inputs that narrow ``suite`` to this scope's cells: none in ``full``, ``COVER``'s in ``cover``."""
+    return [] if FULL else [f"{k}={v}" for k, v in COVER[suite].items()]
+
+
+def planned(suite: str, stacks: list[str]) -> list:
+    """The cells this scope runs of ``suite`` on ``stacks`` at smoke size on the CPU, as the plan makes them."""
+    from bench.run.plan import expand, only_variants
+
+    inputs = dict(COVER[suite]) if not FULL else {}
+    cells = expand(stacks, suite, "smoke", "cpu", inputs.get("WORKLOADS", "").split())
+    return only_variants(cells, inputs.get("VARIANTS", "").split())
+
+
+CLASSIC_WORKLOADS = WORKLOADS if FULL else COVER["classic"]["WORKLOADS"].split()
+#: The image flavors this scope builds, each with its stacks.
+FLAVORS = {"cpu": STACKS, "gpu": GPU_STACKS} if FULL else {"cpu": STACKS}
 #: Set by `make test` after `test_base_image` made room: the module's later runs must not prune what the
 #: parallel image build made.
 PREPARED = os.environ.get("BENCH_E2E_PREPARED") == "1"
@@ -130,15 +170,15 @@ def test_images_build(make_args):
     module without bytecode (images/imports.py). `make test` runs this beside the unit tests. The stacks that
     name one shared layer (images/layers/) build it once: their images share it on disk."""
     args, _ = make_args
-    for flavor, stacks in (("cpu", STACKS), ("gpu", GPU_STACKS)):
+    for flavor, stacks in FLAVORS.items():
         start = time.monotonic()
         sh(["make", "build", f"FLAVOR={flavor}", f"STACKS={' '.join(stacks)}", *args], timeout=3600)
         print(f"{flavor} images built in {time.monotonic() - start:.0f} s")  # CI's log: what each flavor costs
-    assert images_present("cpu", STACKS) and images_present("gpu", GPU_STACKS)
+    assert all(images_present(flavor, stacks) for flavor, stacks in FLAVORS.items())
     # the framework layer is stored once: without it a stack image shared only the base, toolchain and uv
     # layers (<0.6 GB); measured with it: 1.7 GB (torch, cpu) to 7.0 GB (TensorFlow + CUDA 12.9, gpu)
     shared = shared_bytes()
-    for name, flavor, members in stackfiles.layers():
+    for name, flavor, members in (x for x in stackfiles.layers() if x[1] in FLAVORS):
         for s in members:
             assert shared[s.image(flavor)] > 1.2e9, (s.image(flavor), shared)
         if members[0].sublayer == name:
@@ -211,7 +251,7 @@ def shared_bytes() -> dict[str, float]:
 @pytest.fixture(scope="module")
 def bench_all(make_args):
     args, results = make_args
-    p = sh(["make", "bench-all", *args], check=False)
+    p = sh(["make", "bench-all", *selection("classic"), *args], check=False)
     return p, results
 
 
@@ -221,8 +261,9 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
     check_cell_times(df, "classic")
     assert p.returncode == 0
     assert "CPU MODE" in p.stdout + p.stderr
-    assert len(df) == 5 * len(STACKS)
-    assert sorted(zip(df["stack"], df["workload"], strict=True)) == sorted((s, w) for s in STACKS for w in WORKLOADS)
+    assert len(df) == len(CLASSIC_WORKLOADS) * len(STACKS)
+    assert sorted(zip(df["stack"], df["workload"], strict=True)) == sorted(
+        (s, w) for s in STACKS for w in CLASSIC_WORKLOADS)
     assert (df.status == "ok").all(), df[df.status != "ok"][["stack", "workload", "reason"]]
     for col in ("metrics.ms_per_step_mean", "metrics.first_epoch_s",
                 "metrics.steady_epoch_s", "metrics.samples_per_s", "process.wall_s", "metrics.fit_call_s_per_epoch",
@@ -262,8 +303,12 @@ def test_compose_run_service_resumes(bench_all, make_args):
     args, results = make_args
     env = {"BENCH_RESULTS": str(results), "BENCH_FLAVOR": "cpu", "BENCH_UID": str(os.getuid()),
            "BENCH_GID": str(os.getgid()), "BENCH_DEVICE": "auto"}
-    p = sh([COMPOSE, "-f", "compose.yaml", "run", "--rm", "-T", "jax-bench"], env=env, timeout=900)
-    assert p.stdout.count("already ok, skipped") == 5
+    # the service as a user runs it (its own command: every classic workload); the cover scope names its workloads,
+    # or the ones it left out would run here
+    cover = [] if FULL else ["bench", "run", "--stack", "keras3-jax",
+                             *(f"--workload={w}" for w in CLASSIC_WORKLOADS)]
+    p = sh([COMPOSE, "-f", "compose.yaml", "run", "--rm", "-T", "jax-bench", *cover], env=env, timeout=900)
+    assert p.stdout.count("already ok, skipped") == len(CLASSIC_WORKLOADS)
 
 
 def test_device_gpu_without_gpu_is_a_clear_error(bench_all, make_args):
@@ -282,7 +327,7 @@ def test_device_gpu_without_gpu_is_a_clear_error(bench_all, make_args):
 def test_tuning_sweep_in_every_image(bench_all, make_args):
     """The tuning suite's default grid at smoke size on CPU in all five images, then its report."""
     args, results = make_args
-    p = sh(["make", "bench-all", "SUITE=tuning", *args], check=False)
+    p = sh(["make", "bench-all", "SUITE=tuning", *selection("tuning"), *args], check=False)
     df = pd.read_csv(results / "tuning-smoke-cpu.csv")
     check_cell_times(df, "tuning")
     bad = df[~df.status.isin(["ok", "unsupported"])]
@@ -291,7 +336,10 @@ def test_tuning_sweep_in_every_image(bench_all, make_args):
     assert (df.groupby("stack")["baseline"].sum() == 1).all()
     assert df[df.status == "unsupported"]["reason"].notna().all()
     ok = df[df.status == "ok"]
-    assert ok.groupby("stack").size().min() >= 4  # every stack ran its baseline and several knobs
+    assert sorted(zip(df["stack"], df["variant"], strict=True)) == sorted((c.stack, c.variant)
+                                                                          for c in planned("tuning", STACKS))
+    # every stack ran its baseline and several knobs (cover: its baseline and its family's variant)
+    assert ok.groupby("stack").size().min() >= (4 if FULL else 2)
     assert (ok["metrics.total_train_s"] > 0).all()
     # telemetry fields are present on every ok row: null with the reason on CPU
     assert (ok["telemetry.available"] == False).all()  # noqa: E712
@@ -332,23 +380,27 @@ def test_paper_suite_in_every_image(bench_all, make_args):
     """The Keras 3 benchmark suite at smoke size in all five images: every cell ok, except the ones the
     source could not run on Keras 2, which are unsupported with a reason; then its report."""
     args, results = make_args
-    p = sh(["make", "bench-all", "SUITE=paper", f"STACKS={' '.join(PAPER_STACKS)}", *args], check=False)
+    p = sh(["make", "bench-all", "SUITE=paper", f"STACKS={' '.join(PAPER_STACKS)}", *selection("paper"), *args],
+           check=False)
     df = pd.read_csv(results / "paper-smoke-cpu.csv")
     check_cell_times(df, "paper")
     assert p.returncode == 0, df[df.status != "ok"][["stack", "workload", "task", "reason"]].to_string()
-    assert len(df) == 5 * 12 and set(df["stack"]) == set(PAPER_STACKS)
+    cells = planned("paper", PAPER_STACKS)
+    assert len(df) == len(cells) == (5 * 12 if FULL else 5 * 2) and set(df["stack"]) == set(PAPER_STACKS)
     unsupported = df[df.status == "unsupported"]
-    assert set(zip(unsupported["stack"], unsupported["workload"], strict=True)) == {
-        ("keras2-tf", "gemma"), ("keras2-tf", "mistral")}
+    llms = {"gemma", "mistral"} & {c.workload for c in cells}
+    assert set(zip(unsupported["stack"], unsupported["workload"], strict=True)) == {("keras2-tf", w) for w in llms}
     assert unsupported["reason"].str.len().gt(10).all()
     ok = df[df.status == "ok"]
-    assert len(ok) == 60 - 6
+    assert len(ok) == len(cells) - sum(c.stack == "keras2-tf" and c.workload in llms for c in cells)
+    assert len(ok) == (60 - 6 if FULL else 10 - 2)
     for col in ("metrics.ms_per_step_mean", "metrics.ms_per_step_p90", "metrics.first_step_s",
                 "metrics.examples_per_s", "model.params_total"):
         assert (ok[col] > 0).all(), col
     assert (ok["metrics.steps"] == 3).all()
     gen = ok[ok.task == "generate"]
-    assert len(gen) == 4 * 4 and (gen["settings.generated_tokens"] == 6).all()  # BOS + 5 prompt, to max_length 12
+    # BOS + 5 prompt, to max_length 12
+    assert len(gen) == (4 * 4 if FULL else 4) and (gen["settings.generated_tokens"] == 6).all()
     assert (gen["settings.prompt_tokens"] == 6).all() and gen["settings.tokenization_timed"].eq(False).all()
     # one architecture on every stack: SAM's and the SD encoder's counts agree across Keras 2, 3 and PyTorch
     for wl, task in (("segment_anything", "predict"), ("segment_anything", "fit"), ("bert", "fit")):
@@ -370,6 +422,8 @@ def test_gpu_images_run_on_cpu(bench_all, make_args):
     profiler, in the images a GPU run uses; the bAbI LSTM's CPU trace on keras3-torch, a Python-stepped 552-step
     loop, held ~25 GB and passed the cell limit), then `--device gpu` in each fails with one clear line, and the
     torch images carry torch.compile's toolchain."""
+    if not FULL:
+        pytest.skip("the GPU images are built and run in the full scope (make test-full)")
     args, results = make_args
     common = ["make", "bench-all", "FLAVOR=gpu", "DEVICE=cpu", f"STACKS={' '.join(GPU_STACKS)}"]
     profiled, rest = GPU_IMAGE_WORKLOADS[0], GPU_IMAGE_WORKLOADS[1:]

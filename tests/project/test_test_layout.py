@@ -54,3 +54,20 @@ def test_no_test_module_imports_another():
     bad = [f"{p.relative_to(TESTS.parent)}:{line}: imports {name}"
            for p in sorted(TESTS.rglob("test_*.py")) for line, name in imported_test_modules(p.read_text())]
     assert not bad, "move what is shared to tests/helpers/:\n" + "\n".join(bad)
+
+
+def test_every_test_slow_txt_lists_still_exists():
+    """tests/slow.txt names tests by node id (``make test`` leaves them out): a renamed or removed test must leave the
+    list, or its new name would run in `make test` while the list still claims to hold it. Each id's module must
+    exist and define its test function (at module level or in a class)."""
+    from tests.conftest import slow_ids
+
+    stale = []
+    for nodeid in slow_ids():
+        path, *names = nodeid.split("::")
+        module = TESTS.parent / path
+        func = names[-1].split("[")[0]
+        if not module.is_file() or f"def {func}(" not in module.read_text():
+            stale.append(nodeid)
+    assert not stale, f"tests/slow.txt lists tests that are gone (make slow-tests rewrites it): {stale}"
+    assert len(slow_ids()) > 0

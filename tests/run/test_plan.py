@@ -1,7 +1,7 @@
 import pytest
 
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
-from bench.run.plan import PlanError, expand
+from bench.run.plan import PlanError, expand, only_variants
 from bench.run.workloads import SUITES, WORKLOADS
 
 SMOKE_SAMPLES = {name: w.samples["smoke"] for name, w in WORKLOADS.items() if hasattr(w, "samples")}
@@ -38,6 +38,30 @@ def test_bad_selection(kw, msg):
     args.update(kw)
     with pytest.raises(PlanError, match=msg):
         expand(**args)
+
+
+def test_variants_select_cells_by_the_name_the_plan_gives_them():
+    """--variant: only the cells of the named variants, on every stack that has them; a name no cell of the
+    selection has is an error naming the ones there are, not a silently smaller run."""
+    cells = expand(["keras3-jax", "jax"], "tuning", "smoke", "cpu")
+    picked = only_variants(cells, ["default", "jit_compile=false"])
+    assert sorted((c.stack, c.variant) for c in picked) == [
+        ("jax", "default"), ("jax", "jit_compile=false"), ("keras3-jax", "default"),
+        ("keras3-jax", "jit_compile=false")]
+    assert only_variants(cells, []) == cells
+    paper = expand(["pytorch"], "paper", "smoke", "cpu", workloads=["bert"])
+    assert {c.variant for c in only_variants(paper, ["bs2"])} == {"bs2"}
+    with pytest.raises(PlanError, match="no cell of the selection has variant 'jit_compile=maybe'; its variants: "
+                                        "data_pipeline="):
+        only_variants(cells, ["default", "jit_compile=maybe"])
+    # one list for a run of several stacks, one stack per process: each runs the names it has, none an error
+    everywhere = expand(list(DEFAULT_STACKS), "tuning", "smoke", "cpu")
+    torch_name = next(c.variant for c in everywhere if c.stack == "pytorch" and c.variant != "default")
+    jax_only = expand(["jax"], "tuning", "smoke", "cpu")
+    assert only_variants(jax_only, [torch_name], everywhere) == []
+    assert [c.variant for c in only_variants(jax_only, ["default", torch_name], everywhere)] == ["default"]
+    with pytest.raises(PlanError, match="no cell of the selection"):
+        only_variants(jax_only, [torch_name])
 
 
 def test_stack_names_are_consistent():

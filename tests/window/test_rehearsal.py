@@ -17,7 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 REHEARSAL = os.environ.get("BENCH_WINDOW_REHEARSAL")
 pytestmark = pytest.mark.skipif(not REHEARSAL, reason="no rehearsal: make window-rehearse runs one")
-PARTS = ("env", "instrument", "classic", "tuning", "paper")
+#: The parts the rehearsal ran (window/run.sh --parts; `make test` leaves out classic and tuning, docs/ci.md).
+PARTS = tuple(os.environ.get("BENCH_WINDOW_PARTS", "env instrument classic tuning paper").split())
+CELL_PARTS = tuple(p for p in PARTS if p in ("classic", "tuning", "paper"))
 #: what a self-test check records when its process crashed or hung, or a framework is missing (run_child, selftest)
 CRASH_MARKS = ("the check process failed", "timed out after", "is not installed in this environment")
 
@@ -54,9 +56,10 @@ def test_every_part_ran_to_its_end():
 def test_the_summary_and_the_archive_came_out():
     out = Path(str(REHEARSAL)) / "out"
     assert sorted(p.name for p in out.iterdir()) == ["summary.md", "window.tar.gz"]
-    assert "| classic | 0 |" in (out / "summary.md").read_text()
+    assert f"| {CELL_PARTS[0]} | 0 |" in (out / "summary.md").read_text()
 
 
+@pytest.mark.skipif("instrument" not in PARTS, reason="the instrument part did not run")
 def test_no_instrument_crashed():
     selftest = json.loads((work() / "results/selftest.json").read_text())
     assert set(selftest["frameworks"]) == {"torch", "jax"} and all(selftest["frameworks"].values())
@@ -69,7 +72,7 @@ def test_no_instrument_crashed():
 
 def test_every_cell_ran_ok():
     recs = records()
-    by_part = {part: [r for r in recs if r["suite"] == part] for part in ("classic", "tuning", "paper")}
+    by_part = {part: [r for r in recs if r["suite"] == part] for part in CELL_PARTS}
     assert all(by_part.values()), {k: len(v) for k, v in by_part.items()}
     failed = {r["cell_id"]: r.get("reason") for r in recs if r["status"] != "ok"}
     assert not failed, failed
@@ -79,10 +82,12 @@ def test_the_capped_full_size_inputs_ran_as_the_gpu_runs_them():
     """The GPU's cells name their capped inputs in their ids (epochs, samples, steps): the rehearsal runs the same
     options, with smaller values, so those ids' code paths have run before a GPU minute is spent."""
     ids = [r["cell_id"] for r in records()]
-    assert any("epochs=3+samples=256" in i for i in ids) and any("samples=128" in i for i in ids)
-    assert any(i.startswith("pytorch__paper__") and "steps=2" in i for i in ids)
-    profiled = [r for r in records() if r.get("profile")]
-    assert {r["stack"] for r in profiled} == {"pytorch", "keras3-torch", "keras3-jax", "jax"}
+    if "paper" in PARTS:
+        assert any(i.startswith("pytorch__paper__") and "steps=2" in i for i in ids)
+    if "classic" in PARTS:
+        assert any("epochs=3+samples=256" in i for i in ids) and any("samples=128" in i for i in ids)
+        profiled = [r for r in records() if r.get("profile")]
+        assert {r["stack"] for r in profiled} == {"pytorch", "keras3-torch", "keras3-jax", "jax"}
 
 
 def test_records_say_what_ran():
