@@ -124,7 +124,8 @@ DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --flavor $(FLAVOR) --st
 
 help: ## List the targets
 	@echo "make bench-all   build all images, run every stack in rounds (shuffled order), collect a CSV"
-	@echo "make test        unit tests + Docker end-to-end test (smoke size, CPU)"
+	@echo "make test        CI's test: lint, unit tests, the Docker end-to-end test's covering cells (smoke size, CPU)"
+	@echo "make test-full   all of it: every unit test and cell, both image flavors, the whole window rehearsal"
 	@echo
 	@grep -hE '^[a-zA-Z0-9%_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 	@echo
@@ -311,7 +312,7 @@ window-env: ## .window-venv: CPython 3.12 holding only what the GPU host holds (
 	$(PYTHON) -m uv venv -q --seed --python $(WINDOW_PYTHON) .window-venv
 	$(PYTHON) -m uv pip install -q --python .window-venv/bin/python --no-deps --compile-bytecode -r window/host-packages.txt
 
-window-rehearse: ## The GPU window on this CPU at smoke size, in .window-venv with the carried wheels, then its checks
+window-rehearse: ## The GPU window on this CPU at smoke size (WINDOW_PARTS), in .window-venv with the carried wheels, then its checks
 	rm -rf $(REHEARSAL)
 	PATH="$(CURDIR)/.window-venv/bin:$$PATH" bash window/run.sh --device cpu --size smoke --parts "$(WINDOW_PARTS)" \
 	  --work $(REHEARSAL)/work --site $(REHEARSAL)/site $(REHEARSAL)/out || echo "window/run.sh exited $$?; the checks decide"
@@ -355,7 +356,7 @@ test-unit: ## Unit tests (no Docker); TEST_SCOPE=cover leaves out tests/slow.txt
 slow-tests: ## Rewrite tests/slow.txt from a whole unit run's own timings (alone on the machine: they decide the list)
 	BENCH_SLOW_RECORD=$(CURDIR)/tests/slow.txt $(PYTHON) -m pytest -m "not docker" -q -p no:cacheprovider
 
-test-e2e: ## Build the CPU and GPU images on a local base image, run the suites at smoke size on CPU
+test-e2e: ## Build the images on a local base image, run the suites at smoke size on CPU (TEST_SCOPE: which)
 	$(E2E)
 
 e2e-base:

@@ -50,12 +50,23 @@ def slow_ids(path: str = SLOW_LIST) -> dict[str, float]:
     return out
 
 
+def stale_slow_ids(listed, collected) -> list[str]:
+    """The ids of ``listed`` that name no test of ``collected`` (node ids) although their module was collected: a
+    renamed test or parameter (its new id would run in `make test`), or a removed one."""
+    modules = {n.split("::")[0] for n in collected}
+    return sorted(n for n in listed if n not in collected and n.split("::")[0] in modules)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    """Mark tests/slow.txt's tests ``slow`` (before ``-m`` deselects); fail on a listed id its module no longer has."""
     slow = slow_ids()
     for item in items:
         if item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
+    stale = stale_slow_ids(slow, {item.nodeid for item in items})
+    if stale:
+        raise pytest.UsageError(f"tests/slow.txt lists tests that are gone (make slow-tests rewrites it): {stale}")
 
 
 _durations: dict[str, float] = {}

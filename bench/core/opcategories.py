@@ -110,7 +110,7 @@ _ATEN_ELEMENTWISE = (r"^aten::(add|add_|sub|sub_|mul|mul_|div|div_|relu|relu_|th
                      r"gather|scatter|scatter_add_|embedding|embedding_dense_backward|embedding_backward|"
                      r"constant_pad_nd|max_pool2d|max_pool2d_with_indices|max_pool2d_with_indices_backward|avg_pool2d|"
                      r"flip|roll|square|reciprocal|sign|erf|cos|sin|_unsafe_view|copy|mish|softplus|hardswish|"
-                     r"lstm_cell|_thnn_fused_lstm_cell|mkldnn_rnn_layer)$")
+                     r"lstm_cell|_thnn_fused_lstm_cell)$")
 
 _LAUNCHED = ("torch 2.13.0: the profiler links each CUDA kernel to the cudaLaunchKernel that launched it by its "
              "correlation id (kineto's Chrome trace: args.correlation), inside the ATen op that called it (torch/"
@@ -188,14 +188,16 @@ RULES: tuple[Rule, ...] = (
     Rule("matmul_conv", NAME,
          r"(?i)gemm|gemv|sgemm|hgemm|cutlass|xmma_(fprop|dgrad|wgrad|gemm)|implicit_convolve|winograd|convolve_|"
          r"conv2d_|cudnn::(\w+::)*\w*conv|triton_(tem|mm|bmm)|^(dot|convolution)(\.\d+)?$|_dot_|^gemm_fusion|cublas|"
-         r"^sm\d+_xmma|^nvjet_|splitKreduce",
+         r"^sm\d+_xmma|^nvjet_|splitKreduce|RNN_persist_|RNN_blockPersist_|^aten::(mkldnn_rnn_layer|_cudnn_rnn\w*)$",
          "cuBLAS/cuDNN/CUTLASS kernels as profiles name them ('sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_...', "
          "'ampere_sgemm_128x64_tn', 'cutlass_80_tensorop_s1688gemm_...', 'sm80_xmma_fprop_implicit_gemm_...', "
          "'implicit_convolve_sgemm'); torch/_inductor/select_algorithm.py 'triton_tem_fused_mm'; XLA CPU "
          "'dot.N' thunks; xla/service/gpu/transforms/gemm_fusion.cc 'gemm_fusion_dot...'; cuBLAS 12.8+ on Hopper "
          "'nvjet_tst_256x256_...', 'nvjet_sm90_tst_...' (forums.developer.nvidia.com/t/348958, an H100 NVL's "
          "torch.profiler trace: sm90_xmma/cutlass GEMMs under CUDA 12.1 became nvjet_tst_* under 12.8); cuBLAS's "
-         "split-K GEMM's 'splitKreduce_kernel'"),
+         "split-K GEMM's 'splitKreduce_kernel'; cuDNN 9.20.0.48's recurrent layers, whose time is their GEMMs "
+         "(libcudnn_adv.so.9: 'RNN_persist_fp', 'RNN_persist_bp', 'RNN_blockPersist_fp_LSTM...'), on the CPU "
+         "oneDNN's (torch 2.13.0 aten::mkldnn_rnn_layer) and torch's aten::_cudnn_rnn that launches them"),
     # normalisation
     Rule("normalization", NAME,
          r"(?i)batch_?norm|layer_?norm|group_?norm|instance_?norm|rms_?norm|FusedBatchNorm|bn_fw|bn_bw|_norm_kernel|"
@@ -215,10 +217,11 @@ RULES: tuple[Rule, ...] = (
          r"SoftmaxCrossEntropyWithLogits|SparseSoftmaxCrossEntropyWithLogits|Cumsum|UnsortedSegmentSum|L2Loss)$",
          "TensorFlow 2.21.0 op types (core/ops/math_ops.cc, nn_ops.cc)"),
     Rule("reduction", NAME,
-         r"(?i)reduce_kernel|softmax|reduc(e|tion)|triton_(red|per)_|argmax|logsumexp|nll_loss|cross_entropy",
+         r"(?i)reduce_kernel|softmax|reduc(e|tion)|triton_(red|per|spl)_|argmax|logsumexp|nll_loss|cross_entropy",
          "torch 2.13.0 CUDA kernels (aten/src/ATen/native/cuda/Reduce.cuh reduce_kernel, SoftMax.cu "
          "cunn_SoftMaxForward, Loss.cu nll_loss_forward_reduce_cuda_kernel_2d); torch/_inductor/codegen/triton.py "
-         "kernel prefixes triton_red_/triton_per_; xla/service/gpu/transforms/rename_fusions.cc "
+         "kernel prefixes triton_red_/triton_per_/triton_spl_ (split scan; torch/_inductor/wrapper_benchmark.py "
+         "_kernel_category_choices, its first 3 letters); xla/service/gpu/transforms/rename_fusions.cc "
          "'input_reduce_fusion'; XLA CPU 'wrapped_reduce'; TensorFlow's GPU BlockReduceKernel"),
     # elementwise and fused
     Rule("elementwise", DETAIL,
@@ -242,13 +245,16 @@ RULES: tuple[Rule, ...] = (
          r"Identity|Reshape|ExpandDims|Squeeze|OneHot|Range|MatrixBandPart)$",
          "TensorFlow 2.21.0 op types (core/ops/math_ops.cc, array_ops.cc, nn_ops.cc)"),
     Rule("elementwise", NAME,
-         r"(?i)elementwise|pointwise|EigenMetaKernel|triton_poi_|^(loop|input|output)_\w+_fusion|"
+         r"(?i)elementwise|pointwise|EigenMetaKernel|triton_(poi|for)_|elemWiseRNNcell|"
+         r"^(loop|input|output)_\w+_fusion|"
          r"_fusion(\.\d+|_\d+)?$|^wrapped_|fill_kernel|cat_batched|CatArrayBatched|indexSelect|scatter_gather|"
          r"transpose|dropout|gelu|relu|sigmoid|tanh|bitcast|slice|concatenate|broadcast|fusion",
          "torch 2.13.0 CUDA kernels (aten/src/ATen/native/cuda/Loops.cuh vectorized_elementwise_kernel, "
          "CUDALoops.cuh unrolled_elementwise_kernel, Shape.cu CatArrayBatchedCopy); TensorFlow's GPU cwise ops "
-         "(Eigen's EigenMetaKernel); torch/_inductor triton_poi_fused_*; xla/service/gpu/transforms/"
-         "rename_fusions.cc '<kind>_<heroes>_fusion' (loop_add_fusion); XLA CPU '<ops>_fusion', 'wrapped_<op>'"),
+         "(Eigen's EigenMetaKernel); torch/_inductor triton_poi_fused_* and triton_for_* (foreach: many "
+         "tensors' pointwise work in one kernel); cuDNN 9.20.0.48's RNN gate kernel 'elemWiseRNNcell'; "
+         "xla/service/gpu/transforms/rename_fusions.cc '<kind>_<heroes>_fusion' (loop_add_fusion); XLA CPU "
+         "'<ops>_fusion', 'wrapped_<op>'"),
     # a GPU kernel no name rule placed: by the ATen op that launched it (its detail; bench.run.profile.summary)
     Rule("optimizer", DETAIL, r"^aten::(_foreach_|_fused_)", _LAUNCHED),
     Rule("attention", DETAIL, r"^aten::_?\w*(scaled_dot_product|flash_attention|efficient_attention)", _LAUNCHED),

@@ -91,8 +91,9 @@ class Request:
     tasks: tuple[str, ...] = option((), "Only these tasks (fit, ...); repeatable.", flag="--task", multiple=True,
                                     make="TASKS", commands=(RUN,))
     variants: tuple[str, ...] = option(
-        (), "Only the cells of these variants, as the plan names them (default, bs2, jit_compile=false, ...: `bench "
-            "list` and a record's variant); repeatable. Each must name a cell of the selection.",
+        (), "Only the cells of these variants, as the plan names them (default, bs2, jit_compile=false, ...: a "
+            "record's variant); repeatable. Each must name a cell of the suite's selection on some stack; a stack "
+            "with none of them runs nothing ('run: 0 cells').",
         flag="--variant", multiple=True, make="VARIANTS", commands=(RUN,))
     size: Size | Literal["auto"] = option(
         "auto", "smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU.",

@@ -94,14 +94,15 @@ def only_variants(cells: Sequence[Cell], variants: Sequence[str], known: Sequenc
 
     Raises:
         PlanError: a name in ``variants`` that no cell of ``known`` has (a typo would otherwise drop cells
-            silently); the message lists the variants there are.
+            silently); the message lists the variants of ``cells``.
     """
     if not variants:
         return list(cells)
-    there = sorted({c.variant for c in (cells if known is None else known)})
+    here = sorted({c.variant for c in cells})
+    valid = set(here) if known is None else {c.variant for c in known}
     for v in variants:
-        if v not in there:
-            raise PlanError(f"no cell of the selection has variant {v!r}; its variants: {', '.join(there)}")
+        if v not in valid:
+            raise PlanError(f"no cell of the selection has variant {v!r}; its variants here: {', '.join(here)}")
     return [c for c in cells if c.variant in variants]
 
 

@@ -180,6 +180,19 @@ NAMES = [
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<"
      "char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)", "aten::addmm", "",
      "elementwise", "a name rule wins over the launching op (addmm's bias add)"),
+    # recurrent layers: cuDNN's kernels on a GPU (torch's nn.LSTM), oneDNN's layer on a CPU, one category
+    ("void RNN_persist_fp<float, float, float, 128, 4, 3, 32, true, false, true>(RNN_persistent_args<float>)",
+     "aten::_cudnn_rnn", "", "matmul_conv",
+     "cuDNN 9.20.0.48 libcudnn_adv.so.9 symbol _Z14RNN_persist_fpI... (arguments illustrative)"),
+    ("RNN_blockPersist_bp_LSTM_HMMA", "", "", "matmul_conv", "cuDNN 9.20.0.48 libcudnn_adv.so.9"),
+    ("void elemWiseRNNcell<float, float, float, (cudnnRNNMode_t)2, (cudnnRNNBiasMode_t)2>(int, int, int, int, "
+     "int, bool, float const*, float const*, float const*, float const*, float const*, float const*, float*, "
+     "float*, float*, float*, float*)", "aten::_cudnn_rnn", "", "elementwise",
+     "cuDNN 9.20.0.48 libcudnn_adv.so.9 symbol elemWiseRNNcell (arguments illustrative): the gates between GEMMs"),
+    ("aten::mkldnn_rnn_layer", "", "1:1", "matmul_conv", "torch 2.13.0 profile of babi_rnn on a CPU (oneDNN LSTM)"),
+    # torch.compile's kernels, named by inductor's category (torch/_inductor/wrapper_benchmark.py@v2.13.0)
+    ("triton_for_fused_0", "", "", "elementwise", "torch/_inductor/codegen/triton.py@v2.13.0: a foreach kernel"),
+    ("triton_spl_fused_cumsum_0", "", "", "reduction", "torch/_inductor/codegen/triton.py@v2.13.0: a split scan"),
 ]
 
 

@@ -71,3 +71,15 @@ def test_every_test_slow_txt_lists_still_exists():
             stale.append(nodeid)
     assert not stale, f"tests/slow.txt lists tests that are gone (make slow-tests rewrites it): {stale}"
     assert len(slow_ids()) > 0
+
+
+def test_a_listed_id_its_collected_module_lacks_is_stale():
+    """The collection-time check (tests/conftest.py): a parameter or class id that changed is stale, a test of a
+    module that was not collected (another directory, a module skipped for a missing framework) is not."""
+    from tests.conftest import stale_slow_ids
+
+    collected = {"tests/a/test_x.py::test_f[pytorch]", "tests/a/test_x.py::TestK::test_g"}
+    listed = ["tests/a/test_x.py::test_f[pytorch]", "tests/a/test_x.py::test_f[no-such-stack]",
+              "tests/a/test_x.py::TestOld::test_g", "tests/b/test_y.py::test_h"]
+    assert stale_slow_ids(listed, collected) == ["tests/a/test_x.py::TestOld::test_g",
+                                                 "tests/a/test_x.py::test_f[no-such-stack]"]

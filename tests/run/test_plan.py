@@ -51,8 +51,8 @@ def test_variants_select_cells_by_the_name_the_plan_gives_them():
     assert only_variants(cells, []) == cells
     paper = expand(["pytorch"], "paper", "smoke", "cpu", workloads=["bert"])
     assert {c.variant for c in only_variants(paper, ["bs2"])} == {"bs2"}
-    with pytest.raises(PlanError, match="no cell of the selection has variant 'jit_compile=maybe'; its variants: "
-                                        "data_pipeline="):
+    with pytest.raises(PlanError, match="no cell of the selection has variant 'jit_compile=maybe'; its variants "
+                                        "here: data_pipeline="):
         only_variants(cells, ["default", "jit_compile=maybe"])
     # one list for a run of several stacks, one stack per process: each runs the names it has, none an error
     everywhere = expand(list(DEFAULT_STACKS), "tuning", "smoke", "cpu")

@@ -20,6 +20,8 @@ pytestmark = pytest.mark.skipif(not REHEARSAL, reason="no rehearsal: make window
 #: The parts the rehearsal ran (window/run.sh --parts; `make test` leaves out classic and tuning, docs/ci.md).
 PARTS = tuple(os.environ.get("BENCH_WINDOW_PARTS", "env instrument classic tuning paper").split())
 CELL_PARTS = tuple(p for p in PARTS if p in ("classic", "tuning", "paper"))
+if not CELL_PARTS:
+    raise ValueError(f"BENCH_WINDOW_PARTS={' '.join(PARTS)!r} runs no cell: name classic, tuning or paper too")
 #: what a self-test check records when its process crashed or hung, or a framework is missing (run_child, selftest)
 CRASH_MARKS = ("the check process failed", "timed out after", "is not installed in this environment")
 

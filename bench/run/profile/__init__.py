@@ -90,6 +90,10 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
         if device == "gpu" and block["device"] != "gpu":
             raise ValueError("no device activity: the profiler recorded no kernel, copy or memset on the GPU "
                              "(CUPTI unavailable, or the steps ran elsewhere)")
+        if device == "gpu" and block["busy_ms"] <= 0:  # what a full activity buffer leaves: the warm-up's kernels
+            raise ValueError("no device activity inside the profiled window, though the trace holds some before it "
+                             "(the profiler's activity buffer filled, or its records were lost): busy and host shares "
+                             "would read 0 and 1, not measured")
         block.update(profiler=profiler.name, activities=profiler.activities, warmup_steps=held.warmup,
                      wall_ms=1000.0 * (window.wall_s or 0.0), **setup, **files)
     except Exception as e:  # the timed numbers stand; the profile says why it is missing

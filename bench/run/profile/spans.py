@@ -96,17 +96,17 @@ DERIVED_LINES = frozenset({"Steps", "XLA Modules", "XLA Ops", "Async XLA Ops", "
 GPU_PLANE = "/device:GPU:"
 HOST_PLANES = ("/host:CPU", "/host:CUPTI")
 #: A GPU plane's lines of device work: one per stream, ``Stream #<id>`` or ``Stream #<id>(<event types>)``
-#: (xla/backends/profiler/gpu/cupti_collector.cc ``GetDeviceXLineName``, the only line name jax 0.10.2's CUDA plugin
-#: holds); the rest (derived lines, counters, a later XLA's ``CUPTI overhead`` line) is no kernel.
+#: (xla/backends/profiler/gpu/cupti_collector.cc ``GetDeviceXLineName``, the collector of jax 0.10.2's CUDA plugin
+#: and of TensorFlow 2.21's GPU tracer), or ``OVERHEAD_LINE``; the rest (derived lines, counters) is no kernel.
 STREAM_LINE = "Stream #"
-#: CUPTI's overhead records, which that collector puts on a stream's line (or on one of their own,
-#: ``kThreadIdOverhead``, whose name lists ``Overhead`` alone: all of it is dropped) named by their kind
-#: (cupti_buffer_events.cc ``getActivityOverheadKindString``: ``<UNKNOWN>`` for a kind it does not know, its
-#: default; ``Overhead`` when unnamed) and listed as ``Overhead`` in the line's name: the profiler's own cost, not
-#: the device's work.
+#: The name that collector gives a stream's line once it holds any of CUPTI's overhead records (``GetDeviceXLineName``
+#: returns it for a line whose event types include Overhead, whatever else it holds), and the line of the records
+#: tied to no stream (``kThreadIdOverhead``): the kernels and copies on it are the device's work all the same.
+OVERHEAD_LINE = "CUPTI overhead"
+#: CUPTI's overhead records on those lines, named by their kind (cupti_buffer_events.cc
+#: ``getActivityOverheadKindString``: ``<UNKNOWN>`` for a kind it does not know, its default; ``Overhead`` when
+#: unnamed): the profiler's own cost, not the device's work.
 OVERHEAD_EVENTS = frozenset({"Overhead", "COMPILER", "BUFFER_FLUSH", "INSTRUMENTATION", "RESOURCE", "<UNKNOWN>"})
-#: The name of a line of overhead records only (``Stream #<id>(Overhead)``).
-OVERHEAD_ONLY = "(Overhead)"
 
 
 class _Programs:
@@ -155,25 +155,26 @@ def _device_span(event: Any, lane: str, programs: _Programs) -> Span:
                 link if isinstance(link, int) else None)
 
 
+def _device_work(line: str) -> bool:
+    """Whether a GPU plane's line named ``line`` holds a stream's kernels and copies."""
+    return line.startswith(STREAM_LINE) or line == OVERHEAD_LINE
+
+
 def from_xspace(planes: list[Plane]) -> list[Span]:
     """The spans of an XSpace's host-thread, CUPTI and GPU planes (derived lines left out; on a GPU plane its
-    streams' lines, without CUPTI's overhead records: ``STREAM_LINE``, ``OVERHEAD_EVENTS``), XLA instructions
-    described from the programs of its metadata plane (``xspace.hlo_instructions``)."""
+    streams' lines, without CUPTI's overhead records: ``STREAM_LINE``, ``OVERHEAD_LINE``, ``OVERHEAD_EVENTS``), XLA
+    instructions described from the programs of its metadata plane (``xspace.hlo_instructions``)."""
     programs, out = _Programs(planes), []
     for plane in planes:
         device = plane.name.startswith(GPU_PLANE)
         if not device and not plane.name.startswith(HOST_PLANES):
             continue
         for line in plane.lines:
-            if line.name in DERIVED_LINES or (device and not line.name.startswith(STREAM_LINE)):
+            if line.name in DERIVED_LINES or (device and not _device_work(line.name)):
                 continue
             lane = f"{plane.name}/{line.name}"
             if device:
-                if line.name.endswith(OVERHEAD_ONLY):
-                    continue
-                overhead = "Overhead" in line.name
-                out += [_device_span(e, lane, programs) for e in line.events
-                        if not (overhead and e.name in OVERHEAD_EVENTS)]
+                out += [_device_span(e, lane, programs) for e in line.events if e.name not in OVERHEAD_EVENTS]
             else:
                 out += [_host_span(e, lane, programs) for e in line.events]
     return out

@@ -11,7 +11,7 @@ import pytest
 
 from bench.run import profile
 from bench.run.profile import rerun
-from bench.run.profile.spans import MARK, OP, Span
+from bench.run.profile.spans import DEVICE, MARK, OP, Span
 from bench.run.profile.summary import WINDOW
 from bench.run.profile.window import Window, profiler_for
 from bench.run.profile.xla import COMMAND_BUFFERS_OFF, command_buffers_off
@@ -198,6 +198,24 @@ def test_a_gpu_profile_without_device_activity_is_a_reason_not_a_profile(monkeyp
     assert "device_busy_fraction" not in block and "categories" not in block
     assert block["warnings"] == ["warning: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"]  # what the profiler said is kept
     assert block["trace"] == "cell.trace.json.gz" and block["execution_differs"] == "the profiler changed the steps"
+
+
+class LossyGpuProfiler(FakeProfiler):
+    """A profiler on a GPU whose trace holds the warm-up's kernel but none of the window's (a filled buffer)."""
+
+    activities = ["cpu", "cuda"]
+
+    def collect(self, base: Path):
+        spans, files = super().collect(base)
+        return [*spans, Span("volta_sgemm_128x64_nn", -50.0, 20.0, "stream 7", DEVICE)], files
+
+
+def test_a_gpu_profile_whose_window_lost_its_kernels_is_a_reason_not_zero_busy(monkeypatch, tmp_path):
+    log: list[str] = []
+    monkeypatch.setattr(profile, "profiler_for", lambda backend, device, workdir: LossyGpuProfiler(log))
+    block = profile.capture(rerun.calls(lambda: log.append("step")), "torch", "gpu", tmp_path / "cell", lambda: None)
+    assert block["reason"].startswith("ValueError: no device activity inside the profiled window")
+    assert "device_busy_fraction" not in block and "host_fraction" not in block
 
 
 class DifferingProfiler(FakeProfiler):

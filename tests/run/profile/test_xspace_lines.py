@@ -1,7 +1,8 @@
 """What of an XSpace counts as the device's work and what the profilers said went wrong (``spans.from_xspace``,
 ``xspace.xspace_messages``, ``spans.chrome_messages``), on planes built here as jax 0.10.2's CUDA plugin names them
-(xla/backends/profiler/gpu/cupti_collector.cc: ``Stream #<id>(<event types>)`` lines, CUPTI's overhead records by
-their kind) and protobuf bytes written by hand (tsl/profiler/protobuf/xplane.proto: XSpace errors 2, warnings 3)."""
+(xla/backends/profiler/gpu/cupti_collector.cc: ``Stream #<id>(<event types>)`` lines, ``CUPTI overhead`` for a stream
+whose line holds CUPTI's overhead records, those records by their kind) and protobuf bytes written by hand
+(tsl/profiler/protobuf/xplane.proto: XSpace errors 2, warnings 3)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ def _event(name: str, start_us: float, dur_us: float) -> Event:
 def gpu_planes() -> list[Plane]:
     window = Plane("/host:CPU", [Line("python", [_event("dlbench.profiled_steps", 0, 100)])])
     gpu = Plane("/device:GPU:0", [
-        Line("Stream #7(Kernel,MemcpyH2D,Overhead)", [_event(GEMM, 10, 30), _event("MemcpyH2D", 50, 5),
-                                                      _event("INSTRUMENTATION", 60, 20), _event("<UNKNOWN>", 85, 10)]),
-        # kThreadIdOverhead's line, a kind the collector does not name among them
-        Line("Stream #9223372036854775807(Overhead)", [_event("BUFFER_FLUSH", 0, 90), _event("SOME_NEW_KIND", 0, 9)]),
-        Line("CUPTI overhead", [_event("RESOURCE", 0, 90)]),  # a later XLA's name for that line
+        # as XLA's collector names them (GetDeviceXLineName, GetTraceEventTypeName: a kernel is "Compute")
+        Line("Stream #7(Compute,MemcpyH2D)", [_event(GEMM, 10, 30), _event("MemcpyH2D", 50, 5)]),
+        # a stream whose line also holds CUPTI's overhead records takes their name, kernels and all; the records tied
+        # to no stream (kThreadIdOverhead) sit on a line of that name too
+        Line("CUPTI overhead", [_event(GEMM, 60, 10), _event("INSTRUMENTATION", 60, 20), _event("<UNKNOWN>", 85, 10),
+                                _event("BUFFER_FLUSH", 0, 90), _event("RESOURCE", 0, 90)]),
         Line("XLA Ops", [_event(GEMM, 10, 30)]),  # derived: repeats the stream's kernels
     ])
     return [window, gpu]
@@ -31,9 +33,9 @@ def gpu_planes() -> list[Plane]:
 
 def test_only_the_streams_kernels_and_copies_are_device_work():
     spans = from_xspace(gpu_planes())
-    assert [s.name for s in spans if s.kind == DEVICE] == [GEMM, "MemcpyH2D"]
+    assert [s.name for s in spans if s.kind == DEVICE] == [GEMM, "MemcpyH2D", GEMM]
     block = summarise(spans, steps=1)
-    assert block["busy_ms"] == 0.035 and block["other_ops"] == []
+    assert block["busy_ms"] == 0.045 and block["other_ops"] == []
 
 
 def _varint(n: int) -> bytes:
@@ -75,3 +77,39 @@ def test_an_xla_kernel_takes_the_scope_of_its_launch_on_the_host():
     spans = from_xspace([host, Plane("/device:GPU:0", [Line("Stream #7(Kernel)", [kernel])])])
     assert next(s for s in spans if s.lane == "/host:CPU/python" and s.name == "loop_add_fusion").link == 42
     assert summarise(spans, steps=1)["categories"]["optimizer"] == 0.005
+
+
+def _pinned_tensorflow_library(name: str):
+    """``name`` in the installed TensorFlow wheel (found, not imported), or None."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("tensorflow")
+    path = Path(spec.origin).parent / name if spec and spec.origin else None
+    return path if path and path.is_file() else None
+
+
+def test_tensorflows_gpu_tracer_is_the_collector_whose_line_names_these_planes_use():
+    """tf.profiler on a GPU (keras2-tf, keras3-tf) writes its device planes through the same CUPTI collector as jax's
+    CUDA plugin: the pinned TensorFlow 2.21 wheel carries XLA's GPU tracer (xla/backends/profiler/gpu/
+    device_tracer_cuda.cc) and its cupti_collector.cc with the ``Stream #`` line prefix, and the plane names this
+    module's planes use. So the lines above are what the TF stacks' GPU profiles hold too (``CUPTI overhead``, built
+    from immediates in the binary, cannot be found by a string search); a TensorFlow whose tracer is another fails."""
+    import mmap
+
+    import pytest
+
+    from bench.run.profile.spans import GPU_PLANE, HOST_PLANES, STREAM_LINE
+
+    cc, framework = (_pinned_tensorflow_library(n) for n in ("libtensorflow_cc.so.2", "libtensorflow_framework.so.2"))
+    if cc is None or framework is None:
+        pytest.skip("no TensorFlow wheel installed here (the images hold it)")
+
+    def holds(path, *needles: bytes) -> list[bytes]:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return [n for n in needles if m.find(n) < 0]
+
+    assert not holds(cc, b"xla/backends/profiler/gpu/device_tracer_cuda.cc\0",
+                     b"xla/backends/profiler/gpu/cupti_collector.cc\0", b"\0" + STREAM_LINE.encode() + b"\0",
+                     b"\0" + GPU_PLANE.encode() + b"\0")
+    assert not holds(framework, *(b"\0" + p.encode() + b"\0" for p in HOST_PLANES))
