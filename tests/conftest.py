@@ -59,10 +59,11 @@ def stale_slow_ids(listed, collected) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark tests/slow.txt's tests ``slow`` (before ``-m`` deselects); fail on a listed id its module no longer has."""
+    """Mark tests/slow.txt's tests ``slow`` (before ``-m`` deselects) but those marked ``cover``, the one test of a
+    path `make test` must run all the same; fail on a listed id its module no longer has."""
     slow = slow_ids()
     for item in items:
-        if item.nodeid in slow:
+        if item.nodeid in slow and not item.get_closest_marker("cover"):
             item.add_marker(pytest.mark.slow)
     stale = stale_slow_ids(slow, {item.nodeid for item in items})
     if stale:

@@ -43,6 +43,7 @@ def test_make_cloud_dry_run_prints_the_exact_commands():
     assert p.returncode == 2 and "GPU type" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.cover
 def test_the_skypilot_task_spec_validates_with_skypilots_own_parser():
     sky = pytest.importorskip("sky")
     spec = yaml.safe_load((ROOT / cloud.TASK_YAML).read_text())

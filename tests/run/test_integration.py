@@ -113,7 +113,8 @@ def test_missing_framework_is_a_failed_record_not_a_crash(tmp_path):
 
 
 @needs_torch
-@pytest.mark.parametrize("stack", ["pytorch", pytest.param("keras3-torch", marks=needs_keras_torch)])
+@pytest.mark.parametrize("stack", [pytest.param("pytorch", marks=pytest.mark.cover),
+                                   pytest.param("keras3-torch", marks=needs_keras_torch)])
 def test_every_cadence_trains_the_same_model_and_syncs_as_often_as_it_says(tmp_path, stack):
     """The cadence changes only where the timer waits for the device: same seed, same losses."""
     for sync in ("step", "every:3", "epoch"):

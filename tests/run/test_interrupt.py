@@ -169,6 +169,7 @@ def test_sigterm_to_bench_run_kills_its_worker_records_the_cell_and_exits_at_onc
 
 
 @needs_torch
+@pytest.mark.cover
 def test_timeout_3_bench_run_leaves_no_worker_behind(tmp_path):
     out = tmp_path / "run"
     p = bench_run(out, "timeout", "3")

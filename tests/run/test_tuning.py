@@ -120,6 +120,7 @@ def test_unknown_workload_in_grid_is_a_usage_error(tmp_path, capsys):
 
 
 @needs_torch
+@pytest.mark.cover
 def test_sweep_runs_and_skips_invalid_combinations_with_reason(tmp_path):
     grid = tmp_path / "g.yaml"
     grid.write_text(
