@@ -37,7 +37,8 @@ class Category:
 #: The categories, in the report's order. ``other`` is last: what no rule places.
 CATEGORIES: tuple[Category, ...] = (
     Category("matmul_conv", "matmul / convolution", "matrix products and convolutions (GEMM, cuBLAS, cuDNN, "
-             "CUTLASS, Triton GEMM kernels; XLA dot and convolution), their input and weight gradients included"),
+             "CUTLASS, Triton GEMM kernels; XLA dot and convolution), their input and weight gradients included, and "
+             "the recurrent layers a library runs whole (cuDNN's and oneDNN's LSTM), whose time is their GEMMs"),
     Category("attention", "attention", "fused attention kernels (flash, memory-efficient, cuDNN SDPA) and the "
              "score/softmax/weighting ops inside an attention layer's scope (not its query/key/value/output "
              "projections, which are matmuls)"),
@@ -45,7 +46,9 @@ CATEGORIES: tuple[Category, ...] = (
              "dropout, selects) and layout moves done by a kernel (transpose, concatenate, slice, gather, scatter)"),
     Category("normalization", "normalisation", "batch, layer, group and RMS normalisation, forward and backward"),
     Category("reduction", "reduction", "sums, means, max and argmax, softmax and cross-entropy losses, bias "
-             "gradients (sums over the batch), XLA fusions whose hero is a reduce"),
+             "gradients (sums over the batch), XLA fusions whose hero is a reduce; pooling (a max or mean over "
+             "windows: XLA's reduce-window, as every framework's pooling ops) and embedding gradients (a scatter-add: "
+             "XLA's scatter, TensorFlow's UnsortedSegmentSum, PyTorch's embedding_dense_backward)"),
     Category("memcpy_h2d", "copy host-to-device", "copies from host to device memory"),
     Category("memcpy_d2h", "copy device-to-host", "copies from device to host memory"),
     Category("memcpy_d2d", "copy device-to-device", "copies within device memory and memsets (device memory "
@@ -100,15 +103,15 @@ _ATEN_MATMUL = (r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|einsum|_?con
                 r"_nnpack_spatial_convolution)$")
 _ATEN_REDUCTION = (r"(?i)^aten::(sum|mean|amax|amin|max|min|argmax|argmin|prod|norm|var|std|logsumexp|_?softmax|"
                    r"_?log_softmax|_softmax_backward_data|_log_softmax_backward_data|nll_loss\w*|cross_entropy\w*|"
-                   r"binary_cross_entropy\w*|cumsum)$")
+                   r"binary_cross_entropy\w*|cumsum|max_pool2d|max_pool2d_with_indices|max_pool2d_with_indices_backward|avg_pool2d|"
+                   r"avg_pool2d_backward|adaptive_avg_pool2d|embedding_dense_backward|embedding_backward)$")
 _ATEN_ELEMENTWISE = (r"^aten::(add|add_|sub|sub_|mul|mul_|div|div_|relu|relu_|threshold|threshold_|threshold_backward|"
                      r"sigmoid|sigmoid_|sigmoid_backward|tanh|tanh_|tanh_backward|hardsigmoid|hardsigmoid_backward|"
                      r"hardtanh|gelu|gelu_backward|silu|silu_backward|elu|leaky_relu|clamp|clamp_|clamp_min|clamp_min_|"
                      r"clamp_max|exp|exp_|log|log_|sqrt|sqrt_|rsqrt|pow|pow_|neg|abs|where|addcmul|addcmul_|addcdiv|"
                      r"addcdiv_|lerp_|fill_|zero_|zeros_like|ones_like|dropout|native_dropout|native_dropout_backward|"
                      r"bernoulli_|masked_fill|masked_fill_|eq|ne|lt|gt|le|ge|_to_copy|to|cat|stack|index|index_select|"
-                     r"gather|scatter|scatter_add_|embedding|embedding_dense_backward|embedding_backward|"
-                     r"constant_pad_nd|max_pool2d|max_pool2d_with_indices|max_pool2d_with_indices_backward|avg_pool2d|"
+                     r"gather|scatter|scatter_add_|embedding|constant_pad_nd|"
                      r"flip|roll|square|reciprocal|sign|erf|cos|sin|_unsafe_view|copy|mish|softplus|hardswish|"
                      r"lstm_cell|_thnn_fused_lstm_cell)$")
 
@@ -214,7 +217,8 @@ RULES: tuple[Rule, ...] = (
          "torch 2.13.0 native_functions.yaml reductions, softmax and losses"),
     Rule("reduction", TF_TYPE,
          r"^(Sum|Mean|Max|Min|Prod|ArgMax|ArgMin|All|Any|BiasAddGrad|Softmax|LogSoftmax|_MklSoftmax|"
-         r"SoftmaxCrossEntropyWithLogits|SparseSoftmaxCrossEntropyWithLogits|Cumsum|UnsortedSegmentSum|L2Loss)$",
+         r"SoftmaxCrossEntropyWithLogits|SparseSoftmaxCrossEntropyWithLogits|Cumsum|UnsortedSegmentSum|L2Loss|MaxPool|"
+         r"MaxPoolGrad|AvgPool|AvgPoolGrad|_MklMaxPool|_MklNativeMaxPool|_MklNativeMaxPoolGrad)$",
          "TensorFlow 2.21.0 op types (core/ops/math_ops.cc, nn_ops.cc)"),
     Rule("reduction", NAME,
          r"(?i)reduce_kernel|softmax|reduc(e|tion)|triton_(red|per|spl)_|argmax|logsumexp|nll_loss|cross_entropy",
@@ -240,8 +244,7 @@ RULES: tuple[Rule, ...] = (
          r"Maximum|Minimum|Neg|BiasAdd|Equal|NotEqual|Less|LessEqual|Greater|GreaterEqual|LogicalAnd|LogicalOr|"
          r"LogicalNot|BitwiseAnd|BitwiseOr|Pow|Softplus|Reciprocal|Sign|Abs|FloorDiv|FloorMod|ClipByValue|OnesLike|"
          r"ZerosLike|Fill|Transpose|ConcatV2|Pack|Unpack|Slice|StridedSlice|StridedSliceGrad|GatherV2|"
-         r"ResourceGather|ScatterNd|Tile|Pad|MaxPool|MaxPoolGrad|AvgPool|AvgPoolGrad|_MklMaxPool|_MklNativeMaxPool|"
-         r"_MklNativeMaxPoolGrad|StatelessRandomUniformV2|StatelessRandomGetKeyCounter|_FusedBatchNormEx|Erf|Gelu|"
+         r"ResourceGather|ScatterNd|Tile|Pad|StatelessRandomUniformV2|StatelessRandomGetKeyCounter|_FusedBatchNormEx|Erf|Gelu|"
          r"Identity|Reshape|ExpandDims|Squeeze|OneHot|Range|MatrixBandPart)$",
          "TensorFlow 2.21.0 op types (core/ops/math_ops.cc, array_ops.cc, nn_ops.cc)"),
     Rule("elementwise", NAME,

@@ -22,7 +22,9 @@ NAMES = [
     ("aten::mkldnn_convolution", "", "1:1", "matmul_conv", "torch 2.13.0 profile of mnist_cnn"),
     ("aten::convolution_backward", "", "1:1", "matmul_conv", "torch 2.13.0 profile of mnist_cnn"),
     ("aten::threshold_backward", "", "1:1", "elementwise", "torch 2.13.0 profile (ReLU's gradient)"),
-    ("aten::max_pool2d_with_indices", "", "1:1", "elementwise", "torch 2.13.0 profile of mnist_cnn"),
+    ("aten::max_pool2d_with_indices", "", "1:1", "reduction", "torch 2.13.0 profile of mnist_cnn (as XLA's "
+     "reduce-window)"),
+    ("aten::embedding_dense_backward", "", "1:1", "reduction", "torch 2.13.0 profile of babi_rnn (as XLA's scatter)"),
     ("aten::_log_softmax_backward_data", "", "1:1", "reduction", "torch 2.13.0 profile (CrossEntropyLoss)"),
     ("aten::nll_loss_forward", "", "1:1", "reduction", "torch 2.13.0 native_functions.yaml"),
     ("aten::native_layer_norm", "", "1:1", "normalization", "torch 2.13.0 native_functions.yaml"),
@@ -161,7 +163,7 @@ NAMES = [
     ("void cudnn::ops::pooling_fw_4d_kernel<float, float, cudnn::maxpooling_func<float, (cudnnNanPropagation_t)0>, "
      "0, false>(cudnnTensorStruct, float const*, cudnnTensorStruct, float*, cudnnPoolingStruct, float, float, int, "
      "cudnn::reduced_divisor, cudnn::reduced_divisor)", "MaxPool", "sequential/max_pooling2d/MaxPool",
-     "elementwise", "cuDNN's pooling kernel under TensorFlow 2.21.0's MaxPool (GPU), as the other pooling ops"),
+     "reduction", "cuDNN's pooling kernel under TensorFlow 2.21.0's MaxPool (GPU), as the other pooling ops"),
     ("void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(cublasSplitKParams<"
      "float>, float const*, float const*, float*, float const*, float const*, float const*, float const*, float*, "
      "void*, long, float*, int*)", "", "", "matmul_conv", "cuBLAS split-K GEMM's reduction step"),
@@ -172,7 +174,7 @@ NAMES = [
     # GPU: a kernel no name rule knows, placed by the ATen op that launched it (torch's correlation id)
     ("void at::native::(anonymous namespace)::max_pool_forward_nchw<float>(int, float const*, long, long, long, "
      "int, int, int, int, int, int, int, int, int, int, float*, long*)", "aten::max_pool2d_with_indices", "",
-     "elementwise", "aten/src/ATen/native/cuda/DilatedMaxPool2d.cu@v2.13.0 launched by max_pool2d_with_indices"),
+     "reduction", "aten/src/ATen/native/cuda/DilatedMaxPool2d.cu@v2.13.0 launched by max_pool2d_with_indices"),
     ("my_vendor_kernel_v3", "aten::mm", "", "matmul_conv", "an unknown kernel name launched by aten::mm"),
     ("my_vendor_kernel_v3", "aten::convolution_backward", "", "matmul_conv", "launched by convolution_backward"),
     ("my_vendor_kernel_v3", "aten::native_layer_norm", "", "normalization", "launched by native_layer_norm"),

@@ -299,6 +299,7 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
     assert correctness_flags(df) == []
     if not FULL:  # each of the six stacks profiled its first cell with its framework's profiler, in its CPU image
         check_profiles(df[df["workload"] == CLASSIC_WORKLOADS[0]], results / "runs" / "classic-smoke-cpu")
+        assert "## Where the time goes" in (results / "report.md").read_text()
     assert (df.device == "cpu").all() and (df["size"] == "smoke").all()
     assert df.notes.str.contains("CPU run").all()
     for col in ("env.python", "env.cpu_model", "env.host", "env.image", "env.git_commit",
