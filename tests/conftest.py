@@ -65,7 +65,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid in slow and not item.get_closest_marker("cover"):
             item.add_marker(pytest.mark.slow)
-    stale = stale_slow_ids(slow, {item.nodeid for item in items})
+    picked = any("::" in str(arg) for arg in config.args)  # tests named one by one: their modules' others not collected
+    stale = [] if picked else stale_slow_ids(slow, {item.nodeid for item in items})
     if stale:
         raise pytest.UsageError(f"tests/slow.txt lists tests that are gone (make slow-tests rewrites it): {stale}")
 
