@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.core.families import FAMILIES, KIND_MODULES
+from bench.core.families import FAMILIES, KINDS
 from bench.core.settings import Settings, SettingsError, describe_allowed, valid_value
 from bench.core.stacks import Stack
 
 #: (engine, kind) -> its settings class; kind ``epochs`` (classic and tuning suites) or ``steps`` (paper). The fit
 #: classes first, in the families' order: the order of the knobs in ``DOCS`` and in the CSV's settings columns.
 SETTINGS: dict[tuple[str, str], type[Settings]] = {
-    (f.name, kind): cls for kind in KIND_MODULES for f in FAMILIES.values() if (cls := f.settings(kind)) is not None}
+    (f.name, kind): cls for kind in KINDS for f in FAMILIES.values() if (cls := f.settings(kind)) is not None}
 #: The engines of the fit suites (classic, tuning): every family; the step-timed paper suite's are ``STEP_KNOBS``'.
 FIT_ENGINES = tuple(e for e, kind in SETTINGS if kind == "epochs")
 

@@ -104,17 +104,17 @@ def test_plain_jax_tf_data_pipeline_is_the_keras_stacks_and_records_its_buffer(m
     """The plain-JAX stack's ``tf_data_numpy`` (beyond the study) is the Keras stacks' pipeline of that name, so the
     tuning grid's tf.data rows compare one pipeline across stacks. The old code shuffled over the whole set and
     batched without parallel calls, and recorded the whole set as the buffer."""
-    from bench.run.engines.jax import fit as jax_fit
+    from bench.run.engines.jax import epochs as jax_epochs
 
     calls: list = []
     monkeypatch.setitem(sys.modules, "tensorflow", fake_tensorflow(calls))
     effective: dict = {}
-    jax_fit._train_data(None, JaxFitSettings(data_pipeline="tf_data_numpy"), False, mnist_like(n),
+    jax_epochs._train_data(None, JaxFitSettings(data_pipeline="tf_data_numpy"), False, mnist_like(n),
                         get_workload("mnist_cnn_tuning"), 256, 1, None, effective)
     assert calls == expected_calls(n, 256, seed=0)
     assert effective["shuffle_buffer"] == min(20_000, n)
     effective.clear()
-    jax_fit._train_data(None, JaxFitSettings(data_pipeline="numpy_batches"), False, mnist_like(n),
+    jax_epochs._train_data(None, JaxFitSettings(data_pipeline="numpy_batches"), False, mnist_like(n),
                         get_workload("mnist_cnn_tuning"), 256, 1, None, effective)
     assert effective["shuffle_buffer"] == n  # a whole-set permutation each epoch
 

@@ -30,7 +30,7 @@ from tests.helpers.optimizers import GRADS, P0, reference, rmsprop_208, with_dec
 def keras_steps(w) -> np.ndarray:
     import keras
 
-    from bench.run.engines.keras.fit import make_optimizer
+    from bench.run.engines.keras.epochs import make_optimizer
 
     var = keras.Variable(P0.astype("float32"))
     opt = make_optimizer(keras, w)
@@ -42,7 +42,7 @@ def keras_steps(w) -> np.ndarray:
 def torch_steps(w) -> np.ndarray:
     import torch
 
-    from bench.run.engines.torch.fit import make_optimizer, make_scheduler
+    from bench.run.engines.torch.epochs import make_optimizer, make_scheduler
 
     p = torch.nn.Parameter(torch.tensor(P0, dtype=torch.float64))
     opt = make_optimizer(torch, [p], w)
@@ -99,13 +99,13 @@ def test_engines_build_the_workloads_optimizer_and_record_it(name):
     import keras
     import torch
 
-    from bench.run.engines.keras import fit as keras_fit
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.keras import epochs as keras_epochs
+    from bench.run.engines.torch import epochs as torch_epochs
 
     w = get_workload(name)
     o = w.optimizer
-    k = keras_fit.optimizer_record(keras_fit.make_optimizer(keras, w))
-    t = torch_fit.optimizer_record(torch_fit.make_optimizer(torch, [torch.nn.Parameter(torch.ones(1))], w), w)
+    k = keras_epochs.optimizer_record(keras_epochs.make_optimizer(keras, w))
+    t = torch_epochs.optimizer_record(torch_epochs.make_optimizer(torch, [torch.nn.Parameter(torch.ones(1))], w), w)
     to = o.for_engine("torch")  # mnist_cnn_tuning: torch's own RMSprop defaults on PyTorch
     assert k["learning_rate"] == pytest.approx(o.learning_rate) == t["learning_rate"]
     assert k["epsilon"] == pytest.approx(o.epsilon) and t["eps"] == pytest.approx(to.epsilon)
@@ -296,7 +296,7 @@ def test_keras_2017_metric_is_the_whole_fit_call_over_the_epochs_setup_and_valid
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines.keras import fit as keras_fit
+    from bench.run.engines.keras import epochs as keras_epochs
 
     seen: list[float] = []
 
@@ -317,7 +317,7 @@ def test_keras_2017_metric_is_the_whole_fit_call_over_the_epochs_setup_and_valid
     monkeypatch.setattr(keras.Model, "fit", lambda self, *a, callbacks=(), **k:
                         real_fit(self, *a, callbacks=[Slow(), *callbacks], **k))
     w, ds = small("mnist_mlp", 256)
-    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasFitSettings())
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasFitSettings())
     m = out.metrics.model_dump(exclude_unset=True)
     assert m["fit_call_s_per_epoch"] == pytest.approx(m["fit_call_s"] / 3)
     assert m["fit_call_s_per_epoch"] >= (SETUP_S + 3 * VAL_S) / 3  # setup and every validation inside it
@@ -365,22 +365,22 @@ def _check_loop_epochs(m: dict, evals: list[float], epochs: int) -> None:
 @needs_torch
 def test_torch_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeypatch):
     from bench.core.stacks import get_stack
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.torch import epochs as torch_epochs
 
-    evals = _timed(monkeypatch, torch_fit)
+    evals = _timed(monkeypatch, torch_epochs)
     w, ds = small("mnist_mlp", 512)
-    out = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchFitSettings())
+    out = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchFitSettings())
     _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
 def test_jax_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeypatch):
     pytest.importorskip("flax")
     from bench.core.stacks import get_stack
-    from bench.run.engines.jax import fit as jax_fit
+    from bench.run.engines.jax import epochs as jax_epochs
 
-    evals = _timed(monkeypatch, jax_fit)
+    evals = _timed(monkeypatch, jax_epochs)
     w, ds = small("mnist_mlp", 512)
-    out = jax_fit.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxFitSettings())
+    out = jax_epochs.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxFitSettings())
     _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
@@ -558,11 +558,11 @@ class _Captured(Exception):
 
 
 def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
-    """What ``keras_fit.fit`` hands ``Model.fit`` (and ``compile``) for workload ``name``, without training."""
+    """What ``keras_epochs.fit`` hands ``Model.fit`` (and ``compile``) for workload ``name``, without training."""
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines.keras import fit as keras_fit
+    from bench.run.engines.keras import epochs as keras_epochs
 
     seen: dict = {}
     real_compile = keras.Model.compile
@@ -579,7 +579,7 @@ def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
     monkeypatch.setattr(keras.Model, "fit", fit_)
     w, ds = small(name, n)
     with pytest.raises(_Captured):
-        keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, KerasFitSettings(**settings))
+        keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, KerasFitSettings(**settings))
     seen["ds"] = ds
     return seen
 
@@ -639,7 +639,7 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines.keras import fit as keras_fit
+    from bench.run.engines.keras import epochs as keras_epochs
     from bench.run.engines.keras import progress
 
     bar: list[int] = []
@@ -650,7 +650,7 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     real_cb = progress.notebook_callback
     monkeypatch.setattr(progress, "notebook_callback", lambda k: made.append(real_cb(k)) or made[-1])
     w, ds = small("mnist_mlp", 64)
-    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasFitSettings())
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasFitSettings())
     s = out.settings.model_dump(exclude_unset=True)
     assert bar == [] and len(made) == 1
     assert set(made[0].running) == {"loss", "accuracy"} and len(made[0].running["loss"]) == 4 - 1  # last batch unread
@@ -660,7 +660,7 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     assert s["jit_compile"] is False and s["jit_compile_requested"] == "keras default"  # auto: off on torch
     for form, verbose, batches in (("bar", 1, 2 * 4), ("none", 0, 0)):
         bar.clear()
-        got = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
+        got = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
                             KerasFitSettings(progress=form)).settings.model_dump(exclude_unset=True)
         assert len(bar) == batches and len(made) == 1
         assert (got["progress"], got["verbose"], got["batch_end_hook"]) == (form, verbose, False)
@@ -714,7 +714,7 @@ def test_a_batch_end_hook_turns_off_keras_async_callback_dispatch_on_torch():
 
 
 def test_progress_bar_discarded_only_with_verbose(capsys):
-    from bench.run.engines.keras.fit import progress_bar_discarded
+    from bench.run.engines.keras.epochs import progress_bar_discarded
 
     with progress_bar_discarded(1):
         print("bar")
@@ -748,10 +748,10 @@ def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
 
     code = ("import json; from bench.core.families.keras import KerasFitSettings; "
             "from bench.core.stacks import get_stack; "
-            "from bench.run.engines.keras import fit as keras_fit; "
+            "from bench.run.engines.keras import epochs as keras_epochs; "
             "from tests.run.workloads.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
             "for kw in ({}, {'jit_compile': False}):\n"
-            "    s = keras_fit.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
+            "    s = keras_epochs.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
             "KerasFitSettings(progress='none', **kw)).settings.model_dump(exclude_unset=True)\n"
             "    out[str(kw)] = [s['jit_compile'], s['jit_compile_requested']]\n"
             "print(json.dumps(out))")

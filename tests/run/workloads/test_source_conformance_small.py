@@ -59,12 +59,12 @@ def test_loader_option_knobs_are_refused_where_they_cannot_apply():
                                              ({"pin_memory": True}, (False, False))])  # CPU: nothing pinned
 def test_loader_options_are_recorded_as_they_took_effect(knobs, expected):
     from bench.run.datasets import synthetic
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.torch import epochs as torch_epochs
 
     w = get_workload("mnist_cnn_tuning")
     ds = synthetic("mnist", 16, 8, "test")
     settings = TorchFitSettings(data_pipeline="tensor_dataset", num_workers=1, **knobs)
-    result = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 1, 8, settings)
+    result = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 1, 8, settings)
     s = result.settings
     assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == expected
 
@@ -80,7 +80,7 @@ def test_tuning_pytorch_rmsprop_has_torchs_defaults_and_keras_keeps_keras_3s():
 
     import torch
 
-    from bench.run.engines.torch.fit import make_optimizer, optimizer_record
+    from bench.run.engines.torch.epochs import make_optimizer, optimizer_record
 
     w = get_workload("mnist_cnn_tuning")
     sig = inspect.signature(torch.optim.RMSprop).parameters
@@ -231,11 +231,11 @@ def test_augmented_cifar_records_its_loader_options_as_they_took_effect():
     """The augmented loader keeps its one worker for the whole fit (as 2.0.8's one enqueuer) whatever the knobs
     say: the record's settings say so, not the knobs' defaults."""
     from bench.run.datasets import synthetic
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.torch import epochs as torch_epochs
 
     w = get_workload("cifar10_cnn")
     ds = synthetic("cifar10", 64, 8, "test")
-    result = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 1, 32, TorchFitSettings())
+    result = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 1, 32, TorchFitSettings())
     s = result.settings
     assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == (False, True)
     assert s.augmentation["epoch_batches"].startswith("ours: n // batch full batches")
@@ -250,7 +250,7 @@ def test_tf_keras_optimizer_xla_follows_the_jit_compile_knob_and_is_recorded_as_
     optimizer did. Keras 3 optimizers have no such argument and get none. The old code passed nothing."""
     import types
 
-    from bench.run.engines.keras.fit import make_optimizer, optimizer_record
+    from bench.run.engines.keras.epochs import make_optimizer, optimizer_record
 
     made: list[dict] = []
 

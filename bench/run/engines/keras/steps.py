@@ -21,7 +21,7 @@ from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
-from bench.run.engines.keras.fit import optimizer_jit_kwargs, optimizer_record, progress_bar_discarded
+from bench.run.engines.keras.epochs import optimizer_jit_kwargs, optimizer_record, progress_bar_discarded
 from bench.run.engines.keras.runtime import import_keras, make_timing_callback
 from bench.run.profile import rerun
 from bench.run.timing import EpochTimer, time_calls

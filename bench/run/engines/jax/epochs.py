@@ -161,7 +161,8 @@ def _versions() -> dict[str, str]:
 
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
         settings: JaxFitSettings, telemetry=None) -> EpochResult:
-    """Train ``workload`` with a plain JAX loop and return the record blocks (as ``bench.run.engines.torch.fit.fit``).
+    """Train ``workload`` with a plain JAX loop and return the record blocks (as PyTorch's,
+    ``bench.run.engines.torch.epochs.fit``).
 
     ``settings``: ``bench.core.families.jax.JaxFitSettings``. The workload's augmentation, where its source had one and
     ``augment`` is not false, replaces the data pipeline (``AugmentedBatches``). The barrier blocks on the last
