@@ -72,7 +72,7 @@ def test_every_list_of_families_derives_from_the_registry():
 
     with_steps = [f.name for f in FAMILIES.values() if f.steps is not None]
     assert set(knobs.SETTINGS) == {(f.name, kind) for f in FAMILIES.values() for kind in f.kinds}
-    assert knobs.FIT_ENGINES == tuple(FAMILIES) == tuple(knobs.KNOBS) == tuple(knobs.DEFAULTS)
+    assert knobs.EPOCH_ENGINES == tuple(FAMILIES) == tuple(knobs.KNOBS) == tuple(knobs.DEFAULTS)
     assert list(knobs.STEP_KNOBS) == with_steps
     assert set(KINDS) == {kind for f in FAMILIES.values() for kind in f.kinds}
     assert tuple(f.framework for f in FAMILIES.values()) == FRAMEWORKS and len(set(FRAMEWORKS)) == len(FAMILIES)
@@ -178,7 +178,8 @@ def test_a_new_family_is_one_registry_line(monkeypatch):
     adapter; the knobs' lists are derived from the same lines when ``bench.core.knobs`` is imported)."""
     from bench.run import engines
 
-    extra = Family("extra", "bench.run.engines.torch", "extra-framework", "build_torch", "extra", FAMILIES["torch"].fit)
+    extra = Family("extra", "bench.run.engines.torch", "extra-framework", "build_torch", "extra",
+                   FAMILIES["torch"].epochs)
     monkeypatch.setitem(FAMILIES, "extra", extra)
     assert framework_family("extra-framework") is extra
     assert engines.epoch_engine("extra") is importlib.import_module("bench.run.engines.torch.epochs")

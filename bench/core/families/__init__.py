@@ -41,7 +41,7 @@ class Family:
             (Keras' adapter is TensorFlow's: the backend only Keras runs on; Keras on JAX or PyTorch uses theirs).
         builder: the ``bench.run.workloads.Workload`` attribute holding the model this family trains.
         model_label: how a reason names that model's framework (``bench.run.engines.missing_model``).
-        fit: the settings class of its epoch engine (every family has one).
+        epochs: the settings class of its epoch engine (every family has one).
         steps: the settings class of its step engine; None: the family runs no step-timed workload.
     """
 
@@ -50,7 +50,7 @@ class Family:
     framework: str
     builder: str
     model_label: str
-    fit: type[Settings]
+    epochs: type[Settings]
     steps: type[Settings] | None = None
 
     @property
@@ -60,7 +60,7 @@ class Family:
 
     def settings(self, kind: str) -> type[Settings] | None:
         """Its settings class for engines of ``kind`` (None: it has no such engine)."""
-        return {"epochs": self.fit, "steps": self.steps}.get(kind)
+        return {"epochs": self.epochs, "steps": self.steps}.get(kind)
 
     def module(self, part: str) -> str:
         """The dotted path of a module of its package (``adapter``, ``epochs``, ``steps``, ``handloop``...)."""
@@ -70,10 +70,10 @@ class Family:
 #: The families, one line each: the one list every other list of families derives from.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("keras", "bench.run.engines.keras", "tensorflow", "build_keras", "keras",
-           keras.KerasFitSettings, keras.KerasStepSettings),
+           keras.KerasEpochSettings, keras.KerasStepSettings),
     Family("torch", "bench.run.engines.torch", "torch", "build_torch", "torch",
-           torch.TorchFitSettings, torch.TorchStepSettings),
-    Family("jax", "bench.run.engines.jax", "jax", "build_flax", "Flax NNX", jax.JaxFitSettings),
+           torch.TorchEpochSettings, torch.TorchStepSettings),
+    Family("jax", "bench.run.engines.jax", "jax", "build_flax", "Flax NNX", jax.JaxEpochSettings),
 )}
 
 #: The import names of the frameworks the harness drives, one adapter each (a stack's ``backend`` is one).

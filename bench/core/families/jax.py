@@ -22,7 +22,7 @@ from bench.core.settings import (
 
 
 @dataclass(frozen=True)
-class JaxFitSettings(Settings):
+class JaxEpochSettings(Settings):
     """A plain JAX training loop: a Flax NNX model and an optax optimizer (``bench.run.engines.jax.epochs``)."""
 
     engine: ClassVar[str] = "jax"

@@ -56,7 +56,7 @@ def _jit_problem(jit_compile: bool | str | None, stack: Stack) -> str | None:
 
 
 @dataclass(frozen=True)
-class KerasFitSettings(Settings):
+class KerasEpochSettings(Settings):
     """``model.fit`` on a Keras stack (``bench.run.engines.keras.epochs``), as the tuning study varied it."""
 
     engine: ClassVar[str] = "keras"

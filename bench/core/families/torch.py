@@ -25,7 +25,7 @@ _COMPILE = "PyTorch: torch.compile mode applied to the model (none = eager)"
 
 
 @dataclass(frozen=True)
-class TorchFitSettings(Settings):
+class TorchEpochSettings(Settings):
     """A plain PyTorch training loop (``bench.run.engines.torch.epochs``), as the tuning study varied it."""
 
     engine: ClassVar[str] = "torch"

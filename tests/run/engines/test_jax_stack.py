@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
-from bench.core.families.jax import JaxFitSettings
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.jax import JaxEpochSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.run.workloads import WORKLOADS, Workload, get_workload
 from tests.conftest import has, needs_torch
@@ -34,7 +34,7 @@ def test_jax_is_a_default_stack_on_the_tensorflow_layer():
 
 
 def test_jax_knobs_are_validated_and_named_as_the_other_engines():
-    assert knobs.settings_class("jax") is JaxFitSettings
+    assert knobs.settings_class("jax") is JaxEpochSettings
     assert knobs.KNOBS["jax"]["data_pipeline"] == ("numpy_batches", "device_put_once", "tf_data_numpy")
     assert knobs.check(JAX, {}) is None
     assert knobs.check(JAX, {"jit_compile": False, "precision": "bfloat16", "tf32": "off", "sync": "every:4"}) is None
@@ -50,9 +50,9 @@ def test_jax_knobs_are_validated_and_named_as_the_other_engines():
 
 
 def test_augment_on_jax_takes_the_default_pipeline_only():
-    s = JaxFitSettings(data_pipeline="device_put_once")
+    s = JaxEpochSettings(data_pipeline="device_put_once")
     assert "add augment=false" in knobs.augmentation_problem(s, "cifar10_cnn", True)
-    assert knobs.augmentation_problem(JaxFitSettings(), "cifar10_cnn", True) is None
+    assert knobs.augmentation_problem(JaxEpochSettings(), "cifar10_cnn", True) is None
     assert knobs.augmentation_problem(dataclasses.replace(s, augment=False), "cifar10_cnn", True) is None
 
 
@@ -309,7 +309,7 @@ def _fit(name: str, epochs: int = 2, **kw):
 
     w = get_workload(name)
     ds = w.load_data("smoke", "synthetic")
-    return _blocks(jax_epochs.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), JaxFitSettings(**kw)))
+    return _blocks(jax_epochs.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), JaxEpochSettings(**kw)))
 
 
 def _blocks(out) -> dict:
@@ -330,7 +330,7 @@ def test_jax_learns_like_pytorch_on_the_same_smoke_data():
     w = get_workload("mnist_mlp")
     ds = w.load_data("smoke", "synthetic")
     j = _fit("mnist_mlp", epochs=4)
-    t = _blocks(torch_epochs.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, TorchFitSettings()))
+    t = _blocks(torch_epochs.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, TorchEpochSettings()))
     for h in (j["history"], t["history"]):
         assert h["loss"][-1] < h["loss"][0]
     assert abs(j["history"]["loss"][-1] - t["history"]["loss"][-1]) < 0.1 * t["history"]["loss"][-1]

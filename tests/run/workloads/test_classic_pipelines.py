@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
-from bench.core.families.jax import JaxFitSettings
-from bench.core.families.keras import KerasFitSettings
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.jax import JaxEpochSettings
+from bench.core.families.keras import KerasEpochSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.run import datasets
 from bench.run.datasets import Dataset
 from bench.run.workloads import get_workload
@@ -251,7 +251,7 @@ def test_keras_augmentation_in_tf_data_is_the_source_transform_with_its_shift_di
 def test_augment_knob_is_a_variant_with_clear_limits():
     """augment unset: the source decides; false: off (a variant); true where the source has none, or with another
     data pipeline: a reason (the cell is recorded unsupported)."""
-    K, T = KerasFitSettings, TorchFitSettings
+    K, T = KerasEpochSettings, TorchEpochSettings
     assert K().augment is None and "augment" in knobs.KNOBS["keras"] and "augment" in knobs.KNOBS["torch"]
     assert knobs.augment_in_effect(K(), True) and not knobs.augment_in_effect(K(augment=False), True)
     assert not knobs.augment_in_effect(K(), False)
@@ -317,7 +317,7 @@ def test_keras_2017_metric_is_the_whole_fit_call_over_the_epochs_setup_and_valid
     monkeypatch.setattr(keras.Model, "fit", lambda self, *a, callbacks=(), **k:
                         real_fit(self, *a, callbacks=[Slow(), *callbacks], **k))
     w, ds = small("mnist_mlp", 256)
-    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasFitSettings())
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasEpochSettings())
     m = out.metrics.model_dump(exclude_unset=True)
     assert m["fit_call_s_per_epoch"] == pytest.approx(m["fit_call_s"] / 3)
     assert m["fit_call_s_per_epoch"] >= (SETUP_S + 3 * VAL_S) / 3  # setup and every validation inside it
@@ -369,7 +369,7 @@ def test_torch_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeyp
 
     evals = _timed(monkeypatch, torch_epochs)
     w, ds = small("mnist_mlp", 512)
-    out = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchFitSettings())
+    out = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchEpochSettings())
     _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
@@ -380,7 +380,7 @@ def test_jax_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeypat
 
     evals = _timed(monkeypatch, jax_epochs)
     w, ds = small("mnist_mlp", 512)
-    out = jax_epochs.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxFitSettings())
+    out = jax_epochs.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxEpochSettings())
     _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
@@ -445,7 +445,7 @@ def test_torchvision_pipeline_is_torchvision_mnist_with_totensor_and_normalize()
     dataset = torchvision_mnist(ds)
     assert isinstance(dataset, torchvision.datasets.MNIST)
     expected = (ds.x_train[0][..., 0] - 0.1307) / 0.3081
-    settings = TorchFitSettings(data_pipeline="torchvision_dataset_transforms")
+    settings = TorchEpochSettings(data_pipeline="torchvision_dataset_transforms")
     epoch = make_batches(torch, "torchvision_dataset_transforms", settings, ds, get_workload("mnist_cnn_tuning"), 8,
                          torch.device("cpu"))
     seen = []
@@ -579,7 +579,7 @@ def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
     monkeypatch.setattr(keras.Model, "fit", fit_)
     w, ds = small(name, n)
     with pytest.raises(_Captured):
-        keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, KerasFitSettings(**settings))
+        keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, KerasEpochSettings(**settings))
     seen["ds"] = ds
     return seen
 
@@ -650,7 +650,7 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     real_cb = progress.notebook_callback
     monkeypatch.setattr(progress, "notebook_callback", lambda k: made.append(real_cb(k)) or made[-1])
     w, ds = small("mnist_mlp", 64)
-    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasFitSettings())
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasEpochSettings())
     s = out.settings.model_dump(exclude_unset=True)
     assert bar == [] and len(made) == 1
     assert set(made[0].running) == {"loss", "accuracy"} and len(made[0].running["loss"]) == 4 - 1  # last batch unread
@@ -661,7 +661,7 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     for form, verbose, batches in (("bar", 1, 2 * 4), ("none", 0, 0)):
         bar.clear()
         got = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
-                            KerasFitSettings(progress=form)).settings.model_dump(exclude_unset=True)
+                            KerasEpochSettings(progress=form)).settings.model_dump(exclude_unset=True)
         assert len(bar) == batches and len(made) == 1
         assert (got["progress"], got["verbose"], got["batch_end_hook"]) == (form, verbose, False)
     captured = capfd.readouterr()
@@ -728,7 +728,7 @@ def test_fit_variants_are_named_and_listed():
 
     from bench.cli import cli
 
-    assert KerasFitSettings().progress is None and KerasFitSettings().jit_compile is None  # the source decides
+    assert KerasEpochSettings().progress is None and KerasEpochSettings().jit_compile is None  # the source decides
     assert knobs.variant_name({"progress": "bar"}) == "progress=bar"
     assert knobs.parse_assignment("progress=bar") == ("progress", "bar")
     assert knobs.parse_assignment("jit_compile=false") == ("jit_compile", False)
@@ -746,13 +746,13 @@ def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
     import subprocess
     import sys
 
-    code = ("import json; from bench.core.families.keras import KerasFitSettings; "
+    code = ("import json; from bench.core.families.keras import KerasEpochSettings; "
             "from bench.core.stacks import get_stack; "
             "from bench.run.engines.keras import epochs as keras_epochs; "
             "from tests.run.workloads.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
             "for kw in ({}, {'jit_compile': False}):\n"
             "    s = keras_epochs.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
-            "KerasFitSettings(progress='none', **kw)).settings.model_dump(exclude_unset=True)\n"
+            "KerasEpochSettings(progress='none', **kw)).settings.model_dump(exclude_unset=True)\n"
             "    out[str(kw)] = [s['jit_compile'], s['jit_compile_requested']]\n"
             "print(json.dumps(out))")
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}

@@ -46,7 +46,7 @@ def _set_precision(keras, stack: Stack, precision: str) -> str:
 def _optimizer(keras, name: str, jit_compile: bool | str | None = None):
     """Keras' defaults (learning rate 1e-3), as the source compiled with ``optimizer="adam"`` / ``AdamW()``, but for
     ``jit_compile``, the cell's request: False turns a tf-keras optimizer's own XLA update step off
-    (``optimizer_jit_kwargs``), as the fit engine does; otherwise tf-keras' default, on with a GPU."""
+    (``optimizer_jit_kwargs``), as the epoch engine does; otherwise tf-keras' default, on with a GPU."""
     cls = {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW}[name]
     return cls(**optimizer_jit_kwargs(cls, jit_compile))
 
