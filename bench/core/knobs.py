@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.core.families import FAMILIES, KIND_MODULES
+from bench.core.families import FAMILIES, KINDS
 from bench.core.settings import Settings, SettingsError, describe_allowed, valid_value
 from bench.core.stacks import Stack
 
-#: (engine, kind) -> its settings class; kind ``epochs`` (classic and tuning suites) or ``steps`` (paper). The fit
+#: (engine, kind) -> its settings class; kind ``epochs`` (classic and tuning suites) or ``steps`` (paper). The epochs
 #: classes first, in the families' order: the order of the knobs in ``DOCS`` and in the CSV's settings columns.
 SETTINGS: dict[tuple[str, str], type[Settings]] = {
-    (f.name, kind): cls for kind in KIND_MODULES for f in FAMILIES.values() if (cls := f.settings(kind)) is not None}
-#: The engines of the fit suites (classic, tuning): every family; the step-timed paper suite's are ``STEP_KNOBS``'.
-FIT_ENGINES = tuple(e for e, kind in SETTINGS if kind == "epochs")
+    (f.name, kind): cls for kind in KINDS for f in FAMILIES.values() if (cls := f.settings(kind)) is not None}
+#: The epoch engines (classic and tuning suites): every family; the step-timed paper suite's are ``STEP_KNOBS``'.
+EPOCH_ENGINES = tuple(e for e, kind in SETTINGS if kind == "epochs")
 
 
 def settings_class(engine: str, kind: str = "epochs") -> type[Settings]:
@@ -35,12 +35,12 @@ def settings_class(engine: str, kind: str = "epochs") -> type[Settings]:
 
 
 #: Allowed values per knob and engine (from the settings classes); ``int``: any positive integer.
-KNOBS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].allowed() for e in FIT_ENGINES}
+KNOBS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].allowed() for e in EPOCH_ENGINES}
 #: Values a knob takes when a cell does not set it (settings equal to these are dropped from variant names).
 #: Keras' jit_compile has no entry: its default differs between Keras 2 (off) and Keras 3 ('auto').
-DEFAULTS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].defaults() for e in FIT_ENGINES}
+DEFAULTS: dict[str, dict[str, Any]] = {e: SETTINGS[(e, "epochs")].defaults() for e in EPOCH_ENGINES}
 #: What each knob means (``bench knobs`` prints it), in ``SETTINGS``' order.
-#: A knob both kinds know keeps the fit engines' text (the step engines' sync takes one value).
+#: A knob both kinds know keeps the epoch engines' text (the step engines' sync takes one value).
 DOCS: dict[str, str] = {}
 for _cls in SETTINGS.values():
     for _name, _text in _cls.help().items():
@@ -91,11 +91,11 @@ FIT_VARIANTS: dict[str, str] = {
 }
 
 
-#: Knobs that change a workload's model -> the model they change (the fit classes' ``model_knobs``): only a workload
+#: Knobs that change a workload's model -> the model they change (the epochs classes' ``model_knobs``): only a workload
 #: that takes one (``Workload.keras_knobs``) may set it off its default.
-MODEL_KNOBS = {k: text for e in FIT_ENGINES for k, text in SETTINGS[(e, "epochs")].model_knobs.items()}
+MODEL_KNOBS = {k: text for e in EPOCH_ENGINES for k, text in SETTINGS[(e, "epochs")].model_knobs.items()}
 _MODEL_KNOB_DEFAULTS = {k: SETTINGS[(e, "epochs")].defaults()[k]
-                        for e in FIT_ENGINES for k in SETTINGS[(e, "epochs")].model_knobs}
+                        for e in EPOCH_ENGINES for k in SETTINGS[(e, "epochs")].model_knobs}
 
 
 def model_knob_problem(settings: dict[str, Any], workload: str, takes: tuple[str, ...]) -> str | None:

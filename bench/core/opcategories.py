@@ -144,7 +144,7 @@ RULES: tuple[Rule, ...] = (
     Rule("optimizer", SCOPE, r"Optimizer\.step#",
          "torch/optim/optimizer.py@v2.13.0 profile_hook_step: record_function('Optimizer.step#<cls>.step')"),
     Rule("optimizer", SCOPE, _OPTIMIZER_SCOPES,
-         "Keras 3 and tf-keras optimizers' name scopes; jax fit's optax scope (_OPTIMIZER_SCOPES)"),
+         "Keras 3 and tf-keras optimizers' name scopes; the jax epochs engine's optax scope (_OPTIMIZER_SCOPES)"),
     Rule("optimizer", SCOPE, r"(^|\|)aten::_foreach_",
          "torch 2.13.0: the ops a _foreach_* op runs one tensor at a time (its slow path, on a CPU); Keras 3's "
          "torch optimizers update with _foreach_* (keras/src/backend/torch/optimizers/torch_adadelta.py@v3.15.1)"),

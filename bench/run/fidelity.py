@@ -28,7 +28,7 @@ import os
 from typing import Any, cast
 
 from bench.core.families import FAMILIES
-from bench.core.families.keras import KerasFitSettings
+from bench.core.families.keras import KerasEpochSettings
 from bench.core.knobs import settings_class
 from bench.core.stacks import Stack, get_stack
 from bench.run.cellenv import cell_env
@@ -40,7 +40,7 @@ from bench.run.workloads import Workload
 
 #: The free-running loops' math mode: the harness cell's default (each framework's shipped TF32 mode), so the
 #: two sides of the comparison differ only in how they are timed.
-TF32_AS_HARNESS = KerasFitSettings.tf32
+TF32_AS_HARNESS = KerasEpochSettings.tf32
 
 
 def hand_loop(engine: str) -> HandLoop | None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.core.cadence import Cadence
-from bench.core.families.keras import KerasFitSettings
+from bench.core.families.keras import KerasEpochSettings
 from bench.core.request import TIMEOUT_S
 from bench.core.stacks import STACKS
 from bench.results.cell import Cell
@@ -78,7 +78,7 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
         ]
     if not cells:
         raise PlanError("the selection contains no cell")
-    if sync is not None and sync != KerasFitSettings.sync:
+    if sync is not None and sync != KerasEpochSettings.sync:
         tag = "sync-" + sync.replace(":", "")
         cells = [dataclasses.replace(c, settings={**c.settings, "sync": sync},
                                      variant=tag if c.variant == "default" else f"{c.variant}+{tag}") for c in cells]

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bench.core.knobs import FIT_ENGINES, normalise, variant_name
+from bench.core.knobs import EPOCH_ENGINES, normalise, variant_name
 from bench.core.stacks import STACKS, get_stack
 
 DEFAULT_GRIDS = {"tuning": "tuning.yaml"}
@@ -79,8 +79,8 @@ def _check_structure(data: Any, source: str) -> None:
     if not blocks:
         raise GridError(f"{source}: no 'engines' or 'stacks' block")
     for name, block in blocks.items():
-        if name not in FIT_ENGINES and name not in STACKS:
-            raise GridError(f"{source}: {name!r} is neither an engine ({', '.join(FIT_ENGINES)}) nor a stack id")
+        if name not in EPOCH_ENGINES and name not in STACKS:
+            raise GridError(f"{source}: {name!r} is neither an engine ({', '.join(EPOCH_ENGINES)}) nor a stack id")
         if not isinstance(block, dict) or not isinstance(block.get("grid", []), list) \
                 or not isinstance(block.get("baseline") or {}, dict):
             raise GridError(f"{source}: {name}: expected baseline (mapping) and grid (list of mappings)")

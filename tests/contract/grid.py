@@ -46,7 +46,7 @@ def _torch(w: Workload, meta: dict[str, Any], xs: tuple[Any, ...]) -> tuple[int,
     import torch
 
     from bench.run.engines.torch.data import to_tensors
-    from bench.run.engines.torch.fit import effective_param_count
+    from bench.run.engines.torch.epochs import effective_param_count
 
     model = w.build_torch(meta)
     out = model(*to_tensors(torch, xs, w.torch_layout, torch.device("cpu")))
@@ -58,7 +58,7 @@ def _flax(w: Workload, meta: dict[str, Any], xs: tuple[Any, ...]) -> tuple[int, 
     import jax.numpy as jnp
     from flax import nnx
 
-    from bench.run.engines.jax.fit import param_count
+    from bench.run.engines.jax.epochs import param_count
 
     assert w.build_flax is not None
     model = w.build_flax(meta, nnx.Rngs(params=0, dropout=1))

@@ -12,7 +12,7 @@ import importlib.util
 import pytest
 
 from bench.core import knobs
-from bench.core.families import FAMILIES, KIND_MODULES
+from bench.core.families import FAMILIES
 from bench.core.stacks import STACKS
 from bench.run.engines import missing_model
 from bench.run.plan import expand
@@ -48,7 +48,7 @@ def test_every_cell_is_planned_at_smoke_size_and_runs_or_says_why_not(family, na
     if kind not in f.kinds:  # e.g. jax has no step engine: its paper cells are recorded unsupported, with why
         assert all("no step-timed engine" in (knobs.check(STACKS[s], {}, kind) or "") for s in stacks)
         return
-    assert importlib.util.find_spec(f.module(KIND_MODULES[kind])) is not None
+    assert importlib.util.find_spec(f.module(kind)) is not None
     if kind == "epochs":
         reason = missing_model(family, w)
         assert (getattr(w, f.builder) is None) == (reason is not None), reason

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.core import knobs
-from bench.core.families import FAMILIES, FRAMEWORKS, KIND_MODULES, Family, framework_family
+from bench.core.families import FAMILIES, FRAMEWORKS, KINDS, Family, framework_family
 from bench.core.settings import Settings
 from bench.core.stacks import STACKS
 
@@ -39,8 +39,8 @@ def test_every_family_has_its_settings_engines_adapter_loop_and_builder(name):
         assert cls is not None and issubclass(cls, Settings) and cls.engine == name, (name, kind)
         assert knobs.settings_class(name, kind) is cls
     assert f.kinds[0] == "epochs"  # every family trains the fit suites
-    fit = importlib.import_module(f.module("fit"))
-    assert engines.epoch_engine(name) is fit and callable(fit.fit)
+    epochs = importlib.import_module(f.module("epochs"))
+    assert engines.epoch_engine(name) is epochs and callable(epochs.fit)
     if f.steps is not None:
         steps = importlib.import_module(f.module("steps"))
         assert engines.step_engine(name) is steps and callable(steps.run)
@@ -72,9 +72,9 @@ def test_every_list_of_families_derives_from_the_registry():
 
     with_steps = [f.name for f in FAMILIES.values() if f.steps is not None]
     assert set(knobs.SETTINGS) == {(f.name, kind) for f in FAMILIES.values() for kind in f.kinds}
-    assert knobs.FIT_ENGINES == tuple(FAMILIES) == tuple(knobs.KNOBS) == tuple(knobs.DEFAULTS)
+    assert knobs.EPOCH_ENGINES == tuple(FAMILIES) == tuple(knobs.KNOBS) == tuple(knobs.DEFAULTS)
     assert list(knobs.STEP_KNOBS) == with_steps
-    assert set(KIND_MODULES) == {kind for f in FAMILIES.values() for kind in f.kinds}
+    assert set(KINDS) == {kind for f in FAMILIES.values() for kind in f.kinds}
     assert tuple(f.framework for f in FAMILIES.values()) == FRAMEWORKS and len(set(FRAMEWORKS)) == len(FAMILIES)
     assert history.FRAMEWORKS is FRAMEWORKS and sorted(selftest.BACKENDS) == sorted(FRAMEWORKS)
     # every stack names a family and a framework one of them drives; every family has a stack
@@ -178,9 +178,10 @@ def test_a_new_family_is_one_registry_line(monkeypatch):
     adapter; the knobs' lists are derived from the same lines when ``bench.core.knobs`` is imported)."""
     from bench.run import engines
 
-    extra = Family("extra", "bench.run.engines.torch", "extra-framework", "build_torch", "extra", FAMILIES["torch"].fit)
+    extra = Family("extra", "bench.run.engines.torch", "extra-framework", "build_torch", "extra",
+                   FAMILIES["torch"].epochs)
     monkeypatch.setitem(FAMILIES, "extra", extra)
     assert framework_family("extra-framework") is extra
-    assert engines.epoch_engine("extra") is importlib.import_module("bench.run.engines.torch.fit")
+    assert engines.epoch_engine("extra") is importlib.import_module("bench.run.engines.torch.epochs")
     with pytest.raises(ValueError, match="unknown engine 'extra' or kind 'steps'"):
         engines.step_engine("extra")

@@ -16,8 +16,8 @@ import pytest
 from bench.cli import main
 from bench.core import knobs
 from bench.core.atomic import write_json_atomic
-from bench.core.families.keras import KerasFitSettings, KerasStepSettings
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.keras import KerasEpochSettings, KerasStepSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.core.settings import SettingsError
 from bench.core.stacks import get_stack
 from bench.results import report
@@ -44,12 +44,12 @@ def test_knob_checks_give_reasons():
 
 
 def test_settings_are_typed_with_one_default_each():
-    s = TorchFitSettings.from_dict({"data_pipeline": "tensor_dataset", "preload": True})
+    s = TorchEpochSettings.from_dict({"data_pipeline": "tensor_dataset", "preload": True})
     assert (s.data_pipeline, s.preload, s.num_workers, s.compile) == ("tensor_dataset", True, 0, "none")
     with pytest.raises(SettingsError, match="num_workers=-1 is not valid; expected int"):
-        TorchFitSettings.from_dict({"num_workers": -1})
+        TorchEpochSettings.from_dict({"num_workers": -1})
     with pytest.raises(SettingsError, match="does not apply to the keras engine"):
-        KerasFitSettings.from_dict({"preload": True})
+        KerasEpochSettings.from_dict({"preload": True})
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.preload = False
     # the tables the CLI, the sweeps and the variant names read come from the classes
@@ -65,7 +65,7 @@ def test_settings_are_typed_with_one_default_each():
     assert knobs.STEP_KNOBS == {"keras": ("jit_compile", "tf32", "sync"), "torch": ("compile", "tf32", "sync")}
     assert set(knobs.DOCS) == set(knobs.KNOBS["keras"]) | set(knobs.KNOBS["torch"])
     # jit_compile has no fixed default: None means the engine's own for the stack (documented on the field)
-    assert KerasFitSettings().jit_compile is None and KerasStepSettings().jit_compile is None
+    assert KerasEpochSettings().jit_compile is None and KerasStepSettings().jit_compile is None
 
 
 def test_default_grid_has_every_reference_row_for_its_stack():
@@ -144,7 +144,7 @@ def test_sweep_runs_and_skips_invalid_combinations_with_reason(tmp_path):
     assert base["settings"]["normalize"]["mean"] == [0.1307] and "assumed" in base["settings"]["normalize"]["source"]
     assert base["metrics"]["fit_call_s_per_epoch"] > 0
     assert recs["data_pipeline=tensor_dataset+preload=true"]["settings"]["preload"] is True
-    # every knob is in the record, the unset ones at their defaults (one source: TorchFitSettings)
+    # every knob is in the record, the unset ones at their defaults (one source: TorchEpochSettings)
     assert set(knobs.KNOBS["torch"]) <= set(base["settings"])
     assert base["settings"]["tf32"] == "default" and base["settings"]["torch_float32_matmul_precision"] == "highest"
     assert base["settings_requested"] == {"data_pipeline": "torchvision_dataset_transforms"}  # defaults dropped

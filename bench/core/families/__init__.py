@@ -8,7 +8,7 @@ layering (docs/layout.md), both named by its one ``Family`` line in ``FAMILIES``
   validates a cell's knobs and ``bench knobs`` lists them before any framework exists;
 - its run-time package, ``bench.run.engines.<name>`` (``Family.package``), imported only inside a cell or probe, by
   dotted path: ``adapter`` (``ADAPTER``: the barrier, GPUs seen, TF32 switches and peak memory of its
-  ``framework``), ``fit`` (the epoch engine: ``fit``), ``steps`` (the step engine: ``run``; where the family has
+  ``framework``), ``epochs`` (the epoch engine: ``fit``), ``steps`` (the step engine: ``run``; where the family has
   step settings), ``handloop`` (the free-running loop of ``bench.run.fidelity``: ``run``) and their helpers.
 
 Every list keyed by family derives from ``FAMILIES``: the knobs' lists (``bench.core.knobs``), the engine modules
@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from bench.core.families import jax, keras, torch
 from bench.core.settings import Settings
 
-#: The two kinds of engine: ``epochs`` (classic and tuning suites: a workload trained on its dataset) and
-#: ``steps`` (the paper suite: step-timed tasks) -> the module of a family's package that implements it.
-KIND_MODULES = {"epochs": "fit", "steps": "steps"}
+#: The two kinds of engine, each named as its scenario (``bench.run.scenarios``) and as the module of a family's
+#: package that implements it: ``epochs`` (classic and tuning suites: a workload trained on its dataset) and
+#: ``steps`` (the paper suite: step-timed tasks).
+KINDS = ("epochs", "steps")
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class Family:
             (Keras' adapter is TensorFlow's: the backend only Keras runs on; Keras on JAX or PyTorch uses theirs).
         builder: the ``bench.run.workloads.Workload`` attribute holding the model this family trains.
         model_label: how a reason names that model's framework (``bench.run.engines.missing_model``).
-        fit: the settings class of its epoch engine (every family has one).
+        epochs: the settings class of its epoch engine (every family has one).
         steps: the settings class of its step engine; None: the family runs no step-timed workload.
     """
 
@@ -49,30 +50,30 @@ class Family:
     framework: str
     builder: str
     model_label: str
-    fit: type[Settings]
+    epochs: type[Settings]
     steps: type[Settings] | None = None
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The kinds of engine it has (``KIND_MODULES``' keys)."""
+        """The kinds of engine it has (of ``KINDS``)."""
         return ("epochs", "steps") if self.steps is not None else ("epochs",)
 
     def settings(self, kind: str) -> type[Settings] | None:
         """Its settings class for engines of ``kind`` (None: it has no such engine)."""
-        return {"epochs": self.fit, "steps": self.steps}.get(kind)
+        return {"epochs": self.epochs, "steps": self.steps}.get(kind)
 
     def module(self, part: str) -> str:
-        """The dotted path of a module of its package (``adapter``, ``fit``, ``steps``, ``handloop``...)."""
+        """The dotted path of a module of its package (``adapter``, ``epochs``, ``steps``, ``handloop``...)."""
         return f"{self.package}.{part}"
 
 
 #: The families, one line each: the one list every other list of families derives from.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("keras", "bench.run.engines.keras", "tensorflow", "build_keras", "keras",
-           keras.KerasFitSettings, keras.KerasStepSettings),
+           keras.KerasEpochSettings, keras.KerasStepSettings),
     Family("torch", "bench.run.engines.torch", "torch", "build_torch", "torch",
-           torch.TorchFitSettings, torch.TorchStepSettings),
-    Family("jax", "bench.run.engines.jax", "jax", "build_flax", "Flax NNX", jax.JaxFitSettings),
+           torch.TorchEpochSettings, torch.TorchStepSettings),
+    Family("jax", "bench.run.engines.jax", "jax", "build_flax", "Flax NNX", jax.JaxEpochSettings),
 )}
 
 #: The import names of the frameworks the harness drives, one adapter each (a stack's ``backend`` is one).

@@ -1,4 +1,4 @@
-"""The plain-JAX family's settings: a plain JAX training loop over a Flax NNX model (``bench.run.engines.jax.fit``).
+"""The plain-JAX family's settings: a plain JAX training loop over a Flax NNX model (``bench.run.engines.jax.epochs``).
 It has no step-timed engine. Standard library only.
 """
 
@@ -22,8 +22,8 @@ from bench.core.settings import (
 
 
 @dataclass(frozen=True)
-class JaxFitSettings(Settings):
-    """A plain JAX training loop: a Flax NNX model and an optax optimizer (``bench.run.engines.jax.fit``)."""
+class JaxEpochSettings(Settings):
+    """A plain JAX training loop: a Flax NNX model and an optax optimizer (``bench.run.engines.jax.epochs``)."""
 
     engine: ClassVar[str] = "jax"
     augment_data: ClassVar[dict[str, Any]] = {"data_pipeline": "numpy_batches"}

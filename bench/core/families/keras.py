@@ -1,4 +1,4 @@
-"""The Keras family's settings: ``model.fit`` on the four Keras stacks (``bench.run.engines.keras.fit``) and the
+"""The Keras family's settings: ``model.fit`` on the four Keras stacks (``bench.run.engines.keras.epochs``) and the
 paper suite's step-timed Keras tasks (``bench.run.engines.keras.steps``). Standard library only.
 """
 
@@ -56,8 +56,8 @@ def _jit_problem(jit_compile: bool | str | None, stack: Stack) -> str | None:
 
 
 @dataclass(frozen=True)
-class KerasFitSettings(Settings):
-    """``model.fit`` on a Keras stack (``bench.run.engines.keras.fit``), as the tuning study varied it."""
+class KerasEpochSettings(Settings):
+    """``model.fit`` on a Keras stack (``bench.run.engines.keras.epochs``), as the tuning study varied it."""
 
     engine: ClassVar[str] = "keras"
     augment_data: ClassVar[dict[str, Any]] = {"data_pipeline": "numpy_fit"}

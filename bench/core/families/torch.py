@@ -1,4 +1,4 @@
-"""The PyTorch family's settings: a plain PyTorch training loop (``bench.run.engines.torch.fit``) and the paper
+"""The PyTorch family's settings: a plain PyTorch training loop (``bench.run.engines.torch.epochs``) and the paper
 suite's step-timed PyTorch tasks (``bench.run.engines.torch.steps``). Standard library only.
 """
 
@@ -25,8 +25,8 @@ _COMPILE = "PyTorch: torch.compile mode applied to the model (none = eager)"
 
 
 @dataclass(frozen=True)
-class TorchFitSettings(Settings):
-    """A plain PyTorch training loop (``bench.run.engines.torch.fit``), as the tuning study varied it."""
+class TorchEpochSettings(Settings):
+    """A plain PyTorch training loop (``bench.run.engines.torch.epochs``), as the tuning study varied it."""
 
     engine: ClassVar[str] = "torch"
     augment_data: ClassVar[dict[str, Any]] = {"data_pipeline": "tensors_on_device", "num_workers": 0,

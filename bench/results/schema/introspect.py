@@ -125,7 +125,7 @@ def derived_metrics() -> tuple[str, ...]:
 
 
 def knob_docs() -> dict[str, str]:
-    """Knob name -> its help, from ``bench.core.knobs``' settings classes (the fit engines' text first). The knobs
+    """Knob name -> its help, from ``bench.core.knobs``' settings classes (the epoch engines' text first). The knobs
     stay standard-library dataclasses (``bench.core.settings.knob``): the host's bare python3 reads them."""
     out: dict[str, str] = {}
     for cls in SETTINGS.values():

@@ -4,7 +4,7 @@ Each framework family (``bench.core.families.FAMILIES``: ``keras``, ``torch``, `
 ``bench.run.engines.<family>``, imported only when a cell needs it (by dotted path, from its ``Family`` line). What
 a family package provides, by module:
 
-- ``fit``: the ``EpochEngine`` (``fit``), which trains a classic workload on its dataset and returns an
+- ``epochs``: the ``EpochEngine`` (``fit``), which trains a classic workload on its dataset and returns an
   ``EpochResult`` (``keras``: ``model.fit`` on the Keras stacks; ``torch``: a plain PyTorch loop; ``jax``: a plain
   JAX loop over a Flax NNX model);
 - ``steps``: the ``StepEngine`` (``run``), which times the tasks of a step-timed workload (``paper`` suite) and
@@ -20,7 +20,7 @@ Keras and JAX engines both build (``tfdata``).
 
 The record blocks an engine owns are the schema's pydantic models (``bench.results.schema``), so mypy checks them
 from the engine to the worker; the worker turns them into the record's JSON (``model_dump(exclude_unset=True)``).
-The pattern, for a new engine (modelled on ``bench.run.engines.torch.fit``)::
+The pattern, for a new engine (modelled on ``bench.run.engines.torch.epochs``)::
 
     effective = EffectiveSettings(torch_version=torch.__version__)   # declared settings: typed keywords
     effective.update({"precision": precision, "compile": mode})       # knobs in effect, other engine keys: extra
@@ -41,7 +41,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from bench.core.families import FAMILIES, KIND_MODULES
+from bench.core.families import FAMILIES
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model, Output
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def output_block(checked: dict[str, Any] | None) -> Output | None:
 
 
 class EpochEngine(Protocol):
-    """What a family's ``fit`` module implements (the module satisfies it through its ``fit``)."""
+    """What a family's ``epochs`` module implements (the module satisfies it through its ``fit``)."""
 
     def fit(self, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
             settings: Settings, telemetry: Telemetry | NullTelemetry | None = None) -> EpochResult:
@@ -165,11 +165,11 @@ def _module(engine: str, kind: str):
     family = FAMILIES.get(engine)
     if family is None or kind not in family.kinds:
         raise ValueError(f"unknown engine {engine!r} or kind {kind!r}")
-    return importlib.import_module(family.module(KIND_MODULES[kind]))
+    return importlib.import_module(family.module(kind))
 
 
 def epoch_engine(engine: str) -> EpochEngine:
-    """The epoch engine of a stack's ``family`` field (a family: ``bench.core.families.FAMILIES``), the ``fit``
+    """The epoch engine of a stack's ``family`` field (a family: ``bench.core.families.FAMILIES``), the ``epochs``
     module of its package; imported lazily.
 
     Raises:

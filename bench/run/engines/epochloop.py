@@ -1,4 +1,4 @@
-"""The epoch loop the hand-written fit engines share (PyTorch's and JAX's): the timing skeleton written once.
+"""The epoch loop the hand-written epoch engines share (PyTorch's and JAX's): the timing skeleton written once.
 
 Each engine gives its framework's part as an ``EpochSteps`` (the batches, one training step, the running sums on the
 device, reading them back, validation); ``train_epochs`` runs every epoch between the timer's barriers, reads the

@@ -150,7 +150,7 @@ def hrnn_keras(keras, meta, row_lstm: str = "time_distributed"):
     """Keras hierarchical RNN of examples/mnist_hierarchical_rnn.py@2.0.8:65-74: (B, 28, 28, 1) -> LSTM(128) over
     each row's 28 pixels -> LSTM(128) over the 28 rows -> softmax over ``num_classes``; 199,434 params.
 
-    ``row_lstm`` (a ``bench.core.families.keras.KerasFitSettings`` knob): ``time_distributed`` is the script's
+    ``row_lstm`` (a ``bench.core.families.keras.KerasEpochSettings`` knob): ``time_distributed`` is the script's
     ``TimeDistributed(LSTM(128))`` (line 68), which each Keras runs its own way: Keras 2.0.8 reshaped the input to
     (B*28, 28, 1) and called the LSTM once (keras/layers/wrappers.py@2.0.8:190-208, the path of an ``Input`` without
     a batch size), and so does tf-keras for a built-in layer (tf_keras/src/layers/rnn/time_distributed.py@2.21.0:

@@ -1,4 +1,4 @@
-"""The epoch loop the PyTorch and JAX fit engines share (``bench.run.engines.epochloop``), with framework-free
+"""The epoch loop the PyTorch and JAX epoch engines share (``bench.run.engines.epochloop``), with framework-free
 callables: where the barriers, read-backs, validation and the telemetry's stop fall, and what the history holds."""
 
 from __future__ import annotations

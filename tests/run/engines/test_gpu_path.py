@@ -113,18 +113,18 @@ class Window:
 
 @needs_torch
 def test_torch_engine_closes_each_epoch_before_validation(monkeypatch):
-    from bench.core.families.torch import TorchFitSettings
+    from bench.core.families.torch import TorchEpochSettings
     from bench.core.stacks import get_stack
     from bench.run import datasets
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.torch import epochs as torch_epochs
     from bench.run.workloads import get_workload
 
     events: list[str] = []
-    real = torch_fit._evaluate
-    monkeypatch.setattr(torch_fit, "_evaluate", lambda *a: (events.append("validate"), real(*a))[1])
+    real = torch_epochs._evaluate
+    monkeypatch.setattr(torch_epochs, "_evaluate", lambda *a: (events.append("validate"), real(*a))[1])
     w = get_workload("mnist_mlp")
     ds = w.prepare(datasets.synthetic("mnist", 16, 8, "test"))
-    torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 2, 8, TorchFitSettings(), telemetry=Window(events))
+    torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 2, 8, TorchEpochSettings(), telemetry=Window(events))
     assert events == ["mark", "end", "validate", "mark", "end", "validate", "stop"]
 
 

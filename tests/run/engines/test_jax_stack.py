@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
-from bench.core.families.jax import JaxFitSettings
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.jax import JaxEpochSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.run.workloads import WORKLOADS, Workload, get_workload
 from tests.conftest import has, needs_torch
@@ -34,7 +34,7 @@ def test_jax_is_a_default_stack_on_the_tensorflow_layer():
 
 
 def test_jax_knobs_are_validated_and_named_as_the_other_engines():
-    assert knobs.settings_class("jax") is JaxFitSettings
+    assert knobs.settings_class("jax") is JaxEpochSettings
     assert knobs.KNOBS["jax"]["data_pipeline"] == ("numpy_batches", "device_put_once", "tf_data_numpy")
     assert knobs.check(JAX, {}) is None
     assert knobs.check(JAX, {"jit_compile": False, "precision": "bfloat16", "tf32": "off", "sync": "every:4"}) is None
@@ -50,9 +50,9 @@ def test_jax_knobs_are_validated_and_named_as_the_other_engines():
 
 
 def test_augment_on_jax_takes_the_default_pipeline_only():
-    s = JaxFitSettings(data_pipeline="device_put_once")
+    s = JaxEpochSettings(data_pipeline="device_put_once")
     assert "add augment=false" in knobs.augmentation_problem(s, "cifar10_cnn", True)
-    assert knobs.augmentation_problem(JaxFitSettings(), "cifar10_cnn", True) is None
+    assert knobs.augmentation_problem(JaxEpochSettings(), "cifar10_cnn", True) is None
     assert knobs.augmentation_problem(dataclasses.replace(s, augment=False), "cifar10_cnn", True) is None
 
 
@@ -122,7 +122,7 @@ def optax_steps(w) -> np.ndarray:
     import jax.numpy as jnp
     import optax
 
-    from bench.run.engines.jax.fit import make_optimizer
+    from bench.run.engines.jax.epochs import make_optimizer
 
     jax.config.update("jax_enable_x64", True)
     try:
@@ -193,7 +193,7 @@ def test_plain_jax_tuning_rmsprop_steps_as_keras_3s_rmsprop():
     import jax.numpy as jnp
     import optax
 
-    from bench.run.engines.jax.fit import make_optimizer
+    from bench.run.engines.jax.epochs import make_optimizer
 
     w = get_workload("mnist_cnn_tuning")
     spec = w.optimizer.for_engine("jax")
@@ -237,7 +237,7 @@ def test_optax_adam_differs_from_keras_208_only_by_where_eps_goes():
 def test_optimizer_record_names_what_was_built():
     import optax
 
-    from bench.run.engines.jax.fit import make_optimizer
+    from bench.run.engines.jax.epochs import make_optimizer
 
     _, rec = make_optimizer(optax, get_workload("cifar10_cnn"))
     assert rec == {"name": "optax.rmsprop", "learning_rate": 1e-4, "decay": 0.9, "eps": 1e-8, "eps_in_sqrt": False,
@@ -305,11 +305,11 @@ def test_augmented_batches_are_full_shuffled_batches_from_one_queued_thread():
 # ---- fit: learning, records, knobs in effect ---------------------------------------------------------------
 
 def _fit(name: str, epochs: int = 2, **kw):
-    from bench.run.engines.jax import fit as jax_fit
+    from bench.run.engines.jax import epochs as jax_epochs
 
     w = get_workload(name)
     ds = w.load_data("smoke", "synthetic")
-    return _blocks(jax_fit.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), JaxFitSettings(**kw)))
+    return _blocks(jax_epochs.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), JaxEpochSettings(**kw)))
 
 
 def _blocks(out) -> dict:
@@ -325,12 +325,12 @@ def test_jax_learns_like_pytorch_on_the_same_smoke_data():
     """mnist_mlp, 4 epochs on the same synthetic smoke data: the loss falls on both stacks, the final losses are
     within 10 % and the final training accuracies within 0.15 of each other (Keras' glorot initialisation starts
     the Flax model at a higher loss than torch's default initialisation)."""
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.torch import epochs as torch_epochs
 
     w = get_workload("mnist_mlp")
     ds = w.load_data("smoke", "synthetic")
     j = _fit("mnist_mlp", epochs=4)
-    t = _blocks(torch_fit.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, TorchFitSettings()))
+    t = _blocks(torch_epochs.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, TorchEpochSettings()))
     for h in (j["history"], t["history"]):
         assert h["loss"][-1] < h["loss"][0]
     assert abs(j["history"]["loss"][-1] - t["history"]["loss"][-1]) < 0.1 * t["history"]["loss"][-1]
@@ -384,7 +384,7 @@ def test_bfloat16_computes_in_bfloat16_with_float32_parameters():
     import optax
     from flax import nnx
 
-    from bench.run.engines.jax.fit import make_optimizer, make_steps
+    from bench.run.engines.jax.epochs import make_optimizer, make_steps
 
     w = get_workload("mnist_mlp")
     model = w.build_flax({"num_classes": 10}, nnx.Rngs(params=0, dropout=1))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.core import knobs
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.core.settings import SettingsError
 from bench.results.schema import Record
 from bench.run import flops
@@ -29,7 +29,7 @@ def test_every_engine_defaults_to_each_frameworks_shipped_math_mode():
         assert cls().tf32 == "default", cls.__name__
         assert cls.allowed()["tf32"] == ("default", "on", "off")
     # the knob PyTorch's float32_matmul_precision was is gone: it and allow_tf32 are one switch in torch 2.13
-    assert "matmul_precision" not in TorchFitSettings.allowed()
+    assert "matmul_precision" not in TorchEpochSettings.allowed()
 
 
 @pytest.mark.parametrize("settings, override", [

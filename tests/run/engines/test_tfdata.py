@@ -12,8 +12,8 @@ import types
 import numpy as np
 import pytest
 
-from bench.core.families.jax import JaxFitSettings
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.jax import JaxEpochSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.core.reference import tuning_study
 from bench.run import sweep
 from bench.run.datasets import Dataset
@@ -104,17 +104,17 @@ def test_plain_jax_tf_data_pipeline_is_the_keras_stacks_and_records_its_buffer(m
     """The plain-JAX stack's ``tf_data_numpy`` (beyond the study) is the Keras stacks' pipeline of that name, so the
     tuning grid's tf.data rows compare one pipeline across stacks. The old code shuffled over the whole set and
     batched without parallel calls, and recorded the whole set as the buffer."""
-    from bench.run.engines.jax import fit as jax_fit
+    from bench.run.engines.jax import epochs as jax_epochs
 
     calls: list = []
     monkeypatch.setitem(sys.modules, "tensorflow", fake_tensorflow(calls))
     effective: dict = {}
-    jax_fit._train_data(None, JaxFitSettings(data_pipeline="tf_data_numpy"), False, mnist_like(n),
+    jax_epochs._train_data(None, JaxEpochSettings(data_pipeline="tf_data_numpy"), False, mnist_like(n),
                         get_workload("mnist_cnn_tuning"), 256, 1, None, effective)
     assert calls == expected_calls(n, 256, seed=0)
     assert effective["shuffle_buffer"] == min(20_000, n)
     effective.clear()
-    jax_fit._train_data(None, JaxFitSettings(data_pipeline="numpy_batches"), False, mnist_like(n),
+    jax_epochs._train_data(None, JaxEpochSettings(data_pipeline="numpy_batches"), False, mnist_like(n),
                         get_workload("mnist_cnn_tuning"), 256, 1, None, effective)
     assert effective["shuffle_buffer"] == n  # a whole-set permutation each epoch
 
@@ -153,7 +153,7 @@ def test_tuning_tensor_dataset_rows_run_a_standard_loader_with_no_workers():
     options = ("num_workers", "pin_memory", "persistent_workers", "drop_last", "timeout", "prefetch_factor",
                "multiprocessing_context", "in_order")
     for row in rows:
-        s = TorchFitSettings.from_dict(row)
+        s = TorchEpochSettings.from_dict(row)
         assert s.num_workers == tuning_study.TENSOR_DATASET_NUM_WORKERS, row
         kw = loader_kwargs(torch, 256, s.num_workers, torch.device("cpu"), s.pin_memory, s.persistent_workers)
         assert set(kw) == {"batch_size", "shuffle", "num_workers", "persistent_workers", "pin_memory", "generator"}

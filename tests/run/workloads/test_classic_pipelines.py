@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
-from bench.core.families.jax import JaxFitSettings
-from bench.core.families.keras import KerasFitSettings
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.jax import JaxEpochSettings
+from bench.core.families.keras import KerasEpochSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.run import datasets
 from bench.run.datasets import Dataset
 from bench.run.workloads import get_workload
@@ -30,7 +30,7 @@ from tests.helpers.optimizers import GRADS, P0, reference, rmsprop_208, with_dec
 def keras_steps(w) -> np.ndarray:
     import keras
 
-    from bench.run.engines.keras.fit import make_optimizer
+    from bench.run.engines.keras.epochs import make_optimizer
 
     var = keras.Variable(P0.astype("float32"))
     opt = make_optimizer(keras, w)
@@ -42,7 +42,7 @@ def keras_steps(w) -> np.ndarray:
 def torch_steps(w) -> np.ndarray:
     import torch
 
-    from bench.run.engines.torch.fit import make_optimizer, make_scheduler
+    from bench.run.engines.torch.epochs import make_optimizer, make_scheduler
 
     p = torch.nn.Parameter(torch.tensor(P0, dtype=torch.float64))
     opt = make_optimizer(torch, [p], w)
@@ -99,13 +99,13 @@ def test_engines_build_the_workloads_optimizer_and_record_it(name):
     import keras
     import torch
 
-    from bench.run.engines.keras import fit as keras_fit
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.keras import epochs as keras_epochs
+    from bench.run.engines.torch import epochs as torch_epochs
 
     w = get_workload(name)
     o = w.optimizer
-    k = keras_fit.optimizer_record(keras_fit.make_optimizer(keras, w))
-    t = torch_fit.optimizer_record(torch_fit.make_optimizer(torch, [torch.nn.Parameter(torch.ones(1))], w), w)
+    k = keras_epochs.optimizer_record(keras_epochs.make_optimizer(keras, w))
+    t = torch_epochs.optimizer_record(torch_epochs.make_optimizer(torch, [torch.nn.Parameter(torch.ones(1))], w), w)
     to = o.for_engine("torch")  # mnist_cnn_tuning: torch's own RMSprop defaults on PyTorch
     assert k["learning_rate"] == pytest.approx(o.learning_rate) == t["learning_rate"]
     assert k["epsilon"] == pytest.approx(o.epsilon) and t["eps"] == pytest.approx(to.epsilon)
@@ -251,7 +251,7 @@ def test_keras_augmentation_in_tf_data_is_the_source_transform_with_its_shift_di
 def test_augment_knob_is_a_variant_with_clear_limits():
     """augment unset: the source decides; false: off (a variant); true where the source has none, or with another
     data pipeline: a reason (the cell is recorded unsupported)."""
-    K, T = KerasFitSettings, TorchFitSettings
+    K, T = KerasEpochSettings, TorchEpochSettings
     assert K().augment is None and "augment" in knobs.KNOBS["keras"] and "augment" in knobs.KNOBS["torch"]
     assert knobs.augment_in_effect(K(), True) and not knobs.augment_in_effect(K(augment=False), True)
     assert not knobs.augment_in_effect(K(), False)
@@ -296,7 +296,7 @@ def test_keras_2017_metric_is_the_whole_fit_call_over_the_epochs_setup_and_valid
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines.keras import fit as keras_fit
+    from bench.run.engines.keras import epochs as keras_epochs
 
     seen: list[float] = []
 
@@ -317,7 +317,7 @@ def test_keras_2017_metric_is_the_whole_fit_call_over_the_epochs_setup_and_valid
     monkeypatch.setattr(keras.Model, "fit", lambda self, *a, callbacks=(), **k:
                         real_fit(self, *a, callbacks=[Slow(), *callbacks], **k))
     w, ds = small("mnist_mlp", 256)
-    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasFitSettings())
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasEpochSettings())
     m = out.metrics.model_dump(exclude_unset=True)
     assert m["fit_call_s_per_epoch"] == pytest.approx(m["fit_call_s"] / 3)
     assert m["fit_call_s_per_epoch"] >= (SETUP_S + 3 * VAL_S) / 3  # setup and every validation inside it
@@ -365,22 +365,22 @@ def _check_loop_epochs(m: dict, evals: list[float], epochs: int) -> None:
 @needs_torch
 def test_torch_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeypatch):
     from bench.core.stacks import get_stack
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.torch import epochs as torch_epochs
 
-    evals = _timed(monkeypatch, torch_fit)
+    evals = _timed(monkeypatch, torch_epochs)
     w, ds = small("mnist_mlp", 512)
-    out = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchFitSettings())
+    out = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchEpochSettings())
     _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
 def test_jax_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeypatch):
     pytest.importorskip("flax")
     from bench.core.stacks import get_stack
-    from bench.run.engines.jax import fit as jax_fit
+    from bench.run.engines.jax import epochs as jax_epochs
 
-    evals = _timed(monkeypatch, jax_fit)
+    evals = _timed(monkeypatch, jax_epochs)
     w, ds = small("mnist_mlp", 512)
-    out = jax_fit.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxFitSettings())
+    out = jax_epochs.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxEpochSettings())
     _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
@@ -445,7 +445,7 @@ def test_torchvision_pipeline_is_torchvision_mnist_with_totensor_and_normalize()
     dataset = torchvision_mnist(ds)
     assert isinstance(dataset, torchvision.datasets.MNIST)
     expected = (ds.x_train[0][..., 0] - 0.1307) / 0.3081
-    settings = TorchFitSettings(data_pipeline="torchvision_dataset_transforms")
+    settings = TorchEpochSettings(data_pipeline="torchvision_dataset_transforms")
     epoch = make_batches(torch, "torchvision_dataset_transforms", settings, ds, get_workload("mnist_cnn_tuning"), 8,
                          torch.device("cpu"))
     seen = []
@@ -558,11 +558,11 @@ class _Captured(Exception):
 
 
 def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
-    """What ``keras_fit.fit`` hands ``Model.fit`` (and ``compile``) for workload ``name``, without training."""
+    """What ``keras_epochs.fit`` hands ``Model.fit`` (and ``compile``) for workload ``name``, without training."""
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines.keras import fit as keras_fit
+    from bench.run.engines.keras import epochs as keras_epochs
 
     seen: dict = {}
     real_compile = keras.Model.compile
@@ -579,7 +579,7 @@ def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
     monkeypatch.setattr(keras.Model, "fit", fit_)
     w, ds = small(name, n)
     with pytest.raises(_Captured):
-        keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, KerasFitSettings(**settings))
+        keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, KerasEpochSettings(**settings))
     seen["ds"] = ds
     return seen
 
@@ -639,7 +639,7 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines.keras import fit as keras_fit
+    from bench.run.engines.keras import epochs as keras_epochs
     from bench.run.engines.keras import progress
 
     bar: list[int] = []
@@ -650,7 +650,7 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     real_cb = progress.notebook_callback
     monkeypatch.setattr(progress, "notebook_callback", lambda k: made.append(real_cb(k)) or made[-1])
     w, ds = small("mnist_mlp", 64)
-    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasFitSettings())
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasEpochSettings())
     s = out.settings.model_dump(exclude_unset=True)
     assert bar == [] and len(made) == 1
     assert set(made[0].running) == {"loss", "accuracy"} and len(made[0].running["loss"]) == 4 - 1  # last batch unread
@@ -660,8 +660,8 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     assert s["jit_compile"] is False and s["jit_compile_requested"] == "keras default"  # auto: off on torch
     for form, verbose, batches in (("bar", 1, 2 * 4), ("none", 0, 0)):
         bar.clear()
-        got = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
-                            KerasFitSettings(progress=form)).settings.model_dump(exclude_unset=True)
+        got = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
+                            KerasEpochSettings(progress=form)).settings.model_dump(exclude_unset=True)
         assert len(bar) == batches and len(made) == 1
         assert (got["progress"], got["verbose"], got["batch_end_hook"]) == (form, verbose, False)
     captured = capfd.readouterr()
@@ -714,7 +714,7 @@ def test_a_batch_end_hook_turns_off_keras_async_callback_dispatch_on_torch():
 
 
 def test_progress_bar_discarded_only_with_verbose(capsys):
-    from bench.run.engines.keras.fit import progress_bar_discarded
+    from bench.run.engines.keras.epochs import progress_bar_discarded
 
     with progress_bar_discarded(1):
         print("bar")
@@ -728,7 +728,7 @@ def test_fit_variants_are_named_and_listed():
 
     from bench.cli import cli
 
-    assert KerasFitSettings().progress is None and KerasFitSettings().jit_compile is None  # the source decides
+    assert KerasEpochSettings().progress is None and KerasEpochSettings().jit_compile is None  # the source decides
     assert knobs.variant_name({"progress": "bar"}) == "progress=bar"
     assert knobs.parse_assignment("progress=bar") == ("progress", "bar")
     assert knobs.parse_assignment("jit_compile=false") == ("jit_compile", False)
@@ -746,13 +746,13 @@ def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
     import subprocess
     import sys
 
-    code = ("import json; from bench.core.families.keras import KerasFitSettings; "
+    code = ("import json; from bench.core.families.keras import KerasEpochSettings; "
             "from bench.core.stacks import get_stack; "
-            "from bench.run.engines.keras import fit as keras_fit; "
+            "from bench.run.engines.keras import epochs as keras_epochs; "
             "from tests.run.workloads.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
             "for kw in ({}, {'jit_compile': False}):\n"
-            "    s = keras_fit.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
-            "KerasFitSettings(progress='none', **kw)).settings.model_dump(exclude_unset=True)\n"
+            "    s = keras_epochs.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
+            "KerasEpochSettings(progress='none', **kw)).settings.model_dump(exclude_unset=True)\n"
             "    out[str(kw)] = [s['jit_compile'], s['jit_compile_requested']]\n"
             "print(json.dumps(out))")
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from bench.core import knobs
-from bench.core.families.keras import KerasFitSettings
+from bench.core.families.keras import KerasEpochSettings
 from bench.core.settings import SettingsError
 from bench.run.workloads import get_workload
 from tests.conftest import needs_keras_torch
@@ -124,7 +124,7 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
     import keras
 
     from bench.core.stacks import get_stack
-    from bench.run.engines.keras import fit as keras_fit
+    from bench.run.engines.keras import epochs as keras_epochs
 
     counted: list[int] = []
     real_fit, real_call = keras.Model.fit, keras.layers.LSTM.call
@@ -147,8 +147,8 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
     w = get_workload("mnist_hierarchical_rnn")
     w = dataclasses.replace(w, samples={"smoke": 16, "full": None})
     ds = w.load_data("smoke", "synthetic")
-    out = keras_fit.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 8,
-                           KerasFitSettings(row_lstm=row_lstm))
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 8,
+                           KerasEpochSettings(row_lstm=row_lstm))
     s = out.settings.model_dump(exclude_unset=True)
     assert counted == [calls]
     assert s["row_lstm_calls_per_forward"] == calls and s["row_lstm_form"] == form

@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.core.knobs import check
 from bench.core.stacks import get_stack
 from bench.run.workloads import get_workload
@@ -37,7 +37,7 @@ def test_loader_defaults_are_pytorchs_and_the_tuned_options_are_a_variant(dev):
     kw = loader_kwargs(torch, 4, 6, torch.device(dev))
     assert kw["pin_memory"] is defaults["pin_memory"].default is False
     assert kw["persistent_workers"] is defaults["persistent_workers"].default is False
-    s = TorchFitSettings()
+    s = TorchEpochSettings()
     assert (s.pin_memory, s.persistent_workers) == (False, False)
     tuned = loader_kwargs(torch, 4, 6, torch.device(dev), pin_memory=True, persistent_workers=True)
     assert tuned["pin_memory"] is (dev == "cuda") and tuned["persistent_workers"] is True
@@ -59,12 +59,12 @@ def test_loader_option_knobs_are_refused_where_they_cannot_apply():
                                              ({"pin_memory": True}, (False, False))])  # CPU: nothing pinned
 def test_loader_options_are_recorded_as_they_took_effect(knobs, expected):
     from bench.run.datasets import synthetic
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.torch import epochs as torch_epochs
 
     w = get_workload("mnist_cnn_tuning")
     ds = synthetic("mnist", 16, 8, "test")
-    settings = TorchFitSettings(data_pipeline="tensor_dataset", num_workers=1, **knobs)
-    result = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 1, 8, settings)
+    settings = TorchEpochSettings(data_pipeline="tensor_dataset", num_workers=1, **knobs)
+    result = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 1, 8, settings)
     s = result.settings
     assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == expected
 
@@ -80,7 +80,7 @@ def test_tuning_pytorch_rmsprop_has_torchs_defaults_and_keras_keeps_keras_3s():
 
     import torch
 
-    from bench.run.engines.torch.fit import make_optimizer, optimizer_record
+    from bench.run.engines.torch.epochs import make_optimizer, optimizer_record
 
     w = get_workload("mnist_cnn_tuning")
     sig = inspect.signature(torch.optim.RMSprop).parameters
@@ -231,11 +231,11 @@ def test_augmented_cifar_records_its_loader_options_as_they_took_effect():
     """The augmented loader keeps its one worker for the whole fit (as 2.0.8's one enqueuer) whatever the knobs
     say: the record's settings say so, not the knobs' defaults."""
     from bench.run.datasets import synthetic
-    from bench.run.engines.torch import fit as torch_fit
+    from bench.run.engines.torch import epochs as torch_epochs
 
     w = get_workload("cifar10_cnn")
     ds = synthetic("cifar10", 64, 8, "test")
-    result = torch_fit.fit(get_stack("pytorch"), w, ds, "cpu", 1, 32, TorchFitSettings())
+    result = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 1, 32, TorchEpochSettings())
     s = result.settings
     assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == (False, True)
     assert s.augmentation["epoch_batches"].startswith("ours: n // batch full batches")
@@ -250,7 +250,7 @@ def test_tf_keras_optimizer_xla_follows_the_jit_compile_knob_and_is_recorded_as_
     optimizer did. Keras 3 optimizers have no such argument and get none. The old code passed nothing."""
     import types
 
-    from bench.run.engines.keras.fit import make_optimizer, optimizer_record
+    from bench.run.engines.keras.epochs import make_optimizer, optimizer_record
 
     made: list[dict] = []
 

@@ -156,7 +156,7 @@ def test_loss_is_the_scripts_categorical_crossentropy():
 
 @needs_torch
 def test_lstm_second_bias_is_the_only_difference():
-    from bench.run.engines.torch.fit import effective_param_count
+    from bench.run.engines.torch.epochs import effective_param_count
 
     model = get_workload("mnist_hierarchical_rnn").build_torch({"num_classes": 10})
     raw = sum(p.numel() for p in model.parameters())

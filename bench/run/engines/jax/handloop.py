@@ -10,14 +10,15 @@ from typing import Any
 from bench.core.stacks import Stack
 from bench.run.datasets import Dataset
 from bench.run.engines import math_mode
-from bench.run.engines.jax import data, fit
+from bench.run.engines.jax import data
+from bench.run.engines.jax.epochs import build_model, make_optimizer, make_steps
 from bench.run.timing import time_free_running
 from bench.run.workloads import Workload
 
 
 def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch: int,
         tf32: str) -> dict[str, float]:
-    """The free-running plain-JAX loop: the engine's own jitted train step (``bench.run.engines.jax.fit.make_steps``,
+    """The free-running plain-JAX loop: the engine's own jitted train step (``bench.run.engines.jax.epochs.make_steps``,
     float32) fed as a default cell feeds it (``numpy_batches``: NumPy batches of a fresh permutation, moved by the
     call), so the two differ only in what the harness adds; one barrier per epoch block, on the last step's outputs."""
     import jax
@@ -27,13 +28,13 @@ def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch:
     math_mode.set_tf32("jax", tf32)
     dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
     with jax.default_device(dev):
-        model = fit.build_model(nnx, w, ds.meta)
-        tx, _ = fit.make_optimizer(optax, w)
+        model = build_model(nnx, w, ds.meta)
+        tx, _ = make_optimizer(optax, w)
         model.train()
         train_def, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]  # flax overloads: 3 parts
         model.eval()
         eval_def = nnx.graphdef(model)
-        train, _ = fit.make_steps(jax, nnx, optax, (train_def, eval_def), tx, "float32", jit=True)
+        train, _ = make_steps(jax, nnx, optax, (train_def, eval_def), tx, "float32", jit=True)
         params, rest = jax.device_put((params, rest), dev)
         opt_state = jax.device_put(tx.init(params), dev)
         epoch_batches = data.numpy_epochs(ds.x_train, ds.y_train, batch)

@@ -10,7 +10,7 @@ from bench.run.datasets import Dataset
 from bench.run.engines import NoisyMeasurement, math_mode
 from bench.run.engines.frameworks import make_barrier
 from bench.run.engines.keras.data import model_inputs
-from bench.run.engines.keras.fit import make_optimizer
+from bench.run.engines.keras.epochs import make_optimizer
 from bench.run.engines.keras.runtime import import_keras
 from bench.run.timing import clock
 from bench.run.workloads import Workload

@@ -9,7 +9,7 @@
   bar's description and moves the notebook bar. ``notebook_callback`` does the same reading and formatting, without
   drawing a bar (no notebook here).
 - ``bar``: ``fit(verbose=1)``, Keras' ``ProgbarLogger``, its output discarded
-  (``bench.run.engines.keras.fit.progress_bar_discarded``): the Keras 2.0.8
+  (``bench.run.engines.keras.epochs.progress_bar_discarded``): the Keras 2.0.8
   example scripts' ``fit`` (e.g. examples/mnist_mlp.py@2.0.8:53), and Keras' own default.
 - ``none``: ``fit(verbose=0)`` and no per-batch callback.
 

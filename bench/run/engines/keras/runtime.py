@@ -1,4 +1,4 @@
-"""The Keras module of a stack, its seeding and the timing callback, shared by the Keras epoch engine (``fit``) and
+"""The Keras module of a stack, its seeding and the timing callback, shared by the Keras epoch engine (``epochs``) and
 the step-timed Keras tasks (``steps``).
 
 ``sync=step`` follows the reference pattern (keras-benchmarks v0.0.5): a callback that overrides

@@ -21,7 +21,7 @@ from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
-from bench.run.engines.keras.fit import optimizer_jit_kwargs, optimizer_record, progress_bar_discarded
+from bench.run.engines.keras.epochs import optimizer_jit_kwargs, optimizer_record, progress_bar_discarded
 from bench.run.engines.keras.runtime import import_keras, make_timing_callback
 from bench.run.profile import rerun
 from bench.run.timing import EpochTimer, time_calls
@@ -46,7 +46,7 @@ def _set_precision(keras, stack: Stack, precision: str) -> str:
 def _optimizer(keras, name: str, jit_compile: bool | str | None = None):
     """Keras' defaults (learning rate 1e-3), as the source compiled with ``optimizer="adam"`` / ``AdamW()``, but for
     ``jit_compile``, the cell's request: False turns a tf-keras optimizer's own XLA update step off
-    (``optimizer_jit_kwargs``), as the fit engine does; otherwise tf-keras' default, on with a GPU."""
+    (``optimizer_jit_kwargs``), as the epoch engine does; otherwise tf-keras' default, on with a GPU."""
     cls = {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW}[name]
     return cls(**optimizer_jit_kwargs(cls, jit_compile))
 

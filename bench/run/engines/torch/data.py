@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.run.datasets import Dataset
 from bench.run.engines import Unsupported
 from bench.run.workloads import Workload
@@ -163,7 +163,7 @@ def loader_kwargs(torch, batch_size: int, workers: int, dev, pin_memory: bool = 
     (torch/utils/data/dataloader.py@v2.13.0), and every other option is left at its default: the tuning study's
     post ran its tensor datasets through a loader with the standard parameters and ``num_workers=0``
     (``bench.core.reference.tuning_study``; docs/suites/tuning.md); True for either is a named variant
-    (``TorchFitSettings``). Each is passed only where it can take effect: pinning with a CUDA device, persistence
+    (``TorchEpochSettings``). Each is passed only where it can take effect: pinning with a CUDA device, persistence
     with worker processes (torch raises "persistent_workers option needs num_workers > 0" otherwise).
 
     The shuffle generator lives on the CPU whatever ``dev`` is: torch's ``RandomSampler`` draws its
@@ -193,7 +193,7 @@ def placement(pipeline: str, preload: bool) -> str:
     raise ValueError(f"unknown data_pipeline {pipeline!r}")
 
 
-def make_batches(torch, pipeline: str, settings: TorchFitSettings, ds: Dataset, workload: Workload,
+def make_batches(torch, pipeline: str, settings: TorchEpochSettings, ds: Dataset, workload: Workload,
                  batch_size: int, dev):
     """An epoch-iterable of (inputs tuple, labels) on ``dev`` for the chosen data pipeline."""
     n = ds.n_train

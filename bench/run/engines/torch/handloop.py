@@ -10,7 +10,7 @@ from bench.run.datasets import Dataset
 from bench.run.engines import math_mode
 from bench.run.engines.frameworks import make_barrier
 from bench.run.engines.torch.data import to_tensors
-from bench.run.engines.torch.fit import make_optimizer
+from bench.run.engines.torch.epochs import make_optimizer
 from bench.run.timing import time_free_running
 from bench.run.workloads import Workload
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from bench.core.families.torch import TorchFitSettings
+from bench.core.families.torch import TorchEpochSettings
 from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
@@ -102,7 +102,7 @@ def _evaluate(torch, model, loss_fn, xs, y, batch_size: int) -> tuple[float, flo
     return total / n, correct / n
 
 
-def _effective_settings(torch, settings: TorchFitSettings) -> EffectiveSettings:
+def _effective_settings(torch, settings: TorchEpochSettings) -> EffectiveSettings:
     """The settings block as the knobs ask, before the model, optimizer and data add what took effect."""
     pipeline = settings.data_pipeline
     effective = EffectiveSettings(torch_version=torch.__version__)
@@ -114,7 +114,7 @@ def _effective_settings(torch, settings: TorchFitSettings) -> EffectiveSettings:
     return effective
 
 
-def _trainer(torch, model, workload: Workload, settings: TorchFitSettings, dev,
+def _trainer(torch, model, workload: Workload, settings: TorchEpochSettings, dev,
              effective: EffectiveSettings) -> tuple[Callable[[Any], Any], Any]:
     """(``step(batch)`` -> the batch's device pair (summed loss, correct), the loss function): one training step
     of ``model`` with the workload's optimizer and schedule, under ``compile``, autocast and the grad scaler as
@@ -151,7 +151,7 @@ def _trainer(torch, model, workload: Workload, settings: TorchFitSettings, dev,
     return step, loss_fn
 
 
-def _train_data(torch, settings: TorchFitSettings, ds: Dataset, workload: Workload, batch_size: int, dev,
+def _train_data(torch, settings: TorchEpochSettings, ds: Dataset, workload: Workload, batch_size: int, dev,
                 augmenting: bool, effective: EffectiveSettings) -> tuple[Callable[[], Iterable[Any]], int]:
     """(``batches()``: one epoch's batches on the device, the examples an epoch trains on): the workload's
     augmentation where ``augmenting``, else the ``data_pipeline``; its options as they took effect go into
@@ -204,10 +204,10 @@ def _accumulate(sums, pair):
 
 
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: TorchFitSettings, telemetry=None) -> EpochResult:
+        settings: TorchEpochSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` with a plain PyTorch loop and return the record blocks.
 
-    ``settings``: ``bench.core.families.torch.TorchFitSettings`` (defaults, allowed values and meaning there). The
+    ``settings``: ``bench.core.families.torch.TorchEpochSettings`` (defaults, allowed values and meaning there). The
     workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
     (``augmented_loader``). ``metrics.fit_call_s_per_epoch`` is the 2017 comparison's
     metric (``bench.run.timing.fit_metrics``): the whole training loop, every epoch and its validation, between

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.families.jax import JaxFitSettings
+from bench.core.families.jax import JaxEpochSettings
 from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Model
@@ -160,11 +160,12 @@ def _versions() -> dict[str, str]:
 
 
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: JaxFitSettings, telemetry=None) -> EpochResult:
-    """Train ``workload`` with a plain JAX loop and return the record blocks (as ``bench.run.engines.torch.fit.fit``).
+        settings: JaxEpochSettings, telemetry=None) -> EpochResult:
+    """Train ``workload`` with a plain JAX loop and return the record blocks (as PyTorch's,
+    ``bench.run.engines.torch.epochs.fit``).
 
-    ``settings``: ``bench.core.families.jax.JaxFitSettings``. The workload's augmentation, where its source had one and
-    ``augment`` is not false, replaces the data pipeline (``AugmentedBatches``). The barrier blocks on the last
+    ``settings``: ``bench.core.families.jax.JaxEpochSettings``. The workload's augmentation, where its source had one
+    and ``augment`` is not false, replaces the data pipeline (``AugmentedBatches``). The barrier blocks on the last
     step's outputs (new parameters, optimizer state and totals: everything the step computes); JAX dispatches
     asynchronously on every device. ``metrics.fit_call_s_per_epoch`` is the 2017 comparison's
     metric (``bench.run.timing.fit_metrics``): the whole training loop, every epoch and its validation, between
@@ -225,7 +226,7 @@ def _profile_run(state: _TrainState, batches: Callable[[], Iterator[Any]], loade
     return rerun.loop(state.step, again, close=lambda: fresh[0].close() if fresh else None)
 
 
-def _effective_settings(settings: JaxFitSettings, augmenting: bool) -> dict[str, Any]:
+def _effective_settings(settings: JaxEpochSettings, augmenting: bool) -> dict[str, Any]:
     """The settings block as the knobs ask (and the TF32 switches, set here), before the device, model, optimizer
     and data add what took effect."""
     effective: dict[str, Any] = {**_versions(), "jit_compile": settings.jit_compile, "precision": settings.precision,
@@ -251,7 +252,7 @@ class _TrainState:
         self.last: list[Any] = [params]
 
     @classmethod
-    def build(cls, jax, nnx, optax, workload: Workload, meta: dict[str, Any], settings: JaxFitSettings, dev,
+    def build(cls, jax, nnx, optax, workload: Workload, meta: dict[str, Any], settings: JaxEpochSettings, dev,
               effective: dict[str, Any]) -> tuple[_TrainState, int]:
         """The workload's model split into its state on ``dev``, the optimizer and the steps, and the parameter
         count; what they were built with goes into ``effective``."""
@@ -284,7 +285,7 @@ class _TrainState:
         return self.params, self.opt_state, self.rest
 
 
-def _train_data(jax, settings: JaxFitSettings, augmenting: bool, ds: Dataset, workload: Workload, batch_size: int,
+def _train_data(jax, settings: JaxEpochSettings, augmenting: bool, ds: Dataset, workload: Workload, batch_size: int,
                 epochs: int, dev,
                 effective: dict[str, Any]) -> tuple[Callable[[], Iterator[Any]], int, AugmentedBatches | None]:
     """(``batches()``: one epoch's batches, the examples an epoch trains on, the augmenting loader to close or

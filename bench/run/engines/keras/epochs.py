@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.families.keras import KerasFitSettings
+from bench.core.families.keras import KerasEpochSettings
 from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
@@ -118,10 +118,10 @@ def progress_bar_discarded(verbose: int):
 
 
 def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: KerasFitSettings, telemetry=None) -> EpochResult:
+        settings: KerasEpochSettings, telemetry=None) -> EpochResult:
     """Train ``workload`` on ``ds`` for ``epochs`` and return the record blocks.
 
-    ``settings``: ``bench.core.families.keras.KerasFitSettings`` (defaults, allowed values and meaning there). The
+    ``settings``: ``bench.core.families.keras.KerasEpochSettings`` (defaults, allowed values and meaning there). The
     workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
     (``augmented_train_data``). ``fit`` reports each batch's progress as ``settings.progress`` says, else as the
     workload's source did (``Workload.progress``; ``bench.run.engines.keras.progress``). ``metrics.fit_call_s`` is the
@@ -182,7 +182,7 @@ def fit_callbacks(keras, form: str, timer: EpochTimer, epoch_clock: EpochClock,
     return verbose, callbacks
 
 
-def check_supported(stack: Stack, workload: Workload, device: str, settings: KerasFitSettings) -> None:
+def check_supported(stack: Stack, workload: Workload, device: str, settings: KerasEpochSettings) -> None:
     """Raises ``Unsupported`` for a cell this engine cannot run: ``augment`` where the source has none or with
     another data pipeline (``augmentation_problem``), ``jit_compile=True`` on Keras' PyTorch backend without
     torch.compile's toolchain."""
@@ -193,7 +193,7 @@ def check_supported(stack: Stack, workload: Workload, device: str, settings: Ker
         toolchain.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
 
 
-def set_up(keras, stack: Stack, settings: KerasFitSettings) -> EffectiveSettings:
+def set_up(keras, stack: Stack, settings: KerasEpochSettings) -> EffectiveSettings:
     """Set the framework's TF32 switches (the ``tf32`` knob), Keras' global dtype policy (``precision``) and the
     seeds (0); returns the ``settings`` block so far (Keras' version, the switches)."""
     effective = EffectiveSettings(keras_version=keras.__version__)
@@ -203,7 +203,7 @@ def set_up(keras, stack: Stack, settings: KerasFitSettings) -> EffectiveSettings
     return effective
 
 
-def compiled_model(keras, workload: Workload, ds: Dataset, settings: KerasFitSettings,
+def compiled_model(keras, workload: Workload, ds: Dataset, settings: KerasEpochSettings,
                    effective: EffectiveSettings) -> tuple[Any, Any]:
     """``workload``'s Keras model for ``ds``' shapes with its model knobs from ``settings``, compiled with its
     optimizer (``make_optimizer``), loss and metrics, ``steps_per_execution`` and ``jit_compile`` (unset: Keras'
@@ -230,7 +230,7 @@ def compiled_model(keras, workload: Workload, ds: Dataset, settings: KerasFitSet
     return model, optimizer
 
 
-def fit_data(keras, stack: Stack, workload: Workload, ds: Dataset, batch_size: int, settings: KerasFitSettings,
+def fit_data(keras, stack: Stack, workload: Workload, ds: Dataset, batch_size: int, settings: KerasEpochSettings,
              effective: EffectiveSettings) -> tuple[dict[str, Any], int]:
     """``model.fit``'s training-data arguments: the source's augmentation where it is in effect
     (``augmented_train_data``), else the ``data_pipeline`` knob's (``train_data``); records the pipeline, where
