@@ -213,7 +213,7 @@ report: ## results/report.md (one section per collected results/*.csv) + PNG plo
 
 # natively where $(PYTHON) has the collect extra (seconds), else in the collector image
 site: ## results/site/index.html: runs, charts, every cell's record; opens offline from the file system (bench site)
-	@if $(PYTHON) -c "import pandas, scipy, plotly" 2>/dev/null; then \
+	@if $(PYTHON) -c "import pandas, scipy, plotly, tabulate" 2>/dev/null; then \
 	  $(PYTHON) -m bench site $(RESULTS_DIR) -o $(RESULTS_DIR)/site; \
 	else $(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench site /results -o /results/site; fi
 

@@ -17,8 +17,9 @@ def has(module: str) -> bool:
 needs_torch = pytest.mark.skipif(not has("torch"), reason="torch not installed")
 needs_keras_torch = pytest.mark.skipif(not (has("torch") and has("keras")),
                                        reason="keras and torch not installed")
-needs_collect = pytest.mark.skipif(not (has("pandas") and has("matplotlib")),
-                                   reason="bench collect and the report need pandas and matplotlib (the collect extra)")
+needs_collect = pytest.mark.skipif(not (has("pandas") and has("matplotlib") and has("tabulate")),
+                                   reason="bench collect and the report need pandas, matplotlib and tabulate (the "
+                                          "collect extra)")
 
 
 @pytest.fixture

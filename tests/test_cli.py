@@ -103,3 +103,16 @@ def test_bench_site_without_plotly_is_one_line_and_exit_2(monkeypatch, tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("bench: error: site needs") and "plotly" in err[0], err
     assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize("command", ["report", "site"])
+def test_bench_report_and_site_without_tabulate_are_one_line_and_exit_2(monkeypatch, tmp_path, capsys, command):
+    """The report's tables are tabulate's (``md_table``): without it, one line before anything is written."""
+    pytest.importorskip("pandas")
+    monkeypatch.setitem(sys.modules, "tabulate", None)  # `import tabulate` raises ImportError, as where it is missing
+    with pytest.raises(SystemExit) as e:
+        main([command, str(ROOT / "results" / "rounds-smoke"), "-o", str(tmp_path / "out")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bench: error: {command} needs") and "tabulate" in err[0], err
+    assert not (tmp_path / "out").exists()

@@ -3,7 +3,7 @@ export-bmf.
 
 Each prints through ``echo`` (stdout; ``warn``: stderr) and raises ``bench.core.errors.InputError`` for what the user
 can fix (a missing file or package, a bad flag), which the CLI prints as one line with exit code 2. pandas, scipy,
-matplotlib and plotly are imported here, when a command needs them, never when ``bench`` starts.
+matplotlib, plotly and tabulate are imported here, when a command needs them, never when ``bench`` starts.
 """
 
 from __future__ import annotations
@@ -115,12 +115,14 @@ def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_ho
     and the History section from ``history_path`` (default: history.sqlite there, when there).
 
     Raises:
-        InputError: no pandas/matplotlib, a given history that is not there, or CSVs the report cannot read.
+        InputError: no pandas/matplotlib/tabulate, a given history that is not there, or CSVs the report cannot read.
     """
-    try:
+    try:  # tabulate is imported where a table is written: checked here, before anything is written
+        import tabulate  # noqa: F401
+
         from bench.results.report import load_runs, write_report
     except ImportError as e:
-        raise InputError(f"report needs pandas and matplotlib ({e}); {NEEDS}") from e
+        raise InputError(f"report needs pandas, matplotlib and tabulate ({e}); {NEEDS}") from e
     try:
         runs, warnings = load_runs(list(sources))
         for w in warnings:
@@ -144,17 +146,18 @@ def write_site(sources: Sequence[Path], out_dir: Path, histories: Sequence[Path]
     results ``histories`` (default: every history.sqlite beside the runs) in ``out_dir``.
 
     Raises:
-        InputError: no pandas/plotly, no run, a CSV or history that cannot be read.
+        InputError: no pandas/plotly/tabulate, no run, a CSV or history that cannot be read.
     """
     import time
 
-    try:  # plotly is imported where a chart is drawn: checked here, before anything is written
+    try:  # plotly and tabulate are imported where a chart or table is drawn: checked here, before anything is written
         import plotly.graph_objects  # noqa: F401
         import plotly.offline  # noqa: F401
+        import tabulate  # noqa: F401
 
         from bench.results.site.build import build_site
     except ImportError as e:
-        raise InputError(f"site needs pandas, scipy and plotly ({e}); {NEEDS}") from e
+        raise InputError(f"site needs pandas, scipy, plotly and tabulate ({e}); {NEEDS}") from e
     for h in histories or ():
         if not h.is_file():
             raise InputError(f"no history at {h}")

@@ -15,6 +15,7 @@ from bench.results.collect import collect
 from bench.results.compare import bootstrap_ci, mann_whitney_p, ratio_stats
 from bench.results.record import new_record, result_path
 from bench.results.report import load_runs, versions, write_report
+from tests.helpers.tables import rows_starting, table_rows
 
 DERIVED = "keras3-jax--keras-3.14.0"
 BASE_MS = [10.0, 10.3, 9.8, 10.1, 10.2]
@@ -194,12 +195,11 @@ def test_versions_and_keras_overhead_sections_render(tmp_path, derived):
     assert "## Versions" in lines and f"### {DERIVED} vs keras3-jax" in lines
     assert "- Pins that differ: `keras==3.14.0`" in lines and "- Order: abba" in lines
     assert cmp.rule_text() in text
-    row = {ln.split(" | ")[0][2:]: ln.split(" | ") for ln in lines if ln.startswith("| mnist_") or
-           ln.startswith("| babi_")}
+    row = {r[0]: r for r in table_rows(text) if r[0].startswith(("mnist_", "babi_"))}
     s = ratio_stats(BASE_MS, FAST_MS)
-    mlp = [ln for ln in lines if ln.startswith("| mnist_mlp fit |")]
-    assert mlp[0] == (f"| mnist_mlp fit | classic | smoke | 5 / 5 | {s.ratio:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}] "
-                      f"| {s.p_value:.3f} | faster | -0.50 (epoch) | n/a | n/a / n/a | n/a / n/a |")
+    mlp = rows_starting(text, "mnist_mlp fit")
+    assert mlp[0] == ["mnist_mlp fit", "classic", "smoke", "5 / 5", f"{s.ratio:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]",
+                      f"{s.p_value:.3f}", "faster", "-0.50 (epoch)", "n/a", "n/a / n/a", "n/a / n/a"]
     assert row["mnist_cnn fit"][6] == "no detectable change"
     assert row["babi_rnn fit"][3:7] == ["1 / 1", "1.200", "n/a", "too few repeats"]
     # Keras overhead: keras3-jax over jax on the one cell both ran, none for keras3-torch without pytorch
@@ -207,7 +207,8 @@ def test_versions_and_keras_overhead_sections_render(tmp_path, derived):
     assert "### keras3-torch / pytorch" not in lines
     over = mlp[1]
     s = ratio_stats(FAST_MS, BASE_MS)
-    assert over.startswith(f"| mnist_mlp fit | classic | smoke | 5 / 5 | {s.ratio:.3f} [") and "| slower |" in over
+    assert over[:4] == ["mnist_mlp fit", "classic", "smoke", "5 / 5"] and over[4].startswith(f"{s.ratio:.3f} [")
+    assert over[6] == "slower"
     assert "Keras is slower than the native code" in text
     plots = tmp_path / "out" / "plots" / "versions"
     assert (plots / "versions_ratio.png").exists() and (plots / "keras_overhead_ratio.png").exists()
@@ -224,8 +225,8 @@ def test_keras_overhead_rows_say_where_each_side_made_its_batches(tmp_path):
         recs.append((c, r))
     runs, _ = load_runs([run_csv(tmp_path, recs)])
     text = write_report(runs, tmp_path / "out").read_text()
-    row = [ln for ln in text.splitlines() if ln.startswith("| mnist_mlp fit |")]
-    assert len(row) == 1 and row[0].endswith("| device / host | n/a / n/a |")
+    row = rows_starting(text, "mnist_mlp fit")
+    assert len(row) == 1 and row[0][-2:] == ["device / host", "n/a / n/a"]
     assert "training data pytorch / keras3-torch" in text and "the ratio includes that copy" in text
 
 
@@ -245,8 +246,8 @@ def test_keras_overhead_rows_say_how_each_side_reads_a_steps_results(tmp_path, s
         recs.append((c, r))
     runs, _ = load_runs([run_csv(tmp_path, recs)])
     text = write_report(runs, tmp_path / "out").read_text()
-    row = [ln for ln in text.splitlines() if ln.startswith("| mnist_mlp fit |")]
-    assert len(row) == 1 and row[0].endswith(f"| n/a / n/a | sync=epoch / {shown} |")
+    row = rows_starting(text, "mnist_mlp fit")
+    assert len(row) == 1 and row[0][-2:] == ["n/a / n/a", f"sync=epoch / {shown}"]
     assert "step results read jax / keras3-jax" in text
     assert "the host waits for each step, which the native loop does not; its ratio includes those waits" in text
 

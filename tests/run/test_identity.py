@@ -9,6 +9,7 @@ from bench.core.atomic import write_json_atomic
 from bench.results.cell import Cell
 from bench.results.record import new_record, result_path
 from bench.run import plan, runfolder
+from tests.helpers.tables import table_rows
 from tests.helpers.worker import bench
 
 
@@ -109,8 +110,8 @@ def test_a_run_holding_both_records_collects_compares_and_reports_them_apart(tmp
     assert not bad and len(df) == 2
     cmp = compare(df, df)
     assert sorted(cmp["inputs"]) == ["", "batch_size=64"] and (cmp["ratio"] == 1.0).all()
-    table = [line for line in classic_section(df, Footnotes()) if line.startswith("| mnist_mlp")]
-    assert [line.split(" | ")[0] for line in table] == ["| mnist_mlp", "| mnist_mlp (batch_size=64)"]
+    table = [r[0] for r in table_rows("\n".join(classic_section(df, Footnotes()))) if r[0].startswith("mnist_mlp")]
+    assert table == ["mnist_mlp", "mnist_mlp (batch_size=64)"]
 
 
 def test_a_record_made_by_other_code_is_measured_again(tmp_path, fake_worker, capsys, monkeypatch):

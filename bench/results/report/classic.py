@@ -7,7 +7,7 @@ from typing import Any
 
 from bench.core.stacks import STACKS
 from bench.results.cell import inputs_of
-from bench.results.report.common import Footnotes, _num, fmt
+from bench.results.report.common import Footnotes, _num, fmt, md_table
 from bench.results.report.method import correctness_flags
 from bench.results.schema import Data, EffectiveSettings, Metrics, Record, col
 
@@ -84,9 +84,8 @@ def classic_section(df, notes: Footnotes) -> list[str]:
         return []
     stacks, rows, marks = grid
     out = ["## Classic suite: ms/step (mean over steady-state steps) · s/epoch (the 2017 metric)", "", METRICS_NOTE, "",
-           "| workload | task | " + " | ".join(stacks) + " |", "|---|---|" + "---|" * len(stacks)]
-    for label, task, cells in rows:
-        out.append(f"| {label} | {task} | " + " | ".join(text for text, _ in cells) + " |")
+           *md_table(["workload", "task", *stacks], ([label, task, *(text for text, _ in cells)]
+                                                    for label, task, cells in rows))]
     return out + [""] + [f"{m}" for m in sorted(marks)] + ([""] if marks else [])
 
 

@@ -1,10 +1,12 @@
-"""What every report section uses: number formatting, the footnotes of cells that did not run, and
-the published stack names."""
+"""What every report section uses: number formatting, the Markdown tables (``md_table``), the footnotes of cells
+that did not run, and the published stack names."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
 from bench.core.stacks import STACKS
 
@@ -30,6 +32,40 @@ def fmt(v, digits: int = 1, unit: str = "") -> str:
     """``v`` with ``digits`` decimals and ``unit``, or ``n/a`` when it is not a number."""
     f = _num(v)
     return "n/a" if f is None else f"{f:.{digits}f}{unit}"
+
+
+#: A column's alignment in ``md_table``: ``left`` (the default) or ``right`` (``---:``, for counts).
+Align = Literal["left", "right"]
+_LINE_BREAK = re.compile(r"\s*[\r\n]+\s*")
+
+
+def md_cell(value: Any) -> str:
+    """``value`` as one Markdown table cell: its text as an f-string writes it, each line break (with the spaces
+    around it) one space, since a pipe table's cell is one line, and every ``|`` escaped as ``\\|`` (GitHub
+    Flavored Markdown's escape of a pipe inside a cell; ``bench.results.site.markdown.cells_of`` reads it back)."""
+    return _LINE_BREAK.sub(" ", f"{value}").replace("|", "\\|")
+
+
+def md_table(headers: Sequence[Any], rows: Iterable[Sequence[Any]], align: Sequence[Align] | None = None) -> list[str]:
+    """A Markdown pipe table as lines (header, separator, one line per row), written by ``tabulate`` (its ``pipe``
+    format): every report table is written here. Cells go through ``md_cell``; their text is kept as given (no
+    number parsing: ``0.500`` stays ``0.500``); columns are padded to a common width.
+
+    ``align``: per column, ``left`` (``:---``) or ``right`` (``---:``); None: every column left.
+
+    Raises:
+        ValueError: a row, or ``align``, has another number of cells than ``headers``.
+    """
+    from tabulate import tabulate
+
+    head = [md_cell(h) for h in headers]
+    body = [[md_cell(c) for c in row] for row in rows]
+    aligns = list(align) if align is not None else ["left"] * len(head)
+    for cells in (aligns, *body):
+        if len(cells) != len(head):
+            raise ValueError(f"a table row of {len(cells)} cells under {len(head)} headers: {cells}")
+    text = tabulate(body, headers=head, tablefmt="pipe", colalign=aligns, disable_numparse=True)
+    return text.splitlines()
 
 
 class Footnotes:

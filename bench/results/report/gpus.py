@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench.results.report.common import json_list
+from bench.results.report.common import json_list, md_table
 from bench.results.schema import Env, Metrics, Repeats, col
 
 
@@ -52,16 +52,15 @@ def gpu_comparison(df) -> list[str]:
     if table.empty:
         return ["No cell ran on two GPU models.", ""]
     models = list(table.columns)
-    head = "| " + " | ".join(key) + " | " + " | ".join(f"{m} ms/step" for m in models) + " | " + \
-        " | ".join(f"{m} / {models[0]}" for m in models[1:]) + " |"
-    lines = [f"Mean ms/step of the same cell on each GPU model; ratios to {models[0]} (below 1: faster).", "",
-             head, "|" + "---|" * (len(key) + 2 * len(models) - 1)]
+    head = [*key, *(f"{m} ms/step" for m in models), *(f"{m} / {models[0]}" for m in models[1:])]
+    rows = []
     for idx, r in table.iterrows():
         vals = [f"{r[m]:.2f}" if r[m] == r[m] else "-" for m in models]
         ratios = [f"{r[m] / r[models[0]]:.3f}" if r[m] == r[m] and r[models[0]] == r[models[0]] else "-"
                   for m in models[1:]]
-        lines.append("| " + " | ".join(map(str, idx)) + " | " + " | ".join(vals + ratios) + " |")
-    return lines + [""]
+        rows.append([*map(str, idx), *vals, *ratios])
+    return [f"Mean ms/step of the same cell on each GPU model; ratios to {models[0]} (below 1: faster).", "",
+            *md_table(head, rows), ""]
 
 
 def gpu_seconds(df) -> float:

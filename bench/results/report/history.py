@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.results.report.common import md_table
 from bench.results.report.gpus import slug
 
 #: The plots' folder under the report's ``plots/``.
@@ -100,10 +101,10 @@ def history_section(cells, runs, link_prefix: str, files: dict[str, str]) -> lis
              f"The results history (`results/history.sqlite`, `bench history`) holds {len(runs)} run(s) "
              f"and {len(cells)} rows. Per cell that ran in two or more runs on the same GPU (or CPU) model, a "
              "trend plot shows ms/step per run in date order, one line per stack, labelled with the framework "
-             "versions each row ran; bars: min-max across repeats.", "",
-             "| run | started (UTC) | cells | ok |", "| --- | --- | ---: | ---: |"]
-    lines += [f"| {r['run']} | {r['started_utc'] or 'n/a'} | {r['cells']} | {r['ok']} |"
-              for r in runs.to_dict("records")]
+             "versions each row ran; bars: min-max across repeats.", ""]
+    lines += md_table(["run", "started (UTC)", "cells", "ok"],
+                      ([r["run"], r["started_utc"] or "n/a", r["cells"], r["ok"]] for r in runs.to_dict("records")),
+                      align=["left", "left", "right", "right"])
     lines.append("")
     if not files:
         lines += ["No cell ran in two or more runs on the same machine model yet: no trend plot.", ""]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.results.report.common import json_list
+from bench.results.report.common import json_list, md_table
 from bench.results.schema import Data, Env, Metrics, Record, Telemetry, col, setting_col, spread_col
 
 HISTORY_LOSS, HISTORY_VAL_ACC = col(Record, "history", "loss"), col(Record, "history", "val_accuracy")
@@ -230,8 +230,6 @@ def correctness_lines(df, ok) -> list[str]:
              + ("" if full_real else " (no full-size real-data rows here: only the loss check applied)")]
     if not flags:
         return lines + ["- No row flagged."]
-    lines += ["", "| stack | workload | variant | check | value | median | band |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {f['stack']} | {f['workload']} | {f['variant']} | {f['check']} | {f['value']} | "
-              f"{f.get('median', '')} | {f.get('band', '')} |" for f in flags]
+    head = ["stack", "workload", "variant", "check", "value", "median", "band"]
+    lines += ["", *md_table(head, ([f.get(k, "") for k in head] for f in flags))]
     return lines + ["", "**Speed numbers of flagged rows stand beside a model that did not learn like the others'.**"]

@@ -9,7 +9,7 @@ from bench.core import reference
 from bench.core.gpus import gpu_family, is_mig_name, model_name
 from bench.core.knobs import STEP_KNOBS
 from bench.core.stacks import STACKS
-from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt
+from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, md_table
 from bench.results.schema import EffectiveSettings, Env, Metrics, Record, col
 
 PAPER_CSV = "keras_io_benchmarks_2024.csv"
@@ -152,8 +152,8 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
            "name). "
            "README's \"Method vs the sources\" lists the settings beside the source's. "
            "Bold: our fastest Keras 3 stack. "
-           "The published table has no plain PyTorch column.", "", "| " + " | ".join(head) + " |",
-           "|" + "---|" * len(head)]
+           "The published table has no plain PyTorch column.", ""]
+    table = []
     for row in rows:
         ours = {sid: ours_ms(c) for sid, c in row["ours"].items()}
         best_sid, best = best_keras3(ours)
@@ -177,9 +177,8 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
             cell = row["ours"][sid]
             others.append("not run" if cell is None else notes.ref(cell) if cell["status"] != "ok"
                           else fmt(ours[sid], 2))
-        out.append(f"| {row['model']} | {row['task']} | {row['batch']} | " + " | ".join(cells)
-                   + f" | {best_text} | " + " | ".join(others) + " |")
-    out += ["", *paper_throughput(rows, keras_cols + other_cols)]
+        table.append([row["model"], row["task"], row["batch"], *cells, best_text, *others])
+    out += [*md_table(head, table), "", *paper_throughput(rows, keras_cols + other_cols)]
     for title, name in plots.items():
         out.append(f"![{title}]({name})")
     return out + [""]
@@ -200,7 +199,7 @@ def ratio_text(cell, mine: float | None, pub: float | None) -> str:
 
 def paper_throughput(rows: list[dict[str, Any]], stacks: tuple[str, ...]) -> list[str]:
     """Throughput (examples/s; tokens/s for generate) and MFU per stack (``stacks``) for every row we ran."""
-    lines = []
+    table = []
     for row in rows:
         cells = []
         for sid in stacks:
@@ -214,12 +213,10 @@ def paper_throughput(rows: list[dict[str, Any]], stacks: tuple[str, ...]) -> lis
             cells.append(rate + (f", MFU {100 * mfu:.1f} %" if mfu is not None else "")
                          + (f" ({100 * measured:.1f} % of measured peak)" if measured is not None else ""))
         if any(cells):
-            lines.append(f"| {row['model']} | {row['task']} | {row['batch']} | " + " | ".join(cells) + " |")
-    if not lines:
+            table.append([row["model"], row["task"], row["batch"], *cells])
+    if not table:
         return []
-    head = ["model", "task", "batch", *stacks]
     return ["Throughput (examples/s; generated tokens/s for generate) and MFU (model FLOPs from "
             "`bench/core/reference/paper_flops.csv` over the GPU's dense peak for the dtype in use; blank where "
             "the GPU or the shapes are not tabulated; in brackets, over the GEMM peak `make doctor` measured "
-            "in that image on that GPU):", "", "| " + " | ".join(head) + " |",
-            "|" + "---|" * len(head), *lines, ""]
+            "in that image on that GPU):", "", *md_table(["model", "task", "batch", *stacks], table), ""]

@@ -16,7 +16,7 @@ from typing import Any
 from bench.core.opcategories import IDLE, KEYS, label
 from bench.core.stacks import STACKS
 from bench.results.compare import INPUTS, KEY, STATUS, with_inputs
-from bench.results.report.common import _num
+from bench.results.report.common import _num, md_table
 from bench.results.report.versions import MATCH, OVERHEAD_PAIRS, step_read
 from bench.results.schema import Profile, Record, col
 
@@ -153,12 +153,12 @@ def profile_section(frame: Any, plots: dict[str, str]) -> list[str]:
     for name, g in _groups(frame):
         parts = [p for p in PARTS if (g[p] > 0).any()]  # a category no stack spent time in: left out of the table
         head = ["stack", "ms/step (profiled)", "slowdown", *(label(p) for p in parts)]
-        out += [f"### {name}", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        rows = []
         for _, r in g.iterrows():
             ms = "n/a" if r["ms_step"] is None else f"{r['ms_step']:.3g}"
             slow = "n/a" if _num(r.get("slowdown")) is None else f"{r['slowdown']:.2f}x"
-            out.append("| " + " | ".join([r["stack"], ms, slow, *(f"{100 * r[p]:.1f} %" for p in parts)]) + " |")
-        out += ["", largest_difference(g), *keras_adds(g), *differs(g), ""]
+            rows.append([r["stack"], ms, slow, *(f"{100 * r[p]:.1f} %" for p in parts)])
+        out += [f"### {name}", "", *md_table(head, rows), "", largest_difference(g), *keras_adds(g), *differs(g), ""]
     return out
 
 

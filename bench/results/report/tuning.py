@@ -12,7 +12,7 @@ from bench.core import reference
 from bench.core.knobs import normalise, variant_name
 from bench.core.reference import tuning_study
 from bench.core.stacks import STACKS, get_stack
-from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list
+from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list, md_table
 from bench.results.schema import Data, Metrics, Record, Telemetry, col, setting_col
 
 REQUESTED = col(Record, "settings_requested") + "."
@@ -170,15 +170,32 @@ def tuning_section(rows, notes: Footnotes, plots: dict[str, str]) -> list[str]:
            "whole-training seconds). Reference = the published time on an RTX 4060 Ti (other hardware: "
            "compare shapes, not absolute values). J/epoch from the NVML energy counter.", "",
            pairing_note(rows), "",
-           "### Out of the box vs best, per stack", "",
-           "| stack | out-of-the-box | time (s) | best configuration | time (s) | speedup | GPU util % | "
-           "power W | J/epoch | final loss |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "### Out of the box vs best, per stack", "", *md_table(BEST_HEAD, _best_rows(rows, notes)), "",
+           "### Full grid", "", *md_table(GRID_HEAD, _grid_rows(rows, notes))]
+    caveat = (" (CPU smoke run: says nothing about GPUs)" if (rows["device"] == "cpu").any() else "")
+    out += ["", f"### What the study found, checked on our data{caveat}", "", *findings(rows), ""]
+    for title, name in plots.items():
+        out.append(f"![{title}]({name})")
+    return out + [""]
+
+
+#: The columns of the tuning section's two tables.
+BEST_HEAD = ["stack", "out-of-the-box", "time (s)", "best configuration", "time (s)", "speedup", "GPU util %",
+             "power W", "J/epoch", "final loss"]
+GRID_HEAD = ["stack", "configuration", "status", "time (s)", "reference (s)", "ms/step p50", "GPU util %", "power W",
+             "J/epoch", "throttled"]
+
+
+def _best_rows(rows, notes: Footnotes) -> list[list[str]]:
+    """Per stack (in ``STACKS`` order) its out-of-the-box row and fastest ok row (``BEST_HEAD``); ``n/a`` throughout
+    for a stack without an ok row. A baseline that is not ok lands in ``notes``."""
+    out = []
     for sid in [s for s in STACKS if s in set(rows["stack"])]:
         g = rows[rows["stack"] == sid]
         ok = g[g["status"] == "ok"].dropna(subset=["time_s"])
         base = g[g["baseline"].map(as_bool) == True]  # noqa: E712  (pandas column comparison)
         if ok.empty:
-            out.append(f"| {sid} | " + " | ".join(["n/a"] * 9) + " |")
+            out.append([sid, *["n/a"] * (len(BEST_HEAD) - 1)])
             continue
         best = ok.loc[ok["time_s"].idxmin()]
         b = base.iloc[0] if not base.empty else None
@@ -188,25 +205,23 @@ def tuning_section(rows, notes: Footnotes, plots: dict[str, str]) -> list[str]:
             b_name, b_text = "n/a", "n/a"
         else:
             b_name, b_text = b["variant"], fmt(b_time) if b["status"] == "ok" else notes.ref(b)
-        out.append(f"| {sid} | {b_name} | {b_text} | {best['variant']} | {fmt(best['time_s'])} | {speed} | "
-                   f"{fmt(_col(best, GPU_UTIL))} | {fmt(_col(best, POWER))} | "
-                   f"{fmt(_col(best, J_EPOCH))} | {fmt(best['final_loss'], 4)} |")
-    out += ["", "### Full grid", "",
-            "| stack | configuration | status | time (s) | reference (s) | ms/step p50 | GPU util % | power W | "
-            "J/epoch | throttled |", "|---|---|---|---|---|---|---|---|---|---|"]
+        out.append([sid, b_name, b_text, best["variant"], fmt(best["time_s"]), speed, fmt(_col(best, GPU_UTIL)),
+                    fmt(_col(best, POWER)), fmt(_col(best, J_EPOCH)), fmt(best["final_loss"], 4)])
+    return out
+
+
+def _grid_rows(rows, notes: Footnotes) -> list[list[str]]:
+    """Every tuning row (by stack, then variant) as a line of the full grid (``GRID_HEAD``); a row that is not ok
+    lands in ``notes``."""
+    out = []
     for _, r in rows.sort_values(["stack", "variant"]).iterrows():
         status = "ok" if r["status"] == "ok" else notes.ref(r)
         throttled = as_bool(_col(r, col(Telemetry, "throttled")))
         thr = "n/a" if throttled is None else "yes" if throttled else "no"
         name = f"{r['variant']}{' (baseline)' if as_bool(r['baseline']) else ''}"
-        out.append(f"| {r['stack']} | {name} | {status} | {fmt(r['time_s'])} | {fmt(r['reference_time_s'])} | "
-                   f"{fmt(_col(r, P50), 2)} | {fmt(_col(r, GPU_UTIL))} | "
-                   f"{fmt(_col(r, POWER))} | {fmt(_col(r, J_EPOCH))} | {thr} |")
-    caveat = (" (CPU smoke run: says nothing about GPUs)" if (rows["device"] == "cpu").any() else "")
-    out += ["", f"### What the study found, checked on our data{caveat}", "", *findings(rows), ""]
-    for title, name in plots.items():
-        out.append(f"![{title}]({name})")
-    return out + [""]
+        out.append([r["stack"], name, status, fmt(r["time_s"]), fmt(r["reference_time_s"]), fmt(_col(r, P50), 2),
+                    fmt(_col(r, GPU_UTIL)), fmt(_col(r, POWER)), fmt(_col(r, J_EPOCH)), thr])
+    return out
 
 
 def findings(rows) -> list[str]:

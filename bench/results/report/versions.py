@@ -23,7 +23,7 @@ from bench.results.compare import (
     rule_text,
     with_inputs,
 )
-from bench.results.report.common import _num, fmt
+from bench.results.report.common import _num, fmt, md_table
 from bench.results.schema import Env, Memory, Metrics, Record, col, setting_col
 
 #: The metric compared: its per-repeat values (``repeats.ms_per_step_mean.values``) are the samples.
@@ -260,17 +260,16 @@ def stats_note() -> str:
 
 def table_lines(t: PairTable) -> list[str]:
     """The Markdown table of one pair."""
-    out = [f"| cell | suite | size | n {t.base} / {t.candidate} | ratio [{CI_LEVEL:.0%} CI] | p | verdict "
-           f"| Δ first (s) | Δ peak (MiB) | training data {t.base} / {t.candidate} "
-           f"| step results read {t.base} / {t.candidate} |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    head = ["cell", "suite", "size", f"n {t.base} / {t.candidate}", f"ratio [{CI_LEVEL:.0%} CI]", "p", "verdict",
+            "Δ first (s)", "Δ peak (MiB)", f"training data {t.base} / {t.candidate}",
+            f"step results read {t.base} / {t.candidate}"]
+    rows = []
     for r in t.rows:
         s: PairStats = r["stats"]
         first = "n/a" if r["first"] is None else f"{_signed(r['first_delta_s'], 2)} ({r['first']})"
-        out.append(f"| {r['label']} | {r['suite']} | {r['size']} | {s.n_a} / {s.n_b} | {ratio_text(s)} | "
-                   f"{fmt(s.p_value, 3)} | {s.time_verdict} | {first} | {_signed(r['peak_delta_mib'], 1)} | "
-                   f"{r['data']} | {r['reads']} |")
-    return out + [""] + [f"Left out: {x}." for x in t.skipped] + ([""] if t.skipped else [])
+        rows.append([r["label"], r["suite"], r["size"], f"{s.n_a} / {s.n_b}", ratio_text(s), fmt(s.p_value, 3),
+                     s.time_verdict, first, _signed(r["peak_delta_mib"], 1), r["data"], r["reads"]])
+    return [*md_table(head, rows), ""] + [f"Left out: {x}." for x in t.skipped] + ([""] if t.skipped else [])
 
 
 def _plot_line(plots: dict[str, str], title: str) -> list[str]:

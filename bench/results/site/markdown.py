@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 _SEPARATOR = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
 _INLINE = (
     (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),
     (re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"),
@@ -35,8 +36,11 @@ class Block:
 
 
 def cells_of(line: str) -> list[str]:
-    """A pipe-table line's cells (the report joins them with `` | ``), stripped."""
-    return [c.strip() for c in line.strip().removeprefix("|").removesuffix("|").split(" | ")]
+    """A pipe-table line's cells (``bench.results.report.common.md_table`` writes them), stripped of their padding:
+    split at each ``|`` that is not escaped, and each escaped ``\\|`` read back as ``|``."""
+    inner = line.strip().removeprefix("|")
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [c.strip().replace("\\|", "|") for c in _CELL_BORDER.split(inner)]
 
 
 def blocks(lines: list[str]) -> list[Block]:

@@ -25,6 +25,7 @@ from bench.core.families.keras import KerasEpochSettings
 from bench.core.settings import SettingsError
 from bench.run.workloads import get_workload
 from tests.conftest import needs_keras_torch
+from tests.helpers.tables import table_rows
 
 ROOT = Path(__file__).resolve().parents[3]
 PARAMS = 199_434  # examples/mnist_hierarchical_rnn.py@2.0.8's model (tests/run/workloads/test_workloads.py PUBLISHED)
@@ -211,10 +212,10 @@ def test_the_classic_table_says_which_form_each_stack_ran():
         {**base, "workload": "mnist_mlp", "stack": "keras3-jax", "variant": "default"},
     ])
     table = "\n".join(classic_section(df, Footnotes()))
-    rows = {line.split(" | ")[0]: line for line in table.splitlines() if line.startswith("| mnist")}
-    assert table.index("| keras2-tf | keras3-jax | keras3-torch | pytorch |") > 0
-    assert rows["| mnist_hierarchical_rnn"].endswith("| 5.00 · row LSTM ×1 | 5.00 · row LSTM ×28 | 5.00 · row LSTM "
-                                                     "form not recorded | 5.00 · row LSTM ×1 (twin) |")
-    assert "5.00 · row LSTM ×1 |" in rows["| mnist_hierarchical_rnn (row_lstm=reshape)"]
-    assert "row LSTM" not in rows["| mnist_mlp"]
+    rows = {r[0]: r for r in table_rows(table)}
+    assert rows["workload"] == ["workload", "task", "keras2-tf", "keras3-jax", "keras3-torch", "pytorch"]
+    assert rows["mnist_hierarchical_rnn"][2:] == ["5.00 · row LSTM ×1", "5.00 · row LSTM ×28",
+                                                  "5.00 · row LSTM form not recorded", "5.00 · row LSTM ×1 (twin)"]
+    assert "5.00 · row LSTM ×1" in rows["mnist_hierarchical_rnn (row_lstm=reshape)"]
+    assert not any("row LSTM" in c for c in rows["mnist_mlp"])
     assert "812 sequential recurrent steps" in table and "--set row_lstm=reshape" in table
