@@ -204,7 +204,7 @@ def test_sigterm_to_bench_doctor_leaves_no_probe_running(tmp_path):
     try:
         assert gone_within(lambda: not processes_naming("outlived-by-test"), 60), "the probe did not start"
         p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=10)
+        _, err = p.communicate(timeout=60)  # its own end in seconds; a loaded machine's exit, in more
         assert p.returncode == 128 + signal.SIGTERM and "bench: interrupted by SIGTERM" in err, err
         assert gone_within(lambda: processes_naming("outlived-by-test")), "the probe outlived bench doctor"
     finally:

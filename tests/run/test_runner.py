@@ -110,13 +110,14 @@ def test_time_limit_kills_the_cell(tmp_path, fake_worker):
     assert rec["process"]["wall_s"] < 30
 
 
-@pytest.mark.parametrize(("mode", "how"), [("profile_sleep", "exceeded the time limit of 1 s"),
+@pytest.mark.parametrize(("mode", "how"), [("profile_sleep", "exceeded the time limit of 5 s"),
                                          ("profile_kill", "killed by SIGKILL")])
 def test_a_profile_that_never_ends_keeps_the_timed_record(tmp_path, fake_worker, mode, how):
     """The worker writes the timed record before its profile; a profile stopped by the time limit or the
-    out-of-memory killer leaves that record, its status and numbers, and its profile says how it ended."""
+    out-of-memory killer leaves that record, its status and numbers, and its profile says how it ended. (The limit
+    leaves the fake worker's start room on a loaded machine: at 1 s, its start alone passed it there.)"""
     fake_worker(mode)
-    rec = run_one(cell(timeout_s=1.0), tmp_path)
+    rec = run_one(cell(timeout_s=5.0), tmp_path)
     assert rec["status"] == "ok" and rec["metrics"]["ms_per_step_mean"] == 1.0
     assert rec["profile"]["reason"].startswith(f"{profile.UNFINISHED}: {how}")
     assert f"profile: none ({rec['profile']['reason']})" in rec["notes"]
