@@ -116,3 +116,72 @@ def test_bench_report_and_site_without_tabulate_are_one_line_and_exit_2(monkeypa
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"bench: error: {command} needs") and "tabulate" in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+BANNER = ["!" * 78, "!! CPU MODE: no GPU in use (--device cpu). Size: smoke.",
+          "!! These numbers are smoke tests of the harness, NOT GPU benchmarks.",
+          "!! Every result row carries device=cpu and this note.", "!" * 78]
+
+
+def test_a_runs_lines_are_its_messages_alone_progress_on_stdout_the_banner_on_stderr(tmp_path, fake_worker, capsys,
+                                                                                      caplog):
+    """What the bodies log (bench.cli.console) prints as print did: no level, no time; and only once, though the
+    root logger has a handler (caplog's, as a framework's basicConfig would add one)."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu", "--out", str(out)])
+    assert e.value.code == 0
+    got = capsys.readouterr()
+    assert got.err.splitlines() == BANNER
+    assert got.out.splitlines() == [
+        f"run: 1 cells x 1 repeat(s) -> {out}",
+        "[1/1] pytorch mnist_mlp fit default (smoke, cpu): ok  1.00 ms/step, first epoch 0.1 s, process "
+        + got.out.split(", process ")[1].split(",")[0] + ", data=synthetic",
+        f"summary: 1 ok -> {out}"]
+    assert not [r for r in caplog.records if r.name.startswith("bench")]  # not printed a second time
+    bench_log = logging.getLogger("bench")  # put back as it was: a later caller's logging is its own
+    assert bench_log.handlers == [] and bench_log.propagate and bench_log.level == logging.NOTSET
+
+
+def one_good_one_bad(tmp_path: Path) -> Path:
+    """A run folder with one committed record and a file that is not JSON (``bench collect`` skips it, warning)."""
+    src = ROOT / "results" / "cpu-smoke" / "runs" / "classic-smoke-cpu" / "pytorch"
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    good = next(src.glob("*.json"))
+    (runs / good.name).write_text(good.read_text())
+    (runs / "x.json").write_text("{")
+    return runs
+
+
+def test_a_commands_body_reports_through_its_modules_logger(tmp_path, caplog, capsys):
+    """Outside the CLI nothing is printed: a caller (a test) reads the lines from logging."""
+    import logging
+
+    from bench.results import actions
+
+    pytest.importorskip("pandas")
+    caplog.set_level(logging.INFO, logger="bench")
+    runs = one_good_one_bad(tmp_path)
+    actions.collect_run(runs, tmp_path / "o.csv", None, True)
+    assert {r.name for r in caplog.records} == {"bench.results.actions"}
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO", "INFO", "INFO"]
+    assert caplog.messages[0].startswith(f"skipped {runs / 'x.json'}: not valid JSON")
+    assert caplog.messages[1] == f"wrote {tmp_path / 'o.csv'}: 1 rows, 1 file(s) skipped"
+    assert capsys.readouterr().out == ""
+
+
+def test_warnings_and_progress_keep_their_order_on_one_stream(tmp_path):
+    """stderr's "skipped" line before stdout's "wrote" line, as the body wrote them: each line is flushed."""
+    pytest.importorskip("pandas")
+    runs = one_good_one_bad(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "bench", "collect", str(runs), "-o", str(tmp_path / "o.csv"),
+                        "--no-history"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith(f"skipped {runs / 'x.json'}: not valid JSON")
+    assert lines[1] == f"wrote {tmp_path / 'o.csv'}: 1 rows, 1 file(s) skipped"
+    assert lines[2] == "ms/step (mean over steady-state steps):"

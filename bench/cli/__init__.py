@@ -3,7 +3,9 @@
 errors to one line on stderr: exit code 2 for bad input (``bench.core.errors.InputError``), 1 for a run with a cell
 that did not succeed or a command that failed, 128 + the signal's number for SIGTERM or SIGINT
 (``bench.core.interrupt``). Commands: ``info`` (list, knobs, fields), ``running`` (run, sweep, fidelity, doctor,
-selftest), ``results`` (collect, compare, report, history).
+selftest), ``results`` (collect, compare, report, history). What a command's body logs (the ``bench`` logger tree)
+is printed for the length of the command by ``bench.cli.console``: INFO on stdout, WARNING and above on stderr, the
+message alone.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 
 import click
 
-from bench.cli import info, results, running
+from bench.cli import console, info, results, running
 from bench.core import interrupt
 from bench.core.stacks import DEFAULT_STACKS, STACKS
 
@@ -25,8 +27,9 @@ def _summary() -> str:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=_summary())
-def cli() -> None:
-    pass
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    ctx.call_on_close(console.attach())  # the command's log lines on the console until it ends
 
 
 for _command in (*info.COMMANDS, *running.COMMANDS, *results.COMMANDS):

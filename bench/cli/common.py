@@ -20,11 +20,6 @@ def fail(message: str) -> NoReturn:
     raise click.UsageError(message)
 
 
-def warn(message: str) -> None:
-    """``message`` on stderr (a command body's ``warn``)."""
-    click.echo(message, err=True)
-
-
 def device_option(help: str | None = None) -> Callable[[F], F]:
     """``--device auto|cpu|gpu`` (``bench.core.words.Device``; env BENCH_DEVICE), default auto."""
     return click.option("--device", type=click.Choice(get_args(Device)), default="auto", show_default=True,

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from bench.cli.common import fail, warn
+from bench.cli.common import fail
 from bench.core.errors import InputError
 from bench.results import actions
 from bench.results.compare import ALPHA, THRESHOLD
@@ -34,7 +34,7 @@ def _call(body: Callable[..., None], *args: Any) -> None:
 def collect_cmd(results_dir: Path, out_csv: Path, history_path: Path | None, no_history: bool) -> None:
     """Merge every cell JSON under RESULTS_DIR into one CSV and its JSON lines (the run is the CSV's name without
     .csv), append it to the results history and print ms/step by workload x stack."""
-    _call(actions.collect_run, results_dir, out_csv, history_path, no_history, click.echo, warn)
+    _call(actions.collect_run, results_dir, out_csv, history_path, no_history)
 
 
 @click.command("compare")
@@ -58,7 +58,7 @@ def compare_cmd(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold: 
     if (variant_a is None) != (variant_b is None):
         fail("--variant-a and --variant-b go together")
     variants = (variant_a, variant_b) if variant_a is not None and variant_b is not None else None
-    _call(actions.compare_runs, csv_a, csv_b, metric, alpha, threshold, out_csv, variants, click.echo, profile)
+    _call(actions.compare_runs, csv_a, csv_b, metric, alpha, threshold, out_csv, variants, profile)
 
 
 @click.group("history")
@@ -76,7 +76,7 @@ def _history_opt(f: Callable[..., None]) -> Callable[..., None]:
 @_history_opt
 def history_runs_cmd(history_path: Path) -> None:
     """The runs in the history, oldest first."""
-    _call(actions.history_runs, history_path, click.echo)
+    _call(actions.history_runs, history_path)
 
 
 @history_group.command("show")
@@ -89,7 +89,7 @@ def history_runs_cmd(history_path: Path) -> None:
 def history_show_cmd(history_path: Path, run: str | None, stacks: tuple[str, ...], cells: tuple[str, ...],
                      out_csv: Path | None) -> None:
     """The history's rows (ms/step per run, stack and cell), or all their columns as CSV."""
-    _call(actions.history_show, history_path, run, stacks, cells, out_csv, click.echo)
+    _call(actions.history_show, history_path, run, stacks, cells, out_csv)
 
 
 @history_group.command("export-bmf")
@@ -99,7 +99,7 @@ def history_show_cmd(history_path: Path, run: str | None, stacks: tuple[str, ...
               help="BMF JSON file to write (for `bencher run --adapter json --file`).")
 def history_bmf_cmd(history_path: Path, run: str | None, out_json: Path) -> None:
     """One run's ok cells in Bencher Metric Format: latency (ns per step), throughput (examples/s)."""
-    _call(actions.history_export_bmf, history_path, run, out_json, click.echo)
+    _call(actions.history_export_bmf, history_path, run, out_json)
 
 
 @click.command("report")
@@ -116,7 +116,7 @@ def history_bmf_cmd(history_path: Path, run: str | None, out_json: Path) -> None
 def report_cmd(sources: tuple[Path, ...], out_dir: Path | None, price_per_hour: float | None,
                history_path: Path | None) -> None:
     """Markdown report with plots from collected CSVs (a directory: every bench CSV in it, one section each)."""
-    _call(actions.write_report_for, sources, out_dir, price_per_hour, history_path, click.echo, warn)
+    _call(actions.write_report_for, sources, out_dir, price_per_hour, history_path)
 
 
 @click.command("site")
@@ -129,7 +129,7 @@ def report_cmd(sources: tuple[Path, ...], out_dir: Path | None, price_per_hour: 
 def site_cmd(sources: tuple[Path, ...], out_dir: Path, histories: tuple[Path, ...]) -> None:
     """Static results site (opens from the file system, offline) from collected CSVs: a directory stands for
     its CSVs and those of its folders one level down."""
-    _call(actions.write_site, sources, out_dir, histories or None, click.echo, warn)
+    _call(actions.write_site, sources, out_dir, histories or None)
 
 
 COMMANDS = (collect_cmd, compare_cmd, history_group, report_cmd, site_cmd)

@@ -10,7 +10,7 @@ from typing import get_args
 
 import click
 
-from bench.cli.common import device_option, fail, request_options, warn
+from bench.cli.common import device_option, fail, request_options
 from bench.core.errors import InputError
 from bench.core.request import Request
 from bench.core.stacks import STACKS
@@ -23,7 +23,7 @@ from bench.run import session
 def run_cmd(**inputs: object) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
     try:
-        code = session.run_request(Request(**inputs), click.echo, warn)  # type: ignore[arg-type]
+        code = session.run_request(Request(**inputs))  # type: ignore[arg-type]
     except InputError as e:
         fail(str(e))
     if code:
@@ -37,7 +37,7 @@ def sweep_cmd(grid_file: Path, **inputs: object) -> None:
     """Run a YAML grid of settings (see bench/run/sweeps/tuning.yaml); invalid combinations become
     'unsupported' records with the reason."""
     try:
-        code = session.run_sweep(Request(**inputs), grid_file, click.echo, warn)  # type: ignore[arg-type]
+        code = session.run_sweep(Request(**inputs), grid_file)  # type: ignore[arg-type]
     except InputError as e:
         fail(str(e))
     if code:
@@ -60,7 +60,7 @@ def fidelity_cmd(stack_id: str, workload: str, size: Size, device: Device, epoch
     from bench.core.errors import CommandFailed
 
     try:
-        session.fidelity(stack_id, workload, size, device, epochs, out_file, click.echo)
+        session.fidelity(stack_id, workload, size, device, epochs, out_file)
     except InputError as e:
         fail(str(e))
     except CommandFailed as e:

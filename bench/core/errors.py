@@ -1,18 +1,7 @@
-"""How a command's body talks to the ``bench`` command line: the errors it raises for the CLI to print as one
-line (``bench.cli.main``), and the ``Echo`` callables it prints through (``print``; ``to_stderr`` for warnings)."""
+"""The errors a command's body raises for the ``bench`` command line to print as one line (``bench.cli.main``). What
+it reports on the way it logs to its module's logger, which the CLI prints (``bench.cli.console``)."""
 
 from __future__ import annotations
-
-import sys
-from collections.abc import Callable
-
-#: A line printer: ``print`` (stdout), ``to_stderr``, or ``click.echo`` from the CLI.
-Echo = Callable[[str], None]
-
-
-def to_stderr(message: str) -> None:
-    """A warning's default printer: ``message`` on stderr."""
-    print(message, file=sys.stderr)
 
 
 class InputError(ValueError):

@@ -1,28 +1,32 @@
 """The bodies of ``bench``'s results commands: collect, compare, report, site and the history's runs, show and
 export-bmf.
 
-Each prints through ``echo`` (stdout; ``warn``: stderr) and raises ``bench.core.errors.InputError`` for what the user
-can fix (a missing file or package, a bad flag), which the CLI prints as one line with exit code 2. pandas, scipy,
-matplotlib, plotly and tabulate are imported here, when a command needs them, never when ``bench`` starts.
+Each logs what it reports to this module's logger (``bench.results.actions``: INFO, and WARNING for a file skipped or
+a warning of the report; the CLI prints them on stdout and stderr, ``bench.cli.console``) and raises
+``bench.core.errors.InputError`` for what the user can fix (a missing file or package, a bad flag), which the CLI
+prints as one line with exit code 2. pandas, scipy, matplotlib, plotly and tabulate are imported here, when a command
+needs them, never when ``bench`` starts.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.core.errors import Echo, InputError, to_stderr
+from bench.core.errors import InputError
+
+logger = logging.getLogger(__name__)
 
 NEEDS = "install dlbench[collect] or use the collector image"
 
 
 
-def collect_run(results_dir: Path, out_csv: Path, history_path: Path | None, no_history: bool,
-                echo: Echo = print, warn: Echo = to_stderr) -> None:
+def collect_run(results_dir: Path, out_csv: Path, history_path: Path | None, no_history: bool) -> None:
     """``bench collect``: every cell JSON under ``results_dir`` into ``out_csv`` (the run is its stem), appended to
-    the history (``history_path``, default history.sqlite beside the CSV) unless ``no_history``; prints ms/step by
+    the history (``history_path``, default history.sqlite beside the CSV) unless ``no_history``; logs ms/step by
     workload x stack.
 
     Raises:
@@ -38,8 +42,8 @@ def collect_run(results_dir: Path, out_csv: Path, history_path: Path | None, no_
     except (FileNotFoundError, ValueError) as e:
         raise InputError(str(e)) from e
     for path, reason in bad:
-        warn(f"skipped {path}: {reason}")
-    echo(f"wrote {out_csv}: {len(df)} rows, {len(bad)} file(s) skipped")
+        logger.warning(f"skipped {path}: {reason}")
+    logger.info(f"wrote {out_csv}: {len(df)} rows, {len(bad)} file(s) skipped")
     if not no_history:
         import sqlite3
 
@@ -52,13 +56,13 @@ def collect_run(results_dir: Path, out_csv: Path, history_path: Path | None, no_
             raise InputError(
                 f"cannot write the history {history_path}: {type(e).__name__}: {e}; the CSV {out_csv} is written. "
                 "A bucket mounted with FUSE takes no SQLite writes: --history on a local disk, or --no-history") from e
-        echo(f"history {history_path}: run {out_csv.stem}, {n} rows (replacing any earlier collect of it)")
-    echo("ms/step (mean over steady-state steps):")
-    echo(pivot_ms_per_step(df).to_string())
+        logger.info(f"history {history_path}: run {out_csv.stem}, {n} rows (replacing any earlier collect of it)")
+    logger.info("ms/step (mean over steady-state steps):")
+    logger.info(pivot_ms_per_step(df).to_string())
 
 
 def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold: float, out_csv: Path | None,
-                 variants: tuple[str, str] | None, echo: Echo = print, profile: bool = False) -> None:
+                 variants: tuple[str, str] | None, profile: bool = False) -> None:
     """``bench compare``: per cell, the ratio B/A of ``metrics.<metric>`` with a Mann-Whitney U test at ``alpha``
     across repeats, flagged beyond ``threshold`` (relative); ``variants``: A's cells of the first variant against
     B's of the second. Prints the table and a summary line; writes it to ``out_csv`` when given. ``profile``: then,
@@ -79,18 +83,18 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise InputError(str(e).splitlines()[0]) from e
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):
-        echo(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        logger.info(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     flagged = table[table["verdict"].isin(["higher", "lower"])]
-    echo(f"{len(table)} cells compared; {len(flagged)} changed beyond noise "
-         f"({rule_text(alpha, threshold)}); "
-         f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats)")
+    logger.info(f"{len(table)} cells compared; {len(flagged)} changed beyond noise "
+                f"({rule_text(alpha, threshold)}); "
+                f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats)")
     if out_csv:
         table.to_csv(out_csv, index=False)
     if profile:
-        _echo_profiles(read_rows(csv_a), read_rows(csv_b), echo)
+        _log_profiles(read_rows(csv_a), read_rows(csv_b))
 
 
-def _echo_profiles(df_a: Any, df_b: Any, echo: Echo) -> None:
+def _log_profiles(df_a: Any, df_b: Any) -> None:
     """``bench compare --profile``'s part: each cell's two profiles side by side, or why there is none."""
     import pandas as pd
 
@@ -98,18 +102,18 @@ def _echo_profiles(df_a: Any, df_b: Any, echo: Echo) -> None:
 
     pairs = compare_profiles(df_a, df_b)
     if not pairs:
-        echo("profiles: no ok cell carries a profile in both CSVs (bench run --profile)")
+        logger.info("profiles: no ok cell carries a profile in both CSVs (bench run --profile)")
     for cell, table in pairs:
         if isinstance(table, str):  # not comparable: say why
-            echo(f"\nwhere the time goes, {cell}: {table}")
+            logger.info(f"\nwhere the time goes, {cell}: {table}")
             continue
-        echo(f"\nwhere the time goes, {cell} (A | B; % of the profiled window, ms per profiled step):")
+        logger.info(f"\nwhere the time goes, {cell} (A | B; % of the profiled window, ms per profiled step):")
         with pd.option_context("display.width", 200):
-            echo(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+            logger.info(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
 
 def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_hour: float | None,
-                     history_path: Path | None, echo: Echo = print, warn: Echo = to_stderr) -> None:
+                     history_path: Path | None) -> None:
     """``bench report``: report.md with plots from the collected CSVs ``sources`` (a directory: every bench CSV in
     it), in ``out_dir`` (default: the first source's directory), with cost at ``price_per_hour`` ($ per GPU-hour)
     and the History section from ``history_path`` (default: history.sqlite there, when there).
@@ -126,7 +130,7 @@ def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_ho
     try:
         runs, warnings = load_runs(list(sources))
         for w in warnings:
-            warn(f"warning: {w}")
+            logger.warning(f"warning: {w}")
         first = sources[0]
         if history_path is not None and not history_path.is_file():
             raise InputError(f"no history at {history_path}")
@@ -137,11 +141,10 @@ def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_ho
         raise
     except ValueError as e:
         raise InputError(str(e)) from e
-    echo(f"wrote {path}")
+    logger.info(f"wrote {path}")
 
 
-def write_site(sources: Sequence[Path], out_dir: Path, histories: Sequence[Path] | None, echo: Echo = print,
-               warn: Echo = to_stderr) -> None:
+def write_site(sources: Sequence[Path], out_dir: Path, histories: Sequence[Path] | None) -> None:
     """``bench site``: the static results site (``bench.results.site``) of the runs under ``sources`` and the
     results ``histories`` (default: every history.sqlite beside the runs) in ``out_dir``.
 
@@ -167,9 +170,9 @@ def write_site(sources: Sequence[Path], out_dir: Path, histories: Sequence[Path]
     except ValueError as e:
         raise InputError(str(e)) from e
     for w in done["warnings"]:
-        warn(f"warning: {w}")
-    echo(f"wrote {out_dir / 'index.html'}: {done['runs']} runs, {done['pages']} pages, {done['charts']} charts "
-         f"in {time.perf_counter() - start:.1f} s (open it in a browser: no server needed)")
+        logger.warning(f"warning: {w}")
+    logger.info(f"wrote {out_dir / 'index.html'}: {done['runs']} runs, {done['pages']} pages, {done['charts']} charts "
+                f"in {time.perf_counter() - start:.1f} s (open it in a browser: no server needed)")
 
 
 def _history() -> ModuleType:
@@ -181,7 +184,7 @@ def _history() -> ModuleType:
     return history
 
 
-def history_runs(history_path: Path, echo: Echo = print) -> None:
+def history_runs(history_path: Path) -> None:
     """``bench history runs``: the runs in the history, oldest first.
 
     Raises:
@@ -192,11 +195,11 @@ def history_runs(history_path: Path, echo: Echo = print) -> None:
         table = h.runs(history_path)
     except h.HistoryError as e:
         raise InputError(str(e)) from e
-    echo(table.to_string(index=False) if len(table) else f"{history_path}: no runs")
+    logger.info(table.to_string(index=False) if len(table) else f"{history_path}: no runs")
 
 
 def history_show(history_path: Path, run: str | None, stacks: Sequence[str], cells: Sequence[str],
-                 out_csv: Path | None, echo: Echo = print) -> None:
+                 out_csv: Path | None) -> None:
     """``bench history show``: the rows of ``run`` (default all) for ``stacks`` and ``cells`` (default all), as
     ms/step per run, stack and cell, or every column into ``out_csv``.
 
@@ -217,13 +220,13 @@ def history_show(history_path: Path, run: str | None, stacks: Sequence[str], cel
             df = df[df[name].isin(values)]
     if out_csv is not None:
         df.to_csv(out_csv, index=False)
-        echo(f"wrote {out_csv}: {len(df)} rows")
+        logger.info(f"wrote {out_csv}: {len(df)} rows")
         return
     cols = ["run", "date", "stack", "versions", "machine", "cell", "status", "ms_per_step_mean", "repeats_n"]
-    echo(df[cols].to_string(index=False) if len(df) else "no rows")
+    logger.info(df[cols].to_string(index=False) if len(df) else "no rows")
 
 
-def history_export_bmf(history_path: Path, run: str | None, out_json: Path, echo: Echo = print) -> None:
+def history_export_bmf(history_path: Path, run: str | None, out_json: Path) -> None:
     """``bench history export-bmf``: one run's (default: the latest) ok cells in Bencher Metric Format into
     ``out_json``: latency (ns per step), throughput (examples/s).
 
@@ -244,4 +247,4 @@ def history_export_bmf(history_path: Path, run: str | None, out_json: Path, echo
         raise InputError(str(e)) from e
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(bmf, indent=2) + "\n")
-    echo(f"wrote {out_json}: run {run}, {len(bmf)} benchmarks")
+    logger.info(f"wrote {out_json}: run {run}, {len(bmf)} benchmarks")

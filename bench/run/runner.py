@@ -11,9 +11,10 @@ no other cell starts: ``Interrupted`` ends the run, every record already written
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ from bench.run.cellprocess import wait_for_worker, worker_record
 from bench.run.environment import cuda_cache_block, cuda_cache_bytes
 from bench.run.gpu_state import Cooldown
 from bench.run.runfolder import RunFolder
+
+logger = logging.getLogger(__name__)
 
 WORKER = [sys.executable, "-m", "bench.run.worker"]
 
@@ -172,12 +175,12 @@ def run_round(cell: Cell, folder: RunFolder, repeats: int, round_: int, schedule
     return agg
 
 
-def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: int = 1,
-              echo: Callable[[str], None] = print, round_: int | None = None,
+def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: int = 1, round_: int | None = None,
               schedules: dict[str, dict[str, Any]] | None = None, cooldown: Cooldown | None = None,
               gpu: str | None = None) -> list[Outcome]:
     """Run every cell not already done (status ok/unsupported) unless ``force``; never stops early, except on
-    SIGTERM or SIGINT (``bench.core.interrupt.Interrupted``, once the running cell's record is written).
+    SIGTERM or SIGINT (``bench.core.interrupt.Interrupted``, once the running cell's record is written). Each cell's
+    line (skipped, run again, its outcome: ``describe``) is logged (INFO).
 
     With ``repeats`` > 1 each cell runs that many times, each in its own process, and its record is
     the aggregate (``bench.results.repeats.RULE``). A single run still carries a one-value ``repeats`` block.
@@ -195,12 +198,12 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
         found = folder.existing(cell, repeats, gpu)
         done = None if found is None else found.status
         if done in FINAL_STATUSES and not force:
-            echo(f"{head}: already {done}, skipped (use --force to run again)")
+            logger.info(f"{head}: already {done}, skipped (use --force to run again)")
             outcomes.append(Outcome(cell, done, skipped=True))
             continue
         stale = folder.mismatch(cell, gpu)
         if stale and not force:
-            echo(f"{head}: the record on disk was made with other inputs or code ({stale}); running it again")
+            logger.info(f"{head}: the record on disk was made with other inputs or code ({stale}); running it again")
         if round_ is not None:
             rec = run_round(cell, folder, repeats, round_, (schedules or {})[cell.stack], force, cooldown, gpu)
             if rec.repeat is not None:
@@ -210,7 +213,7 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
         else:
             rec = aggregate([reuse_or_run(cell, folder, True, cooldown, gpu)])
             folder.write(cell, rec)
-        echo(f"{head}: {describe(rec)}")
+        logger.info(f"{head}: {describe(rec)}")
         outcomes.append(Outcome(cell, rec.status, record=rec))
         interrupt.check()  # SIGTERM/SIGINT during this cell: its record is written, stop here
     return outcomes

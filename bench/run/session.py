@@ -2,18 +2,20 @@
 plan the rounds, cool down, ensure the measured GEMM peak, run the cells (``bench.run.runner``) and summarise.
 
 Bad input raises ``bench.core.errors.InputError`` before anything runs (the CLI prints it as one line, exit code 2).
-Output goes through ``echo`` (progress, stdout) and ``warn`` (the CPU banner and the failure count, stderr).
+Output is logged to this module's logger (``bench.run.session``): INFO for progress, WARNING for the CPU banner and
+the failure count; the CLI prints them on stdout and stderr (``bench.cli.console``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.core import interrupt
-from bench.core.errors import Echo, InputError, to_stderr
+from bench.core.errors import InputError
 from bench.core.request import Request
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.core.words import Device, RunDevice, Size
@@ -22,6 +24,8 @@ from bench.run import plan as planning
 if TYPE_CHECKING:
     from bench.results.cell import Cell
     from bench.run.gpu_state import Cooldown
+
+logger = logging.getLogger(__name__)
 
 BANNER_WIDTH = 78
 #: ``cooldown.idle_source`` for a baseline given with ``--idle-temp-c``.
@@ -44,10 +48,10 @@ def planning_probe(stack_id: str) -> list[str]:
     return probe_gpus(get_stack(stack_id))
 
 
-def stack_gpus(stack_id: str, echo: Echo = print) -> list[str]:
+def stack_gpus(stack_id: str) -> list[str]:
     """The GPUs the framework of ``stack_id`` sees: what ``bench doctor`` recorded on this very GPU under this software
-    (``bench.run.probe.recorded_gpus``: no process started), else the probe's answer (``planning_probe``); ``echo``
-    says which.
+    (``bench.run.probe.recorded_gpus``: no process started), else the probe's answer (``planning_probe``); logs
+    which (INFO).
 
     Raises:
         RuntimeError: the probe's (a framework that cannot tell).
@@ -57,14 +61,14 @@ def stack_gpus(stack_id: str, echo: Echo = print) -> list[str]:
     root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
     gpus, how = recorded_gpus(stack_id, root, os.environ.get("BENCH_FLAVOR", "gpu"))
     if gpus is not None:
-        echo(f"{stack_id}: GPU {gpus[0]} as bench doctor saw it, probe skipped: {how}")
+        logger.info(f"{stack_id}: GPU {gpus[0]} as bench doctor saw it, probe skipped: {how}")
         return gpus
     gpus = planning_probe(stack_id)
-    echo(f"{stack_id}: probed the GPUs its framework sees ({how}): {', '.join(gpus) or 'none'}")
+    logger.info(f"{stack_id}: probed the GPUs its framework sees ({how}): {', '.join(gpus) or 'none'}")
     return gpus
 
 
-def resolve_device(requested: Device, stacks: list[str], echo: Echo = print) -> RunDevice:
+def resolve_device(requested: Device, stacks: list[str]) -> RunDevice:
     """``auto`` -> gpu when every selected stack's framework sees a GPU (``stack_gpus``), else cpu.
 
     Raises:
@@ -74,7 +78,7 @@ def resolve_device(requested: Device, stacks: list[str], echo: Echo = print) -> 
         return "cpu"
     for sid in stacks:
         try:
-            gpus = stack_gpus(sid, echo)
+            gpus = stack_gpus(sid)
         except RuntimeError as e:
             raise InputError(str(e)) from e
         if not gpus:
@@ -86,10 +90,10 @@ def resolve_device(requested: Device, stacks: list[str], echo: Echo = print) -> 
     return "gpu"
 
 
-def banner(lines: list[str], warn: Echo = to_stderr) -> None:
-    """``lines`` framed by rules of ``!``, loud enough to notice in a scrolling log."""
+def banner(lines: list[str]) -> None:
+    """``lines`` framed by rules of ``!``, loud enough to notice in a scrolling log: one WARNING."""
     rule = "!" * BANNER_WIDTH
-    warn("\n".join([rule, *(f"!! {line}" for line in lines), rule]))
+    logger.warning("\n".join([rule, *(f"!! {line}" for line in lines), rule]))
 
 
 def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str | None, seed: int | None,
@@ -113,19 +117,19 @@ def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str 
         raise InputError(f"--round: {e} (--repeats sets the number of rounds)") from e
 
 
-def cooldown_for(req: Request, dev: RunDevice, echo: Echo = print) -> Cooldown | None:
+def cooldown_for(req: Request, dev: RunDevice) -> Cooldown | None:
     """``req``'s cooldown (``bench.run.gpu_state.Cooldown``) on a GPU, else None: its idle baseline is
     ``--idle-temp-c`` when given (read once before the comparison's first stack), else NVML's reading now."""
     if not req.cooldown_s:
         return None
     if dev != "gpu":
-        echo("cooldown: GPU runs only; ignored on CPU")
+        logger.info("cooldown: GPU runs only; ignored on CPU")
         return None
     from bench.run.gpu_state import Cooldown
 
     cooldown = Cooldown(req.cooldown_s, idle_c=req.idle_temp_c, idle_source=IDLE_GIVEN)
-    echo(f"cooldown: up to {req.cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C "
-         f"(idle from {cooldown.idle_source})")
+    logger.info(f"cooldown: up to {req.cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C "
+                f"(idle from {cooldown.idle_source})")
     return cooldown
 
 
@@ -138,7 +142,7 @@ def cell_inputs(req: Request, command: str = "run") -> dict[str, Any]:
     return kw
 
 
-def run_request(req: Request, echo: Echo = print, warn: Echo = to_stderr) -> int:
+def run_request(req: Request) -> int:
     """``bench run``: every cell of ``req``'s selection, each in its own process. Returns the exit code (1 when a
     cell did not succeed).
 
@@ -164,10 +168,10 @@ def run_request(req: Request, echo: Echo = print, warn: Echo = to_stderr) -> int
         cells("smoke", "cpu")
     except planning.PlanError as e:
         raise InputError(str(e)) from e
-    return execute(req, req.suite, cells, echo, warn)
+    return execute(req, req.suite, cells)
 
 
-def run_sweep(req: Request, grid_file: Path, echo: Echo = print, warn: Echo = to_stderr) -> int:
+def run_sweep(req: Request, grid_file: Path) -> int:
     """``bench sweep``: the YAML grid ``grid_file`` on ``req``'s stacks (invalid combinations are recorded
     ``unsupported``). Returns the exit code (1 when a cell did not succeed).
 
@@ -183,12 +187,10 @@ def run_sweep(req: Request, grid_file: Path, echo: Echo = print, warn: Echo = to
         planning.sweep_cells(grid, stack_ids, size="smoke", device="cpu", **kw)
     except (sweep.GridError, planning.PlanError) as e:
         raise InputError(str(e)) from e
-    return execute(req, grid.name, lambda sz, dev: planning.sweep_cells(grid, stack_ids, size=sz, device=dev, **kw),
-                   echo, warn)
+    return execute(req, grid.name, lambda sz, dev: planning.sweep_cells(grid, stack_ids, size=sz, device=dev, **kw))
 
 
-def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], list[Cell]], echo: Echo = print,
-            warn: Echo = to_stderr) -> int:
+def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], list[Cell]]) -> int:
     """Resolve device and size of ``req``, build the cells with ``make_cells(size, device)``, run them, summarise.
     Returns the exit code: 1 when a cell's status is neither ``ok`` nor ``unsupported``, else 0.
 
@@ -196,7 +198,7 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
         InputError: no GPU for ``--device gpu``, cells the plan refuses, or bad ``--round`` inputs.
     """
     stack_ids = stack_list(req.stacks)
-    dev = resolve_device(req.device, stack_ids, echo)
+    dev = resolve_device(req.device, stack_ids)
     size = req.size_for(dev)
     try:
         cells = make_cells(size, dev)
@@ -209,21 +211,21 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
     if dev == "cpu":
         banner([f"CPU MODE: no GPU in use (--device {req.device}). Size: {size}.",
                 "These numbers are smoke tests of the harness, NOT GPU benchmarks.",
-                "Every result row carries device=cpu and this note."], warn)
-    echo(_run_line(req, len(cells), repeats, schedules.get(stack_ids[0]), out))
-    cooldown = cooldown_for(req, dev, echo)  # before the GEMM peak probe heats the GPU
-    gpu = _prepare_gpu(stack_ids, root, echo) if dev == "gpu" else None
+                "Every result row carries device=cpu and this note."])
+    logger.info(_run_line(req, len(cells), repeats, schedules.get(stack_ids[0]), out))
+    cooldown = cooldown_for(req, dev)  # before the GEMM peak probe heats the GPU
+    gpu = _prepare_gpu(stack_ids, root) if dev == "gpu" else None
     from bench.run.runner import run_cells
 
-    outcomes = run_cells(cells, out, force=req.force, repeats=repeats, echo=echo, round_=req.round_,
+    outcomes = run_cells(cells, out, force=req.force, repeats=repeats, round_=req.round_,
                          schedules=schedules, cooldown=cooldown, gpu=gpu)
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
-    echo("summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" -> {out}")
+    logger.info("summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" -> {out}")
     bad = [o for o in outcomes if o.status not in ("ok", "unsupported")]
     if bad:
-        warn(f"{len(bad)} cell(s) did not succeed; see their records and .log files")
+        logger.warning(f"{len(bad)} cell(s) did not succeed; see their records and .log files")
         return 1
     return 0
 
@@ -237,7 +239,7 @@ def _run_line(req: Request, n_cells: int, repeats: int, sched: dict[str, Any] | 
             f"{' '.join(sched['order'])}) -> {out}")
 
 
-def _prepare_gpu(stack_ids: list[str], root: Path, echo: Echo) -> str | None:
+def _prepare_gpu(stack_ids: list[str], root: Path) -> str | None:
     """Before a GPU run's cells: each stack's measured GEMM peak (what ``mfu_measured`` divides by, measured in this
     image on this GPU once) and the GPU's UUID, read once so that a record from another GPU (a preempted spot VM) is
     run again, never reused."""
@@ -245,16 +247,15 @@ def _prepare_gpu(stack_ids: list[str], root: Path, echo: Echo) -> str | None:
     from bench.run.probe import ensure_measured_peak
 
     for sid in stack_ids:
-        echo(ensure_measured_peak(sid, root, os.environ.get("BENCH_FLAVOR", "gpu")))
+        logger.info(ensure_measured_peak(sid, root, os.environ.get("BENCH_FLAVOR", "gpu")))
     return gpu_uuid()
 
 
-def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: int, out_file: Path | None,
-             echo: Echo = print) -> None:
+def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: int, out_file: Path | None) -> None:
     """``bench fidelity``: the harness's ms/step under each timing cadence against a free-running loop
-    (``bench.run.fidelity.measure``), printed and, with ``out_file``, written as JSON with the environment. Cut short
-    by SIGTERM or SIGINT (``bench.core.interrupt``), the JSON holds the runs that ended (``runs_done``) and why
-    (``interrupted``), and ``Interrupted`` goes on up.
+    (``bench.run.fidelity.measure``), logged (INFO) and, with ``out_file``, written as JSON with the environment. Cut
+    short by SIGTERM or SIGINT (``bench.core.interrupt``), the JSON holds the runs that ended (``runs_done``) and why
+    (``interrupted``, also logged), and ``Interrupted`` goes on up.
 
     Raises:
         InputError: a workload or stack the plan refuses, or no GPU for ``device`` gpu.
@@ -272,7 +273,7 @@ def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: i
                         "cpu", [workload])
     except planning.PlanError as e:
         raise InputError(str(e)) from e
-    dev = resolve_device(device, [stack_id], echo)
+    dev = resolve_device(device, [stack_id])
     done: list[dict[str, Any]] = []
     try:
         r = measure(stack_id, workload, dev, size, epochs, done=done)
@@ -283,14 +284,14 @@ def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: i
                 write_json_atomic(out_file, {"stack": stack_id, "workload": workload, "device": dev, "size": size,
                                              "epochs": epochs, "interrupted": why, "runs_done": done,
                                              "utc": utc_now(), "env": capture()})
-            echo(f"wrote {out_file}: {why}")
+            logger.info(f"wrote {out_file}: {why}")
         raise
     except Exception as e:  # one line, not a traceback wall
         raise CommandFailed(f"fidelity run failed: {type(e).__name__}: {e}".splitlines()[0]) from e
-    echo(f"{stack_id} {workload} ({size}, {dev}), order {', '.join(r['order'])}: free-running loop "
-         f"{r['handloop_ms_per_step']:.3f} ms/step")
+    logger.info(f"{stack_id} {workload} ({size}, {dev}), order {', '.join(r['order'])}: free-running loop "
+                f"{r['handloop_ms_per_step']:.3f} ms/step")
     for cadence, c in r["cadences"].items():
-        echo(f"  sync={cadence:<8} {c['ms_per_step']:.3f} ms/step, ratio {c['ratio']:.4f} "
-             f"({c['overhead_pct']:+.2f} %)")
+        logger.info(f"  sync={cadence:<8} {c['ms_per_step']:.3f} ms/step, ratio {c['ratio']:.4f} "
+                    f"({c['overhead_pct']:+.2f} %)")
     if out_file:
         write_json_atomic(out_file, {**r, "utc": utc_now(), "env": capture()})

@@ -484,7 +484,7 @@ def test_bench_run_on_a_gpu_ensures_the_measured_peak_before_its_cells(tmp_path,
     from bench.run import runner, session
 
     seen = []
-    monkeypatch.setattr(session, "resolve_device", lambda requested, stacks, echo=None: "gpu")
+    monkeypatch.setattr(session, "resolve_device", lambda requested, stacks: "gpu")
     monkeypatch.setattr(probe, "ensure_measured_peak", lambda sid, root, flavor: seen.append((sid, flavor)) or "ok")
     monkeypatch.setattr(runner, "run_cells", lambda cells, out, **kw: seen.append(len(cells)) or [])
     monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))

@@ -69,8 +69,7 @@ def test_a_preempted_round_run_resumes_onto_one_gpu_and_records_the_rerun(tmp_pa
         gpu = gpu_state.gpu_uuid(nv)
         monkeypatch.setenv("STUB_GPU", gpu)
         sched = {"round": r, "position": 1, "order": ["pytorch"], "seed": 1}
-        return runner.run_cells(cells, out, repeats=3, echo=lambda s: None, round_=r,
-                                schedules={"pytorch": sched}, gpu=gpu)
+        return runner.run_cells(cells, out, repeats=3, round_=r, schedules={"pytorch": sched}, gpu=gpu)
 
     bench_run(1)
     nv.uuid = "GPU-b"  # preempted: the managed job comes back on a new VM
@@ -96,9 +95,9 @@ def test_a_finished_cell_of_another_gpu_is_measured_again_not_reused(tmp_path, m
     c = Cell(stack="pytorch", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device="cpu",
              timeout_s=60)
     monkeypatch.setenv("STUB_GPU", "GPU-a")
-    runner.run_cells([c], tmp_path, echo=lambda s: None, gpu="GPU-a")
+    runner.run_cells([c], tmp_path, gpu="GPU-a")
     monkeypatch.setenv("STUB_GPU", "GPU-b")
-    [o] = runner.run_cells([c], tmp_path, echo=lambda s: None, gpu="GPU-b")
+    [o] = runner.run_cells([c], tmp_path, gpu="GPU-b")
     assert not o.skipped and o.record.env.gpu.uuid == "GPU-b"
     assert (tmp_path / "pytorch" / "repeats" / "other-gpu" / f"{c.id}.GPU-a.json").exists()
 

@@ -96,7 +96,7 @@ def test_gpu_cells_record_the_gpu_before_them(tmp_path, monkeypatch):
     fake = FakeNvml([50], procs=[(99, 2**30)])
     monkeypatch.setattr(gpu_state, "snapshot", lambda nv=None, _f=gpu_state.snapshot: _f(fake))
     cell = Cell(stack="pytorch", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device="gpu")
-    runner.run_cells([cell], tmp_path, echo=lambda s: None)
+    runner.run_cells([cell], tmp_path)
     rec = read_record(result_path(tmp_path, cell))
     assert rec["gpu_before"]["processes"] == 1 and any("GPU busy" in n for n in rec["notes"])
     assert "cooldown" not in rec

@@ -6,6 +6,7 @@ signal's number within seconds; fidelity and selftest write what they measured. 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -90,18 +92,24 @@ def gone_within(check, seconds: float = 5.0) -> bool:
     return True
 
 
+def logged(caplog: pytest.LogCaptureFixture, module: types.ModuleType) -> list[str]:
+    """The lines ``module`` logged (what the CLI prints), from pytest's ``caplog``."""
+    return [r.getMessage() for r in caplog.records if r.name == module.__name__]
+
+
 def cell(workload: str) -> Cell:
     return Cell(stack="pytorch", suite="classic", workload=workload, task="fit", size="smoke", device="cpu",
                 timeout_s=60.0)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_kills_the_cells_process_group_records_it_and_runs_no_other_cell(tmp_path, monkeypatch, sig):
+def test_a_signal_kills_the_cells_process_group_records_it_and_runs_no_other_cell(tmp_path, monkeypatch, caplog, sig):
     script, pids = tmp_path / "slow_worker.py", tmp_path / "pids"
     script.write_text(SLOW)
     monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])
     monkeypatch.setenv("PIDS_FILE", str(pids))
-    cells, out, lines = [cell("mnist_mlp"), cell("mnist_cnn"), cell("cifar10_cnn")], tmp_path / "out", []
+    cells, out = [cell("mnist_mlp"), cell("mnist_cnn"), cell("cifar10_cnn")], tmp_path / "out"
+    caplog.set_level(logging.INFO, logger="bench")
 
     def send() -> None:  # once the slow cell's worker and its child run, as timeout(1) would at its limit
         while not pids.exists():
@@ -111,7 +119,7 @@ def test_a_signal_kills_the_cells_process_group_records_it_and_runs_no_other_cel
     threading.Thread(target=send, daemon=True).start()
     start = time.monotonic()
     with interrupt.handling(), pytest.raises(interrupt.Interrupted) as e:
-        runner.run_cells(cells, out, echo=lines.append)
+        runner.run_cells(cells, out)
     assert e.value.signum == sig and e.value.exit_code == 128 + sig
     assert time.monotonic() - start < 30
     worker, child = map(int, pids.read_text().split())
@@ -121,10 +129,10 @@ def test_a_signal_kills_the_cells_process_group_records_it_and_runs_no_other_cel
     assert second["status"] == "timeout" and second["process"]["exit_code"] == -signal.SIGKILL
     assert second["reason"].startswith(f"interrupted by {signal.Signals(sig).name} (")
     assert "process group was killed" in second["reason"]
-    assert not result_path(out, cells[2]).exists() and len(lines) == 2  # the third cell never started
+    assert not result_path(out, cells[2]).exists() and len(logged(caplog, runner)) == 2  # the third never started
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are put back
     assert interrupt.pending() is None
-    runner.run_cells(cells[2:], out, echo=lines.append)  # a later run in this process is not stopped by it
+    runner.run_cells(cells[2:], out)  # a later run in this process is not stopped by it
     assert read_record(result_path(out, cells[2]))["status"] == "ok"
 
 
@@ -214,7 +222,7 @@ def test_sigterm_to_bench_doctor_leaves_no_probe_running(tmp_path):
         p.communicate()
 
 
-def test_fidelity_cut_short_writes_the_runs_that_ended(tmp_path, monkeypatch):
+def test_fidelity_cut_short_writes_the_runs_that_ended(tmp_path, monkeypatch, caplog):
     from bench.run import fidelity, session
 
     def measure(*args, done, **kw):
@@ -224,13 +232,14 @@ def test_fidelity_cut_short_writes_the_runs_that_ended(tmp_path, monkeypatch):
         raise AssertionError("not interrupted")
 
     monkeypatch.setattr(fidelity, "measure", measure)
-    out, lines = tmp_path / "fidelity.json", []
+    out = tmp_path / "fidelity.json"
+    caplog.set_level(logging.INFO, logger="bench")
     with interrupt.handling(), pytest.raises(interrupt.Interrupted):
-        session.fidelity("pytorch", "mnist_cnn", "smoke", "cpu", 3, out, lines.append)
+        session.fidelity("pytorch", "mnist_cnn", "smoke", "cpu", 3, out)
     saved = json.loads(out.read_text())
     assert saved["runs_done"] == [{"run": "hand", "ms_per_step": 2.0}] and saved["env"]
     assert saved["interrupted"].startswith("interrupted by SIGTERM (") and "after 1 of its runs" in saved["interrupted"]
-    assert lines[-1].startswith(f"wrote {out}")
+    assert logged(caplog, session)[-1].startswith(f"wrote {out}")
 
 
 def test_selftest_cut_short_writes_the_checks_that_ended(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ reason, and the next run measures it again; tagging or pushing the image changes
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -241,24 +242,30 @@ def test_make_passes_the_image_id_and_the_digest_to_every_cell_and_doctor_contai
 class Probes:
     """``bench.run.session.planning_probe`` faked: counts its calls (each would be a framework's process)."""
 
-    def __init__(self, monkeypatch):
+    def __init__(self, monkeypatch, caplog):
         from bench.run import session
 
-        self.calls, self.lines = [], []
+        self.calls, self.caplog = [], caplog
+        caplog.set_level(logging.INFO, logger="bench")
         monkeypatch.setattr(session, "planning_probe", lambda sid: self.calls.append(sid) or ["cuda:0"])
 
     def resolve(self, requested="gpu"):
         from bench.run import session
 
         self.calls.clear()
-        self.lines.clear()
-        return session.resolve_device(requested, ["pytorch"], self.lines.append)
+        self.caplog.clear()
+        return session.resolve_device(requested, ["pytorch"])
+
+    @property
+    def lines(self) -> list[str]:
+        """What the last ``resolve`` logged (the CLI prints it on stdout)."""
+        return [r.getMessage() for r in self.caplog.records if r.name == "bench.run.session"]
 
 
-def test_a_run_after_the_doctor_on_this_gpu_and_software_skips_the_probe(host, monkeypatch):
+def test_a_run_after_the_doctor_on_this_gpu_and_software_skips_the_probe(host, monkeypatch, caplog):
     """bench doctor (here ensure_measured_peak, the doctor's image part) recorded that the framework ran a matmul on
     this GPU under this software: bench run takes that answer and starts no probe process, and says so."""
-    probes = Probes(monkeypatch)
+    probes = Probes(monkeypatch, caplog)
     assert probes.resolve() == "gpu" and probes.calls == ["pytorch"]  # no doctor file yet: probed
     assert "probed" in probes.lines[0] and "no pytorch-gpu.json" in probes.lines[0]
     host.ensure()
@@ -275,8 +282,8 @@ def test_a_run_after_the_doctor_on_this_gpu_and_software_skips_the_probe(host, m
     (lambda host, mp: mp.setitem(sys.modules, "pynvml", None), "not none (NVML)"),
     (lambda host, mp: (host.results / "doctor" / "pytorch-gpu.json").write_text("{}"), "no framework GPU"),
 ])
-def test_another_gpu_software_or_environment_than_the_doctors_is_probed(host, monkeypatch, change, why):
-    probes = Probes(monkeypatch)
+def test_another_gpu_software_or_environment_than_the_doctors_is_probed(host, monkeypatch, caplog, change, why):
+    probes = Probes(monkeypatch, caplog)
     host.ensure()
     change(host, monkeypatch)
     probes.resolve()

@@ -166,15 +166,15 @@ def test_a_worker_record_keeps_its_own_environment(tmp_path, fake_worker):
 def test_run_goes_on_after_a_failure_and_resumes(tmp_path, fake_worker):
     cells = [cell("mnist_mlp"), cell("mnist_cnn")]
     fake_worker("crash")
-    first = runner.run_cells(cells, tmp_path, echo=lambda s: None)
+    first = runner.run_cells(cells, tmp_path)
     assert [o.status for o in first] == ["failed", "failed"]
     fake_worker("ok")
-    second = runner.run_cells(cells, tmp_path, echo=lambda s: None)
+    second = runner.run_cells(cells, tmp_path)
     assert [(o.status, o.skipped) for o in second] == [("ok", False), ("ok", False)]
     fake_worker("crash")  # done cells are not run again, so the crash never happens
-    third = runner.run_cells(cells, tmp_path, echo=lambda s: None)
+    third = runner.run_cells(cells, tmp_path)
     assert [(o.status, o.skipped) for o in third] == [("ok", True), ("ok", True)]
-    forced = runner.run_cells(cells[:1], tmp_path, force=True, echo=lambda s: None)
+    forced = runner.run_cells(cells[:1], tmp_path, force=True)
     assert forced[0].status == "failed"
 
 
@@ -188,18 +188,17 @@ def test_each_record_on_disk_is_read_once_before_its_cell_runs(tmp_path, fake_wo
     monkeypatch.setattr(runfolder, "load_record", lambda path: reads.append(path.name) or real(path))
     cells = [cell("mnist_mlp"), cell("mnist_cnn")]
     fake_worker("crash")
-    runner.run_cells(cells, tmp_path, echo=lambda s: None)
+    runner.run_cells(cells, tmp_path)
     assert reads == []  # nothing on disk before: nothing read
     fake_worker("ok")
-    runner.run_cells(cells, tmp_path, echo=lambda s: None)  # two failed records on disk: each read once
+    runner.run_cells(cells, tmp_path)  # two failed records on disk: each read once
     assert sorted(reads) == sorted(f"{c.id}.json" for c in cells)
     reads.clear()
-    runner.run_cells(cells, tmp_path, echo=lambda s: None)  # both done: skipped after one read each
+    runner.run_cells(cells, tmp_path)  # both done: skipped after one read each
     assert sorted(reads) == sorted(f"{c.id}.json" for c in cells)
     reads.clear()
     runner.run_cells(cells[:1], tmp_path / "r", repeats=2, round_=1,
-                     schedules={"pytorch": {"seed": 1, "round": 1, "rounds": 2, "order": ["pytorch"], "position": 1}},
-                     echo=lambda s: None)
+                     schedules={"pytorch": {"seed": 1, "round": 1, "rounds": 2, "order": ["pytorch"], "position": 1}})
     assert reads == []  # a round's repeats it wrote itself are not read back
 
 def test_cpu_cells_see_no_gpu():
@@ -211,7 +210,7 @@ def test_cpu_cells_see_no_gpu():
 
 def test_repeats_run_in_separate_processes_and_aggregate_by_median(tmp_path, fake_worker):
     fake_worker("ok")
-    out = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
+    out = runner.run_cells([cell()], tmp_path, repeats=3)
     rec = read_record(result_path(tmp_path, cell()))
     assert out[0].status == "ok" and rec["status"] == "ok"
     assert rec["metrics"]["ms_per_step_mean"] == 3.0  # median of 2, 3, 4
@@ -225,19 +224,19 @@ def test_repeats_run_in_separate_processes_and_aggregate_by_median(tmp_path, fak
     assert block["started_utc"] == [r["started_utc"] for r in repeats] and None not in block["started_utc"]
     assert block["finished_utc"] == [r["finished_utc"] for r in repeats]
     assert rec["started_utc"] == repeats[0]["started_utc"]  # the cell's own: repeat 1's
-    again = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
+    again = runner.run_cells([cell()], tmp_path, repeats=3)
     assert again[0].skipped
 
 
 def test_a_failed_repeat_fails_the_cell_and_only_it_reruns(tmp_path, fake_worker):
     fake_worker("fail2")
-    runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
+    runner.run_cells([cell()], tmp_path, repeats=3)
     rec = read_record(result_path(tmp_path, cell()))
     assert rec["status"] == "failed" and rec["reason"] == "repeat 2 of 3: boom in repeat 2"
     r1 = tmp_path / "pytorch" / "repeats" / f"{cell().id}__r1.json"
     before = r1.stat().st_mtime_ns
     fake_worker("ok")
-    runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None)
+    runner.run_cells([cell()], tmp_path, repeats=3)
     assert read_record(result_path(tmp_path, cell()))["status"] == "ok"
     assert r1.stat().st_mtime_ns == before  # finished repeats are reused, not rerun
 
@@ -266,15 +265,15 @@ def test_rounds_write_the_cell_record_once_every_round_ran_and_resume(tmp_path, 
     stacks = ["keras3-jax", "pytorch"]
     for r in (1, 2):
         sched = {"pytorch": rounds.schedule("pytorch", stacks, 7, r, 3)}
-        out = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None, round_=r, schedules=sched)
+        out = runner.run_cells([cell()], tmp_path, repeats=3, round_=r, schedules=sched)
         assert out[0].status == "ok" and not result_path(tmp_path, cell()).exists()  # 3 rounds not done yet
     r1 = tmp_path / "pytorch" / "repeats" / f"{cell().id}__r1.json"
     before = r1.stat().st_mtime_ns
     sched = {"pytorch": rounds.schedule("pytorch", stacks, 7, 1, 3)}
-    runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None, round_=1, schedules=sched)
+    runner.run_cells([cell()], tmp_path, repeats=3, round_=1, schedules=sched)
     assert r1.stat().st_mtime_ns == before  # resumed: round 1 is on disk
     sched = {"pytorch": rounds.schedule("pytorch", stacks, 7, 3, 3)}
-    runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None, round_=3, schedules=sched)
+    runner.run_cells([cell()], tmp_path, repeats=3, round_=3, schedules=sched)
     rec = read_record(result_path(tmp_path, cell()))
     assert rec["status"] == "ok" and rec["repeats"]["n"] == 3
     assert rec["repeats"]["ms_per_step_mean"]["values"] == [2.0, 3.0, 4.0]  # ordered by round
@@ -282,7 +281,7 @@ def test_rounds_write_the_cell_record_once_every_round_ran_and_resume(tmp_path, 
     assert [s["position"] for s in rec["repeats"]["schedule"]] == [
         rounds.order(stacks, 7, r).index("pytorch") + 1 for r in (1, 2, 3)]
     assert rec["schedule"]["seed"] == 7 and rec["schedule"]["round"] == 1
-    again = runner.run_cells([cell()], tmp_path, repeats=3, echo=lambda s: None, round_=3, schedules=sched)
+    again = runner.run_cells([cell()], tmp_path, repeats=3, round_=3, schedules=sched)
     assert again[0].skipped
 
 
