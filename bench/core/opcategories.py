@@ -100,7 +100,7 @@ _ATTENTION_SCOPE = (r"(?i)^(?!.*((/|^)(query|key|value|attention_output|q_proj|k
 #: a GPU the ``detail`` of the kernels it launched (``bench.run.profile.summary``), read after every kernel-name rule.
 _ATEN_MATMUL = (r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|einsum|_?convolution|conv\dd|conv_transpose\dd|"
                 r"mkldnn_convolution|_mkldnn_convolution|cudnn_convolution|convolution_backward|_convolution_mode|"
-                r"_nnpack_spatial_convolution)$")
+                r"_nnpack_spatial_convolution|mkldnn_rnn_layer|_cudnn_rnn\w*)$")
 _ATEN_REDUCTION = (r"(?i)^aten::(sum|mean|amax|amin|max|min|argmax|argmin|prod|norm|var|std|logsumexp|_?softmax|"
                    r"_?log_softmax|_softmax_backward_data|_log_softmax_backward_data|nll_loss\w*|cross_entropy\w*|"
                    r"binary_cross_entropy\w*|cumsum|max_pool2d|max_pool2d_with_indices|max_pool2d_with_indices_backward|avg_pool2d|"
@@ -191,7 +191,7 @@ RULES: tuple[Rule, ...] = (
     Rule("matmul_conv", NAME,
          r"(?i)gemm|gemv|sgemm|hgemm|cutlass|xmma_(fprop|dgrad|wgrad|gemm)|implicit_convolve|winograd|convolve_|"
          r"conv2d_|cudnn::(\w+::)*\w*conv|triton_(tem|mm|bmm)|^(dot|convolution)(\.\d+)?$|_dot_|^gemm_fusion|cublas|"
-         r"^sm\d+_xmma|^nvjet_|splitKreduce|RNN_persist_|RNN_blockPersist_|^aten::(mkldnn_rnn_layer|_cudnn_rnn\w*)$",
+         r"^sm\d+_xmma|^nvjet_|splitKreduce|RNN_persist_|RNN_blockPersist_",
          "cuBLAS/cuDNN/CUTLASS kernels as profiles name them ('sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_...', "
          "'ampere_sgemm_128x64_tn', 'cutlass_80_tensorop_s1688gemm_...', 'sm80_xmma_fprop_implicit_gemm_...', "
          "'implicit_convolve_sgemm'); torch/_inductor/select_algorithm.py 'triton_tem_fused_mm'; XLA CPU "
@@ -199,8 +199,8 @@ RULES: tuple[Rule, ...] = (
          "'nvjet_tst_256x256_...', 'nvjet_sm90_tst_...' (forums.developer.nvidia.com/t/348958, an H100 NVL's "
          "torch.profiler trace: sm90_xmma/cutlass GEMMs under CUDA 12.1 became nvjet_tst_* under 12.8); cuBLAS's "
          "split-K GEMM's 'splitKreduce_kernel'; cuDNN 9.20.0.48's recurrent layers, whose time is their GEMMs "
-         "(libcudnn_adv.so.9: 'RNN_persist_fp', 'RNN_persist_bp', 'RNN_blockPersist_fp_LSTM...'), on the CPU "
-         "oneDNN's (torch 2.13.0 aten::mkldnn_rnn_layer) and torch's aten::_cudnn_rnn that launches them"),
+         "(libcudnn_adv.so.9: 'RNN_persist_fp', 'RNN_persist_bp', 'RNN_blockPersist_fp_LSTM...'; their ATen ops, "
+         "oneDNN's aten::mkldnn_rnn_layer on the CPU and aten::_cudnn_rnn, are in the ATen matmul list)"),
     # normalisation
     Rule("normalization", NAME,
          r"(?i)batch_?norm|layer_?norm|group_?norm|instance_?norm|rms_?norm|FusedBatchNorm|bn_fw|bn_bw|_norm_kernel|"
