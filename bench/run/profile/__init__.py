@@ -87,13 +87,8 @@ def capture(run: ProfileRun, backend: str, device: str, base: Path, barrier: Any
         spans, files = profiler.collect(base)
         files = bounded(files, base.parent)
         block = summarise(spans, held.steps)
-        if device == "gpu" and block["device"] != "gpu":
-            raise ValueError("no device activity: the profiler recorded no kernel, copy or memset on the GPU "
-                             "(CUPTI unavailable, or the steps ran elsewhere)")
-        if device == "gpu" and block["busy_ms"] <= 0:  # what a full activity buffer leaves: the warm-up's kernels
-            raise ValueError("no device activity inside the profiled window, though the trace holds some before it "
-                             "(the profiler's activity buffer filled, or its records were lost): busy and host shares "
-                             "would read 0 and 1, not measured")
+        if device == "gpu":
+            _check_gpu_window(block)
         block.update(profiler=profiler.name, activities=profiler.activities, warmup_steps=held.warmup,
                      wall_ms=1000.0 * (window.wall_s or 0.0), **setup, **files)
     except Exception as e:  # the timed numbers stand; the profile says why it is missing
@@ -133,6 +128,19 @@ def relate(block: dict[str, Any], timed_p50_ms: float | None) -> dict[str, Any]:
     per = wall / steps if wall and steps else None
     slow = per / timed_p50_ms if per is not None and timed_p50_ms else None
     return {**block, "ms_per_step": per, "slowdown": slow}
+
+
+def _check_gpu_window(block: dict[str, Any]) -> None:
+    """Raise ValueError when a GPU cell's summarised window (``summarise``'s block) holds no device work: none in the
+    whole trace (CUPTI unavailable, or the steps ran elsewhere), or none inside the window though some before it
+    (what a full activity buffer leaves: the warm-up's kernels), where busy and host shares would read 0 and 1."""
+    if block["device"] != "gpu":
+        raise ValueError("no device activity: the profiler recorded no kernel, copy or memset on the GPU "
+                         "(CUPTI unavailable, or the steps ran elsewhere)")
+    if block["busy_ms"] <= 0:
+        raise ValueError("no device activity inside the profiled window, though the trace holds some before it "
+                         "(the profiler's activity buffer filled, or its records were lost): busy and host shares "
+                         "would read 0 and 1, not measured")
 
 
 def none_note(reason: str) -> str:
