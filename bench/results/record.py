@@ -35,7 +35,7 @@ def new_record(cell: Cell) -> dict[str, Any]:
         "device": cell.device,
         "status": "failed",
         "reason": None,
-        "batch_size": cell.batch_size,
+        "batch_size": cell.inputs.batch_size if cell.inputs is not None else None,
         "data": {},
         "settings": dict(cell.settings),
         "settings_requested": dict(cell.settings),

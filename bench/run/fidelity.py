@@ -31,9 +31,10 @@ from bench.core.families import FAMILIES
 from bench.core.families.keras import KerasEpochSettings
 from bench.core.knobs import settings_class
 from bench.core.stacks import Stack, get_stack
+from bench.results.cell import Cell, EpochInputs
 from bench.run.cellenv import cell_env
 from bench.run.engines import HandLoop, epoch_engine, frameworks
-from bench.run.scenarios.epochs import fit_workload
+from bench.run.scenarios.epochs import EPOCHS, fit_workload
 from bench.run.telemetry import sampler
 from bench.run.timing import Cadence
 from bench.run.workloads import Workload
@@ -135,7 +136,9 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     stack, w = checked_request(stack_id, workload, epochs, cadences)
     become_cell_process(stack, device)
     ds = w.load_data(size, data="fallback")  # times the harness: synthetic data of the real shapes will do
-    batch = w.batch_for(size)
+    cell = Cell(stack=stack_id, suite=w.suite, workload=w.name, task="fit", size=size, device=device,
+                inputs=EPOCHS.inputs(w, "fit", size, {"epochs": epochs}))
+    batch = cell.inputs_as(EpochInputs).batch_size
     steps = -(-ds.n_train // batch)
     hand = hand_loop(stack.family)
     if hand is None:
@@ -153,8 +156,8 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
             done.append({"run": name, "ms_per_step": hand_ms[-1]})
             continue
         tel = sampler.for_device(device)  # the harness as cells run it, sampler included
-        out = epoch_engine(stack.family).fit(stack, w, ds, device, epochs, batch,
-                                             harness_settings(settings_class(stack.family), name), telemetry=tel)
+        out = epoch_engine(stack.family).fit(stack, w, ds, cell, harness_settings(settings_class(stack.family), name),
+                                             telemetry=tel)
         runs[name].append(out.metrics.model_dump(exclude_unset=True))
         done.append({"run": name, "ms_per_step": steady_ms(runs[name][-1], (epochs - 1) * steps)})
     hand_mean = sum(hand_ms) / len(hand_ms)

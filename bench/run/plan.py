@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.core.cadence import Cadence
@@ -13,7 +12,7 @@ from bench.core.stacks import STACKS
 from bench.results.cell import Cell
 from bench.run import sweep
 from bench.run.datasets import DATA_CHOICES
-from bench.run.scenarios import Scenario, scenario_of, suite_scenario
+from bench.run.scenarios import INPUT_NAMES, Scenario, scenario_of, suite_scenario
 from bench.run.workloads import SIZES, SUITES, WORKLOADS
 
 
@@ -30,59 +29,63 @@ def all_tasks() -> list[str]:
     return sorted({t for w in WORKLOADS.values() for t in w.tasks})
 
 
+#: The cell's own run options a plan takes as they are (``Cell`` fields; ``timeout_s`` None: ``TIMEOUT_S`` at the size).
+RUN_OPTIONS = ("timeout_s", "telemetry_samples", "profile")
+#: Every keyword input ``expand`` and ``sweep_cells`` take beside the selection (``bench.run.session`` passes the
+#: ``bench run`` options of these names): the scenarios' inputs (``INPUT_NAMES``) and the run options.
+PLAN_INPUTS = (*INPUT_NAMES, *RUN_OPTIONS)
+
+
 def expand(stacks: Sequence[str], suite: str, size: str, device: str,
            workloads: Sequence[str] = (), tasks: Sequence[str] = (), *,
-           variant: str = "default", settings: dict[str, Any] | None = None,
-           batch_size: int | None = None, epochs: int | None = None, samples: int | None = None,
-           timeout_s: float | None = None, telemetry_samples: bool = False, steps: int | None = None,
-           seq_len: int | None = None, sync: str | None = None, data: str = "auto",
-           profile: bool = False) -> list[Cell]:
+           variant: str = "default", settings: dict[str, Any] | None = None, sync: str | None = None,
+           **given: Any) -> list[Cell]:
     """All cells of the selection, in a stable order (stack, then workload, then task; a suite with a
     default grid, like ``tuning``, gives one cell per stack and variant of that grid). A step-timed
     workload (the ``paper`` suite) gives one cell per published batch size of a task, variant ``bs<N>``.
 
-    ``data``: where the fit suites' data may come from (``bench.run.datasets.DATA_CHOICES``); the paper suite
-    times random inputs and takes only ``auto``.
-    ``profile``: profile every cell after its timed measurement (``Cell.profile``).
+    ``given``: the scenarios' inputs (``INPUT_NAMES``: ``batch_size``, ``epochs``, ``samples``, ``data``,
+    ``steps``, ``seq_len``; None: the workload's own at ``size``), each resolved once here into the cell's
+    ``inputs`` by the suite's scenario (``Scenario.inputs``), and the run options (``RUN_OPTIONS``: ``timeout_s``,
+    ``telemetry_samples``, ``profile``, ``Cell``'s fields of those names).
     ``sync``: the timing cadence of every cell of a fit suite (``bench.run.timing.Cadence``; None: the
     settings' default, ``epoch``); a cadence other than the default is added to the variant name
     (``sync-step``, ``sync-every8``) so its records sit beside the default ones.
 
     Raises:
-        PlanError: unknown stack/suite/workload/task/size/device, a workload outside the suite, a
-            ``sync`` that is not a cadence or is given to the step-timed paper suite, or an empty
-            selection.
+        PlanError: unknown stack/suite/workload/task/size/device or input, a workload outside the suite, a number
+            below 1, an input the suite's scenario does not take, a ``sync`` that is not a cadence or is given to
+            the step-timed paper suite, or an empty selection.
     """
-    _check_selection(stacks, suite, size, device, workloads, tasks, batch_size=batch_size, epochs=epochs,
-                     samples=samples, timeout_s=timeout_s, steps=steps, seq_len=seq_len, sync=sync, data=data)
+    _check_selection(stacks, suite, size, device, workloads, tasks, given, sync=sync)
     if suite in sweep.DEFAULT_GRIDS:
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
-                                        batch_size=batch_size, epochs=epochs, samples=samples,
-                                        timeout_s=timeout_s, telemetry_samples=telemetry_samples, data=data,
-                                        profile=profile)
+                                        **given)
                  if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]
     else:
         cells = [
             Cell(stack=s, suite=suite, workload=w, task=t, size=size, device=device, variant=v,
-                 settings=dict(settings or {}), batch_size=b,
-                 epochs=unless_default(epochs, WORKLOADS[w], "epochs", size),
-                 samples=samples_unless_default(samples, WORKLOADS[w], size),
-                 timeout_s=timeout_s or TIMEOUT_S[size], telemetry_samples=telemetry_samples,
-                 steps=unless_default(steps, WORKLOADS[w], "steps", size),
-                 seq_len=seq_len_unless_default(seq_len, WORKLOADS[w], size), data=data, profile=profile)
+                 settings=dict(settings or {}), inputs=inputs, **_run_options(given, size))
             for s in stacks
             for w in (workloads or SUITES[suite])
             for t in WORKLOADS[w].tasks
             if not tasks or t in tasks
-            for b, v in scenario_of(WORKLOADS[w]).batches(WORKLOADS[w], t, size, batch_size, variant)
+            for inputs, v in scenario_of(WORKLOADS[w]).cells(WORKLOADS[w], t, size, given, variant)
         ]
     if not cells:
         raise PlanError("the selection contains no cell")
     if sync is not None and sync != KerasEpochSettings.sync:
         tag = "sync-" + sync.replace(":", "")
-        cells = [dataclasses.replace(c, settings={**c.settings, "sync": sync},
-                                     variant=tag if c.variant == "default" else f"{c.variant}+{tag}") for c in cells]
+        cells = [c.replace(settings={**c.settings, "sync": sync},
+                           variant=tag if c.variant == "default" else f"{c.variant}+{tag}") for c in cells]
     return cells
+
+
+def _run_options(given: Mapping[str, Any], size: str) -> dict[str, Any]:
+    """The ``Cell`` fields of the run options ``given`` (``RUN_OPTIONS``), the time limit resolved at ``size``."""
+    out = {k: given[k] for k in RUN_OPTIONS if given.get(k) is not None}
+    out["timeout_s"] = out.get("timeout_s") or TIMEOUT_S[size]
+    return out
 
 
 def only_variants(cells: Sequence[Cell], variants: Sequence[str], known: Sequence[Cell] | None = None) -> list[Cell]:
@@ -107,9 +110,7 @@ def only_variants(cells: Sequence[Cell], variants: Sequence[str], known: Sequenc
 
 
 def _check_selection(stacks: Sequence[str], suite: str, size: str, device: str, workloads: Sequence[str],
-                     tasks: Sequence[str], *, batch_size: int | None, epochs: int | None, samples: int | None,
-                     timeout_s: float | None, steps: int | None, seq_len: int | None, sync: str | None,
-                     data: str) -> None:
+                     tasks: Sequence[str], given: Mapping[str, Any], *, sync: str | None) -> None:
     """Check that every name and number of ``expand``'s selection is known and applies to the suite's scenario.
 
     Raises:
@@ -126,47 +127,29 @@ def _check_selection(stacks: Sequence[str], suite: str, size: str, device: str, 
             raise PlanError(f"workload {w!r} is not in suite {suite!r}; it has: {', '.join(SUITES[suite])}")
     for t in tasks:
         _check("task", t, all_tasks())
-    for name, value in (("batch size", batch_size), ("epochs", epochs), ("samples", samples), ("timeout", timeout_s),
-                        ("steps", steps), ("sequence length", seq_len)):
-        if value is not None and value <= 0:
-            raise PlanError(f"{name} must be positive, got {value}")
+    _check_given(given)
     scenario = suite_scenario(suite)
     if sync is not None:
         _check_sync(sync, scenario, suite)
-    _check("data source", data, DATA_CHOICES)
-    _raise_if(scenario.data_problem(data, suite))
-    _raise_if(scenario.override_problem(suite, epochs=epochs, samples=samples, steps=steps, seq_len=seq_len))
+    if given.get("data") is not None:
+        _raise_if(scenario.data_problem(given["data"], suite))
+    _raise_if(scenario.override_problem(suite, given))
+
+
+def _check_given(given: Mapping[str, Any]) -> None:
+    """Raise PlanError for an input ``expand`` does not take (``PLAN_INPUTS``), a number below 1 or a data source
+    that is not one of ``DATA_CHOICES``."""
+    for name, value in given.items():
+        _check("input", name, PLAN_INPUTS)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+            raise PlanError(f"{name.removesuffix('_s').replace('_', ' ')} must be positive, got {value}")
+    if given.get("data") is not None:
+        _check("data source", given["data"], DATA_CHOICES)
 
 
 def _raise_if(problem: str | None) -> None:
     if problem:
         raise PlanError(problem)
-
-
-def unless_default(value: int | None, w, name: str, size: str) -> int | None:
-    """``value`` (an override of the workload's ``epochs``, ``samples`` or ``steps``), or None when it equals the
-    workload's own value at ``size``: the same input as the default cell, so the same cell id and record
-    (``Cell.id``)."""
-    own = getattr(w, name, None)
-    return None if value is not None and isinstance(own, dict) and own.get(size) == value else value
-
-
-def samples_unless_default(samples: int | None, w, size: str) -> int | None:
-    """``samples`` (``--samples``, a cap on a fit cell's training examples), or None when the cell it makes is the
-    default cell: the workload's own count at ``size`` (``unless_default``), or, where that is the whole dataset
-    (None), a cap that loads the whole dataset all the same (``Workload.whole_dataset``: at or above its training
-    examples), so the same data is never a record of its own under another cell id."""
-    if samples is not None and w.samples.get(size) is None and w.whole_dataset(samples):
-        return None
-    return unless_default(samples, w, "samples", size)
-
-
-def seq_len_unless_default(seq_len: int | None, w, size: str) -> int | None:
-    """``seq_len`` (an override of a step-timed model's sequence length), or None when it equals the model's own at
-    ``size`` (``model.config(size)["seq_len"]``): the default cell, as ``unless_default`` does for epochs and steps."""
-    config = getattr(getattr(w, "model", None), "config", None)
-    own = config(size).get("seq_len") if seq_len is not None and config is not None else None
-    return None if own == seq_len else seq_len
 
 
 def _check_sync(sync: str, scenario: Scenario, suite: str) -> None:
@@ -176,32 +159,26 @@ def _check_sync(sync: str, scenario: Scenario, suite: str) -> None:
 
 
 def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: str, device: str,
-                batch_size: int | None = None, epochs: int | None = None, samples: int | None = None,
-                timeout_s: float | None = None, telemetry_samples: bool = False, data: str = "auto",
-                profile: bool = False) -> list[Cell]:
-    """One cell per (stack, variant) of a ``bench.run.sweep.Grid``, baseline first within each stack.
+                **given: Any) -> list[Cell]:
+    """One cell per (stack, variant) of a ``bench.run.sweep.Grid``, baseline first within each stack; ``given``:
+    the inputs and run options, as ``expand``'s (resolved by the workload's scenario, ``Scenario.inputs``).
 
     Raises:
-        PlanError: an unknown stack, the grid's workload or task is unknown, it has no variant for any
-            selected stack, or ``data`` is not one of ``DATA_CHOICES``.
+        PlanError: an unknown stack or input, a number below 1, the grid's workload or task is unknown, it has no
+            variant for any selected stack, or ``data`` is not one of ``DATA_CHOICES``.
     """
     for s in stacks:
         _check("stack", s, list(STACKS))
-    if samples is not None and samples <= 0:
-        raise PlanError(f"samples must be positive, got {samples}")
-    _check("data source", data, DATA_CHOICES)
+    _check_given(given)
     _check("workload", grid.workload, list(WORKLOADS))
     if grid.task not in WORKLOADS[grid.workload].tasks:
         raise PlanError(f"workload {grid.workload!r} has no task {grid.task!r}")
     w = WORKLOADS[grid.workload]
-    batch_size = scenario_of(w).batch_override(w, size, batch_size)
+    inputs = scenario_of(w).inputs(w, grid.task, size, given)
     cells = [
         Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,
-             device=device, variant=v.name, settings=v.settings, baseline=v.baseline, batch_size=batch_size,
-             epochs=unless_default(epochs, w, "epochs", size), samples=samples_unless_default(samples, w, size),
-             timeout_s=timeout_s or TIMEOUT_S[size],
-             telemetry_samples=telemetry_samples,
-             data=data, profile=profile)
+             device=device, variant=v.name, settings=v.settings, baseline=v.baseline, inputs=inputs,
+             **_run_options(given, size))
         for s in stacks
         for v in grid.variants(s)
     ]

@@ -113,14 +113,14 @@ def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | Non
     GPU, and a cell's repeats, like the comparison, are one GPU's measurement)."""
     w = WORKLOADS.get(cell.workload)
     given = rec.model_fields_set  # a field a record of an older schema lacks is taken as the cell's
-    requested = rec.data.requested if rec.data is not None and "requested" in rec.data.model_fields_set else cell.data
     expected: list[tuple[str, Any, Any]] = [
         ("cell_id", rec.cell_id, cell.id), ("device", rec.device, cell.device),
         ("settings_requested", rec.settings_requested if "settings_requested" in given else dict(cell.settings),
-         dict(cell.settings)),
-        ("data.requested", requested, cell.data)]
-    if w is not None:
-        expected += scenario_of(w).resume_expected(rec, cell, w)
+         dict(cell.settings))]
+    if w is not None and cell.inputs is not None:
+        if rec.batch_size is not None:
+            expected.append(("batch_size", rec.batch_size, cell.inputs.batch_size))
+        expected += scenario_of(w).resume_expected(rec, cell)
     made_by, running = rec.env.git_commit if rec.env is not None else None, _this_commit()
     if made_by and running:  # a record measured by other code may have run another method (or a fixed defect)
         expected.append(("env.git_commit", made_by, running))

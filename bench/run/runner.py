@@ -15,7 +15,7 @@ import logging
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +153,7 @@ def run_repeated(cell: Cell, folder: RunFolder, repeats: int, force: bool = Fals
                  cooldown: Cooldown | None = None, gpu: str | None = None) -> Record:
     """Run ``repeats`` independent processes of ``cell`` (reusing finished repeats unless ``force``),
     then write and return the aggregated record (see ``bench.results.repeats``)."""
-    records = [reuse_or_run(replace(cell, repeat=k), folder, force, cooldown, gpu) for k in range(1, repeats + 1)]
+    records = [reuse_or_run(cell.replace(repeat=k), folder, force, cooldown, gpu) for k in range(1, repeats + 1)]
     rec = aggregate(records)
     folder.write(cell, rec)
     return rec
@@ -165,8 +165,8 @@ def run_round(cell: Cell, folder: RunFolder, repeats: int, round_: int, schedule
     ``gpu`` unless ``force``). Once all ``repeats`` repeats are on disk from this GPU, write and return the aggregated
     record; before that (an earlier round ran on another GPU: it is run again when that round resumes), return this
     repeat's record."""
-    rec = reuse_or_run(replace(cell, repeat=round_, schedule=schedule), folder, force, cooldown, gpu)
-    found = [folder.existing(replace(cell, repeat=k), gpu=gpu) for k in range(1, repeats + 1)]
+    rec = reuse_or_run(cell.replace(repeat=round_, schedule=schedule), folder, force, cooldown, gpu)
+    found = [folder.existing(cell.replace(repeat=k), gpu=gpu) for k in range(1, repeats + 1)]
     records = [r for r in found if r is not None]
     if len(records) < repeats:
         return rec

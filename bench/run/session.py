@@ -134,12 +134,11 @@ def cooldown_for(req: Request, dev: RunDevice) -> Cooldown | None:
 
 
 def cell_inputs(req: Request, command: str = "run") -> dict[str, Any]:
-    """``plan.expand``'s (``command`` run) or ``plan.sweep_cells``' (sweep) keyword inputs from ``req``."""
-    kw = {"batch_size": req.batch_size, "epochs": req.epochs, "samples": req.samples, "timeout_s": req.timeout_s,
-          "telemetry_samples": req.telemetry_samples, "data": req.data, "profile": req.profile}
-    if command == "run":
-        kw.update(steps=req.steps, seq_len=req.seq_len, sync=req.sync)
-    return kw
+    """``plan.expand``'s (``command`` run) or ``plan.sweep_cells``' (sweep) keyword inputs from ``req``: every option
+    ``command`` takes whose name is a plan input (``plan.PLAN_INPUTS``: the scenarios' inputs and the run options),
+    and for ``run`` the timing cadence (``sync``)."""
+    names = (*planning.PLAN_INPUTS, "sync") if command == "run" else planning.PLAN_INPUTS
+    return {f.name: getattr(req, f.name) for f in Request.options(command) if f.name in names}
 
 
 def run_request(req: Request) -> int:

@@ -63,7 +63,6 @@ def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path |
         if cell.task not in w.tasks:
             raise Unsupported(f"{w.name} has no task {cell.task!r}")
         scenario = scenario_of(w)
-        rec.batch_size = cell.batch_size or scenario.default_batch(w, cell.task, cell.size)
         reason = scenario.unsupported(w, stack)
         reason = (reason or knobs.check(stack, dict(cell.settings), scenario.name)
                   or knobs.model_knob_problem(dict(cell.settings), w.name, getattr(w, "keras_knobs", ())))

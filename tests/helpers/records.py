@@ -4,6 +4,7 @@ tests of collect, compare, the report and the site."""
 from bench.results.cell import Cell
 from bench.results.record import new_record
 from bench.run.workloads import get_workload
+from tests.helpers.cells import make_cell
 
 
 def fake_record(stack, variant, settings, time_s, status="ok", baseline=False, gpu=True, batch=256,
@@ -33,8 +34,8 @@ def fake_record(stack, variant, settings, time_s, status="ok", baseline=False, g
 def paper_record(stack, workload, task, batch, ms=None, status="ok", reason=None, mfu=None):
     """A paper-suite record as a full-size GPU run on an A100 writes it: ``ms`` per step over 100 timed steps, the
     published architecture; a ``status`` other than ok carries ``reason`` and no metrics."""
-    c = Cell(stack=stack, suite="paper", workload=workload, task=task, size="full", device="gpu",
-             batch_size=batch)
+    c = make_cell(stack=stack, suite="paper", workload=workload, task=task, size="full", device="gpu",
+                  batch_size=batch)
     r = new_record(c)
     r.update(status=status, reason=reason, finished_utc="2026-11-21T10:00:00+00:00",
              env={"gpu": {"name": "NVIDIA A100-SXM4-40GB", "driver": "999.1"}})

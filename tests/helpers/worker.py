@@ -1,5 +1,5 @@
 """A ``bench run`` in process against a fake worker: the worker writes an ok record of the cell it is given
-(1 ms per step, ``epochs`` or 2 epochs of 0.1 s) without training anything. The ``fake_worker`` fixture
+(1 ms per step, its ``epochs`` of 0.1 s, at its batch size) without training anything. The ``fake_worker`` fixture
 (tests/conftest.py) puts it in the real worker's place."""
 
 import textwrap
@@ -16,8 +16,8 @@ FAKE = textwrap.dedent("""
     from bench.results.record import new_record
     cell = Cell.from_dict(json.load(open(sys.argv[1])))
     rec = new_record(cell)
-    epochs = cell.epochs or 2
-    rec.update(status="ok", batch_size=cell.batch_size or 128, data={"source": "synthetic", "requested": cell.data},
+    epochs = cell.inputs.epochs
+    rec.update(status="ok", data={"source": "synthetic", "requested": cell.inputs.data},
                metrics={"ms_per_step_mean": 1.0, "first_epoch_s": 0.1, "epoch_s": [0.1] * epochs})
     write_json_atomic(Path(sys.argv[2]), rec)
 """)

@@ -21,7 +21,7 @@ def test_classic_matrix_is_30_cells_in_stable_order():
 def test_selection_narrows():
     cells = expand(["pytorch"], "classic", "full", "gpu", workloads=["mnist_cnn"], tasks=["fit"],
                    batch_size=64, epochs=3, timeout_s=5)
-    assert [(c.workload, c.batch_size, c.epochs, c.timeout_s) for c in cells] == [("mnist_cnn", 64, 3, 5)]
+    assert [(c.workload, c.inputs.batch_size, c.inputs.epochs, c.timeout_s) for c in cells] == [("mnist_cnn", 64, 3, 5)]
 
 
 @pytest.mark.parametrize("kw, msg", [
@@ -79,10 +79,10 @@ def test_samples_caps_the_training_set_and_names_the_cell():
     """--samples: the same model and batch on fewer examples, a record of its own; the workload's own count at the
     size is the default cell (no suffix), and the step-timed paper suite refuses it."""
     (cell,) = expand(["pytorch"], "classic", "full", "gpu", workloads=["mnist_mlp"], epochs=3, samples=3200)
-    assert cell.samples == 3200 and cell.id.endswith("__epochs=3+samples=3200")
+    assert cell.inputs.samples == 3200 and cell.id.endswith("__epochs=3+samples=3200")
     (own,) = expand(["pytorch"], "classic", "smoke", "cpu", workloads=["mnist_mlp"],
                     samples=SMOKE_SAMPLES["mnist_mlp"])
-    assert own.samples is None and "samples" not in own.id
+    assert own.inputs.samples == SMOKE_SAMPLES["mnist_mlp"] and "samples" not in own.id
     with pytest.raises(PlanError, match="--samples applies to the fit suites"):
         expand(["pytorch"], "paper", "smoke", "cpu", workloads=["bert"], samples=10)
     with pytest.raises(PlanError, match="samples must be positive"):
@@ -112,9 +112,10 @@ def test_samples_of_the_whole_dataset_are_the_default_cell(workload):
         return expand(["pytorch"], w.suite, size, device, workloads=[workload], samples=n)
 
     for n in (n_train, 10 * n_train):
-        assert all(c.samples is None and "samples" not in c.id for c in cells(n)), n
-    assert all(c.samples == n_train - 1 and c.id.endswith(f"samples={n_train - 1}") for c in cells(n_train - 1))
-    assert all(c.samples == n_train for c in cells(n_train, "smoke", "cpu"))
+        assert all(c.inputs.samples is None and "samples" not in c.id for c in cells(n)), n
+    assert all(c.inputs.samples == n_train - 1 and c.id.endswith(f"samples={n_train - 1}")
+               for c in cells(n_train - 1))
+    assert all(c.inputs.samples == n_train for c in cells(n_train, "smoke", "cpu"))
 
 
 def test_whole_dataset_loads_the_default_data():

@@ -17,11 +17,12 @@ from bench.results.record import read_record
 from bench.results.schema import Metrics
 from bench.results.schema.declare import rule_of, unit_of
 from tests.conftest import has, needs_torch
+from tests.helpers.cells import make_cell
 
 
 def torch_cell(profile: bool) -> Cell:
-    return Cell(stack="pytorch", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device="cpu",
-                profile=profile)
+    return make_cell(stack="pytorch", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device="cpu",
+                     profile=profile)
 
 
 @needs_torch

@@ -1,6 +1,5 @@
 """The runner with stand-in workers: crashes, time limits and resumed runs never lose a record."""
 
-import dataclasses
 import os
 import sys
 import textwrap
@@ -125,7 +124,7 @@ def test_a_profile_that_never_ends_keeps_the_timed_record(tmp_path, fake_worker,
     assert rec["finished_utc"] != "2026-01-01T10:00:30+00:00"  # when the process ended, not the early write
     assert read_record(result_path(tmp_path, cell()))["profile"] == rec["profile"]
     assert not list((tmp_path / "pytorch" / ".work").iterdir())  # the profiler's leftovers are gone
-    assert "profile" in runfolder.input_mismatch(Record.model_validate(rec), dataclasses.replace(cell(), profile=True))
+    assert "profile" in runfolder.input_mismatch(Record.model_validate(rec), cell().replace(profile=True))
 
 
 def test_a_profile_not_taken_for_its_length_is_not_run_again(tmp_path, fake_worker):
@@ -134,9 +133,9 @@ def test_a_profile_not_taken_for_its_length_is_not_run_again(tmp_path, fake_work
     fake_worker("ok")
     rec = runner.run_one(cell(), tmp_path)
     rec.profile = Profile(reason="not taken: its call runs 1536 steps")
-    assert runfolder.input_mismatch(rec, dataclasses.replace(cell(), profile=True)) is None
+    assert runfolder.input_mismatch(rec, cell().replace(profile=True)) is None
     rec.profile = None
-    assert "profile None" in runfolder.input_mismatch(rec, dataclasses.replace(cell(), profile=True))
+    assert "profile None" in runfolder.input_mismatch(rec, cell().replace(profile=True))
 
 
 def test_a_cell_without_a_worker_record_still_names_its_environment(tmp_path, fake_worker, monkeypatch):

@@ -47,6 +47,7 @@ from bench.results.schema import EffectiveSettings, Memory, Metrics, Model, Outp
 if TYPE_CHECKING:
     from bench.core.settings import Settings
     from bench.core.stacks import Stack
+    from bench.results.cell import Cell
     from bench.run.datasets import Dataset
     from bench.run.profile.rerun import ProfileRun
     from bench.run.telemetry.sampler import NullTelemetry, Telemetry
@@ -112,9 +113,11 @@ def output_block(checked: dict[str, Any] | None) -> Output | None:
 class EpochEngine(Protocol):
     """What a family's ``epochs`` module implements (the module satisfies it through its ``fit``)."""
 
-    def fit(self, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-            settings: Settings, telemetry: Telemetry | NullTelemetry | None = None) -> EpochResult:
-        """Train ``workload`` on ``ds`` for ``epochs`` epochs of ``batch_size`` examples on ``device``.
+    def fit(self, stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Settings,
+            telemetry: Telemetry | NullTelemetry | None = None) -> EpochResult:
+        """Train ``workload`` on ``ds`` as ``cell`` says, whole: its ``device`` and its resolved inputs
+        (``cell.inputs_as(EpochInputs)``: ``epochs`` epochs of ``batch_size`` examples); ``settings``: its knobs,
+        typed (``cell.settings`` parsed by the family's settings class).
 
         Raises:
             Unsupported: the settings cannot run on this stack or in this image.
@@ -124,10 +127,11 @@ class EpochEngine(Protocol):
 class StepEngine(Protocol):
     """What a family's ``steps`` module implements (the module satisfies it through its ``run``)."""
 
-    def run(self, stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int,
-            device: str, settings: Settings,
+    def run(self, stack: Stack, w: StepWorkload, cell: Cell, cfg: dict[str, Any], settings: Settings,
             telemetry: Telemetry | NullTelemetry | None = None) -> StepResult:
-        """Build ``w``'s model for ``task`` from ``cfg``, run one step, then time ``steps`` more.
+        """Build ``w``'s model for ``cell``'s task from ``cfg`` (the model's configuration at the cell's size, with its
+        sequence length), run one step of ``cell.inputs_as(StepInputs).batch_size`` examples on ``cell.device``,
+        then time ``steps`` more.
 
         Raises:
             Unsupported: the settings cannot run on this stack or in this image.

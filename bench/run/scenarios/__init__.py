@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.core.stacks import Stack
 from bench.results import derived
-from bench.results.cell import Cell
+from bench.results.cell import AnyInputs, Cell, EpochInputs, StepInputs
 from bench.results.schema import EffectiveSettings, Record, Telemetry
 from bench.run.profile.rerun import ProfileRun
 from bench.run.telemetry import sampler
@@ -32,29 +32,59 @@ class Scenario(ABC):
     Attributes:
         name: ``epochs`` or ``steps``, also the settings kind its engines take (``bench.core.knobs.settings_class``).
         suites_text: the suites it runs, as a plan error names them.
-        overrides: the plan overrides (``bench run`` options) its workloads read, of ``OVERRIDES``.
+        inputs_class: its cells' inputs (``bench.results.cell.EpochInputs``, ``StepInputs``): what the plan
+            resolves, the worker's input file carries and its engines read.
     """
 
     name: ClassVar[str]
     suites_text: ClassVar[str]
-    overrides: ClassVar[frozenset[str]]
+    inputs_class: ClassVar[type[EpochInputs] | type[StepInputs]]
 
     @abstractmethod
     def owns(self, w: Any) -> bool:
         """Whether ``w`` (a registered workload) is this scenario's kind."""
 
-    @abstractmethod
-    def default_batch(self, w: Any, task: str, size: str) -> int:
-        """The batch size (examples per step) of a cell of ``w``'s ``task`` at ``size`` that names none."""
+    @classmethod
+    def input_names(cls) -> tuple[str, ...]:
+        """The plan inputs (``bench run`` options of the same name) this scenario's cells take: its
+        ``inputs_class``' fields."""
+        return tuple(n for n in cls.inputs_class.model_fields if n not in ("kind", "named"))
 
     @abstractmethod
-    def batches(self, w: Any, task: str, size: str, batch_size: int | None,
-                variant: str) -> list[tuple[int | None, str]]:
-        """(batch size, variant) of each cell of ``task``; a batch size of None is the workload's default."""
+    def defaults(self, w: Any, task: str, size: str) -> dict[str, Any]:
+        """The inputs ``w`` publishes for ``task`` at ``size`` (batch size, epochs, steps...): each one's default,
+        resolved here alone (an input without an entry takes its ``inputs_class`` default)."""
+
+    def same_as_default(self, w: Any, size: str, name: str, value: Any, default: Any) -> bool:
+        """Whether input ``name`` given as ``value`` makes the same cell as its ``default`` (then the id does not
+        name it)."""
+        return bool(value == default)
+
+    def inputs(self, w: Any, task: str, size: str, given: Mapping[str, Any]) -> AnyInputs:
+        """The resolved inputs of a cell of ``w``'s ``task`` at ``size``: each of ``input_names`` as ``given``
+        (None: not given) where that is not the default (``same_as_default``; it is then ``named``), else its
+        default (``defaults``).
+
+        Raises:
+            pydantic.ValidationError: a value the inputs refuse (a number below 1).
+        """
+        own = self.defaults(w, task, size)
+        values: dict[str, Any] = {}
+        named: list[str] = []
+        for name in self.input_names():
+            default = own.get(name, self.inputs_class.model_fields[name].default)
+            value = given.get(name)
+            if value is None or self.same_as_default(w, size, name, value, default):
+                values[name] = default
+            else:
+                values[name] = value
+                named.append(name)
+        return self.inputs_class(**values, named=tuple(named))
 
     @abstractmethod
-    def batch_override(self, w: Any, size: str, batch_size: int | None) -> int | None:
-        """``batch_size`` as a sweep cell records it (None where it is the workload's own at ``size``)."""
+    def cells(self, w: Any, task: str, size: str, given: Mapping[str, Any],
+              variant: str) -> list[tuple[AnyInputs, str]]:
+        """(inputs, variant) of each cell of ``task`` (``inputs``)."""
 
     def sync_problem(self, sync: str, suite: str) -> str | None:
         """Why the timing cadence ``sync`` (a valid one) cannot time this scenario's ``suite`` (None: it can)."""
@@ -64,14 +94,17 @@ class Scenario(ABC):
         """Why the data source ``data`` (a valid one) does not apply to this scenario's ``suite`` (None: it does)."""
         return None
 
-    def override_problem(self, suite: str, **overrides: int | None) -> str | None:
-        """Why an override given (not None) is one ``suite``'s workloads never read (``epochs`` and ``samples`` in the
-        paper suite, ``steps`` and ``seq_len`` in the fit suites; None when all apply), rather than run a cell whose id
-        names an input it ignored."""
-        for name, value in overrides.items():
-            if value is not None and name not in self.overrides:
-                where = next(s.suites_text for s in SCENARIOS if name in s.overrides)
-                return f"--{name.replace('_', '-')} applies to {where}, not to suite {suite!r}"
+    def override_problem(self, suite: str, given: Mapping[str, Any]) -> str | None:
+        """Why an input given (not None, not its declared default) is one ``suite``'s workloads never read
+        (``epochs`` and ``samples`` in the paper suite, ``steps`` and ``seq_len`` in the fit suites; None when all
+        apply), rather than run a cell whose id names an input it ignored."""
+        mine = self.input_names()
+        for name, value in given.items():
+            if value is None or name in mine:
+                continue
+            owner = next((s for s in SCENARIOS if name in s.input_names()), None)
+            if owner is not None and value != owner.inputs_class.model_fields[name].default:
+                return f"--{name.replace('_', '-')} applies to {owner.suites_text}, not to suite {suite!r}"
         return None
 
     @abstractmethod
@@ -80,10 +113,11 @@ class Scenario(ABC):
 
     @abstractmethod
     def run(self, rec: Record, cell: Cell, stack: Stack, w: Any, samples_csv: Path | None) -> ProfileRun | None:
-        """The worker's body for ``cell``: run it and fill ``rec``'s data, settings, metrics, model, memory and
-        telemetry blocks (``rec.batch_size`` is set). ``samples_csv``: where the raw telemetry samples go
-        (None: not written). Returns the engine's steps for a profile (``bench.run.profile.rerun.ProfileRun``),
-        which the worker runs after this returned (the timed window and the telemetry closed), None without.
+        """The worker's body for ``cell``: run it (the engine takes ``cell`` whole, its inputs resolved) and fill
+        ``rec``'s data, settings, metrics, model, memory and telemetry blocks. ``samples_csv``: where the raw
+        telemetry samples go (None: not written). Returns the engine's steps for a profile
+        (``bench.run.profile.rerun.ProfileRun``), which the worker runs after this returned (the timed window and the
+        telemetry closed), None without.
 
         Raises:
             bench.run.engines.Unsupported: the settings cannot run on this stack or in this image; anything else
@@ -91,17 +125,14 @@ class Scenario(ABC):
         """
 
     @abstractmethod
-    def resume_expected(self, rec: Record, cell: Cell, w: Any) -> list[tuple[str, Any, Any]]:
-        """(name, recorded, expected) of the inputs a record written before its id named them recorded as they
-        took effect (batch size, and the epochs or timed steps of an ok record): ``runfolder.input_mismatch``."""
+    def resume_expected(self, rec: Record, cell: Cell) -> list[tuple[str, Any, Any]]:
+        """(name, recorded, expected) of the inputs of this scenario a record written before its id named them
+        recorded as they took effect (the epochs or timed steps of an ok record...), beside the batch size
+        ``runfolder.input_mismatch`` checks: ``cell``'s resolved inputs are the expected values."""
 
     @abstractmethod
     def describe(self, w: Any) -> str:
         """``w``'s line of ``bench list`` (after its name)."""
-
-
-#: The plan overrides a scenario may read (``Scenario.overrides``).
-OVERRIDES = ("epochs", "samples", "steps", "seq_len")
 
 
 def scenario_of(w: Any) -> Scenario:
@@ -181,3 +212,6 @@ def _registered() -> tuple[Scenario, ...]:
 
 #: Every scenario, the one registry.
 SCENARIOS: tuple[Scenario, ...] = _registered()
+#: Every plan input a scenario takes (``Scenario.input_names``): the ``bench run`` options of these names reach
+#: the plan (``bench.run.session``).
+INPUT_NAMES: tuple[str, ...] = tuple(dict.fromkeys(n for s in SCENARIOS for n in s.input_names()))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from bench.core import knobs
 from bench.core.stacks import Stack
-from bench.results.cell import Cell
+from bench.results.cell import AnyInputs, Cell, EpochInputs
 from bench.results.schema import Data, Record
 from bench.run.engines import epoch_engine, missing_model
 from bench.run.profile.rerun import ProfileRun
@@ -21,50 +22,57 @@ class Epochs(Scenario):
 
     name = "epochs"
     suites_text = "the fit suites (classic, tuning)"
-    overrides = frozenset({"epochs", "samples"})
+    inputs_class = EpochInputs
 
     def owns(self, w: Any) -> bool:
         return isinstance(w, Workload)
 
-    def default_batch(self, w: Workload, task: str, size: str) -> int:
-        return w.batch_for(size)
+    def defaults(self, w: Workload, task: str, size: str) -> dict[str, Any]:
+        """The workload's batch (``Workload.batch_for``), epochs and training examples (None: all) at ``size``."""
+        return {"batch_size": w.batch_for(size), "epochs": w.epochs[size], "samples": w.samples.get(size)}
 
-    def batches(self, w: Workload, task: str, size: str, batch_size: int | None,
-                variant: str) -> list[tuple[int | None, str]]:
-        return [(self.batch_override(w, size, batch_size), variant)]
+    def same_as_default(self, w: Workload, size: str, name: str, value: Any, default: Any) -> bool:
+        """As the base's, and a ``samples`` cap where the size trains on the whole dataset (None) that loads the
+        whole dataset all the same (``Workload.whole_dataset``: at or above its training examples), so the same
+        data is never a record of its own under another cell id."""
+        if name == "samples" and default is None and w.whole_dataset(value):
+            return True
+        return super().same_as_default(w, size, name, value, default)
 
-    def batch_override(self, w: Workload, size: str, batch_size: int | None) -> int | None:
-        # an override equal to the workload's own batch at this size is the default cell (Cell.id)
-        return None if batch_size == w.batch_for(size) else batch_size
+    def cells(self, w: Workload, task: str, size: str, given: Mapping[str, Any],
+              variant: str) -> list[tuple[AnyInputs, str]]:
+        """One cell of ``task``, at the batch given or the workload's own."""
+        return [(self.inputs(w, task, size, given), variant)]
 
     def unsupported(self, w: Workload, stack: Stack) -> str | None:
         return missing_model(stack.family, w)
 
     def run(self, rec: Record, cell: Cell, stack: Stack, w: Workload, samples_csv: Path | None) -> ProfileRun | None:
         """``fit`` on the workload's dataset for some epochs (the family's ``bench.run.engines.EpochEngine``)."""
-        batch = rec.batch_size or 0
-        epochs = cell.epochs or w.epochs[cell.size]
-        ds = w.load_data(cell.size, cell.data, cell.samples)
-        rec.data = Data.model_validate({**ds.record(), "requested": cell.data})
+        inputs = cell.inputs_as(EpochInputs)
+        ds = w.load_data(cell.size, inputs.data, inputs.samples)
+        rec.data = Data.model_validate({**ds.record(), "requested": inputs.data})
         if ds.source == "synthetic":
             rec.notes.append("data=synthetic: " + (ds.reason or ""))
         with telemetry_window(cell.device, samples_csv) as tel:
             settings = knobs.settings_class(stack.family, "epochs").from_dict(dict(cell.settings))
-            out = epoch_engine(stack.family).fit(stack, w, ds, cell.device, epochs, batch, settings, telemetry=tel)
+            out = epoch_engine(stack.family).fit(stack, w, ds, cell, settings, telemetry=tel)
         # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
         rec.settings = effective_settings(settings, out.settings)  # every knob, then what took effect
         rec.metrics, rec.history, rec.model, rec.memory = out.metrics, out.history, out.model, out.memory
         finish_telemetry(rec, tel.summary(out.metrics.steps_per_epoch, ds.n_train))
         return out.profile_run
 
-    def resume_expected(self, rec: Record, cell: Cell, w: Workload) -> list[tuple[str, Any, Any]]:
-        expected: list[tuple[str, Any, Any]] = []
-        if rec.batch_size is not None:
-            default = self.default_batch(w, cell.task, cell.size)
-            expected.append(("batch_size", rec.batch_size, cell.batch_size or default))
+    def resume_expected(self, rec: Record, cell: Cell) -> list[tuple[str, Any, Any]]:
+        """The data policy asked for (a record of an older schema without it is taken as the cell's) and the
+        epochs an ok record timed."""
+        inputs = cell.inputs_as(EpochInputs)
+        given = rec.data is not None and "requested" in rec.data.model_fields_set
+        expected: list[tuple[str, Any, Any]] = [
+            ("data.requested", rec.data.requested if given and rec.data else inputs.data, inputs.data)]
         epoch_s = rec.metrics.epoch_s if rec.metrics is not None else None
         if isinstance(epoch_s, list):
-            expected.append(("epochs", len(epoch_s), cell.epochs or w.epochs[cell.size]))
+            expected.append(("epochs", len(epoch_s), inputs.epochs))
         return expected
 
     def describe(self, w: Workload) -> str:

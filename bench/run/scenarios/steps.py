@@ -3,13 +3,14 @@ benchmark's method), one cell per published batch size of a task."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from bench.core import knobs
 from bench.core.stacks import Stack
 from bench.results import derived
-from bench.results.cell import Cell
+from bench.results.cell import AnyInputs, Cell, StepInputs
 from bench.results.schema import Data, Metrics, Record
 from bench.run import flops
 from bench.run.engines import step_engine
@@ -26,25 +27,32 @@ class Steps(Scenario):
 
     name = "steps"
     suites_text = "the paper suite"
-    overrides = frozenset({"steps", "seq_len"})
+    inputs_class = StepInputs
 
     def owns(self, w: Any) -> bool:
         return isinstance(w, StepWorkload)
 
-    def default_batch(self, w: StepWorkload, task: str, size: str) -> int:
-        return w.batch_sizes(task)[0]
+    def defaults(self, w: StepWorkload, task: str, size: str) -> dict[str, Any]:
+        """The task's first published batch size, the timed steps at ``size`` and the model's sequence length at
+        ``size`` (None: it has none)."""
+        return {"batch_size": w.batch_sizes(task)[0], "steps": w.steps[size],
+                "seq_len": w.model.config(size).get("seq_len")}
 
-    def batches(self, w: StepWorkload, task: str, size: str, batch_size: int | None,
-                variant: str) -> list[tuple[int | None, str]]:
-        """The published batch sizes of ``task`` (variant ``bs<N>``, or ``bs<N>-<variant>`` for a non-default
-        variant; capped at ``SMOKE_MAX_BATCH`` at smoke size), else the one override."""
+    def same_as_default(self, w: StepWorkload, size: str, name: str, value: Any, default: Any) -> bool:
+        """As the base's, but a batch size given is always named: the cell's variant (``bs<N>``) names it, and the
+        id then leaves it out (``Cell.changed_inputs``)."""
+        return name != "batch_size" and super().same_as_default(w, size, name, value, default)
+
+    def cells(self, w: StepWorkload, task: str, size: str, given: Mapping[str, Any],
+              variant: str) -> list[tuple[AnyInputs, str]]:
+        """One cell per published batch size of ``task`` (variant ``bs<N>``, or ``bs<N>-<variant>`` for a
+        non-default variant; capped at ``SMOKE_MAX_BATCH`` at smoke size), else per the one batch size given."""
+        batch_size = given.get("batch_size")
         sizes = [batch_size] if batch_size else w.batch_sizes(task)
         if size == "smoke" and not batch_size:
             sizes = list(dict.fromkeys(min(b, SMOKE_MAX_BATCH) for b in sizes))
-        return [(b, f"bs{b}" if variant == "default" else f"bs{b}-{variant}") for b in sizes]
-
-    def batch_override(self, w: StepWorkload, size: str, batch_size: int | None) -> int | None:
-        return batch_size
+        return [(self.inputs(w, task, size, {**given, "batch_size": b}),
+                 f"bs{b}" if variant == "default" else f"bs{b}-{variant}") for b in sizes]
 
     def sync_problem(self, sync: str, suite: str) -> str | None:
         if sync != "step":
@@ -64,16 +72,15 @@ class Steps(Scenario):
             samples_csv: Path | None) -> ProfileRun | None:
         """``steps`` timed steps after a first one on random inputs (the family's ``bench.run.engines.StepEngine``),
         with the model's FLOPs per step for MFU."""
-        batch = rec.batch_size or 0
-        steps = cell.steps or w.steps[cell.size]
+        inputs = cell.inputs_as(StepInputs)
+        batch, steps = inputs.batch_size, inputs.steps
         cfg = w.model.config(cell.size)
-        if cell.seq_len:
-            cfg["seq_len"] = cell.seq_len
+        if inputs.seq_len:
+            cfg["seq_len"] = inputs.seq_len
         rec.data = Data(source="synthetic", reason="random inputs of the published shapes (the source's method)")
         with telemetry_window(cell.device, samples_csv) as tel:
             settings = knobs.settings_class(stack.family, "steps").from_dict(dict(cell.settings))
-            out = step_engine(stack.family).run(stack, w, cell.task, cfg, batch, steps, cell.device, settings,
-                                                telemetry=tel)
+            out = step_engine(stack.family).run(stack, w, cell, cfg, settings, telemetry=tel)
         # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
         rec.settings = effective_settings(settings, out.settings, model_config=cfg)
         rec.metrics = step_metrics(out.timer, batch, steps, out.settings.generated_tokens)
@@ -84,15 +91,10 @@ class Steps(Scenario):
         finish_telemetry(rec, tel.summary(steps, batch * steps))
         return out.profile_run
 
-    def resume_expected(self, rec: Record, cell: Cell, w: StepWorkload) -> list[tuple[str, Any, Any]]:
-        expected: list[tuple[str, Any, Any]] = []
-        if rec.batch_size is not None:
-            default = self.default_batch(w, cell.task, cell.size)
-            expected.append(("batch_size", rec.batch_size, cell.batch_size or default))
+    def resume_expected(self, rec: Record, cell: Cell) -> list[tuple[str, Any, Any]]:
+        """The timed steps an ok record recorded."""
         steps = rec.metrics.steps if rec.metrics is not None else None
-        if steps is not None:
-            expected.append(("steps", steps, cell.steps or w.steps[cell.size]))
-        return expected
+        return [] if steps is None else [("steps", steps, cell.inputs_as(StepInputs).steps)]
 
     def describe(self, w: StepWorkload) -> str:
         cells = ", ".join(f"{t} {b}" for t, b in w.cells)

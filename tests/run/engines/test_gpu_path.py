@@ -9,6 +9,7 @@ import pytest
 
 from bench.results.schema import Record
 from tests.conftest import needs_keras_torch, needs_torch
+from tests.helpers.cells import engine_cell
 from tests.helpers.fake_nvml import two_gpu_pynvml
 
 
@@ -124,7 +125,8 @@ def test_torch_engine_closes_each_epoch_before_validation(monkeypatch):
     monkeypatch.setattr(torch_epochs, "_evaluate", lambda *a: (events.append("validate"), real(*a))[1])
     w = get_workload("mnist_mlp")
     ds = w.prepare(datasets.synthetic("mnist", 16, 8, "test"))
-    torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 2, 8, TorchEpochSettings(), telemetry=Window(events))
+    torch_epochs.fit(get_stack("pytorch"), w, ds, engine_cell("pytorch", w, 2, 8), TorchEpochSettings(),
+                     telemetry=Window(events))
     assert events == ["mark", "end", "validate", "mark", "end", "validate", "stop"]
 
 

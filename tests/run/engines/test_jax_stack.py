@@ -18,6 +18,7 @@ from bench.core.families.torch import TorchEpochSettings
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.run.workloads import WORKLOADS, Workload, get_workload
 from tests.conftest import has, needs_torch
+from tests.helpers.cells import engine_cell, make_cell
 from tests.helpers.optimizers import GRADS, P0, reference, rmsprop_208, with_decay
 
 needs_flax = pytest.mark.skipif(not (has("flax") and has("optax")), reason="flax and optax not installed")
@@ -57,12 +58,11 @@ def test_augment_on_jax_takes_the_default_pipeline_only():
 
 
 def test_paper_cells_on_jax_are_unsupported_with_the_reason_not_a_crash(tmp_path):
-    from bench.results.cell import Cell
     from bench.run.worker import run_cell
 
     assert "no step-timed engine" in knobs.check(JAX, {}, "steps")
-    rec = run_cell(Cell(stack="jax", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
-                        batch_size=2, variant="bs2"))
+    rec = run_cell(make_cell(stack="jax", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
+                             batch_size=2, variant="bs2"))
     assert rec["status"] == "unsupported" and "no step-timed engine" in rec["reason"]
 
 
@@ -309,7 +309,8 @@ def _fit(name: str, epochs: int = 2, **kw):
 
     w = get_workload(name)
     ds = w.load_data("smoke", "synthetic")
-    return _blocks(jax_epochs.fit(JAX, w, ds, "cpu", epochs, w.batch_for("smoke"), JaxEpochSettings(**kw)))
+    cell = engine_cell("jax", w, epochs, w.batch_for("smoke"))
+    return _blocks(jax_epochs.fit(JAX, w, ds, cell, JaxEpochSettings(**kw)))
 
 
 def _blocks(out) -> dict:
@@ -330,7 +331,7 @@ def test_jax_learns_like_pytorch_on_the_same_smoke_data():
     w = get_workload("mnist_mlp")
     ds = w.load_data("smoke", "synthetic")
     j = _fit("mnist_mlp", epochs=4)
-    t = _blocks(torch_epochs.fit(STACKS["pytorch"], w, ds, "cpu", 4, 128, TorchEpochSettings()))
+    t = _blocks(torch_epochs.fit(STACKS["pytorch"], w, ds, engine_cell("pytorch", w, 4, 128), TorchEpochSettings()))
     for h in (j["history"], t["history"]):
         assert h["loss"][-1] < h["loss"][0]
     assert abs(j["history"]["loss"][-1] - t["history"]["loss"][-1]) < 0.1 * t["history"]["loss"][-1]

@@ -85,16 +85,16 @@ def test_each_suites_cells_expand_through_its_scenario(suite):
     cells = plan.expand(["pytorch"], suite, "smoke", "cpu")
     assert cells and {scenario_of(WORKLOADS[c.workload]) for c in cells} == {scenario}
     if suite not in plan.sweep.DEFAULT_GRIDS:  # a grid expands its own variants
-        want = [(b, v) for n in SUITES[suite] for t in WORKLOADS[n].tasks
-                for b, v in scenario.batches(WORKLOADS[n], t, "smoke", None, "default")]
-        assert [(c.batch_size, c.variant) for c in cells] == want
+        want = [(i, v) for n in SUITES[suite] for t in WORKLOADS[n].tasks
+                for i, v in scenario.cells(WORKLOADS[n], t, "smoke", {}, "default")]
+        assert [(c.inputs, c.variant) for c in cells] == want
 
 
 def test_each_scenario_rejects_the_overrides_only_the_other_reads():
-    assert EPOCHS.override_problem("classic", epochs=3) is None
-    assert "applies to the paper suite" in EPOCHS.override_problem("classic", steps=3)
-    assert "applies to the fit suites" in STEPS.override_problem("paper", epochs=3)
-    assert STEPS.override_problem("paper", steps=3, seq_len=64) is None
+    assert EPOCHS.override_problem("classic", {"epochs": 3}) is None
+    assert "applies to the paper suite" in EPOCHS.override_problem("classic", {"steps": 3})
+    assert "applies to the fit suites" in STEPS.override_problem("paper", {"epochs": 3})
+    assert STEPS.override_problem("paper", {"steps": 3, "seq_len": 64}) is None
     assert STEPS.sync_problem("epoch", "paper") and STEPS.sync_problem("step", "paper") is None
     assert EPOCHS.sync_problem("every:4", "classic") is None
     assert STEPS.data_problem("real", "paper") and EPOCHS.data_problem("real", "classic") is None

@@ -22,6 +22,7 @@ from bench.run.datasets import Dataset
 from bench.run.workloads import get_workload
 from tests.conftest import needs_keras_torch, needs_torch
 from tests.contract.grid import FIT_WORKLOADS
+from tests.helpers.cells import engine_cell
 from tests.helpers.optimizers import GRADS, P0, reference, rmsprop_208, with_decay
 from tests.helpers.tables import has_cells
 
@@ -318,7 +319,8 @@ def test_keras_2017_metric_is_the_whole_fit_call_over_the_epochs_setup_and_valid
     monkeypatch.setattr(keras.Model, "fit", lambda self, *a, callbacks=(), **k:
                         real_fit(self, *a, callbacks=[Slow(), *callbacks], **k))
     w, ds = small("mnist_mlp", 256)
-    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 3, 64, KerasEpochSettings())
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, engine_cell("keras3-torch", w, 3, 64),
+                           KerasEpochSettings())
     m = out.metrics.model_dump(exclude_unset=True)
     assert m["fit_call_s_per_epoch"] == pytest.approx(m["fit_call_s"] / 3)
     assert m["fit_call_s_per_epoch"] >= (SETUP_S + 3 * VAL_S) / 3  # setup and every validation inside it
@@ -370,7 +372,7 @@ def test_torch_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeyp
 
     evals = _timed(monkeypatch, torch_epochs)
     w, ds = small("mnist_mlp", 512)
-    out = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 3, 64, TorchEpochSettings())
+    out = torch_epochs.fit(get_stack("pytorch"), w, ds, engine_cell("pytorch", w, 3, 64), TorchEpochSettings())
     _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
@@ -381,7 +383,7 @@ def test_jax_2017_metric_is_the_whole_loop_with_each_epochs_validation(monkeypat
 
     evals = _timed(monkeypatch, jax_epochs)
     w, ds = small("mnist_mlp", 512)
-    out = jax_epochs.fit(get_stack("jax"), w, ds, "cpu", 3, 64, JaxEpochSettings())
+    out = jax_epochs.fit(get_stack("jax"), w, ds, engine_cell("jax", w, 3, 64), JaxEpochSettings())
     _check_loop_epochs(out.metrics.model_dump(exclude_unset=True), evals, 3)
 
 
@@ -580,7 +582,8 @@ def _fit_args(monkeypatch, name: str, n: int = 64, **settings) -> dict:
     monkeypatch.setattr(keras.Model, "fit", fit_)
     w, ds = small(name, n)
     with pytest.raises(_Captured):
-        keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 1, 16, KerasEpochSettings(**settings))
+        keras_epochs.fit(get_stack("keras3-torch"), w, ds, engine_cell("keras3-torch", w, 1, 16),
+                         KerasEpochSettings(**settings))
     seen["ds"] = ds
     return seen
 
@@ -651,7 +654,8 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     real_cb = progress.notebook_callback
     monkeypatch.setattr(progress, "notebook_callback", lambda k: made.append(real_cb(k)) or made[-1])
     w, ds = small("mnist_mlp", 64)
-    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16, KerasEpochSettings())
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, engine_cell("keras3-torch", w, 2, 16),
+                           KerasEpochSettings())
     s = out.settings.model_dump(exclude_unset=True)
     assert bar == [] and len(made) == 1
     assert set(made[0].running) == {"loss", "accuracy"} and len(made[0].running["loss"]) == 4 - 1  # last batch unread
@@ -661,7 +665,7 @@ def test_keras_fit_runs_the_notebooks_callback_by_default_and_the_bar_as_a_varia
     assert s["jit_compile"] is False and s["jit_compile_requested"] == "keras default"  # auto: off on torch
     for form, verbose, batches in (("bar", 1, 2 * 4), ("none", 0, 0)):
         bar.clear()
-        got = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 16,
+        got = keras_epochs.fit(get_stack("keras3-torch"), w, ds, engine_cell("keras3-torch", w, 2, 16),
                             KerasEpochSettings(progress=form)).settings.model_dump(exclude_unset=True)
         assert len(bar) == batches and len(made) == 1
         assert (got["progress"], got["verbose"], got["batch_end_hook"]) == (form, verbose, False)
@@ -750,9 +754,10 @@ def test_keras3_jax_records_xla_on_by_default_and_off_under_the_variant():
     code = ("import json; from bench.core.families.keras import KerasEpochSettings; "
             "from bench.core.stacks import get_stack; "
             "from bench.run.engines.keras import epochs as keras_epochs; "
+            "from tests.helpers.cells import engine_cell; "
             "from tests.run.workloads.test_classic_pipelines import small; w, ds = small('mnist_mlp', 32); out = {}\n"
             "for kw in ({}, {'jit_compile': False}):\n"
-            "    s = keras_epochs.fit(get_stack('keras3-jax'), w, ds, 'cpu', 1, 16, "
+            "    s = keras_epochs.fit(get_stack('keras3-jax'), w, ds, engine_cell('keras3-jax', w, 1, 16), "
             "KerasEpochSettings(progress='none', **kw)).settings.model_dump(exclude_unset=True)\n"
             "    out[str(kw)] = [s['jit_compile'], s['jit_compile_requested']]\n"
             "print(json.dumps(out))")

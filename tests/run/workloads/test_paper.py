@@ -8,12 +8,12 @@ import os
 import pytest
 
 from bench.core.gpus import gpu_family
-from bench.results.cell import Cell
 from bench.results.schema import Record
 from bench.run import flops, plan
 from bench.run.scenarios.steps import SMOKE_MAX_BATCH
 from bench.run.workloads import SUITES, get_workload
 from tests.conftest import has
+from tests.helpers.cells import make_cell
 
 needs_hf = pytest.mark.skipif(not all(has(m) for m in ("torch", "transformers", "diffusers", "peft")),
                               reason="torch + transformers/diffusers/peft not installed")
@@ -29,7 +29,7 @@ PUBLISHED = {("segment_anything", "fit", 1), ("segment_anything", "predict", 4),
 
 def test_full_plan_has_exactly_the_published_cells():
     cells = plan.expand(["keras3-jax", "pytorch"], "paper", "full", "gpu")
-    assert {(c.workload, c.task, c.batch_size) for c in cells} == PUBLISHED
+    assert {(c.workload, c.task, c.inputs.batch_size) for c in cells} == PUBLISHED
     assert len(cells) == 2 * len(PUBLISHED)
     assert len({c.id for c in cells}) == len(cells)  # the two generate batch sizes are distinct cells
     assert {c.variant for c in cells if c.workload == "gemma" and c.task == "generate"} == {"bs32", "bs1"}
@@ -37,11 +37,11 @@ def test_full_plan_has_exactly_the_published_cells():
 
 def test_smoke_plan_caps_batches_and_overrides_pass_through():
     smoke = plan.expand(["pytorch"], "paper", "smoke", "cpu")
-    assert max(c.batch_size for c in smoke) == SMOKE_MAX_BATCH
-    assert {(c.workload, c.batch_size) for c in smoke if c.task == "generate"} == {
+    assert max(c.inputs.batch_size for c in smoke) == SMOKE_MAX_BATCH
+    assert {(c.workload, c.inputs.batch_size) for c in smoke if c.task == "generate"} == {
         ("gemma", 2), ("gemma", 1), ("mistral", 2), ("mistral", 1)}
     one = plan.expand(["pytorch"], "paper", "full", "gpu", ["bert"], ["fit"], batch_size=4, steps=7, seq_len=128)
-    assert [(c.batch_size, c.variant, c.steps, c.seq_len) for c in one] == [(4, "bs4", 7, 128)]
+    assert [(c.inputs.batch_size, c.variant, c.inputs.steps, c.inputs.seq_len) for c in one] == [(4, "bs4", 7, 128)]
     with pytest.raises(plan.PlanError, match="steps"):
         plan.expand(["pytorch"], "paper", "full", "gpu", steps=0)
 
@@ -51,7 +51,8 @@ def test_keras2_cells_the_source_could_not_run_are_unsupported_with_reason(workl
     from bench.run.worker import run_cell
 
     task = get_workload(workload).tasks[0]
-    rec = run_cell(Cell(stack="keras2-tf", suite="paper", workload=workload, task=task, size="smoke", device="cpu"))
+    rec = run_cell(make_cell(stack="keras2-tf", suite="paper", workload=workload, task=task, size="smoke",
+                             device="cpu"))
     assert rec["status"] == "unsupported"
     assert reason in rec["reason"]
 
@@ -208,8 +209,8 @@ def test_mfu_is_flops_over_time_over_peak():
 def _run(stack: str, workload: str, task: str, batch: int):
     from bench.run.worker import run_cell
 
-    return run_cell(Cell(stack=stack, suite="paper", workload=workload, task=task, size="smoke", device="cpu",
-                         batch_size=batch, variant=f"bs{batch}", steps=2))
+    return run_cell(make_cell(stack=stack, suite="paper", workload=workload, task=task, size="smoke", device="cpu",
+                              batch_size=batch, variant=f"bs{batch}", steps=2))
 
 
 @needs_hf
@@ -280,11 +281,11 @@ def test_compile_variant_is_pytorch_only_and_other_knobs_are_refused():
     assert [c.variant for c in cells] == ["bs32-compile-default", "bs32-compile-default"]
     from bench.run.worker import run_cell
 
-    rec = run_cell(Cell(stack="keras3-jax", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
-                        settings={"compile": "default"}))
+    rec = run_cell(make_cell(stack="keras3-jax", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
+                             settings={"compile": "default"}))
     assert rec["status"] == "unsupported" and "not honoured" in rec["reason"]
-    rec = run_cell(Cell(stack="pytorch", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
-                        settings={"data_pipeline": "tensor_dataset"}))
+    rec = run_cell(make_cell(stack="pytorch", suite="paper", workload="bert", task="fit", size="smoke", device="cpu",
+                             settings={"data_pipeline": "tensor_dataset"}))
     assert rec["status"] == "unsupported" and "data_pipeline" in rec["reason"]
 
 
@@ -293,8 +294,9 @@ def test_compile_variant_is_pytorch_only_and_other_knobs_are_refused():
 def test_pytorch_compile_variant_runs_generate_to_fixed_length():
     from bench.run.worker import run_cell
 
-    rec = run_cell(Cell(stack="pytorch", suite="paper", workload="gemma", task="generate", size="smoke", device="cpu",
-                        batch_size=1, steps=2, settings={"compile": "default"}, variant="bs1-compile-default"))
+    rec = run_cell(make_cell(stack="pytorch", suite="paper", workload="gemma", task="generate", size="smoke",
+                             device="cpu", batch_size=1, steps=2, settings={"compile": "default"},
+                             variant="bs1-compile-default"))
     assert rec["status"] == "ok", rec.get("traceback")
     assert rec["settings"]["compile"] == "default" and rec["settings"]["generated_tokens"] == 6
 

@@ -324,10 +324,10 @@ def test_keras3_tensorflow_in_effect_on_the_cpu_and_with_a_gpu_listed():
 
 _CELL = r"""
 import json, sys
-from bench.results.cell import Cell
 from bench.run.worker import run_cell
-rec = run_cell(Cell(stack=sys.argv[1], suite="paper", workload=sys.argv[2], task=sys.argv[3], size="smoke",
-                    device="cpu", batch_size=1, variant="bs1", steps=1))
+from tests.helpers.cells import make_cell
+rec = run_cell(make_cell(stack=sys.argv[1], suite="paper", workload=sys.argv[2], task=sys.argv[3], size="smoke",
+                         device="cpu", batch_size=1, variant="bs1", steps=1))
 print("RESULT " + json.dumps({"status": rec["status"], "reason": rec["reason"], "settings": rec["settings"]},
                              default=str))
 """
@@ -445,16 +445,16 @@ def test_generate_flops_equal_a_count_around_hugging_face_generate(workload):
 def _paper_csv(tmp_path, variants):
     """A collected run of bert fit 32 on keras3-jax, one record per (variant name, changes) in ``variants``."""
     from bench.core.atomic import write_json_atomic
-    from bench.results.cell import Cell
     from bench.results.collect import collect
     from bench.results.record import new_record, result_path
+    from tests.helpers.cells import make_cell
 
     run = tmp_path / "run"
     for i, (variant, change) in enumerate(variants):
         stack = ["keras3-jax", "keras3-tf", "keras2-tf", "keras3-torch"][i]
-        c = Cell(stack=stack, suite="paper", workload="bert", task="fit", size=change.get("size", "full"),
-                 device=change.get("device", "gpu"), batch_size=32, variant=variant,
-                 settings=change.get("settings", {}))
+        c = make_cell(stack=stack, suite="paper", workload="bert", task="fit", size=change.get("size", "full"),
+                      device=change.get("device", "gpu"), batch_size=32, variant=variant,
+                      settings=change.get("settings", {}))
         r = new_record(c)
         r.update(status="ok", finished_utc="2026-11-21T10:00:00+00:00",
                  env={"gpu": change.get("gpu", {"name": "NVIDIA A100-SXM4-40GB", "mig_mode": False})})

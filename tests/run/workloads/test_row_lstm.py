@@ -25,6 +25,7 @@ from bench.core.families.keras import KerasEpochSettings
 from bench.core.settings import SettingsError
 from bench.run.workloads import get_workload
 from tests.conftest import needs_keras_torch
+from tests.helpers.cells import engine_cell, make_cell
 from tests.helpers.tables import table_rows
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -148,7 +149,7 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
     w = get_workload("mnist_hierarchical_rnn")
     w = dataclasses.replace(w, samples={"smoke": 16, "full": None})
     ds = w.load_data("smoke", "synthetic")
-    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, "cpu", 2, 8,
+    out = keras_epochs.fit(get_stack("keras3-torch"), w, ds, engine_cell("keras3-torch", w, 2, 8),
                            KerasEpochSettings(row_lstm=row_lstm))
     s = out.settings.model_dump(exclude_unset=True)
     assert counted == [calls]
@@ -157,7 +158,6 @@ def test_the_record_states_the_form_the_trained_model_ran(monkeypatch, row_lstm,
 
 
 def test_the_knob_is_unsupported_where_there_is_no_row_lstm():
-    from bench.results.cell import Cell
     from bench.run.worker import run_cell
 
     assert knobs.KNOBS["keras"]["row_lstm"] == ("time_distributed", "reshape")
@@ -168,8 +168,8 @@ def test_the_knob_is_unsupported_where_there_is_no_row_lstm():
     assert reason and "mnist_hierarchical_rnn" in reason and "mnist_mlp" in reason
 
     def run(stack: str, workload: str, value: str) -> dict:
-        return run_cell(Cell(stack=stack, suite="classic", workload=workload, task="fit", size="smoke", device="cpu",
-                             variant=f"row_lstm={value}", settings={"row_lstm": value}))
+        return run_cell(make_cell(stack=stack, suite="classic", workload=workload, task="fit", size="smoke",
+                                  device="cpu", variant=f"row_lstm={value}", settings={"row_lstm": value}))
 
     rec = run("keras3-jax", "babi_rnn", "reshape")
     assert rec["status"] == "unsupported" and "applies only to mnist_hierarchical_rnn" in rec["reason"]

@@ -13,6 +13,7 @@ from bench.core.knobs import check
 from bench.core.stacks import get_stack
 from bench.run.workloads import get_workload
 from tests.conftest import has, needs_torch
+from tests.helpers.cells import engine_cell
 
 needs_hub = pytest.mark.skipif(not all(has(m) for m in ("torch", "keras", "keras_hub", "keras_cv")),
                                reason="keras + keras-hub/keras-cv + torch not installed")
@@ -64,7 +65,7 @@ def test_loader_options_are_recorded_as_they_took_effect(knobs, expected):
     w = get_workload("mnist_cnn_tuning")
     ds = synthetic("mnist", 16, 8, "test")
     settings = TorchEpochSettings(data_pipeline="tensor_dataset", num_workers=1, **knobs)
-    result = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 1, 8, settings)
+    result = torch_epochs.fit(get_stack("pytorch"), w, ds, engine_cell("pytorch", w, 1, 8), settings)
     s = result.settings
     assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == expected
 
@@ -235,7 +236,7 @@ def test_augmented_cifar_records_its_loader_options_as_they_took_effect():
 
     w = get_workload("cifar10_cnn")
     ds = synthetic("cifar10", 64, 8, "test")
-    result = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 1, 32, TorchEpochSettings())
+    result = torch_epochs.fit(get_stack("pytorch"), w, ds, engine_cell("pytorch", w, 1, 32), TorchEpochSettings())
     s = result.settings
     assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == (False, True)
     assert s.augmentation["epoch_batches"].startswith("ours: n // batch full batches")

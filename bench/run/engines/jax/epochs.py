@@ -19,6 +19,7 @@ import numpy as np
 from bench.core.families.jax import JaxEpochSettings
 from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
+from bench.results.cell import Cell, EpochInputs
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run import profile
 from bench.run.datasets import Dataset
@@ -159,10 +160,10 @@ def _versions() -> dict[str, str]:
     return {f"{m}_version": metadata.version(m) for m in ("jax", "jaxlib", "flax", "optax")}
 
 
-def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: JaxEpochSettings, telemetry=None) -> EpochResult:
-    """Train ``workload`` with a plain JAX loop and return the record blocks (as PyTorch's,
-    ``bench.run.engines.torch.epochs.fit``).
+def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: JaxEpochSettings,
+        telemetry=None) -> EpochResult:
+    """Train ``workload`` with a plain JAX loop on ``cell.device`` for its inputs' ``epochs`` of ``batch_size``
+    (``EpochInputs``) and return the record blocks (as PyTorch's, ``bench.run.engines.torch.epochs.fit``).
 
     ``settings``: ``bench.core.families.jax.JaxEpochSettings``. The workload's augmentation, where its source had one
     and ``augment`` is not false, replaces the data pipeline (``AugmentedBatches``). The barrier blocks on the last
@@ -181,6 +182,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     import optax
     from flax import nnx
 
+    device, inputs = cell.device, cell.inputs_as(EpochInputs)
+    epochs, batch_size = inputs.epochs, inputs.batch_size
     reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
     if reason:
         raise Unsupported(reason)

@@ -15,6 +15,7 @@ import numpy as np
 from bench.core.families.keras import KerasEpochSettings
 from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
+from bench.results.cell import Cell, EpochInputs
 from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 from bench.run.datasets import Dataset
 from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, toolchain
@@ -117,9 +118,10 @@ def progress_bar_discarded(verbose: int):
         yield
 
 
-def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: KerasEpochSettings, telemetry=None) -> EpochResult:
-    """Train ``workload`` on ``ds`` for ``epochs`` and return the record blocks.
+def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: KerasEpochSettings,
+        telemetry=None) -> EpochResult:
+    """Train ``workload`` on ``ds`` on ``cell.device`` for its inputs' ``epochs`` of ``batch_size`` (``EpochInputs``)
+    and return the record blocks.
 
     ``settings``: ``bench.core.families.keras.KerasEpochSettings`` (defaults, allowed values and meaning there). The
     workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
@@ -132,6 +134,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     Raises:
         Unsupported: ``augment`` asked for where the source has none, or with another data pipeline.
     """
+    device, inputs = cell.device, cell.inputs_as(EpochInputs)
+    epochs, batch_size = inputs.epochs, inputs.batch_size
     check_supported(stack, workload, device, settings)
     keras = import_keras(stack)
     effective = set_up(keras, stack, settings)

@@ -18,6 +18,7 @@ import numpy as np
 from bench.core.families.keras import KerasStepSettings
 from bench.core.reference import keras_benchmarks as source
 from bench.core.stacks import Stack
+from bench.results.cell import Cell, StepInputs
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
@@ -176,9 +177,10 @@ def _time_steps(keras, job: Job, task: str, requested: bool | str, steps: int, t
                                  callbacks=[make_timing_callback(keras, timer, split_first=True)])
 
 
-def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
-        settings: KerasStepSettings, telemetry=None) -> StepResult:
-    """Build ``w``'s Keras model for ``task``, time ``steps`` steps after the first, return the record blocks.
+def run(stack: Stack, w: StepWorkload, cell: Cell, cfg: dict[str, Any], settings: KerasStepSettings,
+        telemetry=None) -> StepResult:
+    """Build ``w``'s Keras model for ``cell``'s task from ``cfg``, time its inputs' ``steps`` steps of
+    ``batch_size`` (``StepInputs``) after the first on ``cell.device``, return the record blocks.
 
     ``settings``: ``bench.core.families.keras.KerasStepSettings``; ``jit_compile`` unset requests what the source
     requested for the cell (``jit_request``). The ``settings`` block records ``jit_compile_requested`` (True, False,
@@ -190,6 +192,8 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
             (``toolchain.torch_compile_blocker``).
         RuntimeError: ``generate`` stopped before the fixed length.
     """
+    task, device, inputs = cell.task, cell.device, cell.inputs_as(StepInputs)
+    batch, steps = inputs.batch_size, inputs.steps
     requested, requested_by = jit_request(stack, w.name, task, settings.jit_compile)
     if stack.backend == "torch" and requested is True:
         toolchain.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")

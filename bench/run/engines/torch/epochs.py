@@ -14,6 +14,7 @@ from typing import Any
 from bench.core.families.torch import TorchEpochSettings
 from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
+from bench.results.cell import Cell, EpochInputs
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.datasets import Dataset
 from bench.run.engines import EpochResult, Unsupported, frameworks, math_mode, toolchain
@@ -203,9 +204,10 @@ def _accumulate(sums, pair):
     return sums
 
 
-def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch_size: int,
-        settings: TorchEpochSettings, telemetry=None) -> EpochResult:
-    """Train ``workload`` with a plain PyTorch loop and return the record blocks.
+def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: TorchEpochSettings,
+        telemetry=None) -> EpochResult:
+    """Train ``workload`` with a plain PyTorch loop on ``cell.device`` for its inputs' ``epochs`` of ``batch_size``
+    (``EpochInputs``) and return the record blocks.
 
     ``settings``: ``bench.core.families.torch.TorchEpochSettings`` (defaults, allowed values and meaning there). The
     workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
@@ -222,6 +224,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     """
     import torch
 
+    device, inputs = cell.device, cell.inputs_as(EpochInputs)
+    epochs, batch_size = inputs.epochs, inputs.batch_size
     reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
     if reason:
         raise Unsupported(reason)

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from bench.core.families.torch import TorchStepSettings
 from bench.core.stacks import Stack
+from bench.results.cell import Cell, StepInputs
 from bench.results.schema import EffectiveSettings, Memory, Model
 from bench.run.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.run.engines.frameworks import make_barrier
@@ -64,9 +65,10 @@ def _step(torch, job: Job, task: str, step_model: Any) -> Callable[[], Any]:
     return infer
 
 
-def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: int, steps: int, device: str,
-        settings: TorchStepSettings, telemetry=None) -> StepResult:
-    """Build ``w``'s PyTorch model for ``task``, time ``steps`` steps after the first, return the record blocks.
+def run(stack: Stack, w: StepWorkload, cell: Cell, cfg: dict[str, Any], settings: TorchStepSettings,
+        telemetry=None) -> StepResult:
+    """Build ``w``'s PyTorch model for ``cell``'s task from ``cfg``, time its inputs' ``steps`` steps of
+    ``batch_size`` (``StepInputs``) after the first on ``cell.device``, return the record blocks.
 
     ``settings``: ``bench.core.families.torch.TorchStepSettings`` (``compile``: none, default, reduce-overhead,
     max-autotune; ``tf32``).
@@ -77,6 +79,8 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     """
     import torch
 
+    task, device, inputs = cell.task, cell.device, cell.inputs_as(StepInputs)
+    batch, steps = inputs.batch_size, inputs.steps
     mode = settings.compile
     if mode != "none":
         toolchain.require_torch_compile(device, f"compile={mode}")
