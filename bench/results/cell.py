@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
+
 class Inputs(BaseModel):
     """A scenario's measurement inputs for one cell, every one resolved by the plan (``bench.run.plan``, through its
     scenario's ``inputs``: a value given, else the workload's own at the cell's size), which the worker, the
