@@ -31,11 +31,11 @@ class Cell:
         telemetry_samples: also write the raw GPU telemetry samples to ``<run_id>.telemetry.csv``.
         steps / seq_len: overrides of a step-timed workload's timed steps and sequence length (None keeps
             the published values).
-        data: where a fit cell's data may come from (``bench.run.datasets.DATA_CHOICES``; ``auto``: real, and
+        data: where a fit cell's data may come from (``bench.models.datasets.DATA_CHOICES``; ``auto``: real, and
             synthetic only at smoke size).
         schedule: where this repeat ran in ``make bench-all``'s rounds (``bench.core.rounds.schedule``: seed,
             round, rounds, the round's stack order, position), None outside rounds.
-        profile: after the timed measurement, profile a few steady steps (``bench.run.profile``; repeat 1 only).
+        profile: after the timed measurement, profile a few steady steps (``bench.instruments.profile``; repeat 1 only).
             Not in the id: the profile runs after the timed window and the telemetry have closed, so a profiled
             record's timed numbers are the same measurement as an unprofiled one's (tests/run/test_profile_run.py).
     """

@@ -10,11 +10,11 @@ from bench.core.cadence import Cadence
 from bench.core.families.keras import KerasEpochSettings
 from bench.core.request import TIMEOUT_S
 from bench.core.stacks import STACKS
+from bench.models.datasets import DATA_CHOICES
+from bench.models.workloads import SIZES, SUITES, WORKLOADS
 from bench.results.cell import Cell
 from bench.run import sweep
-from bench.run.datasets import DATA_CHOICES
 from bench.run.scenarios import Scenario, scenario_of, suite_scenario
-from bench.run.workloads import SIZES, SUITES, WORKLOADS
 
 
 class PlanError(ValueError):
@@ -41,10 +41,10 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     default grid, like ``tuning``, gives one cell per stack and variant of that grid). A step-timed
     workload (the ``paper`` suite) gives one cell per published batch size of a task, variant ``bs<N>``.
 
-    ``data``: where the fit suites' data may come from (``bench.run.datasets.DATA_CHOICES``); the paper suite
+    ``data``: where the fit suites' data may come from (``bench.models.datasets.DATA_CHOICES``); the paper suite
     times random inputs and takes only ``auto``.
     ``profile``: profile every cell after its timed measurement (``Cell.profile``).
-    ``sync``: the timing cadence of every cell of a fit suite (``bench.run.timing.Cadence``; None: the
+    ``sync``: the timing cadence of every cell of a fit suite (``bench.instruments.timing.Cadence``; None: the
     settings' default, ``epoch``); a cadence other than the default is added to the variant name
     (``sync-step``, ``sync-every8``) so its records sit beside the default ones.
 

@@ -21,15 +21,15 @@ from typing import Any
 
 from bench.core import interrupt
 from bench.core.stacks import get_stack
+from bench.instruments import gpu_state, profile
+from bench.instruments.environment import cuda_cache_block, cuda_cache_bytes
+from bench.instruments.gpu_state import Cooldown
 from bench.results.cell import Cell
 from bench.results.record import FINAL_STATUSES
 from bench.results.repeats import aggregate
 from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
-from bench.run import gpu_state, profile
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.cellprocess import wait_for_worker, worker_record
-from bench.run.environment import cuda_cache_block, cuda_cache_bytes
-from bench.run.gpu_state import Cooldown
 from bench.run.runfolder import RunFolder
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ PTX_JIT_NOTE = ("the CUDA JIT cache grew during this cell: the driver JIT-compil
 
 
 def add_cuda_cache(rec: Record, env: Mapping[str, str], bytes_before: int | None, exited: bool = True) -> None:
-    """Put ``env.cuda_cache`` (``bench.run.environment.cuda_cache_block``: the CUDA JIT cache's growth since
+    """Put ``env.cuda_cache`` (``bench.instruments.environment.cuda_cache_block``: the CUDA JIT cache's growth since
     ``bytes_before``, bytes) into ``rec``, and ``PTX_JIT_NOTE`` when it grew. Called once the worker process
     has ended: the driver writes the cache as the process's CUDA context is torn down, after the worker's
     own record is on disk; a process that did not exit (``exited`` False: killed, crashed) may not have written
@@ -83,8 +83,8 @@ def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
 def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = None) -> Record:
     """Run ``cell`` in a child process, fill its typed ``Record`` (the worker's, read back) with what only the parent
     sees and write it once; returns the record. On a GPU, first
-    the optional ``cooldown`` and the check for other processes on the GPU (``bench.run.gpu_state``). The process
-    gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
+    the optional ``cooldown`` and the check for other processes on the GPU (``bench.instruments.gpu_state``). The
+    process gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
     after it has ended (``add_cuda_cache``)."""
     interrupt.check()  # a signal held back while the previous cell's record was written: start no other
     folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder(out_dir)
@@ -186,8 +186,8 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
     the aggregate (``bench.results.repeats.RULE``). A single run still carries a one-value ``repeats`` block.
     ``round_``: run only that repeat of each cell (``make bench-all``'s rounds, ``run_round``), with
     ``schedules[stack]`` as its record's ``schedule``. ``cooldown``: wait before each GPU cell
-    (``bench.run.gpu_state.Cooldown``). ``gpu``: this run's GPU (NVML UUID, ``gpu_state.gpu_uuid``, read once per
-    ``bench run``): a record or repeat measured on another GPU is never reused but run again here
+    (``bench.instruments.gpu_state.Cooldown``). ``gpu``: this run's GPU (NVML UUID, ``gpu_state.gpu_uuid``, read once
+    per ``bench run``): a record or repeat measured on another GPU is never reused but run again here
     (``RunFolder.set_aside_other_gpu`` keeps the old file and the new record notes it).
     """
     outcomes = []

@@ -17,19 +17,20 @@ from typing import Any
 from bench.core import knobs
 from bench.core.atomic import write_json_atomic
 from bench.core.stacks import get_stack
+from bench.instruments import profile
+from bench.instruments.environment import capture, stack_pins, utc_now
+from bench.instruments.profile.rerun import ProfileRun, batches
+from bench.instruments.profile.xla import tf_compiled
+from bench.instruments.timing import clock
+from bench.models import flops
+from bench.models.engines import Unsupported, frameworks, math_mode, oom
+from bench.models.workloads import get_workload
 from bench.results import derived
 from bench.results.cell import Cell
 from bench.results.record import new_record
 from bench.results.schema import Env, Profile, Record
-from bench.run import flops, profile
 from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
-from bench.run.engines import Unsupported, frameworks, math_mode, oom
-from bench.run.environment import capture, stack_pins, utc_now
-from bench.run.profile.rerun import ProfileRun, batches
-from bench.run.profile.xla import tf_compiled
 from bench.run.scenarios import scenario_of
-from bench.run.timing import clock
-from bench.run.workloads import get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
 MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energy are the whole GPU's and a "
@@ -119,9 +120,9 @@ def too_long(again: ProfileRun, rec: Record, cell: Cell, spent_s: float = 0.0) -
 
 
 def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path, spent_s: float = 0.0) -> None:
-    """The cell's ``profile`` block (``bench.run.profile.capture``: ``again``'s steps under the framework's profiler,
-    the trace in ``profile_dir``), and a note when the profile failed or was not taken (``too_long``, ``spent_s``:
-    the seconds the cell has run; the timed numbers stand)."""
+    """The cell's ``profile`` block (``bench.instruments.profile.capture``: ``again``'s steps under the framework's
+    profiler, the trace in ``profile_dir``), and a note when the profile failed or was not taken (``too_long``,
+    ``spent_s``: the seconds the cell has run; the timed numbers stand)."""
     stack = get_stack(cell.stack)
     why = too_long(again, rec, cell, spent_s)
     if why:

@@ -6,8 +6,8 @@ and a new family or workload adds rows, not tests."""
 import pytest
 
 from bench.core.families import FAMILIES
-from bench.run.engines import missing_model
-from bench.run.workloads import get_workload
+from bench.models.engines import missing_model
+from bench.models.workloads import get_workload
 from tests.contract.grid import FIT_WORKLOADS, MODELS, family_rows, synthetic_batch
 from tests.helpers.published import PUBLISHED
 

@@ -10,7 +10,7 @@ from bench.results.schema.declare import Block, entry
 
 
 class Stats(Block):
-    """A telemetry quantity summarised over the timed window (``bench.run.telemetry.samples.stats``)."""
+    """A telemetry quantity summarised over the timed window (``bench.instruments.telemetry.samples.stats``)."""
 
     mean: float | None = entry("mean over the window's samples")
     p50: float | None = entry("median over the window's samples")

@@ -36,7 +36,7 @@ class EffectiveSettings(Block):
     tf32_rnn: bool | None = entry("float32 LSTMs could use TF32, by the switch that governs the kernel they ran as: "
                                   "cuDNN's RNN kernel for plain PyTorch's nn.LSTM on a GPU (cudnn.allow_tf32), "
                                   "the backend's matmuls for every Keras stack's 2017 LSTMs (no cuDNN: hard_sigmoid) "
-                                  "and plain JAX's (bench.run.engines.math_mode.rnn_on_cudnn)")
+                                  "and plain JAX's (bench.models.engines.math_mode.rnn_on_cudnn)")
     compile_cache: str | None = entry("PyTorch-backend stacks: 'fresh per cell' (torch.compile's inductor and Triton "
                                       "caches in an empty directory per cell process), plus any inductor cache switch "
                                       "the environment set")

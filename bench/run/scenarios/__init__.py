@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.core.stacks import Stack
+from bench.instruments.profile.rerun import ProfileRun
+from bench.instruments.telemetry import sampler
+from bench.models.workloads import SUITES, WORKLOADS
 from bench.results import derived
 from bench.results.cell import Cell
 from bench.results.schema import EffectiveSettings, Record, Telemetry
-from bench.run.profile.rerun import ProfileRun
-from bench.run.telemetry import sampler
-from bench.run.workloads import SUITES, WORKLOADS
 
 
 class Scenario(ABC):
@@ -82,11 +82,11 @@ class Scenario(ABC):
     def run(self, rec: Record, cell: Cell, stack: Stack, w: Any, samples_csv: Path | None) -> ProfileRun | None:
         """The worker's body for ``cell``: run it and fill ``rec``'s data, settings, metrics, model, memory and
         telemetry blocks (``rec.batch_size`` is set). ``samples_csv``: where the raw telemetry samples go
-        (None: not written). Returns the engine's steps for a profile (``bench.run.profile.rerun.ProfileRun``),
+        (None: not written). Returns the engine's steps for a profile (``bench.instruments.profile.rerun.ProfileRun``),
         which the worker runs after this returned (the timed window and the telemetry closed), None without.
 
         Raises:
-            bench.run.engines.Unsupported: the settings cannot run on this stack or in this image; anything else
+            bench.models.engines.Unsupported: the settings cannot run on this stack or in this image; anything else
             the cell's engine raised (the worker records it).
         """
 

@@ -8,14 +8,14 @@ from typing import Any
 
 from bench.core import knobs
 from bench.core.stacks import Stack
+from bench.instruments.profile.rerun import ProfileRun
+from bench.models import flops
+from bench.models.engines import step_engine
+from bench.models.workloads import StepWorkload
 from bench.results import derived
 from bench.results.cell import Cell
 from bench.results.schema import Data, Metrics, Record
-from bench.run import flops
-from bench.run.engines import step_engine
-from bench.run.profile.rerun import ProfileRun
 from bench.run.scenarios import Scenario, effective_settings, finish_telemetry, telemetry_window
-from bench.run.workloads import StepWorkload
 
 #: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.
 SMOKE_MAX_BATCH = 2
@@ -62,7 +62,7 @@ class Steps(Scenario):
 
     def run(self, rec: Record, cell: Cell, stack: Stack, w: StepWorkload,
             samples_csv: Path | None) -> ProfileRun | None:
-        """``steps`` timed steps after a first one on random inputs (the family's ``bench.run.engines.StepEngine``),
+        """``steps`` timed steps after a first one on random inputs (the family's ``bench.models.engines.StepEngine``),
         with the model's FLOPs per step for MFU."""
         batch = rec.batch_size or 0
         steps = cell.steps or w.steps[cell.size]
