@@ -12,6 +12,7 @@ from bench.host import stackfiles
 from bench.results.collect import collect
 from bench.results.record import result_path
 from bench.run.plan import expand
+from bench.run.workloads import SUITES
 from tests.conftest import needs_collect
 from tests.helpers.records import paper_record
 from tests.helpers.tables import has_cells, rows_starting
@@ -150,7 +151,7 @@ def extra_stack(monkeypatch):
 
 def test_a_new_stack_reaches_plan_compose_and_make(extra_stack):
     cells = expand([extra_stack.id], "classic", "smoke", "cpu")
-    assert len(cells) == 5 and {c.stack for c in cells} == {extra_stack.id}
+    assert [c.workload for c in cells] == SUITES["classic"] and {c.stack for c in cells} == {extra_stack.id}
     compose = stackfiles.render_compose()
     assert "  jax-next-bench:\n" in compose and 'STACK: "keras3-jax-next"\n        KERAS_BACKEND: "jax"' in compose
     assert "  jax-next-bench: *gpu\n" in stackfiles.render_compose_gpu()
