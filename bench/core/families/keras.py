@@ -74,7 +74,8 @@ class KerasEpochSettings(Settings):
     precision: str = knob("float32", ("float32", "mixed_float16", "mixed_bfloat16"), PRECISION_HELP)
     tf32: str = knob("default", TF32_MODES, TF32_HELP)
     sync: str = knob("epoch", Cadence, SYNC_HELP)
-    # a model knob (model_knobs): bench.models.workloads.classic.hrnn_keras, the default its script's layer
+    # a model knob (model_knobs): bench.models.workloads.mnist_hierarchical_rnn.models.build_keras, the default its
+    # script's layer
     row_lstm: str = knob("time_distributed", ("time_distributed", "reshape"), _ROW_LSTM)
     # None: the workload's source decides (``Workload.progress``)
     progress: str | None = knob(None, PROGRESS_FORMS, _PROGRESS)

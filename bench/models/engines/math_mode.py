@@ -65,7 +65,7 @@ def rnn_on_cudnn(engine: str, device: str) -> bool:
     """Whether the LSTMs of a cell of ``engine`` on ``device`` run as cuDNN's RNN kernel (else as the backend's
     matmuls, step by step). Only plain PyTorch's on a GPU: its workloads use ``nn.LSTM``, which takes cuDNN for CUDA
     float tensors while ``torch.backends.cudnn.enabled`` (torch 2.13 ``aten/src/ATen/native/RNN.cpp`` ``use_cudnn``;
-    checked here). Every Keras stack builds its LSTMs as ``bench.models.workloads.classic.lstm_2017``, whose
+    checked here). Every Keras stack builds its LSTMs as ``bench.models.workloads.common.lstm_2017``, whose
     ``hard_sigmoid`` recurrent activation fails Keras' ``cudnn_ok`` on each backend (keras 3.15.1
     ``backend/{tensorflow,jax,torch}/rnn.py`` ``cudnn_ok`` want ``sigmoid``; tf-keras 2.21.0's
     ``layers/rnn/lstm.py:578-580`` ``_could_use_gpu_kernel`` too), so Keras runs its generic loop of the backend's

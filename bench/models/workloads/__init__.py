@@ -1,21 +1,32 @@
-"""Workload registry. Each module of models calls ``register`` for each of its models (``_load_modules``).
+"""Workload registry: one folder here per workload (or, for the paper suite, per suite), found by ``discover``.
+
+A folder holds a ``spec.py`` (its published facts, ``published.Published``, and its registration: ``WORKLOADS``, a
+tuple of ``Workload`` or ``StepWorkload``, with ``ORDER``, its place in the registry) and the models it registers
+(``models.py``: the Keras, PyTorch and Flax NNX builders of an epoch-trained workload; ``paper/``: one module per
+model family). Adding a workload is adding a folder: no list elsewhere names it.
 
 Every workload gives all stacks the same small interface, so that one harness drives every stack the same way: a
 dataset, a batch size, an optimizer with every hyper-parameter of its source (``training.OptimizerSpec``), the
 source's augmentation if any, a declared parameter count, and two builders with the same architecture, one for Keras
 (2 or 3, any backend) and one for plain PyTorch (and, for the plain-JAX stack, a third in Flax NNX: ``build_flax``).
-What a workload trains with is ``training.py``; what a step engine times, ``job.py``.
+What a workload trains with is ``training.py``; what a step engine times, ``job.py``; what the folders share,
+``common.py`` and ``flax_common.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import math
+import os
+import pkgutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
 
 from bench.core.reference.keras_benchmarks import NUM_STEPS
 from bench.core.words import Size
 from bench.models.datasets import Dataset
+from bench.models.workloads.published import Published
 from bench.models.workloads.training import INTEGER_LABELS, Augmentation, Labels, OptimizerSpec
 
 
@@ -58,6 +69,9 @@ class Workload:
             ``bench.core.families.keras.PROGRESS_FORMS``: ``bar`` (``verbose=1``, Keras' default) unless the source
             says otherwise (the classic workloads: ``keras_tqdm``, the 2017 notebooks' callback); the Keras stacks'
             ``progress`` knob, when set, replaces it.
+        published: what its source publishes (parameter count, batch, epochs, optimizer, with where), which the
+            tests hold this registration and every family's build to; None: a workload that states none (a test
+            fails on a registered one).
     """
 
     name: str
@@ -83,6 +97,7 @@ class Workload:
     labels: Labels = INTEGER_LABELS
     progress: str = "bar"
     build_flax: Callable[[dict[str, Any], Any], Any] | None = None
+    published: Published | None = None
 
     @property
     def learning_rate(self) -> float:
@@ -180,11 +195,25 @@ def register(w: AnyWorkload) -> AnyWorkload:
     return w
 
 
-def _load_modules() -> None:
-    from bench.models.workloads import classic, paper  # noqa: F401  (register on import)
+def discover(paths: Iterable[str] = __path__) -> list[str]:
+    """Register the workloads of every folder in ``paths`` (folders of this package; by default its own) that holds a
+    ``spec.py``: each spec's ``WORKLOADS``, the folders taken by their spec's ``ORDER`` (a number; none: after the
+    numbered ones), then by name. A folder outside this package's own is importable once its path is on the
+    package's ``__path__``.
+
+    Returns:
+        The names registered, in order.
+
+    Raises:
+        ValueError: a name registered twice. Whatever a spec raises on import.
+    """
+    specs = [importlib.import_module(f"{__name__}.{m.name}.spec") for m in pkgutil.iter_modules(list(paths))
+             if m.ispkg and os.path.isfile(os.path.join(str(getattr(m.module_finder, "path", "")), m.name, "spec.py"))]
+    specs.sort(key=lambda spec: (getattr(spec, "ORDER", math.inf), spec.__name__))
+    return [register(w).name for spec in specs for w in spec.WORKLOADS]
 
 
-_load_modules()
+discover()
 
 
 def get_workload(name: str) -> Workload | StepWorkload:

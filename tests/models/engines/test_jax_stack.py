@@ -256,7 +256,7 @@ def test_jax_augmentation_is_the_source_transform_with_its_shift_distribution():
     from scipy import ndimage
 
     from bench.models.engines.jax.data import augment_images
-    from bench.models.workloads.classic import CIFAR10_AUGMENTATION as aug
+    from bench.models.workloads.cifar10_cnn.spec import CIFAR10_AUGMENTATION as aug
 
     rng = np.random.default_rng(3)
     images = rng.random((64, 32, 32, 3)).astype(np.float32)
@@ -281,7 +281,7 @@ def test_jax_augmentation_is_the_source_transform_with_its_shift_distribution():
 
 def test_augmented_batches_are_full_shuffled_batches_from_one_queued_thread():
     from bench.models.engines.jax.data import AugmentedBatches
-    from bench.models.workloads.classic import CIFAR10_AUGMENTATION as aug
+    from bench.models.workloads.cifar10_cnn.spec import CIFAR10_AUGMENTATION as aug
 
     images = np.arange(100, dtype=np.float32)[:, None, None, None] * np.ones((1, 8, 8, 1), np.float32)
     labels = np.arange(100, dtype=np.int32)

@@ -192,7 +192,7 @@ def test_tf32_in_effect_per_op_kind(effective, device, rnn_cudnn, expected):
 CUDNN_OK_CODE = """
 import json
 import keras
-from bench.models.workloads.classic import lstm_2017
+from bench.models.workloads.common import lstm_2017
 backend = keras.backend.backend()
 rnn = __import__(f"keras.src.backend.{backend}.rnn", fromlist=["rnn"])
 # the library's own rule with the GPU faked present: only the layer's arguments decide

@@ -19,7 +19,7 @@ from bench.core.families.keras import KerasEpochSettings
 from bench.core.families.torch import TorchEpochSettings
 from bench.models import datasets
 from bench.models.datasets import Dataset
-from bench.models.workloads import get_workload
+from bench.models.workloads import SUITES, get_workload
 from tests.conftest import needs_keras_torch, needs_torch
 from tests.contract.grid import FIT_WORKLOADS
 from tests.helpers.optimizers import GRADS, P0, reference, rmsprop_208, with_decay
@@ -534,7 +534,8 @@ def test_the_2017_lstms_keep_keras_2_0_8s_hard_sigmoid_gate_and_off_cudnn(monkey
 
     import keras
 
-    from bench.models.workloads.classic import babi_keras, hrnn_keras
+    from bench.models.workloads.babi_rnn.models import build_keras as babi_keras
+    from bench.models.workloads.mnist_hierarchical_rnn.models import build_keras as hrnn_keras
 
     torch_rnn = importlib.import_module("keras.src.backend.torch.rnn")  # the package exports a function `rnn` too
 
@@ -622,7 +623,7 @@ def test_tuning_workload_keeps_integer_labels_and_the_sparse_loss(monkeypatch):
 def test_label_form_is_the_workloads_source():
     from bench.models.workloads.training import Labels
 
-    for name in ("mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"):
+    for name in SUITES["classic"]:
         lab = get_workload(name).labels
         assert (lab.form, lab.loss, lab.metrics) == ("one_hot", "categorical_crossentropy", ("accuracy",))
         assert lab.source.startswith(f"examples/{name}.py@2.0.8:")

@@ -1,4 +1,4 @@
-"""The Flax NNX twins of mnist_hierarchical_rnn, cifar10_cnn and babi_rnn (bench/models/workloads/flax_models.py):
+"""The Flax NNX twins of mnist_hierarchical_rnn, cifar10_cnn and babi_rnn (their folders' models.py):
 Keras' outputs with Keras' weights, Keras 2.0.8's LSTM step and initialisation, finite logits of the right shape,
 dropout switched by train()/eval(), and learning under nnx.jit with optax (their parameter counts:
 tests/contract/test_parity.py)."""
@@ -43,7 +43,7 @@ def test_importing_the_builders_imports_no_framework():
     import subprocess
     import sys
 
-    code = ("import sys, bench.models.workloads.flax_models\n"
+    code = ("import sys, bench.models.workloads, bench.models.workloads.flax_common\n"
             "bad = [m for m in ('jax', 'flax', 'optax', 'torch', 'keras', 'tensorflow') if m in sys.modules]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -112,8 +112,8 @@ def _keras_weights_from_flax(name, kmodel, fmodel):
 @needs_keras_torch
 @pytest.mark.parametrize("name", NAMES)
 def test_same_outputs_as_the_keras_model_with_its_weights(name, monkeypatch):
-    """softmax(Flax logits) equals the Keras definition's probabilities (classic.py, lstm_2017's hard sigmoid) with
-    the same weights: same layers, padding, pooling, flatten order, gate order and activations."""
+    """softmax(Flax logits) equals the Keras definition's probabilities (its folder's models.py, lstm_2017's hard
+    sigmoid) with the same weights: same layers, padding, pooling, flatten order, gate order and activations."""
     monkeypatch.setenv("KERAS_BACKEND", "torch")
     import jax
     import jax.numpy as jnp
@@ -147,7 +147,7 @@ def test_lstm_step_is_keras_2_0_8s():
     import jax.numpy as jnp
     from flax import nnx
 
-    from bench.models.workloads.flax_models import keras208_lstm, lstm_last_state
+    from bench.models.workloads.flax_common import keras208_lstm, lstm_last_state
 
     n_in, u, b, t = 3, 4, 5, 6
     rng = np.random.default_rng(0)
@@ -178,7 +178,7 @@ def test_lstm_initialisation_is_keras_2_0_8s():
     orthonormal), bias zero but the forget block one (keras/layers/recurrent.py@2.0.8:973-976, 1024-1042)."""
     from flax import nnx
 
-    from bench.models.workloads.flax_models import keras208_lstm
+    from bench.models.workloads.flax_common import keras208_lstm
 
     n_in, u = 50, 50
     cell = keras208_lstm(n_in, u, nnx.Rngs(0)).cell

@@ -64,7 +64,7 @@ class SavedRun:
 
 
 #: The saved runs' %timeit results (keras_mxnet_code/.ipynb_checkpoints/), the post's s/epoch from the 2017 comparison's
-#: post (bench.models.workloads.classic cites it). mnist_hier_rnn TensorFlow "14min 55s ± 803 ms per loop (mean ± std.
+#: post (bench.models.workloads.common cites it). mnist_hier_rnn TensorFlow "14min 55s ± 803 ms per loop (mean ± std.
 #: dev. of 2 runs, 1 loop each)" (keras_perf_test_mnist_hier_rnn_mxnet-checkpoint.ipynb:368), CNTK "13min 41s ± 67.8 ms"
 #: (:532); its MXNet run never finished (KeyboardInterrupt, :741; per-epoch bars 2:38-2:40, :622-719), so the post's
 #: MXNet figure (in its 162-164) is no whole-call time. babi_rnn_v2 TensorFlow "15min 4s ± 0 ns" of 1 run

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from bench.core.gpus import gpu_family
+from bench.core.reference import read_csv
 from bench.models import flops
 from bench.models.workloads import SUITES, get_workload
 from bench.results.cell import Cell
@@ -21,11 +22,8 @@ needs_hf = pytest.mark.skipif(not all(has(m) for m in ("torch", "transformers", 
 needs_hub = pytest.mark.skipif(not all(has(m) for m in ("torch", "keras", "keras_hub", "keras_cv")),
                                reason="keras + keras-hub/keras-cv + torch not installed")
 
-#: Published cells of Table 2 (keras.io Keras 3 benchmarks).
-PUBLISHED = {("segment_anything", "fit", 1), ("segment_anything", "predict", 4), ("stable_diffusion", "fit", 8),
-             ("stable_diffusion", "predict", 13), ("bert", "fit", 32), ("bert", "predict", 256),
-             ("gemma", "fit", 8), ("gemma", "generate", 32), ("gemma", "generate", 1), ("mistral", "fit", 8),
-             ("mistral", "generate", 32), ("mistral", "generate", 1)}
+#: Published cells of Table 2 (keras.io Keras 3 benchmarks), read from the table itself (bench/core/reference).
+PUBLISHED = {(r["model"], r["task"], int(r["batch_size"])) for r in read_csv("keras_io_benchmarks_2024.csv")}
 
 
 def test_full_plan_has_exactly_the_published_cells():

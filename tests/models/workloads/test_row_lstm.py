@@ -28,8 +28,7 @@ from tests.conftest import needs_keras_torch
 from tests.helpers.tables import table_rows
 
 ROOT = Path(__file__).resolve().parents[3]
-#: examples/mnist_hierarchical_rnn.py@2.0.8's model (tests/models/workloads/test_workloads.py PUBLISHED)
-PARAMS = 199_434
+PARAMS = get_workload("mnist_hierarchical_rnn").published.params  # the script's model.summary(), its folder's spec
 
 #: Builds both forms in one process (Keras' backend is per process), copies the weights of one into the other, and
 #: prints their parameter counts, outputs on 3 images, every LSTM call (layer name, sequences) and row_lstm_form.
@@ -40,7 +39,7 @@ if sys.argv[1] == "tf_keras":
     import tf_keras as keras
 else:
     import keras
-from bench.models.workloads.classic import hrnn_keras, row_lstm_form
+from bench.models.workloads.mnist_hierarchical_rnn.models import build_keras as hrnn_keras, row_lstm_form
 
 real, calls = keras.layers.LSTM.call, []
 

@@ -213,7 +213,7 @@ def test_keras_3_lstm_is_implementation_2_where_2_0_8_ran_0():
     matmuls per step, input and state (lstm.py@v3.15.1:277-279): the classic table's row."""
     import keras
 
-    from bench.models.workloads.classic import lstm_2017
+    from bench.models.workloads.common import lstm_2017
 
     assert lstm_2017(keras, 4).cell.implementation == 2
 

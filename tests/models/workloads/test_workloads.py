@@ -1,22 +1,43 @@
-"""Each workload's declared parameter count is the published one (every family's build is held to it in
-tests/contract/test_parity.py), and each classic default pinned to its source (keras-team/keras
-``examples/*.py@2.0.8``, ``keras/optimizers.py@2.0.8``)."""
+"""Each workload folder's published facts (``<folder>/spec.py``'s ``PUBLISHED``, with where its source states them)
+hold for its registration: the declared parameter count (every family's build is held to it in
+tests/contract/test_parity.py), the optimizer, batch and epochs (keras-team/keras ``examples/*.py@2.0.8``,
+``keras/optimizers.py@2.0.8``); the registry is the folders, in their specs' order; a new folder joins it and a
+plan's cells."""
+
+import importlib
+from pathlib import Path
 
 import pytest
 
+import bench.models.workloads as registry
 from bench.models import datasets
 from bench.models.workloads import SUITES, WORKLOADS, get_workload
 from tests.conftest import needs_keras_torch, needs_torch
 from tests.contract.grid import FIT_WORKLOADS
-from tests.helpers.published import PUBLISHED
 
 
 def meta(name):
     return datasets.SYNTHETIC[get_workload(name).dataset]["meta"]
 
 
-def test_registry():
-    assert SUITES["classic"] == ["mnist_mlp", "mnist_cnn", "mnist_hierarchical_rnn", "cifar10_cnn", "babi_rnn"]
+def _specs():
+    """Each workload folder's spec module, found on disk (not through the registry), with its ``ORDER``."""
+    root = Path(registry.__file__).parent
+    names = sorted(p.parent.name for p in root.glob("*/spec.py"))
+    specs = [importlib.import_module(f"bench.models.workloads.{n}.spec") for n in names]
+    return sorted(specs, key=lambda spec: spec.ORDER)
+
+
+def test_registry_is_the_folders_in_their_specs_order():
+    """Every folder holding a spec.py registers its workloads, and nothing else is registered; a suite lists its
+    workloads in their specs' ``ORDER`` (``bench list``, a plan's cells)."""
+    specs = _specs()
+    assert len({spec.ORDER for spec in specs}) == len(specs)  # no tie left to the folders' names
+    expected: dict[str, list[str]] = {}
+    for w in (w for spec in specs for w in spec.WORKLOADS):
+        expected.setdefault(w.suite, []).append(w.name)
+    assert expected == SUITES and list(WORKLOADS) == [n for names in expected.values() for n in names]
+    assert list(SUITES)[:2] == ["classic", "tuning"] and SUITES["classic"][0] == "mnist_mlp"
     assert SUITES["tuning"] == ["mnist_cnn_tuning"]  # the study's CNN under its own name, in its own suite
     for name in FIT_WORKLOADS:
         w = WORKLOADS[name]
@@ -25,9 +46,13 @@ def test_registry():
         get_workload("lenet")
 
 
-def test_declared_parameter_counts_are_the_published_ones():
-    """``bench list`` shows ``Workload.params``; every family's build is checked against it in tests/contract."""
-    assert {n: WORKLOADS[n].params for n in FIT_WORKLOADS} == PUBLISHED
+@pytest.mark.parametrize("name", FIT_WORKLOADS)
+def test_declared_parameter_counts_are_the_published_ones(name):
+    """``bench list`` shows ``Workload.params``; every family's build is checked against it in tests/contract.
+    Every epoch-trained workload states its published facts, with where its source states them."""
+    w = WORKLOADS[name]
+    assert w.published is not None, f"{name}: its folder's spec.py states no PUBLISHED facts"
+    assert w.params == w.published.params and w.published.where
 
 
 def test_smoke_batch_keeps_float16_cells_cheap():
@@ -72,41 +97,22 @@ def test_mnist_cnn_is_the_2017_script(monkeypatch):
     assert (w.batch_size, w.epochs["full"], w.optimizer.name, w.suite) == (128, 12, "adadelta", "classic")
 
 
-#: Each classic workload's optimizer in its 2017 script, with Keras 2.0.8's defaults filled in
-#: (keras/optimizers.py@2.0.8: RMSprop line 212, Adadelta 331, Adam 401): name, lr, rho, epsilon, beta_1, beta_2,
-#: decay. cifar10_cnn: rmsprop(lr=0.0001, decay=1e-6) (examples/cifar10_cnn.py@2.0.8:65); mnist_mlp: RMSprop()
-#: (mnist_mlp.py@2.0.8:47); mnist_hierarchical_rnn: 'rmsprop' (line 77); babi_rnn: 'adam' (line 212); mnist_cnn:
-#: Adadelta() (line 60). mnist_cnn_tuning: the post's RMSprop lr=1e-4 with Keras 3's defaults (rmsprop.py@v3.9.2).
-SOURCE_OPTIMIZERS = {
-    "mnist_mlp": ("rmsprop", 0.001, 0.9, 1e-8, None, None, 0.0),
-    "mnist_cnn": ("adadelta", 1.0, 0.95, 1e-8, None, None, 0.0),
-    "mnist_hierarchical_rnn": ("rmsprop", 0.001, 0.9, 1e-8, None, None, 0.0),
-    "cifar10_cnn": ("rmsprop", 0.0001, 0.9, 1e-8, None, None, 1e-6),
-    "babi_rnn": ("adam", 0.001, None, 1e-8, 0.9, 0.999, 0.0),
-    "mnist_cnn_tuning": ("rmsprop", 0.0001, 0.9, 1e-7, None, None, 0.0),
-}
-
-
 @pytest.mark.parametrize("name", FIT_WORKLOADS)
 def test_optimizer_is_the_sources(name):
-    """See ``SOURCE_OPTIMIZERS`` for each value's file@tag."""
-    o = get_workload(name).optimizer
-    assert (o.name, o.learning_rate, o.rho, o.epsilon, o.beta_1, o.beta_2, o.decay) == SOURCE_OPTIMIZERS[name]
+    """The optimizer a workload trains with (``OptimizerSpec``, e.g. from ``common.rmsprop_208``) is the one its
+    folder's ``PUBLISHED`` states (each value's file@tag: ``PUBLISHED.where``)."""
+    w = get_workload(name)
+    o = w.optimizer
+    assert (o.name, o.learning_rate, o.rho, o.epsilon, o.beta_1, o.beta_2, o.decay) == tuple(w.published.optimizer)
     assert o.source
-
-
-#: Batch and epochs of the scripts: mnist_mlp.py@2.0.8:17-19 (128, 20), mnist_cnn.py@2.0.8:16-18 (128, 12),
-#: mnist_hierarchical_rnn.py@2.0.8:36-38 (32, 5), cifar10_cnn.py@2.0.8:22 (32; 200 epochs in the script, 50 in the
-#: 2017 notebook that ran it: tests/models/workloads/test_notebooks.py), babi_rnn.py@2.0.8:148-149 (32, 40); the tuning
-#: study's header: 256, 41.
-SOURCE_BATCH_EPOCHS = {"mnist_mlp": (128, 20), "mnist_cnn": (128, 12), "mnist_hierarchical_rnn": (32, 5),
-                       "cifar10_cnn": (32, 50), "babi_rnn": (32, 40), "mnist_cnn_tuning": (256, 41)}
 
 
 @pytest.mark.parametrize("name", FIT_WORKLOADS)
 def test_batch_and_epochs_are_the_sources(name):
+    """Batch and full-size epochs are the published run's (``PUBLISHED.where``: the scripts' lines; cifar10_cnn the
+    2017 notebook's 50 epochs, where the script runs 200: tests/models/workloads/test_notebooks.py)."""
     w = get_workload(name)
-    assert (w.batch_size, w.epochs["full"]) == SOURCE_BATCH_EPOCHS[name]
+    assert (w.batch_size, w.epochs["full"]) == (w.published.batch_size, w.published.epochs)
     if name == "cifar10_cnn":  # the notebook's 50, not the script's 200: both named
         assert any("200" in n and "fa5f333" in n for n in w.notes)
 
@@ -161,30 +167,3 @@ def test_lstm_second_bias_is_the_only_difference():
     model = get_workload("mnist_hierarchical_rnn").build_torch({"num_classes": 10})
     raw = sum(p.numel() for p in model.parameters())
     assert raw - effective_param_count(model) == 2 * 4 * 128
-
-
-def _throwaway(**kw):
-    """A classic workload named ``throwaway_2017`` (no ``ONE_HOT_LINES`` entry), registered through ``_w``."""
-    from bench.models.workloads import classic
-
-    base = get_workload("mnist_mlp")
-    return classic._w("throwaway_2017", dataset="mnist", batch_size=8, optimizer=base.optimizer, params=1,
-                      epochs={"smoke": 1, "full": 1}, samples={"smoke": 8, "full": None},
-                      build_keras=base.build_keras, build_torch=base.build_torch, **kw)
-
-
-def test_a_classic_workload_missing_from_one_hot_lines_is_one_clear_error(monkeypatch):
-    """Not a bare KeyError at import: the message names the workload and what to add; and a workload that gives
-    its own labels needs no entry (``_w`` looks the entry up only when it must)."""
-    import bench.models.workloads as registry
-    from bench.models.workloads.training import INTEGER_LABELS
-
-    monkeypatch.setattr(registry, "WORKLOADS", dict(WORKLOADS))
-    monkeypatch.setattr(registry, "SUITES", {k: list(v) for k, v in SUITES.items()})
-    with pytest.raises(LookupError, match=r"'throwaway_2017' has no entry in ONE_HOT_LINES .*add 'throwaway_2017'") \
-            as err:
-        _throwaway()
-    assert not isinstance(err.value, KeyError)
-    assert "throwaway_2017" not in registry.WORKLOADS
-    assert _throwaway(labels=INTEGER_LABELS).labels == INTEGER_LABELS
-    assert registry.SUITES["classic"][-1] == "throwaway_2017" and "throwaway_2017" not in SUITES["classic"]

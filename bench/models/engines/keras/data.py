@@ -18,7 +18,7 @@ from bench.models.workloads.training import Augmentation
 def source_labels(keras, workload: Workload, ds: Dataset) -> Dataset:
     """``ds`` with its labels in the form the workload's source fed them (``Workload.labels``): ``one_hot`` makes
     them with ``keras.utils.to_categorical(y, num_classes)`` on the host, as the 2017 scripts did before ``fit``
-    (examples/mnist_mlp.py@2.0.8:34-35 and the others': ``bench.models.workloads.classic.ONE_HOT_LINES``), as float32
+    (examples/mnist_mlp.py@2.0.8:34-35 and the others': each folder's ``spec.py``, ``labels_2017``), as float32
     (2.0.8 fed targets to placeholders of ``K.floatx()``); ``integer`` returns ``ds`` as it is. Every data
     pipeline and the augmentation then read these labels."""
     if workload.labels.form == "integer":

@@ -38,7 +38,7 @@ from bench.results.schema import EffectiveSettings, Memory, Metrics, Model
 
 def make_optimizer(keras, workload: Workload, jit_compile: bool | str | None = None):
     """The Keras optimizer of ``workload.optimizer`` with every hyper-parameter explicit (Keras 3 and tf.keras
-    defaults differ from the Keras 2.0.8 scripts': ``bench.models.workloads.classic.KERAS208``).
+    defaults differ from the Keras 2.0.8 scripts': ``bench.models.workloads.common.KERAS208``).
 
     ``jit_compile``: the cell's knob. tf-keras optimizers take their own ``jit_compile``, True by default, which
     compiles each variable's update step with XLA whenever a GPU is listed

@@ -18,23 +18,5 @@ lists every setting beside the source's.
 
 The models live one kind per module, so that a model's code is in one place and a new kind is one new module:
 ``bert``, ``causal_lm`` (Gemma, Mistral), ``segment_anything``, ``stable_diffusion``; ``common`` holds what they
-share, ``source`` what the source requested cell by cell (``jit_compile``).
+share, ``source`` what the source requested cell by cell (``jit_compile``), ``spec`` the suite's registration.
 """
-
-from __future__ import annotations
-
-from bench.models.workloads import StepWorkload, register
-from bench.models.workloads.paper.bert import Bert
-from bench.models.workloads.paper.causal_lm import Gemma, Mistral
-from bench.models.workloads.paper.segment_anything import SegmentAnything
-from bench.models.workloads.paper.stable_diffusion import StableDiffusion
-
-for _name, _model, _src in (
-    ("segment_anything", SegmentAnything(), "SAM huge (sam_huge_sa1b): ViTDet-H image encoder, 1024x1024"),
-    ("stable_diffusion", StableDiffusion(), "Stable Diffusion 1.4 (keras-cv), 512x512"),
-    ("bert", Bert(), "BERT base (bert_base_en), seq len 512, 2-class head"),
-    ("gemma", Gemma(), "Gemma 7B (gemma_7b_en), seq len 128, bfloat16, LoRA rank 4"),
-    ("mistral", Mistral(), "Mistral 7B (mistral_7b_en), seq len 128, bfloat16, LoRA rank 4"),
-):
-    register(StepWorkload(name=_name, suite="paper", cells=_model.cells, model=_model,
-                          source="keras.io Keras 3 benchmarks (2024), keras-benchmarks v0.0.5: " + _src))
