@@ -13,8 +13,10 @@ sources"). Framework imports happen inside the builders, so the registry imports
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
+from bench.core.families import FAMILIES
 from bench.models.datasets import Dataset
 from bench.models.workloads import Workload
 from bench.models.workloads.published import Published
@@ -76,14 +78,21 @@ def lstm_2017(keras, units: int, name: str | None = None):
     return keras.layers.LSTM(units, recurrent_activation=hard_sigmoid_2017, name=name)
 
 
-def workload(name: str, published: Published, *, smoke_epochs: int, suite: str = "classic", **kw: Any) -> Workload:
+def workload(name: str, published: Published, *, smoke_epochs: int, models: ModuleType | None = None,
+             suite: str = "classic", **kw: Any) -> Workload:
     """The ``Workload`` ``name`` of ``suite`` with ``published``'s parameter count, batch and epochs (``full`` size;
-    ``smoke_epochs`` at ``smoke``) and the rest of ``Workload``'s fields as ``kw``. A classic one, a 2017 script,
-    gets its script's one-hot labels (``labels_2017`` of the script alone, only when ``labels`` is not given) and
-    its notebook's progress callback unless ``kw`` says otherwise."""
+    ``smoke_epochs`` at ``smoke``), each family's builder from its folder's ``models`` module (the function named as
+    the family's ``builder``, ``build_keras``, ``build_torch``, ``build_flax``: ``bench.core.families.FAMILIES``; a
+    family whose builder the module lacks is recorded unsupported on its stacks) and the rest of ``Workload``'s
+    fields as ``kw`` (a builder given there wins). A classic one, a 2017 script, gets its script's one-hot labels
+    (``labels_2017`` of the script alone, only when ``labels`` is not given) and its notebook's progress callback
+    unless ``kw`` says otherwise."""
     if suite == "classic":
         if "labels" not in kw:  # not setdefault, which would build the default even when labels are given
             kw["labels"] = labels_2017(name)
         kw.setdefault("progress", "keras_tqdm")  # its notebook's fit(verbose=0, callbacks=[TQDMNotebookCallback])
+    for family in FAMILIES.values():
+        if models is not None and hasattr(models, family.builder):
+            kw.setdefault(family.builder, getattr(models, family.builder))
     return Workload(name=name, suite=suite, params=published.params, batch_size=published.batch_size,
                     epochs={"smoke": smoke_epochs, "full": published.epochs}, published=published, **kw)

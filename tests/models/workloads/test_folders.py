@@ -36,8 +36,8 @@ from bench.models.workloads.{NAME} import models
 PUBLISHED = Published(params=25_450, batch_size=64, epochs=3,
                       optimizer=PublishedOptimizer("rmsprop", 0.001, rho=0.9, epsilon=1e-8), where="this test")
 WORKLOADS = (workload("{NAME}", PUBLISHED, smoke_epochs=1, dataset="mnist", optimizer=rmsprop_208(),
-                      samples={{"smoke": 128, "full": None}}, build_keras=models.build_keras,
-                      build_torch=models.build_torch, prepare=flatten_images, source="this test"),)
+                      samples={{"smoke": 128, "full": None}}, models=models, prepare=flatten_images,
+                      source="this test"),)
 '''
 
 
@@ -102,3 +102,19 @@ def test_a_workload_giving_its_labels_never_builds_the_default(monkeypatch):
                         samples={"smoke": 8, "full": None}, build_keras=base.build_keras,
                         build_torch=base.build_torch, labels=INTEGER_LABELS)
     assert w.labels == INTEGER_LABELS and NAME not in WORKLOADS  # built, not registered: discover registers
+
+
+def test_each_familys_builder_comes_from_the_folders_models_by_its_registry_name():
+    from types import SimpleNamespace
+
+    from bench.core.families import FAMILIES
+
+    base = WORKLOADS["mnist_mlp"]
+    kw = dict(smoke_epochs=1, dataset="mnist", optimizer=base.optimizer, samples=base.samples, labels=INTEGER_LABELS)
+    every = SimpleNamespace(**{f.builder: getattr(base, f.builder) for f in FAMILIES.values()})
+    w = common.workload(NAME, base.published, models=every, **kw)
+    assert all(getattr(w, f.builder) is getattr(base, f.builder) for f in FAMILIES.values())
+    no_flax = SimpleNamespace(build_keras=base.build_keras, build_torch=base.build_torch)
+    assert common.workload(NAME, base.published, models=no_flax, **kw).build_flax is None
+    given = common.workload(NAME, base.published, models=every, build_torch=no_flax.build_keras, **kw)
+    assert given.build_torch is base.build_keras  # a builder given by name wins over the module's

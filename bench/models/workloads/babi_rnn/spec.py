@@ -22,8 +22,7 @@ WORKLOADS = (workload(
     samples={"smoke": 256, "full": None},
     labels=labels_2017("babi_rnn", "137-138 (vectorize_stories: np.zeros(len(word_idx) + 1), 1 at the answer); "
                                    "213-214"),
-    build_keras=models.build_keras, build_torch=models.build_torch, validation_split=0.05,
-    build_flax=models.build_flax,
+    models=models, validation_split=0.05,
     source="keras/examples/babi_rnn.py@2.0.8: LSTM, embed 50, 'adam' (lr 0.001, beta_1 0.9, beta_2 0.999, "
            "epsilon 1e-8), batch 32, 40 epochs, bAbI qa2 (1k), validation_split 0.05; 45,836 params with qa2's "
            "35-word vocabulary plus padding (vocab_size 36)"),)

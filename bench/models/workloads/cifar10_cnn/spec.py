@@ -30,8 +30,7 @@ WORKLOADS = (workload(
     optimizer=rmsprop_208(1e-4, decay=1e-6, source="examples/cifar10_cnn.py@2.0.8:65 rmsprop(lr=0.0001, decay=1e-6); "
                                                     f"{KERAS208}:212 (rho, epsilon)"),
     samples={"smoke": 1024, "full": None}, labels=labels_2017("cifar10_cnn", "37-38; 68-70"),
-    build_keras=models.build_keras, build_torch=models.build_torch, torch_layout=(NHWC_TO_NCHW,),
-    build_flax=models.build_flax, augmentation=CIFAR10_AUGMENTATION,
+    models=models, torch_layout=(NHWC_TO_NCHW,), augmentation=CIFAR10_AUGMENTATION,
     source="keras/examples/cifar10_cnn.py@2.0.8: 1,250,858 params, rmsprop(lr=0.0001, decay=1e-6), batch 32, "
            "real-time augmentation (shifts 0.1, horizontal flips) through fit_generator",
     notes=("50 epochs at full size, as the 2017 comparison's notebook ran the script (epochs = 50, "

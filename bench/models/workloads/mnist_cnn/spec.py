@@ -23,7 +23,6 @@ PUBLISHED = Published(
 WORKLOADS = (workload(
     "mnist_cnn", PUBLISHED, smoke_epochs=2, dataset="mnist", optimizer=adadelta_208(),
     samples={"smoke": 128, "full": None}, smoke_batch_size=8, labels=labels_2017("mnist_cnn", "44-45; 59-61"),
-    build_keras=models.build_keras, build_torch=models.build_torch, torch_layout=(NHWC_TO_NCHW,),
-    build_flax=models.build_flax,
+    models=models, torch_layout=(NHWC_TO_NCHW,),
     source="keras/examples/mnist_cnn.py@2.0.8: Conv2D 32, Conv2D 64, max-pool, dropout, Dense 128, 1,199,882 "
            "params, Adadelta() (lr 1.0, rho 0.95, epsilon 1e-8), batch 128, 12 epochs"),)

@@ -29,8 +29,7 @@ WORKLOADS = (workload(
                                    "epsilon inside the root (rmsprop.py@v3.9.2:151-153), torch's on PyTorch (alpha "
                                    "0.99, eps 1e-8: torch/optim/rmsprop.py@v2.13.0:31-36)"),
     samples={"smoke": 32, "full": None}, smoke_batch_size=8,
-    build_keras=models.build_keras, build_torch=models.build_torch, torch_layout=(NHWC_TO_NCHW,),
-    build_flax=models.build_flax,
+    models=models, torch_layout=(NHWC_TO_NCHW,),
     source="MNIST CNN tuning study (4060 Ti, 2025): 4 Conv2D + 2 Dense, ~563k params, RMSprop 1e-4, "
            "batch 256, 41 epochs",
     notes=("the study publishes layer counts and ~563k parameters, not the layer list; this layout "

@@ -18,7 +18,7 @@ PUBLISHED = Published(
 WORKLOADS = (workload(
     "mnist_hierarchical_rnn", PUBLISHED, smoke_epochs=2, dataset="mnist", optimizer=rmsprop_208(),
     samples={"smoke": 512, "full": None}, labels=labels_2017("mnist_hierarchical_rnn", "59-60; 76-78"),
-    build_keras=models.build_keras, build_torch=models.build_torch, build_flax=models.build_flax,
+    models=models,
     keras_knobs=("row_lstm",), keras_model_facts=models.row_lstm_form,
     source="keras/examples/mnist_hierarchical_rnn.py@2.0.8: LSTM 128 over rows then columns, 'rmsprop' "
            "(lr 0.001, rho 0.9, epsilon 1e-8), batch 32, 5 epochs",

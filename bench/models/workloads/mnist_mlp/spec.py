@@ -18,7 +18,6 @@ PUBLISHED = Published(
 WORKLOADS = (workload(
     "mnist_mlp", PUBLISHED, smoke_epochs=2, dataset="mnist", optimizer=rmsprop_208(),
     samples={"smoke": 1024, "full": None}, labels=labels_2017("mnist_mlp", "34-35; 46-48"),
-    build_keras=models.build_keras, build_torch=models.build_torch, prepare=flatten_images,
-    build_flax=models.build_flax,
+    models=models, prepare=flatten_images,
     source="keras/examples/mnist_mlp.py@2.0.8: 669,706 params, RMSprop() (lr 0.001, rho 0.9, epsilon 1e-8), "
            "batch 128, 20 epochs"),)
