@@ -4,9 +4,9 @@ A grid file names a workload and task, and per engine (``keras``, ``torch``, ``j
 out-of-the-box configuration) and a ``grid``: a list of blocks, each block a product of its axes; the
 union is de-duplicated. A ``stacks:`` mapping may replace the engine block for one stack id. Settings
 equal to the engine's defaults are dropped before naming, so equivalent variants collapse into one.
-The file is read by pydantic models (``GridFile``, ``Block``): an unknown key, a value of the wrong type, a knob the
-block's engine does not have or a value it never allows is a ``GridError`` naming where. Combinations of valid values
-are not removed here: one a stack cannot run becomes an ``unsupported`` record with the reason.
+The file is read by pydantic models (``GridFile``, ``EngineBlock``): an unknown key, a value of the wrong type, a knob
+the block's engine does not have or a value it never allows is a ``GridError`` naming where. Combinations of valid
+values are not removed here: one a stack cannot run becomes an ``unsupported`` record with the reason.
 The default grid (``bench/run/sweeps/tuning.yaml``) is the tuning suite.
 """
 
@@ -48,7 +48,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class Block(_Strict):
+class EngineBlock(_Strict):
     """One engine's (or stack's) part of a grid: ``baseline`` (knob -> value, the out-of-the-box configuration; empty:
     every knob at its default) and ``grid`` (a list of ``Axes``). A null section is an empty one."""
 
@@ -80,14 +80,14 @@ class Block(_Strict):
 
 class GridFile(_Strict):
     """A grid file: ``name`` (default: the file's stem), ``workload``, ``task``, ``engines`` (epoch engine -> its
-    ``Block``) and ``stacks`` (stack id -> a ``Block`` that replaces its engine's for that stack); at least one
-    block, each block's knobs valid for its engine. A null section is an empty one."""
+    ``EngineBlock``) and ``stacks`` (stack id -> an ``EngineBlock`` that replaces its engine's for that stack); at
+    least one block, each block's knobs valid for its engine. A null section is an empty one."""
 
     name: str | None = None
     workload: str
     task: str
-    engines: dict[Engine, Block] = {}
-    stacks: dict[StackId, Block] = {}
+    engines: dict[Engine, EngineBlock] = {}
+    stacks: dict[StackId, EngineBlock] = {}
 
     @field_validator("engines", "stacks", mode="before")
     @classmethod
@@ -105,7 +105,7 @@ class GridFile(_Strict):
                     raise ValueError(f"{section}.{name}.{found}")
         return self
 
-    def blocks(self) -> dict[str, Block]:
+    def blocks(self) -> dict[str, EngineBlock]:
         """Engine blocks, then stack blocks (a stack id's block replaces its engine's for that stack)."""
         return {**self.engines, **self.stacks}
 
@@ -126,16 +126,16 @@ class Variant:
 
 @dataclass(frozen=True)
 class Grid:
-    """A parsed sweep: its ``name``, ``workload``, ``task``, ``blocks`` (engine or stack id -> ``Block``: engine
+    """A parsed sweep: its ``name``, ``workload``, ``task``, ``blocks`` (engine or stack id -> ``EngineBlock``: engine
     blocks, then stack blocks, ``GridFile.blocks``) and the file it came from (``source``)."""
 
     name: str
     workload: str
     task: str
-    blocks: dict[str, Block]
+    blocks: dict[str, EngineBlock]
     source: str
 
-    def block_for(self, stack_id: str) -> Block | None:
+    def block_for(self, stack_id: str) -> EngineBlock | None:
         """The stack's block: its own, else its engine's (None: the grid has none for it)."""
         return self.blocks.get(stack_id) or self.blocks.get(get_stack(stack_id).family)
 
@@ -164,7 +164,7 @@ def _one_line(e: ValidationError, source: str) -> str:
     err = e.errors(include_url=False)[0]
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"] if p != "[key]").lstrip(".")
     if err["type"] == "extra_forbidden":
-        what, model = ("a grid file", GridFile) if len(err["loc"]) == 1 else ("a block", Block)
+        what, model = ("a grid file", GridFile) if len(err["loc"]) == 1 else ("a block", EngineBlock)
         message = f"unknown key ({what} has {', '.join(model.model_fields)})"
     else:
         message = _MESSAGES.get(err["type"], err["msg"].removeprefix("Value error, "))

@@ -44,4 +44,4 @@ def test_the_default_grid_is_the_same_grid_as_a_model():
     grid = sweep.default_grid("tuning")
     assert (grid.name, grid.workload, grid.task) == ("tuning", "mnist_cnn_tuning", "fit")
     assert set(grid.blocks) == {"keras", "torch", "jax"}
-    assert all(isinstance(b, sweep.Block) for b in grid.blocks.values())
+    assert all(isinstance(b, sweep.EngineBlock) for b in grid.blocks.values())
