@@ -68,16 +68,13 @@ class Outcome:
     record: Record | None = None
 
 
-def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
-    """GPU cells: the record's ``gpu_before`` (other processes on the GPU, temperature) and, with a
-    ``cooldown``, its ``cooldown`` block, taken after the wait. Empty on CPU."""
+def before_cell(cell: Cell, cooldown: Cooldown | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """GPU cells: the record's ``cooldown`` block (with a ``cooldown``, taken after the wait; else None) and its
+    ``gpu_before`` (other processes on the GPU, temperature). (None, None) on CPU."""
     if cell.device != "gpu":
-        return {}
-    out: dict[str, Any] = {}
-    if cooldown is not None:
-        out["cooldown"] = cooldown.wait()
-    out["gpu_before"] = gpu_state.snapshot()
-    return out
+        return None, None
+    waited = cooldown.wait() if cooldown is not None else None
+    return waited, gpu_state.snapshot()
 
 
 def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = None) -> Record:
@@ -90,7 +87,7 @@ def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = N
     folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder(out_dir)
     out_dir = folder.root
     stack = get_stack(cell.stack)
-    before = before_cell(cell, cooldown)
+    waited, gpu_before = before_cell(cell, cooldown)
     final = folder.path(cell)
     work = final.parent / ".work"
     work.mkdir(parents=True, exist_ok=True)
@@ -119,12 +116,15 @@ def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = N
         rec.memory = rec.memory or Memory()
         if "host_peak_rss_bytes" not in rec.memory.model_fields_set:  # the worker's own reading comes first
             rec.memory.host_peak_rss_bytes = usage.ru_maxrss * 1024
-        rec.update(before)
+        if waited is not None:
+            rec.cooldown = waited
+        if gpu_before is not None:
+            rec.gpu_before = gpu_before
         add_cuda_cache(rec, env, cuda_cache_before, exited=rc == 0)
         if caches:
             rec.settings = rec.settings or EffectiveSettings()
             rec.settings.compile_cache = compile_cache_setting(env)
-        note = gpu_state.busy_note(before.get("gpu_before") or {})
+        note = gpu_state.busy_note(gpu_before or {})
         if note:
             rec.notes = [*rec.notes, note]
         folder.write(cell, rec)
@@ -228,7 +228,8 @@ def describe(rec: Record) -> str:
     ms_text = "n/a" if ms is None else f"{ms:.2f} ms/step" + (f" (p90 {p90:.2f})" if p90 is not None else "")
     reps = rec.repeats
     if reps is not None and (reps.n or 1) > 1:
-        cv = (reps.extra.get("ms_per_step_mean") or {}).get("cv")
+        spread = reps.spread("ms_per_step_mean")
+        cv = spread.cv if spread is not None else None
         ms_text += f", median of {reps.n} repeats" + (f" (cv {100 * cv:.1f} %)" if cv is not None else "")
     energy = m.j_per_epoch
     energy_text = f", {energy:.1f} J/epoch" if energy is not None else ""

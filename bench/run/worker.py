@@ -28,7 +28,7 @@ from bench.models.workloads import get_workload
 from bench.results import derived
 from bench.results.cell import Cell
 from bench.results.record import new_record
-from bench.results.schema import Env, Profile, Record
+from bench.results.schema import EffectiveSettings, Env, Profile, Record
 from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
 from bench.run.scenarios import scenario_of
 
@@ -77,10 +77,9 @@ def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path |
             frameworks.hide_gpus_from_tensorflow()
         again = scenario.run(rec, cell, stack, w, samples_csv)
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
-        rec.settings.update(math_mode.tf32_state(stack.backend))
-        math = math_mode.tf32_math(rec.settings.model_dump(exclude_unset=True), cell.device,
-                                    rnn_cudnn=math_mode.rnn_on_cudnn(stack.family, cell.device))
-        rec.settings.update({f"tf32_{kind}": on for kind, on in math.items()})
+        ended = {**rec.settings.model_dump(exclude_unset=True), **math_mode.tf32_state(stack.backend)}
+        math = math_mode.tf32_math(ended, cell.device, rnn_cudnn=math_mode.rnn_on_cudnn(stack.family, cell.device))
+        rec.settings = EffectiveSettings(**{**ended, **{f"tf32_{kind}": on for kind, on in math.items()}})
         rec.status = "ok"
     except Unsupported as e:
         rec.status, rec.reason = "unsupported", str(e)
@@ -176,7 +175,7 @@ def add_mfu(rec: Record) -> None:
     (``measured_peak_in_effect``; null + reason without one)."""
     m, s, seen = rec.metrics, rec.settings, _gpu(rec) or {}
     gpu = seen.get("name") if rec.device == "gpu" else None
-    precision = s.extra.get("precision", "float32")  # the engine's key, not a declared effective setting
+    precision = s.precision if "precision" in s.model_fields_set else "float32"
     tf32_mm, tf32_conv = bool(s.tf32_matmul), bool(s.tf32_conv)
     share = flops.conv_fraction(rec.workload, rec.task)
     peak, why = flops.peak_flops(gpu, precision, tf32_mm, tf32_conv, share)

@@ -22,18 +22,19 @@ The record blocks an engine owns are the schema's pydantic models (``bench.resul
 from the engine to the worker; the worker turns them into the record's JSON (``model_dump(exclude_unset=True)``).
 The pattern, for a new engine (modelled on ``bench.models.engines.torch.epochs``)::
 
-    effective = EffectiveSettings(torch_version=torch.__version__)   # declared settings: typed keywords
-    effective.update({"precision": precision, "compile": mode})       # knobs in effect, other engine keys: extra
-    effective.update(math_mode.set_tf32("torch", settings.tf32))     # a mapping: declared keys set, others extra
-    metrics = Metrics(**timer.summary(batch_size, trained))        # a mapping's keys: each must be declared
-    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
+    effective = EffectiveSettings(torch_version=torch.__version__,   # declared settings: typed keywords
+                                  **math_mode.set_tf32("torch", settings.tf32))  # a mapping's keys: each declared
+    effective.precision = precision                                  # a knob in effect: assigned, validated
+    metrics = Metrics(**timer.summary(batch_size, trained), **fit_metrics(epoch_clock.epoch_s, fit_call_s))
     return EpochResult(settings=effective, metrics=metrics, history=hist,
                        model=Model(params_total=..., params_trainable=...),
                        memory=Memory(device_peak_bytes=frameworks.device_peak_bytes("torch", device)))
 
 A block writes exactly the fields it was given (a given None stays a null, an unset field stays absent), so
 the record says what the engine produced: a null is a value it reported as missing, an absent field one it never
-produced.
+produced. A block takes its declared fields only (``bench.results.schema.declare.Block``): a key it does not declare
+is a ``TypeError`` in the constructor and an ``AttributeError`` when assigned, so a new key is declared first (in
+``bench.results.schema``, with its meaning and unit).
 """
 from __future__ import annotations
 
@@ -68,8 +69,8 @@ class NoisyMeasurement(RuntimeError):
 class EpochResult:
     """What an epoch engine returns: the record blocks it owns.
 
-    settings: the settings in effect (framework versions, precision policy, TF32 switches, pipeline...; knobs and
-        engine-specific keys in ``settings.extra``).
+    settings: the settings in effect (framework versions, precision policy, TF32 switches, pipeline, the knobs as
+        they took effect...).
     metrics: ``EpochTimer.summary`` and ``fit_metrics``: ms/step statistics, first and steady epoch (s), samples/s,
         the whole training call (s) and the 2017 metric, that call over the epochs (s/epoch).
     history: per-epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy`` (an open mapping in the record).

@@ -98,9 +98,7 @@ def train_epochs(steps: EpochSteps, timing: LoopTiming, epochs: int, batch_size:
             timing.close()
         if timing.telemetry:
             timing.telemetry.stop()
-    metrics = Metrics(**timer.summary(batch_size, trained))
-    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
-    return metrics, hist
+    return Metrics(**timer.summary(batch_size, trained), **fit_metrics(epoch_clock.epoch_s, fit_call_s)), hist
 
 
 def _train_one_epoch(steps: EpochSteps, timer: EpochTimer, read_every_step: bool) -> tuple[float, int]:

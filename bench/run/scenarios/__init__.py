@@ -147,8 +147,8 @@ def add_energy_metrics(rec: Record) -> None:
     examples/J derived from J/epoch (``derived.energy_rates``, the formula the aggregation of repeats uses; None
     without NVML)."""
     t = rec.telemetry
-    rec.metrics.update({"j_per_step": t.j_per_step, "j_per_epoch": t.j_per_epoch,
-                        "j_per_step_above_idle": t.j_per_step_above_idle})
+    m = rec.metrics
+    m.j_per_step, m.j_per_epoch, m.j_per_step_above_idle = t.j_per_step, t.j_per_epoch, t.j_per_step_above_idle
     derived.energy_rates(rec.metrics, derived.examples_per_epoch(rec))
 
 
@@ -163,12 +163,13 @@ def finish_telemetry(rec: Record, summary: dict[str, Any]) -> None:
 
 def effective_settings(knob_values: Any, engine_block: EffectiveSettings, **more: Any) -> EffectiveSettings:
     """The record's ``settings`` block: every knob (``knob_values``, the settings dataclass the engine ran with),
-    then what took effect (the engine's block: the fields it gave, its extra keys), then ``more``."""
-    out = EffectiveSettings()
-    out.update(dataclasses.asdict(knob_values))
-    out.update(engine_block.model_dump(exclude_unset=True))
-    out.update(more)
-    return out
+    then what took effect (the engine's block: the fields it gave, over the knobs' values), then ``more``.
+
+    Raises:
+        TypeError: a key of ``more`` the block does not declare.
+    """
+    return EffectiveSettings(**{**dataclasses.asdict(knob_values), **engine_block.model_dump(exclude_unset=True),
+                                **more})
 
 
 def _registered() -> tuple[Scenario, ...]:

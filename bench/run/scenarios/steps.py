@@ -80,7 +80,7 @@ class Steps(Scenario):
         rec.model, rec.memory, rec.output = out.model, out.memory, out.output
         rec.notes += out.notes
         per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
-        rec.metrics.update({"flops_per_step": per_ex * batch if per_ex else None, "flops_method": method})
+        rec.metrics.flops_per_step, rec.metrics.flops_method = per_ex * batch if per_ex else None, method
         finish_telemetry(rec, tel.summary(steps, batch * steps))
         return out.profile_run
 
@@ -103,8 +103,8 @@ class Steps(Scenario):
 def step_metrics(timer: Any, batch: int, steps: int, generated_tokens: int | None) -> Metrics:
     """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput."""
     s = timer.summary(batch, batch * steps)
-    out = Metrics(**{k: v for k, v in s.items() if k.startswith("ms_per_step_")})
-    out.update({"first_step_s": s["first_epoch_s"], "steps": s["steps"], "steady_s": s["steady_epoch_s"]})
+    out = Metrics(**{k: v for k, v in s.items() if k.startswith("ms_per_step_")}, first_step_s=s["first_epoch_s"],
+                  steps=s["steps"], steady_s=s["steady_epoch_s"])
     derived.step_throughput(out, batch, generated_tokens)
     return out
 

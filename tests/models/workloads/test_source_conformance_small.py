@@ -66,7 +66,7 @@ def test_loader_options_are_recorded_as_they_took_effect(knobs, expected):
     settings = TorchEpochSettings(data_pipeline="tensor_dataset", num_workers=1, **knobs)
     result = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 1, 8, settings)
     s = result.settings
-    assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == expected
+    assert (s.pin_memory, s.persistent_workers) == expected
 
 
 # ---- 2. tuning: RMSprop with each framework's defaults ---------------------------------------------------------
@@ -237,7 +237,7 @@ def test_augmented_cifar_records_its_loader_options_as_they_took_effect():
     ds = synthetic("cifar10", 64, 8, "test")
     result = torch_epochs.fit(get_stack("pytorch"), w, ds, "cpu", 1, 32, TorchEpochSettings())
     s = result.settings
-    assert (s.extra["pin_memory"], s.extra["persistent_workers"]) == (False, True)
+    assert (s.pin_memory, s.persistent_workers) == (False, True)
     assert s.augmentation["epoch_batches"].startswith("ours: n // batch full batches")
 
 

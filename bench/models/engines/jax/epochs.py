@@ -237,9 +237,7 @@ def _effective_settings(settings: JaxEpochSettings, augmenting: bool) -> dict[st
 
 
 def _settings_block(effective: dict[str, Any]) -> EffectiveSettings:
-    block = EffectiveSettings()
-    block.update(effective)
-    return block
+    return EffectiveSettings(**effective)
 
 
 class _TrainState:

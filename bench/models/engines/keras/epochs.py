@@ -144,7 +144,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
     epoch_clock = EpochClock(barrier)
-    verbose, callbacks = fit_callbacks(keras, settings.progress or workload.progress, timer, epoch_clock, effective)
+    verbose, callbacks, progress = fit_callbacks(keras, settings.progress or workload.progress, timer, epoch_clock)
     try:
         barrier()
         start = clock()
@@ -156,13 +156,11 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     finally:
         if telemetry:
             telemetry.stop()
-    if workload.keras_model_facts:  # measured on the trained model, outside the timed window
-        effective.update(workload.keras_model_facts(keras, model))
-    metrics = Metrics(**timer.summary(batch_size, trained))
-    metrics.update(fit_metrics(epoch_clock.epoch_s, fit_call_s))
+    # the model's facts measured on the trained model, outside the timed window
+    facts = workload.keras_model_facts(keras, model) if workload.keras_model_facts else {}
     return EpochResult(
-        settings=effective,
-        metrics=metrics,
+        settings=EffectiveSettings(**{**effective.model_dump(exclude_unset=True), **progress, **facts}),
+        metrics=Metrics(**timer.summary(batch_size, trained), **fit_metrics(epoch_clock.epoch_s, fit_call_s)),
         history={k: [float(v) for v in vals] for k, vals in history.history.items()},
         model=Model(params_total=int(model.count_params()),
                     params_trainable=int(sum(np.prod(w.shape) for w in model.trainable_weights))),
@@ -172,15 +170,14 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int,
     )
 
 
-def fit_callbacks(keras, form: str, timer: EpochTimer, epoch_clock: EpochClock,
-                  effective: EffectiveSettings) -> tuple[int, list[Any]]:
+def fit_callbacks(keras, form: str, timer: EpochTimer,
+                  epoch_clock: EpochClock) -> tuple[int, list[Any], dict[str, Any]]:
     """``fit``'s ``verbose`` and callbacks: the timing callback first (``make_timing_callback``), then the progress
-    form's (``fit_progress``); records the form, ``verbose`` and what the callbacks do to Keras' batch path
-    (``progress_record``) in ``effective``."""
+    form's (``fit_progress``); and the ``settings`` keys that record the form, ``verbose`` and what the callbacks do
+    to Keras' batch path (``progress_record``)."""
     verbose, extra = fit_progress(keras, form)
     callbacks = [make_timing_callback(keras, timer, epochs=epoch_clock), *extra]
-    effective.update(progress_record(keras, form, verbose, callbacks))
-    return verbose, callbacks
+    return verbose, callbacks, progress_record(keras, form, verbose, callbacks)
 
 
 def check_supported(stack: Stack, workload: Workload, device: str, settings: KerasEpochSettings) -> None:
@@ -197,8 +194,7 @@ def check_supported(stack: Stack, workload: Workload, device: str, settings: Ker
 def set_up(keras, stack: Stack, settings: KerasEpochSettings) -> EffectiveSettings:
     """Set the framework's TF32 switches (the ``tf32`` knob), Keras' global dtype policy (``precision``) and the
     seeds (0); returns the ``settings`` block so far (Keras' version, the switches)."""
-    effective = EffectiveSettings(keras_version=keras.__version__)
-    effective.update(math_mode.set_tf32(stack.backend, settings.tf32))
+    effective = EffectiveSettings(keras_version=keras.__version__, **math_mode.set_tf32(stack.backend, settings.tf32))
     keras.mixed_precision.set_global_policy(settings.precision)
     set_random_seed(keras, 0)
     return effective
@@ -218,14 +214,12 @@ def compiled_model(keras, workload: Workload, ds: Dataset, settings: KerasEpochS
     labels = workload.labels
     model.compile(optimizer=optimizer, loss=labels.loss, metrics=list(labels.metrics), **compile_kw)
     jit = getattr(model, "jit_compile", getattr(model, "_jit_compile", None))
-    effective.update({
-        "precision": keras.mixed_precision.global_policy().name,
-        "jit_compile_requested": "keras default" if settings.jit_compile is None else settings.jit_compile,
-        "jit_compile": jit,
-        "steps_per_execution": compile_kw["steps_per_execution"],
-        "keras_backend": keras.backend.backend(),
-        "data_pipeline": settings.data_pipeline,
-    })
+    effective.precision = keras.mixed_precision.global_policy().name
+    effective.jit_compile_requested = "keras default" if settings.jit_compile is None else settings.jit_compile
+    effective.jit_compile = jit
+    effective.steps_per_execution = compile_kw["steps_per_execution"]
+    effective.keras_backend = keras.backend.backend()
+    effective.data_pipeline = settings.data_pipeline
     effective.loss = labels.loss
     effective.labels = {"form": labels.form, "metrics": list(labels.metrics), "source": labels.source}
     return model, optimizer
@@ -238,12 +232,12 @@ def fit_data(keras, stack: Stack, workload: Workload, ds: Dataset, batch_size: i
     the data lives and the shuffle buffer in ``effective``. Returns (fit keyword arguments, examples trained per
     epoch: an augmented epoch of full batches drops the remainder)."""
     augmenting = augment_in_effect(settings, workload.augmentation is not None)
-    effective.extra["augment"] = augmenting
+    effective.augment = augmenting
     aug = workload.augmentation
     if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
         fit_kw, effective.augmentation = augmented_train_data(keras, aug, ds, batch_size)
-        effective.update({"data_pipeline": "host_augmentation", "train_data_placement": AUGMENTED_PLACEMENT,
-                          "shuffle_buffer": ds.n_train})
+        effective.data_pipeline, effective.train_data_placement = "host_augmentation", AUGMENTED_PLACEMENT
+        effective.shuffle_buffer = ds.n_train
         return fit_kw, ds.n_train // batch_size * batch_size if aug.drop_remainder else ds.n_train
     fit_kw = train_data(keras, settings.data_pipeline, ds, batch_size)
     effective.train_data_placement = placement(settings.data_pipeline, stack.keras_major or 0, stack.backend)

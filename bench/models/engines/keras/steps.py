@@ -146,12 +146,10 @@ def _set_up(keras, stack: Stack, w: StepWorkload, steps: int, tf32: str, request
     """Set the framework's TF32 switches (``tf32``, the knob) and Keras' dtype policy for ``w``'s precision;
     returns the ``settings`` block so far: Keras' version and backend, the ``jit_compile`` request, ``steps``,
     the switches and the policy."""
-    effective = EffectiveSettings(keras_version=keras.__version__, keras_backend=keras.backend.backend(),
-                                  jit_compile_requested=requested, jit_compile_requested_by=requested_by)
-    effective.extra["steps"] = steps
-    effective.update(math_mode.set_tf32(stack.backend, tf32))
-    effective.extra["precision"] = _set_precision(keras, stack, w.model.precision)
-    return effective
+    switches = math_mode.set_tf32(stack.backend, tf32)
+    return EffectiveSettings(keras_version=keras.__version__, keras_backend=keras.backend.backend(),
+                             jit_compile_requested=requested, jit_compile_requested_by=requested_by, steps=steps,
+                             **switches, precision=_set_precision(keras, stack, w.model.precision))
 
 
 def _time_steps(keras, job: Job, task: str, requested: bool | str, steps: int, timer: EpochTimer,
@@ -166,7 +164,7 @@ def _time_steps(keras, job: Job, task: str, requested: bool | str, steps: int, t
     call = job.call
     if call is not None:
         return time_calls(lambda: call(job.model), steps, timer)
-    effective.extra["verbose"] = VERBOSE
+    effective.verbose = VERBOSE
     with progress_bar_discarded(VERBOSE):
         if task == "fit":
             job.model.fit(_repeat((job.inputs, job.targets), steps + 1), epochs=1, verbose=VERBOSE,
@@ -208,11 +206,11 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         if telemetry:
             telemetry.stop()
     if task == "generate":
-        effective.extra["jit_compile"], effective.generate_function = generate_compiler(stack.backend, job.model)
+        effective.jit_compile, effective.generate_function = generate_compiler(stack.backend, job.model)
     else:
-        effective.extra["jit_compile"] = jit_in_effect(job.model)
+        effective.jit_compile = jit_in_effect(job.model)
     effective.generated_tokens = job.checked_tokens(result)
-    effective.update(job.recorded)
+    effective = EffectiveSettings(**{**effective.model_dump(exclude_unset=True), **job.recorded})
     trainable = int(sum(np.prod(v.shape) for v in job.model.trainable_weights))
     return StepResult(
         output=output_block(check_output(task, result)),

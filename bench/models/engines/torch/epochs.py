@@ -105,13 +105,11 @@ def _evaluate(torch, model, loss_fn, xs, y, batch_size: int) -> tuple[float, flo
 def _effective_settings(torch, settings: TorchEpochSettings) -> EffectiveSettings:
     """The settings block as the knobs ask, before the model, optimizer and data add what took effect."""
     pipeline = settings.data_pipeline
-    effective = EffectiveSettings(torch_version=torch.__version__)
-    effective.update({"precision": settings.precision, "compile": settings.compile, "data_pipeline": pipeline,
-                      "num_workers": settings.num_workers,
-                      # tensors_on_device holds the data on the device whatever preload says
-                      "preload": settings.preload or pipeline == "tensors_on_device"})
-    effective.update(math_mode.set_tf32("torch", settings.tf32))
-    return effective
+    return EffectiveSettings(torch_version=torch.__version__, precision=settings.precision, compile=settings.compile,
+                             data_pipeline=pipeline, num_workers=settings.num_workers,
+                             # tensors_on_device holds the data on the device whatever preload says
+                             preload=settings.preload or pipeline == "tensors_on_device",
+                             **math_mode.set_tf32("torch", settings.tf32))
 
 
 def _trainer(torch, model, workload: Workload, settings: TorchEpochSettings, dev,
@@ -129,7 +127,7 @@ def _trainer(torch, model, workload: Workload, settings: TorchEpochSettings, dev
         torch.compile(model, mode=mode)
     amp_dtype = {"float16_autocast": torch.float16, "bfloat16_autocast": torch.bfloat16}.get(precision)
     scaler = torch.amp.GradScaler(dev.type) if settings.grad_scaler else None
-    effective.extra["grad_scaler"] = scaler is not None
+    effective.grad_scaler = scaler is not None
 
     def step(batch):
         xb, yb = batch
@@ -158,14 +156,14 @@ def _train_data(torch, settings: TorchEpochSettings, ds: Dataset, workload: Work
     ``effective``."""
     pipeline = settings.data_pipeline
     n = trained = ds.n_train
-    effective.extra["augment"] = augmenting
+    effective.augment = augmenting
     aug = workload.augmentation
     if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments
         loader, effective.augmentation = augmented_loader(torch, aug, ds, workload, batch_size, dev)
         batches = on_device(loader, dev)
-        effective.update({"data_pipeline": "host_augmentation", "train_data_placement": AUGMENTED_PLACEMENT,
-                          "num_workers": aug.workers, "preload": False, "shuffle_buffer": n,
-                          "pin_memory": loader.pin_memory, "persistent_workers": loader.persistent_workers})
+        effective.data_pipeline, effective.train_data_placement = "host_augmentation", AUGMENTED_PLACEMENT
+        effective.num_workers, effective.preload, effective.shuffle_buffer = aug.workers, False, n
+        effective.pin_memory, effective.persistent_workers = loader.pin_memory, loader.persistent_workers
         trained = n // batch_size * batch_size if aug.drop_remainder else n
     else:
         batches = make_batches(torch, pipeline, settings, ds, workload, batch_size, dev)
@@ -174,7 +172,7 @@ def _train_data(torch, settings: TorchEpochSettings, ds: Dataset, workload: Work
         if pipeline != "tensors_on_device":  # the DataLoader's options as they took effect (loader_kwargs)
             kw = loader_kwargs(torch, batch_size, settings.num_workers, dev, settings.pin_memory,
                                settings.persistent_workers)
-            effective.update({"pin_memory": kw["pin_memory"], "persistent_workers": kw["persistent_workers"]})
+            effective.pin_memory, effective.persistent_workers = kw["pin_memory"], kw["persistent_workers"]
     return batches, trained
 
 

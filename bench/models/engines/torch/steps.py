@@ -80,9 +80,8 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
     mode = settings.compile
     if mode != "none":
         toolchain.require_torch_compile(device, f"compile={mode}")
-    effective = EffectiveSettings(torch_version=torch.__version__)
-    effective.update({"compile": mode, "steps": steps, "precision": w.model.precision})
-    effective.update(math_mode.set_tf32("torch", settings.tf32))
+    effective = EffectiveSettings(torch_version=torch.__version__, compile=mode, steps=steps,
+                                  precision=w.model.precision, **math_mode.set_tf32("torch", settings.tf32))
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     job = w.model.torch_job(task, cfg, batch, dev, dataclasses.asdict(settings))
@@ -98,7 +97,7 @@ def run(stack: Stack, w: StepWorkload, task: str, cfg: dict[str, Any], batch: in
         if telemetry:
             telemetry.stop()
     effective.generated_tokens = job.checked_tokens(result)
-    effective.update(job.recorded)
+    effective = EffectiveSettings(**{**effective.model_dump(exclude_unset=True), **job.recorded})
     return StepResult(
         output=output_block(check_output(task, result)),
         settings=effective,
