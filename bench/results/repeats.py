@@ -99,10 +99,15 @@ def aggregate_metrics(out: Record, records: list[Record]) -> dict[str, Spread]:
     return spreads
 
 
+#: How the note of a repeat run again on this run's GPU starts (``bench.run.runfolder`` writes it; ``aggregate``
+#: carries it from every repeat into the cell).
+OTHER_GPU_NOTE = "GPU changed:"
+
+
 def carry_gpu_change_notes(out: Record, records: list[Record]) -> None:
     """Put into the cell ``out`` every repeat's note that it was run again on this GPU
-    (``bench.run.runfolder.OTHER_GPU_NOTE``), not only repeat 1's (whose ``notes`` the cell takes)."""
+    (``OTHER_GPU_NOTE``), not only repeat 1's (whose ``notes`` the cell takes)."""
     notes = list(out.notes)
     for r in records:
-        notes += [n for n in r.notes if n.startswith("GPU changed:") and n not in notes]
+        notes += [n for n in r.notes if n.startswith(OTHER_GPU_NOTE) and n not in notes]
     out.notes = notes

@@ -16,14 +16,13 @@ from bench.instruments.environment import git_commit
 from bench.models.workloads import WORKLOADS
 from bench.results.cell import Cell
 from bench.results.record import REPEATS_DIR, RecordError, load_record, result_path
+from bench.results.repeats import OTHER_GPU_NOTE
 from bench.results.schema import Record
 from bench.run.scenarios import scenario_of
 
 #: Where a repeat measured on another GPU is kept when it is run again on this run's GPU (under ``repeats/``, so
 #: the collector never reads it as a cell).
 OTHER_GPU_DIR = "other-gpu"
-#: How a rerun's note starts (``bench.results.repeats.aggregate`` carries it from every repeat into the cell).
-OTHER_GPU_NOTE = "GPU changed:"
 
 
 class RunFolder:
