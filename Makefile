@@ -374,7 +374,7 @@ lint: ## ruff, mypy on bench/, hadolint on every Dockerfile, compose files again
 	$(PYTHON) -m mkdocs build --strict --quiet -d $(CURDIR)/.site
 
 flops: ## Recount the paper suite's FLOPs per example on the meta device (bench/core/reference/paper_flops.csv)
-	$(PYTHON) -m bench.run.flops
+	$(PYTHON) -m bench.models.flops
 
 lock: ## Regenerate every image's locked, hashed requirements (needs uv)
 	images/lock.sh

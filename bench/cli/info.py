@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from bench.core.stacks import STACKS
+from bench.models.workloads import SIZES, SUITES, WORKLOADS
 from bench.results.record import FIELDS
 from bench.run import plan as planning
 from bench.run.scenarios import scenario_of
-from bench.run.workloads import SIZES, SUITES, WORKLOADS
 
 
 @click.command("list")

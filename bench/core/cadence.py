@@ -1,5 +1,5 @@
 """The timing cadence of a cell (its ``sync`` setting): how often a timer synchronises the device and reads the
-clock. A knob (``bench.core.knobs``) and the timers' rule (``bench.run.timing``). Standard library only."""
+clock. A knob (``bench.core.knobs``) and the timers' rule (``bench.instruments.timing``). Standard library only."""
 
 from __future__ import annotations
 

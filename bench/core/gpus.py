@@ -1,5 +1,5 @@
 """GPU models by their NVML names: which family of the datasheet tables a name belongs to and whether it is a MIG
-slice's. Standard library only: the run (MFU's peaks, ``bench.run.flops``) and the report (whether a cell ran on the
+slice's. Standard library only: the run (MFU's peaks, ``bench.models.flops``) and the report (whether a cell ran on the
 GPU a source published from) read the same rule.
 """
 
@@ -20,7 +20,7 @@ def _token(token: str, name: str) -> bool:
 
 
 def gpu_family(name: str | None) -> str | None:
-    """The GPU family of an NVML device name, the key of ``bench.run.flops.PEAK_TFLOPS`` (e.g. ``NVIDIA H100 80GB
+    """The GPU family of an NVML device name, the key of ``bench.models.flops.PEAK_TFLOPS`` (e.g. ``NVIDIA H100 80GB
     HBM3`` -> ``H100 SXM``, ``NVIDIA A100-SXM4-40GB`` -> ``A100``), matched by whole tokens (``_token``). None when
     the GPU is not one of them (H100/H200 NVL have other clocks and are left out; so is the GH200 superchip, whose
     peaks the table does not hold; an ``RTX A1000`` is no A100) or the name is a MIG slice's (``is_mig_name``: a

@@ -1,8 +1,8 @@
 """Where the time goes: the one table that maps each framework's op and kernel names to the categories a profile
 is summarised in, the same categories on every stack. Standard library only (the report reads the categories too).
 
-A profiled op (``bench.run.profile``) carries three texts: its ``name`` (a PyTorch ATen op or a GPU kernel as the
-profiler names it, a TensorFlow op's type, an XLA instruction or kernel), its ``detail`` (the HLO opcodes an XLA
+A profiled op (``bench.instruments.profile``) carries three texts: its ``name`` (a PyTorch ATen op or a GPU kernel as
+the profiler names it, a TensorFlow op's type, an XLA instruction or kernel), its ``detail`` (the HLO opcodes an XLA
 instruction and the computations it calls hold, and its custom-call targets; empty elsewhere) and its ``scope``
 (the names around it: PyTorch's profiler annotations, a TensorFlow op's full name with its Keras layer and optimizer
 name scopes, an XLA instruction's ``op_name`` metadata, the profiler thread it ran on). ``classify`` tries
@@ -97,7 +97,8 @@ _ATTENTION_SCOPE = (r"(?i)^(?!.*((/|^)(query|key|value|attention_output|q_proj|k
                     r"attention_norm|attention_dropout)).*attention")
 
 #: ATen ops by category (torch 2.13.0 aten/src/ATen/native/native_functions.yaml): an op's ``name`` on a CPU, and on
-#: a GPU the ``detail`` of the kernels it launched (``bench.run.profile.summary``), read after every kernel-name rule.
+#: a GPU the ``detail`` of the kernels it launched (``bench.instruments.profile.summary``), read after every kernel-name
+#: rule.
 _ATEN_MATMUL = (r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|einsum|_?convolution|conv\dd|conv_transpose\dd|"
                 r"mkldnn_convolution|_mkldnn_convolution|cudnn_convolution|convolution_backward|_convolution_mode|"
                 r"_nnpack_spatial_convolution|mkldnn_rnn_layer|_cudnn_rnn\w*)$")
@@ -258,7 +259,7 @@ RULES: tuple[Rule, ...] = (
          "tensors' pointwise work in one kernel); cuDNN 9.20.0.48's RNN gate kernel 'elemWiseRNNcell'; "
          "xla/service/gpu/transforms/rename_fusions.cc '<kind>_<heroes>_fusion' (loop_add_fusion); XLA CPU "
          "'<ops>_fusion', 'wrapped_<op>'"),
-    # a GPU kernel no name rule placed: by the ATen op that launched it (its detail; bench.run.profile.summary)
+    # a GPU kernel no name rule placed: by the ATen op that launched it (its detail; bench.instruments.profile.summary)
     Rule("optimizer", DETAIL, r"^aten::(_foreach_|_fused_)", _LAUNCHED),
     Rule("attention", DETAIL, r"^aten::_?\w*(scaled_dot_product|flash_attention|efficient_attention)", _LAUNCHED),
     Rule("matmul_conv", DETAIL, _ATEN_MATMUL, _LAUNCHED),

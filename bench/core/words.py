@@ -10,5 +10,5 @@ Device = Literal["auto", "cpu", "gpu"]
 #: A device once resolved (``auto`` decided).
 RunDevice = Literal["cpu", "gpu"]
 #: A workload's size: ``smoke`` (tiny and fast, the harness's test) or ``full`` (the published sizes);
-#: ``bench.run.workloads.SIZES`` lists them.
+#: ``bench.models.workloads.SIZES`` lists them.
 Size = Literal["smoke", "full"]

@@ -40,7 +40,7 @@ class EpochInputs(Inputs):
         epochs: epochs of the training set.
         samples: training examples (the first ``samples`` of the training set: the same model and batch, fewer
             steps per epoch); None: all of them.
-        data: where the data may come from (``bench.run.datasets.DATA_CHOICES``; ``auto``: real, and synthetic only
+        data: where the data may come from (``bench.models.datasets.DATA_CHOICES``; ``auto``: real, and synthetic only
             at smoke size); recorded as ``data.requested``.
     """
 
@@ -85,7 +85,7 @@ class Cell(BaseModel):
         telemetry_samples: also write the raw GPU telemetry samples to ``<run_id>.telemetry.csv``.
         schedule: where this repeat ran in ``make bench-all``'s rounds (``bench.core.rounds.schedule``: seed,
             round, rounds, the round's stack order, position), None outside rounds.
-        profile: after the timed measurement, profile a few steady steps (``bench.run.profile``; repeat 1 only).
+        profile: after the timed measurement, profile a few steady steps (``bench.instruments.profile``; repeat 1 only).
             Not in the id: the profile runs after the timed window and the telemetry have closed, so a profiled
             record's timed numbers are the same measurement as an unprofiled one's (tests/run/test_profile_run.py).
     """

@@ -38,8 +38,8 @@ def flops_rates(metrics: Metrics) -> None:
 
 def energy_rates(metrics: Metrics, examples_per_epoch: int | None) -> None:
     """``examples_per_j`` = examples per epoch / ``j_per_epoch`` (J): fit cells' training set, step-timed cells' batch x
-    timed steps (the telemetry window's examples, ``bench.run.telemetry.sampler.Telemetry.summary``); None without
-    either."""
+    timed steps (the telemetry window's examples, ``bench.instruments.telemetry.sampler.Telemetry.summary``); None
+    without either."""
     j = metrics.j_per_epoch
     metrics.examples_per_j = examples_per_epoch / j if examples_per_epoch and j else None
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bench.results.derived import rederive
-from bench.results.schema import Record, Repeats, aggregated, derived_metrics
+from bench.results.schema import Record, Repeats, Spread, aggregated, derived_metrics
 
 #: Metrics taken as the median across repeats (declared with rule ``median``).
 AGGREGATED = aggregated()
@@ -58,8 +58,8 @@ def aggregate(records: list[Record]) -> Record:
     bad = [r for r in records if r.status != "ok"]
     out = (bad[0] if bad else records[0]).model_copy(deep=True)
     out.repeat = None
-    block = Repeats(n=len(records), ok=len(records) - len(bad), rule=RULE, statuses=[r.status for r in records])
     gpus = gpu_uuids(records)
+    spreads: dict[str, Any] = {}  # repeats.<metric>: Repeats' fields made from Metrics' rules, unseen by mypy
     if len(gpus) > 1:  # e.g. a spot VM preempted between rounds: the repeats are not one measurement
         out.status = "failed"
         out.reason = (f"its {len(records)} repeats ran on {len(gpus)} GPUs ({', '.join(gpus)}): not one "
@@ -68,7 +68,9 @@ def aggregate(records: list[Record]) -> Record:
         if len(records) > 1:
             out.reason = f"repeat {bad[0].repeat or 1} of {len(records)}: {bad[0].reason}"
     else:
-        aggregate_metrics(out, records, block)
+        spreads = aggregate_metrics(out, records)
+    block = Repeats(n=len(records), ok=len(records) - len(bad), rule=RULE, statuses=[r.status for r in records],
+                    **spreads)
     if any(r.schedule for r in records):  # rounds: where each repeat ran, for the drift check
         block.schedule = [{k: (r.schedule or {}).get(k) for k in ("round", "position")} for r in records]
     walls = [r.process.wall_s if r.process is not None else None for r in records]
@@ -81,23 +83,31 @@ def aggregate(records: list[Record]) -> Record:
     return out
 
 
-def aggregate_metrics(out: Record, records: list[Record], block: Repeats) -> None:
-    """An ok cell's metrics: each ``AGGREGATED`` one the median across ``records``, its spread (and each ``DERIVED``
-    one's) in ``block`` as ``repeats.<metric>``; then the derived ones recomputed from the medians."""
+def aggregate_metrics(out: Record, records: list[Record]) -> dict[str, Spread]:
+    """An ok cell's metrics: each ``AGGREGATED`` one the median across ``records``; then the derived ones recomputed
+    from the medians. Returns metric -> its spread across ``records`` (each ``AGGREGATED`` and ``DERIVED`` metric
+    every repeat has), the ``Repeats`` block's ``repeats.<metric>``."""
+    spreads: dict[str, Spread] = {}
     for key in AGGREGATED + DERIVED:
         values = [getattr(r.metrics, key) if r.metrics is not None else None for r in records]
         if any(v is None for v in values):
             continue
-        block.extra[key] = spread(values)
-        if key in AGGREGATED:
-            setattr(out.metrics, key, block.extra[key]["median"])
+        spreads[key] = Spread(**spread(values))
+        if key in AGGREGATED and out.metrics is not None:
+            setattr(out.metrics, key, spreads[key].median)  # a declared field, validated (``Block``)
     rederive(out)
+    return spreads
+
+
+#: How the note of a repeat run again on this run's GPU starts (``bench.run.runfolder`` writes it; ``aggregate``
+#: carries it from every repeat into the cell).
+OTHER_GPU_NOTE = "GPU changed:"
 
 
 def carry_gpu_change_notes(out: Record, records: list[Record]) -> None:
     """Put into the cell ``out`` every repeat's note that it was run again on this GPU
-    (``bench.run.runfolder.OTHER_GPU_NOTE``), not only repeat 1's (whose ``notes`` the cell takes)."""
+    (``OTHER_GPU_NOTE``), not only repeat 1's (whose ``notes`` the cell takes)."""
     notes = list(out.notes)
     for r in records:
-        notes += [n for n in r.notes if n.startswith("GPU changed:") and n not in notes]
+        notes += [n for n in r.notes if n.startswith(OTHER_GPU_NOTE) and n not in notes]
     out.notes = notes

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import interrupt
+from bench.instruments import profile
+from bench.instruments.environment import capture, stack_pins, utc_now
 from bench.results.cell import Cell
 from bench.results.record import RecordError, load_record, new_record
 from bench.results.schema import Env, Record
 from bench.results.schema.record import Status
-from bench.run import profile
-from bench.run.environment import capture, stack_pins, utc_now
 
 
 def _tail(path: Path, lines: int = 5) -> str:
@@ -63,7 +63,7 @@ PARENT_ENV_NOTE = ("env: captured by the runner after the cell's process ended w
 
 def add_parent_env(rec: Record, cell: Cell, env: Mapping[str, str]) -> None:
     """Give ``rec``, a record the runner wrote for a worker that left none, the ``env`` block
-    (``bench.run.environment.capture`` of the cell's environment ``env``, and the stack's pins) and say so
+    (``bench.instruments.environment.capture`` of the cell's environment ``env``, and the stack's pins) and say so
     (``PARENT_ENV_NOTE``): a cell that timed out, was killed or crashed still names the machine, image, commit,
     packages and GPU it ran on. No framework ran in the runner: ``framework_cuda`` is empty."""
     try:
@@ -119,7 +119,7 @@ def ended(cell: Cell, rc: int, timed_out: bool, stopped: tuple[int | None, float
 
 def cut_profile(rec: Record, how: str) -> None:
     """Say how the process ended in a record the worker wrote before its profile and never replaced
-    (``bench.run.profile.UNFINISHED``): the cell's status stands (its timed numbers were measured), its
+    (``bench.instruments.profile.UNFINISHED``): the cell's status stands (its timed numbers were measured), its
     profile's reason and the note name the end (``how``: ``ended``'s reason, or the exit status)."""
     if rec.profile is None or rec.profile.reason != profile.UNFINISHED:
         return

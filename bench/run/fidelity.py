@@ -1,13 +1,13 @@
 """Fidelity of the harness: its ms/step under each timing cadence against a free-running loop.
 
-The free-running ("hand") run (each family's ``handloop`` module: ``bench.run.engines.HandLoop``) trains the same
+The free-running ("hand") run (each family's ``handloop`` module: ``bench.models.engines.HandLoop``) trains the same
 model on the same data with no hooks at all: one epoch to compile, then a device barrier and a clock read around the
 remaining epochs as one block (PyTorch: the bare loop, no loss read-back; Keras: ``fit`` calls with no callbacks, a
 call of 1 epoch and one of ``epochs`` after the compiling one: their difference is ``epochs - 1`` steady epochs, without
 the cost each call pays before its first step to build its input pipeline, which the harness's epoch
 edges do not count either; ``handloop_fit_call_overhead_s`` records that cost). The
-harness runs as cells run it (``bench.run.engines``, GPU telemetry sampler included) once per cadence
-(``bench.run.timing.Cadence``: ``step``, ``every:N``, ``epoch``). Order: hand, each cadence, each cadence
+harness runs as cells run it (``bench.models.engines``, GPU telemetry sampler included) once per cadence
+(``bench.instruments.timing.Cadence``: ``step``, ``every:N``, ``epoch``). Order: hand, each cadence, each cadence
 again in reverse, hand (an ABBA design: a drift inside the process, like the few percent seen on
 keras3-torch when the hand loop always ran first, results/fidelity/README.md, falls equally on both
 sides of every comparison).
@@ -31,13 +31,13 @@ from bench.core.families import FAMILIES
 from bench.core.families.keras import KerasEpochSettings
 from bench.core.knobs import settings_class
 from bench.core.stacks import Stack, get_stack
+from bench.instruments.telemetry import sampler
+from bench.instruments.timing import Cadence
+from bench.models.engines import HandLoop, epoch_engine, frameworks
+from bench.models.workloads import Workload
 from bench.results.cell import Cell, EpochInputs
 from bench.run.cellenv import cell_env
-from bench.run.engines import HandLoop, epoch_engine, frameworks
 from bench.run.scenarios.epochs import EPOCHS, fit_workload
-from bench.run.telemetry import sampler
-from bench.run.timing import Cadence
-from bench.run.workloads import Workload
 
 #: The free-running loops' math mode: the harness cell's default (each framework's shipped TF32 mode), so the
 #: two sides of the comparison differ only in how they are timed.
@@ -131,7 +131,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
 
     Raises:
         KeyError: unknown stack or workload. ValueError: fewer than 2 epochs or an invalid cadence.
-        bench.run.engines.NoisyMeasurement: a Keras free-running run measured no time for its steady epochs.
+        bench.models.engines.NoisyMeasurement: a Keras free-running run measured no time for its steady epochs.
     """
     stack, w = checked_request(stack_id, workload, epochs, cadences)
     become_cell_process(stack, device)

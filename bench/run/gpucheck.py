@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 def probe(backend: str) -> None:
     """Import ``backend``'s framework, list its GPUs and run a matmul on the first; prints the two lines above."""
-    from bench.run.engines import frameworks, gemm
+    from bench.models.engines import frameworks, gemm
 
     frameworks.import_backend(backend)
     print("IMPORTED", flush=True)
@@ -35,8 +35,8 @@ def probe(backend: str) -> None:
 
 
 def gemm_tflops(backend: str, mode: str, dtype: str, n: int, device: str) -> None:
-    """Print ``TFLOPS <value>``: ``bench.run.engines.gemm.gemm_tflops`` with the TF32 switches of ``mode``."""
-    from bench.run.engines import frameworks, gemm, math_mode
+    """Print ``TFLOPS <value>``: ``bench.models.engines.gemm.gemm_tflops`` with the TF32 switches of ``mode``."""
+    from bench.models.engines import frameworks, gemm, math_mode
 
     frameworks.import_backend(backend)
     math_mode.set_tf32(backend, mode)

@@ -9,11 +9,11 @@ from bench.core.cadence import Cadence
 from bench.core.families.keras import KerasEpochSettings
 from bench.core.request import TIMEOUT_S
 from bench.core.stacks import STACKS
+from bench.models.datasets import DATA_CHOICES
+from bench.models.workloads import SIZES, SUITES, WORKLOADS
 from bench.results.cell import Cell
 from bench.run import sweep
-from bench.run.datasets import DATA_CHOICES
 from bench.run.scenarios import INPUT_NAMES, Scenario, scenario_of, suite_scenario
-from bench.run.workloads import SIZES, SUITES, WORKLOADS
 
 
 class PlanError(ValueError):
@@ -48,7 +48,7 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     ``steps``, ``seq_len``; None: the workload's own at ``size``), each resolved once here into the cell's
     ``inputs`` by the suite's scenario (``Scenario.inputs``), and the run options (``RUN_OPTIONS``: ``timeout_s``,
     ``telemetry_samples``, ``profile``, ``Cell``'s fields of those names).
-    ``sync``: the timing cadence of every cell of a fit suite (``bench.run.timing.Cadence``; None: the
+    ``sync``: the timing cadence of every cell of a fit suite (``bench.instruments.timing.Cadence``; None: the
     settings' default, ``epoch``); a cadence other than the default is added to the variant name
     (``sync-step``, ``sync-every8``) so its records sit beside the default ones.
 

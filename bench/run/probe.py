@@ -69,12 +69,12 @@ def recorded_gpus(stack_id: str, results_dir: Path, flavor: str,
     """The GPU ``bench doctor`` saw this stack's framework use on this very GPU, so that a run need not start the probe
     (``probe_gpus``) again: ``[framework_gpu]`` of ``results_dir/doctor/<stack>-<flavor>.json`` (``image_checks``,
     ``ensure_measured_peak``) when that file's ``gpu`` has the NVML UUID of the GPU a cell of the stack gets now
-    (``identify``: ``bench.run.environment.gpu_info`` of ``cell_env``) and its ``software`` is this process's
+    (``identify``: ``bench.instruments.environment.gpu_info`` of ``cell_env``) and its ``software`` is this process's
     (``same_software``: driver, image, framework and CUDA library versions). Else (None, why not): no file, no
     framework GPU in it, NVML sees no GPU, another GPU or software, or an environment that keeps the framework off
     the GPU (an empty ``CUDA_VISIBLE_DEVICES``, ``gpu_env_problem``), for which the probe answers as ever.
     Returns (GPUs, the line saying where they came from)."""
-    from bench.run.environment import gpu_info
+    from bench.instruments.environment import gpu_info
 
     s = STACKS[stack_id]
     path = results_dir / "doctor" / f"{stack_id}-{flavor}.json"
@@ -125,8 +125,8 @@ def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: 
 
 
 #: The distributions whose versions decide the GEMM rate an image reaches, beside the driver: the frameworks the
-#: probe drives and Triton, and the GPU runtime (``bench.run.environment.GPU_RUNTIME``: every ``nvidia-*`` one, cuBLAS,
-#: cuDNN, ptxas, nvJitLink..., and XLA's CUDA plugin and PJRT; NVML's bindings, ``NOT_GEMM``, excepted). The
+#: probe drives and Triton, and the GPU runtime (``bench.instruments.environment.GPU_RUNTIME``: every ``nvidia-*`` one,
+#: cuBLAS, cuDNN, ptxas, nvJitLink..., and XLA's CUDA plugin and PJRT; NVML's bindings, ``NOT_GEMM``, excepted). The
 #: measured peak's key holds them where the image's identity is not known.
 GEMM_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", "triton")
 NOT_GEMM = ("nvidia-ml-py",)
@@ -145,8 +145,8 @@ def software_identity(driver: str | None, image: str | None, packages: dict[str,
     """The software a GEMM peak is measured under, the second half of its key (``same_software``): the NVIDIA driver,
     the image (``image_identity``: its local ID, else its digest; a record's ``env.image_id`` or ``env.image_digest``;
     None outside make) and the framework and CUDA library versions among ``packages`` (``env.packages``:
-    ``GEMM_DISTRIBUTIONS`` and the GPU runtime, ``bench.run.environment.GPU_RUNTIME``)."""
-    from bench.run.environment import GPU_RUNTIME
+    ``GEMM_DISTRIBUTIONS`` and the GPU runtime, ``bench.instruments.environment.GPU_RUNTIME``)."""
+    from bench.instruments.environment import GPU_RUNTIME
 
     gemm = {k: v for k, v in sorted(packages.items())
             if k in GEMM_DISTRIBUTIONS or (GPU_RUNTIME.fullmatch(k) and k not in NOT_GEMM)}
@@ -155,10 +155,10 @@ def software_identity(driver: str | None, image: str | None, packages: dict[str,
 
 def current_software(info: dict[str, Any]) -> dict[str, Any]:
     """``software_identity`` of this process: the driver NVML reported in ``info`` (``gpu_info``'s answer), this
-    image's identity (``image_identity``) and the installed versions (``bench.run.environment.package_versions``),
-    as a cell's record captures them (``env.gpu.driver``, ``env.image_id`` / ``env.image_digest``,
-    ``env.packages``)."""
-    from bench.run.environment import package_versions
+    image's identity (``image_identity``) and the installed versions
+    (``bench.instruments.environment.package_versions``), as a cell's record captures them (``env.gpu.driver``,
+    ``env.image_id`` / ``env.image_digest``, ``env.packages``)."""
+    from bench.instruments.environment import package_versions
 
     return software_identity(info.get("driver"), image_identity(), package_versions())
 
@@ -183,7 +183,7 @@ def same_software(mine: dict[str, Any], saved: dict[str, Any] | None) -> tuple[b
 
 
 def nvml_identity(info: dict[str, Any]) -> dict[str, str | None] | None:
-    """The NVML name and UUID of ``bench.run.environment.gpu_info``'s answer (None without NVML): the key that
+    """The NVML name and UUID of ``bench.instruments.environment.gpu_info``'s answer (None without NVML): the key that
     ``measured_peak`` matches a record's ``env.gpu`` against."""
     if not info.get("available"):
         return None
@@ -196,11 +196,11 @@ def image_checks(stack_id: str, device: str = "gpu",
                  identify: Callable[[], dict[str, Any]] | None = None) -> tuple[list[Check], dict[str, Any]]:
     """Inside a stack's image: the framework sees the GPU and runs a matmul on it (``probe_gpus``),
     then the measured GEMM peak per mode (``GEMM_MODES``). Returns the checks and what ``save`` keeps beside
-    them: ``gpu``, the GPU's NVML name and UUID (``identify``: ``bench.run.environment.gpu_info``, as a record's
+    them: ``gpu``, the GPU's NVML name and UUID (``identify``: ``bench.instruments.environment.gpu_info``, as a record's
     ``env.gpu``; None without NVML, then a ! check says the peak cannot be matched), ``software``, the driver, image
     and library versions it was measured under (``current_software``), ``framework_gpu``, the framework's name for
     the GPU, and ``measured_tflops``."""
-    from bench.run.environment import gpu_info
+    from bench.instruments.environment import gpu_info
 
     s = STACKS[stack_id]
     try:
@@ -298,9 +298,9 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
     mode is measured again). A mode that failed before (saved as None) is measured again; one measured before is
     kept, not re-run. So every path sets it in its own image on its own GPU: ``make bench-all`` (whose preflight is
     the host part only), a SkyPilot VM (``make doctor`` runs before the images exist there) and the Kubernetes Job.
-    Returns one line saying which. ``checks`` / ``identify``: ``image_checks`` and ``bench.run.environment.gpu_info``
-    (tests pass fakes)."""
-    from bench.run.environment import gpu_info
+    Returns one line saying which. ``checks`` / ``identify``: ``image_checks`` and
+    ``bench.instruments.environment.gpu_info`` (tests pass fakes)."""
+    from bench.instruments.environment import gpu_info
 
     path = results_dir / "doctor" / f"{stack_id}-{flavor}.json"
     info = (identify or gpu_info)()

@@ -11,19 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.atomic import write_json_atomic
+from bench.instruments import profile
+from bench.instruments.environment import git_commit
+from bench.models.workloads import WORKLOADS
 from bench.results.cell import Cell
 from bench.results.record import REPEATS_DIR, RecordError, load_record, result_path
+from bench.results.repeats import OTHER_GPU_NOTE
 from bench.results.schema import Record
-from bench.run import profile
-from bench.run.environment import git_commit
 from bench.run.scenarios import scenario_of
-from bench.run.workloads import WORKLOADS
 
 #: Where a repeat measured on another GPU is kept when it is run again on this run's GPU (under ``repeats/``, so
 #: the collector never reads it as a cell).
 OTHER_GPU_DIR = "other-gpu"
-#: How a rerun's note starts (``bench.results.repeats.aggregate`` carries it from every repeat into the cell).
-OTHER_GPU_NOTE = "GPU changed:"
 
 
 class RunFolder:

@@ -21,15 +21,15 @@ from typing import Any
 
 from bench.core import interrupt
 from bench.core.stacks import get_stack
+from bench.instruments import gpu_state, profile
+from bench.instruments.environment import cuda_cache_block, cuda_cache_bytes
+from bench.instruments.gpu_state import Cooldown
 from bench.results.cell import Cell
 from bench.results.record import FINAL_STATUSES
 from bench.results.repeats import aggregate
 from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
-from bench.run import gpu_state, profile
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.cellprocess import wait_for_worker, worker_record
-from bench.run.environment import cuda_cache_block, cuda_cache_bytes
-from bench.run.gpu_state import Cooldown
 from bench.run.runfolder import RunFolder
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ PTX_JIT_NOTE = ("the CUDA JIT cache grew during this cell: the driver JIT-compil
 
 
 def add_cuda_cache(rec: Record, env: Mapping[str, str], bytes_before: int | None, exited: bool = True) -> None:
-    """Put ``env.cuda_cache`` (``bench.run.environment.cuda_cache_block``: the CUDA JIT cache's growth since
+    """Put ``env.cuda_cache`` (``bench.instruments.environment.cuda_cache_block``: the CUDA JIT cache's growth since
     ``bytes_before``, bytes) into ``rec``, and ``PTX_JIT_NOTE`` when it grew. Called once the worker process
     has ended: the driver writes the cache as the process's CUDA context is torn down, after the worker's
     own record is on disk; a process that did not exit (``exited`` False: killed, crashed) may not have written
@@ -68,29 +68,26 @@ class Outcome:
     record: Record | None = None
 
 
-def before_cell(cell: Cell, cooldown: Cooldown | None) -> dict[str, Any]:
-    """GPU cells: the record's ``gpu_before`` (other processes on the GPU, temperature) and, with a
-    ``cooldown``, its ``cooldown`` block, taken after the wait. Empty on CPU."""
+def before_cell(cell: Cell, cooldown: Cooldown | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """GPU cells: the record's ``cooldown`` block (with a ``cooldown``, taken after the wait; else None) and its
+    ``gpu_before`` (other processes on the GPU, temperature). (None, None) on CPU."""
     if cell.device != "gpu":
-        return {}
-    out: dict[str, Any] = {}
-    if cooldown is not None:
-        out["cooldown"] = cooldown.wait()
-    out["gpu_before"] = gpu_state.snapshot()
-    return out
+        return None, None
+    waited = cooldown.wait() if cooldown is not None else None
+    return waited, gpu_state.snapshot()
 
 
 def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = None) -> Record:
     """Run ``cell`` in a child process, fill its typed ``Record`` (the worker's, read back) with what only the parent
     sees and write it once; returns the record. On a GPU, first
-    the optional ``cooldown`` and the check for other processes on the GPU (``bench.run.gpu_state``). The process
-    gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
+    the optional ``cooldown`` and the check for other processes on the GPU (``bench.instruments.gpu_state``). The
+    process gets fresh torch.compile caches (``compile_caches``); the CUDA JIT cache is measured before it starts and
     after it has ended (``add_cuda_cache``)."""
     interrupt.check()  # a signal held back while the previous cell's record was written: start no other
     folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder(out_dir)
     out_dir = folder.root
     stack = get_stack(cell.stack)
-    before = before_cell(cell, cooldown)
+    waited, gpu_before = before_cell(cell, cooldown)
     final = folder.path(cell)
     work = final.parent / ".work"
     work.mkdir(parents=True, exist_ok=True)
@@ -119,12 +116,15 @@ def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = N
         rec.memory = rec.memory or Memory()
         if "host_peak_rss_bytes" not in rec.memory.model_fields_set:  # the worker's own reading comes first
             rec.memory.host_peak_rss_bytes = usage.ru_maxrss * 1024
-        rec.update(before)
+        if waited is not None:
+            rec.cooldown = waited
+        if gpu_before is not None:
+            rec.gpu_before = gpu_before
         add_cuda_cache(rec, env, cuda_cache_before, exited=rc == 0)
         if caches:
             rec.settings = rec.settings or EffectiveSettings()
             rec.settings.compile_cache = compile_cache_setting(env)
-        note = gpu_state.busy_note(before.get("gpu_before") or {})
+        note = gpu_state.busy_note(gpu_before or {})
         if note:
             rec.notes = [*rec.notes, note]
         folder.write(cell, rec)
@@ -186,8 +186,8 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
     the aggregate (``bench.results.repeats.RULE``). A single run still carries a one-value ``repeats`` block.
     ``round_``: run only that repeat of each cell (``make bench-all``'s rounds, ``run_round``), with
     ``schedules[stack]`` as its record's ``schedule``. ``cooldown``: wait before each GPU cell
-    (``bench.run.gpu_state.Cooldown``). ``gpu``: this run's GPU (NVML UUID, ``gpu_state.gpu_uuid``, read once per
-    ``bench run``): a record or repeat measured on another GPU is never reused but run again here
+    (``bench.instruments.gpu_state.Cooldown``). ``gpu``: this run's GPU (NVML UUID, ``gpu_state.gpu_uuid``, read once
+    per ``bench run``): a record or repeat measured on another GPU is never reused but run again here
     (``RunFolder.set_aside_other_gpu`` keeps the old file and the new record notes it).
     """
     outcomes = []
@@ -228,7 +228,8 @@ def describe(rec: Record) -> str:
     ms_text = "n/a" if ms is None else f"{ms:.2f} ms/step" + (f" (p90 {p90:.2f})" if p90 is not None else "")
     reps = rec.repeats
     if reps is not None and (reps.n or 1) > 1:
-        cv = (reps.extra.get("ms_per_step_mean") or {}).get("cv")
+        spread = reps.spread("ms_per_step_mean")
+        cv = spread.cv if spread is not None else None
         ms_text += f", median of {reps.n} repeats" + (f" (cv {100 * cv:.1f} %)" if cv is not None else "")
     energy = m.j_per_epoch
     energy_text = f", {energy:.1f} J/epoch" if energy is not None else ""

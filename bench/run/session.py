@@ -22,8 +22,8 @@ from bench.core.words import Device, RunDevice, Size
 from bench.run import plan as planning
 
 if TYPE_CHECKING:
+    from bench.instruments.gpu_state import Cooldown
     from bench.results.cell import Cell
-    from bench.run.gpu_state import Cooldown
 
 logger = logging.getLogger(__name__)
 
@@ -118,14 +118,14 @@ def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str 
 
 
 def cooldown_for(req: Request, dev: RunDevice) -> Cooldown | None:
-    """``req``'s cooldown (``bench.run.gpu_state.Cooldown``) on a GPU, else None: its idle baseline is
+    """``req``'s cooldown (``bench.instruments.gpu_state.Cooldown``) on a GPU, else None: its idle baseline is
     ``--idle-temp-c`` when given (read once before the comparison's first stack), else NVML's reading now."""
     if not req.cooldown_s:
         return None
     if dev != "gpu":
         logger.info("cooldown: GPU runs only; ignored on CPU")
         return None
-    from bench.run.gpu_state import Cooldown
+    from bench.instruments.gpu_state import Cooldown
 
     cooldown = Cooldown(req.cooldown_s, idle_c=req.idle_temp_c, idle_source=IDLE_GIVEN)
     logger.info(f"cooldown: up to {req.cooldown_s:g} s before each cell, to {cooldown.idle_c} + 3 °C "
@@ -242,7 +242,7 @@ def _prepare_gpu(stack_ids: list[str], root: Path) -> str | None:
     """Before a GPU run's cells: each stack's measured GEMM peak (what ``mfu_measured`` divides by, measured in this
     image on this GPU once) and the GPU's UUID, read once so that a record from another GPU (a preempted spot VM) is
     run again, never reused."""
-    from bench.run.gpu_state import gpu_uuid
+    from bench.instruments.gpu_state import gpu_uuid
     from bench.run.probe import ensure_measured_peak
 
     for sid in stack_ids:
@@ -263,9 +263,9 @@ def fidelity(stack_id: str, workload: str, size: Size, device: Device, epochs: i
     """
     from bench.core.atomic import write_json_atomic
     from bench.core.errors import CommandFailed
-    from bench.run.environment import capture, utc_now
+    from bench.instruments.environment import capture, utc_now
+    from bench.models.workloads import WORKLOADS
     from bench.run.fidelity import measure
-    from bench.run.workloads import WORKLOADS
 
     try:
         planning.expand([stack_id], WORKLOADS[workload].suite if workload in WORKLOADS else "classic", size,

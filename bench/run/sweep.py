@@ -4,7 +4,9 @@ A grid file names a workload and task, and per engine (``keras``, ``torch``, ``j
 out-of-the-box configuration) and a ``grid``: a list of blocks, each block a product of its axes; the
 union is de-duplicated. A ``stacks:`` mapping may replace the engine block for one stack id. Settings
 equal to the engine's defaults are dropped before naming, so equivalent variants collapse into one.
-Invalid combinations are not removed here: they become ``unsupported`` records with the reason.
+The file is read by pydantic models (``GridFile``, ``EngineBlock``): an unknown key, a value of the wrong type, a knob
+the block's engine does not have or a value it never allows is a ``GridError`` naming where. Combinations of valid
+values are not removed here: one a stack cannot run becomes an ``unsupported`` record with the reason.
 The default grid (``bench/run/sweeps/tuning.yaml``) is the tuning suite.
 """
 
@@ -14,16 +16,103 @@ import itertools
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
-from bench.core.knobs import EPOCH_ENGINES, normalise, variant_name
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from bench.core.knobs import EPOCH_ENGINES, normalise, settings_class, variant_name
 from bench.core.stacks import STACKS, get_stack
 
 DEFAULT_GRIDS = {"tuning": "tuning.yaml"}
 
+#: A knob's value as YAML gives it, kept as given (``true`` a bool, ``512`` an int, ``"on"`` a string: the models are
+#: strict, so nothing is coerced).
+Value = bool | int | float | str
+#: One block of a grid: knob -> the values it takes (at least one); the block is their product.
+Axes = dict[str, Annotated[list[Value], Field(min_length=1)]]
+#: The keys of ``engines:``, the epoch engines (``bench.core.knobs.EPOCH_ENGINES``), and of ``stacks:``, stack ids.
+if TYPE_CHECKING:  # mypy cannot read a Literal made from a tuple at run time; pydantic checks the keys against it
+    Engine: TypeAlias = str
+    StackId: TypeAlias = str
+else:
+    Engine = Literal[EPOCH_ENGINES]
+    StackId = Literal[tuple(STACKS)]
+
 
 class GridError(ValueError):
-    """A grid file that cannot be read or has the wrong structure."""
+    """A grid file that cannot be read or has the wrong structure (the message is one line naming where)."""
+
+
+class _Strict(BaseModel):
+    # strict: YAML's types as given, never coerced ("512" stays a string, and is refused where a number belongs)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class EngineBlock(_Strict):
+    """One engine's (or stack's) part of a grid: ``baseline`` (knob -> value, the out-of-the-box configuration; empty:
+    every knob at its default) and ``grid`` (a list of ``Axes``). A null section is an empty one."""
+
+    baseline: dict[str, Value] = {}
+    grid: list[Axes] = []
+
+    @field_validator("baseline", "grid", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any, info: ValidationInfo) -> Any:
+        return _empty(cls, info.field_name) if value is None else value
+
+    def problem(self, engine: str) -> str | None:
+        """The first knob of this block that ``engine``'s epoch settings do not have, or a value they never allow
+        (``bench.core.settings.Settings.problem``), with where it is; None when every one is valid. A value equal to
+        the knob's default is valid (the cell never receives it: ``bench.core.knobs.normalise``)."""
+        def check(settings: dict[str, Any]) -> str | None:
+            return settings_class(engine).problem(normalise(engine, settings))
+
+        found = check(self.baseline)
+        if found:
+            return f"baseline: {found}"
+        for i, axes in enumerate(self.grid):
+            for knob, values in axes.items():
+                found = next((p for v in values if (p := check({knob: v}))), None)
+                if found:
+                    return f"grid[{i}]: {found}"
+        return None
+
+
+class GridFile(_Strict):
+    """A grid file: ``name`` (default: the file's stem), ``workload``, ``task``, ``engines`` (epoch engine -> its
+    ``EngineBlock``) and ``stacks`` (stack id -> an ``EngineBlock`` that replaces its engine's for that stack); at
+    least one block, each block's knobs valid for its engine. A null section is an empty one."""
+
+    name: str | None = None
+    workload: str
+    task: str
+    engines: dict[Engine, EngineBlock] = {}
+    stacks: dict[StackId, EngineBlock] = {}
+
+    @field_validator("engines", "stacks", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any, info: ValidationInfo) -> Any:
+        return _empty(cls, info.field_name) if value is None else value
+
+    @model_validator(mode="after")
+    def _knobs_valid(self) -> GridFile:
+        if not self.blocks():
+            raise ValueError("no 'engines' or 'stacks' block")
+        for section, blocks in (("engines", self.engines), ("stacks", self.stacks)):
+            for name, block in blocks.items():
+                found = block.problem(name if section == "engines" else get_stack(name).family)
+                if found:
+                    raise ValueError(f"{section}.{name}.{found}")
+        return self
+
+    def blocks(self) -> dict[str, EngineBlock]:
+        """Engine blocks, then stack blocks (a stack id's block replaces its engine's for that stack)."""
+        return {**self.engines, **self.stacks}
+
+
+def _empty(model: type[BaseModel], field: str | None) -> Any:
+    """The empty value of a section (its declared default) that YAML gave as null."""
+    return model.model_fields[field or ""].get_default(call_default_factory=True)
 
 
 @dataclass(frozen=True)
@@ -35,17 +124,19 @@ class Variant:
     baseline: bool
 
 
-@dataclass
+@dataclass(frozen=True)
 class Grid:
-    """A parsed sweep. blocks: per engine or stack id, ``{"baseline": {...}, "grid": [{axis: [values]}]}``."""
+    """A parsed sweep: its ``name``, ``workload``, ``task``, ``blocks`` (engine or stack id -> ``EngineBlock``: engine
+    blocks, then stack blocks, ``GridFile.blocks``) and the file it came from (``source``)."""
 
     name: str
     workload: str
     task: str
-    blocks: dict[str, dict[str, Any]]
+    blocks: dict[str, EngineBlock]
     source: str
 
-    def block_for(self, stack_id: str) -> dict[str, Any] | None:
+    def block_for(self, stack_id: str) -> EngineBlock | None:
+        """The stack's block: its own, else its engine's (None: the grid has none for it)."""
         return self.blocks.get(stack_id) or self.blocks.get(get_stack(stack_id).family)
 
     def variants(self, stack_id: str) -> list[Variant]:
@@ -54,9 +145,9 @@ class Grid:
         if block is None:
             return []
         engine = get_stack(stack_id).family
-        base = normalise(engine, block.get("baseline") or {})
+        base = normalise(engine, block.baseline)
         out = {variant_name(base): Variant(variant_name(base), base, True)}
-        for axes in block.get("grid") or []:
+        for axes in block.grid:
             keys = list(axes)
             for combo in itertools.product(*(axes[k] for k in keys)):
                 s = normalise(engine, dict(zip(keys, combo, strict=True)))
@@ -64,41 +155,34 @@ class Grid:
         return list(out.values())
 
 
-def _blocks(data: dict[str, Any]) -> dict[str, Any]:
-    """Engine blocks, then stack blocks (a stack id's block replaces its engine's for that stack)."""
-    return {**(data.get("engines") or {}), **(data.get("stacks") or {})}
+#: pydantic's messages for the errors a grid's author meets, in the grid's words.
+_MESSAGES = {"model_type": "expected a mapping", "dict_type": "expected a mapping", "list_type": "expected a list"}
 
 
-def _check_structure(data: Any, source: str) -> None:
-    if not isinstance(data, dict):
-        raise GridError(f"{source}: a grid file is a mapping with workload, task and engines/stacks")
-    for key in ("workload", "task"):
-        if not isinstance(data.get(key), str):
-            raise GridError(f"{source}: missing or invalid {key!r}")
-    blocks = _blocks(data)
-    if not blocks:
-        raise GridError(f"{source}: no 'engines' or 'stacks' block")
-    for name, block in blocks.items():
-        if name not in EPOCH_ENGINES and name not in STACKS:
-            raise GridError(f"{source}: {name!r} is neither an engine ({', '.join(EPOCH_ENGINES)}) nor a stack id")
-        if not isinstance(block, dict) or not isinstance(block.get("grid", []), list) \
-                or not isinstance(block.get("baseline") or {}, dict):
-            raise GridError(f"{source}: {name}: expected baseline (mapping) and grid (list of mappings)")
-        for i, axes in enumerate(block.get("grid") or []):
-            if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
-                raise GridError(f"{source}: {name}: grid block {i + 1} must map each knob to a non-empty list")
+def _one_line(e: ValidationError, source: str) -> str:
+    """pydantic's first error as one line: the file, where (``engines.torch.grid[0].compile``) and what."""
+    err = e.errors(include_url=False)[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"] if p != "[key]").lstrip(".")
+    if err["type"] == "extra_forbidden":
+        what, model = ("a grid file", GridFile) if len(err["loc"]) == 1 else ("a block", EngineBlock)
+        message = f"unknown key ({what} has {', '.join(model.model_fields)})"
+    else:
+        message = _MESSAGES.get(err["type"], err["msg"].removeprefix("Value error, "))
+    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+    return f"{source}: {where + ': ' if where else ''}{message}{more}"
 
 
 def parse(text: str, source: str) -> Grid:
-    """Parse grid YAML. Raises GridError on invalid YAML or structure."""
+    """Parse grid YAML (``GridFile``). Raises GridError on invalid YAML or a grid that does not fit its model."""
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = GridFile.model_validate(yaml.safe_load(text))
     except yaml.YAMLError as e:
         raise GridError(f"{source}: not valid YAML ({str(e).splitlines()[0]})") from None
-    _check_structure(data, source)
-    return Grid(str(data.get("name") or Path(source).stem), data["workload"], data["task"], _blocks(data), source)
+    except ValidationError as e:
+        raise GridError(_one_line(e, source)) from None
+    return Grid(data.name or Path(source).stem, data.workload, data.task, data.blocks(), source)
 
 
 def load(path: Path) -> Grid:

@@ -17,19 +17,20 @@ from typing import Any
 from bench.core import knobs
 from bench.core.atomic import write_json_atomic
 from bench.core.stacks import get_stack
+from bench.instruments import profile
+from bench.instruments.environment import capture, stack_pins, utc_now
+from bench.instruments.profile.rerun import ProfileRun, batches
+from bench.instruments.profile.xla import tf_compiled
+from bench.instruments.timing import clock
+from bench.models import flops
+from bench.models.engines import Unsupported, frameworks, math_mode, oom
+from bench.models.workloads import get_workload
 from bench.results import derived
 from bench.results.cell import Cell
 from bench.results.record import new_record
-from bench.results.schema import Env, Profile, Record
-from bench.run import flops, profile
+from bench.results.schema import EffectiveSettings, Env, Profile, Record
 from bench.run.cellenv import EnvironmentProblem, gpu_env_problem
-from bench.run.engines import Unsupported, frameworks, math_mode, oom
-from bench.run.environment import capture, stack_pins, utc_now
-from bench.run.profile.rerun import ProfileRun, batches
-from bench.run.profile.xla import tf_compiled
 from bench.run.scenarios import scenario_of
-from bench.run.timing import clock
-from bench.run.workloads import get_workload
 
 CPU_NOTE = "CPU run: smoke-test numbers, not comparable with GPU benchmarks"
 MIG_NOTE = ("MIG mode: the cell ran on a GPU slice, while NVML's power and energy are the whole GPU's and a "
@@ -75,10 +76,9 @@ def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path |
             frameworks.hide_gpus_from_tensorflow()
         again = scenario.run(rec, cell, stack, w, samples_csv)
         # the TF32 switches as the cell ended (after every change an engine or library made), and what they meant
-        rec.settings.update(math_mode.tf32_state(stack.backend))
-        math = math_mode.tf32_math(rec.settings.model_dump(exclude_unset=True), cell.device,
-                                    rnn_cudnn=math_mode.rnn_on_cudnn(stack.family, cell.device))
-        rec.settings.update({f"tf32_{kind}": on for kind, on in math.items()})
+        ended = {**rec.settings.model_dump(exclude_unset=True), **math_mode.tf32_state(stack.backend)}
+        math = math_mode.tf32_math(ended, cell.device, rnn_cudnn=math_mode.rnn_on_cudnn(stack.family, cell.device))
+        rec.settings = EffectiveSettings(**{**ended, **{f"tf32_{kind}": on for kind, on in math.items()}})
         rec.status = "ok"
     except Unsupported as e:
         rec.status, rec.reason = "unsupported", str(e)
@@ -118,9 +118,9 @@ def too_long(again: ProfileRun, rec: Record, cell: Cell, spent_s: float = 0.0) -
 
 
 def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path, spent_s: float = 0.0) -> None:
-    """The cell's ``profile`` block (``bench.run.profile.capture``: ``again``'s steps under the framework's profiler,
-    the trace in ``profile_dir``), and a note when the profile failed or was not taken (``too_long``, ``spent_s``:
-    the seconds the cell has run; the timed numbers stand)."""
+    """The cell's ``profile`` block (``bench.instruments.profile.capture``: ``again``'s steps under the framework's
+    profiler, the trace in ``profile_dir``), and a note when the profile failed or was not taken (``too_long``,
+    ``spent_s``: the seconds the cell has run; the timed numbers stand)."""
     stack = get_stack(cell.stack)
     why = too_long(again, rec, cell, spent_s)
     if why:
@@ -174,7 +174,7 @@ def add_mfu(rec: Record) -> None:
     (``measured_peak_in_effect``; null + reason without one)."""
     m, s, seen = rec.metrics, rec.settings, _gpu(rec) or {}
     gpu = seen.get("name") if rec.device == "gpu" else None
-    precision = s.extra.get("precision", "float32")  # the engine's key, not a declared effective setting
+    precision = s.precision if "precision" in s.model_fields_set else "float32"
     tf32_mm, tf32_conv = bool(s.tf32_matmul), bool(s.tf32_conv)
     share = flops.conv_fraction(rec.workload, rec.task)
     peak, why = flops.peak_flops(gpu, precision, tf32_mm, tf32_conv, share)

@@ -1,5 +1,5 @@
 """The contract grid, generated from the registries: every framework family (``bench.core.families.FAMILIES``) x
-every workload (``bench.run.workloads.WORKLOADS``) x each of its tasks. A new family or workload adds rows here, not
+every workload (``bench.models.workloads.WORKLOADS``) x each of its tasks. A new family or workload adds rows here, not
 test files.
 
 Each family's row in ``MODELS`` says how a test builds, counts and runs that family's model of a workload; it is the
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from bench.core.families import FAMILIES
-from bench.run import datasets
-from bench.run.workloads import WORKLOADS, StepWorkload, Workload
+from bench.models import datasets
+from bench.models.workloads import WORKLOADS, StepWorkload, Workload
 from tests.conftest import has
 
 #: The epoch-trained workloads (classic and tuning suites), in registry order.
@@ -45,8 +45,8 @@ def _keras(w: Workload, meta: dict[str, Any], xs: tuple[Any, ...]) -> tuple[int,
 def _torch(w: Workload, meta: dict[str, Any], xs: tuple[Any, ...]) -> tuple[int, tuple[int, ...]]:
     import torch
 
-    from bench.run.engines.torch.data import to_tensors
-    from bench.run.engines.torch.epochs import effective_param_count
+    from bench.models.engines.torch.data import to_tensors
+    from bench.models.engines.torch.epochs import effective_param_count
 
     model = w.build_torch(meta)
     out = model(*to_tensors(torch, xs, w.torch_layout, torch.device("cpu")))
@@ -58,7 +58,7 @@ def _flax(w: Workload, meta: dict[str, Any], xs: tuple[Any, ...]) -> tuple[int, 
     import jax.numpy as jnp
     from flax import nnx
 
-    from bench.run.engines.jax.epochs import param_count
+    from bench.models.engines.jax.epochs import param_count
 
     assert w.build_flax is not None
     model = w.build_flax(meta, nnx.Rngs(params=0, dropout=1))

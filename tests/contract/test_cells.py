@@ -1,10 +1,10 @@
 """Every cell the registries declare, family x workload x task at smoke size (rows from ``bench.core.families``,
-``bench.core.stacks``, ``bench.run.workloads``): the plan has it on every stack of the family, its smoke size is
+``bench.core.stacks``, ``bench.models.workloads``): the plan has it on every stack of the family, its smoke size is
 declared, and it either has an engine and a model to run or is recorded unsupported with the registry's reason.
 
 These checks import no framework: running every cell of the grid at smoke size would add minutes to CI, so the
 cells that train are the few chosen in tests/run/test_integration.py (and the paper suite's smoke cells in
-tests/run/workloads/test_paper.py), and each family's model of each workload is built and run forward once in
+tests/models/workloads/test_paper.py), and each family's model of each workload is built and run forward once in
 tests/contract/test_parity.py."""
 
 import importlib.util
@@ -14,10 +14,10 @@ import pytest
 from bench.core import knobs
 from bench.core.families import FAMILIES
 from bench.core.stacks import STACKS
-from bench.run.engines import missing_model
+from bench.models.engines import missing_model
+from bench.models.workloads import SUITES, get_workload
 from bench.run.plan import expand
 from bench.run.scenarios import scenario_of
-from bench.run.workloads import SUITES, get_workload
 from tests.contract.grid import cell_rows
 
 

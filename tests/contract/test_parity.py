@@ -6,10 +6,9 @@ and a new family or workload adds rows, not tests."""
 import pytest
 
 from bench.core.families import FAMILIES
-from bench.run.engines import missing_model
-from bench.run.workloads import get_workload
+from bench.models.engines import missing_model
+from bench.models.workloads import get_workload
 from tests.contract.grid import FIT_WORKLOADS, MODELS, family_rows, synthetic_batch
-from tests.helpers.published import PUBLISHED
 
 
 def test_every_family_has_a_model_row():
@@ -29,5 +28,5 @@ def test_every_familys_model_has_the_published_parameter_count_and_one_logit_per
         return
     xs, meta = synthetic_batch(name, 3)
     params, shape = MODELS[family].count_and_forward(w, meta, xs)
-    assert params == w.params == PUBLISHED[name]
+    assert w.published is not None and params == w.published.params == w.params
     assert shape == (3, meta["num_classes"])

@@ -27,10 +27,10 @@ FRAMEWORK_MODULES = ("torch", "tensorflow", "jax", "keras", "tf_keras", "flax", 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_every_family_has_its_settings_engines_adapter_loop_and_builder(name):
-    from bench.run import engines
-    from bench.run.engines import frameworks
+    from bench.models import engines
+    from bench.models.engines import frameworks
+    from bench.models.workloads import Workload
     from bench.run.fidelity import hand_loop
-    from bench.run.workloads import Workload
 
     f = FAMILIES[name]
     assert f.name == name
@@ -57,7 +57,7 @@ def test_every_family_has_its_settings_engines_adapter_loop_and_builder(name):
 
 
 def test_a_family_without_the_workloads_model_is_told_by_its_registry_line():
-    from bench.run.engines import missing_model
+    from bench.models.engines import missing_model
 
     bare = type("W", (), {"name": "w", **{f.builder: None for f in FAMILIES.values()}})()
     for f in FAMILIES.values():
@@ -150,7 +150,7 @@ def test_the_checker_finds_the_lists_the_registry_replaced():
                     'SETTINGS = {("keras", "epochs"): A, ("torch", "epochs"): B}',
                     'BACKENDS = ("torch", "jax", "tensorflow")',
                     'if engine in {"keras", "jax"}: pass',
-                    'FAMILY = Family("mxnet", "bench.run.engines.mxnet", "mxnet", "build_mxnet", "mxnet", S)'):
+                    'FAMILY = Family("mxnet", "bench.models.engines.mxnet", "mxnet", "build_mxnet", "mxnet", S)'):
         assert family_lists(spelled, names), spelled
     for fine in ('imports = ("keras", "jax", "keras_hub", "keras_cv")',  # a stack's import check: packages
                  'framework = {"jax": "Flax NNX"}.get(engine, engine)',  # one name is no list
@@ -176,12 +176,12 @@ def test_no_module_but_the_registry_spells_a_list_of_families():
 def test_a_new_family_is_one_registry_line(monkeypatch):
     """The run-time lookups read the registry when called: a family's line is all they need (its engines, its
     adapter; the knobs' lists are derived from the same lines when ``bench.core.knobs`` is imported)."""
-    from bench.run import engines
+    from bench.models import engines
 
-    extra = Family("extra", "bench.run.engines.torch", "extra-framework", "build_torch", "extra",
+    extra = Family("extra", "bench.models.engines.torch", "extra-framework", "build_torch", "extra",
                    FAMILIES["torch"].epochs)
     monkeypatch.setitem(FAMILIES, "extra", extra)
     assert framework_family("extra-framework") is extra
-    assert engines.epoch_engine("extra") is importlib.import_module("bench.run.engines.torch.epochs")
+    assert engines.epoch_engine("extra") is importlib.import_module("bench.models.engines.torch.epochs")
     with pytest.raises(ValueError, match="unknown engine 'extra' or kind 'steps'"):
         engines.step_engine("extra")

@@ -53,7 +53,7 @@ NAMES = [
     ("multiply_add_fusion.3", "add broadcast fusion multiply", "jit(train_step)/rm_sprop/add", "optimizer",
      "keras 3.15.1 on JAX: the RMSprop optimizer's name scope rm_sprop in the op_name metadata"),
     ("add_sqrt_fusion.2", "add fusion sqrt", "jit(train)/optax/sqrt", "optimizer",
-     "bench/run/engines/jax/epochs.py's optax scope in the op_name metadata"),
+     "bench/models/engines/jax/epochs.py's optax scope in the op_name metadata"),
     ("copy.3", "copy", "", "memcpy_d2d", "xla/hlo/ir/hlo_opcode.h copy"),
     # TensorFlow on a CPU (oneDNN): op types, their full names carrying Keras' scopes, tf.data's threads
     ("_MklNativeFusedMatMul", "", "StatefulPartitionedCall/sequential_1/dense_1/Relu", "matmul_conv",

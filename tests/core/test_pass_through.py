@@ -28,7 +28,8 @@ def make_n(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_gpu_record_naming_its_gpu_by_uuid_is_read(tmp_path):
-    """CUDA_VISIBLE_DEVICES=GPU-... (or MIG-...) makes telemetry.gpu_index the UUID (bench.run.nvml.nvml_index)."""
+    """CUDA_VISIBLE_DEVICES=GPU-... (or MIG-...) makes telemetry.gpu_index the UUID
+    (bench.instruments.nvml.nvml_index)."""
     plan_cell = plan.expand(["pytorch"], "classic", "smoke", "gpu", ["mnist_mlp"])[0]
     rec = new_record(plan_cell)
     rec.update(status="ok", telemetry={"available": True, "gpu_index": "MIG-8a3f0c2e-1111-2222-3333-444455556666"})

@@ -9,6 +9,7 @@ import pytest
 from bench.core.atomic import write_json_atomic
 from bench.core.stacks import DEFAULT_STACKS, IMAGE_ENV, STACKS, Stack
 from bench.host import stackfiles
+from bench.models.workloads import SUITES
 from bench.results.collect import collect
 from bench.results.record import result_path
 from bench.run.plan import expand
@@ -150,7 +151,7 @@ def extra_stack(monkeypatch):
 
 def test_a_new_stack_reaches_plan_compose_and_make(extra_stack):
     cells = expand([extra_stack.id], "classic", "smoke", "cpu")
-    assert len(cells) == 5 and {c.stack for c in cells} == {extra_stack.id}
+    assert [c.workload for c in cells] == SUITES["classic"] and {c.stack for c in cells} == {extra_stack.id}
     compose = stackfiles.render_compose()
     assert "  jax-next-bench:\n" in compose and 'STACK: "keras3-jax-next"\n        KERAS_BACKEND: "jax"' in compose
     assert "  jax-next-bench: *gpu\n" in stackfiles.render_compose_gpu()

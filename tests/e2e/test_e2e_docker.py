@@ -480,6 +480,6 @@ def test_gpu_images_run_on_cpu(bench_all, make_args):
                 '/tmp/l.c -o /tmp/l.so && echo LAUNCHER-BUILT')
     for stack in (s for s in GPU_STACKS if ALL_STACKS[s].backend == "torch"):  # pytorch, keras3-torch, cu12
         c = sh([DOCKER, "run", "--rm", f"dlbench/{stack}:gpu", "python", "-c",
-                "from bench.run.engines.toolchain import torch_compile_blocker as b; print('BLOCKER', b('gpu'))"])
+                "from bench.models.engines.toolchain import torch_compile_blocker as b; print('BLOCKER', b('gpu'))"])
         assert "BLOCKER None" in c.stdout, (stack, c.stdout)
         assert "LAUNCHER-BUILT" in sh([DOCKER, "run", "--rm", f"dlbench/{stack}:gpu", "sh", "-c", launcher]).stdout

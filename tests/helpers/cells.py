@@ -2,9 +2,9 @@
 
 from typing import Any
 
+from bench.models.workloads import WORKLOADS
 from bench.results.cell import Cell, EpochInputs
 from bench.run.scenarios import INPUT_NAMES, scenario_of
-from bench.run.workloads import WORKLOADS
 
 
 def make_cell(**kw: Any) -> Cell:

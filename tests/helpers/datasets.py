@@ -7,7 +7,7 @@ import tarfile
 
 import numpy as np
 
-from bench.run import datasets
+from bench.models import datasets
 
 
 def write_mnist(path, n_train=12, n_test=4):

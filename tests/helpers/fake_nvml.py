@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import types
 
-from bench.run.telemetry.energy import ENERGY_COUNTER_MODULUS
-from bench.run.telemetry.sampler import Telemetry
+from bench.instruments.telemetry.energy import ENERGY_COUNTER_MODULUS
+from bench.instruments.telemetry.sampler import Telemetry
 
 
 class NotSupported(Exception):

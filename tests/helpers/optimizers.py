@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from bench.run.workloads import get_workload
+from bench.models.workloads import get_workload
 
 
 def rmsprop_208(grads, p, lr, rho, eps, decay, eps_inside=False):

@@ -1,9 +1,9 @@
 """Records as the tuning and paper suites write them on a GPU, built in memory: (cell, record) pairs for
 tests of collect, compare, the report and the site."""
 
+from bench.models.workloads import get_workload
 from bench.results.cell import Cell
 from bench.results.record import new_record
-from bench.run.workloads import get_workload
 from tests.helpers.cells import make_cell
 
 

@@ -251,8 +251,8 @@ def test_gemm_measurement_runs_in_a_cell_like_process():
 
 def test_the_probes_module_entry_prints_what_the_parent_parses(monkeypatch, capsys):
     """``python -m bench.run.gpucheck``: the probe's two lines and the GEMM's one, from the module's own entry."""
+    from bench.models.engines import frameworks, gemm, math_mode
     from bench.run import gpucheck
-    from bench.run.engines import frameworks, gemm, math_mode
 
     calls = []
     monkeypatch.setattr(frameworks, "import_backend", lambda b: calls.append(("import", b)))
@@ -329,7 +329,7 @@ def test_main_reports_garbled_nvidia_smi_output_in_the_table(host, capsys, monke
 #: the framework's own API, in turns; the best of each (other processes on a shared CPU only slow a run down).
 GEMM_CHECK = """
 import sys, time
-from bench.run.engines import frameworks, gemm
+from bench.models.engines import frameworks, gemm
 backend, n, reps = sys.argv[1], 384, 20
 frameworks.import_backend(backend)
 if backend == "torch":
@@ -390,7 +390,7 @@ def test_jax_barrier_waits_for_the_results_a_step_keeps():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
-    from bench.run.engines import frameworks
+    from bench.models.engines import frameworks
 
     a = jax.random.normal(jax.random.key(0), (1024, 1024))
     mm = jax.jit(jnp.matmul)
@@ -447,7 +447,7 @@ def test_a_failed_gemm_mode_is_measured_again_on_the_next_run(tmp_path, monkeypa
     good (mfu_measured null for every bf16 cell). Only successes are kept: the next run measures bf16 again and
     re-runs nothing that succeeded. The real image_checks runs, with fakes for the framework's GPU list, NVML and
     the GEMM subprocess."""
-    from bench.run import environment
+    from bench.instruments import environment
 
     gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
     tries: list[tuple[str, bool]] = []

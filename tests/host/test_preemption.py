@@ -8,9 +8,10 @@ import types
 import yaml
 
 from bench.host import cloud, launch
+from bench.instruments import gpu_state
 from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
-from bench.run import gpu_state, runner
+from bench.run import runner
 
 STUB = textwrap.dedent("""
     import json, os, sys

@@ -16,9 +16,10 @@ from bench.core import rounds
 from bench.core import stacks as stacks_mod
 from bench.core.stacks import STACKS, derive, derived_id, load_derived
 from bench.host import launch, stackfiles, versions
+from bench.instruments import environment
 from bench.results.cell import Cell
 from bench.results.schema import Record
-from bench.run import environment, worker
+from bench.run import worker
 
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATE = "keras3-jax--keras-3.14.1--keras-hub-0.29.1"

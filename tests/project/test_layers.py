@@ -137,7 +137,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_two_modules_import_each_other_but_a_package_and_the_modules_it_registers():
-    """A registry's package (``bench.run.workloads``, ``bench.run.scenarios``) imports its own modules, which take
+    """A registry's package (``bench.models.workloads``, ``bench.run.scenarios``) imports its own modules, which take
     its base class: that circle stays inside the package. Any other circle (``flops`` and ``scenarios.steps`` had
     one) is a failure naming its modules."""
     across = [g for g in circles(module_graph()) if not all(m == g[0] or m.startswith(g[0] + ".") for m in g)]

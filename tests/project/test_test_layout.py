@@ -40,12 +40,12 @@ def test_the_scanner_finds_both_import_forms_at_any_depth():
               "from tests.conftest import needs_torch\n"
               "def f():\n"
               "    if True:\n"
-              "        from tests.run.telemetry.test_telemetry import FakeNvml\n"
+              "        from tests.instruments.telemetry.test_telemetry import FakeNvml\n"
               "from tests.run import test_identity\n"
               "from .test_site import RESULTS\n"
               "from ..helpers import site\n")
     assert imported_test_modules(source) == [(2, "tests.run.test_tuning"),
-                                             (7, "tests.run.telemetry.test_telemetry"),
+                                             (7, "tests.instruments.telemetry.test_telemetry"),
                                              (8, "tests.run.test_identity"),
                                              (9, ".test_site")]
 

@@ -4,13 +4,16 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from bench.core.atomic import write_json_atomic
+from bench.core.knobs import DOCS
 from bench.results import derived, schema
 from bench.results.record import FIELDS, RecordError, read_record
 from bench.results.repeats import AGGREGATED, DERIVED, aggregate
-from bench.results.schema import Env, Metrics, Telemetry, col, setting_col, spread_col
+from bench.results.schema import Env, Metrics, Spread, Telemetry, col, setting_col, spread_col
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +33,7 @@ def test_aggregation_lists_come_from_the_declarations():
 
 def test_bench_fields_lists_every_declared_field_and_every_knob():
     names = set(FIELDS)
-    assert {d.name for d in schema.walk()} <= names
+    assert {d.name for d in schema.walk()} <= {n.removesuffix(" (knob)") for n in names}
     assert {"settings.jit_compile (knob)", "settings.tf32 (knob)", "settings.sync (knob)"} <= names
     assert "[ms; repeats: median]" in FIELDS["metrics.ms_per_step_mean"]
     assert "repeats: derived" in FIELDS["metrics.mfu"]
@@ -193,23 +196,48 @@ def test_bench_fields_prints_the_declarations():
 
 # ---- the engines' typed blocks and their JSON ----------------------------------------------------------------
 
-def test_model_dump_writes_the_given_fields_a_given_null_included_and_the_extra_keys_last():
+def test_model_dump_writes_the_given_fields_a_given_null_included():
     """A block writes what its producer gave and nothing more: an explicit None stays a null (memory on a
-    CPU), a field never set stays absent (no params_effective on Keras), undeclared keys follow the declared ones."""
+    CPU), a field never set stays absent (no params_effective on Keras), an assigned one is given."""
     assert schema.Memory(device_peak_bytes=None).model_dump(exclude_unset=True) == {"device_peak_bytes": None}
     model = schema.Model(params_total=10, params_trainable=8)
     assert model.model_dump(exclude_unset=True) == {"params_total": 10, "params_trainable": 8}
     m = Metrics(epochs=2, steady_epoch_s=None)
     m.fit_call_s = 1.5
-    m.update({"fit_s_per_epoch": 0.75, "not_declared": 3})
-    out = m.model_dump(exclude_unset=True)
-    assert out == {"epochs": 2, "steady_epoch_s": None, "fit_call_s": 1.5, "fit_s_per_epoch": 0.75, "not_declared": 3}
-    assert list(out)[-1] == "not_declared" and m.extra == {"not_declared": 3}
-    s = schema.EffectiveSettings(torch_version="2.13.0")
-    s.update({"precision": "float32", "torch_matmul_allow_tf32": False})
-    assert (s.torch_matmul_allow_tf32, s.extra) == (False, {"precision": "float32"})
-    assert s.model_dump(exclude_unset=True) == {"torch_matmul_allow_tf32": False, "torch_version": "2.13.0",
-                                                "precision": "float32"}
+    assert m.model_dump(exclude_unset=True) == {"epochs": 2, "steady_epoch_s": None, "fit_call_s": 1.5}
+    s = schema.EffectiveSettings(torch_version="2.13.0", precision="float32", torch_matmul_allow_tf32=False)
+    assert s.model_dump(exclude_unset=True) == {"precision": "float32", "torch_matmul_allow_tf32": False,
+                                                "torch_version": "2.13.0"}
+
+
+def test_code_writes_declared_fields_only_validated_and_a_record_keeps_its_undeclared_keys():
+    """Nothing writes through a block's undeclared keys: assigning one fails (pydantic with extra="allow" would keep
+    it), an assigned value is validated; a record read back keeps its undeclared keys (older records'), last."""
+    m = Metrics(epochs=2)
+    with pytest.raises(AttributeError, match="declares no field 'not_declared'"):
+        m.not_declared = 3
+    with pytest.raises(ValidationError):
+        m.epochs = "two"
+    m.steps = np.int64(5)  # a framework's integer becomes the declared int
+    assert type(m.steps) is int and not hasattr(schema.declare.Block, "update") and not hasattr(Metrics, "extra")
+    old = Metrics.model_validate({"fit_s_per_epoch": 0.75, "epochs": 2, "not_declared": 3}, strict=True)
+    assert list(old.model_dump(exclude_unset=True).items()) == [("epochs", 2), ("fit_s_per_epoch", 0.75),
+                                                                ("not_declared", 3)]
+
+
+def test_the_settings_block_declares_every_knob_first_in_the_registrys_order():
+    """One list of knobs (``bench.core.knobs.DOCS``, from the families' settings classes): the settings block's
+    first fields, each with the knob's meaning."""
+    fields = list(schema.EffectiveSettings.model_fields.items())[:len(DOCS)]
+    assert [(n, f.description) for n, f in fields] == list(DOCS.items())
+
+
+def test_a_repeated_cells_spreads_are_declared_from_the_metrics_rules():
+    """``repeats.<metric>``: one Spread field per metric with rule median or derived, none for another."""
+    spreads = {n for n, f in schema.Repeats.model_fields.items() if schema.introspect.block_of(f.annotation) is Spread}
+    assert spreads == set(AGGREGATED) | set(DERIVED)
+    r = schema.Repeats(n=2, ms_per_step_mean=Spread(values=[1.0, 3.0], median=2.0, min=1.0, max=3.0, cv=0.7))
+    assert r.spread("ms_per_step_mean").median == 2.0 and r.spread("steps") is None
 
 
 def test_a_block_rejects_an_undeclared_keyword():

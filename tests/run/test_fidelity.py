@@ -39,8 +39,8 @@ def test_keras_free_running_loop_cancels_the_cost_of_each_fit_call():
 
 @needs_keras_torch
 def test_a_keras_free_running_run_without_steady_time_is_an_error_not_a_negative_ms_per_step(monkeypatch):
-    from bench.run.engines import NoisyMeasurement
-    from bench.run.engines.keras import handloop
+    from bench.models.engines import NoisyMeasurement
+    from bench.models.engines.keras import handloop
 
     monkeypatch.setattr(handloop, "clock", lambda: 0.0)  # every fit call "takes" 0 s: no steady time
     with pytest.raises(NoisyMeasurement, match=r"noise exceeds its 1 steady epoch\(s\)"):

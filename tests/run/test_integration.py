@@ -147,8 +147,8 @@ def test_epoch_cadence_leaves_keras_its_asynchronous_batch_path():
     import keras
     from keras.src.callbacks.callback_list import CallbackList
 
-    from bench.run.engines.keras.runtime import make_timing_callback
-    from bench.run.timing import EPOCH, Cadence, EpochTimer
+    from bench.instruments.timing import EPOCH, Cadence, EpochTimer
+    from bench.models.engines.keras.runtime import make_timing_callback
 
     for cadence, async_train in ((EPOCH, True), (Cadence.parse("every:4"), False), (Cadence.parse("step"), False)):
         cb = make_timing_callback(keras, EpochTimer(lambda: None, cadence=cadence))
@@ -159,7 +159,7 @@ SEED_WITHOUT_TF = """
 import os, sys
 os.environ["KERAS_BACKEND"] = "torch"
 import keras
-from bench.run.engines.keras.runtime import set_random_seed
+from bench.models.engines.keras.runtime import set_random_seed
 print("SEEDED", set_random_seed(keras, 7), "tensorflow" in sys.modules)
 from keras.src.utils import module_utils
 import tensorflow as tf

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.instruments import environment
 from bench.results.schema import Record
-from bench.run import environment, probe
+from bench.run import probe
 from tests.helpers.fake_nvml import two_gpu_pynvml
 
 PACKAGES = {"torch": "2.13.0", "nvidia-cublas": "13.0.2.14", "triton": "3.5.0", "numpy": "2.3.4", "nvidia-ml-py": "13"}

@@ -27,10 +27,10 @@ def torch_cell(profile: bool) -> Cell:
 
 @needs_torch
 def test_the_profile_starts_after_the_timed_window_and_the_telemetry_closed(monkeypatch, tmp_path):
+    from bench.instruments.profile.window import Window
+    from bench.instruments.telemetry.sampler import NullTelemetry
+    from bench.instruments.timing import EpochTimer
     from bench.run import worker
-    from bench.run.profile.window import Window
-    from bench.run.telemetry.sampler import NullTelemetry
-    from bench.run.timing import EpochTimer
 
     log: list[str] = []
     for cls, name, tag in ((NullTelemetry, "stop", "telemetry.stop"), (EpochTimer, "end_epoch", "timer.end_epoch"),
@@ -62,8 +62,9 @@ def test_the_profile_starts_after_the_timed_window_and_the_telemetry_closed(monk
 def test_the_timed_record_is_on_disk_before_the_profile_starts(monkeypatch, tmp_path):
     """What the profile might lose (its process killed for time or memory) is written first: the record with every
     timed number, its profile unfinished; the worker's final record then replaces it."""
-    from bench.run import profile, worker
-    from bench.run.profile.window import Window
+    from bench.instruments import profile
+    from bench.instruments.profile.window import Window
+    from bench.run import worker
 
     out = tmp_path / "cell.json"
     seen: list[dict] = []

@@ -6,11 +6,12 @@ import textwrap
 
 import pytest
 
+from bench.instruments import environment, profile
 from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
 from bench.results.repeats import aggregate as aggregate_records
 from bench.results.schema import Record
-from bench.run import cellprocess, environment, profile, runfolder, runner
+from bench.run import cellprocess, runfolder, runner
 from tests.conftest import needs_torch
 
 FAKE = textwrap.dedent("""
@@ -363,7 +364,7 @@ def test_a_second_cell_compiling_the_same_graph_does_not_hit_the_first_cells_cac
     """torch 2.13 on the CPU, through the runner: cell 1 compiles a function (forward and backward); cell 2,
     a fresh process compiling the same function, misses inductor's FX-graph and AOTAutograd caches, while a
     repeat compile inside cell 2 hits its own (so the caches are on, and only kept apart)."""
-    from bench.run.engines.toolchain import torch_compile_blocker
+    from bench.models.engines.toolchain import torch_compile_blocker
 
     if torch_compile_blocker("cpu"):
         pytest.skip(torch_compile_blocker("cpu"))

@@ -95,12 +95,28 @@ def test_tuning_suite_plans_one_cell_per_variant():
     assert len({c.id for c in cells}) == len(cells)
 
 
+_G = "workload: mnist_cnn\ntask: fit\n"
+
+
 @pytest.mark.parametrize("text, message", [
     ("workload: [", "not valid YAML"),
-    ("- a\n- b", "is a mapping"),
-    ("workload: mnist_cnn\ntask: fit", "no 'engines' or 'stacks'"),
-    ("workload: mnist_cnn\ntask: fit\nengines: {tensorflow: {grid: []}}", "neither an engine"),
-    ("workload: mnist_cnn\ntask: fit\nengines: {torch: {grid: [{compile: none}]}}", "non-empty list"),
+    ("- a\n- b", "g.yaml: expected a mapping"),
+    (_G, "no 'engines' or 'stacks'"),
+    (_G + "engines: {tensorflow: {grid: []}}", "engines.tensorflow: Input should be 'keras', 'torch' or 'jax'"),
+    (_G + "stacks: {torch: {grid: []}}", "stacks.torch: Input should be 'keras2-tf'"),
+    (_G + "engines: {torch: {grid: [{compile: none}]}}", "engines.torch.grid[0].compile: expected a list"),
+    (_G + "engines: {torch: {grid: [{compile: []}]}}", "engines.torch.grid[0].compile: List should have at least 1"),
+    # unknown keys: a misspelt section was ignored (the grid ran its baseline alone), a misspelt knob ran as
+    # unsupported records
+    (_G + "engine: {torch: {grid: []}}", "engine: unknown key (a grid file has name, workload, task, engines"),
+    (_G + "engines: {torch: {grids: [{compile: [default]}]}}", "engines.torch.grids: unknown key (a block has"),
+    (_G + "engines: {torch: {grid: [{compiled: [default]}]}}",
+     "engines.torch.grid[0]: setting 'compiled' does not apply to the torch engine"),
+    (_G + "engines: {torch: {baseline: {tf32: on}}}", "engines.torch.baseline: tf32=True is not valid"),
+    # wrong types: never coerced
+    (_G + "engines: {torch: {grid: [{num_workers: ['6']}]}}", "engines.torch.grid[0]: num_workers='6' is not valid"),
+    ("workload: mnist_cnn\ntask: 3\nengines: {torch: {}}", "task: Input should be a valid string"),
+    (_G + "engines: {torch: {baseline: [compile]}}", "engines.torch.baseline: expected a mapping"),
 ])
 def test_bad_grid_files_are_clear_errors(tmp_path, capsys, text, message):
     f = tmp_path / "g.yaml"

@@ -6,14 +6,14 @@ layering (docs/layout.md), both named by its one ``Family`` line in ``FAMILIES``
 
 - its settings, ``bench.core.families.<name>``: standard library only, because the host (bare ``python3``)
   validates a cell's knobs and ``bench knobs`` lists them before any framework exists;
-- its run-time package, ``bench.run.engines.<name>`` (``Family.package``), imported only inside a cell or probe, by
+- its run-time package, ``bench.models.engines.<name>`` (``Family.package``), imported only inside a cell or probe, by
   dotted path: ``adapter`` (``ADAPTER``: the barrier, GPUs seen, TF32 switches and peak memory of its
   ``framework``), ``epochs`` (the epoch engine: ``fit``), ``steps`` (the step engine: ``run``; where the family has
   step settings), ``handloop`` (the free-running loop of ``bench.run.fidelity``: ``run``) and their helpers.
 
 Every list keyed by family derives from ``FAMILIES``: the knobs' lists (``bench.core.knobs``), the engine modules
-and the workload builder each trains (``bench.run.engines``), the frameworks the harness drives and their adapters
-(``FRAMEWORKS``, ``bench.run.engines.frameworks``), the free-running loops (``bench.run.fidelity``).
+and the workload builder each trains (``bench.models.engines``), the frameworks the harness drives and their adapters
+(``FRAMEWORKS``, ``bench.models.engines.frameworks``), the free-running loops (``bench.run.fidelity``).
 ``tests/core/test_families.py`` fails when another module spells a list of family names.
 """
 
@@ -39,8 +39,8 @@ class Family:
         package: its run-time package (dotted path; imported lazily, inside a cell).
         framework: the import name of the framework its ``adapter`` drives; a stack's ``backend`` names one
             (Keras' adapter is TensorFlow's: the backend only Keras runs on; Keras on JAX or PyTorch uses theirs).
-        builder: the ``bench.run.workloads.Workload`` attribute holding the model this family trains.
-        model_label: how a reason names that model's framework (``bench.run.engines.missing_model``).
+        builder: the ``bench.models.workloads.Workload`` attribute holding the model this family trains.
+        model_label: how a reason names that model's framework (``bench.models.engines.missing_model``).
         epochs: the settings class of its epoch engine (every family has one).
         steps: the settings class of its step engine; None: the family runs no step-timed workload.
     """
@@ -69,11 +69,11 @@ class Family:
 
 #: The families, one line each: the one list every other list of families derives from.
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("keras", "bench.run.engines.keras", "tensorflow", "build_keras", "keras",
+    Family("keras", "bench.models.engines.keras", "tensorflow", "build_keras", "keras",
            keras.KerasEpochSettings, keras.KerasStepSettings),
-    Family("torch", "bench.run.engines.torch", "torch", "build_torch", "torch",
+    Family("torch", "bench.models.engines.torch", "torch", "build_torch", "torch",
            torch.TorchEpochSettings, torch.TorchStepSettings),
-    Family("jax", "bench.run.engines.jax", "jax", "build_flax", "Flax NNX", jax.JaxEpochSettings),
+    Family("jax", "bench.models.engines.jax", "jax", "build_flax", "Flax NNX", jax.JaxEpochSettings),
 )}
 
 #: The import names of the frameworks the harness drives, one adapter each (a stack's ``backend`` is one).

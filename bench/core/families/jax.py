@@ -1,5 +1,5 @@
-"""The plain-JAX family's settings: a plain JAX training loop over a Flax NNX model (``bench.run.engines.jax.epochs``).
-It has no step-timed engine. Standard library only.
+"""The plain-JAX family's settings: a plain JAX training loop over a Flax NNX model
+(``bench.models.engines.jax.epochs``). It has no step-timed engine. Standard library only.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from bench.core.settings import (
 
 @dataclass(frozen=True)
 class JaxEpochSettings(Settings):
-    """A plain JAX training loop: a Flax NNX model and an optax optimizer (``bench.run.engines.jax.epochs``)."""
+    """A plain JAX training loop: a Flax NNX model and an optax optimizer (``bench.models.engines.jax.epochs``)."""
 
     engine: ClassVar[str] = "jax"
     augment_data: ClassVar[dict[str, Any]] = {"data_pipeline": "numpy_batches"}

@@ -1,5 +1,5 @@
-"""The Keras family's settings: ``model.fit`` on the four Keras stacks (``bench.run.engines.keras.epochs``) and the
-paper suite's step-timed Keras tasks (``bench.run.engines.keras.steps``). Standard library only.
+"""The Keras family's settings: ``model.fit`` on the four Keras stacks (``bench.models.engines.keras.epochs``) and the
+paper suite's step-timed Keras tasks (``bench.models.engines.keras.steps``). Standard library only.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _jit_problem(jit_compile: bool | str | None, stack: Stack) -> str | None:
 
 @dataclass(frozen=True)
 class KerasEpochSettings(Settings):
-    """``model.fit`` on a Keras stack (``bench.run.engines.keras.epochs``), as the tuning study varied it."""
+    """``model.fit`` on a Keras stack (``bench.models.engines.keras.epochs``), as the tuning study varied it."""
 
     engine: ClassVar[str] = "keras"
     augment_data: ClassVar[dict[str, Any]] = {"data_pipeline": "numpy_fit"}
@@ -74,7 +74,8 @@ class KerasEpochSettings(Settings):
     precision: str = knob("float32", ("float32", "mixed_float16", "mixed_bfloat16"), PRECISION_HELP)
     tf32: str = knob("default", TF32_MODES, TF32_HELP)
     sync: str = knob("epoch", Cadence, SYNC_HELP)
-    # a model knob (model_knobs): bench.run.workloads.classic.hrnn_keras, the default its script's layer
+    # a model knob (model_knobs): bench.models.workloads.mnist_hierarchical_rnn.models.build_keras, the default its
+    # script's layer
     row_lstm: str = knob("time_distributed", ("time_distributed", "reshape"), _ROW_LSTM)
     # None: the workload's source decides (``Workload.progress``)
     progress: str | None = knob(None, PROGRESS_FORMS, _PROGRESS)
@@ -97,7 +98,7 @@ class KerasEpochSettings(Settings):
 
 @dataclass(frozen=True)
 class KerasStepSettings(Settings):
-    """A step-timed Keras task (``paper`` suite, ``bench.run.engines.keras.steps``).
+    """A step-timed Keras task (``paper`` suite, ``bench.models.engines.keras.steps``).
 
     ``jit_compile`` None (the default) requests, cell by cell, what keras-benchmarks v0.0.5 requested
     (``bench.core.reference.keras_benchmarks.SOURCE_JIT``: ``use_jit()`` in some cells, nothing, i.e. Keras' own

@@ -1,5 +1,5 @@
-"""The PyTorch family's settings: a plain PyTorch training loop (``bench.run.engines.torch.epochs``) and the paper
-suite's step-timed PyTorch tasks (``bench.run.engines.torch.steps``). Standard library only.
+"""The PyTorch family's settings: a plain PyTorch training loop (``bench.models.engines.torch.epochs``) and the paper
+suite's step-timed PyTorch tasks (``bench.models.engines.torch.steps``). Standard library only.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _COMPILE = "PyTorch: torch.compile mode applied to the model (none = eager)"
 
 @dataclass(frozen=True)
 class TorchEpochSettings(Settings):
-    """A plain PyTorch training loop (``bench.run.engines.torch.epochs``), as the tuning study varied it."""
+    """A plain PyTorch training loop (``bench.models.engines.torch.epochs``), as the tuning study varied it."""
 
     engine: ClassVar[str] = "torch"
     augment_data: ClassVar[dict[str, Any]] = {"data_pipeline": "tensors_on_device", "num_workers": 0,
@@ -67,7 +67,7 @@ class TorchEpochSettings(Settings):
 
 @dataclass(frozen=True)
 class TorchStepSettings(Settings):
-    """A step-timed PyTorch task (``paper`` suite, ``bench.run.engines.torch.steps``)."""
+    """A step-timed PyTorch task (``paper`` suite, ``bench.models.engines.torch.steps``)."""
 
     engine: ClassVar[str] = "torch"
     compile: str = knob("none", ("none", "default", "reduce-overhead", "max-autotune"), _COMPILE)

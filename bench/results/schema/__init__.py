@@ -7,9 +7,10 @@ report's column names (``col``: a declared field's dotted CSV column, or an erro
 collector's validation (``problems``).
 
 The record on disk keeps its JSON layout: nested blocks, dotted CSV columns (``metrics.ms_per_step_mean``).
-Open-ended parts (``env.packages``, engine-specific settings, ``telemetry.unsupported``...) are declared as mappings;
-keys a block does not declare are allowed and kept (``extra="allow"``: a record carries them through, the CSV shows
-them).
+Open-ended parts (``env.packages``, ``telemetry.unsupported``...) are declared as mappings. Code writes declared
+fields only (``Block``: an undeclared keyword or attribute is an error, an assigned value is validated); a record
+read back keeps the keys its blocks do not declare (``extra="allow"``: older records' fields, carried through, shown
+in the CSV).
 
 Modules: ``declare`` (``entry``, ``Block``, the rules), ``blocks`` (timed results, the process, repeats), ``env``
 (environment and telemetry), ``effective`` (the settings in effect), ``record`` (``Record``, ``Status``),

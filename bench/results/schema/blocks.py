@@ -4,13 +4,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from bench.results.schema.declare import Block, entry
+from pydantic import create_model
+
+from bench.results.schema.declare import Block, entry, rule_of
 
 
 class Stats(Block):
-    """A telemetry quantity summarised over the timed window (``bench.run.telemetry.samples.stats``)."""
+    """A telemetry quantity summarised over the timed window (``bench.instruments.telemetry.samples.stats``)."""
 
     mean: float | None = entry("mean over the window's samples")
     p50: float | None = entry("median over the window's samples")
@@ -126,7 +128,27 @@ class Process(Block):
                                 "repeats': the report's GPU-hours and cost)", "s", "sum")
 
 
-class Repeats(Block):
+class Spread(Block):
+    """``repeats.<metric>``: one metric across repeats (``bench.results.repeats.spread``)."""
+
+    values: list[float] | None = entry("per-repeat values", rule="aggregation")
+    median: float | None = entry("their median", rule="aggregation")
+    min: float | None = entry("their minimum", rule="aggregation")
+    max: float | None = entry("their maximum", rule="aggregation")
+    cv: float | None = entry("coefficient of variation: sample std / mean (null for fewer than two values)",
+                             "fraction", "aggregation")
+
+
+#: One ``Spread`` field per metric with rule median or derived (``repeats.<metric>``), from ``Metrics``' declarations.
+_SPREAD_METRICS = tuple(n for n, f in Metrics.model_fields.items() if rule_of(f) in ("median", "derived"))
+if TYPE_CHECKING:  # mypy cannot see fields made at run time: code reads them with ``Repeats.spread``
+    _Spreads: TypeAlias = Block
+else:
+    _Spreads = create_model("_Spreads", __base__=Block, **{
+        n: (Spread | None, entry(f"metrics.{n} across repeats", rule="aggregation")) for n in _SPREAD_METRICS})
+
+
+class Repeats(_Spreads):
     """``repeats``: the independent repeats of a cell and their spread (absent from a per-repeat record). Every
     metric with rule median or derived also gets ``repeats.<metric>`` (``Spread``)."""
 
@@ -144,16 +166,10 @@ class Repeats(Block):
                                                   rule="aggregation")
     gpu_s: float | None = entry("GPU-seconds summed over the repeats", "s", "aggregation")
 
-
-class Spread(Block):
-    """``repeats.<metric>``: one metric across repeats (``bench.results.repeats.spread``)."""
-
-    values: list[float] | None = entry("per-repeat values", rule="aggregation")
-    median: float | None = entry("their median", rule="aggregation")
-    min: float | None = entry("their minimum", rule="aggregation")
-    max: float | None = entry("their maximum", rule="aggregation")
-    cv: float | None = entry("coefficient of variation: sample std / mean (null for fewer than two values)",
-                             "fraction", "aggregation")
+    def spread(self, metric: str) -> Spread | None:
+        """``repeats.<metric>``: the spread of a metric with rule median or derived (None where it has none)."""
+        value = getattr(self, metric, None) if metric in _SPREAD_METRICS else None
+        return value if isinstance(value, Spread) else None
 
 
 class Model(Block):

@@ -7,7 +7,6 @@ last two in ``json_schema_extra``, so that the record's JSON schema (``Record.mo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,14 +54,17 @@ def rule_of(field: Any) -> str:
 
 
 class Block(BaseModel):
-    """Base of every block of the record. Keys a block does not declare are allowed and kept (``extra``, written
-    after the declared ones). ``model_fields_set`` holds the fields that were given (constructor arguments, later
-    assignments, ``update``), so ``model_dump(exclude_unset=True)`` writes the block as a dict would have: a null
-    that was set stays a null, a field never set stays absent (records of schema 3 keep their keys)."""
+    """Base of every block of the record. Code writes declared fields only: the constructor and attribute
+    assignment refuse a name the block does not declare, and an assigned value is validated against its declared
+    type (``validate_assignment``). A record read back (``model_validate``) keeps keys its block does not declare
+    (``extra="allow"``: older records' fields, written after the declared ones), so records of every schema version
+    load as written. ``model_fields_set`` holds the fields that were given (constructor arguments, later
+    assignments), so ``model_dump(exclude_unset=True)`` writes what a producer gave: a null that was set stays a
+    null, a field never set stays absent (records of schema 3 keep their keys)."""
 
     # serialize_by_alias: a field whose JSON key is not its Python name (``EffectiveSettings.built_config``)
     model_config = ConfigDict(extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True,
-                              protected_namespaces=())
+                              protected_namespaces=(), validate_assignment=True)
 
     def __init__(self, **given: Any) -> None:
         """A block built by code (the engines: ``Metrics(**timer.summary(...))``) from its declared fields only.
@@ -81,29 +83,24 @@ class Block(BaseModel):
     # its base __init__, this check stays the constructor's alone, so records keep their undeclared keys
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assign a declared field, validated (``validate_assignment``).
+
+        Raises:
+            AttributeError: ``name`` is not a declared field (with ``extra="allow"``, pydantic would keep it as an
+                undeclared key).
+            pydantic.ValidationError: a value that does not fit the field's declared type.
+        """
+        if name not in type(self).model_fields and not name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__} declares no field {name!r}")
+        super().__setattr__(name, value)
+
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        """pydantic's ``model_dump``, without its serializer warnings by default: a block writes what it was given
-        (an assigned value is not validated, so that what a producer measured is written, not lost, even off its
-        declared type; a settings block of another schema version loads as recorded), so a value off its declared
-        type is written as it is, not warned about."""
+        """pydantic's ``model_dump``, without its serializer warnings by default: a settings block of another schema
+        version loads as recorded (``Record._settings_as_recorded``), its values off their declared types, and is
+        written as it was read, not warned about."""
         kwargs.setdefault("warnings", False)
         return super().model_dump(**kwargs)
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        """Keys the block does not declare, in the order set (a mutable view: assigning into it keeps the key)."""
-        if self.__pydantic_extra__ is None:  # only for a block built without validation
-            self.__pydantic_extra__ = {}
-        return self.__pydantic_extra__
-
-    def update(self, values: Mapping[str, Any]) -> None:
-        """Set each key: a declared field as an attribute (it counts as given), any other key in ``extra``."""
-        names = {f.alias or n: n for n, f in type(self).model_fields.items()}
-        for key, value in values.items():
-            if key in names:
-                setattr(self, names[key], value)
-            else:
-                self.extra[key] = value
 
 
 def _json_keys(cls: type[BaseModel]) -> set[str]:

@@ -4,15 +4,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.core.knobs import DOCS
 from bench.results.schema.declare import Block, entry
 
 _TF32_SWITCHES = ("the framework's TF32 switch as the cell ended")
+_JAX = "plain-JAX stack: "
+
+
+def knob(name: str) -> Any:
+    """The field of the knob ``name`` (``bench.core.knobs``, whose settings classes declare its meaning, default and
+    allowed values): its value as the cell ran it. Typed ``Any``: a knob's values changed type across schema versions
+    (``tf32`` was a bool in version 2), and an engine records some as they took effect (Keras' ``jit_compile``)."""
+    return entry(DOCS[name])
 
 
 class EffectiveSettings(Block):
-    """``settings``: every knob (``bench.core.knobs``: declared there) and what took effect, as the engines and
-    the worker recorded it. Engine-specific keys beyond these are allowed."""
+    """``settings``: every knob (``bench.core.knobs``, first, in ``DOCS``' order: ``tests/results/test_schema.py``
+    checks the two lists are one) and what took effect, as the engines and the worker recorded it. A record's keys
+    beyond these (older engines') load and are kept."""
 
+    data_pipeline: Any = knob("data_pipeline")
+    augment: Any = knob("augment")
+    steps_per_execution: Any = knob("steps_per_execution")
+    jit_compile: Any = knob("jit_compile")
+    precision: Any = knob("precision")
+    tf32: Any = knob("tf32")
+    sync: Any = knob("sync")
+    row_lstm: Any = knob("row_lstm")
+    progress: Any = knob("progress")
+    num_workers: Any = knob("num_workers")
+    pin_memory: Any = knob("pin_memory")
+    persistent_workers: Any = knob("persistent_workers")
+    preload: Any = knob("preload")
+    compile: Any = knob("compile")
+    grad_scaler: Any = knob("grad_scaler")
     NVIDIA_TF32_OVERRIDE: str | None = entry("as the cell's process had it: '0' (cuBLAS/cuDNN never use TF32) for "
                                              "tf32=off, else unset")
     tf_tensor_float_32_execution: bool | None = entry(_TF32_SWITCHES)
@@ -36,7 +61,7 @@ class EffectiveSettings(Block):
     tf32_rnn: bool | None = entry("float32 LSTMs could use TF32, by the switch that governs the kernel they ran as: "
                                   "cuDNN's RNN kernel for plain PyTorch's nn.LSTM on a GPU (cudnn.allow_tf32), "
                                   "the backend's matmuls for every Keras stack's 2017 LSTMs (no cuDNN: hard_sigmoid) "
-                                  "and plain JAX's (bench.run.engines.math_mode.rnn_on_cudnn)")
+                                  "and plain JAX's (bench.models.engines.math_mode.rnn_on_cudnn)")
     compile_cache: str | None = entry("PyTorch-backend stacks: 'fresh per cell' (torch.compile's inductor and Triton "
                                       "caches in an empty directory per cell process), plus any inductor cache switch "
                                       "the environment set")
@@ -96,4 +121,12 @@ class EffectiveSettings(Block):
     jax_version: str | None = entry("plain-JAX stack: JAX's version (jaxlib_version beside it)")
     flax_version: str | None = entry("plain-JAX stack: Flax's version (the NNX models)")
     optax_version: str | None = entry("plain-JAX stack: optax's version (the optimizers)")
+    jaxlib_version: str | None = entry(_JAX + "jaxlib's version")
+    device: str | None = entry(_JAX + "the JAX device the cell's arrays were placed on (str(jax.Device))")
+    param_dtype: str | None = entry(_JAX + "the parameters' dtype (float32 at every precision)")
+    compute_dtype: str | None = entry(_JAX + "the dtype the model computes in (the precision knob: float32 or "
+                                      "bfloat16)")
+    donated_state: bool | None = entry(_JAX + "whether the jitted step donates its state's buffers (jax.jit's "
+                                       "donate_argnums: with jit_compile; op by op donates nothing)")
+    steps: int | None = entry("paper suite: the timed steps after the first")
 

@@ -9,7 +9,7 @@ from bench.results.schema.declare import Block, entry
 
 
 class Gpu(Block):
-    """``env.gpu``: the GPU as NVML sees it (``bench.run.environment.gpu_info``)."""
+    """``env.gpu``: the GPU as NVML sees it (``bench.instruments.environment.gpu_info``)."""
 
     available: bool | None = entry("NVML saw a GPU")
     reason: str | None = entry("why not")
@@ -39,7 +39,7 @@ class CudaCache(Block):
 
 
 class Env(Block):
-    """``env``: where the cell ran (``bench.run.environment.capture``)."""
+    """``env``: where the cell ran (``bench.instruments.environment.capture``)."""
 
     python: str | None = entry("Python version")
     platform: str | None = entry("platform string")
@@ -75,7 +75,7 @@ class Env(Block):
 
 
 class Telemetry(Block):
-    """``telemetry``: NVML over the timed window (``bench.run.telemetry``); repeat 1's for a repeated cell."""
+    """``telemetry``: NVML over the timed window (``bench.instruments.telemetry``); repeat 1's for a repeated cell."""
 
     available: bool | None = entry("whether NVML telemetry was recorded")
     reason: str | None = entry("why not (CPU run, no NVML)")

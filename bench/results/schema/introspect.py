@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from bench.core.knobs import SETTINGS
+from bench.core.knobs import DOCS
 from bench.results.schema.blocks import Metrics, Spread, Stats
 from bench.results.schema.declare import Rule, rule_of, unit_of
 from bench.results.schema.effective import EffectiveSettings
@@ -48,6 +47,8 @@ def walk(cls: type[BaseModel] = Record, prefix: str = "") -> Iterator[Declared]:
     for key, f in fields_of(cls).items():
         name = f"{prefix}{key}"
         block = block_of(f.annotation)
+        if block is Spread:  # repeats.<metric>: one Spread per metric, described once (``describe``)
+            continue
         if block is not None:
             yield from walk(block, f"{name}.")
         else:
@@ -61,7 +62,7 @@ _PREFIX: dict[type, str] = {Record: ""}
 def _index(cls: type[BaseModel], prefix: str) -> None:
     for key, f in fields_of(cls).items():
         block = block_of(f.annotation)
-        if block is not None and block is not Stats:
+        if block is not None and block not in (Stats, Spread):
             _PREFIX.setdefault(block, f"{prefix}{key}.")
             _index(block, f"{prefix}{key}.")
 
@@ -125,45 +126,34 @@ def derived_metrics() -> tuple[str, ...]:
 
 
 def knob_docs() -> dict[str, str]:
-    """Knob name -> its help, from ``bench.core.knobs``' settings classes (the epoch engines' text first). The knobs
-    stay standard-library dataclasses (``bench.core.settings.knob``): the host's bare python3 reads them."""
-    out: dict[str, str] = {}
-    for cls in SETTINGS.values():
-        for f in dataclasses.fields(cls):
-            out.setdefault(f.name, f.metadata["help"])
-    return out
+    """Knob name -> its help, from ``bench.core.knobs``' settings classes (the epoch engines' text first), as the
+    settings block declares them (``EffectiveSettings``' knob fields). The knobs stay standard-library dataclasses
+    (``bench.core.settings.knob``): the host's bare python3 reads them."""
+    return dict(DOCS)
 
 
 def setting_col(name: str) -> str:
-    """``settings.<name>`` for a knob (``bench.core.knobs``) or a declared effective setting.
+    """``settings.<name>`` for a knob (``bench.core.knobs``) or another declared effective setting.
 
     Raises:
-        KeyError: neither declares ``name``.
+        KeyError: ``EffectiveSettings`` declares no ``name``.
     """
-    if name in knob_docs():
-        return f"settings.{name}"
     return col(EffectiveSettings, name)
 
 
 def declared_names() -> list[str]:
-    """Every declared dotted name in declaration order, the knobs (``settings.<knob>``) first in the settings
-    block."""
-    names = [d.name for d in walk()]
-    at = next(i for i, n in enumerate(names) if n.startswith("settings."))
-    names[at:at] = [f"settings.{k}" for k in knob_docs()]
-    return names
+    """Every declared dotted name in declaration order (the knobs first in the settings block)."""
+    return [d.name for d in walk()]
 
 
 def describe() -> list[tuple[str, str]]:
     """(dotted name, "meaning [unit; rule across repeats]") for every declared field, knobs included: what ``bench
     fields`` prints."""
     rows = []
+    knobs = {setting_col(k) for k in knob_docs()}
     for d in walk():
         tag = "; ".join(x for x in (d.unit, f"repeats: {d.rule}") if x)
-        rows.append((d.name, f"{d.help} [{tag}]"))
-    knobs = [(f"settings.{k} (knob)", f"{v} [repeats: first]") for k, v in knob_docs().items()]
-    at = next(i for i, (n, _) in enumerate(rows) if n.startswith("settings."))
-    rows[at:at] = knobs
+        rows.append((f"{d.name} (knob)" if d.name in knobs else d.name, f"{d.help} [{tag}]"))
     rows += [("repeats.<metric>.<values|median|min|max|cv>", "every metric with rule median or derived, across "
               "repeats (Spread)"),
              ("settings_requested.* / env.packages.* / env.env_vars.* / env.framework_cuda.* / history.* / "

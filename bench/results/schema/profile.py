@@ -1,5 +1,5 @@
 """The record's ``profile`` block: where a cell's time goes, from its framework's profiler over a few steady steps
-after the timed measurement (``bench run --profile``; ``bench.run.profile``)."""
+after the timed measurement (``bench run --profile``; ``bench.instruments.profile``)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ class Profile(Block):
                                      "with steps_per_execution > 1: one whole execution")
     steps: int | None = entry("steps inside the profiled window (Keras with steps_per_execution > 1: whole "
                               "executions, a multiple of it)")
-    steps_cap: int | None = entry("the most steps a profiled window holds (bench.run.profile.MAX_STEPS), except "
-                                  "one Keras execution of more steps (steps_per_execution > the cap)")
+    steps_cap: int | None = entry("the most steps a profiled window holds (bench.instruments.profile.MAX_STEPS), "
+                                  "except one Keras execution of more steps (steps_per_execution > the cap)")
     execution_differs: str | None = entry("why the profiled steps execute otherwise than the timed ones, where the "
                                           "profiler changes that (XLA on a GPU runs its command buffers op by op "
                                           "under a profiler); null: no such change known")
@@ -53,8 +53,8 @@ class Profile(Block):
                                     "relative to the run directory")
     tensorboard_bytes: int | None = entry("its size", "bytes")
     trace_limit_bytes: int | None = entry("the largest trace kept (trace and tensorboard together; "
-                                          "bench.run.profile.MAX_TRACE_BYTES): a larger one is deleted, its sizes "
-                                          "kept and warnings saying so", "bytes")
+                                          "bench.instruments.profile.MAX_TRACE_BYTES): a larger one is deleted, its "
+                                          "sizes kept and warnings saying so", "bytes")
     warnings: list[str] | None = entry("what the profiler said went wrong ('error: ...', 'warning: ...': the XSpace's "
                                        "errors and warnings such as dropped CUPTI events, kineto's ERROR and WARNING "
                                        "such as a full activity buffer) and a trace not kept")

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.core.stacks import Stack
+from bench.instruments.profile.rerun import ProfileRun
+from bench.instruments.telemetry import sampler
+from bench.models.workloads import SUITES, WORKLOADS
 from bench.results import derived
 from bench.results.cell import AnyInputs, Cell, EpochInputs, StepInputs
 from bench.results.schema import EffectiveSettings, Record, Telemetry
-from bench.run.profile.rerun import ProfileRun
-from bench.run.telemetry import sampler
-from bench.run.workloads import SUITES, WORKLOADS
 
 
 class Scenario(ABC):
@@ -116,11 +116,11 @@ class Scenario(ABC):
         """The worker's body for ``cell``: run it (the engine takes ``cell`` whole, its inputs resolved) and fill
         ``rec``'s data, settings, metrics, model, memory and telemetry blocks. ``samples_csv``: where the raw
         telemetry samples go (None: not written). Returns the engine's steps for a profile
-        (``bench.run.profile.rerun.ProfileRun``), which the worker runs after this returned (the timed window and the
-        telemetry closed), None without.
+        (``bench.instruments.profile.rerun.ProfileRun``), which the worker runs after this returned (the timed window
+        and the telemetry closed), None without.
 
         Raises:
-            bench.run.engines.Unsupported: the settings cannot run on this stack or in this image; anything else
+            bench.models.engines.Unsupported: the settings cannot run on this stack or in this image; anything else
             the cell's engine raised (the worker records it).
         """
 
@@ -178,8 +178,8 @@ def add_energy_metrics(rec: Record) -> None:
     examples/J derived from J/epoch (``derived.energy_rates``, the formula the aggregation of repeats uses; None
     without NVML)."""
     t = rec.telemetry
-    rec.metrics.update({"j_per_step": t.j_per_step, "j_per_epoch": t.j_per_epoch,
-                        "j_per_step_above_idle": t.j_per_step_above_idle})
+    m = rec.metrics
+    m.j_per_step, m.j_per_epoch, m.j_per_step_above_idle = t.j_per_step, t.j_per_epoch, t.j_per_step_above_idle
     derived.energy_rates(rec.metrics, derived.examples_per_epoch(rec))
 
 
@@ -194,12 +194,13 @@ def finish_telemetry(rec: Record, summary: dict[str, Any]) -> None:
 
 def effective_settings(knob_values: Any, engine_block: EffectiveSettings, **more: Any) -> EffectiveSettings:
     """The record's ``settings`` block: every knob (``knob_values``, the settings dataclass the engine ran with),
-    then what took effect (the engine's block: the fields it gave, its extra keys), then ``more``."""
-    out = EffectiveSettings()
-    out.update(dataclasses.asdict(knob_values))
-    out.update(engine_block.model_dump(exclude_unset=True))
-    out.update(more)
-    return out
+    then what took effect (the engine's block: the fields it gave, over the knobs' values), then ``more``.
+
+    Raises:
+        TypeError: a key of ``more`` the block does not declare.
+    """
+    return EffectiveSettings(**{**dataclasses.asdict(knob_values), **engine_block.model_dump(exclude_unset=True),
+                                **more})
 
 
 def _registered() -> tuple[Scenario, ...]:

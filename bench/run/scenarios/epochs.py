@@ -8,12 +8,12 @@ from typing import Any
 
 from bench.core import knobs
 from bench.core.stacks import Stack
+from bench.instruments.profile.rerun import ProfileRun
+from bench.models.engines import epoch_engine, missing_model
+from bench.models.workloads import Workload, get_workload
 from bench.results.cell import AnyInputs, Cell, EpochInputs
 from bench.results.schema import Data, Record
-from bench.run.engines import epoch_engine, missing_model
-from bench.run.profile.rerun import ProfileRun
 from bench.run.scenarios import Scenario, effective_settings, finish_telemetry, telemetry_window
-from bench.run.workloads import Workload, get_workload
 
 
 class Epochs(Scenario):
@@ -48,7 +48,7 @@ class Epochs(Scenario):
         return missing_model(stack.family, w)
 
     def run(self, rec: Record, cell: Cell, stack: Stack, w: Workload, samples_csv: Path | None) -> ProfileRun | None:
-        """``fit`` on the workload's dataset for some epochs (the family's ``bench.run.engines.EpochEngine``)."""
+        """``fit`` on the workload's dataset for some epochs (the family's ``bench.models.engines.EpochEngine``)."""
         inputs = cell.inputs_as(EpochInputs)
         ds = w.load_data(cell.size, inputs.data, inputs.samples)
         rec.data = Data.model_validate({**ds.record(), "requested": inputs.data})

@@ -9,14 +9,14 @@ from typing import Any
 
 from bench.core import knobs
 from bench.core.stacks import Stack
+from bench.instruments.profile.rerun import ProfileRun
+from bench.models import flops
+from bench.models.engines import step_engine
+from bench.models.workloads import StepWorkload
 from bench.results import derived
 from bench.results.cell import AnyInputs, Cell, StepInputs
 from bench.results.schema import Data, Metrics, Record
-from bench.run import flops
-from bench.run.engines import step_engine
-from bench.run.profile.rerun import ProfileRun
 from bench.run.scenarios import Scenario, effective_settings, finish_telemetry, telemetry_window
-from bench.run.workloads import StepWorkload
 
 #: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.
 SMOKE_MAX_BATCH = 2
@@ -70,7 +70,7 @@ class Steps(Scenario):
 
     def run(self, rec: Record, cell: Cell, stack: Stack, w: StepWorkload,
             samples_csv: Path | None) -> ProfileRun | None:
-        """``steps`` timed steps after a first one on random inputs (the family's ``bench.run.engines.StepEngine``),
+        """``steps`` timed steps after a first one on random inputs (the family's ``bench.models.engines.StepEngine``),
         with the model's FLOPs per step for MFU."""
         inputs = cell.inputs_as(StepInputs)
         batch, steps = inputs.batch_size, inputs.steps
@@ -87,7 +87,7 @@ class Steps(Scenario):
         rec.model, rec.memory, rec.output = out.model, out.memory, out.output
         rec.notes += out.notes
         per_ex, method = flops.flops_per_example(w.name, cell.task, cell.size, cfg)
-        rec.metrics.update({"flops_per_step": per_ex * batch if per_ex else None, "flops_method": method})
+        rec.metrics.flops_per_step, rec.metrics.flops_method = per_ex * batch if per_ex else None, method
         finish_telemetry(rec, tel.summary(steps, batch * steps))
         return out.profile_run
 
@@ -105,8 +105,8 @@ class Steps(Scenario):
 def step_metrics(timer: Any, batch: int, steps: int, generated_tokens: int | None) -> Metrics:
     """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput."""
     s = timer.summary(batch, batch * steps)
-    out = Metrics(**{k: v for k, v in s.items() if k.startswith("ms_per_step_")})
-    out.update({"first_step_s": s["first_epoch_s"], "steps": s["steps"], "steady_s": s["steady_epoch_s"]})
+    out = Metrics(**{k: v for k, v in s.items() if k.startswith("ms_per_step_")}, first_step_s=s["first_epoch_s"],
+                  steps=s["steps"], steady_s=s["steady_epoch_s"])
     derived.step_throughput(out, batch, generated_tokens)
     return out
 

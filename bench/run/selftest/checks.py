@@ -65,8 +65,8 @@ GEMM_BY_SETTING = {"on": (("tf32", "float32"),), "off": (("bf16", "bfloat16"), (
 
 
 def gpu_name() -> str | None:
-    """The GPU's NVML name (``bench.run.environment.gpu_info``; None without NVML)."""
-    from bench.run.environment import gpu_info
+    """The GPU's NVML name (``bench.instruments.environment.gpu_info``; None without NVML)."""
+    from bench.instruments.environment import gpu_info
 
     info = gpu_info()
     return info.get("name") if info.get("available") else None
@@ -77,9 +77,9 @@ def barrier_and_mfu(backend: str, device: str, load: Load) -> list[Result]:
     steps 2..N of ``time_calls``) against the same bf16 GEMM steps timed independently (p50). MFU: the record's MFU
     (``worker.add_mfu`` on those ms/step) against 2 n^3 / independent step time / the datasheet peak by hand."""
     from bench.core.gpus import gpu_family
-    from bench.run import flops
-    from bench.run.engines import frameworks
-    from bench.run.timing import STEP, EpochTimer, time_calls
+    from bench.instruments.timing import STEP, EpochTimer, time_calls
+    from bench.models import flops
+    from bench.models.engines import frameworks
 
     call = frameworks.framework(backend).gemm_call("bfloat16", load.step_n, device)
     ind.step_times_s(backend, call, 3, device)  # warm-up
@@ -118,8 +118,8 @@ def barrier_and_mfu(backend: str, device: str, load: Load) -> list[Result]:
 def gemm_peak(backend: str, device: str, load: Load, setting: str) -> list[Result]:
     """The probe's GEMM rate (``gemm.gemm_tflops``, as ``make doctor`` measures the peak) per precision of
     this TF32 setting, against the same matmuls timed independently, and (GPU) against the datasheet peak."""
-    from bench.run import flops
-    from bench.run.engines import frameworks, gemm, math_mode
+    from bench.models import flops
+    from bench.models.engines import frameworks, gemm, math_mode
 
     math_mode.set_tf32(backend, setting)  # as bench.run.gpucheck gemm: switches of this setting, whatever ran before
     out = []
@@ -149,7 +149,7 @@ def math_mode(backend: str, device: str, load: Load, setting: str) -> list[Resul
     float32 ops of fixed random inputs show next to a float64 reference: relative error above ``TF32_ERROR`` means
     TF32 (or coarser) math, below it FP32. Recurrent layers: PyTorch's cuDNN LSTM; TensorFlow and JAX run them as
     plain matmuls, so the matmul's reading stands for them."""
-    from bench.run.engines import math_mode as switches  # the module, not this check of the same name
+    from bench.models.engines import math_mode as switches  # the module, not this check of the same name
 
     state = switches.set_tf32(backend, setting)
     # the LSTM checked on torch is nn.LSTM, plain PyTorch's cuDNN kernel on a GPU; elsewhere LSTMs are matmuls
@@ -179,8 +179,8 @@ def memory(backend: str, device: str, load: Load) -> list[Result]:
     """The framework's peak bytes (``frameworks.device_peak_bytes``, the record's peak) against NVML's used memory
     (the telemetry sampler's reading) grown by a held allocation of ``load.alloc_bytes``. Runs first in its
     process, so the peak is that allocation's; the child's environment turns off JAX's and TensorFlow's pools."""
-    from bench.run.engines import frameworks
-    from bench.run.telemetry import sampler
+    from bench.instruments.telemetry import sampler
+    from bench.models.engines import frameworks
 
     if device != "gpu":
         return [na("memory", backend, "CPU: no device memory counter", "bytes")]
@@ -201,7 +201,7 @@ def memory(backend: str, device: str, load: Load) -> list[Result]:
 
 def _allocate(backend: str, nbytes: int) -> Any:
     """A float32 array of ``nbytes`` on the GPU, materialised (zeros), with the device finished."""
-    from bench.run.engines import frameworks
+    from bench.models.engines import frameworks
 
     n = nbytes // 4
     if backend == "torch":
@@ -225,9 +225,9 @@ def energy(backend: str, device: str, load: Load) -> list[Result]:
     """NVML's energy counter over a steady bf16 GEMM load of ``load.energy_s`` against the integral of the sampled
     power over the same window (both from the telemetry summary the record gets), and the telemetry window's length
     against the timed region's (``EpochTimer`` with the sampler as its window, cadence ``epoch``)."""
-    from bench.run.engines import frameworks
-    from bench.run.telemetry import sampler
-    from bench.run.timing import EPOCH, EpochTimer
+    from bench.instruments.telemetry import sampler
+    from bench.instruments.timing import EPOCH, EpochTimer
+    from bench.models.engines import frameworks
 
     if device != "gpu":
         return [na("energy", backend, "CPU: no NVML energy counter", "J"),
@@ -273,7 +273,7 @@ def _run_for(body: Callable[[], None], seconds: float) -> int:
 
 def gpu_missing(backend: str, device: str) -> str | None:
     """Why the framework cannot run the GPU checks here (None when it sees a GPU or the device is the CPU)."""
-    from bench.run.engines import frameworks
+    from bench.models.engines import frameworks
 
     if device == "gpu" and not frameworks.gpu_devices(backend):
         return f"{backend} sees no GPU in this process"
@@ -294,7 +294,7 @@ def main(argv: list[str]) -> int:
     """Child entry: ``BACKEND DEVICE TF32 CHECK...``; prints one ``SELFTEST<json>`` line with the framework's version
     and every result (a check that raises becomes a failed result with the error's first line)."""
     backend, device, setting, names = argv[0], argv[1], argv[2], argv[3:]
-    from bench.run.engines import frameworks
+    from bench.models.engines import frameworks
 
     frameworks.import_backend(backend)
     version = getattr(sys.modules[frameworks.framework(backend).module], "__version__", None)

@@ -78,7 +78,7 @@ def installed(backends: tuple[str, ...] = BACKENDS) -> list[str]:
 
 def resolve_device(requested: str) -> tuple[str, dict[str, Any]]:
     """(``cpu`` or ``gpu``, NVML's view of the GPU). ``auto``: gpu when NVML finds one."""
-    from bench.run.environment import gpu_info
+    from bench.instruments.environment import gpu_info
 
     info = gpu_info() if requested != "cpu" else {"available": False, "reason": "--device cpu"}
     if requested == "auto":
@@ -133,7 +133,7 @@ def record(results: list[Result], versions: dict[str, str | None], device: str, 
     the counts."""
     import platform
 
-    from bench.run.environment import utc_now
+    from bench.instruments.environment import utc_now
 
     return {"kind": "selftest", "utc": utc_now(), "host": platform.node(), "device": device,
             "gpu": {k: gpu.get(k) for k in ("available", "name", "uuid", "driver", "reason") if k in gpu},

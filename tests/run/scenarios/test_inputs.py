@@ -3,11 +3,11 @@
 import pytest
 
 from bench.core.request import Request
+from bench.models.engines import Unsupported
+from bench.models.workloads import SUITES, WORKLOADS
 from bench.results.cell import EpochInputs, StepInputs
 from bench.run import plan, session
-from bench.run.engines import Unsupported
 from bench.run.scenarios import INPUT_NAMES, SCENARIOS, scenario_of
-from bench.run.workloads import SUITES, WORKLOADS
 
 
 @pytest.mark.parametrize("size", ["smoke", "full"])

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.models.workloads import SUITES, WORKLOADS, Workload
 from bench.run import plan
 from bench.run.scenarios import SCENARIOS, Scenario, scenario_of, suite_scenario
 from bench.run.scenarios.epochs import EPOCHS
 from bench.run.scenarios.steps import STEPS
-from bench.run.workloads import SUITES, WORKLOADS, Workload
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS_DIR = ROOT / "bench" / "run" / "scenarios"

@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.run import selftest, timing
-from bench.run.engines import frameworks, gemm, math_mode
+from bench.instruments import timing
+from bench.instruments.telemetry import sampler
+from bench.models.engines import frameworks, gemm, math_mode
+from bench.run import selftest
 from bench.run.selftest import checks, run
 from bench.run.selftest import independent as ind
-from bench.run.telemetry import sampler
 from tests.helpers.fake_nvml import FakeNvml
 
 ROOT = Path(__file__).resolve().parents[3]

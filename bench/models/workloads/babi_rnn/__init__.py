@@ -1,0 +1,1 @@
+"""The babi_rnn workload: its published facts and registration (``spec``) and its models (``models``)."""

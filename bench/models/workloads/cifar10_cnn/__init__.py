@@ -1,0 +1,1 @@
+"""The cifar10_cnn workload: its published facts and registration (``spec``) and its models (``models``)."""

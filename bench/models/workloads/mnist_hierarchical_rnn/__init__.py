@@ -1,0 +1,1 @@
+"""The mnist_hierarchical_rnn workload: its published facts and registration (``spec``) and its models (``models``)."""

@@ -1,0 +1,1 @@
+"""The mnist_mlp workload: its published facts and registration (``spec``) and its models (``models``)."""

@@ -1,0 +1,24 @@
+"""The paper suite's registration: its five models as ``StepWorkload``s, each with its published (task, batch) cells
+(``bench.models.workloads.paper``)."""
+
+from __future__ import annotations
+
+from bench.models.workloads import StepWorkload
+from bench.models.workloads.paper.bert import Bert
+from bench.models.workloads.paper.causal_lm import Gemma, Mistral
+from bench.models.workloads.paper.segment_anything import SegmentAnything
+from bench.models.workloads.paper.stable_diffusion import StableDiffusion
+
+#: Its place in the registry's order (``bench.models.workloads.discover``): after the classic and tuning suites.
+ORDER = 200
+
+WORKLOADS = tuple(
+    StepWorkload(name=name, suite="paper", cells=model.cells, model=model,
+                 source="keras.io Keras 3 benchmarks (2024), keras-benchmarks v0.0.5: " + what)
+    for name, model, what in (
+        ("segment_anything", SegmentAnything(), "SAM huge (sam_huge_sa1b): ViTDet-H image encoder, 1024x1024"),
+        ("stable_diffusion", StableDiffusion(), "Stable Diffusion 1.4 (keras-cv), 512x512"),
+        ("bert", Bert(), "BERT base (bert_base_en), seq len 512, 2-class head"),
+        ("gemma", Gemma(), "Gemma 7B (gemma_7b_en), seq len 128, bfloat16, LoRA rank 4"),
+        ("mistral", Mistral(), "Mistral 7B (mistral_7b_en), seq len 128, bfloat16, LoRA rank 4"),
+    ))
