@@ -115,6 +115,14 @@ def cadence_summary(metrics: list[dict[str, Any]], steady_steps: int, hand_ms: f
             "ratio": mean / hand_ms, "overhead_pct": 100.0 * (mean / hand_ms - 1.0)}
 
 
+def harness_cell(stack_id: str, w: Workload, size: str, device: str, epochs: int) -> tuple[Cell, int]:
+    """The fit cell the harness runs for ``measure`` (``epochs`` epochs, the workload's batch at ``size``, resolved as
+    the plan resolves a cell's inputs: ``Scenario.inputs``) and its batch size."""
+    cell = Cell(stack=stack_id, suite=w.suite, workload=w.name, task="fit", size=size, device=device,
+                inputs=EPOCHS.inputs(w, "fit", size, {"epochs": epochs}))
+    return cell, cell.inputs_as(EpochInputs).batch_size
+
+
 def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 4,
             cadences: tuple[str, ...] = CADENCES, done: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run hand, each cadence, each cadence in reverse, hand on ``workload``; returns ms/step and ratios. ``done``
@@ -136,9 +144,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     stack, w = checked_request(stack_id, workload, epochs, cadences)
     become_cell_process(stack, device)
     ds = w.load_data(size, data="fallback")  # times the harness: synthetic data of the real shapes will do
-    cell = Cell(stack=stack_id, suite=w.suite, workload=w.name, task="fit", size=size, device=device,
-                inputs=EPOCHS.inputs(w, "fit", size, {"epochs": epochs}))
-    batch = cell.inputs_as(EpochInputs).batch_size
+    cell, batch = harness_cell(stack_id, w, size, device, epochs)
     steps = -(-ds.n_train // batch)
     hand = hand_loop(stack.family)
     if hand is None:

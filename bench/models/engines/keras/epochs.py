@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -120,8 +121,7 @@ def progress_bar_discarded(verbose: int):
 
 def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: KerasEpochSettings,
         telemetry=None) -> EpochResult:
-    """Train ``workload`` on ``ds`` on ``cell.device`` for its inputs' ``epochs`` of ``batch_size`` (``EpochInputs``)
-    and return the record blocks.
+    """Train ``workload`` on ``ds`` for ``cell``'s epochs of its batch size (``EpochInputs``) on its device.
 
     ``settings``: ``bench.core.families.keras.KerasEpochSettings`` (defaults, allowed values and meaning there). The
     workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
@@ -135,8 +135,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Ker
     Raises:
         Unsupported: ``augment`` asked for where the source has none, or with another data pipeline.
     """
-    device, inputs = cell.device, cell.inputs_as(EpochInputs)
-    epochs, batch_size = inputs.epochs, inputs.batch_size
+    device, batch_size = cell.device, cell.inputs_as(EpochInputs).batch_size
     check_supported(stack, workload, device, settings)
     keras = import_keras(stack)
     effective = set_up(keras, stack, settings)
@@ -149,17 +148,10 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Ker
     timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
     epoch_clock = EpochClock(barrier)
     verbose, callbacks, progress = fit_callbacks(keras, settings.progress or workload.progress, timer, epoch_clock)
-    try:
-        barrier()
-        start = clock()
-        with progress_bar_discarded(verbose):
-            history = model.fit(**fit_kw, epochs=epochs, validation_data=(model_inputs(ds.x_val), ds.y_val),
-                                validation_batch_size=batch_size, verbose=verbose, callbacks=callbacks)
-        barrier()
-        fit_call_s = clock() - start
-    finally:
-        if telemetry:
-            telemetry.stop()
+    history, fit_call_s = timed_fit(model, {**fit_kw, "epochs": cell.inputs_as(EpochInputs).epochs, "verbose": verbose,
+                                            "validation_data": (model_inputs(ds.x_val), ds.y_val),
+                                            "validation_batch_size": batch_size, "callbacks": callbacks},
+                                    barrier, telemetry)
     # the model's facts measured on the trained model, outside the timed window
     facts = workload.keras_model_facts(keras, model) if workload.keras_model_facts else {}
     return EpochResult(
@@ -172,6 +164,21 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Ker
         profile_run=rerun.keras_fit(keras, model, lambda n: with_batches(keras, fit_kw, n, batch_size), verbose,
                                     progress_bar_discarded, callbacks[1:]),
     )
+
+
+def timed_fit(model, fit_kw: dict[str, Any], barrier: Callable[[], None], telemetry) -> tuple[Any, float]:
+    """``model.fit(**fit_kw)`` between barriers, its progress bar's output discarded; the telemetry's window closed
+    after it, whatever it raised. Returns (Keras' history, the call's seconds)."""
+    try:
+        barrier()
+        start = clock()
+        with progress_bar_discarded(fit_kw["verbose"]):
+            history = model.fit(**fit_kw)
+        barrier()
+        return history, clock() - start
+    finally:
+        if telemetry:
+            telemetry.stop()
 
 
 def fit_callbacks(keras, form: str, timer: EpochTimer,

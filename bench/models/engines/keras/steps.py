@@ -177,8 +177,7 @@ def _time_steps(keras, job: Job, task: str, requested: bool | str, steps: int, t
 
 def run(stack: Stack, w: StepWorkload, cell: Cell, cfg: dict[str, Any], settings: KerasStepSettings,
         telemetry=None) -> StepResult:
-    """Build ``w``'s Keras model for ``cell``'s task from ``cfg``, time its inputs' ``steps`` steps of
-    ``batch_size`` (``StepInputs``) after the first on ``cell.device``, return the record blocks.
+    """Build ``w``'s Keras model for ``cell``'s task, time its steps after the first (``StepInputs``), return blocks.
 
     ``settings``: ``bench.core.families.keras.KerasStepSettings``; ``jit_compile`` unset requests what the source
     requested for the cell (``jit_request``). The ``settings`` block records ``jit_compile_requested`` (True, False,

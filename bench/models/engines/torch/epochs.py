@@ -204,8 +204,7 @@ def _accumulate(sums, pair):
 
 def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: TorchEpochSettings,
         telemetry=None) -> EpochResult:
-    """Train ``workload`` with a plain PyTorch loop on ``cell.device`` for its inputs' ``epochs`` of ``batch_size``
-    (``EpochInputs``) and return the record blocks.
+    """Train ``workload`` with a plain PyTorch loop as ``cell`` says (``EpochInputs``), return the record blocks.
 
     ``settings``: ``bench.core.families.torch.TorchEpochSettings`` (defaults, allowed values and meaning there). The
     workload's augmentation, where its source had one and ``augment`` is not false, replaces the data pipeline
