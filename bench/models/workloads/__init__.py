@@ -96,8 +96,8 @@ class Workload:
     keras_model_facts: Callable[[Any, Any], dict[str, Any]] | None = None
     labels: Labels = INTEGER_LABELS
     progress: str = "bar"
-    build_flax: Callable[[dict[str, Any], Any], Any] | None = None
     published: Published | None = None
+    build_flax: Callable[[dict[str, Any], Any], Any] | None = None
 
     @property
     def learning_rate(self) -> float:
