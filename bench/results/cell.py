@@ -17,7 +17,9 @@ class Inputs(BaseModel):
     scenario's ``inputs``: a value given, else the workload's own at the cell's size), which the worker, the
     scenario and the engine read as they are and never resolve again. Each changes what is measured, so a cell run
     with another value is another record, never a resumed one: the cell id names those set off their default, in
-    the order of the model's fields, which the ids of the records on disk rely on (a new input goes last).
+    the order of the model's fields, which the ids of the records on disk rely on: a new input goes last in its
+    scenario's class, never into this base class (whose fields come first and would reorder the ids that name
+    several inputs).
 
     Attributes:
         batch_size: examples per step.
@@ -55,7 +57,9 @@ class StepInputs(Inputs):
 
     Attributes:
         steps: timed steps after the first.
-        seq_len: sequence length of a model that has one (None: the model has none).
+        seq_len: the sequence length asked for (None: each model's own). A model without one (the image
+            models: segment_anything, stable_diffusion) ignores it, while its cell id and
+            ``settings.model_config`` still name the value given.
     """
 
     kind: Literal["steps"] = "steps"

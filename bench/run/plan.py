@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from bench.core.cadence import Cadence
 from bench.core.families.keras import KerasEpochSettings
 from bench.core.request import TIMEOUT_S
 from bench.core.stacks import STACKS
 from bench.models.datasets import DATA_CHOICES
 from bench.models.workloads import SIZES, SUITES, WORKLOADS
-from bench.results.cell import Cell
+from bench.results.cell import Cell, EpochInputs, StepInputs
 from bench.run import sweep
 from bench.run.scenarios import INPUT_NAMES, Scenario, scenario_of, suite_scenario
 
@@ -34,6 +36,11 @@ RUN_OPTIONS = ("timeout_s", "telemetry_samples", "profile")
 #: Every keyword input ``expand`` and ``sweep_cells`` take beside the selection (``bench.run.session`` passes the
 #: ``bench run`` options of these names): the scenarios' inputs (``INPUT_NAMES``) and the run options.
 PLAN_INPUTS = (*INPUT_NAMES, *RUN_OPTIONS)
+#: Each scenario input's type as its inputs model declares it (``EpochInputs``, ``StepInputs``), which a value given
+#: to the plan must meet (a batch size of 2.5 is one line, not a traceback from the cell's model).
+INPUT_FIELDS: dict[str, TypeAdapter[Any]] = {
+    name: TypeAdapter(field.rebuild_annotation())
+    for cls in (EpochInputs, StepInputs) for name, field in cls.model_fields.items() if name in INPUT_NAMES}
 
 
 def expand(stacks: Sequence[str], suite: str, size: str, device: str,
@@ -143,6 +150,11 @@ def _check_given(given: Mapping[str, Any]) -> None:
         _check("input", name, PLAN_INPUTS)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
             raise PlanError(f"{name.removesuffix('_s').replace('_', ' ')} must be positive, got {value}")
+        if name in INPUT_FIELDS and value is not None:
+            try:
+                INPUT_FIELDS[name].validate_python(value)
+            except ValidationError as e:
+                raise PlanError(f"{name.replace('_', ' ')} {value!r}: {e.errors()[0]['msg']}") from None
     if given.get("data") is not None:
         _check("data source", given["data"], DATA_CHOICES)
 

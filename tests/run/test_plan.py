@@ -33,6 +33,8 @@ def test_selection_narrows():
     (dict(workloads=["x"]), "unknown workload"),
     (dict(tasks=["x"]), "unknown task"),
     (dict(batch_size=0), "must be positive"),
+    (dict(batch_size=2.5), "batch size 2.5: Input should be a valid integer"),
+    (dict(epochs="x"), "epochs 'x': Input should be a valid integer"),
 ])
 def test_bad_selection(kw, msg):
     args = dict(stacks=ALL, suite="classic", size="smoke", device="cpu")
