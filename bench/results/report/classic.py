@@ -25,8 +25,8 @@ LEGACY_NOTE = ("†: s/epoch of a record of schema 3 or older (`metrics.fit_s_pe
 
 
 #: A hierarchical-RNN cell's row-LSTM form in the table (``settings.row_lstm_form``, measured on Keras stacks), and
-#: its explanation under it. The PyTorch and Flax twins call their row LSTM once by construction (``hrnn_torch``,
-#: ``hrnn_flax``: not measured).
+#: its explanation under it. The PyTorch and Flax twins call their row LSTM once by construction (``build_torch``,
+#: ``build_flax`` of ``bench.models.workloads.mnist_hierarchical_rnn.models``: not measured).
 ROW_LSTM_LABELS = {"per_row": "row LSTM ×28", "reshape": "row LSTM ×1", "twin": "row LSTM ×1 (twin)",
                    None: "row LSTM form not recorded"}
 ROW_LSTM_NOTE = ("row LSTM ×28 / ×1 (mnist_hierarchical_rnn): the calls of the row LSTM per forward pass, measured "
