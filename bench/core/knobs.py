@@ -119,11 +119,12 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     if not sep or not key:
         raise SettingsError(f"{text!r}: expected KNOB=VALUE (bench knobs lists them)")
     value: Any = {"true": True, "false": False}.get(raw.lower(), int(raw) if raw.isdigit() else raw)
-    allowed = [cls.allowed()[key] for cls in SETTINGS.values() if key in cls.allowed()]
+    owners = [cls for cls in SETTINGS.values() if key in cls.allowed()]
+    allowed = [cls.allowed()[key] for cls in owners]
     if not allowed:
         known = sorted({k for cls in SETTINGS.values() for k in cls.allowed()})
         raise SettingsError(f"unknown knob {key!r}; known: {', '.join(known)}")
-    if not any(valid_value(a, value) for a in allowed):
+    if not any(valid_value(a, value) for a in allowed) and not any(cls.is_default(key, value) for cls in owners):
         raise SettingsError(f"{key}={raw} is not valid; expected {describe_allowed(allowed[0])}")
     return key, value
 

@@ -89,6 +89,13 @@ class Settings:
         return {f.name: f.default for f in fields(cls) if f.default is not MISSING and f.default is not None}
 
     @classmethod
+    def is_default(cls, key: str, value: Any) -> bool:
+        """Whether ``value`` is knob ``key``'s fixed default, of the default's own type (``0`` for a knob whose
+        default is 0 even where its allowed values, ``int``, are the positive integers; ``False`` is not ``0``)."""
+        default = cls.defaults().get(key, MISSING)
+        return default is not MISSING and type(value) is type(default) and value == default
+
+    @classmethod
     def help(cls) -> dict[str, str]:
         """Knob name -> what it means."""
         return {f.name: f.metadata["help"] for f in fields(cls)}
@@ -100,7 +107,7 @@ class Settings:
         for key, value in settings.items():
             if key not in allowed:
                 return f"setting {key!r} does not apply to the {cls.engine} engine (it knows: {', '.join(allowed)})"
-            if not valid_value(allowed[key], value):
+            if not cls.is_default(key, value) and not valid_value(allowed[key], value):
                 hint = (" (YAML reads an unquoted on/off as a boolean: quote it)"
                         if isinstance(value, bool) and isinstance(allowed[key], tuple) and "on" in allowed[key] else "")
                 return f"{key}={value!r} is not valid; expected {describe_allowed(allowed[key])}{hint}"

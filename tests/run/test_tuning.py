@@ -49,6 +49,10 @@ def test_settings_are_typed_with_one_default_each():
     assert (s.data_pipeline, s.preload, s.num_workers, s.compile) == ("tensor_dataset", True, 0, "none")
     with pytest.raises(SettingsError, match="num_workers=-1 is not valid; expected int"):
         TorchEpochSettings.from_dict({"num_workers": -1})
+    # a knob set to its own default is valid, even where its allowed values (int: positive) leave the default out
+    assert TorchEpochSettings.from_dict({"num_workers": 0}).num_workers == 0
+    assert knobs.parse_assignment("num_workers=0") == ("num_workers", 0)
+    assert TorchEpochSettings.problem({"persistent_workers": 0}) is not None  # 0 is not the default False
     with pytest.raises(SettingsError, match="does not apply to the keras engine"):
         KerasEpochSettings.from_dict({"preload": True})
     with pytest.raises(dataclasses.FrozenInstanceError):
