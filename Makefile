@@ -243,11 +243,16 @@ for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo lates
 need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [FLAVOR=cpu|gpu]" >&2; exit 2; }
 
 push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGISTRY=ghcr.io/<owner>/dlbench FLAVOR=gpu
+# results/images/<flavor>.txt: one line per image pushed, "<tag reference> <digest reference>" (its digest in this
+# repository, not another's it was pushed to): make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests).
 	$(need_registry)
 	@mkdir -p $(RESULTS_DIR)/images
 	@set -eo pipefail; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
 	  $(DOCKER) tag dlbench/$$i:$$v $$ref; $(DOCKER) push $$ref >/dev/null; \
-	  $(DOCKER) image inspect --format '{{index .RepoDigests 0}}' $$ref; \
+	  digest=$$($(DOCKER) image inspect --format '{{range .RepoDigests}}{{println .}}{{end}}' $$ref \
+	    | awk -v repo="$${ref%:*}@" 'index($$0, repo) == 1 {print; exit}'); \
+	  test -n "$$digest" || { echo "push: no digest of $$ref after pushing it" >&2; exit 1; }; \
+	  echo "$$ref $$digest"; \
 	done | tee $(RESULTS_DIR)/images/$(FLAVOR).txt
 
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
@@ -277,7 +282,8 @@ cloud: ## SkyPilot jobs, one per GPU type: make cloud SUITE=paper GPUS="A100 H10
 
 cloud-k8s: ## A Kubernetes Job (no SkyPilot) on the images make push pushed: make cloud-k8s REGISTRY=... GPU_PRODUCT=...
 	@$(HOST_CLI) cloud k8s --suite $(SUITE) $(CLOUD_REQUEST) \
-	  --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)"
+	  --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)" \
+	  $(if $(wildcard $(RESULTS_DIR)/images/gpu.txt),--digests $(RESULTS_DIR)/images/gpu.txt)
 
 cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<CLOUD_RUN> (gs://, or a folder); CSV + report
 	@test -n "$(FROM)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }

@@ -24,7 +24,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +107,30 @@ def k8s_volumes(claim: str, shm_gib: int) -> tuple[list[dict[str, Any]], list[di
 KEEP_GOING = ["sh", "-c", '"$0" "$@"; status=$?; if [ "$status" -le 1 ]; then exit 0; fi; exit "$status"']
 
 
+def read_digests(path: Path | None) -> dict[str, str]:
+    """The registry digests ``make push`` listed in ``path`` (``results/images/<flavor>.txt``: one line per image,
+    ``<registry>/<image>:<tag> <registry>/<image>@sha256:<hex>``), as {tag reference: digest reference}; {} when
+    ``path`` is None or absent. A line of the older form (the digest alone) names no tag, so it is left out: its
+    digest may belong to an image whose inputs have since changed."""
+    if path is None or not path.is_file():
+        return {}
+    pairs = (line.split() for line in path.read_text().splitlines())
+    return {p[0]: p[1] for p in pairs if len(p) == 2 and "@sha256:" in p[1]}
+
+
+def image_ref(ref: str, digests: Mapping[str, str]) -> tuple[str, list[dict[str, str]]]:
+    """(the image a container of the Job pulls, its extra environment) for the tag reference ``ref``: its digest
+    reference when ``digests`` (``read_digests``) has it, with ``BENCH_IMAGE_DIGEST`` set to it, so that a record
+    names the image it ran in (``env.image_digest``) as ``make bench-all`` passes it; else ``ref`` as it is, which
+    the node pulls by tag, and the records' ``env.image_digest`` is null (the pod cannot learn its image's digest)."""
+    digest = digests.get(ref)
+    return (digest, [{"name": "BENCH_IMAGE_DIGEST", "value": digest}]) if digest else (ref, [])
+
+
 def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, repeats: int | None = None,
             size: str | None = None, seed: int = rounds.DEFAULT_SEED, claim: str = "dlbench-results",
-            name: str | None = None, shm_gib: int = 16, inputs: dict[str, str] | None = None) -> dict[str, Any]:
+            name: str | None = None, shm_gib: int = 16, inputs: dict[str, str] | None = None,
+            digests: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A ``batch/v1`` Job running one comparison on one GPU of a node labelled ``nvidia.com/gpu.product``
     = ``gpu_product``: per round, every stack in that round's shuffled order as an init container (init
     containers run one at a time, so the stacks never share the GPU), then the collector.
@@ -120,7 +141,9 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
     the PersistentVolumeClaim ``claim`` at /results, datasets and the CUDA JIT cache in the pod's volumes,
     and a memory-backed /dev/shm of ``shm_gib`` GiB (PyTorch's DataLoader workers and XLA use it).
     ``repeats`` and ``size`` None: the request's GPU defaults (``bench.core.request.default``). ``inputs``: the
-    other ``bench run`` inputs the user set, as Makefile variables (``bench.core.request.run_args``).
+    other ``bench run`` inputs the user set, as Makefile variables (``bench.core.request.run_args``). ``digests``:
+    the pushed images' digests (``read_digests``): an image found there is pulled by its digest and its records name
+    it (``image_ref``); the others by tag.
 
     Raises:
         ValueError: an unknown stack, repeats < 1, an empty registry or GPU product, or an input that is not a
@@ -142,20 +165,30 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
     def container(step: launch.Step, round_args: list[str]) -> dict[str, Any]:
         args = ["bench", "run", "--stack", step.stack, "--suite", suite, "--size", size, "--device", "gpu",
                 "--out", f"/results/runs/{run}", *round_args, *extra]
-        image = f"{registry}/{step.stack}:{imagetag.tag(step.stack, 'gpu')}"
+        image, pinned = image_ref(f"{registry}/{step.stack}:{imagetag.tag(step.stack, 'gpu')}", digests or {})
         return {"name": f"r{step.round}-{step.stack}", "image": image, "command": KEEP_GOING, "args": args,
-                "env": k8s_env(step.stack), "resources": gpu, "volumeMounts": mounts}
+                "env": k8s_env(step.stack) + pinned, "resources": gpu, "volumeMounts": mounts}
 
     init: list[dict[str, Any]] = []
     launch.KubernetesJob(container, init).launch(launch.plan(stacks, repeats, seed), stacks)
-    return job_manifest(name or f"dlbench-{suite}", gpu_product, init, [collector_container(registry, run, results)],
-                        volumes)
+    collect = collector_container(registry, run, results, digests or {})
+    return job_manifest(name or f"dlbench-{suite}", gpu_product, init, [collect], volumes)
 
 
-def collector_container(registry: str, run: str, mounts: list[dict[str, Any]]) -> dict[str, Any]:
-    """The Job's last container: the collector image merging run ``run``'s records on /results into
-    ``/results/<run>.csv`` and writing the report there (``mounts``: the /results volume mount)."""
-    return {"name": "collect", "image": f"{registry}/collector:{imagetag.tag('collector', 'latest')}",
+def unpinned(job: dict[str, Any]) -> list[str]:
+    """The images of ``job`` (``k8s_job``) that it pulls by tag, not by digest, each once, in order."""
+    pod = job["spec"]["template"]["spec"]
+    refs = [c["image"] for c in pod["initContainers"] + pod["containers"]]
+    return list(dict.fromkeys(r for r in refs if "@sha256:" not in r))
+
+
+def collector_container(registry: str, run: str, mounts: list[dict[str, Any]],
+                        digests: Mapping[str, str]) -> dict[str, Any]:
+    """The Job's last container: the collector image (by digest where ``digests`` has it, ``image_ref``) merging
+    run ``run``'s records on /results into ``/results/<run>.csv`` and writing the report there (``mounts``: the
+    /results volume mount)."""
+    image, _ = image_ref(f"{registry}/collector:{imagetag.tag('collector', 'latest')}", digests)
+    return {"name": "collect", "image": image,
             "command": ["sh", "-c", f"bench collect /results/runs/{run} -o /results/{run}.csv && "
                                     "bench report /results -o /results"],
             "volumeMounts": mounts}
@@ -227,6 +260,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     k8 = cmd.add_parser("k8s", parents=[run], help="print a batch/v1 Job (YAML) for one comparison")
     k8.add_argument("--gpu-product", default="")
     k8.add_argument("--claim", default="dlbench-results")
+    k8.add_argument("--digests", type=Path, default=None,
+                    help="make push's digest list (results/images/gpu.txt): pull those images by digest")
     co = cmd.add_parser("collect", help="copy a results bucket or folder into results/cloud/<run>")
     co.add_argument("--source", required=True)
     co.add_argument("--dest", type=Path, required=True)
@@ -245,8 +280,14 @@ def main(a: argparse.Namespace) -> int:
         elif a.cmd == "k8s":
             import yaml  # the one command that needs a package (PyYAML): imported only when it runs
 
+            digests = read_digests(a.digests)
             job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim,
-                          inputs=inputs)
+                          inputs=inputs, digests=digests)
+            by_tag = unpinned(job)
+            if by_tag:
+                listed = a.digests or "a digest list (--digests)"
+                print(f"note: no digest for {', '.join(by_tag)} in {listed}: pulled by tag, and their records' "
+                      "env.image_digest is null (make push REGISTRY=... FLAVOR=gpu lists them)", file=sys.stderr)
             sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
         else:
             if not a.dry_run:

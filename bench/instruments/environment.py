@@ -243,6 +243,15 @@ def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = N
             "bytes_before": bytes_before, "bytes_after": after, "jit_compiled": grew}
 
 
+def in_container(env: Mapping[str, str], root: Path = Path("/")) -> bool:
+    """Whether this process runs in a container, by the marks container runtimes leave: Docker's ``/.dockerenv``,
+    Podman's and CRI-O's ``/run/.containerenv``, the ``container`` variable (Podman, systemd-nspawn) and, for a
+    Kubernetes pod under containerd (which leaves no file), ``KUBERNETES_SERVICE_HOST``, which the kubelet sets in
+    every container. ``root``: the file system's root (tests pass a folder)."""
+    files = (root / ".dockerenv", root / "run" / ".containerenv")
+    return any(f.exists() for f in files) or bool(env.get("container") or env.get("KUBERNETES_SERVICE_HOST"))
+
+
 def capture(env: Mapping[str, str] | None = None, frameworks: bool = True) -> dict[str, Any]:
     """The full environment block (see docs/outputs.md) of a process whose environment variables are ``env``
     (default ``os.environ``: the worker's own; the runner passes the cell's when it writes the block for a worker
@@ -261,7 +270,7 @@ def capture(env: Mapping[str, str] | None = None, frameworks: bool = True) -> di
         "image_digest": env.get("BENCH_IMAGE_DIGEST") or None,
         "image_id": env.get("BENCH_IMAGE_ID") or None,
         "image_flavor": env.get("BENCH_FLAVOR"),
-        "in_container": Path("/.dockerenv").exists(),
+        "in_container": in_container(env),
         # every image sets BENCH_IMAGE (images/Dockerfile); without it no image's pins ran this cell
         "native": not env.get("BENCH_IMAGE"),
         "packages": package_versions(),

@@ -127,6 +127,30 @@ def test_the_container_environment_gives_jax_95_percent_of_the_gpu_through_the_p
     assert options["memory_fraction"] == pytest.approx(0.95)
 
 
+def test_the_kubernetes_job_pulls_by_digest_what_make_push_listed_and_its_records_name_it(tmp_path, capsys):
+    """An image in make push's list is pulled by its digest and its container gets ``BENCH_IMAGE_DIGEST``, which a
+    record keeps as ``env.image_digest`` (as make bench-all passes it); one missing is pulled by tag, and said. A
+    line of the older form (a digest without its tag) is not used: its image's inputs may have changed since."""
+    from bench.instruments.environment import capture
+
+    jax, torch = (f"ghcr.io/o/dlbench/{s}:{imagetag.tag(s, 'gpu')}" for s in ("keras3-jax", "pytorch"))
+    listed = tmp_path / "gpu.txt"
+    listed.write_text(f"{jax} ghcr.io/o/dlbench/keras3-jax@sha256:aa\nghcr.io/o/dlbench/pytorch@sha256:bb\n")
+    assert cloud.read_digests(listed) == {jax: "ghcr.io/o/dlbench/keras3-jax@sha256:aa"}
+    job = cloud.k8s_job("classic", ["keras3-jax", "pytorch"], "ghcr.io/o/dlbench", "NVIDIA-H100-80GB-HBM3",
+                        repeats=1, digests=cloud.read_digests(listed))
+    by_stack = {c["name"].split("-", 1)[1]: c for c in job["spec"]["template"]["spec"]["initContainers"]}
+    assert by_stack["keras3-jax"]["image"] == "ghcr.io/o/dlbench/keras3-jax@sha256:aa"
+    env = {e["name"]: e["value"] for e in by_stack["keras3-jax"]["env"]}
+    assert capture(env, frameworks=False)["image_digest"] == "ghcr.io/o/dlbench/keras3-jax@sha256:aa"
+    assert by_stack["pytorch"]["image"] == torch and "BENCH_IMAGE_DIGEST" not in str(by_stack["pytorch"]["env"])
+    assert cloud.unpinned(job) == [torch, f"ghcr.io/o/dlbench/collector:{imagetag.tag('collector', 'latest')}"]
+    host_cli(["cloud", "k8s", "--stacks", "keras3-jax pytorch", "--registry", "ghcr.io/o/dlbench",
+              "--gpu-product", "NVIDIA-H100-80GB-HBM3", "--digests", str(listed)])
+    out = capsys.readouterr()
+    assert "@sha256:aa" in out.out and f"note: no digest for {torch}," in out.err
+
+
 def test_the_kubernetes_job_validates_against_the_kubernetes_schema():
     kv = pytest.importorskip("kubernetes_validate")
     job = cloud.k8s_job("paper", DEFAULT_STACKS, "ghcr.io/o/dlbench", "NVIDIA-A100-SXM4-80GB")
@@ -175,10 +199,21 @@ def test_make_push_tags_every_built_image_by_its_inputs_and_records_its_digest(t
     calls = log.read_text().splitlines()
     assert f"tag dlbench/{cpu[0]}:cpu ghcr.io/o/dlbench/{cpu[0]}:{imagetag.tag(cpu[0], 'cpu')}" in calls
     assert f"push ghcr.io/o/dlbench/collector:{imagetag.tag('collector', 'latest')}" in calls
-    digests = (tmp_path / "images" / "cpu.txt").read_text().split()
-    assert digests == [f"ghcr.io/o/dlbench/{s}@sha256:0123" for s in [*cpu, "collector"]]
+    lines = (tmp_path / "images" / "cpu.txt").read_text().splitlines()
+    refs = [f"ghcr.io/o/dlbench/{s}:{imagetag.tag(s, 'latest' if s == 'collector' else 'cpu')}"
+            for s in [*cpu, "collector"]]
+    assert lines == [f"{ref} {ref.rsplit(':', 1)[0]}@sha256:0123" for ref in refs]  # make cloud-k8s reads the pairs
+    assert cloud.read_digests(tmp_path / "images" / "cpu.txt") == dict(line.split() for line in lines)
     p = make("push")
     assert p.returncode == 2 and "usage: make push REGISTRY=" in p.stderr
+
+
+def test_make_push_fails_when_the_pushed_image_has_no_digest_in_its_repository(tmp_path):
+    """An image whose digests are all another repository's (pushed elsewhere too) is an error, not that digest."""
+    fake, _ = fake_docker(tmp_path)
+    fake.write_text(fake.read_text().replace('echo "${5%%:*}@sha256:0123"', 'echo "other.io/x@sha256:0123"'))
+    p = make("push", "REGISTRY=ghcr.io/o/dlbench", "FLAVOR=cpu", f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
+    assert p.returncode != 0 and "no digest of ghcr.io/o/dlbench/" in p.stderr
 
 
 def test_images_pulls_what_the_registry_has_and_builds_the_rest(tmp_path):

@@ -151,3 +151,19 @@ def test_the_dockerfile_sets_what_native_reads():
 
     text = (Path(__file__).resolve().parents[2] / "images/Dockerfile").read_text()
     assert "ENV BENCH_GIT_COMMIT=${BENCH_GIT_COMMIT} BENCH_IMAGE=${BENCH_IMAGE}" in text
+
+
+def test_a_container_is_known_by_the_mark_its_runtime_leaves(tmp_path):
+    """Docker leaves /.dockerenv; Podman and CRI-O /run/.containerenv; a Kubernetes pod under containerd no file,
+    but the kubelet's KUBERNETES_SERVICE_HOST (before, a Job's records said in_container false); a bare host none."""
+    from bench.instruments.environment import in_container
+
+    assert not in_container({}, tmp_path)
+    assert in_container({"KUBERNETES_SERVICE_HOST": "10.96.0.1"}, tmp_path)
+    assert in_container({"container": "podman"}, tmp_path)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / ".containerenv").touch()
+    assert in_container({}, tmp_path)
+    (tmp_path / "run" / ".containerenv").unlink()
+    (tmp_path / ".dockerenv").touch()
+    assert in_container({}, tmp_path)

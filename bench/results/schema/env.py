@@ -50,12 +50,13 @@ class Env(Block):
     git_commit: str | None = entry("the bench checkout's commit")
     image: str | None = entry("the stack image's tag (null outside make)")
     image_digest: str | None = entry("the image the cell ran in: its registry digest when pulled (make bench-all "
-                                     "REGISTRY=...) or pushed (make push), else its local image ID (null outside "
-                                     "make)")
+                                     "REGISTRY=...) or pushed (make push), else its local image ID; a Kubernetes Job's "
+                                     "image make push listed (null: outside make, or a Job's image pulled by tag)")
     image_id: str | None = entry("the image's local ID (docker image inspect's .Id: the same before and after "
                                  "tagging and pushing), the key of the GEMM peak measured in it (null outside make)")
     image_flavor: str | None = entry("the image flavor (cpu or gpu)")
-    in_container: bool | None = entry("the cell ran inside a container")
+    in_container: bool | None = entry("the cell ran inside a container (Docker, Podman, CRI-O, a Kubernetes pod; "
+                                      "records before 2026-11-27 saw Docker's mark only)")
     native: bool | None = entry("no stack image ran the cell (BENCH_IMAGE unset): bench from a checkout on the "
                                 "machine's own Python, as the GPU window runs it (docs/gpu-window.md); env.packages "
                                 "holds what ran, not the images' pins; the report calls such GPU rows checks of the "
