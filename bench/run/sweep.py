@@ -13,10 +13,11 @@ The default grid (``bench/run/sweeps/tuning.yaml``) is the tuning suite.
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -159,16 +160,26 @@ class Grid:
 _MESSAGES = {"model_type": "expected a mapping", "dict_type": "expected a mapping", "list_type": "expected a list"}
 
 
+#: The names pydantic puts after a value's place when it tried each type of ``Value`` in turn.
+_VALUE_TYPES = {t.__name__ for t in get_args(Value)}
+
+
 def _one_line(e: ValidationError, source: str) -> str:
-    """pydantic's first error as one line: the file, where (``engines.torch.grid[0].compile``) and what."""
-    err = e.errors(include_url=False)[0]
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"] if p != "[key]").lstrip(".")
-    if err["type"] == "extra_forbidden":
+    """pydantic's first error as one line: the file, where (``engines.torch.grid[0].compile``) and what. A knob value
+    of no ``Value`` type fails once per type; that is one error, said once, with the value given."""
+    errors = e.errors(include_url=False)
+    err = errors[0]
+    loc = err["loc"][:-1] if err["loc"] and err["loc"][-1] in _VALUE_TYPES else err["loc"]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc if p != "[key]").lstrip(".")
+    count = len({tuple(x["loc"][:-1]) if x["loc"] and x["loc"][-1] in _VALUE_TYPES else x["loc"] for x in errors})
+    if loc != err["loc"]:
+        message = f"{json.dumps(err['input'], default=str)} is not a knob value (a string, a number or true/false)"
+    elif err["type"] == "extra_forbidden":
         what, model = ("a grid file", GridFile) if len(err["loc"]) == 1 else ("a block", EngineBlock)
         message = f"unknown key ({what} has {', '.join(model.model_fields)})"
     else:
         message = _MESSAGES.get(err["type"], err["msg"].removeprefix("Value error, "))
-    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+    more = f" (and {count - 1} more)" if count > 1 else ""
     return f"{source}: {where + ': ' if where else ''}{message}{more}"
 
 

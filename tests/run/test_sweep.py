@@ -39,6 +39,16 @@ def test_errors_name_the_file_and_count_the_rest():
     assert str(e.value) == "x/g.yaml: workload: Input should be a valid string (and 1 more)"
 
 
+def test_a_knob_value_of_no_type_is_one_error_with_the_value_given():
+    """pydantic tries each type a knob value may have and fails once per type: the author reads one error, with the
+    value they wrote, not the type pydantic tried first (before: "preload[0].bool: Input should be a valid boolean
+    (and 3 more)")."""
+    with pytest.raises(sweep.GridError) as e:
+        sweep.parse(_G + "engines:\n  torch: {grid: [{preload: [null], num_workers: [{a: 1}]}]}\n", "g.yaml")
+    assert str(e.value) == ("g.yaml: engines.torch.grid[0].preload[0]: null is not a knob value (a string, a number "
+                            "or true/false) (and 1 more)")
+
+
 def test_the_default_grid_is_the_same_grid_as_a_model():
     """tuning.yaml's blocks are the engines' (no stack block) and every knob in it is one of its engine's."""
     grid = sweep.default_grid("tuning")
