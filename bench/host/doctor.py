@@ -78,14 +78,26 @@ def docker_checks(run: Runner, docker: str, compose: Sequence[str]) -> tuple[lis
     out.append(Check("Compose", "ok" if c.returncode == 0 else "fail",
                      c.stdout.strip() if c.returncode == 0 else _first_line(c),
                      "" if c.returncode == 0 else "install Compose v2 (docker compose) or docker-compose 1.29"))
+    out.append(buildkit_check(run, docker))
+    return out, version
+
+
+def buildkit_check(run: Runner, docker: str) -> Check:
+    """Whether ``docker build`` (make's, under ``DOCKER_BUILDKIT=1``) can build with BuildKit: through the buildx
+    plugin, or, with no plugin, a client older than Docker 23, whose BuildKit is built in. The client decides, not
+    the engine: a client of 23 or newer hands BuildKit builds to buildx and fails without it, whatever engine it
+    talks to (a Docker 28 client beside a Debian 20.10 engine passed this check on the engine's version, then
+    ``make build`` failed)."""
     b = run([docker, "buildx", "version"])
     if b.returncode == 0:
-        out.append(Check("BuildKit", "ok", _first_line(b)))
-    elif version and int(version.split(".")[0]) < 23:
-        out.append(Check("BuildKit", "ok", f"built in (Docker {version}, DOCKER_BUILDKIT=1)"))
-    else:
-        out.append(Check("BuildKit", "fail", "no buildx plugin", "install the docker-buildx plugin"))
-    return out, version
+        return Check("BuildKit", "ok", _first_line(b))
+    c = run([docker, "version", "--format", "{{.Client.Version}}"])
+    client = c.stdout.strip() if c.returncode == 0 else ""
+    major = client.split(".")[0]
+    if major.isdigit() and int(major) < 23:
+        return Check("BuildKit", "ok", f"built in (Docker client {client}, DOCKER_BUILDKIT=1)")
+    return Check("BuildKit", "fail", f"no buildx plugin (Docker client {client or 'version unknown'})",
+                 "install the docker-buildx plugin, or name a client older than 23 (make DOCKER=/path/to/docker)")
 
 
 def build_bytes(flavor: str, missing: Sequence[str], built: set[str]) -> int:

@@ -37,7 +37,7 @@ esac
 """
 FAKE_DOCKER = """#!/bin/sh
 case "$1 $2" in
-  "version --format") echo 20.10.24 ;;
+  "version --format") case "$3" in *Client*) echo "${FAKE_CLIENT:-20.10.24}" ;; *) echo 20.10.24 ;; esac ;;
   "compose version") echo 2.29.1 ;;
   "buildx version") exit 1 ;;
   "info --format") echo /var/lib/docker ;;
@@ -86,6 +86,17 @@ def test_good_gpu_host_passes(host):
     assert checks["Persistence mode"].state == "ok" and checks["Power limit"].state == "ok"
     # 6 gpu images to build (their own parts, the tensorflow and torch layers once each) + the collector
     assert "6 gpu image(s) to build need ~33 GB" in checks["Disk for images"].value
+
+
+def test_a_new_docker_client_without_buildx_fails_buildkit_whatever_the_engine(host, monkeypatch):
+    """A Docker 28 client talking to a 20.10 engine: its ``docker build`` needs the buildx plugin (the client, not the
+    engine, decides), so the check fails before make builds anything; a 20.10 client builds with BuildKit itself."""
+    monkeypatch.setenv("FAKE_CLIENT", "28.2.2")
+    checks = host(A100.format(driver="580.65.06", mig="Disabled"))
+    assert checks["Docker engine"].value == "20.10.24" and failed(checks) == ["BuildKit"]
+    assert "client 28.2.2" in checks["BuildKit"].value and "docker-buildx" in checks["BuildKit"].fix
+    monkeypatch.setenv("FAKE_CLIENT", "20.10.24+dfsg1")
+    assert host(A100.format(driver="580.65.06", mig="Disabled"))["BuildKit"].state == "ok"
 
 
 def test_disk_need_counts_a_shared_layer_once_and_not_at_all_once_built():
