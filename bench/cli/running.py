@@ -72,18 +72,19 @@ def fidelity_cmd(stack_id: str, workload: str, size: Size, device: Device, epoch
               help="Stack id [default: this image's, $BENCH_STACK].")
 @device_option("gpu makes a missing GPU a failed check.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also save the checks and the measured GEMM TFLOP/s as JSON.")
+              help="Also save the checks and the measured GEMM TFLOP/s as JSON (after each mode).")
 def doctor_cmd(stack_id: str, device: Device, out_file: Path | None) -> None:
     """Preflight inside an image: the framework sees the GPU and runs a matmul; measured GEMM TFLOP/s."""
-    from bench.core.checks import save, table
+    from bench.core.checks import table
     from bench.run import probe
 
     if stack_id not in STACKS:
         fail(f"unknown stack {stack_id!r}; known: {', '.join(STACKS)}")
-    checks, extra = probe.image_checks(stack_id, device)
+    write = probe.peak_writer(out_file) if out_file else None  # each mode saved once measured: a signal loses none
+    checks, extra = probe.image_checks(stack_id, device, progress=write)
     click.echo(table(checks))
-    if out_file:
-        save(out_file, "image", checks, extra)
+    if write:
+        write(checks, extra)
     if any(c.state == "fail" for c in checks):
         sys.exit(1)
 

@@ -119,7 +119,9 @@ class Request:
     steps: int | None = option(None, "paper suite: timed steps after the first [default: 100 full, 3 smoke].",
                                kind="int", minimum=1, make="STEPS", commands=(RUN,))
     seq_len: int | None = option(
-        None, "paper suite: sequence length of BERT/Gemma/Mistral fit and predict [default: published].",
+        None, "paper suite: sequence length of the tasks whose inputs have one (`bench list` names them, '--seq-len: "
+              "...'); the other cells neither take nor name it, and a selection of none of those tasks is refused "
+              "[default: each model's published one].",
         kind="int", minimum=1, make="SEQ_LEN", commands=(RUN,))
     timeout_s: float | None = option(
         None, f"Per-cell time limit in seconds [default: {TIMEOUT_S['smoke']:g} smoke, {TIMEOUT_S['full']:g} full].",

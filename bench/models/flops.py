@@ -205,8 +205,8 @@ def write_table(path: Path = FLOPS_CSV) -> list[dict[str, Any]]:
         cfg = w.model.config("full")
         for task in w.tasks:
             total, conv_share = count_split(name, task)
-            # generate runs a fixed prompt to max_length whatever --seq-len says: its row has no sequence length
-            seq_len = "" if task == "generate" else cfg.get("seq_len", "")
+            # a task that reads no sequence length (generate: a fixed prompt to max_length) has none in its row
+            seq_len = cfg.get("seq_len", "") if w.model.reads_seq_len(task) else ""
             rows.append({"workload": name, "task": task, "seq_len": seq_len,
                          "flops_per_example": f"{total:.6g}", "conv_fraction": f"{conv_share:.4f}",
                          "method": f"{METHOD}; torch {torch.__version__.split('+')[0]}, "

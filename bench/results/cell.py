@@ -57,9 +57,10 @@ class StepInputs(Inputs):
 
     Attributes:
         steps: timed steps after the first.
-        seq_len: the sequence length asked for (None: each model's own). A model without one (the image
-            models: segment_anything, stable_diffusion) ignores it, while its cell id and
-            ``settings.model_config`` still name the value given.
+        seq_len: the sequence length of a task whose inputs have one (``PaperModel.reads_seq_len``: its model's
+            own, or the one asked for, then named); None for a task that has none (the image models; a causal
+            LM's generate, a fixed prompt to ``max_length``), whose cell neither names nor takes one given
+            (``bench.run.scenarios.steps.Steps.inputs``), and a selection of such tasks alone is a plan error.
     """
 
     kind: Literal["steps"] = "steps"

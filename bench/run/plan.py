@@ -61,8 +61,9 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
 
     Raises:
         PlanError: unknown stack/suite/workload/task/size/device or input, a workload outside the suite, a number
-            below 1, an input the suite's scenario does not take, a ``sync`` that is not a cadence or is given to
-            the step-timed paper suite, or an empty selection.
+            below 1, an input the suite's scenario does not take or that none of the selected workloads' tasks
+            reads (``Scenario.selection_problem``: a ``seq_len`` for the image models alone), a ``sync`` that is
+            not a cadence or is given to the step-timed paper suite, or an empty selection.
     """
     _check_selection(stacks, suite, size, device, workloads, tasks, given, sync=sync)
     if suite in sweep.DEFAULT_GRIDS:
@@ -141,6 +142,10 @@ def _check_selection(stacks: Sequence[str], suite: str, size: str, device: str, 
     if given.get("data") is not None:
         _raise_if(scenario.data_problem(given["data"], suite))
     _raise_if(scenario.override_problem(suite, given))
+    selected = [(WORKLOADS[w], t) for w in (workloads or SUITES[suite]) for t in WORKLOADS[w].tasks
+                if not tasks or t in tasks]
+    if selected:  # none: "the selection contains no cell" says it
+        _raise_if(scenario.selection_problem(selected, given))
 
 
 def _check_given(given: Mapping[str, Any]) -> None:
@@ -186,6 +191,7 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
     if grid.task not in WORKLOADS[grid.workload].tasks:
         raise PlanError(f"workload {grid.workload!r} has no task {grid.task!r}")
     w = WORKLOADS[grid.workload]
+    _raise_if(scenario_of(w).selection_problem([(w, grid.task)], given))
     inputs = scenario_of(w).inputs(w, grid.task, size, given)
     cells = [
         Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.core import interrupt
 from bench.core.checks import Check, save
 from bench.core.stacks import STACKS, Stack
 from bench.run.cellenv import cell_env, gpu_env_problem
@@ -103,6 +104,9 @@ GEMM_MODES = (("bf16", "bfloat16", False), ("fp32", "float32", False), ("tf32", 
 
 #: GEMM size of the measured peak: large enough to saturate an A100/H100 (1.1 TFLOP per bf16 call).
 GEMM_N = 8192
+
+#: What ``image_checks`` calls after each mode: (the checks so far, what ``save`` keeps beside them so far).
+Progress = Callable[[list[Check], dict[str, Any]], object]
 
 
 def measure_gemm(stack_id: str, dtype: str, tf32: bool, device: str = "gpu", n: int = GEMM_N,
@@ -193,13 +197,16 @@ def nvml_identity(info: dict[str, Any]) -> dict[str, str | None] | None:
 def image_checks(stack_id: str, device: str = "gpu",
                  measure: Callable[[str, str, bool], tuple[float | None, str]] = measure_gemm,
                  probe: Callable[[Any], list[str]] | None = None,
-                 identify: Callable[[], dict[str, Any]] | None = None) -> tuple[list[Check], dict[str, Any]]:
+                 identify: Callable[[], dict[str, Any]] | None = None,
+                 progress: Progress | None = None) -> tuple[list[Check], dict[str, Any]]:
     """Inside a stack's image: the framework sees the GPU and runs a matmul on it (``probe_gpus``),
     then the measured GEMM peak per mode (``GEMM_MODES``). Returns the checks and what ``save`` keeps beside
     them: ``gpu``, the GPU's NVML name and UUID (``identify``: ``bench.instruments.environment.gpu_info``, as a record's
     ``env.gpu``; None without NVML, then a ! check says the peak cannot be matched), ``software``, the driver, image
     and library versions it was measured under (``current_software``), ``framework_gpu``, the framework's name for
-    the GPU, and ``measured_tflops``."""
+    the GPU, and ``measured_tflops`` (TFLOP/s by mode; None: it failed). ``progress`` (``peak_writer``) gets the checks
+    and that dict after each mode, holding the modes measured so far, so that a signal between two modes loses
+    none measured before it."""
     from bench.instruments.environment import gpu_info
 
     s = STACKS[stack_id]
@@ -220,13 +227,16 @@ def image_checks(stack_id: str, device: str = "gpu",
                             "the measured peak cannot be matched to records (mfu_measured stays null): "
                             "nvidia-ml-py and the driver's NVML are needed in the image"))
     measured: dict[str, float | None] = {}
+    extra = {"stack": stack_id, "gpu": gpu, "software": current_software(info), "framework_gpu": gpus[0],
+             "measured_tflops": measured}
     for name, dtype, tf32 in GEMM_MODES:
         value, why = measure(stack_id, dtype, tf32)
         measured[name] = value
         checks.append(Check(f"{stack_id}: GEMM {name}", "ok" if value else "fail",
                             f"{value:.1f} TFLOP/s measured ({GEMM_N}^3)" if value else why))
-    return checks, {"stack": stack_id, "gpu": gpu, "software": current_software(info), "framework_gpu": gpus[0],
-                    "measured_tflops": measured}
+        if progress:
+            progress(list(checks), {**extra, "measured_tflops": dict(measured)})
+    return checks, extra
 
 
 def gemm_mode(precision: str, tf32: bool) -> str | None:
@@ -288,6 +298,40 @@ def cached_tflops(saved: dict[str, Any], gpu: dict[str, Any] | None, software: d
     return {k: v for k, v in (saved.get("measured_tflops") or {}).items() if v}
 
 
+def merged_tflops(measured: Mapping[str, float | None], kept: Mapping[str, float]) -> dict[str, float | None]:
+    """A doctor file's ``measured_tflops`` after a measurement that has ``measured`` so far (TFLOP/s by mode; None: it
+    failed) over the file's ``kept`` modes (``cached_tflops``: measured on this GPU under this software): per mode this
+    measurement's value where it succeeded, else the kept one, else None where it failed; absent where neither has it
+    (not measured yet). ``GEMM_MODES``' order."""
+    names = dict.fromkeys([*(n for n, _, _ in GEMM_MODES), *measured, *kept])
+    return {n: measured.get(n) or kept.get(n) for n in names if n in measured or n in kept}
+
+
+def peak_writer(path: Path, software: dict[str, Any] | None = None) -> Callable[[list[Check], dict[str, Any]], dict]:
+    """The one writer of ``path`` (``results_dir/doctor/<stack>-<flavor>.json``), for ``image_checks``' ``progress``
+    (after each GEMM mode) and its end: ``save`` (atomic, with a signal held back until the file is whole:
+    ``bench.core.interrupt.shielded``, then raised), its ``software`` set to ``software`` where given, and its
+    ``measured_tflops`` merged (``merged_tflops``) with the modes the file held before (read once, now) for the GPU and
+    software written. So a reader sees, at every moment, a whole file whose modes were each measured on its ``gpu``
+    under its ``software``, or are absent. Returns the ``extra`` it saved."""
+    try:
+        before = json.loads(path.read_text())
+    except (OSError, ValueError):
+        before = {}
+
+    def write(found: list[Check], extra: dict[str, Any]) -> dict[str, Any]:
+        extra = {**extra, "software": software} if extra and software is not None else dict(extra)
+        if extra.get("measured_tflops") is not None:
+            kept = cached_tflops(before, extra.get("gpu"), extra.get("software") or {})
+            extra["measured_tflops"] = merged_tflops(extra["measured_tflops"], kept)
+        with interrupt.shielded():
+            save(path, "image", found, extra)
+        interrupt.check()
+        return extra
+
+    return write
+
+
 def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
                          checks: Callable[..., tuple[list[Check], dict[str, Any]]] | None = None,
                          identify: Callable[[], dict[str, Any]] | None = None) -> str:
@@ -296,7 +340,9 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
     ``results_dir/doctor/<stack>-<flavor>.json`` already holds every mode (``GEMM_MODES``) for this GPU
     (``same_gpu``) under this driver and image (``same_software``: after an image rebuild or a driver change every
     mode is measured again). A mode that failed before (saved as None) is measured again; one measured before is
-    kept, not re-run. So every path sets it in its own image on its own GPU: ``make bench-all`` (whose preflight is
+    kept, not re-run. Each mode is saved as soon as it is measured (``peak_writer``): one stopped by a signal
+    (``Interrupted``, ``KeyboardInterrupt``, raised on) loses only the mode it was measuring. So every path sets it in
+    its own image on its own GPU: ``make bench-all`` (whose preflight is
     the host part only), a SkyPilot VM (``make doctor`` runs before the images exist there) and the Kubernetes Job.
     Returns one line saying which. ``checks`` / ``identify``: ``image_checks`` and
     ``bench.instruments.environment.gpu_info`` (tests pass fakes)."""
@@ -320,12 +366,9 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
         name = next(n for n, d, t in GEMM_MODES if (d, t) == (dtype, tf32))
         return (kept[name], "") if name in kept else measure_gemm(sid, dtype, tf32)
 
-    found, extra = (checks or (lambda sid, device: image_checks(sid, device, measure=measure)))(stack_id, "gpu")
-    measured = extra.get("measured_tflops")
-    if measured is not None and extra.get("gpu") and same_gpu(extra["gpu"], saved.get("gpu"))[0]:
-        extra["measured_tflops"] = {**measured, **{k: v for k, v in kept.items() if not measured.get(k)}}
-    if extra:
-        extra["software"] = software
-    save(path, "image", found, extra)
+    write = peak_writer(path, software)
+    found, extra = (checks or (lambda sid, device: image_checks(sid, device, measure=measure, progress=write)))(
+        stack_id, "gpu")
+    extra = write(found, extra)
     values = ", ".join(f"{k} {v:.1f}" for k, v in (extra.get("measured_tflops") or {}).items() if v)
     return f"{stack_id}: measured the GEMM peak on this GPU{again} ({values or 'no value'} TFLOP/s) -> {path}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -105,6 +105,11 @@ class Scenario(ABC):
             owner = next((s for s in SCENARIOS if name in s.input_names()), None)
             if owner is not None and value != owner.inputs_class.model_fields[name].default:
                 return f"--{name.replace('_', '-')} applies to {owner.suites_text}, not to suite {suite!r}"
+        return None
+
+    def selection_problem(self, selected: Sequence[tuple[Any, str]], given: Mapping[str, Any]) -> str | None:
+        """Why an input given (not None) applies to none of the ``selected`` (workload, task) pairs of this
+        scenario's suite (None: it applies to some, or to all): a run of it would only plan cells that ignore it."""
         return None
 
     @abstractmethod

@@ -3,7 +3,7 @@ benchmark's method), one cell per published batch size of a task."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ from bench.core.stacks import Stack
 from bench.instruments.profile.rerun import ProfileRun
 from bench.models import flops
 from bench.models.engines import step_engine
-from bench.models.workloads import StepWorkload
+from bench.models.workloads import WORKLOADS, StepWorkload
 from bench.results import derived
 from bench.results.cell import AnyInputs, Cell, StepInputs
 from bench.results.schema import Data, Metrics, Record
@@ -34,9 +34,24 @@ class Steps(Scenario):
 
     def defaults(self, w: StepWorkload, task: str, size: str) -> dict[str, Any]:
         """The task's first published batch size, the timed steps at ``size`` and the model's sequence length at
-        ``size`` (None: it has none)."""
+        ``size`` where ``task`` reads one (None: it reads none, ``PaperModel.reads_seq_len``)."""
         return {"batch_size": w.batch_sizes(task)[0], "steps": w.steps[size],
-                "seq_len": w.model.config(size).get("seq_len")}
+                "seq_len": w.model.config(size).get("seq_len") if w.model.reads_seq_len(task) else None}
+
+    def inputs(self, w: StepWorkload, task: str, size: str, given: Mapping[str, Any]) -> AnyInputs:
+        """As the base's, but a ``seq_len`` given to a task that reads none is not its input: its cell neither names
+        it nor gets it in its model config (``run``), so its record never claims a length that did not take
+        effect."""
+        if not w.model.reads_seq_len(task):
+            given = {**given, "seq_len": None}
+        return super().inputs(w, task, size, given)
+
+    def selection_problem(self, selected: Sequence[tuple[StepWorkload, str]], given: Mapping[str, Any]) -> str | None:
+        """A ``seq_len`` given where no selected (workload, task) reads one (``seq_len_cells``)."""
+        if given.get("seq_len") is None or any(w.model.reads_seq_len(t) for w, t in selected):
+            return None
+        return (f"--seq-len applies to none of the selected cells: only to {seq_len_cells()}, whose inputs have a "
+                "sequence length")
 
     def same_as_default(self, w: StepWorkload, size: str, name: str, value: Any, default: Any) -> bool:
         """As the base's, but a batch size given is always named: the cell's variant (``bs<N>``) names it, and the
@@ -97,9 +112,20 @@ class Steps(Scenario):
         return [] if steps is None else [("steps", steps, cell.inputs_as(StepInputs).steps)]
 
     def describe(self, w: StepWorkload) -> str:
+        """Its cells, the tasks ``--seq-len`` sets (with the published length), its parameters and source."""
         cells = ", ".join(f"{t} {b}" for t, b in w.cells)
+        seq = [t for t in w.tasks if w.model.reads_seq_len(t)]
+        seq_text = f"; --seq-len: {', '.join(seq)} (published {w.model.config('full')['seq_len']})" if seq else ""
         params = ", ".join(f"{k} {v:,}" for k, v in w.model.published_params.items()) or "n/a"
-        return f"{cells}; params {params}; {w.source}"
+        return f"{cells}{seq_text}; params {params}; {w.source}"
+
+
+def seq_len_cells() -> str:
+    """The registered step-timed workloads and tasks that read a sequence length (``PaperModel.reads_seq_len``), as
+    one phrase: ``bert (fit, predict), gemma (fit)``."""
+    found = {name: [t for t in w.tasks if w.model.reads_seq_len(t)]
+             for name, w in WORKLOADS.items() if isinstance(w, StepWorkload)}
+    return ", ".join(f"{name} ({', '.join(tasks)})" for name, tasks in found.items() if tasks)
 
 
 def step_metrics(timer: Any, batch: int, steps: int, generated_tokens: int | None) -> Metrics:

@@ -39,6 +39,11 @@ class CausalLM(PaperModel):
     #: The preset tokenizer's start (BOS) id, which its preprocessor puts before every prompt.
     bos_id = 0
 
+    def reads_seq_len(self, task: str) -> bool:
+        """fit only: generate feeds a fixed prompt and runs to ``max_length`` (``_llm_prompt``, ``prompt_ids``), as
+        the source's ``model.generate(prompts, max_length=50)`` (benchmark/keras_utils.py@v0.0.5)."""
+        return task == "fit" and super().reads_seq_len(task)
+
     def new_tokens(self, cfg) -> int:
         """Tokens each generate call adds per sequence: to ``max_length``, as the source's
         ``model.generate(prompts, max_length=50)`` (benchmark/keras_utils.py@v0.0.5)."""

@@ -90,6 +90,11 @@ class PaperModel(ABC):
         """The architecture and input shapes at ``size`` (``smoke``: a small config of the same
         architecture; ``full``: the published one)."""
 
+    def reads_seq_len(self, task: str) -> bool:
+        """Whether ``task``'s inputs are built from the config's ``seq_len`` (what ``--seq-len`` sets): a model whose
+        config has one (not the image models), in every task unless a subclass says otherwise."""
+        return "seq_len" in self.config("full")
+
     @abstractmethod
     def keras_job(self, stack, keras, task: str, cfg: dict[str, Any], batch: int, settings: dict[str, Any]) -> Job:
         """The Keras model and inputs of ``task`` (``fit``, ``predict``, ``generate``) at ``batch`` examples."""

@@ -1,0 +1,105 @@
+"""The measured GEMM peak survives a signal: each mode is saved in ``results/doctor/<stack>-<flavor>.json`` as soon as
+it is measured (``bench.run.probe.peak_writer``), by ``bench run``'s ``ensure_measured_peak`` and by ``bench doctor
+--out``, so a SIGTERM or SIGINT (``docker compose`` stop, Ctrl-C, an eviction, a timeout) between two modes loses none
+measured before it, and the next run measures only the rest. The file is whole and true at every moment: its modes
+were each measured on its GPU under its software, or are absent. Fakes: NVML, the installed versions, the image ID and
+the GEMM subprocess (``FakeHost``)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+
+import pytest
+
+from bench import cli
+from bench.core import interrupt
+from bench.run import probe
+from tests.run.test_probe import FakeHost
+
+
+@pytest.fixture
+def host(monkeypatch, tmp_path):
+    return FakeHost(monkeypatch, tmp_path)
+
+
+def stop_at_third_mode(host: FakeHost, monkeypatch, exc: BaseException) -> None:
+    """The GEMM subprocess answers as ``host``'s, but the third mode (tf32) is stopped by ``exc``."""
+    def measure(stack, dtype, tf32):
+        if len(host.calls) == 2:
+            raise exc
+        return FakeHost.measure(host, stack, dtype, tf32)
+
+    monkeypatch.setattr(probe, "measure_gemm", measure)
+
+
+def saved(host: FakeHost) -> dict:
+    return json.loads((host.results / "doctor" / "pytorch-gpu.json").read_text())
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), interrupt.Interrupted(signal.SIGTERM)], ids=repr)
+def test_a_signal_after_two_modes_keeps_them_and_the_next_run_measures_only_the_rest(host, monkeypatch, exc):
+    """The old code saved the file once, after the last mode: a signal during tf32 lost bf16 and fp32 too."""
+    stop_at_third_mode(host, monkeypatch, exc)
+    with pytest.raises(type(exc)):
+        host.ensure()
+    file = saved(host)
+    assert file["measured_tflops"] == {"bf16": 700.0, "fp32": 50.0}  # tf32 absent, not null
+    assert [c["name"] for c in file["checks"]] == ["pytorch: GPU", "pytorch: GEMM bf16", "pytorch: GEMM fp32"]
+    assert file["software"] == probe.current_software({"driver": host.driver})
+    assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)  # the bf16 peak is usable at once
+    monkeypatch.setattr(probe, "measure_gemm", host.measure)
+    line = host.ensure()
+    assert host.calls == [("float32", True)] and "tf32 350.0" in line
+    assert saved(host)["measured_tflops"] == {"bf16": 700.0, "fp32": 50.0, "tf32": 350.0}
+    assert "already" in host.ensure() and host.calls == []
+
+
+def test_a_reader_sees_a_whole_file_of_one_gpu_and_software_at_every_moment(host, monkeypatch):
+    """After a driver change every mode is measured again; the file holds the old driver's three modes until the first
+    new one is saved, then only the new driver's, never a mix under either key."""
+    host.ensure()
+    host.driver = "590.10.01"
+    seen = []
+
+    def measure(stack, dtype, tf32):
+        file = saved(host)
+        seen.append((file["software"]["driver"], file["measured_tflops"]))
+        return {"bfloat16": 710.0, "float32": 360.0 if tf32 else 55.0}[dtype], ""
+
+    monkeypatch.setattr(probe, "measure_gemm", measure)
+    host.ensure()
+    old = {"bf16": 700.0, "fp32": 50.0, "tf32": 350.0}
+    assert seen == [("580.65.06", old), ("590.10.01", {"bf16": 710.0}), ("590.10.01", {"bf16": 710.0, "fp32": 55.0})]
+    assert saved(host)["measured_tflops"] == {"bf16": 710.0, "fp32": 55.0, "tf32": 360.0}
+
+
+def test_a_signal_while_a_mode_is_saved_is_held_until_the_file_is_whole(host, monkeypatch):
+    """SIGTERM arriving inside the write: the file gets the mode just measured, then the signal stops the run."""
+    write = probe.save
+    first = []
+
+    def save_with_signal(*args, **kwargs):
+        if not first:
+            first.append(1)
+            os.kill(os.getpid(), signal.SIGTERM)
+        write(*args, **kwargs)
+
+    monkeypatch.setattr(probe, "save", save_with_signal)
+    with interrupt.handling(), pytest.raises(interrupt.Interrupted):
+        host.ensure()
+    assert host.calls == [("bfloat16", False)] and saved(host)["measured_tflops"] == {"bf16": 700.0}
+
+
+def test_bench_doctor_saves_each_mode_as_it_is_measured(host, monkeypatch):
+    """``bench doctor --out`` (make doctor, the GPU window): SIGTERM during tf32 exits 143 with bf16 and fp32 saved."""
+    stop_at_third_mode(host, monkeypatch, interrupt.Interrupted(signal.SIGTERM))
+    monkeypatch.setattr(probe, "image_checks", functools.partial(probe.image_checks, measure=probe.measure_gemm))
+    out = host.results / "doctor" / "pytorch-gpu.json"
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["doctor", "--stack", "pytorch", "--device", "gpu", "--out", str(out)])
+    assert stopped.value.code == 143
+    assert saved(host)["measured_tflops"] == {"bf16": 700.0, "fp32": 50.0}
+    assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)
