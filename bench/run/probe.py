@@ -307,13 +307,19 @@ def merged_tflops(measured: Mapping[str, float | None], kept: Mapping[str, float
     return {n: measured.get(n) or kept.get(n) for n in names if n in measured or n in kept}
 
 
+#: A doctor file's fields that describe its measured peak (``image_checks``' extra): kept by ``peak_writer`` when a
+#: later check measures nothing.
+MEASURED_KEYS = ("stack", "gpu", "software", "framework_gpu", "measured_tflops")
+
+
 def peak_writer(path: Path, software: dict[str, Any] | None = None) -> Callable[[list[Check], dict[str, Any]], dict]:
     """The one writer of ``path`` (``results_dir/doctor/<stack>-<flavor>.json``), for ``image_checks``' ``progress``
     (after each GEMM mode) and its end: ``save`` (atomic, with a signal held back until the file is whole:
     ``bench.core.interrupt.shielded``, then raised), its ``software`` set to ``software`` where given, and its
     ``measured_tflops`` merged (``merged_tflops``) with the modes the file held before (read once, now) for the GPU and
     software written. So a reader sees, at every moment, a whole file whose modes were each measured on its ``gpu``
-    under its ``software``, or are absent. Returns the ``extra`` it saved."""
+    under its ``software``, or are absent; a check that measured nothing (the GPU probe failed) keeps the file's
+    measured fields (``MEASURED_KEYS``) beside its failed checks. Returns the ``extra`` it saved."""
     try:
         before = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -321,7 +327,9 @@ def peak_writer(path: Path, software: dict[str, Any] | None = None) -> Callable[
 
     def write(found: list[Check], extra: dict[str, Any]) -> dict[str, Any]:
         extra = {**extra, "software": software} if extra and software is not None else dict(extra)
-        if extra.get("measured_tflops") is not None:
+        if extra.get("measured_tflops") is None:  # nothing measured now (the GPU probe failed): what was measured stays
+            extra = {k: before[k] for k in MEASURED_KEYS if k in before} | extra
+        else:
             kept = cached_tflops(before, extra.get("gpu"), extra.get("software") or {})
             extra["measured_tflops"] = merged_tflops(extra["measured_tflops"], kept)
         with interrupt.shielded():

@@ -103,3 +103,24 @@ def test_bench_doctor_saves_each_mode_as_it_is_measured(host, monkeypatch):
     assert stopped.value.code == 143
     assert saved(host)["measured_tflops"] == {"bf16": 700.0, "fp32": 50.0}
     assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)
+
+
+def test_a_failed_gpu_probe_keeps_the_peak_measured_before(host, monkeypatch):
+    """A later check that measures nothing (the framework cannot reach the GPU this time) writes its failed check
+    beside the peak measured before, for that GPU and software, not over it (before: a file with the check alone)."""
+    def no_tf32(stack, dtype, tf32):
+        return (None, "out of memory") if tf32 else host.measure(stack, dtype, tf32)
+
+    monkeypatch.setattr(probe, "measure_gemm", no_tf32)
+    host.ensure()  # tf32 failed (saved as None): the next run measures it again, and probes the GPU first
+
+    def unreachable(stack):
+        raise RuntimeError("CUDA error: no CUDA-capable device is detected")
+
+    monkeypatch.setattr(probe, "probe_gpus", unreachable)
+    host.ensure()
+    file = saved(host)
+    assert [c["state"] for c in file["checks"]] == ["fail"] and "no CUDA-capable" in file["checks"][0]["value"]
+    assert file["measured_tflops"] == {"bf16": 700.0, "fp32": 50.0, "tf32": None}
+    assert file["software"] == probe.current_software({"driver": host.driver})
+    assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)  # still matched to the records of this GPU
