@@ -145,7 +145,7 @@ def _check_selection(stacks: Sequence[str], suite: str, size: str, device: str, 
     selected = [(WORKLOADS[w], t) for w in (workloads or SUITES[suite]) for t in WORKLOADS[w].tasks
                 if not tasks or t in tasks]
     if selected:  # none: "the selection contains no cell" says it
-        _raise_if(scenario.selection_problem(selected, given))
+        _raise_if(scenario.selection_problem(selected, given, size))
 
 
 def _check_given(given: Mapping[str, Any]) -> None:
@@ -191,7 +191,7 @@ def sweep_cells(grid, stacks: Sequence[str], *, suite: str | None = None, size: 
     if grid.task not in WORKLOADS[grid.workload].tasks:
         raise PlanError(f"workload {grid.workload!r} has no task {grid.task!r}")
     w = WORKLOADS[grid.workload]
-    _raise_if(scenario_of(w).selection_problem([(w, grid.task)], given))
+    _raise_if(scenario_of(w).selection_problem([(w, grid.task)], given, size))
     inputs = scenario_of(w).inputs(w, grid.task, size, given)
     cells = [
         Cell(stack=s, suite=suite or grid.name, workload=grid.workload, task=grid.task, size=size,

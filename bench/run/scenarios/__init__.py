@@ -107,9 +107,11 @@ class Scenario(ABC):
                 return f"--{name.replace('_', '-')} applies to {owner.suites_text}, not to suite {suite!r}"
         return None
 
-    def selection_problem(self, selected: Sequence[tuple[Any, str]], given: Mapping[str, Any]) -> str | None:
+    def selection_problem(self, selected: Sequence[tuple[Any, str]], given: Mapping[str, Any],
+                          size: str) -> str | None:
         """Why an input given (not None) applies to none of the ``selected`` (workload, task) pairs of this
-        scenario's suite (None: it applies to some, or to all): a run of it would only plan cells that ignore it."""
+        scenario's suite at ``size``, or is out of a selected model's range there (None: it applies): a run of it
+        would only plan cells that ignore it, or that fail."""
         return None
 
     @abstractmethod

@@ -46,12 +46,23 @@ class Steps(Scenario):
             given = {**given, "seq_len": None}
         return super().inputs(w, task, size, given)
 
-    def selection_problem(self, selected: Sequence[tuple[StepWorkload, str]], given: Mapping[str, Any]) -> str | None:
-        """A ``seq_len`` given where no selected (workload, task) reads one (``seq_len_cells``)."""
-        if given.get("seq_len") is None or any(w.model.reads_seq_len(t) for w, t in selected):
+    def selection_problem(self, selected: Sequence[tuple[StepWorkload, str]], given: Mapping[str, Any],
+                          size: str) -> str | None:
+        """A ``seq_len`` given where no selected (workload, task) reads one (``seq_len_cells``), or longer than a
+        selected model's learned positions at ``size`` (its config's ``max_len``: BERT's 512, 32 at smoke size), which
+        its cell would only fail on."""
+        seq_len = given.get("seq_len")
+        if seq_len is None:
             return None
-        return (f"--seq-len applies to none of the selected cells: only to {seq_len_cells()}, whose inputs have a "
-                "sequence length")
+        reading = [w for w, t in selected if w.model.reads_seq_len(t)]
+        if not reading:
+            return (f"--seq-len applies to none of the selected cells: only to {seq_len_cells()}, whose inputs have "
+                    "a sequence length")
+        limits = {w.name: w.model.config(size).get("max_len") for w in reading}
+        over = [f"{name}'s {limit}" for name, limit in limits.items() if limit and seq_len > limit]
+        if over:
+            return f"--seq-len {seq_len} is longer than the positions of {', '.join(over)} (max_len at size {size})"
+        return None
 
     def same_as_default(self, w: StepWorkload, size: str, name: str, value: Any, default: Any) -> bool:
         """As the base's, but a batch size given is always named: the cell's variant (``bs<N>``) names it, and the

@@ -84,3 +84,14 @@ def test_bench_list_names_the_tasks_it_sets():
         line = steps.STEPS.describe(WORKLOADS[name])
         tasks = [t for n, t in sorted(READS) if n == name]
         assert (f"--seq-len: {', '.join(tasks)}" in line) == bool(tasks) and ("--seq-len" in line) == bool(tasks)
+
+
+@pytest.mark.parametrize("size, ok, too_long", [("smoke", 32, 33), ("full", 512, 513)])
+def test_a_sequence_length_past_berts_positions_is_a_plan_error_not_a_failed_cell(size, ok, too_long):
+    """BERT learns ``max_len`` positions (512; 32 in the smoke config): a longer input fails inside its cell (an index
+    past the position table), so the plan refuses it; the causal LMs (rotary positions) have no such limit."""
+    assert WORKLOADS["bert"].model.config(size)["max_len"] == ok
+    assert plan.expand(["pytorch"], "paper", size, "cpu", ["bert"], ["fit"], seq_len=ok)
+    with pytest.raises(plan.PlanError, match=f"--seq-len {too_long} is longer than the positions of bert's {ok} "):
+        plan.expand(["pytorch"], "paper", size, "cpu", ["bert", "gemma"], ["fit"], seq_len=too_long)
+    assert plan.expand(["pytorch"], "paper", size, "cpu", ["gemma"], ["fit"], seq_len=too_long)
