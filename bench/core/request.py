@@ -108,10 +108,10 @@ class Request:
         env="BENCH_REPEATS", kind="int", minimum=1)
     batch_size: int | None = option(None, "Override batch size (a record of its own: the cell id names it).",
                                     kind="int", minimum=1, make="BATCH_SIZE")
-    epochs: int | None = option(None, "Override epochs, fit suites (a record of its own: the cell id names it).",
+    epochs: int | None = option(None, "Override epochs, epoch suites (a record of its own: the cell id names it).",
                                 kind="int", minimum=1, make="EPOCHS")
     samples: int | None = option(
-        None, "fit suites: train on the first N training examples (validation: a quarter as many, or the workload's "
+        None, "epoch suites: train on the first N training examples (validation: a quarter as many, or the workload's "
               "held-out share of them): the same model and batch, fewer steps per epoch (a record of its own: the "
               "cell id names it; N at or above the dataset's training examples, where the size trains on all of "
               "them, is the default cell) [default: the size's, all of the dataset at full].",

@@ -55,7 +55,7 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     ``steps``, ``seq_len``; None: the workload's own at ``size``), each resolved once here into the cell's
     ``inputs`` by the suite's scenario (``Scenario.inputs``), and the run options (``RUN_OPTIONS``: ``timeout_s``,
     ``telemetry_samples``, ``profile``, ``Cell``'s fields of those names).
-    ``sync``: the timing cadence of every cell of a fit suite (``bench.instruments.timing.Cadence``; None: the
+    ``sync``: the timing cadence of every cell of an epoch suite (``bench.instruments.timing.Cadence``; None: the
     settings' default, ``epoch``); a cadence other than the default is added to the variant name
     (``sync-step``, ``sync-every8``) so its records sit beside the default ones.
 

@@ -86,7 +86,7 @@ def test_samples_caps_the_training_set_and_names_the_cell():
     (own,) = expand(["pytorch"], "classic", "smoke", "cpu", workloads=["mnist_mlp"],
                     samples=SMOKE_SAMPLES["mnist_mlp"])
     assert own.inputs.samples == SMOKE_SAMPLES["mnist_mlp"] and "samples" not in own.id
-    with pytest.raises(PlanError, match="--samples applies to the fit suites"):
+    with pytest.raises(PlanError, match=r"--samples applies to the epoch suites \(classic, tuning\)"):
         expand(["pytorch"], "paper", "smoke", "cpu", workloads=["bert"], samples=10)
     with pytest.raises(PlanError, match="samples must be positive"):
         expand(["pytorch"], "classic", "smoke", "cpu", samples=0)
