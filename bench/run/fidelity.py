@@ -150,8 +150,7 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     if hand is None:
         raise ValueError(f"fidelity has no free-running loop for the {stack.family!r} engine ({stack_id})")
     order = ["hand", *cadences, *reversed(cadences), "hand"]
-    hand_ms: list[float] = []
-    overhead_s: list[float] = []
+    hand_ms, overhead_s = list[float](), list[float]()  # each hand run's steady ms/step, its fit call's cost (s)
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in cadences}
     done = [] if done is None else done
     for name in order:
