@@ -9,7 +9,7 @@
 #        TELEMETRY_SAMPLES=1, PROFILE=1 (a profile of each cell after its timed window: docs/profile.md), SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
 #        cell, e.g. SET="tf32=off": `bench knobs`; the cells' variant is named after them), SEED (the rounds'
 #        shuffle, default 1), ORDER (shuffled|abba: how each round orders the stacks), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
-#        idle + 3 degC; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack), DATA (auto|real|synthetic: fit suites' data), RUN, RESULTS_DIR, BASE_IMAGE,
+#        idle + 3 degC; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack), DATA (auto|real|synthetic: the epoch suites' (classic, tuning) data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
 #        REGISTRY (pull images tagged by their inputs where it has them; make push), HISTORY (on|off: collect
 #        appends the run to $(RESULTS_DIR)/history.sqlite; off: the CSV only, for a RESULTS_DIR on a bucket's FUSE

@@ -9,6 +9,7 @@ from bench.models.workloads import SIZES, SUITES, WORKLOADS
 from bench.results.record import FIELDS
 from bench.run import plan as planning
 from bench.run.scenarios import scenario_of
+from bench.run.scenarios.epochs import EPOCHS
 
 
 @click.command("list")
@@ -27,16 +28,18 @@ def list_cmd(only_stacks: bool) -> None:
     click.echo("workloads:")
     for w in WORKLOADS.values():
         click.echo(f"  {w.name:<24} {scenario_of(w).describe(w)}")
-    click.echo(f"fit variants (Keras stacks): {fit_variants()}")
+    click.echo(keras_variants_line())
     click.echo(f"tasks: {', '.join(planning.all_tasks())}")
     click.echo(f"sizes: {', '.join(SIZES)}")
 
 
-def fit_variants() -> str:
-    """The fit suites' named one-flag Keras variants (``bench.core.knobs.FIT_VARIANTS``) as ``--set`` flags."""
+def keras_variants_line() -> str:
+    """The epoch suites' named one-flag Keras variants (``bench.core.knobs.FIT_VARIANTS``) as ``--set`` flags, one
+    line of ``bench list`` and ``bench knobs`` that names the suites from the scenario registry."""
     from bench.core.knobs import FIT_VARIANTS
 
-    return " | ".join(f"--set {k}: {v}" for k, v in FIT_VARIANTS.items())
+    flags = " | ".join(f"--set {k}: {v}" for k, v in FIT_VARIANTS.items())
+    return f"named variants on the Keras stacks in {EPOCHS.suites_text}: {flags}"
 
 
 @click.command("fields")
@@ -57,7 +60,7 @@ def knobs_cmd() -> None:
         for name, allowed in knobs.items():
             values = describe_allowed(allowed)
             click.echo(f"  {name:<20} {values}")
-    click.echo(f"named variants (fit suites, Keras stacks): {fit_variants()}")
+    click.echo(keras_variants_line())
     click.echo("meaning:")
     for name, text in DOCS.items():
         click.echo(f"  {name}: {text}")

@@ -78,7 +78,7 @@ def check(stack: Stack, settings: dict[str, Any], kind: str = "epochs") -> str |
     return cls(**settings).stack_problem(stack)
 
 
-#: One-flag variants of the fit suites' Keras cells beside their sources' defaults (``bench knobs``, ``bench list``):
+#: One-flag variants of the epoch suites' Keras cells beside their sources' defaults (``bench knobs``, ``bench list``):
 #: knob=value -> what it is.
 FIT_VARIANTS: dict[str, str] = {
     "jit_compile=false": "no XLA, as the 2017 scripts ran; Keras 3's default 'auto' uses XLA on JAX, and on "

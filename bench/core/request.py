@@ -32,7 +32,7 @@ DEFAULT_SEED = 1
 #: How a round orders its stacks (``bench.core.rounds.order``): ``shuffled`` with the seed (make bench-all), or
 #: ``abba`` for two stacks (make compare-versions): A first in rounds 1, 4, 5, 8, ..., B first in 2, 3, 6, 7, ...
 ORDER_RULES = ("shuffled", "abba")
-#: Per-cell process time limit by size (s) unless ``--timeout`` says otherwise.
+#: Per-cell process time limit by size (s) unless ``--timeout`` says otherwise; ``timeout_for`` resolves it.
 TIMEOUT_S = {"smoke": 600.0, "full": 3600.0}
 #: Independent repeats per cell by device unless ``--repeats`` says otherwise: GPU timings vary run to run, and CPU
 #: runs are smoke tests of the harness.
@@ -108,10 +108,10 @@ class Request:
         env="BENCH_REPEATS", kind="int", minimum=1)
     batch_size: int | None = option(None, "Override batch size (a record of its own: the cell id names it).",
                                     kind="int", minimum=1, make="BATCH_SIZE")
-    epochs: int | None = option(None, "Override epochs, fit suites (a record of its own: the cell id names it).",
+    epochs: int | None = option(None, "Override epochs, epoch suites (a record of its own: the cell id names it).",
                                 kind="int", minimum=1, make="EPOCHS")
     samples: int | None = option(
-        None, "fit suites: train on the first N training examples (validation: a quarter as many, or the workload's "
+        None, "epoch suites: train on the first N training examples (validation: a quarter as many, or the workload's "
               "held-out share of them): the same model and batch, fewer steps per epoch (a record of its own: the "
               "cell id names it; N at or above the dataset's training examples, where the size trains on all of "
               "them, is the default cell) [default: the size's, all of the dataset at full].",
@@ -191,10 +191,6 @@ class Request:
         """``repeats`` as a run on ``device`` resolves it (``REPEATS`` unless set)."""
         return self.repeats or REPEATS[device]
 
-    def timeout_for(self, size: str) -> float:
-        """Per-cell time limit (s) at ``size`` (``TIMEOUT_S`` unless set)."""
-        return self.timeout_s or TIMEOUT_S[size]
-
     def variant_settings(self) -> dict[str, Any]:
         """``plan.expand``'s ``settings`` and ``variant`` for the variant inputs (empty: the default): ``--set
         KNOB=VALUE`` (named after what is set, e.g. ``tf32=off``), ``--compile MODE`` (``compile-<mode>``) and
@@ -216,6 +212,17 @@ class Request:
         return {"settings": settings, "variant": "+".join(names)} if names else {}
 
 
+def timeout_for(size: str, timeout_s: float | None = None) -> float:
+    """A cell's process time limit (s) at ``size``: ``timeout_s`` (``--timeout``) where given, else ``TIMEOUT_S``'s.
+    The one place that resolves it: ``bench.run.plan`` (every cell of ``bench run`` and ``bench sweep``) and
+    ``default`` (the host's ``request default timeout_s``) call it.
+
+    Raises:
+        KeyError: ``size`` is not one of ``TIMEOUT_S``' sizes and ``timeout_s`` is not given.
+    """
+    return timeout_s or TIMEOUT_S[size]
+
+
 def default(name: str, device: str | None = None, size: str | None = None) -> Any:
     """The default of ``Request`` field ``name`` as a run resolves it: ``size`` and ``repeats`` on ``device``,
     ``timeout_s`` at ``size``, ``seed`` the rounds' ``DEFAULT_SEED``; other fields their declared default.
@@ -234,7 +241,7 @@ def default(name: str, device: str | None = None, size: str | None = None) -> An
     if name == "timeout_s":
         if size not in TIMEOUT_S:
             raise ValueError("the default timeout depends on the size: give --size smoke or full")
-        return request.timeout_for(size)
+        return timeout_for(size, request.timeout_s)
     if name == "seed":
         return DEFAULT_SEED
     f = known[name]

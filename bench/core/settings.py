@@ -33,7 +33,7 @@ TF32_HELP = ("TF32 for float32 matmuls and convolutions: default = each framewor
 #: NVIDIA_TF32_OVERRIDE (it first appears in v0.0.6, commit f9792f0), the Keras 2.0.8 examples set nothing, and
 #: the tuning study changed only PyTorch's ``set_float32_matmul_precision`` (our ``on`` on that stack).
 TF32_MODES = ("default", "on", "off")
-JIT_HELP = ("XLA compilation of the train step: Keras (False, True, or Keras 3's 'auto'; unset in the fit suites: "
+JIT_HELP = ("XLA compilation of the train step: Keras (False, True, or Keras 3's 'auto'; unset in the epoch suites: "
             "Keras' own default: on Keras 2 (tf-keras) the model's step off but each optimizer's update step under XLA "
             "on a GPU (tf-keras optimizers' own jit_compile=True, tf_keras/src/optimizers/optimizer.py@2.21.0:49, "
             "59-67); 'auto' on Keras 3, which turns XLA on for JAX always, for TensorFlow on a GPU, never for PyTorch "

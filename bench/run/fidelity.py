@@ -150,13 +150,13 @@ def measure(stack_id: str, workload: str, device: str, size: str, epochs: int = 
     if hand is None:
         raise ValueError(f"fidelity has no free-running loop for the {stack.family!r} engine ({stack_id})")
     order = ["hand", *cadences, *reversed(cadences), "hand"]
-    hand_ms: list[float] = []
-    overhead_s: list[float] = []
+    hand_ms, overhead_s = list[float](), list[float]()  # each hand run's steady ms/step, its fit call's cost (s)
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in cadences}
     done = [] if done is None else done
     for name in order:
         if name == "hand":
-            h = hand.run(stack, w, ds, device, epochs, batch, TF32_AS_HARNESS)
+            h = hand.run(stack=stack, workload=w, ds=ds, device=device, epochs=epochs, batch=batch,
+                         tf32=TF32_AS_HARNESS)
             hand_ms.append(1000.0 * h["steady_s"] / ((epochs - 1) * steps))
             overhead_s += [h["fit_call_overhead_s"]] if "fit_call_overhead_s" in h else []
             done.append({"run": name, "ms_per_step": hand_ms[-1]})

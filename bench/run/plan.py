@@ -9,7 +9,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from bench.core.cadence import Cadence
 from bench.core.families.keras import KerasEpochSettings
-from bench.core.request import TIMEOUT_S
+from bench.core.request import timeout_for
 from bench.core.stacks import STACKS
 from bench.models.datasets import DATA_CHOICES
 from bench.models.workloads import SIZES, SUITES, WORKLOADS
@@ -31,7 +31,7 @@ def all_tasks() -> list[str]:
     return sorted({t for w in WORKLOADS.values() for t in w.tasks})
 
 
-#: The cell's own run options a plan takes as they are (``Cell`` fields; ``timeout_s`` None: ``TIMEOUT_S`` at the size).
+#: The cell's own run options a plan takes as they are (``Cell`` fields; ``timeout_s`` resolved by ``timeout_for``).
 RUN_OPTIONS = ("timeout_s", "telemetry_samples", "profile")
 #: Every keyword input ``expand`` and ``sweep_cells`` take beside the selection (``bench.run.session`` passes the
 #: ``bench run`` options of these names): the scenarios' inputs (``INPUT_NAMES``) and the run options.
@@ -55,7 +55,7 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     ``steps``, ``seq_len``; None: the workload's own at ``size``), each resolved once here into the cell's
     ``inputs`` by the suite's scenario (``Scenario.inputs``), and the run options (``RUN_OPTIONS``: ``timeout_s``,
     ``telemetry_samples``, ``profile``, ``Cell``'s fields of those names).
-    ``sync``: the timing cadence of every cell of a fit suite (``bench.instruments.timing.Cadence``; None: the
+    ``sync``: the timing cadence of every cell of an epoch suite (``bench.instruments.timing.Cadence``; None: the
     settings' default, ``epoch``); a cadence other than the default is added to the variant name
     (``sync-step``, ``sync-every8``) so its records sit beside the default ones.
 
@@ -90,9 +90,10 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
 
 
 def _run_options(given: Mapping[str, Any], size: str) -> dict[str, Any]:
-    """The ``Cell`` fields of the run options ``given`` (``RUN_OPTIONS``), the time limit resolved at ``size``."""
+    """The ``Cell`` fields of the run options ``given`` (``RUN_OPTIONS``), the time limit resolved at ``size``
+    (``bench.core.request.timeout_for``)."""
     out = {k: given[k] for k in RUN_OPTIONS if given.get(k) is not None}
-    out["timeout_s"] = out.get("timeout_s") or TIMEOUT_S[size]
+    out["timeout_s"] = timeout_for(size, out.get("timeout_s"))
     return out
 
 

@@ -38,7 +38,7 @@ def test_every_family_has_its_settings_engines_adapter_loop_and_builder(name):
         cls = f.settings(kind)
         assert cls is not None and issubclass(cls, Settings) and cls.engine == name, (name, kind)
         assert knobs.settings_class(name, kind) is cls
-    assert f.kinds[0] == "epochs"  # every family trains the fit suites
+    assert f.kinds[0] == "epochs"  # every family trains the epoch suites
     epochs = importlib.import_module(f.module("epochs"))
     assert engines.epoch_engine(name) is epochs and callable(epochs.fit)
     if f.steps is not None:

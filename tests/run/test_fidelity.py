@@ -77,3 +77,25 @@ def test_the_harness_side_differs_from_the_free_running_loop_only_in_its_timing(
     for engine in ("torch", "jax"):
         other = harness_settings(settings_class(engine), "step")
         assert (other.sync, other.augment) == ("step", False) and not hasattr(other, "progress")
+
+
+def test_every_free_running_loop_takes_the_protocols_parameters_by_keyword_only():
+    """``HandLoop.run`` is keyword-only (two strings and two integers in a row cannot be swapped unnoticed); each
+    family's ``handloop.run`` takes the protocol's parameters, by keyword only."""
+    import inspect
+
+    from bench.core.families import FAMILIES
+    from bench.models.engines import HandLoop
+    from bench.run.fidelity import hand_loop
+
+    def keyword_only(fn) -> list[str]:
+        params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), fn
+        return [p.name for p in params]
+
+    names = keyword_only(HandLoop.run)
+    assert names == ["stack", "workload", "ds", "device", "epochs", "batch", "tf32"]
+    loops = [loop for loop in map(hand_loop, FAMILIES) if loop is not None]
+    assert len(loops) == 3
+    for loop in loops:
+        assert keyword_only(loop.run) == names

@@ -61,7 +61,7 @@ def test_an_override_equal_to_the_default_is_the_default_cell():
 @pytest.mark.parametrize("suite, kw, msg", [
     ("classic", dict(steps=5), "--steps applies to the paper suite"),
     ("classic", dict(seq_len=64), "--seq-len applies to the paper suite"),
-    ("paper", dict(epochs=3), "--epochs applies to the fit suites"),
+    ("paper", dict(epochs=3), r"--epochs applies to the epoch suites \(classic, tuning\)"),
 ])
 def test_an_input_the_suite_never_reads_is_an_error(suite, kw, msg):
     with pytest.raises(plan.PlanError, match=msg):

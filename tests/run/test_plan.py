@@ -86,7 +86,7 @@ def test_samples_caps_the_training_set_and_names_the_cell():
     (own,) = expand(["pytorch"], "classic", "smoke", "cpu", workloads=["mnist_mlp"],
                     samples=SMOKE_SAMPLES["mnist_mlp"])
     assert own.inputs.samples == SMOKE_SAMPLES["mnist_mlp"] and "samples" not in own.id
-    with pytest.raises(PlanError, match="--samples applies to the fit suites"):
+    with pytest.raises(PlanError, match=r"--samples applies to the epoch suites \(classic, tuning\)"):
         expand(["pytorch"], "paper", "smoke", "cpu", workloads=["bert"], samples=10)
     with pytest.raises(PlanError, match="samples must be positive"):
         expand(["pytorch"], "classic", "smoke", "cpu", samples=0)
@@ -146,3 +146,19 @@ def test_whole_dataset_needs_the_whole_test_split_where_it_validates(monkeypatch
     full, capped, short = (w.load_data("full", "synthetic", n) for n in (None, 800, 400))
     assert (full.n_train, len(full.y_val)) == (capped.n_train, len(capped.y_val)) == (400, 200)
     assert (short.n_train, len(short.y_val)) == (400, 100)
+
+
+def test_every_cell_of_run_and_sweep_takes_its_time_limit_where_the_request_resolves_it(monkeypatch):
+    """``bench.core.request.timeout_for`` is the one place a cell's default time limit is resolved: ``bench run``'s
+    cells, ``bench sweep``'s and the host's ``request default timeout_s`` all read the table it reads."""
+    from bench.core import request
+    from bench.run import sweep
+    from bench.run.plan import sweep_cells
+
+    monkeypatch.setattr(request, "TIMEOUT_S", {"smoke": 7.0, "full": 70.0})
+    grid = sweep.default_grid("tuning")
+    for size, limit in (("smoke", 7.0), ("full", 70.0)):
+        assert {c.timeout_s for c in expand(["pytorch"], "classic", size, "cpu")} == {limit}
+        assert {c.timeout_s for c in sweep_cells(grid, ["pytorch"], size=size, device="cpu")} == {limit}
+        assert request.default("timeout_s", size=size) == limit
+        assert {c.timeout_s for c in expand(["pytorch"], "classic", size, "cpu", timeout_s=5)} == {5}

@@ -143,9 +143,10 @@ class HandLoop(Protocol):
     """What a family's ``handloop`` module implements (through its ``run``): the free-running loop of
     ``bench.run.fidelity``, the same model and data with no hooks at all."""
 
-    def run(self, stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch: int,
+    def run(self, *, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch: int,
             tf32: str) -> dict[str, float]:
-        """Train ``w`` on ``ds`` for ``epochs`` epochs of ``batch`` under the ``tf32`` knob's mode, timed as blocks.
+        """Train ``workload`` on ``ds`` for ``epochs`` epochs of ``batch`` examples on ``device`` (``cpu``/``gpu``)
+        under the ``tf32`` knob's mode, timed as blocks. Keyword-only: two strings and two integers in a row.
 
         Returns:
             ``first_epoch_s`` (the compiling epoch), ``steady_s`` (the ``epochs - 1`` others, one block) and,

@@ -4,17 +4,39 @@ Each engine gives its framework's part as an ``EpochSteps`` (the batches, one tr
 device, reading them back, validation); ``train_epochs`` runs every epoch between the timer's barriers, reads the
 training loss and accuracy back (after every step under ``sync=step``, else once after the epoch's timed steps),
 validates after the timed window, keeps the per-epoch history, and stops the telemetry window right after its last
-barrier. Keras' engine times its own ``fit`` through callbacks and does not use it.
+barrier. Keras' engine times its own ``fit`` through callbacks and does not use it; all three epoch engines open with
+``checked_augment``, the ``augment`` knob's check.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.instruments.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
+from bench.models.engines import Unsupported
 from bench.results.schema import Metrics
+
+if TYPE_CHECKING:
+    from bench.core.settings import Settings
+    from bench.models.workloads import Workload
+
+
+def checked_augment(settings: Settings, workload: Workload) -> bool:
+    """Whether a cell trains on ``workload``'s source augmentation (``bench.core.knobs.augment_in_effect``): the
+    source has one and ``augment`` is unset or true.
+
+    Raises:
+        Unsupported: ``augment`` the cell cannot run (``bench.core.knobs.augmentation_problem``): asked for where the
+            source has none, or with another data pipeline.
+    """
+    has_augmentation = workload.augmentation is not None
+    reason = augmentation_problem(settings, workload.name, has_augmentation)
+    if reason:
+        raise Unsupported(reason)
+    return augment_in_effect(settings, has_augmentation)
 
 
 @dataclass(frozen=True)

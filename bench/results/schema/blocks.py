@@ -22,9 +22,9 @@ class Stats(Block):
 class Data(Block):
     """``data``: the data a cell trained or ran on."""
 
-    source: str | None = entry("real (the published dataset) or synthetic (same shapes and dtypes, random values; fit "
-                               "suites: only at smoke size or when asked)")
-    requested: str | None = entry("fit suites: the --data policy (auto: real, synthetic only at smoke; real; "
+    source: str | None = entry("real (the published dataset) or synthetic (same shapes and dtypes, random values; "
+                               "epoch suites: only at smoke size or when asked)")
+    requested: str | None = entry("epoch suites: the --data policy (auto: real, synthetic only at smoke; real; "
                                   "synthetic)")
     reason: str | None = entry("why the data is what it is (synthetic: why; real: where it came from)")
     name: str | None = entry("the dataset's name")
@@ -62,19 +62,19 @@ class Metrics(Block):
                                         "steady_epoch_s", "examples/s", "derived")
     total_train_s: float | None = entry("training steps of all epochs, compilation included, validation excluded",
                                         "s", "median")
-    fit_call_s: float | None = entry("fit suites: wall time of the whole training call between device barriers, "
+    fit_call_s: float | None = entry("epoch suites: wall time of the whole training call between device barriers, "
                                      "every epoch and each one's validation included. Keras: model.fit, its own setup "
                                      "before the first epoch included (the model built and compiled before it); the "
                                      "PyTorch/JAX twins: their loop from the first epoch's start to after the last "
                                      "validation (the model, the optimizer and the data placed before it)", "s",
                                      "median")
-    fit_call_s_per_epoch: float | None = entry("fit suites: fit_call_s / epochs, the 2017 Keras backend comparison's "
+    fit_call_s_per_epoch: float | None = entry("epoch suites: fit_call_s / epochs, the 2017 Keras backend comparison's "
                                                "metric as its notebooks timed fit (%timeit of the whole call), over "
                                                "the epochs; schema 4 on", "s/epoch", "median")
-    fit_epoch_s: list[float] | None = entry("fit suites: each epoch's span, from its begin to after its validation, "
+    fit_epoch_s: list[float] | None = entry("epoch suites: each epoch's span, from its begin to after its validation, "
                                             "as Keras 2.0.8's progress bar timed it under verbose=1, a device "
                                             "barrier before each clock read (JSON list); not the 2017 metric", "s")
-    fit_epoch_s_mean: float | None = entry("fit suites: the mean of fit_epoch_s, the first epoch included; schema 4 "
+    fit_epoch_s_mean: float | None = entry("epoch suites: the mean of fit_epoch_s, the first epoch included; schema 4 "
                                            "on (schema 3 records with fit_epoch_s hold it as fit_s_per_epoch)", "s",
                                            "median")
     fit_s_per_epoch: float | None = entry("schema 3 and older only, no longer written: records with fit_epoch_s "

@@ -77,33 +77,33 @@ class EffectiveSettings(Block):
                                        "requested (Keras default)')")
     jit_compile_requested_by: str | None = entry("who asked: the source's call (file@v0.0.5) or the jit_compile knob")
     generate_function: str | None = entry("paper suite, Keras generate: how the generate function was compiled")
-    optimizer: dict[str, Any] | None = entry("fit suites and the paper suite's Keras fit: the optimizer as built, "
+    optimizer: dict[str, Any] | None = entry("epoch suites and the paper suite's Keras fit: the optimizer as built, "
                                              "read back from it: name, "
                                              "learning_rate, its hyper-parameters and lr_schedule; tf-keras "
                                              "(keras2-tf): jit_compile, its own XLA update step as it took effect "
                                              "(on with a GPU unless the cell's jit_compile is false)")
-    loss: Any = entry("fit suites: the loss as the engine computed it")
-    labels: dict[str, Any] | None = entry("fit suites, Keras: the label form fed to fit ('one_hot': "
+    loss: Any = entry("epoch suites: the loss as the engine computed it")
+    labels: dict[str, Any] | None = entry("epoch suites, Keras: the label form fed to fit ('one_hot': "
                                           "keras.utils.to_categorical on the host before fit, as the 2017 scripts; "
                                           "'integer'), the compiled metrics and the source (file@tag:lines)")
     verbose: int | None = entry("Keras: the verbose fit (paper suite: fit and predict) got: 1 draws Keras' progress "
                                 "bar, written to a discarded stream; 0 none (the classic suite's default, as the 2017 "
                                 "notebooks; schema 3 and older: the verbose knob)")
-    batch_end_hook: bool | None = entry("fit suites, Keras: a callback given to fit overrides a training batch-end "
+    batch_end_hook: bool | None = entry("epoch suites, Keras: a callback given to fit overrides a training batch-end "
                                         "hook (the progress knob's keras_tqdm callback; the timing callback under "
                                         "sync every:N or step), so Keras hands it the batch's logs after every step")
-    keras_async_batch_end: bool | None = entry("fit suites, Keras 3: whether Keras' CallbackList of fit's callbacks "
+    keras_async_batch_end: bool | None = entry("epoch suites, Keras 3: whether Keras' CallbackList of fit's callbacks "
                                                "dispatches batch-end calls asynchronously, in a thread pool (only on "
                                                "JAX and PyTorch, and only without a batch-end hook: "
                                                "keras/src/callbacks/callback_list.py@v3.15.1:59-84), as Keras' own "
                                                "check gives it")
-    keras_async_test_batch_end: bool | None = entry("fit suites, Keras 3: the same for validation's batch-end "
+    keras_async_test_batch_end: bool | None = entry("epoch suites, Keras 3: the same for validation's batch-end "
                                                     "calls (a callback overriding on_test_batch_end turns it off; "
                                                     "keras_tqdm's does not: callback_list.py@v3.15.1:77-78, "
                                                     "200-204), as Keras' own check gives it")
-    augmentation: dict[str, Any] | None = entry("fit suites: how training images were augmented (shift ranges, "
+    augmentation: dict[str, Any] | None = entry("epoch suites: how training images were augmented (shift ranges, "
                                                 "flip, fill, interpolation, workers, where, implementation)")
-    shuffle_buffer: int | None = entry("fit suites: examples each epoch's shuffle draws from")
+    shuffle_buffer: int | None = entry("epoch suites: examples each epoch's shuffle draws from")
     row_lstm_calls_per_forward: int | None = entry("mnist_hierarchical_rnn, Keras: calls of the row LSTM in one "
                                                    "forward pass, counted on the trained model (28: one per image "
                                                    "row; 1: all rows at once, as Keras 2.0.8)")

@@ -31,18 +31,29 @@ class Scenario(ABC):
 
     Attributes:
         name: ``epochs`` or ``steps``, also the settings kind its engines take (``bench.core.knobs.settings_class``).
-        suites_text: the suites it runs, as a plan error names them.
+        label: what its suites are called together (``epoch``: the epoch suites), in ``suites_text``.
         inputs_class: its cells' inputs (``bench.results.cell.EpochInputs``, ``StepInputs``): what the plan
             resolves, the worker's input file carries and its engines read.
     """
 
     name: ClassVar[str]
-    suites_text: ClassVar[str]
+    label: ClassVar[str]
     inputs_class: ClassVar[type[EpochInputs] | type[StepInputs]]
 
     @abstractmethod
     def owns(self, w: Any) -> bool:
         """Whether ``w`` (a registered workload) is this scenario's kind."""
+
+    def suites(self) -> tuple[str, ...]:
+        """The suites (``SUITES``' keys, in its order) whose workloads are this scenario's (``suite_scenario``)."""
+        return tuple(s for s in SUITES if suite_scenario(s) is self)
+
+    @property
+    def suites_text(self) -> str:
+        """The suites it runs, as help texts and errors name them: ``the paper suite`` (one), ``the epoch suites
+        (classic, tuning)`` (several: ``label``), from the workload registry (``suites``)."""
+        names = self.suites()
+        return f"the {names[0]} suite" if len(names) == 1 else f"the {self.label} suites ({', '.join(names)})"
 
     @classmethod
     def input_names(cls) -> tuple[str, ...]:
@@ -96,7 +107,7 @@ class Scenario(ABC):
 
     def override_problem(self, suite: str, given: Mapping[str, Any]) -> str | None:
         """Why an input given (not None, not its declared default) is one ``suite``'s workloads never read
-        (``epochs`` and ``samples`` in the paper suite, ``steps`` and ``seq_len`` in the fit suites; None when all
+        (``epochs`` and ``samples`` in the paper suite, ``steps`` and ``seq_len`` in the epoch suites; None when all
         apply), rather than run a cell whose id names an input it ignored."""
         mine = self.input_names()
         for name, value in given.items():

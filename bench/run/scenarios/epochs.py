@@ -21,7 +21,7 @@ class Epochs(Scenario):
     workload's batch size (or the one override)."""
 
     name = "epochs"
-    suites_text = "the fit suites (classic, tuning)"
+    label = "epoch"
     inputs_class = EpochInputs
 
     def owns(self, w: Any) -> bool:

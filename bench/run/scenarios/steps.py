@@ -17,6 +17,7 @@ from bench.results import derived
 from bench.results.cell import AnyInputs, Cell, StepInputs
 from bench.results.schema import Data, Metrics, Record
 from bench.run.scenarios import Scenario, effective_settings, finish_telemetry, telemetry_window
+from bench.run.scenarios.epochs import EPOCHS
 
 #: Largest batch of a step-timed workload at ``smoke`` size: CI runs every code path, not the published load.
 SMOKE_MAX_BATCH = 2
@@ -26,7 +27,7 @@ class Steps(Scenario):
     """A ``StepWorkload``: ``steps`` timed steps after a first one, random inputs, every step between barriers."""
 
     name = "steps"
-    suites_text = "the paper suite"
+    label = "step"
     inputs_class = StepInputs
 
     def owns(self, w: Any) -> bool:
@@ -82,13 +83,13 @@ class Steps(Scenario):
 
     def sync_problem(self, sync: str, suite: str) -> str | None:
         if sync != "step":
-            return f"suite {suite!r} times every step, as its source did; --sync applies to the fit suites"
+            return f"suite {suite!r} times every step, as its source did; --sync applies to {EPOCHS.suites_text}"
         return None
 
     def data_problem(self, data: str, suite: str) -> str | None:
         if data != "auto":
             return (f"suite {suite!r} times random inputs (its source's step times do not depend on the data); "
-                    "--data applies to the fit suites")
+                    f"--data applies to {EPOCHS.suites_text}")
         return None
 
     def unsupported(self, w: StepWorkload, stack: Stack) -> str | None:

@@ -79,3 +79,32 @@ def test_a_failing_step_still_closes_the_loader_and_stops_the_telemetry():
     with pytest.raises(RuntimeError, match="step failed"):
         train_epochs(log.steps([1, 2], fail_at=2), log.timing("epoch"), 2, 2, 3)
     assert log.events[-2:] == ["close", "stop"]
+
+
+def test_checked_augment_refuses_what_cannot_run_and_says_whether_the_cell_augments():
+    """The ``augment`` check all three epoch engines open with: refused as ``augmentation_problem`` says, else
+    ``augment_in_effect``; Keras' ``check_supported`` answers the same."""
+    from bench.core.families.jax import JaxEpochSettings
+    from bench.core.families.keras import KerasEpochSettings
+    from bench.core.families.torch import TorchEpochSettings
+    from bench.core.stacks import STACKS
+    from bench.models.engines import Unsupported
+    from bench.models.engines.epochloop import checked_augment
+    from bench.models.engines.keras.epochs import check_supported
+    from bench.models.workloads import Workload, get_workload
+
+    mlp, cnn = get_workload("mnist_mlp"), get_workload("cifar10_cnn")
+    assert isinstance(mlp, Workload) and isinstance(cnn, Workload)
+    for cls in (TorchEpochSettings, JaxEpochSettings, KerasEpochSettings):
+        with pytest.raises(Unsupported, match="augment=true: mnist_mlp's source has no augmentation"):
+            checked_augment(cls(augment=True), mlp)
+        assert checked_augment(cls(), cnn) is True
+        assert checked_augment(cls(augment=False), cnn) is False
+        assert checked_augment(cls(), mlp) is False
+    with pytest.raises(Unsupported, match="add augment=false"):
+        checked_augment(TorchEpochSettings(num_workers=6), cnn)
+    keras3_jax = STACKS["keras3-jax"]
+    assert check_supported(keras3_jax, cnn, "cpu", KerasEpochSettings()) is True
+    assert check_supported(keras3_jax, cnn, "cpu", KerasEpochSettings(augment=False)) is False
+    with pytest.raises(Unsupported, match="add augment=false"):
+        check_supported(keras3_jax, cnn, "cpu", KerasEpochSettings(data_pipeline="tensors_fit"))

@@ -93,8 +93,18 @@ def test_each_suites_cells_expand_through_its_scenario(suite):
 def test_each_scenario_rejects_the_overrides_only_the_other_reads():
     assert EPOCHS.override_problem("classic", {"epochs": 3}) is None
     assert "applies to the paper suite" in EPOCHS.override_problem("classic", {"steps": 3})
-    assert "applies to the fit suites" in STEPS.override_problem("paper", {"epochs": 3})
+    assert "applies to the epoch suites (classic, tuning)" in STEPS.override_problem("paper", {"epochs": 3})
     assert STEPS.override_problem("paper", {"steps": 3, "seq_len": 64}) is None
     assert STEPS.sync_problem("epoch", "paper") and STEPS.sync_problem("step", "paper") is None
     assert EPOCHS.sync_problem("every:4", "classic") is None
     assert STEPS.data_problem("real", "paper") and EPOCHS.data_problem("real", "classic") is None
+
+
+def test_a_scenarios_suites_are_named_from_the_registry(monkeypatch):
+    """Help texts and errors name a scenario's suites as the workload registry groups them (``Scenario.suites_text``):
+    one suite by its name, several as the epoch suites with theirs; a suite added to the registry is named too."""
+    assert EPOCHS.suites() == ("classic", "tuning") and STEPS.suites() == ("paper",)
+    assert (EPOCHS.suites_text, STEPS.suites_text) == ("the epoch suites (classic, tuning)", "the paper suite")
+    monkeypatch.setitem(SUITES, "extra", ["mnist_mlp"])
+    assert EPOCHS.suites_text == "the epoch suites (classic, tuning, extra)"
+    assert STEPS.data_problem("real", "paper").endswith("--data applies to the epoch suites (classic, tuning, extra)")

@@ -17,14 +17,13 @@ from typing import Any
 import numpy as np
 
 from bench.core.families.jax import JaxEpochSettings
-from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.instruments import profile
 from bench.instruments.profile import rerun
 from bench.instruments.timing import Cadence
 from bench.models.datasets import Dataset
 from bench.models.engines import EpochResult, Unsupported, frameworks, math_mode, missing_model, tfdata
-from bench.models.engines.epochloop import EpochSteps, LoopTiming, train_epochs
+from bench.models.engines.epochloop import EpochSteps, LoopTiming, checked_augment, train_epochs
 from bench.models.engines.jax.data import PLACEMENT, AugmentedBatches, device_epochs, numpy_epochs, tf_data_epochs
 from bench.models.workloads import Workload
 from bench.results.cell import Cell, EpochInputs
@@ -184,10 +183,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Jax
 
     device, inputs = cell.device, cell.inputs_as(EpochInputs)
     epochs, batch_size = inputs.epochs, inputs.batch_size
-    reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
-    if reason:
-        raise Unsupported(reason)
-    augmenting = augment_in_effect(settings, workload.augmentation is not None)
+    augmenting = checked_augment(settings, workload)
     effective = _effective_settings(settings, augmenting)  # the TF32 switches set before JAX picks its device
     dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
     effective["device"] = str(dev)

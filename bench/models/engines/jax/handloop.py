@@ -16,7 +16,7 @@ from bench.models.engines.jax.epochs import build_model, make_optimizer, make_st
 from bench.models.workloads import Workload
 
 
-def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch: int,
+def run(*, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch: int,
         tf32: str) -> dict[str, float]:
     """The free-running plain-JAX loop: the engine's own jitted train step
     (``bench.models.engines.jax.epochs.make_steps``, float32) fed as a default cell feeds it (``numpy_batches``: NumPy
@@ -29,8 +29,8 @@ def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch:
     math_mode.set_tf32("jax", tf32)
     dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
     with jax.default_device(dev):
-        model = build_model(nnx, w, ds.meta)
-        tx, _ = make_optimizer(optax, w)
+        model = build_model(nnx, workload, ds.meta)
+        tx, _ = make_optimizer(optax, workload)
         model.train()
         train_def, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]  # flax overloads: 3 parts
         model.eval()

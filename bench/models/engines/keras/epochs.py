@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from bench.core.families.keras import KerasEpochSettings
-from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.instruments.profile import rerun
 from bench.instruments.timing import Cadence, EpochClock, EpochTimer, clock, fit_metrics
 from bench.models.datasets import Dataset
-from bench.models.engines import EpochResult, Unsupported, frameworks, math_mode, toolchain
+from bench.models.engines import EpochResult, frameworks, math_mode, toolchain
+from bench.models.engines.epochloop import checked_augment
 from bench.models.engines.frameworks import make_barrier
 from bench.models.engines.keras.data import (
     AUGMENTED_PLACEMENT,
@@ -136,13 +136,13 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Ker
         Unsupported: ``augment`` asked for where the source has none, or with another data pipeline.
     """
     device, batch_size = cell.device, cell.inputs_as(EpochInputs).batch_size
-    check_supported(stack, workload, device, settings)
+    augmenting = check_supported(stack, workload, device, settings)
     keras = import_keras(stack)
     effective = set_up(keras, stack, settings)
     model, optimizer = compiled_model(keras, workload, ds, settings, effective)
     ds = source_labels(keras, workload, ds)
     effective.optimizer = optimizer_record(optimizer)
-    fit_kw, trained = fit_data(keras, stack, workload, ds, batch_size, settings, effective)
+    fit_kw, trained = fit_data(keras, stack, workload, ds, batch_size, settings, augmenting, effective)
 
     barrier = make_barrier(stack.backend, device)
     timer = EpochTimer(barrier, telemetry, Cadence.parse(settings.sync))
@@ -191,15 +191,14 @@ def fit_callbacks(keras, form: str, timer: EpochTimer,
     return verbose, callbacks, progress_record(keras, form, verbose, callbacks)
 
 
-def check_supported(stack: Stack, workload: Workload, device: str, settings: KerasEpochSettings) -> None:
+def check_supported(stack: Stack, workload: Workload, device: str, settings: KerasEpochSettings) -> bool:
     """Raises ``Unsupported`` for a cell this engine cannot run: ``augment`` where the source has none or with
-    another data pipeline (``augmentation_problem``), ``jit_compile=True`` on Keras' PyTorch backend without
-    torch.compile's toolchain."""
-    reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
-    if reason:
-        raise Unsupported(reason)
+    another data pipeline (``checked_augment``), ``jit_compile=True`` on Keras' PyTorch backend without
+    torch.compile's toolchain. Returns whether the cell trains on the source's augmentation."""
+    augmenting = checked_augment(settings, workload)
     if stack.backend == "torch" and settings.jit_compile is True:
         toolchain.require_torch_compile(device, "jit_compile=True on Keras' PyTorch backend")
+    return augmenting
 
 
 def set_up(keras, stack: Stack, settings: KerasEpochSettings) -> EffectiveSettings:
@@ -237,12 +236,11 @@ def compiled_model(keras, workload: Workload, ds: Dataset, settings: KerasEpochS
 
 
 def fit_data(keras, stack: Stack, workload: Workload, ds: Dataset, batch_size: int, settings: KerasEpochSettings,
-             effective: EffectiveSettings) -> tuple[dict[str, Any], int]:
-    """``model.fit``'s training-data arguments: the source's augmentation where it is in effect
-    (``augmented_train_data``), else the ``data_pipeline`` knob's (``train_data``); records the pipeline, where
-    the data lives and the shuffle buffer in ``effective``. Returns (fit keyword arguments, examples trained per
-    epoch: an augmented epoch of full batches drops the remainder)."""
-    augmenting = augment_in_effect(settings, workload.augmentation is not None)
+             augmenting: bool, effective: EffectiveSettings) -> tuple[dict[str, Any], int]:
+    """``model.fit``'s training-data arguments: the source's augmentation where it is in effect (``augmenting``,
+    ``check_supported``'s answer: ``augmented_train_data``), else the ``data_pipeline`` knob's (``train_data``);
+    records the pipeline, where the data lives and the shuffle buffer in ``effective``. Returns (fit keyword
+    arguments, examples trained per epoch: an augmented epoch of full batches drops the remainder)."""
     effective.augment = augmenting
     aug = workload.augmentation
     if augmenting and aug is not None:  # augment_in_effect: only a workload with an augmentation augments

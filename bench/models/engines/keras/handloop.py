@@ -16,7 +16,7 @@ from bench.models.engines.keras.runtime import import_keras
 from bench.models.workloads import Workload
 
 
-def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch: int,
+def run(*, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch: int,
         tf32: str) -> dict[str, float]:
     """The free-running Keras loop: the same compiled model, ``fit`` calls with no callbacks (``HandLoop``). Each
     call builds its input pipeline before its first step (no hook shows where), so it times a call of 1 epoch and
@@ -29,8 +29,8 @@ def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch:
     keras = import_keras(stack)
     math_mode.set_tf32(stack.backend, tf32)
     keras.utils.set_random_seed(0)
-    model = w.build_keras(keras, ds.meta)
-    model.compile(optimizer=make_optimizer(keras, w), loss="sparse_categorical_crossentropy",
+    model = workload.build_keras(keras, ds.meta)
+    model.compile(optimizer=make_optimizer(keras, workload), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"])
     barrier = make_barrier(stack.backend, device)
     x = model_inputs(ds.x_train)

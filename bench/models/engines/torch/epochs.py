@@ -12,13 +12,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bench.core.families.torch import TorchEpochSettings
-from bench.core.knobs import augment_in_effect, augmentation_problem
 from bench.core.stacks import Stack
 from bench.instruments.profile import rerun
 from bench.instruments.timing import Cadence
 from bench.models.datasets import Dataset
-from bench.models.engines import EpochResult, Unsupported, frameworks, math_mode, toolchain
-from bench.models.engines.epochloop import EpochSteps, LoopTiming, train_epochs
+from bench.models.engines import EpochResult, frameworks, math_mode, toolchain
+from bench.models.engines.epochloop import EpochSteps, LoopTiming, checked_augment, train_epochs
 from bench.models.engines.frameworks import make_barrier
 from bench.models.engines.torch.data import (
     AUGMENTED_PLACEMENT,
@@ -223,10 +222,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Tor
 
     device, inputs = cell.device, cell.inputs_as(EpochInputs)
     epochs, batch_size = inputs.epochs, inputs.batch_size
-    reason = augmentation_problem(settings, workload.name, workload.augmentation is not None)
-    if reason:
-        raise Unsupported(reason)
-    augmenting = augment_in_effect(settings, workload.augmentation is not None)
+    augmenting = checked_augment(settings, workload)
     if settings.compile != "none":
         toolchain.require_torch_compile(device, f"compile={settings.compile}")
     effective = _effective_settings(torch, settings)

@@ -15,7 +15,7 @@ from bench.models.engines.torch.epochs import make_optimizer
 from bench.models.workloads import Workload
 
 
-def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch: int,
+def run(*, stack: Stack, workload: Workload, ds: Dataset, device: str, epochs: int, batch: int,
         tf32: str) -> dict[str, float]:
     """The free-running PyTorch loop (``HandLoop``): the bare loop over tensors on the device, no loss read-back."""
     import torch
@@ -23,9 +23,9 @@ def run(stack: Stack, w: Workload, ds: Dataset, device: str, epochs: int, batch:
     math_mode.set_tf32("torch", tf32)
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
-    model = w.build_torch(ds.meta).to(dev)
-    opt, loss_fn = make_optimizer(torch, model.parameters(), w), torch.nn.CrossEntropyLoss()
-    xs, y = to_tensors(torch, ds.x_train, w.torch_layout, dev), torch.from_numpy(ds.y_train).long().to(dev)
+    model = workload.build_torch(ds.meta).to(dev)
+    opt, loss_fn = make_optimizer(torch, model.parameters(), workload), torch.nn.CrossEntropyLoss()
+    xs, y = to_tensors(torch, ds.x_train, workload.torch_layout, dev), torch.from_numpy(ds.y_train).long().to(dev)
     barrier, n = make_barrier("torch", device), ds.n_train
 
     def epoch():
