@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationInfo, field_validator
 
 
 class Inputs(BaseModel):
@@ -84,7 +84,8 @@ class Cell(BaseModel):
         settings: knob overrides for this variant (e.g. ``{"jit_compile": True}``).
         inputs: the scenario's measurement inputs, resolved (``EpochInputs``, ``StepInputs``); None only for a cell
             made to name a record (the worker refuses to run one).
-        timeout_s: wall-clock limit for the cell's process (s).
+        timeout_s: wall-clock limit for the cell's process (s); not given: the size's
+            (``bench.core.request.timeout_for``).
         baseline: this variant is the stack's out-of-the-box configuration in a sweep.
         repeat: 1-based index of an independent repeat (None when the cell is not repeated).
         telemetry_samples: also write the raw GPU telemetry samples to ``<run_id>.telemetry.csv``.
@@ -106,12 +107,20 @@ class Cell(BaseModel):
     variant: str = "default"
     settings: dict[str, Any] = Field(default_factory=dict)
     inputs: Annotated[AnyInputs, Field(discriminator="kind")] | None = None
-    timeout_s: float = 600.0
+    timeout_s: float = Field(default=None, validate_default=True)  # None: resolved by _size_default
     baseline: bool = False
     repeat: int | None = None
     telemetry_samples: bool = False
     schedule: dict[str, Any] | None = None
     profile: bool = False
+
+    @field_validator("timeout_s", mode="before")
+    @classmethod
+    def _size_default(cls, value: float | None, info: ValidationInfo) -> float:
+        # the one per-size default (``bench.core.request.timeout_for``), for a cell made without a limit
+        from bench.core.request import timeout_for
+
+        return timeout_for(info.data.get("size", ""), value) if value is None else value
 
     @property
     def id(self) -> str:
