@@ -1,10 +1,13 @@
-"""What every ``bench`` command shares: one-line usage errors and the options generated from ``Request``."""
+"""What every ``bench`` command shares: one-line usage errors, the check of a folder it writes into, and the options
+generated from ``Request``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import Field
 from pathlib import Path
+from tempfile import mkstemp
 from typing import Any, NoReturn, TypeVar, get_args
 
 import click
@@ -18,6 +21,47 @@ F = TypeVar("F", bound=Callable[..., Any])
 def fail(message: str) -> NoReturn:
     """Raise a usage error that ``bench.cli.main`` prints as one line (exit code 2)."""
     raise click.UsageError(message)
+
+
+def probe_write(folder: Path) -> None:
+    """Create a file in ``folder`` and remove it: proof that this process can write there.
+
+    Raises:
+        OSError: the OS's refusal (PermissionError, a read-only file system, a full disk ...).
+    """
+    fd, name = mkstemp(dir=folder, prefix=".bench-write-probe-")
+    os.close(fd)
+    os.unlink(name)
+
+
+def writable_folder(folder: Path, option: str) -> Path:
+    """``folder``, made (with its parents) and proved writable by ``probe_write``: a command checks each folder it
+    writes into once, before its work starts, so that a folder it cannot write costs one line, not a traceback after
+    planning or measuring. ``option`` names the option (``--out``) or default the folder comes from.
+
+    Raises:
+        click.BadParameter: the folder cannot be made or written; one line (exit code 2, ``bench.cli.main``) naming
+            ``option``, the folder and the OS's reason.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe_write(folder)
+    except OSError as e:
+        reason = "a file of that name is in the way" if isinstance(e, FileExistsError) else e.strerror or str(e)
+        raise click.BadParameter(f"cannot write into the folder {str(folder)!r}: {reason}", param_hint=option) \
+            from None
+    return folder
+
+
+def writable_file(file: Path | None, option: str) -> Path | None:
+    """``file`` (None: none given) once the folder it goes into passes ``writable_folder``.
+
+    Raises:
+        click.BadParameter: as ``writable_folder``.
+    """
+    if file is not None:
+        writable_folder(file.parent, option)
+    return file
 
 
 def device_option(help: str | None = None) -> Callable[[F], F]:

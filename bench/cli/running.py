@@ -10,7 +10,7 @@ from typing import get_args
 
 import click
 
-from bench.cli.common import device_option, fail, request_options
+from bench.cli.common import device_option, fail, request_options, writable_file, writable_folder
 from bench.core.errors import InputError
 from bench.core.request import Request
 from bench.core.stacks import STACKS
@@ -18,10 +18,25 @@ from bench.core.words import Device, Size
 from bench.run import session
 
 
+def _check_out(inputs: dict[str, object]) -> None:
+    """``writable_folder`` on ``--out``, else on the root of the default run directory (``session.runs_root``), before
+    anything is planned.
+
+    Raises:
+        click.BadParameter: a folder the run could not write into.
+    """
+    out = inputs.get("out_dir")
+    if isinstance(out, Path):
+        writable_folder(out, "'--out'")
+    else:
+        writable_folder(session.runs_root(), "the run directory's root ($BENCH_RESULTS_DIR/runs; --out sets another)")
+
+
 @click.command("run")
 @request_options("run")
 def run_cmd(**inputs: object) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
+    _check_out(inputs)
     try:
         code = session.run_request(Request(**inputs))  # type: ignore[arg-type]
     except InputError as e:
@@ -36,6 +51,7 @@ def run_cmd(**inputs: object) -> None:
 def sweep_cmd(grid_file: Path, **inputs: object) -> None:
     """Run a YAML grid of settings (see bench/run/sweeps/tuning.yaml); invalid combinations become
     'unsupported' records with the reason."""
+    _check_out(inputs)
     try:
         code = session.run_sweep(Request(**inputs), grid_file)  # type: ignore[arg-type]
     except InputError as e:
@@ -59,6 +75,7 @@ def fidelity_cmd(stack_id: str, workload: str, size: Size, device: Device, epoch
     """Harness ms/step under each timing cadence against a free-running loop (same model and data)."""
     from bench.core.errors import CommandFailed
 
+    writable_file(out_file, "'--out'")
     try:
         session.fidelity(stack_id, workload, size, device, epochs, out_file)
     except InputError as e:
@@ -80,6 +97,7 @@ def doctor_cmd(stack_id: str, device: Device, out_file: Path | None) -> None:
 
     if stack_id not in STACKS:
         fail(f"unknown stack {stack_id!r}; known: {', '.join(STACKS)}")
+    writable_file(out_file, "'--out'")
     write = probe.peak_writer(out_file) if out_file else None  # each mode saved once measured: a signal loses none
     checks, extra = probe.image_checks(stack_id, device, progress=write)
     click.echo(table(checks))
@@ -103,9 +121,10 @@ def selftest_cmd(device: Device, backends: tuple[str, ...], out_file: Path | Non
     unknown = sorted(set(backends) - set(run.BACKENDS))
     if unknown:
         fail(f"unknown framework(s) {', '.join(unknown)}; known: {', '.join(run.BACKENDS)}")
+    writable_file(out_file, "'--out'")
     try:
         text, code = run.main(device, list(dict.fromkeys(backends)) or list(run.BACKENDS), out_file)
-    except OSError as e:  # --out not writable: one line, not a traceback wall
+    except OSError as e:  # a write that fails after the early check (a full disk): one line, not a traceback wall
         raise click.ClickException(f"selftest could not write {out_file}: {e.strerror or e}") from e
     click.echo(text)
     sys.exit(code)

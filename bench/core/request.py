@@ -71,6 +71,18 @@ def check_knob(assignment: str) -> None:
     parse_assignment(assignment)
 
 
+def check_workload(name: str) -> None:
+    """Check one ``--workload`` word against the workload folders' names (``bench.core.workloadnames``, read from
+    their ``spec.py`` without importing them: standard library only).
+
+    Raises:
+        ValueError: no workload folder registers ``name`` (the message lists the known ones).
+    """
+    from bench.core.workloadnames import check_workload as check  # imported when a workload is checked
+
+    check(name)
+
+
 def cli_flag(f: Field) -> str:
     """The CLI option of a ``Request`` field (``--batch-size``)."""
     return f.metadata["flag"] or "--" + f.name.replace("_", "-")
@@ -86,14 +98,18 @@ class Request:
             "$BENCH_STACK].",
         flag="--stack", env="BENCH_STACK", multiple=True, required=True, metavar="STACK")
     suite: str = option("classic", "Suite to run (tuning = the default sweep).", make="SUITE", commands=(RUN,))
-    workloads: tuple[str, ...] = option((), "Only these workloads; repeatable.", flag="--workload", multiple=True,
-                                        make="WORKLOADS", commands=(RUN,))
-    tasks: tuple[str, ...] = option((), "Only these tasks (fit, ...); repeatable.", flag="--task", multiple=True,
-                                    make="TASKS", commands=(RUN,))
+    workloads: tuple[str, ...] = option((), "Only these workloads (`bench list` names them); repeatable.",
+                                        flag="--workload", multiple=True, make="WORKLOADS", commands=(RUN,),
+                                        check=check_workload)
+    tasks: tuple[str, ...] = option(
+        (), "Only these tasks (fit, ...); repeatable. The workloads' tasks are known inside an image only, so a task "
+            "is checked there, not by make's check-request.", flag="--task", multiple=True, make="TASKS",
+        commands=(RUN,))
     variants: tuple[str, ...] = option(
         (), "Only the cells of these variants, as the plan names them (default, bs2, jit_compile=false, ...: a "
             "record's variant); repeatable. Each must name a cell of the suite's selection on some stack; a stack "
-            "with none of them runs nothing ('run: 0 cells').",
+            "with none of them runs nothing ('run: 0 cells'). Checked against the plan inside an image, not by "
+            "make's check-request.",
         flag="--variant", multiple=True, make="VARIANTS", commands=(RUN,))
     size: Size | Literal["auto"] = option(
         "auto", "smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU.",

@@ -112,6 +112,12 @@ def _log_profiles(df_a: Any, df_b: Any) -> None:
             logger.info(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
 
+def report_folder(sources: Sequence[Path]) -> Path:
+    """Where ``bench report`` writes without ``-o``: the first source if it is a directory, else its directory."""
+    first = sources[0]
+    return first if first.is_dir() else first.parent
+
+
 def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_hour: float | None,
                      history_path: Path | None) -> None:
     """``bench report``: report.md with plots from the collected CSVs ``sources`` (a directory: every bench CSV in
@@ -131,12 +137,10 @@ def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_ho
         runs, warnings = load_runs(list(sources))
         for w in warnings:
             logger.warning(f"warning: {w}")
-        first = sources[0]
         if history_path is not None and not history_path.is_file():
             raise InputError(f"no history at {history_path}")
-        history_path = history_path or (first if first.is_dir() else first.parent) / "history.sqlite"
-        path = write_report(runs, out_dir or (first if first.is_dir() else first.parent), price_per_hour,
-                            history_path)
+        history_path = history_path or report_folder(sources) / "history.sqlite"
+        path = write_report(runs, out_dir or report_folder(sources), price_per_hour, history_path)
     except InputError:
         raise
     except ValueError as e:

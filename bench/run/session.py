@@ -40,6 +40,17 @@ def stack_list(stacks: Iterable[str]) -> list[str]:
     return list(DEFAULT_STACKS) if "all" in stacks else list(dict.fromkeys(stacks))
 
 
+def results_root() -> Path:
+    """``$BENCH_RESULTS_DIR`` (default ``results``): what ``bench doctor`` saved (the GPUs seen, the measured peak)."""
+    return Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
+
+
+def runs_root() -> Path:
+    """Where a run without ``--out`` puts its run directory: ``results_root() / "runs"`` (the directory itself,
+    ``<suite>-<size>-<device>``, is named once the device is resolved)."""
+    return results_root() / "runs"
+
+
 def planning_probe(stack_id: str) -> list[str]:
     """The GPUs the framework of ``stack_id`` sees (``bench.run.probe.probe_gpus``; RuntimeError when it cannot
     tell)."""
@@ -58,8 +69,7 @@ def stack_gpus(stack_id: str) -> list[str]:
     """
     from bench.run.probe import recorded_gpus
 
-    root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
-    gpus, how = recorded_gpus(stack_id, root, os.environ.get("BENCH_FLAVOR", "gpu"))
+    gpus, how = recorded_gpus(stack_id, results_root(), os.environ.get("BENCH_FLAVOR", "gpu"))
     if gpus is not None:
         logger.info(f"{stack_id}: GPU {gpus[0]} as bench doctor saw it, probe skipped: {how}")
         return gpus
@@ -205,15 +215,14 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
         raise InputError(str(e)) from e
     repeats = req.repeats_for(dev)
     schedules = round_schedules(stack_ids, req.round_, req.round_stacks, req.seed, repeats, req.order)
-    root = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
-    out = req.out_dir or root / "runs" / f"{suite}-{size}-{dev}"
+    out = req.out_dir or runs_root() / f"{suite}-{size}-{dev}"
     if dev == "cpu":
         banner([f"CPU MODE: no GPU in use (--device {req.device}). Size: {size}.",
                 "These numbers are smoke tests of the harness, NOT GPU benchmarks.",
                 "Every result row carries device=cpu and this note."])
     logger.info(_run_line(req, len(cells), repeats, schedules.get(stack_ids[0]), out))
     cooldown = cooldown_for(req, dev)  # before the GEMM peak probe heats the GPU
-    gpu = _prepare_gpu(stack_ids, root) if dev == "gpu" else None
+    gpu = _prepare_gpu(stack_ids, results_root()) if dev == "gpu" else None
     from bench.run.runner import run_cells
 
     outcomes = run_cells(cells, out, force=req.force, repeats=repeats, round_=req.round_,

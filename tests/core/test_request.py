@@ -109,6 +109,33 @@ def test_the_host_refuses_a_knob_bench_run_would_refuse_in_one_line(value, says)
 
 
 
+def test_the_host_refuses_a_workload_no_folder_registers_in_one_line():
+    """WORKLOADS is checked on the host against the workload folders' names (bench.core.workloadnames, read from
+    their spec.py without importing them): one line naming it and the known ones, exit 2, and make check-request
+    stops; it passed as --workload nope and failed only inside a container, after the images were built."""
+    from bench.models.workloads import WORKLOADS
+
+    p = subprocess.run([PY, "-m", "bench.host", "request", "args", "WORKLOADS=mnist_cnn nope"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    says = f"WORKLOADS: unknown workload 'nope'; known: {', '.join(WORKLOADS)}"
+    assert (p.returncode, p.stdout) == (2, "") and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
+    m = subprocess.run(["make", "--no-print-directory", "check-request", "WORKLOADS=nope", f"PYTHON={PY}"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert m.returncode != 0 and says in m.stderr and "Traceback" not in m.stderr
+    ok = subprocess.run(["make", "--no-print-directory", "check-request", "WORKLOADS=mnist_cnn", f"PYTHON={PY}"],
+                        cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert request.run_args({"WORKLOADS": " ".join(WORKLOADS)}) == [w for n in WORKLOADS for w in ("--workload", n)]
+
+
+def test_the_hosts_workload_check_imports_no_numpy_and_no_registry():
+    code = ("import sys; from bench.core.request import check_workload; check_workload('bert'); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('numpy', 'pydantic', 'click') "
+            "or m.startswith('bench.models')]; print(bad); sys.exit(bool(bad))")
+    p = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
 def test_bench_all_stops_on_a_bad_input_before_its_preflight_or_any_build():
     """``make bench-all`` checks the inputs first (``check-request``): a bad knob costs no preflight and no image
     build, only its one line."""

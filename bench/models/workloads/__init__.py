@@ -1,7 +1,8 @@
 """Workload registry: one folder here per workload (or, for the paper suite, per suite), found by ``discover``.
 
 A folder holds a ``spec.py`` (its published facts, ``published.Published``, and its registration: ``WORKLOADS``, a
-tuple of ``Workload`` or ``StepWorkload``, with ``ORDER``, its place in the registry) and the models it registers
+tuple of ``Workload`` or ``StepWorkload`` built from ``NAMES``, the literal tuple of their names, with ``ORDER``, its
+place in the registry: both read without an import by ``bench.core.workloadnames``) and the models it registers
 (``models.py``: the Keras, PyTorch and Flax NNX builders of an epoch-trained workload; ``paper/``: one module per
 model family). Adding a workload is adding a folder: no list elsewhere names it.
 
@@ -16,15 +17,13 @@ What a workload trains with is ``training.py``; what a step engine times, ``job.
 from __future__ import annotations
 
 import importlib
-import math
-import os
-import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
 
 from bench.core.reference.keras_benchmarks import NUM_STEPS
 from bench.core.words import Size
+from bench.core.workloadnames import spec_folders
 from bench.models.datasets import Dataset
 from bench.models.workloads.published import Published
 from bench.models.workloads.training import INTEGER_LABELS, Augmentation, Labels, OptimizerSpec
@@ -197,20 +196,27 @@ def register(w: AnyWorkload) -> AnyWorkload:
 
 def discover(paths: Iterable[str] = __path__) -> list[str]:
     """Register the workloads of every folder in ``paths`` (folders of this package; by default its own) that holds a
-    ``spec.py``: each spec's ``WORKLOADS``, the folders taken by their spec's ``ORDER`` (a number; none: after the
-    numbered ones), then by name. A folder outside this package's own is importable once its path is on the
-    package's ``__path__``.
+    ``spec.py``: each spec's ``WORKLOADS``, the folders found and ordered by ``bench.core.workloadnames.spec_folders``
+    (their spec's ``ORDER``, a number; none: after the numbered ones; then by name), the one reading of the folders,
+    which the host's check of a workload's name also makes. A folder outside this package's own is importable once
+    its path is on the package's ``__path__``.
 
     Returns:
         The names registered, in order.
 
     Raises:
-        ValueError: a name registered twice. Whatever a spec raises on import.
+        ValueError: a name registered twice; a spec's ``WORKLOADS`` named otherwise than its ``NAMES``, or ``NAMES`` or
+            ``ORDER`` not a literal (``workloadnames.read_spec``). Whatever a spec raises on import.
     """
-    specs = [importlib.import_module(f"{__name__}.{m.name}.spec") for m in pkgutil.iter_modules(list(paths))
-             if m.ispkg and os.path.isfile(os.path.join(str(getattr(m.module_finder, "path", "")), m.name, "spec.py"))]
-    specs.sort(key=lambda spec: (getattr(spec, "ORDER", math.inf), spec.__name__))
-    return [register(w).name for spec in specs for w in spec.WORKLOADS]
+    names: list[str] = []
+    for folder in spec_folders(paths):
+        spec = importlib.import_module(f"{__name__}.{folder.name}.spec")
+        made = tuple(w.name for w in spec.WORKLOADS)
+        if made != folder.names:
+            raise ValueError(f"{spec.__name__}: WORKLOADS are named {', '.join(made)}, its NAMES "
+                             f"{', '.join(folder.names)}: build them from NAMES")
+        names += [register(w).name for w in spec.WORKLOADS]
+    return names
 
 
 discover()

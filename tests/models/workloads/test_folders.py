@@ -10,6 +10,7 @@ import pytest
 
 import bench.models.workloads as registry
 from bench.cli import main
+from bench.core import workloadnames
 from bench.models.workloads import SUITES, WORKLOADS, common
 from bench.models.workloads.training import INTEGER_LABELS
 from bench.run import plan
@@ -33,9 +34,10 @@ from bench.models.workloads.common import flatten_images, rmsprop_208, workload
 from bench.models.workloads.published import Published, PublishedOptimizer
 from bench.models.workloads.{NAME} import models
 
+NAMES = ("{NAME}",)
 PUBLISHED = Published(params=25_450, batch_size=64, epochs=3,
                       optimizer=PublishedOptimizer("rmsprop", 0.001, rho=0.9, epsilon=1e-8), where="this test")
-WORKLOADS = (workload("{NAME}", PUBLISHED, smoke_epochs=1, dataset="mnist", optimizer=rmsprop_208(),
+WORKLOADS = (workload(NAMES[0], PUBLISHED, smoke_epochs=1, dataset="mnist", optimizer=rmsprop_208(),
                       samples={{"smoke": 128, "full": None}}, models=models, prepare=flatten_images,
                       source="this test"),)
 '''
@@ -80,6 +82,33 @@ def test_a_new_folder_registers_itself_and_joins_bench_list_and_a_plans_cells(th
     out = capsys.readouterr().out
     assert e.value.code == 0 and f"  classic: {', '.join([*classic, NAME])}\n" in out
     assert any(line.startswith(f"  {NAME} ") and "params 25,450" in line for line in out.splitlines())
+
+
+def test_the_host_reads_a_new_folders_name_without_importing_it(throwaway_folder):
+    """``bench.core.workloadnames`` (what ``make check-request`` checks WORKLOADS against) lists the folder's name
+    in the registry's order before ``discover`` has imported it."""
+    assert workloadnames.workload_names([*registry.__path__, str(throwaway_folder)]) == [*WORKLOADS, NAME]
+    assert f"bench.models.workloads.{NAME}.spec" not in sys.modules
+
+
+def test_a_spec_whose_workloads_are_not_named_by_its_names_is_refused(throwaway_folder):
+    spec = throwaway_folder / NAME / "spec.py"
+    spec.write_text(spec.read_text().replace("workload(NAMES[0],", 'workload("other",'))
+    with pytest.raises(ValueError, match=f"WORKLOADS are named other, its NAMES {NAME}"):
+        registry.discover([str(throwaway_folder)])
+    assert NAME not in WORKLOADS and "other" not in WORKLOADS
+
+
+@pytest.mark.parametrize("line, says", [("", "NAMES must be a literal"), ('NAMES = ["x"]', "NAMES must be a literal"),
+                                        ("NAMES = tuple(PUBLISHED)", "malformed node"),
+                                        ('NAMES = ("x",)\nORDER = "first"', "ORDER must be a number")])
+def test_a_spec_without_literal_names_or_order_is_one_clear_error(tmp_path, line, says):
+    folder = tmp_path / "w"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "spec.py").write_text(line + "\n")
+    with pytest.raises(ValueError, match=says):
+        workloadnames.spec_folders([tmp_path])
 
 
 def test_a_classic_workload_stating_no_label_lines_gets_its_scripts_one_hot_labels(throwaway_folder):

@@ -7,6 +7,9 @@ from bench.models.workloads.babi_rnn import models
 from bench.models.workloads.common import adam_208, labels_2017, workload
 from bench.models.workloads.published import Published, PublishedOptimizer
 
+#: The workload it registers, by name: a literal, which the host reads without importing this module
+#: (``bench.core.workloadnames``).
+NAMES = ("babi_rnn",)
 #: Its place in the registry's order (``bench.models.workloads.discover``): ``bench list``, its suite's cells.
 ORDER = 50
 
@@ -18,7 +21,7 @@ PUBLISHED = Published(
           "defaults")
 
 WORKLOADS = (workload(
-    "babi_rnn", PUBLISHED, smoke_epochs=2, dataset="babi", optimizer=adam_208(),
+    NAMES[0], PUBLISHED, smoke_epochs=2, dataset="babi", optimizer=adam_208(),
     samples={"smoke": 256, "full": None},
     labels=labels_2017("babi_rnn", "137-138 (vectorize_stories: np.zeros(len(word_idx) + 1), 1 at the answer); "
                                    "213-214"),

@@ -8,6 +8,9 @@ from bench.models.workloads.common import KERAS208, NHWC_TO_NCHW, labels_2017, r
 from bench.models.workloads.published import Published, PublishedOptimizer
 from bench.models.workloads.training import Augmentation
 
+#: The workload it registers, by name: a literal, which the host reads without importing this module
+#: (``bench.core.workloadnames``).
+NAMES = ("cifar10_cnn",)
 #: Its place in the registry's order (``bench.models.workloads.discover``): ``bench list``, its suite's cells.
 ORDER = 40
 
@@ -26,7 +29,7 @@ CIFAR10_AUGMENTATION = Augmentation(
            "keras/engine/training.py@2.0.8:1831-1843")
 
 WORKLOADS = (workload(
-    "cifar10_cnn", PUBLISHED, smoke_epochs=2, dataset="cifar10",
+    NAMES[0], PUBLISHED, smoke_epochs=2, dataset="cifar10",
     optimizer=rmsprop_208(1e-4, decay=1e-6, source="examples/cifar10_cnn.py@2.0.8:65 rmsprop(lr=0.0001, decay=1e-6); "
                                                     f"{KERAS208}:212 (rho, epsilon)"),
     samples={"smoke": 1024, "full": None}, labels=labels_2017("cifar10_cnn", "37-38; 68-70"),

@@ -7,6 +7,9 @@ from bench.models.workloads.common import NHWC_TO_NCHW, adadelta_208, labels_201
 from bench.models.workloads.mnist_cnn import models
 from bench.models.workloads.published import Published, PublishedOptimizer
 
+#: The workload it registers, by name: a literal, which the host reads without importing this module
+#: (``bench.core.workloadnames``).
+NAMES = ("mnist_cnn",)
 #: Its place in the registry's order (``bench.models.workloads.discover``): ``bench list``, its suite's cells.
 ORDER = 20
 
@@ -21,7 +24,7 @@ PUBLISHED = Published(
 # 2 epochs on every stack (by 0.04 or more on synthetic data), where 2 steps of the published 128, or 8 of 8,
 # did not on all of them.
 WORKLOADS = (workload(
-    "mnist_cnn", PUBLISHED, smoke_epochs=2, dataset="mnist", optimizer=adadelta_208(),
+    NAMES[0], PUBLISHED, smoke_epochs=2, dataset="mnist", optimizer=adadelta_208(),
     samples={"smoke": 128, "full": None}, smoke_batch_size=8, labels=labels_2017("mnist_cnn", "44-45; 59-61"),
     models=models, torch_layout=(NHWC_TO_NCHW,),
     source="keras/examples/mnist_cnn.py@2.0.8: Conv2D 32, Conv2D 64, max-pool, dropout, Dense 128, 1,199,882 "

@@ -8,6 +8,9 @@ from bench.models.workloads.mnist_cnn_tuning import models
 from bench.models.workloads.published import Published, PublishedOptimizer
 from bench.models.workloads.training import OptimizerSpec
 
+#: The workload it registers, by name: a literal, which the host reads without importing this module
+#: (``bench.core.workloadnames``).
+NAMES = ("mnist_cnn_tuning",)
 #: Its place in the registry's order (``bench.models.workloads.discover``): ``bench list``, its suite's cells.
 ORDER = 100
 
@@ -20,7 +23,7 @@ PUBLISHED = Published(
 # Smoke: 4 steps of 8 per epoch. The sweep runs it in mixed_float16 / float16 autocast, whose convolutions some CPUs
 # emulate at ~0.1 s per image (a 256 batch: 14-34 s per step).
 WORKLOADS = (workload(
-    "mnist_cnn_tuning", PUBLISHED, smoke_epochs=2, suite="tuning", dataset="mnist",
+    NAMES[0], PUBLISHED, smoke_epochs=2, suite="tuning", dataset="mnist",
     optimizer=OptimizerSpec("rmsprop", 1e-4, rho=0.9, epsilon=1e-7, torch_rho=0.99, torch_epsilon=1e-8,
                             eps_in_sqrt=True,
                             source="the tuning study's post: RMSprop lr=1e-4, each engine's optimizer from its own "

@@ -7,6 +7,9 @@ from bench.models.workloads.common import labels_2017, rmsprop_208, workload
 from bench.models.workloads.mnist_hierarchical_rnn import models
 from bench.models.workloads.published import Published, PublishedOptimizer
 
+#: The workload it registers, by name: a literal, which the host reads without importing this module
+#: (``bench.core.workloadnames``).
+NAMES = ("mnist_hierarchical_rnn",)
 #: Its place in the registry's order (``bench.models.workloads.discover``): ``bench list``, its suite's cells.
 ORDER = 30
 
@@ -16,7 +19,7 @@ PUBLISHED = Published(
           "mnist_hierarchical_rnn.py@2.0.8:36-38; 'rmsprop' (line 77), keras/optimizers.py@2.0.8:212's defaults")
 
 WORKLOADS = (workload(
-    "mnist_hierarchical_rnn", PUBLISHED, smoke_epochs=2, dataset="mnist", optimizer=rmsprop_208(),
+    NAMES[0], PUBLISHED, smoke_epochs=2, dataset="mnist", optimizer=rmsprop_208(),
     samples={"smoke": 512, "full": None}, labels=labels_2017("mnist_hierarchical_rnn", "59-60; 76-78"),
     models=models,
     keras_knobs=("row_lstm",), keras_model_facts=models.row_lstm_form,

@@ -1,0 +1,122 @@
+"""A folder a command writes into is checked once, before its work starts (``bench.cli.common.writable_folder``): a
+path under a plain file, or a folder the OS refuses to write (PermissionError, as a Docker host folder the
+container's user cannot write gives), is one line naming the folder and the OS's reason, exit 2, and nothing is
+planned, measured or written. It was a NotADirectoryError (or PermissionError) traceback from the runner's
+``work.mkdir`` after planning, and for fidelity after the measurement."""
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bench.cli import common, main
+from bench.results import actions
+from bench.run import probe, session
+from bench.run.selftest import run as selftest_run
+
+#: Every command that writes into a folder it is given, with the folder given: ``OUT`` a folder, ``FILE`` a file in
+#: it, ``CSV`` an existing collected CSV (a source), ``DIR`` an existing folder.
+WRITERS = [
+    ("run", ["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--size", "smoke", "--device", "cpu",
+             "--out", "OUT"]),
+    ("sweep", ["sweep", "bench/run/sweeps/tuning.yaml", "--stack", "pytorch", "--device", "cpu", "--out", "OUT"]),
+    ("fidelity", ["fidelity", "--stack", "pytorch", "--workload", "mnist_mlp", "--out", "FILE"]),
+    ("doctor", ["doctor", "--stack", "pytorch", "--out", "FILE"]),
+    ("selftest", ["selftest", "--out", "FILE"]),
+    ("collect", ["collect", "DIR", "-o", "FILE"]),
+    ("collect --history", ["collect", "DIR", "-o", "DIR/run.csv", "--history", "FILE"]),
+    ("compare", ["compare", "CSV", "CSV", "-o", "FILE"]),
+    ("history show", ["history", "show", "-o", "FILE"]),
+    ("history export-bmf", ["history", "export-bmf", "-o", "FILE"]),
+    ("report", ["report", "CSV", "-o", "OUT"]),
+    ("site", ["site", "CSV", "-o", "OUT"]),
+]
+#: What each command's body is: none of them may be called when its folder is refused.
+BODIES = [(session, "run_request"), (session, "run_sweep"), (session, "fidelity"), (probe, "image_checks"),
+          (selftest_run, "main"), (actions, "collect_run"), (actions, "compare_runs"), (actions, "history_show"),
+          (actions, "history_export_bmf"), (actions, "write_report_for"), (actions, "write_site")]
+
+
+def bench(*args: str) -> tuple[int, str, str]:
+    """``bench ARGS`` through ``bench.cli.main`` in click's ``CliRunner`` isolation: exit code, stdout, stderr."""
+    with CliRunner().isolation() as (out, err, _), pytest.raises(SystemExit) as e:
+        main(list(args))
+    return e.value.code, out.getvalue().decode(), err.getvalue().decode()
+
+
+@pytest.fixture
+def called(monkeypatch):
+    """The bodies called (each replaced by one that records its name and does nothing)."""
+    seen: list[str] = []
+    for owner, name in BODIES:
+        monkeypatch.setattr(owner, name, lambda *a, _name=name, **k: seen.append(_name))
+    return seen
+
+
+def argv(args: list[str], tmp_path: Path, folder: Path) -> list[str]:
+    """``args`` with ``OUT`` as ``folder``, ``FILE`` a file in it, ``DIR`` and ``CSV`` existing sources."""
+    csv = tmp_path / "a.csv"
+    csv.write_text("run\n")
+    words = {"OUT": str(folder), "FILE": str(folder / "x.json"), "CSV": str(csv), "DIR": str(tmp_path),
+             "DIR/run.csv": str(tmp_path / "run.csv")}
+    return [words.get(a, a) for a in args]
+
+
+def refused(code: int, err: str, folder: Path, reason: str) -> bool:
+    lines = err.strip().splitlines()
+    return (code == 2 and len(lines) == 1 and lines[0].startswith("bench: error: Invalid value for ")
+            and repr(str(folder)) in lines[0] and lines[0].endswith(reason) and "Traceback" not in err)
+
+
+@pytest.mark.parametrize("args", [a for _, a in WRITERS], ids=[n for n, _ in WRITERS])
+def test_a_folder_under_a_plain_file_is_one_line_and_exit_2_before_any_work(args, tmp_path, called):
+    (tmp_path / "afile").write_text("a plain file\n")
+    folder = tmp_path / "afile" / "x"
+    code, _, err = bench(*argv(args, tmp_path, folder))
+    assert refused(code, err, folder, "Not a directory"), err
+    assert called == []
+
+
+@pytest.mark.parametrize("args", [a for _, a in WRITERS], ids=[n for n, _ in WRITERS])
+def test_a_folder_the_os_will_not_let_us_write_is_one_line_and_exit_2_before_any_work(args, tmp_path, called,
+                                                                                      monkeypatch):
+    folder = tmp_path / "readonly"
+    mkstemp = common.mkstemp
+
+    def denied(dir: Path, prefix: str) -> tuple[int, str]:  # tests run as root, where chmod denies nothing
+        if Path(dir) != folder:
+            return mkstemp(dir=dir, prefix=prefix)
+        raise PermissionError(13, "Permission denied", str(Path(dir) / prefix))
+
+    monkeypatch.setattr(common, "mkstemp", denied)
+    code, _, err = bench(*argv(args, tmp_path, folder))
+    assert refused(code, err, folder, "Permission denied"), err
+    assert called == []
+
+
+def test_a_run_without_out_checks_the_default_run_directorys_root(tmp_path, monkeypatch, called):
+    (tmp_path / "afile").write_text("a plain file\n")
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path / "afile"))
+    code, _, err = bench("run", "--stack", "pytorch", "--device", "cpu")
+    assert refused(code, err, tmp_path / "afile" / "runs", "Not a directory"), err
+    assert "$BENCH_RESULTS_DIR/runs" in err and called == []
+
+
+def test_a_plain_file_where_the_folder_goes_is_named_as_such(tmp_path, called):
+    (tmp_path / "afile").write_text("a plain file\n")
+    code, _, err = bench("collect", str(tmp_path), "-o", str(tmp_path / "afile" / "run.csv"))
+    assert refused(code, err, tmp_path / "afile", "a file of that name is in the way"), err
+
+
+def test_the_check_makes_the_folder_and_leaves_nothing_in_it(tmp_path):
+    folder = tmp_path / "a" / "b"
+    assert common.writable_folder(folder, "'--out'") == folder and folder.is_dir()
+    assert list(folder.iterdir()) == []
+    assert common.writable_file(None, "'--out'") is None
+    assert common.writable_file(tmp_path / "c" / "x.csv", "'-o'") == tmp_path / "c" / "x.csv"
+    assert (tmp_path / "c").is_dir() and list((tmp_path / "c").iterdir()) == []
+
+
+def test_a_writable_folder_reaches_the_commands_body(tmp_path, called):
+    code, _, err = bench("run", "--stack", "pytorch", "--device", "cpu", "--out", str(tmp_path / "run"))
+    assert code == 0 and called == ["run_request"], err
