@@ -243,16 +243,16 @@ for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo lates
 need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [FLAVOR=cpu|gpu]" >&2; exit 2; }
 
 push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGISTRY=ghcr.io/<owner>/dlbench FLAVOR=gpu
-# results/images/<flavor>.txt: one line per image pushed, "<tag reference> <digest reference>" (its digest in this
-# repository, not another's it was pushed to): make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests).
+# results/images/<flavor>.txt: one line per image pushed, "<tag reference> <digest reference>", the digest the push
+# itself printed (so neither another repository's digest of the image nor Docker's short form of a Docker Hub name):
+# make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests).
 	$(need_registry)
 	@mkdir -p $(RESULTS_DIR)/images
 	@set -eo pipefail; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
-	  $(DOCKER) tag dlbench/$$i:$$v $$ref; $(DOCKER) push $$ref >/dev/null; \
-	  digest=$$($(DOCKER) image inspect --format '{{range .RepoDigests}}{{println .}}{{end}}' $$ref \
-	    | awk -v repo="$${ref%:*}@" 'index($$0, repo) == 1 {print; exit}'); \
-	  test -n "$$digest" || { echo "push: no digest of $$ref after pushing it" >&2; exit 1; }; \
-	  echo "$$ref $$digest"; \
+	  $(DOCKER) tag dlbench/$$i:$$v $$ref; \
+	  digest=$$($(DOCKER) push $$ref | sed -n 's/.*digest: \(sha256:[0-9a-f]*\).*/\1/p' | tail -n 1); \
+	  test -n "$$digest" || { echo "push: $$ref pushed, but the push printed no digest" >&2; exit 1; }; \
+	  echo "$$ref $${ref%:*}@$$digest"; \
 	done | tee $(RESULTS_DIR)/images/$(FLAVOR).txt
 
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise

@@ -27,7 +27,8 @@ def probe_write(folder: Path) -> None:
     """Create a file in ``folder`` and remove it: proof that this process can write there.
 
     Raises:
-        OSError: the OS's refusal (PermissionError, a read-only file system, a full disk ...).
+        OSError: the OS's refusal (PermissionError, a read-only file system, no inode left ...). An empty file needs
+            no data block, so a disk whose blocks are full passes: the writes after it fail there.
     """
     fd, name = mkstemp(dir=folder, prefix=".bench-write-probe-")
     os.close(fd)

@@ -20,6 +20,7 @@ volume.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import shlex
 import shutil
 import subprocess
@@ -103,8 +104,13 @@ def k8s_volumes(claim: str, shm_gib: int) -> tuple[list[dict[str, Any]], list[di
 #: An init container's command: run its ``args`` and go on when they exit 1. ``bench run`` exits 1 when a cell did
 #: not succeed (its record says why) and ``bench doctor`` when a check failed; under ``restartPolicy: Never`` a
 #: failing init container fails the pod, so the later stacks, rounds and the collector would never run (every
-#: retry re-running the same failing cell). A bad invocation (exit 2) or a crash still fails the pod.
-KEEP_GOING = ["sh", "-c", '"$0" "$@"; status=$?; if [ "$status" -le 1 ]; then exit 0; fi; exit "$status"']
+#: retry re-running the same failing cell). A bad invocation (exit 2) or a crash still fails the pod. The shell is
+#: the container's first process, which the kubelet sends SIGTERM on a pod's deletion or deadline: it passes it on
+#: to ``bench`` (which records the cell as interrupted and exits 143) and waits for it, where a plain ``sh -c``
+#: would leave bench to the SIGKILL after the grace period.
+KEEP_GOING = ["sh", "-c", 'trap \'kill -TERM "$child"; stopped=1\' TERM; "$0" "$@" & child=$!; wait "$child"; '
+              'status=$?; if [ -n "$stopped" ]; then wait "$child"; status=$?; fi; '
+              'if [ "$status" -le 1 ]; then exit 0; fi; exit "$status"']
 
 
 def read_digests(path: Path | None) -> dict[str, str]:
@@ -284,6 +290,11 @@ def main(a: argparse.Namespace) -> int:
             job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim,
                           inputs=inputs, digests=digests)
             by_tag = unpinned(job)
+            if digests:  # a list from an older push may name digests its registry has since deleted: say whose
+                written = dt.datetime.fromtimestamp(a.digests.stat().st_mtime, dt.timezone.utc)
+                stamp = written.isoformat(timespec="minutes")
+                print(f"note: images pulled by the digests in {a.digests} (written {stamp}); delete it to pull by tag",
+                      file=sys.stderr)
             if by_tag:
                 listed = a.digests or "a digest list (--digests)"
                 print(f"note: no digest for {', '.join(by_tag)} in {listed}: pulled by tag, and their records' "

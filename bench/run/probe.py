@@ -308,8 +308,9 @@ def merged_tflops(measured: Mapping[str, float | None], kept: Mapping[str, float
 
 
 #: A doctor file's fields that describe its measured peak (``image_checks``' extra): kept by ``peak_writer`` when a
-#: later check measures nothing.
-MEASURED_KEYS = ("stack", "gpu", "software", "framework_gpu", "measured_tflops")
+#: later check measures nothing. Not ``framework_gpu``: it says the framework ran a matmul on the GPU, which the
+#: failed check contradicts (``recorded_gpus`` would let a run skip the probe on it).
+MEASURED_KEYS = ("stack", "gpu", "software", "measured_tflops")
 
 
 def peak_writer(path: Path, software: dict[str, Any] | None = None) -> Callable[[list[Check], dict[str, Any]], dict]:
@@ -377,6 +378,10 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
     write = peak_writer(path, software)
     found, extra = (checks or (lambda sid, device: image_checks(sid, device, measure=measure, progress=write)))(
         stack_id, "gpu")
+    if not extra:  # the framework could not reach the GPU: nothing measured now, the file keeps what was
+        write(found, extra)
+        failed = "; ".join(c.value for c in found if c.state == "fail") or "no GPU check ran"
+        return f"{stack_id}: nothing measured ({failed}); {path.name} keeps the peak measured before, if any"
     extra = write(found, extra)
     values = ", ".join(f"{k} {v:.1f}" for k, v in (extra.get("measured_tflops") or {}).items() if v)
     return f"{stack_id}: measured the GEMM peak on this GPU{again} ({values or 'no value'} TFLOP/s) -> {path}"

@@ -177,6 +177,7 @@ def fake_docker(tmp_path, pullable=()):
 echo "$@" >> {log}
 case "$1" in
   image) echo "${{5%%:*}}@sha256:0123";;
+  push) echo "The push refers to repository [${{2%:*}}]"; echo "${{2##*:}}: digest: sha256:0123 size: 2412";;
   pull) case "$3" in {"|".join(f"*/{p}:*" for p in pullable) or "nothing"}) exit 0;; *) exit 1;; esac;;
 esac
 """)
@@ -208,12 +209,18 @@ def test_make_push_tags_every_built_image_by_its_inputs_and_records_its_digest(t
     assert p.returncode == 2 and "usage: make push REGISTRY=" in p.stderr
 
 
-def test_make_push_fails_when_the_pushed_image_has_no_digest_in_its_repository(tmp_path):
-    """An image whose digests are all another repository's (pushed elsewhere too) is an error, not that digest."""
+def test_make_push_lists_the_digest_its_push_printed_under_the_name_it_was_given(tmp_path):
+    """A Docker Hub name (``docker.io/<user>``, which ``docker image inspect`` shortens to ``<user>/...``) keeps the
+    name it was pushed under; a push that prints no digest is an error, not a line without one."""
     fake, _ = fake_docker(tmp_path)
-    fake.write_text(fake.read_text().replace('echo "${5%%:*}@sha256:0123"', 'echo "other.io/x@sha256:0123"'))
+    p = make("push", "REGISTRY=docker.io/me", "FLAVOR=cpu", "PUSH_STACKS=pytorch", f"DOCKER={fake}",
+             f"RESULTS_DIR={tmp_path}")
+    assert p.returncode == 0, p.stderr
+    ref = f"docker.io/me/pytorch:{imagetag.tag('pytorch', 'cpu')}"
+    assert (tmp_path / "images" / "cpu.txt").read_text().splitlines()[0] == f"{ref} docker.io/me/pytorch@sha256:0123"
+    fake.write_text(fake.read_text().replace("digest: sha256:0123 size: 2412", "Writing manifest"))
     p = make("push", "REGISTRY=ghcr.io/o/dlbench", "FLAVOR=cpu", f"DOCKER={fake}", f"RESULTS_DIR={tmp_path}")
-    assert p.returncode != 0 and "no digest of ghcr.io/o/dlbench/" in p.stderr
+    assert p.returncode != 0 and "pushed, but the push printed no digest" in p.stderr
 
 
 def test_images_pulls_what_the_registry_has_and_builds_the_rest(tmp_path):
@@ -266,3 +273,23 @@ def test_a_failed_cell_does_not_end_the_kubernetes_job():
     for status, expected in ((0, 0), (1, 0), (2, 2), (139, 139)):  # the container's command + args, run by sh
         p = subprocess.run([*cloud.KEEP_GOING, "sh", "-c", f"exit {status}"])
         assert p.returncode == expected, status
+
+
+def test_the_kubernetes_init_container_passes_sigterm_on_to_bench(tmp_path):
+    """The kubelet signals a container's first process, the shell: it hands SIGTERM to bench, which records its cell
+    as interrupted and exits 143, and waits for it (before: bench never saw it, and was killed after the grace
+    period). A program standing for bench says it got the signal in a file, after a moment's work."""
+    import signal
+    import subprocess
+    import time
+
+    seen = tmp_path / "seen"
+    bench = ("import signal, sys, time, pathlib\n"
+             "def stop(n, f):\n    time.sleep(0.3); pathlib.Path(sys.argv[1]).write_text(str(n)); sys.exit(143)\n"
+             "signal.signal(signal.SIGTERM, stop)\nprint('ready', flush=True)\ntime.sleep(30)\n")
+    p = subprocess.Popen([*cloud.KEEP_GOING, sys.executable, "-c", bench, str(seen)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline() == "ready\n"
+    start = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=10) == 143 and time.monotonic() - start < 5
+    assert seen.read_text() == str(int(signal.SIGTERM))

@@ -37,7 +37,11 @@ esac
 """
 FAKE_DOCKER = """#!/bin/sh
 case "$1 $2" in
-  "version --format") case "$3" in *Client*) echo "${FAKE_CLIENT:-20.10.24}" ;; *) echo 20.10.24 ;; esac ;;
+  "--version ") echo "${FAKE_DOCKER_VERSION:-Docker version 20.10.24, build 297e128}" ;;
+  "version --format") case "$3" in
+    *Client*) echo "${FAKE_CLIENT:-20.10.24}"; [ -z "$FAKE_NO_ENGINE" ] || exit 1 ;;
+    *) [ -z "$FAKE_NO_ENGINE" ] || { echo "Cannot connect to the Docker daemon" >&2; exit 1; }; echo 20.10.24 ;;
+  esac ;;
   "compose version") echo 2.29.1 ;;
   "buildx version") exit 1 ;;
   "info --format") echo /var/lib/docker ;;
@@ -97,6 +101,19 @@ def test_a_new_docker_client_without_buildx_fails_buildkit_whatever_the_engine(h
     assert "client 28.2.2" in checks["BuildKit"].value and "docker-buildx" in checks["BuildKit"].fix
     monkeypatch.setenv("FAKE_CLIENT", "20.10.24+dfsg1")
     assert host(A100.format(driver="580.65.06", mig="Disabled"))["BuildKit"].state == "ok"
+    # an engine it cannot reach: the client still printed its version (exit 1), which still decides
+    monkeypatch.setenv("FAKE_NO_ENGINE", "1")
+    checks = host(A100.format(driver="580.65.06", mig="Disabled"))
+    assert checks["Docker engine"].state == "fail" and checks["BuildKit"].state == "ok"
+    assert "client 20.10.24+dfsg1" in checks["BuildKit"].value
+
+
+def test_podmans_docker_shim_is_named_for_what_builds(host, monkeypatch):
+    """Podman's ``docker`` answers a client version below 23, but buildah builds, reading no DOCKER_BUILDKIT."""
+    monkeypatch.setenv("FAKE_DOCKER_VERSION", "podman version 5.2.2")
+    monkeypatch.setenv("FAKE_CLIENT", "5.2.2")
+    check = host(A100.format(driver="580.65.06", mig="Disabled"))["BuildKit"]
+    assert check.state == "ok" and "buildah" in check.value and "built in" not in check.value
 
 
 def test_disk_need_counts_a_shared_layer_once_and_not_at_all_once_built():

@@ -118,9 +118,12 @@ def test_a_failed_gpu_probe_keeps_the_peak_measured_before(host, monkeypatch):
         raise RuntimeError("CUDA error: no CUDA-capable device is detected")
 
     monkeypatch.setattr(probe, "probe_gpus", unreachable)
-    host.ensure()
+    line = host.ensure()
+    assert "nothing measured (CUDA error: no CUDA-capable device is detected)" in line and "TFLOP/s" not in line
     file = saved(host)
     assert [c["state"] for c in file["checks"]] == ["fail"] and "no CUDA-capable" in file["checks"][0]["value"]
     assert file["measured_tflops"] == {"bf16": 700.0, "fp32": 50.0, "tf32": None}
     assert file["software"] == probe.current_software({"driver": host.driver})
     assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)  # still matched to the records of this GPU
+    # the framework did not reach the GPU this time: a run must probe it again, not take the old file's word
+    assert "framework_gpu" not in file and probe.recorded_gpus("pytorch", host.results, "gpu")[0] is None
