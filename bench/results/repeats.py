@@ -80,6 +80,9 @@ def aggregate(records: list[Record]) -> Record:
     block.finished_utc = [r.finished_utc for r in records]
     out.repeats = block
     carry_gpu_change_notes(out, records)
+    if out.process is not None:  # rule any: a cell is flagged when one of its repeats shared the CPUs
+        flags = [r.process.host_contended for r in records if r.process is not None]
+        out.process.host_contended = any(flags) if any(f is not None for f in flags) else None
     return out
 
 
@@ -102,12 +105,15 @@ def aggregate_metrics(out: Record, records: list[Record]) -> dict[str, Spread]:
 #: How the note of a repeat run again on this run's GPU starts (``bench.run.runfolder`` writes it; ``aggregate``
 #: carries it from every repeat into the cell).
 OTHER_GPU_NOTE = "GPU changed:"
+#: How the note of a repeat that shared the host's CPUs starts (``bench.instruments.hostload.contention_note``;
+#: ``aggregate`` carries it from every repeat into the cell).
+CONTENDED_NOTE = "CPU contended:"
 
 
 def carry_gpu_change_notes(out: Record, records: list[Record]) -> None:
-    """Put into the cell ``out`` every repeat's note that it was run again on this GPU
-    (``OTHER_GPU_NOTE``), not only repeat 1's (whose ``notes`` the cell takes)."""
+    """Put into the cell ``out`` every repeat's note that it was run again on this GPU (``OTHER_GPU_NOTE``) or
+    shared the CPUs (``CONTENDED_NOTE``), not only repeat 1's (whose ``notes`` the cell takes)."""
     notes = list(out.notes)
     for r in records:
-        notes += [n for n in r.notes if n.startswith(OTHER_GPU_NOTE) and n not in notes]
+        notes += [n for n in r.notes if n.startswith((OTHER_GPU_NOTE, CONTENDED_NOTE)) and n not in notes]
     out.notes = notes

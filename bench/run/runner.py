@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from typing import Any
 
 from bench.core import interrupt
 from bench.core.stacks import get_stack
-from bench.instruments import gpu_state, profile
+from bench.instruments import gpu_state, hostload, profile
 from bench.instruments.environment import cuda_cache_block, cuda_cache_bytes
 from bench.instruments.gpu_state import Cooldown
 from bench.results.cell import Cell
@@ -77,6 +78,20 @@ def before_cell(cell: Cell, cooldown: Cooldown | None) -> tuple[dict[str, Any] |
     return waited, gpu_state.snapshot()
 
 
+def add_host_load(rec: Record, wall_s: float, own_cpu_s: float, busy: tuple[float | None, float | None]) -> None:
+    """``rec.process``'s CPU times (``cpu_s``, ``other_cpu_s``, ``host_contended``: ``bench.instruments.hostload``)
+    from the process's own CPU time and the host's busy CPU time read before it started and after it ended
+    (``busy``), and a note when the host was contended."""
+    if rec.process is None:
+        return
+    other = hostload.other_cpu_s(*busy, own_cpu_s)
+    cpus = rec.env.cpu_count if rec.env is not None else os.cpu_count()
+    rec.process.cpu_s, rec.process.other_cpu_s = own_cpu_s, other
+    rec.process.host_contended = hostload.contended(other, wall_s, cpus)
+    if rec.process.host_contended and other is not None:
+        rec.notes = [*rec.notes, hostload.contention_note(other, wall_s, cpus)]
+
+
 def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = None) -> Record:
     """Run ``cell`` in a child process, fill its typed ``Record`` (the worker's, read back) with what only the parent
     sees and write it once; returns the record. On a GPU, first
@@ -101,10 +116,10 @@ def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = N
         with compile_caches(stack) as caches:
             env = {**cell_env(stack, cell.device, cell.settings), **caches}
             cuda_cache_before = cuda_cache_bytes(env)
-            start = time.perf_counter()
+            busy_before, start = hostload.busy_cpu_s(), time.perf_counter()
             args = [*WORKER, str(cell_file), str(worker_out), *samples]
             rc, usage, timed_out, signum = wait_for_worker(args, env, log_file, cell.timeout_s)
-            wall = time.perf_counter() - start
+            wall, busy_after = time.perf_counter() - start, hostload.busy_cpu_s()
 
         rec = worker_record(cell, worker_out, rc, timed_out, log_file, (signum, wall), env)
         profile.place(rec, work, final, out_dir)
@@ -113,6 +128,7 @@ def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = N
         rec.process = Process(exit_code=rc, wall_s=wall, timeout_s=cell.timeout_s,
                               max_rss_bytes=usage.ru_maxrss * 1024, log=log_file.name,
                               gpu_s=wall if cell.device == "gpu" else 0.0)
+        add_host_load(rec, wall, usage.ru_utime + usage.ru_stime, (busy_before, busy_after))
         rec.memory = rec.memory or Memory()
         if "host_peak_rss_bytes" not in rec.memory.model_fields_set:  # the worker's own reading comes first
             rec.memory.host_peak_rss_bytes = usage.ru_maxrss * 1024

@@ -1,14 +1,17 @@
 """The runner with stand-in workers: crashes, time limits and resumed runs never lose a record."""
 
 import os
+import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
 from bench.instruments import environment, profile
 from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
+from bench.results.repeats import CONTENDED_NOTE
 from bench.results.repeats import aggregate as aggregate_records
 from bench.results.schema import Record
 from bench.run import cellprocess, runfolder, runner
@@ -23,6 +26,8 @@ FAKE = textwrap.dedent("""
     mode = os.environ["FAKE_MODE"]
     if mode == "sleep":
         time.sleep(60)
+    if mode == "pause":  # a cell that takes a second of wall time and almost no CPU
+        time.sleep(1.0)
     if mode == "crash":
         print("segfault-ish", flush=True)
         sys.exit(3)
@@ -89,6 +94,30 @@ def test_ok_record_gets_process_info(tmp_path, fake_worker):
     assert on_disk["process"]["exit_code"] == 0 and on_disk["process"]["wall_s"] > 0
     assert on_disk["process"]["max_rss_bytes"] > 0
     assert not any((tmp_path / "pytorch" / ".work").iterdir())
+
+
+def test_a_cell_sharing_the_cpus_says_how_much_others_used_as_a_busy_process_measures_it(tmp_path, fake_worker):
+    """Another process burning a CPU while a cell runs: the record's ``process.other_cpu_s`` is at least what that
+    process itself used in the cell's window (psutil's count of its own CPU time, an independent reading), the cell
+    is flagged (``host_contended``) and noted; the cell's own ``cpu_s`` is its process's, which slept."""
+    import psutil
+
+    fake_worker("pause")
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        own = psutil.Process(burner.pid)
+        time.sleep(0.3)  # the interpreter is up and spinning
+        before = sum(own.cpu_times()[:2])
+        rec = run_one(cell(), tmp_path)
+        burned = sum(own.cpu_times()[:2]) - before
+    finally:
+        burner.kill()
+        burner.wait()
+    process = rec["process"]
+    assert burned > 0.5 * process["wall_s"]  # the burner had a CPU for most of the window
+    assert process["other_cpu_s"] >= 0.9 * burned - 0.05  # counted whole, within a few 10 ms ticks
+    assert process["cpu_s"] < 0.5 * process["wall_s"]  # python's start-up and a sleep
+    assert process["host_contended"] is True and any(n.startswith(CONTENDED_NOTE) for n in rec["notes"])
 
 
 def test_crash_without_record_is_recorded_with_log_tail(tmp_path, fake_worker):

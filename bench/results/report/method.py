@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.results.report.common import json_list, md_table
-from bench.results.schema import Data, Env, Metrics, Record, Telemetry, col, setting_col, spread_col
+from bench.results.schema import Data, Env, Metrics, Process, Record, Telemetry, col, setting_col, spread_col
 
 HISTORY_LOSS, HISTORY_VAL_ACC = col(Record, "history", "loss"), col(Record, "history", "val_accuracy")
 N_VAL = col(Data, "n_val")
@@ -124,7 +124,9 @@ def round_drift(df) -> list[tuple[str, int, float]]:
 RULES = ((col(Record, "gpu_before", "processes"), "GPU busy: another process was on the GPU"),
          (col(Env, "gpu", "mig_mode"),
           "MIG mode: a GPU slice, while power and energy are the whole GPU's (no datasheet MFU)"),
-         (col(Telemetry, "throttled"), "throttled: thermal or hardware clock-event reasons in the timed window"))
+         (col(Telemetry, "throttled"), "throttled: thermal or hardware clock-event reasons in the timed window"),
+         (col(Process, "host_contended"), "CPU contended: other processes kept half a CPU or more busy while the "
+                                          "cell ran (process.other_cpu_s)"))
 
 
 def _set(value: Any) -> bool:
@@ -202,7 +204,7 @@ def method_section(df) -> list[str]:
         lines.append("- **Rows that break a rule** (their numbers are not comparable with the others'):")
         lines += [f"  - {meaning}: {', '.join(rows)}" for meaning, rows in breaks]
     else:
-        lines.append("- No row broke a rule (GPU busy, MIG, thermal/hardware throttling).")
+        lines.append("- No row broke a rule (GPU busy, MIG, thermal/hardware throttling, CPU contended).")
     return lines + correctness_lines(df, ok) + [""]
 
 

@@ -126,6 +126,15 @@ class Process(Block):
     log: str | None = entry("the worker's log file name")
     gpu_s: float | None = entry("GPU-seconds: the process's wall time on a GPU (0 on CPU; repeats.gpu_s sums the "
                                 "repeats': the report's GPU-hours and cost)", "s", "sum")
+    cpu_s: float | None = entry("the process's own CPU time, user + system, its waited-for children included "
+                                "(os.wait4)", "s")
+    other_cpu_s: float | None = entry("CPU time the host's other processes used while the cell ran: the host's busy "
+                                      "CPU time over the process's life (psutil.cpu_times, host-wide in a container "
+                                      "too) less cpu_s; good to a few 10 ms ticks per CPU (null: unreadable, or a "
+                                      "record from before 2026-11-27)", "s")
+    host_contended: bool | None = entry("other_cpu_s / wall_s reached half a CPU (or 5 % of the CPUs, the larger): "
+                                        "the cell shared the CPUs, and its times are not comparable with a quiet "
+                                        "host's (bench.instruments.hostload)", rule="any")
 
 
 class Spread(Block):

@@ -21,12 +21,13 @@ SCHEMA_VERSION = 4
 #: The oldest layout the collector reads.
 OLDEST_SCHEMA = 1
 
-Rule = Literal["median", "first", "sum", "derived", "aggregation"]
+Rule = Literal["median", "first", "sum", "any", "derived", "aggregation"]
 #: What each rule across repeats means (``bench.results.repeats``).
 RULES: dict[str, str] = {
     "median": "the median across repeats (values, median, min, max and cv kept in repeats.<field>)",
     "first": "repeat 1's value (or the first failing repeat's, for a cell that is not ok)",
     "sum": "summed over the repeats (in the repeats block)",
+    "any": "true when any repeat's is (a cell is flagged when one of its repeats was)",
     "derived": "recomputed from the aggregated metrics (bench.results.derived), never carried from a repeat",
     "aggregation": "made by the aggregation of repeats itself (null or absent in a per-repeat record)",
 }
