@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bench.instruments import environment, profile
+from bench.instruments import environment, hostload, profile
 from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
 from bench.results.repeats import CONTENDED_NOTE
@@ -114,10 +114,14 @@ def test_a_cell_sharing_the_cpus_says_how_much_others_used_as_a_busy_process_mea
         burner.kill()
         burner.wait()
     process = rec["process"]
-    assert burned > 0.5 * process["wall_s"]  # the burner had a CPU for most of the window
+    assert burned > 0.2  # it ran, on a machine as busy as CI's (its image builds share the two cores)
     assert process["other_cpu_s"] >= 0.9 * burned - 0.05  # counted whole, within a few 10 ms ticks
-    assert process["cpu_s"] < 0.5 * process["wall_s"]  # python's start-up and a sleep
-    assert process["host_contended"] is True and any(n.startswith(CONTENDED_NOTE) for n in rec["notes"])
+    assert 0 < process["cpu_s"] < process["wall_s"]  # python's start-up and a sleep
+    flagged = hostload.contended(process["other_cpu_s"], process["wall_s"], rec["env"]["cpu_count"])
+    assert process["host_contended"] is flagged
+    assert any(n.startswith(CONTENDED_NOTE) for n in rec["notes"]) is flagged
+    if burned > 0.5 * process["wall_s"]:  # the burner alone kept half a CPU busy: flagged whatever else ran
+        assert flagged
 
 
 def test_crash_without_record_is_recorded_with_log_tail(tmp_path, fake_worker):
