@@ -85,7 +85,7 @@ def add_host_load(rec: Record, wall_s: float, own_cpu_s: float, busy: tuple[floa
     if rec.process is None:
         return
     other = hostload.other_cpu_s(*busy, own_cpu_s)
-    cpus = rec.env.cpu_count if rec.env is not None else os.cpu_count()
+    cpus = (rec.env.cpu_count if rec.env is not None else None) or os.cpu_count()  # the worker's host is this one
     rec.process.cpu_s, rec.process.other_cpu_s = own_cpu_s, other
     rec.process.host_contended = hostload.contended(other, wall_s, cpus)
     if rec.process.host_contended and other is not None:
