@@ -17,7 +17,7 @@ import pytest
 from bench import cli
 from bench.core import interrupt
 from bench.run import probe
-from tests.run.test_probe import FakeHost
+from tests.helpers.gpu_host import FakeHost
 
 
 @pytest.fixture
