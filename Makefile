@@ -146,8 +146,9 @@ build-%: ## Build one image: build-<stack> or build-collector
 	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) \
 	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
 
-# An image's registry digest when pulled (or pushed), else its local image ID, as a shell substitution for a recipe:
-# its records' env.image_digest. And its local image ID alone, which tagging and pushing leave as it is (make push
+# An image's first repository digest (a registry's once pulled or pushed; Docker's containerd image store, the default
+# of new Docker 29 installs, also lists one for an image built here), else its local image ID, as a shell substitution
+# for a recipe: its records' env.image_digest. And its local image ID alone, which tagging and pushing leave as it is (make push
 # fills RepoDigests of an unchanged image): its records' env.image_id, and part of the key of the GEMM peak measured
 # in it (bench.run.probe.image_identity). Both go to the container wherever it runs a cell or the doctor.
 image_digest = $$($(DOCKER) image inspect --format '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' \

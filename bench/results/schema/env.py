@@ -49,9 +49,11 @@ class Env(Block):
     bench_version: str | None = entry("this package's version")
     git_commit: str | None = entry("the bench checkout's commit")
     image: str | None = entry("the stack image's tag (null outside make)")
-    image_digest: str | None = entry("the image the cell ran in: its registry digest when pulled (make bench-all "
-                                     "REGISTRY=...) or pushed (make push), else its local image ID; a Kubernetes Job's "
-                                     "image make push listed (null: outside make, or a Job's image pulled by tag)")
+    image_digest: str | None = entry("the image the cell ran in: its first repository digest (a registry's when "
+                                     "pulled, make bench-all REGISTRY=..., or pushed, make push; Docker's containerd "
+                                     "image store lists a local one for a built image too), else its local image ID; "
+                                     "a Kubernetes Job's image make push listed (null: outside make, or a Job's image "
+                                     "pulled by tag)")
     image_id: str | None = entry("the image's local ID (docker image inspect's .Id: the same before and after "
                                  "tagging and pushing), the key of the GEMM peak measured in it (null outside make)")
     image_flavor: str | None = entry("the image flavor (cpu or gpu)")
