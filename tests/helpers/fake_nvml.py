@@ -1,5 +1,6 @@
-"""Fake ``pynvml`` modules: one GPU on a controllable clock (FakeNvml, for the telemetry sampler) and a host of
-two (two_gpu_pynvml, for device selection)."""
+"""Fake ``pynvml`` modules: one GPU on a controllable clock (FakeNvml, for the telemetry sampler), one GPU between
+cells (GpuBetweenCells: its temperatures, compute processes and UUID, for the busy check, the cooldown and a resume)
+and a host of two (two_gpu_pynvml, for device selection)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,34 @@ class FakeClock:
 
     def advance(self, dt: float) -> None:
         self.t += dt
+
+
+class GpuBetweenCells(types.SimpleNamespace):
+    """A pynvml stand-in whose GPU is ``uuid``, at ``temps`` (one per read, the last repeated), with the compute
+    processes ``procs`` ((pid, bytes of GPU memory) pairs)."""
+
+    NVML_TEMPERATURE_GPU = 0
+
+    def __init__(self, temps=(40,), procs=(), uuid="GPU-a"):
+        super().__init__(temps=list(temps), procs=list(procs), uuid=uuid)
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def nvmlDeviceGetUUID(self, h):
+        return self.uuid.encode()
+
+    def nvmlDeviceGetTemperature(self, h, sensor):
+        return self.temps.pop(0) if len(self.temps) > 1 else self.temps[0]
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        return [types.SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in self.procs]
 
 
 class FakeNvml(types.SimpleNamespace):

@@ -12,6 +12,7 @@ from bench.instruments import gpu_state
 from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
 from bench.run import runner
+from tests.helpers.fake_nvml import GpuBetweenCells as Nvml
 
 STUB = textwrap.dedent("""
     import json, os, sys
@@ -28,33 +29,6 @@ STUB = textwrap.dedent("""
 """)
 
 
-class Nvml(types.SimpleNamespace):
-    """A pynvml stand-in whose GPU is ``uuid``, at ``temps`` (one per read, the last repeated)."""
-
-    NVML_TEMPERATURE_GPU = 0
-
-    def __init__(self, uuid="GPU-a", temps=(40,)):
-        super().__init__(uuid=uuid, temps=list(temps))
-
-    def nvmlInit(self):
-        pass
-
-    def nvmlShutdown(self):
-        pass
-
-    def nvmlDeviceGetHandleByIndex(self, i):
-        return i
-
-    def nvmlDeviceGetUUID(self, h):
-        return self.uuid.encode()
-
-    def nvmlDeviceGetTemperature(self, h, sensor):
-        return self.temps.pop(0) if len(self.temps) > 1 else self.temps[0]
-
-    def nvmlDeviceGetComputeRunningProcesses(self, h):
-        return []
-
-
 def test_a_preempted_round_run_resumes_onto_one_gpu_and_records_the_rerun(tmp_path, monkeypatch):
     """3 rounds, the VM preempted after round 1 (GPU-a -> GPU-b), then the whole plan resumed: every cell ok over
     GPU-b alone, repeat 1's GPU-a record kept beside the repeats and the rerun noted."""
@@ -63,7 +37,7 @@ def test_a_preempted_round_run_resumes_onto_one_gpu_and_records_the_rerun(tmp_pa
     monkeypatch.setattr(runner, "WORKER", [sys.executable, str(script)])
     cells = [Cell(stack="pytorch", suite="classic", workload=w, task="fit", size="smoke", device="cpu",
                   timeout_s=60) for w in ("mnist_mlp", "mnist_cnn")]
-    nv = Nvml("GPU-a")
+    nv = Nvml(uuid="GPU-a")
     out = tmp_path / "run"
 
     def bench_run(r):  # one `bench run --round r`: the GPU read once, as the CLI does

@@ -1,6 +1,5 @@
 """The GPU between cells (bench.instruments.gpu_state) against a fake pynvml: other processes, cooldown, no NVML."""
 
-import types
 
 import pytest
 
@@ -8,29 +7,7 @@ from bench.instruments import gpu_state
 from bench.results.cell import Cell
 from bench.results.record import read_record, result_path
 from bench.run import runner
-
-
-class FakeNvml(types.SimpleNamespace):
-    NVML_TEMPERATURE_GPU = 0
-
-    def __init__(self, temps, procs=()):
-        super().__init__()
-        self.temps, self.procs = list(temps), list(procs)
-
-    def nvmlInit(self):
-        pass
-
-    def nvmlShutdown(self):
-        pass
-
-    def nvmlDeviceGetHandleByIndex(self, i):
-        return i
-
-    def nvmlDeviceGetTemperature(self, h, sensor):
-        return self.temps.pop(0) if len(self.temps) > 1 else self.temps[0]
-
-    def nvmlDeviceGetComputeRunningProcesses(self, h):
-        return [types.SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in self.procs]
+from tests.helpers.fake_nvml import GpuBetweenCells as FakeNvml
 
 
 def test_snapshot_counts_other_processes_and_the_note_says_the_numbers_are_invalid():
