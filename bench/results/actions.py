@@ -139,8 +139,9 @@ def write_report_for(sources: Sequence[Path], out_dir: Path | None, price_per_ho
             logger.warning(f"warning: {w}")
         if history_path is not None and not history_path.is_file():
             raise InputError(f"no history at {history_path}")
-        history_path = history_path or report_folder(sources) / "history.sqlite"
-        path = write_report(runs, out_dir or report_folder(sources), price_per_hour, history_path)
+        folder = report_folder(sources)
+        history_path = history_path or folder / "history.sqlite"
+        path = write_report(runs, out_dir or folder, price_per_hour, history_path)
     except InputError:
         raise
     except ValueError as e:

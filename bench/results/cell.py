@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationInfo, field_validator
 
+from bench.core.request import timeout_for
+
 
 class Inputs(BaseModel):
     """A scenario's measurement inputs for one cell, every one resolved by the plan (``bench.run.plan``, through its
@@ -118,8 +120,6 @@ class Cell(BaseModel):
     @classmethod
     def _size_default(cls, value: float | None, info: ValidationInfo) -> float:
         # the one per-size default (``bench.core.request.timeout_for``), for a cell made without a limit
-        from bench.core.request import timeout_for
-
         return timeout_for(info.data.get("size", ""), value) if value is None else value
 
     @property

@@ -378,10 +378,10 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
     write = peak_writer(path, software)
     found, extra = (checks or (lambda sid, device: image_checks(sid, device, measure=measure, progress=write)))(
         stack_id, "gpu")
-    if not extra:  # the framework could not reach the GPU: nothing measured now, the file keeps what was
-        write(found, extra)
+    measured_now = bool(extra)  # empty: the framework could not reach the GPU, and the file keeps what was
+    extra = write(found, extra)
+    if not measured_now:
         failed = "; ".join(c.value for c in found if c.state == "fail") or "no GPU check ran"
         return f"{stack_id}: nothing measured ({failed}); {path.name} keeps the peak measured before, if any"
-    extra = write(found, extra)
     values = ", ".join(f"{k} {v:.1f}" for k, v in (extra.get("measured_tflops") or {}).items() if v)
     return f"{stack_id}: measured the GEMM peak on this GPU{again} ({values or 'no value'} TFLOP/s) -> {path}"

@@ -164,14 +164,19 @@ _MESSAGES = {"model_type": "expected a mapping", "dict_type": "expected a mappin
 _VALUE_TYPES = {t.__name__ for t in get_args(Value)}
 
 
+def _place(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """An error's place in the grid: a knob value's place without the ``Value`` type pydantic tried there."""
+    return loc[:-1] if loc and loc[-1] in _VALUE_TYPES else loc
+
+
 def _one_line(e: ValidationError, source: str) -> str:
     """pydantic's first error as one line: the file, where (``engines.torch.grid[0].compile``) and what. A knob value
     of no ``Value`` type fails once per type; that is one error, said once, with the value given."""
     errors = e.errors(include_url=False)
     err = errors[0]
-    loc = err["loc"][:-1] if err["loc"] and err["loc"][-1] in _VALUE_TYPES else err["loc"]
+    loc = _place(err["loc"])
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc if p != "[key]").lstrip(".")
-    count = len({tuple(x["loc"][:-1]) if x["loc"] and x["loc"][-1] in _VALUE_TYPES else x["loc"] for x in errors})
+    count = len({_place(x["loc"]) for x in errors})
     if loc != err["loc"]:
         message = f"{json.dumps(err['input'], default=str)} is not a knob value (a string, a number or true/false)"
     elif err["type"] == "extra_forbidden":

@@ -126,17 +126,21 @@ class Steps(Scenario):
     def describe(self, w: StepWorkload) -> str:
         """Its cells, the tasks ``--seq-len`` sets (with the published length), its parameters and source."""
         cells = ", ".join(f"{t} {b}" for t, b in w.cells)
-        seq = [t for t in w.tasks if w.model.reads_seq_len(t)]
+        seq = seq_len_tasks(w)
         seq_text = f"; --seq-len: {', '.join(seq)} (published {w.model.config('full')['seq_len']})" if seq else ""
         params = ", ".join(f"{k} {v:,}" for k, v in w.model.published_params.items()) or "n/a"
         return f"{cells}{seq_text}; params {params}; {w.source}"
 
 
+def seq_len_tasks(w: StepWorkload) -> list[str]:
+    """``w``'s tasks whose inputs have a sequence length (``PaperModel.reads_seq_len``), in its order."""
+    return [t for t in w.tasks if w.model.reads_seq_len(t)]
+
+
 def seq_len_cells() -> str:
-    """The registered step-timed workloads and tasks that read a sequence length (``PaperModel.reads_seq_len``), as
-    one phrase: ``bert (fit, predict), gemma (fit)``."""
-    found = {name: [t for t in w.tasks if w.model.reads_seq_len(t)]
-             for name, w in WORKLOADS.items() if isinstance(w, StepWorkload)}
+    """The registered step-timed workloads and tasks that read a sequence length (``seq_len_tasks``), as one phrase:
+    ``bert (fit, predict), gemma (fit)``."""
+    found = {name: seq_len_tasks(w) for name, w in WORKLOADS.items() if isinstance(w, StepWorkload)}
     return ", ".join(f"{name} ({', '.join(tasks)})" for name, tasks in found.items() if tasks)
 
 
