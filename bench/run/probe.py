@@ -136,6 +136,12 @@ GEMM_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", 
 NOT_GEMM = ("nvidia-ml-py",)
 
 
+def results_root() -> Path:
+    """``$BENCH_RESULTS_DIR`` (default ``results``): where ``bench doctor`` saves what it saw (the GPUs, the measured
+    peak, ``doctor/``) and a run without ``--out`` puts its run directory (``runs/``)."""
+    return Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
+
+
 def image_identity(env: Mapping[str, str] | None = None) -> str | None:
     """The image a GEMM peak is measured in, as ``make`` passes it to the container: its local ID
     (``BENCH_IMAGE_ID``, ``docker image inspect``'s ``.Id``: unchanged when the image is tagged or pushed), else its

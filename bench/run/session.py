@@ -20,6 +20,7 @@ from bench.core.request import Request
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.core.words import Device, RunDevice, Size
 from bench.run import plan as planning
+from bench.run.probe import results_root
 
 if TYPE_CHECKING:
     from bench.instruments.gpu_state import Cooldown
@@ -38,11 +39,6 @@ def stack_list(stacks: Iterable[str]) -> list[str]:
     """The stack ids of ``--stack`` values, first mention first; ``all`` means the default stacks."""
     stacks = list(stacks)
     return list(DEFAULT_STACKS) if "all" in stacks else list(dict.fromkeys(stacks))
-
-
-def results_root() -> Path:
-    """``$BENCH_RESULTS_DIR`` (default ``results``): what ``bench doctor`` saved (the GPUs seen, the measured peak)."""
-    return Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
 
 
 def runs_root() -> Path:

@@ -194,9 +194,9 @@ def measured_peak_in_effect(rec: Record, precision: str, tf32_mm: bool, tf32_con
     matmul mode's, or where matmuls and convolutions ran in different modes, the two combined by the cell's
     convolution share of FLOPs (``flops.combined_peak``; a convolution is taken to reach what a GEMM of its math
     mode reaches). (None, why) when a measurement or the share is missing."""
-    from bench.run.probe import measured_peak, software_identity
+    from bench.run.probe import measured_peak, results_root, software_identity
 
-    results = Path(os.environ.get("BENCH_RESULTS_DIR", "results"))
+    results = results_root()
     stack, flavor, gpu = rec.stack, os.environ.get("BENCH_FLAVOR", rec.device), _gpu(rec)
     env = rec.env
     software = software_identity((gpu or {}).get("driver"), (env.image_id or env.image_digest) if env else None,
