@@ -109,7 +109,7 @@ class Steps(Scenario):
             settings = knobs.settings_class(stack.family, "steps").from_dict(dict(cell.settings))
             out = step_engine(stack.family).run(stack, w, cell, cfg, settings, telemetry=tel)
         # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
-        rec.settings = effective_settings(settings, out.settings, model_config=cfg)
+        rec.settings = effective_settings(settings, out.settings, model_config=w.model.task_config(cell.task, cfg))
         rec.metrics = step_metrics(out.timer, batch, steps, out.settings.generated_tokens)
         rec.model, rec.memory, rec.output = out.model, out.memory, out.output
         rec.notes += out.notes

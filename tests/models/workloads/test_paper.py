@@ -227,6 +227,10 @@ def test_pytorch_smoke_cells_time_every_step(workload, task):
         assert rec["settings"]["prompt_tokens"] == 6
         assert rec["settings"]["generated_tokens"] == get_workload(workload).model.config("smoke")["max_length"] - 6
         assert m["tokens_per_s"] == pytest.approx(m["examples_per_s"] * rec["settings"]["generated_tokens"])
+    # the record's config names only the shapes the task read: generate no seq_len, a causal LM's fit no max_length
+    shown = rec["settings"]["model_config"]
+    assert ("seq_len" in shown) == (workload in ("bert", "gemma", "mistral") and task != "generate")
+    assert ("max_length" in shown) == (task == "generate")
     if workload == "gemma":
         assert 0 < rec["model"]["params_trainable"] < rec["model"]["params_total"]  # LoRA
     if task == "generate":

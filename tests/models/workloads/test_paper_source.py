@@ -524,3 +524,21 @@ def test_ratio_only_on_a_whole_a100_the_sources_gpu(tmp_path, gpu, device, shown
     row = rows_starting(text, "bert", "fit", "32")[0]
     cell = next(c for c in row if "/ 222.37" in c)  # keras3-jax's
     assert cell == " ".join(["**100.00** / 222.37", *([shown] if shown else [])])
+
+
+@pytest.mark.parametrize("task, seq_len, why", [("generate", None, []), ("fit", 128, []),
+                                                 ("fit", 64, ["sequence length 64, not 128"])])
+def test_a_sequence_length_is_compared_only_where_the_task_read_one(task, seq_len, why):
+    """A generate row records no sequence length (its config's own shaped nothing: a fixed prompt to
+    ``max_length``), as the source fed it none: no reason for that, where before a generate row's missing length
+    read as "sequence length n/a, not 128"."""
+    import pandas as pd
+
+    from bench.results.report.paper import source_mismatch
+    from bench.results.schema import EffectiveSettings, Env, Metrics, col
+
+    row = {"device": "gpu", "size": "full", "workload": "gemma", "task": task, col(Metrics, "steps"): 100,
+           col(Env, "gpu", "name"): SOURCE, col(Env, "gpu", "mig_mode"): False}
+    if seq_len is not None:
+        row[col(EffectiveSettings, "model_config", "seq_len")] = seq_len
+    assert source_mismatch(pd.Series(row)) == why

@@ -44,6 +44,11 @@ class CausalLM(PaperModel):
         the source's ``model.generate(prompts, max_length=50)`` (benchmark/keras_utils.py@v0.0.5)."""
         return task == "fit" and super().reads_seq_len(task)
 
+    def task_config(self, task: str, cfg: dict[str, Any]) -> dict[str, Any]:
+        """As the base's, and fit, which generates nothing, without ``max_length``."""
+        cfg = super().task_config(task, cfg)
+        return cfg if task != "fit" else {k: v for k, v in cfg.items() if k != "max_length"}
+
     def new_tokens(self, cfg) -> int:
         """Tokens each generate call adds per sequence: to ``max_length``, as the source's
         ``model.generate(prompts, max_length=50)`` (benchmark/keras_utils.py@v0.0.5)."""

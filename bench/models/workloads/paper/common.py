@@ -95,6 +95,12 @@ class PaperModel(ABC):
         config has one (not the image models), in every task unless a subclass says otherwise."""
         return "seq_len" in self.config("full")
 
+    def task_config(self, task: str, cfg: dict[str, Any]) -> dict[str, Any]:
+        """``cfg`` as ``task`` read it, for its record: without the ``seq_len`` of a task that reads none
+        (``reads_seq_len``), so a record names only the shapes that ran. A subclass drops what else a task leaves
+        unread."""
+        return cfg if self.reads_seq_len(task) else {k: v for k, v in cfg.items() if k != "seq_len"}
+
     @abstractmethod
     def keras_job(self, stack, keras, task: str, cfg: dict[str, Any], batch: int, settings: dict[str, Any]) -> Job:
         """The Keras model and inputs of ``task`` (``fit``, ``predict``, ``generate``) at ``batch`` examples."""
