@@ -3,15 +3,14 @@ generated from ``Request``."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import Field
 from pathlib import Path
-from tempfile import mkstemp
 from typing import Any, NoReturn, TypeVar, get_args
 
 import click
 
+from bench.core.atomic import unwritable
 from bench.core.request import Request, cli_flag
 from bench.core.words import Device
 
@@ -23,34 +22,17 @@ def fail(message: str) -> NoReturn:
     raise click.UsageError(message)
 
 
-def probe_write(folder: Path) -> None:
-    """Create a file in ``folder`` and remove it: proof that this process can write there.
-
-    Raises:
-        OSError: the OS's refusal (PermissionError, a read-only file system, no inode left ...). An empty file needs
-            no data block, so a disk whose blocks are full passes: the writes after it fail there.
-    """
-    fd, name = mkstemp(dir=folder, prefix=".bench-write-probe-")
-    os.close(fd)
-    os.unlink(name)
-
-
 def writable_folder(folder: Path, option: str) -> Path:
-    """``folder``, made (with its parents) and proved writable by ``probe_write``: a command checks each folder it
-    writes into once, before its work starts, so that a folder it cannot write costs one line, not a traceback after
-    planning or measuring. ``option`` names the option (``--out``) or default the folder comes from.
+    """``folder``, made (with its parents) and proved writable (``bench.core.atomic.unwritable``). ``option`` names
+    the option (``--out``) or default the folder comes from.
 
     Raises:
         click.BadParameter: the folder cannot be made or written; one line (exit code 2, ``bench.cli.main``) naming
             ``option``, the folder and the OS's reason.
     """
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe_write(folder)
-    except OSError as e:
-        reason = "a file of that name is in the way" if isinstance(e, FileExistsError) else e.strerror or str(e)
-        raise click.BadParameter(f"cannot write into the folder {str(folder)!r}: {reason}", param_hint=option) \
-            from None
+    reason = unwritable(folder)
+    if reason:
+        raise click.BadParameter(f"cannot write into the folder {str(folder)!r}: {reason}", param_hint=option)
     return folder
 
 

@@ -1,5 +1,5 @@
 """Atomic JSON files: readers see the old file or the whole new one, never a half-written one (records, the
-doctor's tables). Standard library only."""
+doctor's tables), and the check that a folder can be written at all. Standard library only."""
 
 from __future__ import annotations
 
@@ -28,3 +28,18 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why this process cannot write into ``folder`` once it is made (with its parents), None when it can: a file is
+    created there and removed. A command checks each folder it writes into once, before its work starts, so that a
+    folder it cannot write costs one line, not a traceback after planning or measuring. An empty file needs no data
+    block, so a disk whose blocks are full passes: the writes after it fail there."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".bench-write-probe-")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as e:
+        return "a file of that name is in the way" if isinstance(e, FileExistsError) else e.strerror or str(e)
+    return None

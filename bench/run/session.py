@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.core import interrupt
+from bench.core.atomic import unwritable
 from bench.core.errors import InputError
 from bench.core.request import Request
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
@@ -200,7 +201,8 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
     Returns the exit code: 1 when a cell's status is neither ``ok`` nor ``unsupported``, else 0.
 
     Raises:
-        InputError: no GPU for ``--device gpu``, cells the plan refuses, or bad ``--round`` inputs.
+        InputError: no GPU for ``--device gpu``, cells the plan refuses, bad ``--round`` inputs, or on a GPU a
+            ``$BENCH_RESULTS_DIR/doctor`` (the measured peak's folder) that cannot be written.
     """
     stack_ids = stack_list(req.stacks)
     dev = resolve_device(req.device, stack_ids)
@@ -246,10 +248,19 @@ def _run_line(req: Request, n_cells: int, repeats: int, sched: dict[str, Any] | 
 def _prepare_gpu(stack_ids: list[str], root: Path) -> str | None:
     """Before a GPU run's cells: each stack's measured GEMM peak (what ``mfu_measured`` divides by, measured in this
     image on this GPU once) and the GPU's UUID, read once so that a record from another GPU (a preempted spot VM) is
-    run again, never reused."""
+    run again, never reused.
+
+    Raises:
+        InputError: ``root/doctor``, where the peak is saved, cannot be written.
+    """
     from bench.instruments.gpu_state import gpu_uuid
     from bench.run.probe import ensure_measured_peak
 
+    # the peak is kept beside every run, not in --out: a folder it cannot go into is one line before anything runs
+    why = unwritable(root / "doctor")
+    if why:
+        raise InputError(f"cannot write the measured GEMM peak into the folder {str(root / 'doctor')!r} "
+                         f"($BENCH_RESULTS_DIR/doctor): {why}")
     for sid in stack_ids:
         logger.info(ensure_measured_peak(sid, root, os.environ.get("BENCH_FLAVOR", "gpu")))
     return gpu_uuid()

@@ -4,6 +4,7 @@ container's user cannot write gives), is one line naming the folder and the OS's
 planned, measured or written. It was a NotADirectoryError (or PermissionError) traceback from the runner's
 ``work.mkdir`` after planning, and for fidelity after the measurement."""
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -81,14 +82,14 @@ def test_a_folder_under_a_plain_file_is_one_line_and_exit_2_before_any_work(args
 def test_a_folder_the_os_will_not_let_us_write_is_one_line_and_exit_2_before_any_work(args, tmp_path, called,
                                                                                       monkeypatch):
     folder = tmp_path / "readonly"
-    mkstemp = common.mkstemp
+    mkstemp = tempfile.mkstemp
 
-    def denied(dir: Path, prefix: str) -> tuple[int, str]:  # tests run as root, where chmod denies nothing
+    def denied(dir: Path, prefix: str, **kw: str) -> tuple[int, str]:  # tests run as root: chmod denies nothing
         if Path(dir) != folder:
-            return mkstemp(dir=dir, prefix=prefix)
+            return mkstemp(dir=dir, prefix=prefix, **kw)
         raise PermissionError(13, "Permission denied", str(Path(dir) / prefix))
 
-    monkeypatch.setattr(common, "mkstemp", denied)
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
     code, _, err = bench(*argv(args, tmp_path, folder))
     assert refused(code, err, folder, "Permission denied"), err
     assert called == []
