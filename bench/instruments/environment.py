@@ -245,10 +245,13 @@ def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = N
 
 def in_container(env: Mapping[str, str], root: Path = Path("/")) -> bool:
     """Whether this process runs in a container, by the marks container runtimes leave: Docker's ``/.dockerenv``,
-    Podman's and CRI-O's ``/run/.containerenv``, the ``container`` variable (Podman, systemd-nspawn) and, for a
-    Kubernetes pod under containerd (which leaves no file), ``KUBERNETES_SERVICE_HOST``, which the kubelet sets in
-    every container. ``root``: the file system's root (tests pass a folder)."""
-    files = (root / ".dockerenv", root / "run" / ".containerenv")
+    Podman's and CRI-O's ``/run/.containerenv``, the ``container`` variable (Podman, systemd-nspawn), for a
+    Kubernetes pod under containerd (which leaves no file) ``KUBERNETES_SERVICE_HOST``, which the kubelet sets in
+    every container, and on HPC clusters Apptainer's and Singularity's ``/.singularity.d`` (every image holds its
+    environment scripts there) and enroot's (Slurm's pyxis) ``/.lock``, the root's lock file it holds while a
+    container runs (src/runtime.sh ``lock_file``). Not the ``SINGULARITY_CONTAINER`` variable: batch scripts set it
+    on the host to name an image. ``root``: the file system's root (tests pass a folder)."""
+    files = (root / ".dockerenv", root / "run" / ".containerenv", root / ".singularity.d", root / ".lock")
     return any(f.exists() for f in files) or bool(env.get("container") or env.get("KUBERNETES_SERVICE_HOST"))
 
 

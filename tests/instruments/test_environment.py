@@ -167,3 +167,15 @@ def test_a_container_is_known_by_the_mark_its_runtime_leaves(tmp_path):
     (tmp_path / "run" / ".containerenv").unlink()
     (tmp_path / ".dockerenv").touch()
     assert in_container({}, tmp_path)
+
+
+@pytest.mark.parametrize("mark", [".singularity.d", ".lock"])
+def test_an_hpc_container_is_known_by_its_runtimes_mark(tmp_path, mark):
+    """Apptainer/Singularity images hold /.singularity.d; enroot (Slurm's pyxis) holds /.lock at the root while a
+    container runs. Before, a cell run in either recorded in_container false. A host script's SINGULARITY_CONTAINER
+    (an image path it names) is no mark."""
+    from bench.instruments.environment import in_container
+
+    assert not in_container({"SINGULARITY_CONTAINER": "/scratch/pytorch.sif"}, tmp_path)
+    (tmp_path / mark).mkdir() if mark.endswith(".d") else (tmp_path / mark).touch()
+    assert in_container({}, tmp_path)
