@@ -128,7 +128,8 @@ def load_runs(paths: list[Path]) -> tuple[list[tuple[str, Any]], list[str]]:
     out with a warning; one named explicitly raises.
 
     Raises:
-        ValueError: an explicitly named file is not a bench CSV, or no CSV is found at all.
+        ValueError: an explicitly named file is not a bench CSV, or no CSV is found at all (naming the folders one
+            level down that hold CSVs: ``bench report results`` where ``results/<run>/`` was meant).
     """
     runs: dict[Path, tuple[str, Any]] = {}
     warnings: list[str] = []
@@ -144,7 +145,10 @@ def load_runs(paths: list[Path]) -> tuple[list[tuple[str, Any]], list[str]]:
             except ValueError as e:
                 warnings.append(f"skipped {e}")
     if not runs:
-        raise ValueError(f"no bench CSV in {', '.join(map(str, paths))} (run `make collect` first)")
+        below = sorted({str(f.parent) for p in paths if p.is_dir() for f in p.glob("*/*.csv")})
+        hint = (f"; its folders hold CSVs, name one or more: `bench report {below[0]}` ({', '.join(below)})"
+                if below else " (run `make collect` first)")
+        raise ValueError(f"no bench CSV in {', '.join(map(str, paths))}{hint}")
     return list(runs.values()), warnings
 
 
