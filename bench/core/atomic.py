@@ -34,12 +34,19 @@ def unwritable(folder: Path) -> str | None:
     """Why this process cannot write into ``folder`` once it is made (with its parents), None when it can: a file is
     created there and removed. A command checks each folder it writes into once, before its work starts, so that a
     folder it cannot write costs one line, not a traceback after planning or measuring. An empty file needs no data
-    block, so a disk whose blocks are full passes: the writes after it fail there."""
+    block, so a disk whose blocks are full passes: the writes after it fail there. The folders it made for a check
+    that fails are removed again: a refused command leaves nothing behind."""
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=folder, prefix=".bench-write-probe-")
         os.close(fd)
         os.unlink(name)
     except OSError as e:
+        for p in made:  # deepest first
+            try:
+                p.rmdir()
+            except OSError:
+                pass  # not made, or something else wrote into it meanwhile: left as it is
         return "a file of that name is in the way" if isinstance(e, FileExistsError) else e.strerror or str(e)
     return None

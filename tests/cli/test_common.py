@@ -118,6 +118,25 @@ def test_the_check_makes_the_folder_and_leaves_nothing_in_it(tmp_path):
     assert (tmp_path / "c").is_dir() and list((tmp_path / "c").iterdir()) == []
 
 
+def test_a_refused_folder_leaves_no_folder_it_made_behind(tmp_path, monkeypatch):
+    """The check makes the folder with its parents; when the folder then cannot be written, what it made is removed
+    (before, a refused ``--out a/b/c`` left ``a/b/c`` empty), and what was there before is kept."""
+    from bench.core import atomic
+
+    (tmp_path / "kept").mkdir()
+    target = tmp_path / "kept" / "a" / "b"
+    mkstemp = tempfile.mkstemp
+
+    def denied(dir: Path, prefix: str, **kw: str) -> tuple[int, str]:
+        if Path(dir) == target:
+            raise PermissionError(13, "Permission denied")
+        return mkstemp(dir=dir, prefix=prefix, **kw)
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    assert atomic.unwritable(target) == "Permission denied"
+    assert (tmp_path / "kept").is_dir() and list((tmp_path / "kept").iterdir()) == []
+
+
 def test_a_writable_folder_reaches_the_commands_body(tmp_path, called):
     code, _, err = bench("run", "--stack", "pytorch", "--device", "cpu", "--out", str(tmp_path / "run"))
     assert code == 0 and called == ["run_request"], err
