@@ -3,6 +3,7 @@ doctor's tables), and the check that a folder can be written at all. Standard li
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -43,10 +44,8 @@ def unwritable(folder: Path) -> str | None:
         os.close(fd)
         os.unlink(name)
     except OSError as e:
-        for p in made:  # deepest first
-            try:
+        for p in made:  # deepest first; one something else wrote into meanwhile is left as it is
+            with contextlib.suppress(OSError):
                 p.rmdir()
-            except OSError:
-                pass  # not made, or something else wrote into it meanwhile: left as it is
         return "a file of that name is in the way" if isinstance(e, FileExistsError) else e.strerror or str(e)
     return None
