@@ -153,6 +153,31 @@ def rule_breaks(df) -> list[tuple[str, list[str]]]:
     return out
 
 
+def unchecked_rules(df) -> list[tuple[str, str]]:
+    """The rules of ``RULES`` that no ok row of ``df`` records a value for (a field older records lack, or a GPU's on
+    a CPU run): (its name, its column). Such a rule was not checked, so no line may say it was kept."""
+    ok = df[df["status"] == "ok"]
+    return [(meaning.split(":", 1)[0], column) for column, meaning in RULES
+            if column not in ok.columns or ok[column].isna().all()]
+
+
+def _rules_lines(df) -> list[str]:
+    """The Method's lines on ``RULES``: the rows that break one, else the rules checked and kept; then the rules
+    no record lets us check."""
+    breaks, unchecked = rule_breaks(df), unchecked_rules(df)
+    names = [name for name, _ in unchecked]
+    checked = [meaning.split(":", 1)[0] for _, meaning in RULES if meaning.split(":", 1)[0] not in names]
+    if breaks:
+        lines = ["- **Rows that break a rule** (their numbers are not comparable with the others'):",
+                 *(f"  - {meaning}: {', '.join(rows)}" for meaning, rows in breaks)]
+    else:
+        lines = [f"- No row broke a rule (checked: {', '.join(checked)})."] if checked else []
+    if unchecked:
+        lines.append("- Not checked, no record holds the field: "
+                     + ", ".join(f"{name} (`{column}`)" for name, column in unchecked))
+    return lines
+
+
 def _counts(df, column: str) -> str:
     if column not in df.columns or df[column].isna().all():
         return "not recorded"
@@ -199,13 +224,7 @@ def method_section(df) -> list[str]:
     synthetic = (_col(ok, col(Data, "source")) == "synthetic").any()
     lines.append(f"- Data (`data.source`): {_counts(ok, col(Data, 'source'))}"
                  + (" (synthetic rows do not measure the published task)" if synthetic else ""))
-    breaks = rule_breaks(df)
-    if breaks:
-        lines.append("- **Rows that break a rule** (their numbers are not comparable with the others'):")
-        lines += [f"  - {meaning}: {', '.join(rows)}" for meaning, rows in breaks]
-    else:
-        lines.append("- No row broke a rule (GPU busy, MIG, thermal/hardware throttling, CPU contended).")
-    return lines + correctness_lines(df, ok) + [""]
+    return lines + _rules_lines(df) + correctness_lines(df, ok) + [""]
 
 
 def order_line(ok) -> str:

@@ -96,4 +96,22 @@ def test_rows_that_break_a_rule_are_listed_and_flagged_cells_are_marked_in_the_t
     table = "\n".join(classic_section(df, Footnotes()))
     assert rows_starting(table, "mnist_cnn", "fit") == [["mnist_cnn", "fit", "3.00", "2.00", "1.00 ⚠", "4.00 (syn)"]]
     assert "⚠: flagged by the correctness gate" in table and "(syn): synthetic data" in table
-    assert "No row broke a rule" in "\n".join(method_section(pd.DataFrame([row("pytorch", 0.99)])))
+    kept = row("pytorch", 0.99)
+    kept.update({"gpu_before.processes": 0, "telemetry.throttled": False, "env.gpu.mig_mode": False,
+                 "process.host_contended": False})
+    assert ("- No row broke a rule (checked: GPU busy, MIG mode, throttled, CPU contended)."
+            in "\n".join(method_section(pd.DataFrame([kept]))))
+
+
+def test_a_rule_no_record_holds_a_field_for_is_said_unchecked_not_kept():
+    """Records from before ``process.host_contended`` (and a CPU run's, which hold no GPU field) cannot tell whether
+    a rule was kept: the Method says which were not checked. Before, such a report said "No row broke a rule
+    (..., CPU contended)" of records that never measured it."""
+    old = row("pytorch", 0.99)
+    old.update({"gpu_before.processes": 0, "telemetry.throttled": False, "env.gpu.mig_mode": False})
+    text = "\n".join(method_section(pd.DataFrame([old])))
+    assert "- No row broke a rule (checked: GPU busy, MIG mode, throttled)." in text
+    assert "- Not checked, no record holds the field: CPU contended (`process.host_contended`)" in text
+    text = "\n".join(method_section(pd.DataFrame([row("pytorch", 0.99)])))
+    assert "No row broke a rule" not in text and "Rows that break" not in text
+    assert "Not checked, no record holds the field: GPU busy (`gpu_before.processes`), MIG mode" in text
