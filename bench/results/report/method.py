@@ -183,7 +183,9 @@ def _rules_lines(df) -> list[str]:
     no record lets us check."""
     breaks, unchecked = rule_breaks(df), unchecked_rules(df)
     names = [name for name, _ in unchecked]
-    checked = [meaning.split(":", 1)[0] for _, meaning in RULES if meaning.split(":", 1)[0] not in names]
+    ok = df[df["status"] == "ok"]
+    checked = [meaning.split(":", 1)[0] + _coverage(ok, column) for column, meaning in RULES
+               if meaning.split(":", 1)[0] not in names]
     if breaks:
         lines = ["- **Rows that break a rule** (their numbers are not comparable with the others'):",
                  *(f"  - {meaning}: {', '.join(rows)}" for meaning, rows in breaks)]
@@ -193,6 +195,13 @@ def _rules_lines(df) -> list[str]:
         lines.append("- Not checked, no record holds the field: "
                      + ", ".join(f"{name} (`{column}`)" for name, column in unchecked))
     return lines
+
+
+def _coverage(ok, column: str) -> str:
+    """`` (N of M rows)`` where only N of the ok rows ``ok`` record ``column`` (older records beside newer ones), ''
+    where all do: a rule checked on some rows is not kept by the others."""
+    n = int(ok[column].notna().sum()) if column in ok.columns else 0
+    return "" if n == len(ok) else f" ({n} of {len(ok)} rows)"
 
 
 def _counts(df, column: str) -> str:

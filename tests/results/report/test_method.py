@@ -149,3 +149,13 @@ def test_the_gate_says_which_fit_rows_it_could_not_check():
     text = "\n".join(method_section(pd.DataFrame([row("jax", 0.99, size="smoke", source="synthetic"), one_epoch])))
     assert "- 1 of the 2 ok fit rows were not checked" in text and "- No row flagged." in text
     assert "only the loss check applied" in text
+
+
+def test_a_rule_some_rows_lack_the_field_of_is_checked_on_those_that_hold_it_only():
+    """Records from before process.host_contended beside newer ones: "No row broke a rule (checked: CPU contended)"
+    spoke for rows that hold no such field."""
+    new = {**row("pytorch", 0.99), "process.host_contended": False}
+    old = {**row("jax", 0.99), "process.host_contended": None}
+    text = "\n".join(method_section(pd.DataFrame([new, old])))
+    assert "- No row broke a rule (checked: CPU contended (1 of 2 rows))." in text
+    assert "- No row broke a rule (checked: CPU contended)." in "\n".join(method_section(pd.DataFrame([new])))
