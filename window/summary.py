@@ -1,5 +1,6 @@
 """The GPU window's summary (window/run.sh writes it to OUT/summary.md after every part): each part's exit status and
-seconds; every cell, one row per cell id, with its status, ms/step, first epoch or step, process seconds and reason;
+seconds; every cell, one row per cell id, with its status, ms/step, first epoch or step, process seconds, its profile
+(taken, or `no:` and why) and reason;
 the self-test's counts and failed checks; each fidelity ratio; and where the host's own packages differ from
 window/host-packages.txt, the list the rehearsal mirrors. Standard library only: it reads the JSON as written.
 
@@ -47,11 +48,24 @@ def cells(recs: list[dict]) -> list[str]:
     for r in recs:
         m, p = r.get("metrics") or {}, r.get("process") or {}
         first = m.get("first_epoch_s", m.get("first_step_s"))
-        prof = (r.get("profile") or {}).get("status") or ("yes" if r.get("profile") else "-")
-        reason = (r.get("reason") or "").replace("|", "/").splitlines()[0][:160] if r.get("reason") else ""
+        reason = _line(r.get("reason"), 160)
         rows.append(f"| {r['cell_id']} | {r.get('status')} | {_num(m.get('ms_per_step_mean'))} | {_num(first)} | "
-                    f"{_num(p.get('wall_s'), '{:.1f}')} | {prof} | {reason} |")
+                    f"{_num(p.get('wall_s'), '{:.1f}')} | {profile(r)} | {reason} |")
     return rows
+
+
+def profile(rec: dict) -> str:
+    """A record's profile column: ``-`` without a ``profile`` block, ``yes`` for one taken, else ``no:`` and why
+    (``profile.reason``: it failed, was not taken, or the process ended during it)."""
+    block = rec.get("profile")
+    if not isinstance(block, dict):
+        return "-"
+    return f"no: {_line(block['reason'], 80)}" if block.get("reason") else "yes"
+
+
+def _line(text: object, width: int) -> str:
+    """``text``'s first line, at most ``width`` characters, ``|`` written ``/`` (a table cell); '' for none."""
+    return str(text).replace("|", "/").splitlines()[0][:width] if text else ""
 
 
 def instruments(work: Path) -> list[str]:

@@ -230,6 +230,7 @@ def test_report_renders_tuning_section_with_findings_and_plots(tmp_path):
                     {"data_pipeline": "torchvision_dataset_transforms"}, 300.0, baseline=True),
         fake_record("pytorch", "data_pipeline=tensor_dataset", {"data_pipeline": "tensor_dataset"}, 30.0),
     ]
+    recs[3][1]["settings"]["jit_compile"] = True  # what Keras resolves jit_compile="auto" to on a GPU
     run = tmp_path / "run"
     for c, r in recs:
         write_json_atomic(result_path(run, c), r)
@@ -246,10 +247,26 @@ def test_report_renders_tuning_section_with_findings_and_plots(tmp_path):
     assert has_cells(text, ["keras3-tf", "jit_compile=false", "ok", "65.0", "65.5"])
     assert "*steps_per_execution matters a lot for Keras*: holds here" in text
     assert "*mixed precision + jit gives Keras/TF its best time*: holds here" in text
+    assert "run with precision mixed_float16, jit_compile True in effect" in text
     assert "unsupported [^1]" in text and "[^1]: keras3-jax mnist_cnn" in text and "needs tf.data" in text
     assert "![Training time per configuration](plots/run/tuning_time.png)" in text
     assert (tmp_path / "out" / "plots" / "run" / "tuning_time.png").stat().st_size > 1000
     assert (tmp_path / "out" / "plots" / "run" / "tuning_energy_vs_time.png").exists()
+
+
+def test_the_mixed_jit_finding_reads_the_settings_in_effect_not_the_request():
+    """jit_compile="auto" is XLA on a GPU and not on a CPU (Keras records jit_compile False on keras3-tf there): the
+    finding counted the request "auto" as jit and said "holds" of a fastest row that ran without XLA."""
+    c, r = fake_record("keras3-tf", "jit_compile=auto+precision=mixed_float16", {"jit_compile": "auto",
+                                                                                "precision": "mixed_float16"}, 15.0)
+    rows = pd.DataFrame([{"stack": "keras3-tf", "variant": c.variant, "status": "ok", "time_s": 15.0,
+                          "settings_requested.jit_compile": "auto", "settings_requested.precision": "mixed_float16",
+                          "settings.jit_compile": False, "settings.precision": "mixed_float16"}])
+    line = report_tuning.findings(rows)[-1]
+    assert "does not hold here" in line and "jit_compile False in effect" in line
+    assert "holds here" in report_tuning.findings(rows.assign(**{"settings.jit_compile": True}))[-1]
+    older = rows.drop(columns=["settings.jit_compile", "settings.precision"])  # records without the settings in effect
+    assert "not judged" in report_tuning.findings(older)[-1]
 
 
 def test_report_pairs_published_times_only_with_runs_of_the_studys_settings(tmp_path):

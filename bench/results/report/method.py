@@ -71,8 +71,6 @@ def correctness_flags(df) -> list[dict[str, Any]]:
         One dict per flag: stack, workload, variant, check (``loss did not fall`` / ``val_accuracy``), value,
         and for accuracy the median it was compared with and the band (``+-x.xxxx``).
     """
-    import numpy as np
-
     if HISTORY_LOSS not in df.columns:
         return []
     fit = df[(df["status"] == "ok") & (_col(df, "task") == "fit")]
@@ -82,15 +80,7 @@ def correctness_flags(df) -> list[dict[str, Any]]:
         if loss and len(loss) >= 2 and not loss[-1] < loss[0]:
             flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
                           "check": "loss did not fall", "value": f"{loss[0]:.4g} -> {loss[-1]:.4g}"})
-    if HISTORY_VAL_ACC not in fit.columns:
-        return flags
-    full = fit[(_col(fit, "size") == "full") & (_col(fit, col(Data, "source")) == "real")].copy()
-    full["final_val_acc"] = full[HISTORY_VAL_ACC].map(lambda v: (json_list(v) or [None])[-1])
-    for _, group in full.groupby(["suite", "workload", "variant", "batch_size"], dropna=False):
-        accs = group["final_val_acc"].dropna()
-        if accs.size < 3:
-            continue
-        median = float(np.median(accs))
+    for median, group in accuracy_groups(fit):
         for _, r in group.iterrows():
             acc = r["final_val_acc"]
             band = accuracy_band(median, _number(r.get(N_VAL)))
@@ -101,19 +91,46 @@ def correctness_flags(df) -> list[dict[str, Any]]:
     return flags
 
 
+def accuracy_groups(fit) -> list[tuple[float, Any]]:
+    """The groups of ok fit rows ``fit`` the accuracy check compares: full size, real data, the same suite, workload,
+    variant and batch, at least 3 of them with a final ``history.val_accuracy``; each as (the median of their final
+    val_accuracy, the group's rows with it in ``final_val_acc``)."""
+    import numpy as np
+
+    if HISTORY_VAL_ACC not in fit.columns:
+        return []
+    full = fit[(_col(fit, "size") == "full") & (_col(fit, col(Data, "source")) == "real")].copy()
+    full["final_val_acc"] = full[HISTORY_VAL_ACC].map(lambda v: (json_list(v) or [None])[-1])
+    out = []
+    for _, group in full.groupby(["suite", "workload", "variant", "batch_size"], dropna=False):
+        accs = group["final_val_acc"].dropna()
+        if accs.size >= 3:
+            out.append((float(np.median(accs)), group))
+    return out
+
+
+def _loss_checked(fit) -> int:
+    """How many of the ok fit rows ``fit`` record a training loss of two epochs or more: those the loss check reads."""
+    if HISTORY_LOSS not in fit.columns:
+        return 0
+    return int(fit[HISTORY_LOSS].map(lambda v: len(json_list(v) or []) >= 2).sum())
+
+
 def round_drift(df) -> list[tuple[str, int, float]]:
     """Per stack with several rounds: (stack, cells, median of last round's / first round's mean ms/step).
 
     A value far from 1 means the machine drifted during the run (or the cells vary a lot run to run); with
-    rounds in a shuffled order the drift falls on every stack, so compare the stacks' ratios too.
+    rounds in a shuffled order the drift falls on every stack, so compare the stacks' ratios too. Only rows run in
+    rounds (``schedule.seed``), whose repeat r ran in round r: repeats run back to back (``bench run --repeats``
+    without ``--round``) are one cell's minutes, not the run's first and last rounds.
     """
     import numpy as np
 
-    values = spread_col("ms_per_step_mean", "values")
-    if values not in df.columns:
+    values, seed = spread_col("ms_per_step_mean", "values"), col(Record, "schedule", "seed")
+    if values not in df.columns or seed not in df.columns:
         return []
     out = []
-    for stack, rows in df[df["status"] == "ok"].groupby("stack", sort=True):
+    for stack, rows in df[(df["status"] == "ok") & df[seed].notna()].groupby("stack", sort=True):
         ratios = [v[-1] / v[0] for v in map(json_list, rows[values]) if v and len(v) >= 2 and v[0]]
         if ratios:
             out.append((stack, len(ratios), float(np.median(ratios))))
@@ -166,7 +183,9 @@ def _rules_lines(df) -> list[str]:
     no record lets us check."""
     breaks, unchecked = rule_breaks(df), unchecked_rules(df)
     names = [name for name, _ in unchecked]
-    checked = [meaning.split(":", 1)[0] for _, meaning in RULES if meaning.split(":", 1)[0] not in names]
+    ok = df[df["status"] == "ok"]
+    checked = [meaning.split(":", 1)[0] + _coverage(ok, column) for column, meaning in RULES
+               if meaning.split(":", 1)[0] not in names]
     if breaks:
         lines = ["- **Rows that break a rule** (their numbers are not comparable with the others'):",
                  *(f"  - {meaning}: {', '.join(rows)}" for meaning, rows in breaks)]
@@ -176,6 +195,13 @@ def _rules_lines(df) -> list[str]:
         lines.append("- Not checked, no record holds the field: "
                      + ", ".join(f"{name} (`{column}`)" for name, column in unchecked))
     return lines
+
+
+def _coverage(ok, column: str) -> str:
+    """`` (N of M rows)`` where only N of the ok rows ``ok`` record ``column`` (older records beside newer ones), ''
+    where all do: a rule checked on some rows is not kept by the others."""
+    n = int(ok[column].notna().sum()) if column in ok.columns else 0
+    return "" if n == len(ok) else f" ({n} of {len(ok)} rows)"
 
 
 def _counts(df, column: str) -> str:
@@ -228,27 +254,50 @@ def method_section(df) -> list[str]:
 
 
 def order_line(ok) -> str:
-    """The Method's line on the order cells ran in: rounds and shuffle seed from the ``schedule`` columns of the
-    ok rows ``ok`` (records before rounds have none)."""
+    """The Method's line on the order cells ran in: rounds and each order rule from the ``schedule`` columns of the
+    ok rows ``ok`` (records before rounds have none): ``shuffled`` with its seed, or ``abba``, whose order no seed
+    shuffles (``bench.core.rounds.order``); a record without ``schedule.order_rule`` is from before the rule was
+    recorded, when every round was shuffled. Rows run outside rounds beside others are counted."""
     seed, n_rounds = col(Record, "schedule", "seed"), col(Record, "schedule", "rounds")
     if seed not in ok.columns or not ok[seed].notna().any():
         return "- Order: not run in rounds (no `schedule` in the records)"
-    seeds = sorted({int(s) for s in ok[seed].dropna()})
-    rounds = sorted({int(s) for s in ok[n_rounds].dropna()}) if n_rounds in ok else []
-    return (f"- Order: {', '.join(map(str, rounds)) or 'n/a'} round(s), every stack once per round in an "
-            f"order shuffled with seed {', '.join(map(str, seeds))} (`schedule.*` in each row)")
+    scheduled = ok[ok[seed].notna()]
+    rules = _col(scheduled, col(Record, "schedule", "order_rule"))
+    orders = sorted({_order_text(rule, int(s)) for rule, s in zip(rules, scheduled[seed], strict=True)})
+    rounds = sorted({int(s) for s in scheduled[n_rounds].dropna()}) if n_rounds in scheduled else []
+    outside = len(ok) - len(scheduled)
+    return (f"- Order: {', '.join(map(str, rounds)) or 'n/a'} round(s), every stack once per round in "
+            f"{'; '.join(orders)} (`schedule.*` in each row)"
+            + (f"; {outside} row(s) not run in rounds (no `schedule`)" if outside else ""))
+
+
+def _order_text(rule: str, seed: int) -> str:
+    """How one order rule ran its rounds (``rule``: a ``schedule.order_rule`` cell as text, '' or 'nan' where the
+    record has none, from before ``abba``)."""
+    if rule == "abba":
+        return "the abba order (two stacks: AB, BA, BA, AB, ...; no seed)"
+    return f"an order shuffled with seed {seed}"
 
 
 def correctness_lines(df, ok) -> list[str]:
     """The Method's correctness gate: the rule, then a table of the rows of ``df`` it flags (``correctness_flags``)
-    or a line saying none was; ``ok``: ``df``'s ok rows, which say whether full-size real-data rows ran."""
+    or a line saying none was, and how many ok fit rows it could not check (no loss of two epochs: a paper step
+    cell, a one-epoch run); ``ok``: ``df``'s ok rows. A check no row allowed is named as not applied, never as kept."""
     flags = correctness_flags(df)
-    full_real = ((_col(ok, "size") == "full") & (_col(ok, col(Data, "source")) == "real")).any()
+    fit = ok[_col(ok, "task") == "fit"]
+    checked, accuracy = _loss_checked(fit), bool(accuracy_groups(fit))
     lines = [f"- Correctness gate: every fit row's training loss must fall; at full size on real data, final "
              f"val_accuracy within {ACCURACY_TOLERANCE:.0%} (absolute) of the stacks' median, or within "
              f"{ACCURACY_Z} standard errors of the difference of two accuracies on `data.n_val` examples "
              "where that is wider (binomial test-set noise: 1000-question bAbI)"
-             + ("" if full_real else " (no full-size real-data rows here: only the loss check applied)")]
+             + ("" if accuracy or not checked else " (no 3 full-size real-data fit rows of one workload, variant "
+                "and batch here: only the loss check applied)")]
+    if not checked and not accuracy:
+        return lines + [f"- Not checked: none of the {len(fit)} ok fit row(s) records a training loss of two epochs "
+                        "or more (`history.loss`)."]
+    if len(fit) > checked:
+        lines.append(f"- {len(fit) - checked} of the {len(fit)} ok fit rows were not checked: no training loss of two "
+                     "epochs or more (`history.loss`).")
     if not flags:
         return lines + ["- No row flagged."]
     head = ["stack", "workload", "variant", "check", "value", "median", "band"]

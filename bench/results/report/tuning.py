@@ -246,17 +246,31 @@ def findings(rows) -> list[str]:
                    f"trains {med:.2f}x as fast as 1 (median over {len(pairs)} otherwise identical pairs).")
     else:
         out.append("- *steps_per_execution matters a lot for Keras*: no ok pair of runs to judge.")
-    tf = ok[ok["stack"] == "keras3-tf"]
-    if not tf.empty:
-        best = tf.loc[tf["time_s"].idxmin()]
-        s = _settings_of(best)
-        mixed_jit = s.get("precision") == "mixed_float16" and s.get("jit_compile") in (True, "auto")
-        verdict = "holds" if mixed_jit else "does not hold"
-        out.append(f"- *mixed precision + jit gives Keras/TF its best time*: {verdict} here: the fastest "
-                   f"keras3-tf configuration is `{best['variant']}` ({fmt(best['time_s'])} s).")
-    else:
-        out.append("- *mixed precision + jit gives Keras/TF its best time*: no ok keras3-tf run to judge.")
+    out.append(mixed_jit_finding(ok[ok["stack"] == "keras3-tf"]))
     return out
+
+
+def mixed_jit_finding(tf) -> str:
+    """The finding *mixed precision + jit gives Keras/TF its best time* on the ok keras3-tf rows ``tf``, from the
+    fastest one's settings in effect (``settings.precision``, ``settings.jit_compile``: what Keras resolved, as
+    ``jit_compile="auto"`` is XLA on a GPU and not on a CPU), never from its request; not judged where the row
+    records neither."""
+    claim = "- *mixed precision + jit gives Keras/TF its best time*"
+    if tf.empty:
+        return f"{claim}: no ok keras3-tf run to judge."
+    best = tf.loc[tf["time_s"].idxmin()]
+    precision, jit = (_in_effect(best, knob) for knob in ("precision", "jit_compile"))
+    fastest = f"the fastest keras3-tf configuration is `{best['variant']}` ({fmt(best['time_s'])} s)"
+    if precision is None or jit is None:
+        return f"{claim}: not judged: {fastest}, whose record holds no precision or jit_compile in effect."
+    verdict = "holds" if precision == "mixed_float16" and str(jit) == "True" else "does not hold"
+    return f"{claim}: {verdict} here: {fastest}, run with precision {precision}, jit_compile {jit} in effect."
+
+
+def _in_effect(row, knob: str) -> Any:
+    """A row's ``settings.<knob>`` (the setting as it took effect), None where the record has none."""
+    value = row.get(setting_col(knob))
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
 def _settings_of(r) -> dict[str, Any]:

@@ -115,3 +115,47 @@ def test_a_rule_no_record_holds_a_field_for_is_said_unchecked_not_kept():
     text = "\n".join(method_section(pd.DataFrame([row("pytorch", 0.99)])))
     assert "No row broke a rule" not in text and "Rows that break" not in text
     assert "Not checked, no record holds the field: GPU busy (`gpu_before.processes`), MIG mode" in text
+
+
+def test_an_abba_run_is_not_said_to_be_shuffled_and_rows_outside_rounds_are_counted():
+    """compare-versions' rounds run in the abba order, which no seed shuffles: the line said "shuffled with seed 1"
+    of them (results/ledger-cpu's versions run)."""
+    abba = [{**row(s, 0.99, ms=(10.0, 10.0, 10.0, 10.0)), "schedule.order_rule": "abba"}
+            for s in ("keras3-jax", "keras3-jax--keras-3.14.1--keras-hub-0.29.1")]
+    text = "\n".join(method_section(pd.DataFrame(abba)))
+    assert "4 round(s), every stack once per round in the abba order" in text and "shuffled" not in text
+    loose = {**row("pytorch", 0.99), "schedule.seed": None, "schedule.rounds": None}
+    text = "\n".join(method_section(pd.DataFrame([row("jax", 0.99), loose])))
+    assert "in an order shuffled with seed 1 (`schedule.*` in each row); 1 row(s) not run in rounds" in text
+
+
+def test_repeats_run_back_to_back_are_not_reported_as_drift_between_rounds():
+    """bench run --repeats 2 without rounds: the Method said "Order: not run in rounds" and then "Drift, last round's
+    / first round's mean ms/step: pytorch 0.998" of the cell's two back-to-back repeats."""
+    df = pd.DataFrame([{**row("pytorch", 0.99, ms=(10.0, 12.0)), "schedule.seed": None, "schedule.rounds": None}])
+    assert round_drift(df) == []
+    text = "\n".join(method_section(df))
+    assert "not run in rounds" in text and "Drift" not in text
+
+
+def test_the_gate_says_which_fit_rows_it_could_not_check():
+    """A paper run's step cells record no loss history: the gate said "No row flagged." of rows it never read."""
+    steps = [{**row(s, 0.99), "suite": "paper", "history.loss": None, "history.val_accuracy": None}
+             for s in ("keras3-jax", "pytorch")]
+    text = "\n".join(method_section(pd.DataFrame(steps)))
+    assert "- Not checked: none of the 2 ok fit row(s) records a training loss" in text
+    assert "No row flagged" not in text
+    one_epoch = {**row("keras3-tf", 0.99, loss=(2.0,), size="smoke", source="synthetic")}
+    text = "\n".join(method_section(pd.DataFrame([row("jax", 0.99, size="smoke", source="synthetic"), one_epoch])))
+    assert "- 1 of the 2 ok fit rows were not checked" in text and "- No row flagged." in text
+    assert "only the loss check applied" in text
+
+
+def test_a_rule_some_rows_lack_the_field_of_is_checked_on_those_that_hold_it_only():
+    """Records from before process.host_contended beside newer ones: "No row broke a rule (checked: CPU contended)"
+    spoke for rows that hold no such field."""
+    new = {**row("pytorch", 0.99), "process.host_contended": False}
+    old = {**row("jax", 0.99), "process.host_contended": None}
+    text = "\n".join(method_section(pd.DataFrame([new, old])))
+    assert "- No row broke a rule (checked: CPU contended (1 of 2 rows))." in text
+    assert "- No row broke a rule (checked: CPU contended)." in "\n".join(method_section(pd.DataFrame([new])))

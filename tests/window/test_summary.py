@@ -1,0 +1,38 @@
+"""window/summary.py, the GPU window's summary, on hand-built records: each column says what the record holds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def summary_module():
+    spec = importlib.util.spec_from_file_location("window_summary", ROOT / "window" / "summary.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def record(cell_id: str, profile: dict | None) -> dict:
+    rec = {"cell_id": cell_id, "status": "ok", "metrics": {"ms_per_step_mean": 5.0, "first_epoch_s": 1.0},
+           "process": {"wall_s": 9.0}}
+    return rec if profile is None else {**rec, "profile": profile}
+
+
+def test_a_profile_that_failed_or_was_not_taken_is_not_a_yes(tmp_path: Path):
+    """The profile column read ``profile.status``, a field the block does not have, and wrote "yes" for every
+    record with a profile block: a profile that failed (``profile.reason``) said yes."""
+    runs = tmp_path / "results" / "runs" / "r" / "pytorch"
+    runs.mkdir(parents=True)
+    recs = {"taken": record("taken", {"profiler": "torch.profiler 2.13", "steps": 5, "reason": None}),
+            "failed": record("failed", {"reason": "RuntimeError: the profiler | broke\nsecond line"}),
+            "unprofiled": record("unprofiled", None)}
+    for name, rec in recs.items():
+        (runs / f"{name}.json").write_text(json.dumps(rec))
+    lines = summary_module().cells(summary_module().records(tmp_path))
+    by_cell = {ln.split(" | ")[0].removeprefix("| "): ln.split(" | ")[5] for ln in lines[2:]}
+    assert by_cell == {"taken": "yes", "failed": "no: RuntimeError: the profiler / broke", "unprofiled": "-"}
