@@ -64,8 +64,9 @@ def source_mismatch(cell) -> list[str]:
     GPU, a GPU other than the source's whole A100 (``gpu_mismatch``), a knob override (any
     ``settings_requested.*``: a named variant), timed steps other than the source's 100
     (``benchmark/__init__.py@v0.0.5`` NUM_STEPS), or a sequence length other than the published one (BERT 512,
-    Gemma/Mistral fit 128; a row with none, generate, is not compared). The batch is the published one by
-    construction: only published (model, task, batch) rows have a published value."""
+    Gemma/Mistral fit 128; generate, which reads none, is not compared; a row that should hold one and does not
+    is not taken as the published one). The batch is the published one by construction: only published (model,
+    task, batch) rows have a published value."""
     from bench.core.reference.keras_benchmarks import NUM_STEPS, SEQ_LENGTH
 
     why = []
@@ -81,11 +82,11 @@ def source_mismatch(cell) -> list[str]:
     steps = _num(cell.get(col(Metrics, "steps")))
     if steps != NUM_STEPS:
         why.append(f"{fmt(steps, 0)} timed steps, not {NUM_STEPS}")
-    full_seq = SEQ_LENGTH.get(cell["workload"])
+    # generate feeds a fixed prompt to max_length, in the source too: no sequence length to compare
+    full_seq = None if cell.get("task") == "generate" else SEQ_LENGTH.get(cell["workload"])
     seq = _num(cell.get(col(EffectiveSettings, "model_config", "seq_len")))
-    # a task that reads no sequence length (generate) records none, and the source fed it none either
-    if full_seq is not None and seq is not None and seq != full_seq:
-        why.append(f"sequence length {fmt(seq, 0)}, not {full_seq}")
+    if full_seq is not None and seq != full_seq:
+        why.append(f"sequence length {'not recorded' if seq is None else fmt(seq, 0)}, not {full_seq}")
     return why
 
 

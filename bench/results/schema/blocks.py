@@ -84,7 +84,8 @@ class Metrics(Block):
     first_step_s: float | None = entry("the first step alone, tracing, compilation and lazy initialisation included "
                                        "(the model is built before the clock starts; paper suite, and fit cells "
                                        "under sync=step; null otherwise)", "s", "median")
-    steps: int | None = entry("paper suite: timed steps after the first (default 100)")
+    steps: int | None = entry("the timed steps ms_per_step_* are over: paper suite, the steps after the first "
+                              "(default 100); epoch suites, the steady epochs' training steps")
     steady_s: float | None = entry("paper suite: total time of the timed steps", "s", "median")
     examples_per_s: float | None = entry("paper suite: examples (sequences, images) per second over the timed "
                                          "steps: batch_size / ms_per_step_mean", "examples/s", "derived")

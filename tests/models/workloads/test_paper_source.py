@@ -527,11 +527,13 @@ def test_ratio_only_on_a_whole_a100_the_sources_gpu(tmp_path, gpu, device, shown
 
 
 @pytest.mark.parametrize("task, seq_len, why", [("generate", None, []), ("fit", 128, []),
-                                                 ("fit", 64, ["sequence length 64, not 128"])])
+                                                 ("fit", 64, ["sequence length 64, not 128"]),
+                                                 ("fit", None, ["sequence length not recorded, not 128"])])
 def test_a_sequence_length_is_compared_only_where_the_task_read_one(task, seq_len, why):
     """A generate row records no sequence length (its config's own shaped nothing: a fixed prompt to
     ``max_length``), as the source fed it none: no reason for that, where before a generate row's missing length
-    read as "sequence length n/a, not 128"."""
+    read as "sequence length n/a, not 128"; a fit row without one (an older record) is not taken as the published
+    length."""
     import pandas as pd
 
     from bench.results.report.paper import source_mismatch
