@@ -1,5 +1,5 @@
-"""The GPU window's summary (window/run.sh writes it to OUT/summary.md after every part): each part's exit status and
-seconds; every cell, one row per cell id, with its status, ms/step, first epoch or step, process seconds, its profile
+"""The GPU window's summary (window/run.sh writes it to OUT/summary.md after every part): what it asked for and what
+the records say they ran on; each part's exit status and seconds; every cell, one row per cell id, with its status, ms/step, first epoch or step, process seconds, its profile
 (taken, or `no:` and why) and reason;
 the self-test's counts and failed checks; each fidelity ratio; and where the host's own packages differ from
 window/host-packages.txt, the list the rehearsal mirrors. Standard library only: it reads the JSON as written.
@@ -36,6 +36,21 @@ def records(work: Path) -> list[dict]:
         if isinstance(rec, dict) and "cell_id" in rec:
             found.append(rec)
     return found
+
+
+def ran_on(recs: list[dict]) -> str:
+    """What the records say they ran on, each distinct (device, GPU, driver, frameworks' Python) once: the heading
+    names what the window asked for, this what took place (a cell refused the GPU, a second GPU model)."""
+    seen = []
+    for r in recs:
+        env = r.get("env") or {}
+        gpu = env.get("gpu") or {}
+        where = (f"{r.get('device')} ({gpu.get('name')}, driver {gpu.get('driver')})" if gpu.get("name")
+                 else f"{r.get('device')} (no GPU recorded)")
+        where += f", Python {env.get('python')}" + (", native" if env.get("native") else "")
+        if where not in seen:
+            seen.append(where)
+    return "Ran on, as the records say: " + ("; ".join(seen) if seen else "no record")
 
 
 def _num(value: object, fmt: str = "{:.3g}") -> str:
@@ -111,7 +126,7 @@ def main(argv: list[str]) -> int:
         return 2
     work, device, size = Path(argv[0]), argv[1], argv[2]
     recs = records(work)
-    lines = [f"# GPU window: {device}, size {size}", "", *parts(work), "",
+    lines = [f"# GPU window: asked for {device}, size {size}", "", ran_on(recs), "", *parts(work), "",
              f"## Cells ({sum(r.get('status') == 'ok' for r in recs)} ok of {len(recs)})", "", *cells(recs), "",
              "## Instruments", "", *instruments(work), "",
              "## Host packages against window/host-packages.txt", "", *host_packages(work)]

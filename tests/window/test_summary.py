@@ -36,3 +36,16 @@ def test_a_profile_that_failed_or_was_not_taken_is_not_a_yes(tmp_path: Path):
     lines = summary_module().cells(summary_module().records(tmp_path))
     by_cell = {ln.split(" | ")[0].removeprefix("| "): ln.split(" | ")[5] for ln in lines[2:]}
     assert by_cell == {"taken": "yes", "failed": "no: RuntimeError: the profiler / broke", "unprofiled": "-"}
+
+
+def test_the_heading_names_the_request_and_a_line_what_the_records_ran_on():
+    """The heading printed the device and size the window was called with, as if the cells ran so: a line now says
+    what the records hold, each place once."""
+    m = summary_module()
+    gpu = {"name": "NVIDIA H200", "driver": "580.159.04"}
+    recs = [{**record(c, None), "device": "gpu", "env": {"gpu": gpu, "python": "3.12.3", "native": True}}
+            for c in ("a", "b")]
+    recs.append({**record("c", None), "device": "cpu", "env": {"gpu": {"available": False}, "python": "3.12.3"}})
+    assert m.ran_on(recs) == ("Ran on, as the records say: gpu (NVIDIA H200, driver 580.159.04), Python 3.12.3, "
+                              "native; cpu (no GPU recorded), Python 3.12.3")
+    assert m.ran_on([]) == "Ran on, as the records say: no record"
