@@ -33,18 +33,33 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
 
 def unwritable(folder: Path) -> str | None:
     """Why this process cannot write into ``folder`` once it is made (with its parents), None when it can: a file is
-    created there and removed. A command checks each folder it writes into once, before its work starts, so that a
-    folder it cannot write costs one line, not a traceback after planning or measuring. An empty file needs no data
-    block, so a disk whose blocks are full passes: the writes after it fail there. The folders it made for a check
-    that fails are removed again: a refused command leaves nothing behind."""
-    made = [p for p in (folder, *folder.parents) if not p.exists()]
+    created there, renamed (``write_json_atomic`` renames every record into place: a FUSE bucket mount without
+    rename fails here, not after a cell was measured) and removed. A command checks each folder it writes into
+    once, before its work starts, so that a folder it cannot write costs one line, not a traceback after planning
+    or measuring; every OS error counts (permission denied on a parent, a name too long, a dead FUSE or stale NFS
+    mount), raised by looking at the path as much as by writing. An empty file needs no data block, so a disk whose
+    blocks are full passes: the writes after it fail there. The folders this check made are removed again when it
+    fails (``..`` in ``folder`` is resolved first, so an existing folder is never taken for a new one)."""
+    target = Path(os.path.normpath(os.path.abspath(folder)))
+    made: list[Path] = []
+    name = renamed = ""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=folder, prefix=".bench-write-probe-")
+        for p in (target, *target.parents):  # deepest first, up to the first that exists
+            if p.exists():
+                break
+            made.append(p)
+        target.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=target, prefix=".bench-write-probe-")
         os.close(fd)
-        os.unlink(name)
+        renamed = name + ".renamed"
+        os.replace(name, renamed)
+        os.unlink(renamed)
     except OSError as e:
-        for p in made:  # deepest first; one something else wrote into meanwhile is left as it is
+        for leftover in (name, renamed):
+            if leftover:
+                with contextlib.suppress(OSError):
+                    os.unlink(leftover)
+        for p in made:  # one something else wrote into meanwhile is left as it is
             with contextlib.suppress(OSError):
                 p.rmdir()
         return "a file of that name is in the way" if isinstance(e, FileExistsError) else e.strerror or str(e)

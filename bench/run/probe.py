@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import interrupt
+from bench.core.atomic import unwritable
 from bench.core.checks import Check, save
+from bench.core.errors import InputError
 from bench.core.stacks import STACKS, Stack
 from bench.run.cellenv import cell_env, gpu_env_problem
 
@@ -360,7 +362,12 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
     its own image on its own GPU: ``make bench-all`` (whose preflight is
     the host part only), a SkyPilot VM (``make doctor`` runs before the images exist there) and the Kubernetes Job.
     Returns one line saying which. ``checks`` / ``identify``: ``image_checks`` and
-    ``bench.instruments.environment.gpu_info`` (tests pass fakes)."""
+    ``bench.instruments.environment.gpu_info`` (tests pass fakes).
+
+    Raises:
+        InputError: a mode to measure, and a ``results_dir/doctor`` this process cannot write
+            (``bench.core.atomic.unwritable``): before anything is measured.
+    """
     from bench.instruments.environment import gpu_info
 
     path = results_dir / "doctor" / f"{stack_id}-{flavor}.json"
@@ -373,6 +380,12 @@ def ensure_measured_peak(stack_id: str, results_dir: Path, flavor: str,
     kept = cached_tflops(saved, gpu, software)
     if all(name in kept for name, _, _ in GEMM_MODES):
         return f"{stack_id}: measured GEMM peak for this GPU, driver and image already in {path.name}"
+    # kept beside every run, not in --out: a folder it cannot go into is one line before anything is measured (a
+    # read-only one that already holds every mode is fine: nothing is written then)
+    why = unwritable(path.parent)
+    if why:
+        raise InputError(f"cannot write the measured GEMM peak into the folder {str(path.parent)!r} "
+                         f"($BENCH_RESULTS_DIR/doctor): {why}")
     same, why = same_software(software, saved.get("software"))
     again = f" (again: {why})" if saved.get("measured_tflops") and gpu and same_gpu(gpu, saved.get("gpu"))[0] \
         and not same else ""

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.core import interrupt
-from bench.core.atomic import unwritable
 from bench.core.errors import InputError
 from bench.core.request import Request
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
@@ -251,16 +250,12 @@ def _prepare_gpu(stack_ids: list[str], root: Path) -> str | None:
     run again, never reused.
 
     Raises:
-        InputError: ``root/doctor``, where the peak is saved, cannot be written.
+        InputError: a peak to measure and ``root/doctor``, where it is saved, cannot be written
+            (``bench.run.probe.ensure_measured_peak``).
     """
     from bench.instruments.gpu_state import gpu_uuid
     from bench.run.probe import ensure_measured_peak
 
-    # the peak is kept beside every run, not in --out: a folder it cannot go into is one line before anything runs
-    why = unwritable(root / "doctor")
-    if why:
-        raise InputError(f"cannot write the measured GEMM peak into the folder {str(root / 'doctor')!r} "
-                         f"($BENCH_RESULTS_DIR/doctor): {why}")
     for sid in stack_ids:
         logger.info(ensure_measured_peak(sid, root, os.environ.get("BENCH_FLAVOR", "gpu")))
     return gpu_uuid()

@@ -137,6 +137,48 @@ def test_a_refused_folder_leaves_no_folder_it_made_behind(tmp_path, monkeypatch)
     assert (tmp_path / "kept").is_dir() and list((tmp_path / "kept").iterdir()) == []
 
 
+def test_an_os_error_raised_by_looking_at_the_path_is_one_line_too(tmp_path, called):
+    """A name too long for the file system: ``Path.exists`` raises it (it swallows only not-found errors), as it
+    raises permission denied on a parent or a dead FUSE mount's error. The check looked before its ``try``, and
+    such a path ended in a traceback."""
+    folder = tmp_path / ("x" * 300) / "run"
+    code, _, err = bench("run", "--stack", "pytorch", "--device", "cpu", "--out", str(folder))
+    assert refused(code, err, folder, "File name too long"), err
+    assert called == []
+
+
+def test_a_dot_dot_in_the_path_never_makes_an_existing_folder_look_new(tmp_path, monkeypatch):
+    """``t/new/../keep/x``: ``keep`` exists; read before ``new`` was made, ``t/new/../keep`` looked missing, and a
+    refused check removed the existing, empty ``keep``."""
+    from bench.core import atomic
+
+    (tmp_path / "keep").mkdir()
+    mkstemp = tempfile.mkstemp
+
+    def denied(dir: str, prefix: str, **kw: str) -> tuple[int, str]:
+        if Path(dir).name == "x":
+            raise PermissionError(13, "Permission denied")
+        return mkstemp(dir=dir, prefix=prefix, **kw)
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    assert atomic.unwritable(tmp_path / "new" / ".." / "keep" / "x") == "Permission denied"
+    assert (tmp_path / "keep").is_dir() and not (tmp_path / "new").exists()
+
+
+def test_a_folder_that_cannot_rename_is_refused_and_keeps_no_probe_file(tmp_path, monkeypatch):
+    """Every record is written to a temporary file and renamed into place (``write_json_atomic``): a FUSE bucket
+    mount without rename (Mountpoint for S3) passed the old create-and-remove probe and failed every record after
+    its cell was measured."""
+    from bench.core import atomic
+
+    def no_rename(src: str, dst: str) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(atomic.os, "replace", no_rename)
+    assert atomic.unwritable(tmp_path / "bucket") == "Operation not permitted"
+    assert not (tmp_path / "bucket").exists()
+
+
 def test_a_writable_folder_reaches_the_commands_body(tmp_path, called):
     code, _, err = bench("run", "--stack", "pytorch", "--device", "cpu", "--out", str(tmp_path / "run"))
     assert code == 0 and called == ["run_request"], err

@@ -234,3 +234,41 @@ def test_another_gpu_software_or_environment_than_the_doctors_is_probed(host, mo
     change(host, monkeypatch)
     probes.resolve()
     assert probes.calls == ["pytorch"] and "probed" in probes.lines[0] and why in probes.lines[0], probes.lines
+
+
+def _run_on_the_gpu(monkeypatch, tmp_path) -> tuple[int, str, list[int]]:
+    """``bench run`` of one cell on the fake host's GPU, the cells themselves faked: (exit code, output, the cell
+    counts ``run_cells`` was given)."""
+    from click.testing import CliRunner
+
+    from bench import cli
+    from bench.run import runner, session
+
+    ran: list[int] = []
+    monkeypatch.setattr(session, "resolve_device", lambda requested, stacks: "gpu")
+    monkeypatch.setattr(runner, "run_cells", lambda cells, out, **kw: ran.append(len(cells)) or [])
+    r = CliRunner().invoke(cli.cli, ["run", "--stack", "pytorch", "--workload", "mnist_mlp",
+                                     "--out", str(tmp_path / "run")])
+    return r.exit_code, r.output, ran
+
+
+def test_a_peak_folder_it_cannot_write_is_one_line_before_anything_is_measured(host, monkeypatch, tmp_path):
+    """The peak goes to ``$BENCH_RESULTS_DIR/doctor`` whatever ``--out`` says: a file in its way is one line and exit
+    2 before a GEMM is measured or a cell runs, where before the probe's first save raised a traceback."""
+    (tmp_path / "doctor").write_text("not a folder")
+    code, output, ran = _run_on_the_gpu(monkeypatch, tmp_path)
+    assert code == 2 and ran == [] and host.calls == [], output
+    line = [x for x in output.splitlines() if "GEMM peak" in x]
+    assert len(line) == 1 and "doctor" in line[0] and "in the way" in line[0] and "Traceback" not in output
+
+
+def test_a_read_only_peak_folder_that_holds_every_mode_is_fine(host, monkeypatch, tmp_path):
+    """Nothing is written when the saved peak holds every mode for this GPU, driver and image: a shared, read-only
+    doctor folder measured once runs its cells (the folder is checked only when a mode is to be measured)."""
+    host.ensure()
+    monkeypatch.setattr(probe, "unwritable", lambda folder: "Read-only file system")
+    code, output, ran = _run_on_the_gpu(monkeypatch, tmp_path)
+    assert code == 0 and ran == [1], output
+    (tmp_path / "doctor" / "pytorch-gpu.json").unlink()  # a mode to measure: now the folder must take it
+    code, output, ran = _run_on_the_gpu(monkeypatch, tmp_path)
+    assert code == 2 and ran == [] and "Read-only file system" in output
