@@ -106,12 +106,14 @@ class PairStats:
 
     Attributes:
         n_a, n_b: repeats on each side.
-        ratio: median(b) / median(a); None when a side is empty or median(a) is 0.
+        ratio: median(b) / median(a); None when a side is empty or holds a value that is not a positive finite number.
         ci_low, ci_high: the ratio's ``CI_LEVEL`` bootstrap interval (None with fewer than 2 repeats a side).
         p_value: two-sided Mann-Whitney p (None with fewer than 2 repeats a side).
         p_method: ``exact`` (no ties: the exact null distribution of U), ``permutation`` (ties: scipy's permutation
             test, exact whenever the partitions number at most ``N_RESAMPLES``) or None.
         verdict: ``higher`` | ``lower`` | ``noise`` | ``underpowered`` | ``n/a`` (``RULE``).
+        reason: why the verdict is ``n/a`` ('' otherwise): a side empty, or a value that is not a
+            positive finite number (NaN, infinite, 0 or negative: no time, so no ratio of times).
     """
 
     n_a: int
@@ -122,6 +124,7 @@ class PairStats:
     p_value: float | None = None
     p_method: str | None = None
     verdict: str = "n/a"
+    reason: str = ""
 
     @property
     def time_verdict(self) -> str:
@@ -190,13 +193,16 @@ def ratio_stats(a: list[float], b: list[float], alpha: float = ALPHA, threshold:
     """Candidate ``b`` against base ``a`` (per-repeat values of one metric, e.g. ms/step): ratio of medians b/a,
     its bootstrap interval (``bootstrap_ci``), the Mann-Whitney p (``mann_whitney_p``) and the verdict by
     ``RULE``: ``higher`` / ``lower`` (a change), ``noise`` (none detected), ``underpowered`` (too few repeats),
-    ``n/a`` (no ratio)."""
+    ``n/a`` (no ratio: a side empty, or a value that is not a positive finite number, ``PairStats.reason``)."""
     import numpy as np
 
     n_a, n_b = len(a), len(b)
-    ratio = float(np.median(b) / np.median(a)) if a and b and np.median(a) else None
-    if ratio is None:
-        return PairStats(n_a, n_b, None)
+    if not a or not b:
+        return PairStats(n_a, n_b, None, reason="no value on a side")
+    bad = [v for v in (*a, *b) if not (math.isfinite(v) and v > 0)]
+    if bad:  # a NaN repeat made every statistic NaN and read "no detectable change"; a negative one, "faster"
+        return PairStats(n_a, n_b, None, reason=f"a value is not a positive finite number ({bad[0]!r})")
+    ratio = float(np.median(b) / np.median(a))
     if n_a < 2 or n_b < 2:
         return PairStats(n_a, n_b, ratio, verdict="underpowered")
     low, high = bootstrap_ci(a, b, level)
@@ -212,11 +218,12 @@ def ratio_stats(a: list[float], b: list[float], alpha: float = ALPHA, threshold:
 
 def test_pair(a: list[float], b: list[float], alpha: float, threshold: float) -> dict[str, Any]:
     """``ratio_stats`` as ``compare``'s columns: n_a, n_b, ratio, ci_low, ci_high, p_value, p_method,
-    ranges_overlap (the two samples' ranges overlap), verdict."""
+    ranges_overlap (the two samples' ranges overlap), verdict, reason (why there is no verdict: ``PairStats.reason``)."""
     res = ratio_stats(a, b, alpha, threshold)
     overlap = None if res.ratio is None else not (max(a) < min(b) or max(b) < min(a))
     return {"n_a": res.n_a, "n_b": res.n_b, "ratio": res.ratio, "ci_low": res.ci_low, "ci_high": res.ci_high,
-            "p_value": res.p_value, "p_method": res.p_method, "ranges_overlap": overlap, "verdict": res.verdict}
+            "p_value": res.p_value, "p_method": res.p_method, "ranges_overlap": overlap, "verdict": res.verdict,
+            "reason": res.reason}
 
 
 def with_inputs(df):

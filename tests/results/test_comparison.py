@@ -74,6 +74,18 @@ def test_verdicts_on_constructed_data():
     assert ratio_stats([], [1.0]).verdict == "n/a" and ratio_stats([0.0, 0.0], [1.0, 2.0]).verdict == "n/a"
 
 
+@pytest.mark.parametrize("a, b", [([10.0, float("nan"), 10.1, 10.2, 10.3], FAST_MS),
+                                  ([10.0, float("inf"), 10.1, 10.2, 10.3], FAST_MS),
+                                  (BASE_MS, [0.0, 0.0, 0.0, 8.0, 8.1]),
+                                  ([-x for x in BASE_MS], FAST_MS)])
+def test_a_value_that_is_no_time_gives_no_ratio_and_no_verdict(a, b):
+    """A NaN repeat made the ratio, interval and p NaN and read "no detectable change"; an infinite, zero or negative
+    one gave "faster". A time is positive and finite: otherwise no ratio, n/a, with the reason."""
+    s = ratio_stats(a, b)
+    assert (s.ratio, s.ci_low, s.p_value, s.verdict, s.time_verdict) == (None, None, None, "n/a", "n/a")
+    assert "not a positive finite number" in s.reason
+
+
 def test_the_interval_covers_the_true_ratio():
     """200 synthetic 5-vs-5 runs whose population medians differ by exactly 1.2: the interval holds 1.2 in at
     least 85 % of them (nominal 95 %; seeded, so the count is fixed) and every run says slower."""
