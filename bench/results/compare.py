@@ -20,6 +20,7 @@ from bench.results.schema import Metrics, Record, col, spread_col
 
 KEY = [col(Record, k) for k in ("stack", "suite", "workload", "task", "size", "variant", "device")]
 STATUS = col(Record, "status")
+REASON = col(Record, "reason")
 CELL_ID = col(Record, "cell_id")
 INPUTS = "inputs"  # not a record field: the input suffix of cell_id, a matching key beside KEY
 
@@ -298,3 +299,36 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
                      f"b_{metric}": rb[column], **res})
     return pd.DataFrame(rows)
 
+
+
+def _statuses(df) -> dict[tuple[Any, ...], tuple[str, str]]:
+    """Each cell of ``df`` (``KEY`` and the inputs) -> (its rows' statuses, the first not-ok row's reason)."""
+    out: dict[tuple[Any, ...], tuple[str, str]] = {}
+    rows = with_inputs(df)
+    for key, g in rows.groupby([*KEY, INPUTS], sort=False, dropna=False):
+        statuses = ", ".join(dict.fromkeys(map(str, g[STATUS])))
+        bad = g[g[STATUS] != "ok"]
+        reason = str(bad[REASON].iloc[0]) if REASON in g.columns and len(bad) and bad[REASON].notna().iloc[0] else ""
+        out[key] = (statuses, reason)
+    return out
+
+
+def not_compared(df_a, df_b, variants: tuple[str, str] | None = None):
+    """The cells ``compare`` leaves out, which its count of cells compared does not show: a cell not ``ok`` on a
+    side (failed, unsupported, ...: a cell that broke in B is the change that matters most) or in one CSV only.
+
+    Returns a DataFrame: ``KEY``, inputs, ``status_a``, ``status_b`` (the cell's statuses there; ``absent`` where the
+    CSV has no row of it) and ``reason`` (the first not-ok row's ``reason``, B's first), in A's order then B's.
+    """
+    import pandas as pd
+
+    if variants:
+        df_a, df_b = pair_variants(df_a, df_b, *variants)
+    a, b = _statuses(df_a), _statuses(df_b)
+    rows = []
+    for key in dict.fromkeys([*a, *b]):
+        (sa, why_a), (sb, why_b) = a.get(key, ("absent", "")), b.get(key, ("absent", ""))
+        if sa != "ok" or sb != "ok":
+            rows.append({**dict(zip([*KEY, INPUTS], key, strict=True)), "status_a": sa, "status_b": sb,
+                         "reason": why_b or why_a})
+    return pd.DataFrame(rows, columns=[*KEY, INPUTS, "status_a", "status_b", "reason"])

@@ -142,6 +142,33 @@ def test_compare_pairs_a_variant_with_another_within_one_csv(tmp_path):
     assert p.returncode == 0 and "default -> row_lstm-reshape" in p.stdout, p.stderr
 
 
+def test_compare_names_the_cells_it_leaves_out(tmp_path):
+    """A cell ok in A that failed in B was dropped without a word: "1 cells compared; 0 changed beyond noise" of a
+    run where the other cell broke. The cells left out are listed with both statuses and the reason."""
+    row = {"stack": "pytorch", "suite": "classic", "task": "fit", "size": "smoke", "variant": "default",
+           "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
+           "repeats.ms_per_step_mean.values": BASE_MS}
+    a = pd.DataFrame([{**row, "workload": "w1"}, {**row, "workload": "w2"}])
+    b = pd.DataFrame([{**row, "workload": "w1"},
+                      {**row, "workload": "w2", "status": "failed", "reason": "CUDA out of memory",
+                       "metrics.ms_per_step_mean": None, "repeats.ms_per_step_mean.values": None},
+                      {**row, "workload": "w3"}])
+    left = cmp.not_compared(a, b)
+    assert [(r["workload"], r["status_a"], r["status_b"], r["reason"]) for r in left.to_dict("records")] == [
+        ("w2", "ok", "failed", "CUDA out of memory"), ("w3", "absent", "ok", "")]
+    assert cmp.not_compared(a, a).empty
+    for name, df in (("a", a), ("b", b)):
+        df.to_json(tmp_path / f"{name}.jsonl", orient="records", lines=True)
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "bench", "compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "1 cells compared" in p.stdout and "2 cells not compared" in p.stdout
+    assert "CUDA out of memory" in p.stdout
+
+
 # ---- the report -------------------------------------------------------------------------------------------------
 
 def test_compare_refuses_schema_3s_s_per_epoch_against_schema_4s_and_says_why():
