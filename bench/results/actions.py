@@ -90,6 +90,10 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     logger.info(f"{len(table)} cells compared; {len(flagged)} changed beyond noise "
                 f"({rule_text(alpha, threshold)}); "
                 f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats)")
+    differ = table[table["differs"] != ""]
+    if len(differ):  # matched by name, run otherwise: the ratio holds that difference too
+        logger.info(f"{len(differ)} of the cells compared ran on another machine or with other settings in effect in "
+                    "B than in A (column differs): their ratio measures that difference too")
     if len(left):  # a cell that failed in B is no "change beyond noise" in the count above: named here
         logger.info(f"{len(left)} cells not compared (not ok in a CSV, or in one CSV only):")
         with pd.option_context("display.width", 200, "display.max_colwidth", 80, "display.max_rows", None):

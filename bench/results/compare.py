@@ -16,13 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.results.cell import inputs_of
-from bench.results.schema import Metrics, Record, col, spread_col
+from bench.results.history import machine_label
+from bench.results.schema import EffectiveSettings, Metrics, Record, col, spread_col
 
 KEY = [col(Record, k) for k in ("stack", "suite", "workload", "task", "size", "variant", "device")]
 STATUS = col(Record, "status")
 REASON = col(Record, "reason")
 CELL_ID = col(Record, "cell_id")
 INPUTS = "inputs"  # not a record field: the input suffix of cell_id, a matching key beside KEY
+SETTINGS = col(Record, "settings")
 
 
 def metric_col(metric: str) -> str:
@@ -227,6 +229,38 @@ def test_pair(a: list[float], b: list[float], alpha: float, threshold: float) ->
             "reason": res.reason}
 
 
+def _same(x: Any, y: Any) -> bool:
+    try:  # numbers by value (a CSV gives 1.0 where a JSON line gives 1), the rest by text (numpy's True is True)
+        return float(x) == float(y)
+    except (TypeError, ValueError):
+        return str(x) == str(y)
+
+
+def _in_effect(column: str) -> bool:
+    """A ``settings.*`` column of a setting in effect that matching by name assumes equal: every declared field of
+    ``EffectiveSettings`` (its nested columns too) but the package versions, which a comparison of versions is
+    about."""
+    name = column[len(SETTINGS) + 1:].split(".", 1)[0] if column.startswith(SETTINGS + ".") else ""
+    return name in EffectiveSettings.model_fields and not name.endswith("_version")
+
+
+def differences(ra, rb) -> str:
+    """What differs between two matched rows (``compare``'s ``differs``), '' when nothing: the machine
+    (``bench.results.history.machine_label``: the GPU model, or the CPU model) and each setting in effect both rows
+    record (``_in_effect``), as ``name: A -> B``; matching is by requested names (variant, inputs), so a variant
+    named alike may have run otherwise (``jit_compile`` resolved to XLA on one side), and its ratio then holds that."""
+    out = []
+    machines = machine_label(ra.to_dict()), machine_label(rb.to_dict())
+    if machines[0] != machines[1]:
+        out.append(f"machine: {machines[0]} -> {machines[1]}")
+    for c in (c for c in ra.index if _in_effect(str(c)) and c in rb.index):
+        x, y = ra[c], rb[c]
+        recorded = [v is not None and not (isinstance(v, float) and math.isnan(v)) and v != "" for v in (x, y)]
+        if all(recorded) and not _same(x, y):
+            out.append(f"{c}: {x} -> {y}")
+    return "; ".join(out)
+
+
 def with_inputs(df):
     """``df`` with an ``inputs`` column: the input suffix of each row's cell_id (``""`` without a cell_id column)."""
     # a copy first: a CSV of a few hundred columns, filtered, is fragmented, and assign would warn (PerformanceWarning)
@@ -259,7 +293,8 @@ def pair_variants(df_a, df_b, variant_a: str, variant_b: str):
 
 def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, threshold: float = THRESHOLD,
             variants: tuple[str, str] | None = None):
-    """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, then ``test_pair``'s columns).
+    """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, ``test_pair``'s columns, then
+    ``differs``: the machine or settings in effect that differ between the two rows, ``differences``).
 
     ``variants``: (variant of A, variant of B) to match across variants (``pair_variants``), e.g. a knob's
     effect within one run; None matches equal variants.
@@ -296,7 +331,7 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
         va, vb = repeat_values(ra, metric), repeat_values(rb, metric)
         res = test_pair(va, vb, alpha, threshold)
         rows.append({**dict(zip([*KEY, INPUTS], key, strict=True)), f"a_{metric}": ra[column],
-                     f"b_{metric}": rb[column], **res})
+                     f"b_{metric}": rb[column], **res, "differs": differences(ra, rb)})
     return pd.DataFrame(rows)
 
 

@@ -169,6 +169,23 @@ def test_compare_names_the_cells_it_leaves_out(tmp_path):
     assert "CUDA out of memory" in p.stdout
 
 
+def test_compare_says_what_differs_in_effect_between_rows_matched_by_name():
+    """Rows are matched by requested names (variant, inputs): two runs on different CPU models, or a variant whose
+    jit_compile Keras resolved otherwise, were compared without a word. ``differs`` names the machine and each setting
+    in effect both rows record; package versions (what a version comparison is about) and unrecorded ones are not
+    differences."""
+    row = {"stack": "keras3-tf", "suite": "tuning", "workload": "w", "task": "fit", "size": "full", "variant": "x",
+           "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1, "repeats.ms_per_step_mean.values": BASE_MS,
+           "env.cpu_model": "AMD EPYC", "settings.jit_compile": True, "settings.precision": "float32",
+           "settings.keras_version": "3.14.1", "settings.steps_per_execution": 1.0}
+    a = pd.DataFrame([row])
+    b = pd.DataFrame([{**row, "env.cpu_model": "Intel Xeon", "settings.jit_compile": False,
+                       "settings.keras_version": "3.15.1", "settings.precision": None, "settings.steps_per_execution": 1}])
+    assert cmp.compare(a, b).iloc[0]["differs"] == ("machine: CPU: AMD EPYC -> CPU: Intel Xeon; "
+                                                    "settings.jit_compile: True -> False")
+    assert cmp.compare(a, a).iloc[0]["differs"] == ""
+
+
 # ---- the report -------------------------------------------------------------------------------------------------
 
 def test_compare_refuses_schema_3s_s_per_epoch_against_schema_4s_and_says_why():
