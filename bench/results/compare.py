@@ -221,7 +221,8 @@ def ratio_stats(a: list[float], b: list[float], alpha: float = ALPHA, threshold:
 
 def test_pair(a: list[float], b: list[float], alpha: float, threshold: float) -> dict[str, Any]:
     """``ratio_stats`` as ``compare``'s columns: n_a, n_b, ratio, ci_low, ci_high, p_value, p_method,
-    ranges_overlap (the two samples' ranges overlap), verdict, reason (why there is no verdict: ``PairStats.reason``)."""
+    ranges_overlap (the two samples' ranges overlap), verdict, reason (why there is no verdict:
+    ``PairStats.reason``)."""
     res = ratio_stats(a, b, alpha, threshold)
     overlap = None if res.ratio is None else not (max(a) < min(b) or max(b) < min(a))
     return {"n_a": res.n_a, "n_b": res.n_b, "ratio": res.ratio, "ci_low": res.ci_low, "ci_high": res.ci_high,

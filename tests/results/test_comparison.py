@@ -175,12 +175,14 @@ def test_compare_says_what_differs_in_effect_between_rows_matched_by_name():
     in effect both rows record; package versions (what a version comparison is about) and unrecorded ones are not
     differences."""
     row = {"stack": "keras3-tf", "suite": "tuning", "workload": "w", "task": "fit", "size": "full", "variant": "x",
-           "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1, "repeats.ms_per_step_mean.values": BASE_MS,
-           "env.cpu_model": "AMD EPYC", "settings.jit_compile": True, "settings.precision": "float32",
+           "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
+           "repeats.ms_per_step_mean.values": BASE_MS, "env.cpu_model": "AMD EPYC", "settings.jit_compile": True,
+           "settings.precision": "float32",
            "settings.keras_version": "3.14.1", "settings.steps_per_execution": 1.0}
     a = pd.DataFrame([row])
     b = pd.DataFrame([{**row, "env.cpu_model": "Intel Xeon", "settings.jit_compile": False,
-                       "settings.keras_version": "3.15.1", "settings.precision": None, "settings.steps_per_execution": 1}])
+                       "settings.keras_version": "3.15.1", "settings.precision": None,
+                       "settings.steps_per_execution": 1}])
     assert cmp.compare(a, b).iloc[0]["differs"] == ("machine: CPU: AMD EPYC -> CPU: Intel Xeon; "
                                                     "settings.jit_compile: True -> False")
     assert cmp.compare(a, a).iloc[0]["differs"] == ""
@@ -249,7 +251,10 @@ def test_versions_and_keras_overhead_sections_render(tmp_path, derived):
     text = write_report(runs, tmp_path / "out").read_text()
     lines = text.splitlines()
     assert "## Versions" in lines and f"### {DERIVED} vs keras3-jax" in lines
-    assert "- Pins that differ: `keras==3.14.0`" in lines and "- Order: abba" in lines
+    assert "- Pins that differ: `keras==3.14.0`" in lines
+    order = lines[lines.index("- Pins that differ: `keras==3.14.0`") + 1]  # the Method section has its own
+    assert order == ("- Order: 1, 5 round(s), every stack once per round in the abba order (two stacks: AB, BA, BA, "
+                     "AB, ...; no seed) (`schedule.*` in each row)")
     assert cmp.rule_text() in text
     row = {r[0]: r for r in table_rows(text) if r[0].startswith(("mnist_", "babi_"))}
     s = ratio_stats(BASE_MS, FAST_MS)
@@ -348,3 +353,32 @@ def test_a_derived_stack_declares_its_base_and_pins_last():
     names = [f.name for f in dataclasses.fields(Stack)]
     assert names[-2:] == ["base", "pins"]
     assert STACKS["keras3-jax"].base is None and STACKS["keras3-jax"].pins == ()
+
+
+def pair_rows(derived_rows, base_rows):
+    row = {"suite": "classic", "workload": "mnist_mlp", "task": "fit", "size": "smoke", "variant": "default",
+           "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
+           "repeats.ms_per_step_mean.values": BASE_MS}
+    return pd.DataFrame([{**row, "stack": DERIVED, **r} for r in derived_rows]
+                        + [{**row, "stack": "keras3-jax", **r} for r in base_rows])
+
+
+def test_a_pair_whose_cells_were_all_left_out_says_so(derived):
+    """Both stacks ran the cell, twice each: it is left out (which row to compare would be a guess), and the section
+    said "No ok cell ran on both stacks." without the reason; the Keras-overhead pair vanished."""
+    df = pair_rows([{}, {}], [{}, {}])
+    lines = versions.versions_section(versions.version_tables(df), {})
+    assert "No ok cell ran on both stacks." not in lines
+    assert "No cell compared." in lines and "Left out: mnist_mlp fit: several ok rows for one cell." in lines
+    over = df.assign(stack=df["stack"].map({DERIVED: "keras3-jax", "keras3-jax": "jax"}))
+    assert "Left out: mnist_mlp fit: several ok rows for one cell." in versions.overhead_section(
+        versions.overhead_tables(over), {})
+
+
+def test_the_order_line_counts_rows_outside_rounds_and_names_the_seed(derived):
+    """The order line read only the rows that recorded a rule: a pair whose base ran outside rounds said
+    "Order: shuffled". It is the Method section's reading: rounds, rule with its seed, rows outside rounds."""
+    sched = {"schedule.seed": 3, "schedule.rounds": 4, "schedule.order_rule": "shuffled"}
+    order = versions.version_tables(pair_rows([sched], [{}]))[0].order
+    assert order == ("4 round(s), every stack once per round in an order shuffled with seed 3 (`schedule.*` in each "
+                     "row); 1 row(s) not run in rounds (no `schedule`)")
