@@ -74,12 +74,14 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     try:
         import pandas as pd
 
-        from bench.results.compare import compare, rule_text
+        from bench.results.compare import compare, not_compared, rule_text
         from bench.results.rows import read_rows
     except ImportError as e:
         raise InputError(f"compare needs pandas and scipy ({e}); {NEEDS}") from e
     try:
-        table = compare(read_rows(csv_a), read_rows(csv_b), metric, alpha, threshold, variants)
+        df_a, df_b = read_rows(csv_a), read_rows(csv_b)
+        table = compare(df_a, df_b, metric, alpha, threshold, variants)
+        left = not_compared(df_a, df_b, variants)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise InputError(str(e).splitlines()[0]) from e
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):
@@ -88,10 +90,18 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     logger.info(f"{len(table)} cells compared; {len(flagged)} changed beyond noise "
                 f"({rule_text(alpha, threshold)}); "
                 f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats)")
+    differ = table[table["differs"] != ""]
+    if len(differ):  # matched by name, run otherwise: the ratio holds that difference too
+        logger.info(f"{len(differ)} of the cells compared ran on another machine or with other settings in effect in "
+                    "B than in A (column differs): their ratio measures that difference too")
+    if len(left):  # a cell that failed in B is no "change beyond noise" in the count above: named here
+        logger.info(f"{len(left)} cells not compared (not ok in a CSV, or in one CSV only):")
+        with pd.option_context("display.width", 200, "display.max_colwidth", 80, "display.max_rows", None):
+            logger.info(left.to_string(index=False))
     if out_csv:
         table.to_csv(out_csv, index=False)
     if profile:
-        _log_profiles(read_rows(csv_a), read_rows(csv_b))
+        _log_profiles(df_a, df_b)
 
 
 def _log_profiles(df_a: Any, df_b: Any) -> None:

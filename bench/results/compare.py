@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.results.cell import inputs_of
-from bench.results.schema import Metrics, Record, col, spread_col
+from bench.results.history import machine_label
+from bench.results.schema import EffectiveSettings, Metrics, Record, col, spread_col
 
 KEY = [col(Record, k) for k in ("stack", "suite", "workload", "task", "size", "variant", "device")]
 STATUS = col(Record, "status")
+REASON = col(Record, "reason")
 CELL_ID = col(Record, "cell_id")
 INPUTS = "inputs"  # not a record field: the input suffix of cell_id, a matching key beside KEY
+SETTINGS = col(Record, "settings")
 
 
 def metric_col(metric: str) -> str:
@@ -106,12 +109,14 @@ class PairStats:
 
     Attributes:
         n_a, n_b: repeats on each side.
-        ratio: median(b) / median(a); None when a side is empty or median(a) is 0.
+        ratio: median(b) / median(a); None when a side is empty or holds a value that is not a positive finite number.
         ci_low, ci_high: the ratio's ``CI_LEVEL`` bootstrap interval (None with fewer than 2 repeats a side).
         p_value: two-sided Mann-Whitney p (None with fewer than 2 repeats a side).
         p_method: ``exact`` (no ties: the exact null distribution of U), ``permutation`` (ties: scipy's permutation
             test, exact whenever the partitions number at most ``N_RESAMPLES``) or None.
         verdict: ``higher`` | ``lower`` | ``noise`` | ``underpowered`` | ``n/a`` (``RULE``).
+        reason: why the verdict is ``n/a`` ('' otherwise): a side empty, or a value that is not a
+            positive finite number (NaN, infinite, 0 or negative: no time, so no ratio of times).
     """
 
     n_a: int
@@ -122,6 +127,7 @@ class PairStats:
     p_value: float | None = None
     p_method: str | None = None
     verdict: str = "n/a"
+    reason: str = ""
 
     @property
     def time_verdict(self) -> str:
@@ -190,13 +196,16 @@ def ratio_stats(a: list[float], b: list[float], alpha: float = ALPHA, threshold:
     """Candidate ``b`` against base ``a`` (per-repeat values of one metric, e.g. ms/step): ratio of medians b/a,
     its bootstrap interval (``bootstrap_ci``), the Mann-Whitney p (``mann_whitney_p``) and the verdict by
     ``RULE``: ``higher`` / ``lower`` (a change), ``noise`` (none detected), ``underpowered`` (too few repeats),
-    ``n/a`` (no ratio)."""
+    ``n/a`` (no ratio: a side empty, or a value that is not a positive finite number, ``PairStats.reason``)."""
     import numpy as np
 
     n_a, n_b = len(a), len(b)
-    ratio = float(np.median(b) / np.median(a)) if a and b and np.median(a) else None
-    if ratio is None:
-        return PairStats(n_a, n_b, None)
+    if not a or not b:
+        return PairStats(n_a, n_b, None, reason="no value on a side")
+    bad = [v for v in (*a, *b) if not (math.isfinite(v) and v > 0)]
+    if bad:  # a NaN repeat made every statistic NaN and read "no detectable change"; a negative one, "faster"
+        return PairStats(n_a, n_b, None, reason=f"a value is not a positive finite number ({bad[0]!r})")
+    ratio = float(np.median(b) / np.median(a))
     if n_a < 2 or n_b < 2:
         return PairStats(n_a, n_b, ratio, verdict="underpowered")
     low, high = bootstrap_ci(a, b, level)
@@ -212,11 +221,45 @@ def ratio_stats(a: list[float], b: list[float], alpha: float = ALPHA, threshold:
 
 def test_pair(a: list[float], b: list[float], alpha: float, threshold: float) -> dict[str, Any]:
     """``ratio_stats`` as ``compare``'s columns: n_a, n_b, ratio, ci_low, ci_high, p_value, p_method,
-    ranges_overlap (the two samples' ranges overlap), verdict."""
+    ranges_overlap (the two samples' ranges overlap), verdict, reason (why there is no verdict:
+    ``PairStats.reason``)."""
     res = ratio_stats(a, b, alpha, threshold)
     overlap = None if res.ratio is None else not (max(a) < min(b) or max(b) < min(a))
     return {"n_a": res.n_a, "n_b": res.n_b, "ratio": res.ratio, "ci_low": res.ci_low, "ci_high": res.ci_high,
-            "p_value": res.p_value, "p_method": res.p_method, "ranges_overlap": overlap, "verdict": res.verdict}
+            "p_value": res.p_value, "p_method": res.p_method, "ranges_overlap": overlap, "verdict": res.verdict,
+            "reason": res.reason}
+
+
+def _same(x: Any, y: Any) -> bool:
+    try:  # numbers by value (a CSV gives 1.0 where a JSON line gives 1), the rest by text (numpy's True is True)
+        return float(x) == float(y)
+    except (TypeError, ValueError):
+        return str(x) == str(y)
+
+
+def _in_effect(column: str) -> bool:
+    """A ``settings.*`` column of a setting in effect that matching by name assumes equal: every declared field of
+    ``EffectiveSettings`` (its nested columns too) but the package versions, which a comparison of versions is
+    about."""
+    name = column[len(SETTINGS) + 1:].split(".", 1)[0] if column.startswith(SETTINGS + ".") else ""
+    return name in EffectiveSettings.model_fields and not name.endswith("_version")
+
+
+def differences(ra, rb) -> str:
+    """What differs between two matched rows (``compare``'s ``differs``), '' when nothing: the machine
+    (``bench.results.history.machine_label``: the GPU model, or the CPU model) and each setting in effect both rows
+    record (``_in_effect``), as ``name: A -> B``; matching is by requested names (variant, inputs), so a variant
+    named alike may have run otherwise (``jit_compile`` resolved to XLA on one side), and its ratio then holds that."""
+    out = []
+    machines = machine_label(ra.to_dict()), machine_label(rb.to_dict())
+    if machines[0] != machines[1]:
+        out.append(f"machine: {machines[0]} -> {machines[1]}")
+    for c in (c for c in ra.index if _in_effect(str(c)) and c in rb.index):
+        x, y = ra[c], rb[c]
+        recorded = [v is not None and not (isinstance(v, float) and math.isnan(v)) and v != "" for v in (x, y)]
+        if all(recorded) and not _same(x, y):
+            out.append(f"{c}: {x} -> {y}")
+    return "; ".join(out)
 
 
 def with_inputs(df):
@@ -251,7 +294,8 @@ def pair_variants(df_a, df_b, variant_a: str, variant_b: str):
 
 def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, threshold: float = THRESHOLD,
             variants: tuple[str, str] | None = None):
-    """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, then ``test_pair``'s columns).
+    """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, ``test_pair``'s columns, then
+    ``differs``: the machine or settings in effect that differ between the two rows, ``differences``).
 
     ``variants``: (variant of A, variant of B) to match across variants (``pair_variants``), e.g. a knob's
     effect within one run; None matches equal variants.
@@ -288,6 +332,39 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
         va, vb = repeat_values(ra, metric), repeat_values(rb, metric)
         res = test_pair(va, vb, alpha, threshold)
         rows.append({**dict(zip([*KEY, INPUTS], key, strict=True)), f"a_{metric}": ra[column],
-                     f"b_{metric}": rb[column], **res})
+                     f"b_{metric}": rb[column], **res, "differs": differences(ra, rb)})
     return pd.DataFrame(rows)
 
+
+
+def _statuses(df) -> dict[tuple[Any, ...], tuple[str, str]]:
+    """Each cell of ``df`` (``KEY`` and the inputs) -> (its rows' statuses, the first not-ok row's reason)."""
+    out: dict[tuple[Any, ...], tuple[str, str]] = {}
+    rows = with_inputs(df)
+    for key, g in rows.groupby([*KEY, INPUTS], sort=False, dropna=False):
+        statuses = ", ".join(dict.fromkeys(map(str, g[STATUS])))
+        bad = g[g[STATUS] != "ok"]
+        reason = str(bad[REASON].iloc[0]) if REASON in g.columns and len(bad) and bad[REASON].notna().iloc[0] else ""
+        out[key] = (statuses, reason)
+    return out
+
+
+def not_compared(df_a, df_b, variants: tuple[str, str] | None = None):
+    """The cells ``compare`` leaves out, which its count of cells compared does not show: a cell not ``ok`` on a
+    side (failed, unsupported, ...: a cell that broke in B is the change that matters most) or in one CSV only.
+
+    Returns a DataFrame: ``KEY``, inputs, ``status_a``, ``status_b`` (the cell's statuses there; ``absent`` where the
+    CSV has no row of it) and ``reason`` (the first not-ok row's ``reason``, B's first), in A's order then B's.
+    """
+    import pandas as pd
+
+    if variants:
+        df_a, df_b = pair_variants(df_a, df_b, *variants)
+    a, b = _statuses(df_a), _statuses(df_b)
+    rows = []
+    for key in dict.fromkeys([*a, *b]):
+        (sa, why_a), (sb, why_b) = a.get(key, ("absent", "")), b.get(key, ("absent", ""))
+        if sa != "ok" or sb != "ok":
+            rows.append({**dict(zip([*KEY, INPUTS], key, strict=True)), "status_a": sa, "status_b": sb,
+                         "reason": why_b or why_a})
+    return pd.DataFrame(rows, columns=[*KEY, INPUTS, "status_a", "status_b", "reason"])

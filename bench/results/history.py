@@ -95,11 +95,15 @@ def version_label(row: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+#: ``machine_label`` of a row whose record names no GPU or CPU model: rows of it may come from different models.
+UNKNOWN_MACHINES = ("unknown GPU", "CPU: unknown")
+
+
 def machine_label(row: dict[str, Any]) -> str:
     """The GPU model of a GPU row (``NVIDIA H100 80GB HBM3``), ``CPU: <model>`` for a CPU row: a trend line never
-    joins points measured on different machines' models."""
+    joins points measured on different machines' models; one of ``UNKNOWN_MACHINES`` where the record names none."""
     if row.get(col(Record, "device")) == "gpu":
-        return str(_value(row.get(col(Env, "gpu", "name"))) or "unknown GPU")
+        return str(_value(row.get(col(Env, "gpu", "name"))) or UNKNOWN_MACHINES[0])
     return f"CPU: {_value(row.get(col(Env, 'cpu_model'))) or 'unknown'}"
 
 

@@ -74,6 +74,18 @@ def test_verdicts_on_constructed_data():
     assert ratio_stats([], [1.0]).verdict == "n/a" and ratio_stats([0.0, 0.0], [1.0, 2.0]).verdict == "n/a"
 
 
+@pytest.mark.parametrize("a, b", [([10.0, float("nan"), 10.1, 10.2, 10.3], FAST_MS),
+                                  ([10.0, float("inf"), 10.1, 10.2, 10.3], FAST_MS),
+                                  (BASE_MS, [0.0, 0.0, 0.0, 8.0, 8.1]),
+                                  ([-x for x in BASE_MS], FAST_MS)])
+def test_a_value_that_is_no_time_gives_no_ratio_and_no_verdict(a, b):
+    """A NaN repeat made the ratio, interval and p NaN and read "no detectable change"; an infinite, zero or negative
+    one gave "faster". A time is positive and finite: otherwise no ratio, n/a, with the reason."""
+    s = ratio_stats(a, b)
+    assert (s.ratio, s.ci_low, s.p_value, s.verdict, s.time_verdict) == (None, None, None, "n/a", "n/a")
+    assert "not a positive finite number" in s.reason
+
+
 def test_the_interval_covers_the_true_ratio():
     """200 synthetic 5-vs-5 runs whose population medians differ by exactly 1.2: the interval holds 1.2 in at
     least 85 % of them (nominal 95 %; seeded, so the count is fixed) and every run says slower."""
@@ -128,6 +140,52 @@ def test_compare_pairs_a_variant_with_another_within_one_csv(tmp_path):
     p = subprocess.run([sys.executable, "-m", "bench", "compare", str(path), str(path), "--variant-a", "default",
                         "--variant-b", "row_lstm-reshape"], capture_output=True, text=True)
     assert p.returncode == 0 and "default -> row_lstm-reshape" in p.stdout, p.stderr
+
+
+def test_compare_names_the_cells_it_leaves_out(tmp_path):
+    """A cell ok in A that failed in B was dropped without a word: "1 cells compared; 0 changed beyond noise" of a
+    run where the other cell broke. The cells left out are listed with both statuses and the reason."""
+    row = {"stack": "pytorch", "suite": "classic", "task": "fit", "size": "smoke", "variant": "default",
+           "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
+           "repeats.ms_per_step_mean.values": BASE_MS}
+    a = pd.DataFrame([{**row, "workload": "w1"}, {**row, "workload": "w2"}])
+    b = pd.DataFrame([{**row, "workload": "w1"},
+                      {**row, "workload": "w2", "status": "failed", "reason": "CUDA out of memory",
+                       "metrics.ms_per_step_mean": None, "repeats.ms_per_step_mean.values": None},
+                      {**row, "workload": "w3"}])
+    left = cmp.not_compared(a, b)
+    assert [(r["workload"], r["status_a"], r["status_b"], r["reason"]) for r in left.to_dict("records")] == [
+        ("w2", "ok", "failed", "CUDA out of memory"), ("w3", "absent", "ok", "")]
+    assert cmp.not_compared(a, a).empty
+    for name, df in (("a", a), ("b", b)):
+        df.to_json(tmp_path / f"{name}.jsonl", orient="records", lines=True)
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "bench", "compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "1 cells compared" in p.stdout and "2 cells not compared" in p.stdout
+    assert "CUDA out of memory" in p.stdout
+
+
+def test_compare_says_what_differs_in_effect_between_rows_matched_by_name():
+    """Rows are matched by requested names (variant, inputs): two runs on different CPU models, or a variant whose
+    jit_compile Keras resolved otherwise, were compared without a word. ``differs`` names the machine and each setting
+    in effect both rows record; package versions (what a version comparison is about) and unrecorded ones are not
+    differences."""
+    row = {"stack": "keras3-tf", "suite": "tuning", "workload": "w", "task": "fit", "size": "full", "variant": "x",
+           "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
+           "repeats.ms_per_step_mean.values": BASE_MS, "env.cpu_model": "AMD EPYC", "settings.jit_compile": True,
+           "settings.precision": "float32",
+           "settings.keras_version": "3.14.1", "settings.steps_per_execution": 1.0}
+    a = pd.DataFrame([row])
+    b = pd.DataFrame([{**row, "env.cpu_model": "Intel Xeon", "settings.jit_compile": False,
+                       "settings.keras_version": "3.15.1", "settings.precision": None,
+                       "settings.steps_per_execution": 1}])
+    assert cmp.compare(a, b).iloc[0]["differs"] == ("machine: CPU: AMD EPYC -> CPU: Intel Xeon; "
+                                                    "settings.jit_compile: True -> False")
+    assert cmp.compare(a, a).iloc[0]["differs"] == ""
 
 
 # ---- the report -------------------------------------------------------------------------------------------------
@@ -193,7 +251,10 @@ def test_versions_and_keras_overhead_sections_render(tmp_path, derived):
     text = write_report(runs, tmp_path / "out").read_text()
     lines = text.splitlines()
     assert "## Versions" in lines and f"### {DERIVED} vs keras3-jax" in lines
-    assert "- Pins that differ: `keras==3.14.0`" in lines and "- Order: abba" in lines
+    assert "- Pins that differ: `keras==3.14.0`" in lines
+    order = lines[lines.index("- Pins that differ: `keras==3.14.0`") + 1]  # the Method section has its own
+    assert order == ("- Order: 1, 5 round(s), every stack once per round in the abba order (two stacks: AB, BA, BA, "
+                     "AB, ...; no seed) (`schedule.*` in each row)")
     assert cmp.rule_text() in text
     row = {r[0]: r for r in table_rows(text) if r[0].startswith(("mnist_", "babi_"))}
     s = ratio_stats(BASE_MS, FAST_MS)
@@ -292,3 +353,32 @@ def test_a_derived_stack_declares_its_base_and_pins_last():
     names = [f.name for f in dataclasses.fields(Stack)]
     assert names[-2:] == ["base", "pins"]
     assert STACKS["keras3-jax"].base is None and STACKS["keras3-jax"].pins == ()
+
+
+def pair_rows(derived_rows, base_rows):
+    row = {"suite": "classic", "workload": "mnist_mlp", "task": "fit", "size": "smoke", "variant": "default",
+           "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
+           "repeats.ms_per_step_mean.values": BASE_MS}
+    return pd.DataFrame([{**row, "stack": DERIVED, **r} for r in derived_rows]
+                        + [{**row, "stack": "keras3-jax", **r} for r in base_rows])
+
+
+def test_a_pair_whose_cells_were_all_left_out_says_so(derived):
+    """Both stacks ran the cell, twice each: it is left out (which row to compare would be a guess), and the section
+    said "No ok cell ran on both stacks." without the reason; the Keras-overhead pair vanished."""
+    df = pair_rows([{}, {}], [{}, {}])
+    lines = versions.versions_section(versions.version_tables(df), {})
+    assert "No ok cell ran on both stacks." not in lines
+    assert "No cell compared." in lines and "Left out: mnist_mlp fit: several ok rows for one cell." in lines
+    over = df.assign(stack=df["stack"].map({DERIVED: "keras3-jax", "keras3-jax": "jax"}))
+    assert "Left out: mnist_mlp fit: several ok rows for one cell." in versions.overhead_section(
+        versions.overhead_tables(over), {})
+
+
+def test_the_order_line_counts_rows_outside_rounds_and_names_the_seed(derived):
+    """The order line read only the rows that recorded a rule: a pair whose base ran outside rounds said
+    "Order: shuffled". It is the Method section's reading: rounds, rule with its seed, rows outside rounds."""
+    sched = {"schedule.seed": 3, "schedule.rounds": 4, "schedule.order_rule": "shuffled"}
+    order = versions.version_tables(pair_rows([sched], [{}]))[0].order
+    assert order == ("4 round(s), every stack once per round in an order shuffled with seed 3 (`schedule.*` in each "
+                     "row); 1 row(s) not run in rounds (no `schedule`)")

@@ -146,6 +146,22 @@ def test_report_draws_a_trend_per_cell_with_two_points_per_stack(two_runs, tmp_p
         assert trend_plot(cell, machine, rows, tmp_path / "t.png") == 4
 
 
+def test_no_trend_joins_rows_whose_records_name_no_machine_model():
+    """machine_label says "unknown GPU" (or "CPU: unknown") of a record without the model: two runs of it were drawn
+    as one trend "on unknown GPU", which may be two GPU models. Only named models are trended."""
+    import pandas as pd
+
+    from bench.results.report.history import trend_groups
+
+    rows = [{"cell": "c", "stack": "pytorch", "status": "ok", "ms_per_step_mean": ms, "run": run,
+             "started_utc": f"2026-11-{day}T10:00:00+00:00",
+             "machine": history.machine_label({"device": "gpu", "env.gpu.name": name})}
+            for run, day, ms, name in (("r1", 20, 2.0, None), ("r2", 21, 3.0, None),
+                                       ("r1", 20, 2.0, "NVIDIA H100"), ("r2", 21, 2.1, "NVIDIA H100"))]
+    groups = trend_groups(pd.DataFrame(rows))
+    assert [(c, m, list(r["run"])) for c, m, r in groups] == [("c", "NVIDIA H100", ["r1", "r2"])]
+
+
 def test_no_trend_with_one_run(tmp_path):
     write_run(tmp_path / "runs" / "r1", 20, "3.14.0")
     assert bench("collect", tmp_path / "runs" / "r1", "-o", tmp_path / "r1.csv").returncode == 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.results.history import UNKNOWN_MACHINES
 from bench.results.report.common import md_table
 from bench.results.report.gpus import slug
 
@@ -22,8 +23,10 @@ HISTORY_DIR = "history"
 
 def trend_groups(cells) -> list[tuple[str, str, Any]]:
     """``[(cell, machine, rows)]`` for every (cell, machine) whose ok rows with ms/step span two or more runs,
-    sorted; ``rows`` ordered by start time."""
-    ok = cells[(cells["status"] == "ok") & cells["ms_per_step_mean"].notna()]
+    sorted; ``rows`` ordered by start time. Rows whose record names no machine model (``UNKNOWN_MACHINES``) are in
+    no trend: "unknown GPU" of two runs may be two models."""
+    ok = cells[(cells["status"] == "ok") & cells["ms_per_step_mean"].notna()
+               & ~cells["machine"].isin(UNKNOWN_MACHINES)]
     out = []
     for (cell, machine), rows in ok.groupby(["cell", "machine"], sort=True):
         if rows["run"].nunique() >= 2:
@@ -101,7 +104,8 @@ def history_section(cells, runs, link_prefix: str, files: dict[str, str]) -> lis
              f"The results history (`results/history.sqlite`, `bench history`) holds {len(runs)} run(s) "
              f"and {len(cells)} rows. Per cell that ran in two or more runs on the same GPU (or CPU) model, a "
              "trend plot shows ms/step per run in date order, one line per stack, labelled with the framework "
-             "versions each row ran; bars: min-max across repeats.", ""]
+             "versions each row ran; bars: min-max across repeats. A row whose record names no GPU or CPU model is "
+             "in no trend.", ""]
     lines += md_table(["run", "started (UTC)", "cells", "ok"],
                       ([r["run"], r["started_utc"] or "n/a", r["cells"], r["ok"]] for r in runs.to_dict("records")),
                       align=["left", "left", "right", "right"])

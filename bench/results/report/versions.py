@@ -24,6 +24,7 @@ from bench.results.compare import (
     with_inputs,
 )
 from bench.results.report.common import _num, fmt, md_table
+from bench.results.report.method import order_line
 from bench.results.schema import Env, Memory, Metrics, Record, col, setting_col
 
 #: The metric compared: its per-repeat values (``repeats.ms_per_step_mean.values``) are the samples.
@@ -38,8 +39,6 @@ DEVICE_PEAK = col(Memory, "device_peak_bytes")
 PLACEMENT = col(Record, "settings", "train_data_placement")
 PROGRESS, ASYNC_BATCH_END = setting_col("progress"), setting_col("keras_async_batch_end")
 SYNC = col(Metrics, "sync")
-ORDER_RULE = col(Record, "schedule", "order_rule")
-SEED = col(Record, "schedule", "seed")
 MIB = 2**20
 
 
@@ -135,15 +134,9 @@ def pins_of(df, stack: str) -> list[str]:
 
 
 def order_of(rows) -> str:
-    """The run's order rule: ``schedule.order_rule`` where recorded, else shuffled rounds with their seed, else
-    none."""
-    rules = _column_values(rows, ORDER_RULE)
-    if rules:
-        return ", ".join(map(str, rules))
-    seeds = _column_values(rows, SEED)
-    if seeds:
-        return "rounds, each in an order shuffled with seed " + ", ".join(str(int(s)) for s in seeds)
-    return "not run in rounds (no `schedule` in the rows)"
+    """The order the ok rows ``rows`` ran in, as the Method section says it (``method.order_line``, the one reading
+    of ``schedule.*``): the rounds and each order rule with its seed, and the rows run outside rounds beside them."""
+    return order_line(rows[rows[STATUS] == "ok"]).removeprefix("- Order: ")
 
 
 def _first_time(ra, rb) -> tuple[str | None, float | None]:
@@ -227,10 +220,11 @@ def version_tables(df) -> list[PairTable]:
 
 
 def overhead_tables(df) -> list[PairTable]:
-    """A ``PairTable`` per Keras-overhead pair (``OVERHEAD_PAIRS``) with both stacks in ``df`` and a matched cell."""
+    """A ``PairTable`` per Keras-overhead pair (``OVERHEAD_PAIRS``) with both stacks in ``df`` and a matched cell
+    (compared, or left out with its reason)."""
     present = set(df["stack"])
     tables = [pair_table(df, b, c) for b, c in OVERHEAD_PAIRS if b in present and c in present]
-    return [t for t in tables if t.rows]
+    return [t for t in tables if t.rows or t.skipped]
 
 
 def _signed(v: float | None, digits: int) -> str:
@@ -272,6 +266,16 @@ def table_lines(t: PairTable) -> list[str]:
     return [*md_table(head, rows), ""] + [f"Left out: {x}." for x in t.skipped] + ([""] if t.skipped else [])
 
 
+def pair_lines(t: PairTable) -> list[str]:
+    """A pair's table, or the line saying why it has none: no ok cell on both stacks, or every cell that was left
+    out (``PairTable.skipped``), named."""
+    if t.rows:
+        return table_lines(t)
+    if t.skipped:
+        return ["No cell compared."] + [f"Left out: {x}." for x in t.skipped] + [""]
+    return ["No ok cell ran on both stacks.", ""]
+
+
 def _plot_line(plots: dict[str, str], title: str) -> list[str]:
     return [f"![{title}]({plots[title]})", ""] if title in plots else []
 
@@ -290,7 +294,7 @@ def versions_section(tables: list[PairTable], plots: dict[str, str]) -> list[str
     for t in tables:
         pins = ", ".join(f"`{p}`" for p in t.pins) or "none recorded"
         out += [f"### {t.candidate} vs {t.base}", "", f"- Pins that differ: {pins}", f"- Order: {t.order}", ""]
-        out += table_lines(t) if t.rows else ["No ok cell ran on both stacks.", ""]
+        out += pair_lines(t)
     return out + _plot_line(plots, VERSIONS_PLOT)
 
 
@@ -319,6 +323,6 @@ def overhead_section(tables: list[PairTable], plots: dict[str, str], after_versi
            "`progress=bar` keep the thread pool (`async on`), but they are variants, not matched with the "
            "twins' default cells here.", "", note, ""]
     for t in tables:
-        out += [f"### {t.candidate} / {t.base}", "", f"- Order: {t.order}", "", *table_lines(t)]
+        out += [f"### {t.candidate} / {t.base}", "", f"- Order: {t.order}", "", *pair_lines(t)]
     return out + _plot_line(plots, OVERHEAD_PLOT)
 
