@@ -92,13 +92,13 @@ def test_rows_that_break_a_rule_are_listed_and_flagged_cells_are_marked_in_the_t
     assert "  - GPU busy: another process was on the GPU: keras3-tf mnist_cnn default" in text
     assert ("  - throttled: thermal or hardware clock-event reasons in the timed window: "
             "keras3-jax mnist_cnn default") in text
-    assert "MIG" not in text.split("Rows that break a rule")[1].split("Correctness")[0]
+    assert "MIG" not in text.split("Rows that break a rule")[1].split("Checked on some rows only")[0]
     table = "\n".join(classic_section(df, Footnotes()))
     assert rows_starting(table, "mnist_cnn", "fit") == [["mnist_cnn", "fit", "3.00", "2.00", "1.00 ⚠", "4.00 (syn)"]]
     assert "⚠: flagged by the correctness gate" in table and "(syn): synthetic data" in table
     kept = row("pytorch", 0.99)
-    kept.update({"gpu_before.processes": 0, "telemetry.throttled": False, "env.gpu.mig_mode": False,
-                 "process.host_contended": False})
+    kept.update({"gpu_before.processes": 0, "gpu_before.seen_from": "host pid namespace",
+                 "telemetry.throttled": False, "env.gpu.mig_mode": False, "process.host_contended": False})
     assert ("- No row broke a rule (checked: GPU busy, MIG mode, throttled, CPU contended)."
             in "\n".join(method_section(pd.DataFrame([kept]))))
 
@@ -108,13 +108,15 @@ def test_a_rule_no_record_holds_a_field_for_is_said_unchecked_not_kept():
     a rule was kept: the Method says which were not checked. Before, such a report said "No row broke a rule
     (..., CPU contended)" of records that never measured it."""
     old = row("pytorch", 0.99)
-    old.update({"gpu_before.processes": 0, "telemetry.throttled": False, "env.gpu.mig_mode": False})
+    old.update({"gpu_before.processes": 0, "gpu_before.seen_from": "host pid namespace", "telemetry.throttled": False,
+                "env.gpu.mig_mode": False})
     text = "\n".join(method_section(pd.DataFrame([old])))
     assert "- No row broke a rule (checked: GPU busy, MIG mode, throttled)." in text
-    assert "- Not checked, no record holds the field: CPU contended (`process.host_contended`)" in text
+    assert "- Not checked, no record lets us: CPU contended (`process.host_contended`)" in text
     text = "\n".join(method_section(pd.DataFrame([row("pytorch", 0.99)])))
     assert "No row broke a rule" not in text and "Rows that break" not in text
-    assert "Not checked, no record holds the field: GPU busy (`gpu_before.processes`), MIG mode" in text
+    assert ("Not checked, no record lets us: GPU busy (`gpu_before.processes` counted in the host's PID namespace, "
+            "`gpu_before.seen_from`), MIG mode") in text
 
 
 def test_an_abba_run_is_not_said_to_be_shuffled_and_rows_outside_rounds_are_counted():
@@ -159,3 +161,38 @@ def test_a_rule_some_rows_lack_the_field_of_is_checked_on_those_that_hold_it_onl
     text = "\n".join(method_section(pd.DataFrame([new, old])))
     assert "- No row broke a rule (checked: CPU contended (1 of 2 rows))." in text
     assert "- No row broke a rule (checked: CPU contended)." in "\n".join(method_section(pd.DataFrame([new])))
+
+
+def test_a_gpu_busy_count_from_a_containers_pid_namespace_does_not_keep_the_rule():
+    """NVML inside a container's own PID namespace lists none of another tenant's processes (``gpu_before.seen_from``
+    says so): "No row broke a rule (checked: GPU busy ...)" was said of such zeros (a pod without hostPID)."""
+    base = {"gpu_before.processes": 0, "telemetry.throttled": False, "env.gpu.mig_mode": False,
+            "process.host_contended": False}
+    pod = {**row("pytorch", 0.99), **base, "gpu_before.seen_from": "container pid namespace"}
+    host = {**row("jax", 0.99), **base, "gpu_before.seen_from": "host pid namespace"}
+    text = "\n".join(method_section(pd.DataFrame([pod])))
+    assert "- No row broke a rule (checked: MIG mode, throttled, CPU contended)." in text
+    assert "Not checked, no record lets us: GPU busy (`gpu_before.processes` counted in the host's PID" in text
+    text = "\n".join(method_section(pd.DataFrame([pod, host])))
+    assert "(checked: GPU busy (1 of 2 rows), MIG mode, throttled, CPU contended)" in text
+    busy = {**pod, "gpu_before.processes": 1}  # a process it does see is busy, whoever's namespace counted it
+    text = "\n".join(method_section(pd.DataFrame([busy, host])))
+    assert "  - GPU busy: another process was on the GPU: pytorch mnist_cnn default" in text
+
+
+def test_a_rule_checked_on_some_rows_is_named_so_beside_a_broken_one():
+    """With one row throttled the section listed only that row: that CPU contended was checked on 1 of 2 rows
+    (an older record beside a newer one) went unsaid."""
+    new = {**row("pytorch", 0.99), "telemetry.throttled": True, "process.host_contended": False}
+    old = {**row("jax", 0.99), "telemetry.throttled": False, "process.host_contended": None}
+    text = "\n".join(method_section(pd.DataFrame([new, old])))
+    assert "Rows that break a rule" in text and "- Checked on some rows only: CPU contended (1 of 2 rows)." in text
+
+
+def test_rows_the_accuracy_check_read_are_not_said_unchecked():
+    """Full-size real-data fit rows with one epoch have no loss to compare but do have a final val_accuracy the
+    accuracy check reads: they were counted among the rows "not checked"."""
+    rows = [{**row(s, acc, loss=(2.0,)), "history.val_accuracy": [acc]}
+            for s, acc in (("jax", 0.99), ("pytorch", 0.98), ("keras3-jax", 0.985))]
+    text = "\n".join(method_section(pd.DataFrame(rows)))
+    assert "were not checked" not in text and "Not checked:" not in text and "- No row flagged." in text
