@@ -66,7 +66,8 @@ def index_page(runs: list[SiteRun]) -> str:
             "median's 95 % interval, the tables of the Markdown report (the same cells, the same values), and every "
             "cell's record. <a href=\"history.html\">History</a>: the runs of the results history, each cell's "
             "ms/step across runs, the version comparisons.</p>",
-            "<p><strong>CPU rows are smoke tests of the harness, not GPU benchmarks.</strong></p>",
+            *(["<p><strong>CPU rows are smoke tests of the harness, not GPU benchmarks.</strong></p>"]
+              if any((r.df["device"] == "cpu").any() for r in runs) else []),
             table("runs", INDEX_HEAD, [index_row(r) for r in runs], row_links=[r.page for r in runs])]
     return page("Runs", "\n".join(body), "")
 

@@ -89,6 +89,7 @@ def test_every_committed_run_is_on_the_index(site):
     _, rows, _ = parse(out / "index.html").tables["runs"]
     ids = {r[0] for r in rows}
     assert ids == {f"{p.parent.name}/{p.stem}" if p.parent != RESULTS else p.stem for p in csvs}
+    assert "CPU rows are smoke tests of the harness" in (out / "index.html").read_text()
     for p, row in ((p, next(r for r in rows if r[0].endswith(f"/{p.stem}") or r[0] == p.stem)) for p in csvs):
         df = pd.read_csv(p)
         assert row[6:] == [str(len(df)), str(int((df["status"] == "ok").sum())), str(int((df["status"] != "ok").sum()))]
@@ -192,6 +193,9 @@ def test_a_gpu_run_of_the_tuning_and_paper_suites(tmp_path):
     (key,) = [k for k in tables.tables if k.endswith("-paper-cells")]
     head, rows, _ = tables.tables[key]
     assert [r[head.index("status")] for r in rows].count("failed") == 1
+    # no CPU row: the index does not say CPU rows are smoke tests (it said so of every site); the committed CPU
+    # runs' site does
+    assert "smoke tests of the harness" not in (tmp_path / "site" / "index.html").read_text()
 
 
 def test_classic_table_cells_open_their_records(site):
