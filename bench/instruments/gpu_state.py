@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.instruments.nvml import Gpu, describe_error
+from bench.results.schema import HOST_PIDS
 
 
 def seen_from() -> str:
@@ -29,7 +30,7 @@ def seen_from() -> str:
         init = Path("/proc/1/comm").read_text().strip()
     except OSError:
         return "unknown"
-    return "host pid namespace" if init in HOST_INITS else "container pid namespace"
+    return HOST_PIDS if init in HOST_INITS else "container pid namespace"
 
 
 #: PID 1's name when a process shares the host's PID namespace (a container's PID 1 is its own entry point).

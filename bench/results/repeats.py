@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bench.results.derived import rederive
-from bench.results.schema import Record, Repeats, Spread, aggregated, derived_metrics
+from bench.results.schema import HOST_PIDS, Record, Repeats, Spread, aggregated, derived_metrics
 
 #: Metrics taken as the median across repeats (declared with rule ``median``).
 AGGREGATED = aggregated()
@@ -80,10 +80,31 @@ def aggregate(records: list[Record]) -> Record:
     block.finished_utc = [r.finished_utc for r in records]
     out.repeats = block
     carry_gpu_change_notes(out, records)
-    if out.process is not None:  # rule any: a cell is flagged when one of its repeats shared the CPUs
+    flag_any_repeat(out, records)
+    return out
+
+
+def flag_any_repeat(out: Record, records: list[Record]) -> None:
+    """The rule ``any`` for what makes a cell's numbers invalid, where the cell's record is otherwise repeat 1's: a
+    repeat that shared the CPUs (``process.host_contended``), whose GPU throttled in its timed window
+    (``telemetry.throttled``, with the reasons of every repeat) or started beside another process
+    (``gpu_before``: the repeat with the most processes, and a ``seen_from`` other than the host's PID namespace
+    where any repeat's count saw only its own container's). Before, round 2's throttling or busy GPU was dropped
+    and the report said the rules were kept."""
+    if out.process is not None:
         flags = [r.process.host_contended for r in records if r.process is not None]
         out.process.host_contended = any(flags) if any(f is not None for f in flags) else None
-    return out
+    if out.telemetry is not None:
+        tels = [r.telemetry for r in records if r.telemetry is not None]
+        if any(t.throttled is not None for t in tels):
+            out.telemetry.throttled = any(bool(t.throttled) for t in tels)
+            reasons = [x for t in tels for x in (t.throttle_reasons or [])]
+            out.telemetry.throttle_reasons = list(dict.fromkeys(reasons)) or out.telemetry.throttle_reasons
+    befores = [r.gpu_before for r in records if r.gpu_before]
+    if out.gpu_before and befores:
+        busiest = max(befores, key=lambda b: b.get("processes") or 0)
+        seen = [b.get("seen_from") for b in befores]
+        out.gpu_before = {**busiest, "seen_from": next((x for x in seen if x != HOST_PIDS), seen[0])}
 
 
 def aggregate_metrics(out: Record, records: list[Record]) -> dict[str, Spread]:
@@ -108,12 +129,17 @@ OTHER_GPU_NOTE = "GPU changed:"
 #: How the note of a repeat that shared the host's CPUs starts (``bench.instruments.hostload.contention_note``;
 #: ``aggregate`` carries it from every repeat into the cell).
 CONTENDED_NOTE = "CPU contended:"
+#: How the notes of a repeat whose GPU was busy as it started (``bench.instruments.gpu_state.busy_note``) or
+#: throttled in its timed window (``bench.run.scenarios.finish_telemetry``) start: carried from every repeat too.
+BUSY_NOTE, THROTTLED_NOTE = "GPU busy:", "GPU throttled during the timed window:"
 
 
 def carry_gpu_change_notes(out: Record, records: list[Record]) -> None:
-    """Put into the cell ``out`` every repeat's note that it was run again on this GPU (``OTHER_GPU_NOTE``) or
-    shared the CPUs (``CONTENDED_NOTE``), not only repeat 1's (whose ``notes`` the cell takes)."""
+    """Put into the cell ``out`` every repeat's note that it was run again on this GPU (``OTHER_GPU_NOTE``), shared
+    the CPUs (``CONTENDED_NOTE``), started on a busy GPU (``BUSY_NOTE``) or throttled (``THROTTLED_NOTE``), not only
+    repeat 1's (whose ``notes`` the cell takes)."""
     notes = list(out.notes)
     for r in records:
-        notes += [n for n in r.notes if n.startswith((OTHER_GPU_NOTE, CONTENDED_NOTE)) and n not in notes]
+        notes += [n for n in r.notes if n.startswith((OTHER_GPU_NOTE, CONTENDED_NOTE, BUSY_NOTE, THROTTLED_NOTE))
+                  and n not in notes]
     out.notes = notes

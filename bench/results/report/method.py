@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.results.report.common import json_list, md_table
-from bench.results.schema import Data, Env, Metrics, Process, Record, Telemetry, col, setting_col, spread_col
+from bench.results.schema import HOST_PIDS, Data, Env, Metrics, Process, Record, Telemetry, col, setting_col, spread_col
 
 HISTORY_LOSS, HISTORY_VAL_ACC = col(Record, "history", "loss"), col(Record, "history", "val_accuracy")
 N_VAL = col(Data, "n_val")
@@ -177,7 +177,6 @@ def rule_breaks(df) -> list[tuple[str, list[str]]]:
 #: Whose processes ``gpu_before.processes`` counted (``bench.instruments.gpu_state.seen_from``): inside a
 #: container's own PID namespace NVML lists none of another tenant's, so a zero there does not keep "GPU busy".
 SEEN_FROM = col(Record, "gpu_before", "seen_from")
-HOST_PIDS = "host pid namespace"
 
 
 def _rule_name(meaning: str) -> str:

@@ -36,11 +36,11 @@ from bench.results.schema.introspect import (
                                              walk,
 )
 from bench.results.schema.profile import Profile
-from bench.results.schema.record import REQUIRED, STATUSES, Record, Status
+from bench.results.schema.record import HOST_PIDS, REQUIRED, STATUSES, Record, Status
 from bench.results.schema.validate import problems
 
-__all__ = ["LEADING", "OLDEST_SCHEMA", "REQUIRED", "RULES", "SCHEMA_VERSION", "SKIP_KEYS", "STATUSES", "Block",
-           "CudaCache", "Data", "Declared", "EffectiveSettings", "Env", "Gpu", "Memory", "Metrics", "Model", "Output",
-           "Process", "Profile", "Record", "Repeats", "Rule", "Spread", "Stats", "Status", "Telemetry", "aggregated",
-           "col", "column_order", "declared_names", "derived_metrics", "describe", "entry", "knob_docs", "metrics_with",
-           "problems", "setting_col", "spread_col", "walk"]
+__all__ = ["HOST_PIDS", "LEADING", "OLDEST_SCHEMA", "REQUIRED", "RULES", "SCHEMA_VERSION", "SKIP_KEYS", "STATUSES",
+           "Block", "CudaCache", "Data", "Declared", "EffectiveSettings", "Env", "Gpu", "Memory", "Metrics", "Model",
+           "Output", "Process", "Profile", "Record", "Repeats", "Rule", "Spread", "Stats", "Status", "Telemetry",
+           "aggregated", "col", "column_order", "declared_names", "derived_metrics", "describe", "entry", "knob_docs",
+           "metrics_with", "problems", "setting_col", "spread_col", "walk"]

@@ -21,6 +21,11 @@ STATUSES: tuple[str, ...] = typing.get_args(Status)
 REQUIRED = ("schema_version", "cell_id", "stack", "workload", "task", "size", "device", "status")
 
 
+#: ``gpu_before.seen_from`` of a process count that saw every process on the GPU: the host's PID namespace
+#: (``bench.instruments.gpu_state.seen_from``; a container's own namespace hides other tenants).
+HOST_PIDS = "host pid namespace"
+
+
 class Record(Block):
     """One cell's result record (one JSON file; ``bench.results.record.new_record`` makes its skeleton)."""
 
