@@ -39,11 +39,12 @@ def unwritable(folder: Path) -> str | None:
     or measuring; every OS error counts (permission denied on a parent, a name too long, a dead FUSE or stale NFS
     mount), raised by looking at the path as much as by writing. An empty file needs no data block, so a disk whose
     blocks are full passes: the writes after it fail there. The folders this check made are removed again when it
-    fails (``..`` in ``folder`` is resolved first, so an existing folder is never taken for a new one)."""
-    target = Path(os.path.normpath(os.path.abspath(folder)))
+    fails (``folder`` is resolved first, links before ``..`` as the OS does: an existing folder is never taken for a
+    new one, and the folder checked is the one written)."""
     made: list[Path] = []
     name = renamed = ""
     try:
+        target = Path(os.path.realpath(folder))  # the folder the OS will write: links followed before any '..'
         for p in (target, *target.parents):  # deepest first, up to the first that exists
             if p.exists():
                 break

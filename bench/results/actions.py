@@ -78,30 +78,39 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
         from bench.results.rows import read_rows
     except ImportError as e:
         raise InputError(f"compare needs pandas and scipy ({e}); {NEEDS}") from e
+    left = None
     try:
         df_a, df_b = read_rows(csv_a), read_rows(csv_b)
-        table = compare(df_a, df_b, metric, alpha, threshold, variants)
         left = not_compared(df_a, df_b, variants)
+        table = compare(df_a, df_b, metric, alpha, threshold, variants)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        if left is not None and len(left):  # every cell failed in B: the statuses and reasons are the answer
+            _log_left(pd, left)
         raise InputError(str(e).splitlines()[0]) from e
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):
         logger.info(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     flagged = table[table["verdict"].isin(["higher", "lower"])]
     logger.info(f"{len(table)} cells compared; {len(flagged)} changed beyond noise "
                 f"({rule_text(alpha, threshold)}); "
-                f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats)")
+                f"{int((table['verdict'] == 'underpowered').sum())} underpowered (too few repeats); "
+                f"{int((table['verdict'] == 'n/a').sum())} n/a (no ratio: column reason)")
     differ = table[table["differs"] != ""]
     if len(differ):  # matched by name, run otherwise: the ratio holds that difference too
         logger.info(f"{len(differ)} of the cells compared ran on another machine or with other settings in effect in "
                     "B than in A (column differs): their ratio measures that difference too")
-    if len(left):  # a cell that failed in B is no "change beyond noise" in the count above: named here
-        logger.info(f"{len(left)} cells not compared (not ok in a CSV, or in one CSV only):")
-        with pd.option_context("display.width", 200, "display.max_colwidth", 80, "display.max_rows", None):
-            logger.info(left.to_string(index=False))
+    if left is not None and len(left):  # a cell that failed in B is no "change beyond noise" above: named here
+        _log_left(pd, left)
     if out_csv:
         table.to_csv(out_csv, index=False)
     if profile:
         _log_profiles(df_a, df_b)
+
+
+def _log_left(pd: Any, left: Any) -> None:
+    """The cells ``bench compare`` did not compare, with both statuses and the reason (``not_compared``)."""
+    logger.info(f"{len(left)} cells not compared (not ok in a CSV, or in one CSV only):")
+    with pd.option_context("display.width", 200, "display.max_colwidth", 80, "display.max_rows", None):
+        logger.info(left.to_string(index=False))
 
 
 def _log_profiles(df_a: Any, df_b: Any) -> None:

@@ -163,6 +163,12 @@ def test_a_dot_dot_in_the_path_never_makes_an_existing_folder_look_new(tmp_path,
     monkeypatch.setattr(tempfile, "mkstemp", denied)
     assert atomic.unwritable(tmp_path / "new" / ".." / "keep" / "x") == "Permission denied"
     assert (tmp_path / "keep").is_dir() and not (tmp_path / "new").exists()
+    # a link before '..': the OS goes up from where the link points, and so does the check
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "sub")
+    monkeypatch.undo()
+    assert atomic.unwritable(tmp_path / "link" / ".." / "run") is None
+    assert (tmp_path / "real" / "run").is_dir() and not (tmp_path / "run").exists()
 
 
 def test_a_folder_that_cannot_rename_is_refused_and_keeps_no_probe_file(tmp_path, monkeypatch):

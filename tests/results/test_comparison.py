@@ -166,14 +166,21 @@ def test_compare_names_the_cells_it_leaves_out(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "1 cells compared" in p.stdout and "2 cells not compared" in p.stdout
-    assert "CUDA out of memory" in p.stdout
+    assert "CUDA out of memory" in p.stdout and "0 n/a" in p.stdout
+    # every cell failed in B: the one-line error, and before it the cells with their statuses and reasons (before,
+    # the error alone: "no ok cell appears in both CSVs")
+    b.assign(status="failed", reason="CUDA out of memory").to_csv(tmp_path / "b.csv", index=False)
+    p = subprocess.run([sys.executable, "-m", "bench", "compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "no ok cell appears in both CSVs" in p.stderr and "Traceback" not in p.stderr
+    assert "3 cells not compared" in p.stdout and p.stdout.count("CUDA out of memory") == 3
 
 
 def test_compare_says_what_differs_in_effect_between_rows_matched_by_name():
     """Rows are matched by requested names (variant, inputs): two runs on different CPU models, or a variant whose
     jit_compile Keras resolved otherwise, were compared without a word. ``differs`` names the machine and each setting
-    in effect both rows record; package versions (what a version comparison is about) and unrecorded ones are not
-    differences."""
+    in effect both rows record, the framework versions in effect among them (two runs of one stack name with
+    another Keras: the ratio holds that); unrecorded ones are not differences."""
     row = {"stack": "keras3-tf", "suite": "tuning", "workload": "w", "task": "fit", "size": "full", "variant": "x",
            "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
            "repeats.ms_per_step_mean.values": BASE_MS, "env.cpu_model": "AMD EPYC", "settings.jit_compile": True,
@@ -184,8 +191,40 @@ def test_compare_says_what_differs_in_effect_between_rows_matched_by_name():
                        "settings.keras_version": "3.15.1", "settings.precision": None,
                        "settings.steps_per_execution": 1}])
     assert cmp.compare(a, b).iloc[0]["differs"] == ("machine: CPU: AMD EPYC -> CPU: Intel Xeon; "
-                                                    "settings.jit_compile: True -> False")
+                                                    "settings.jit_compile: True -> False; "
+                                                    "settings.keras_version: 3.14.1 -> 3.15.1")
     assert cmp.compare(a, a).iloc[0]["differs"] == ""
+
+
+def test_differs_names_the_gpu_model_and_driver_of_gpu_rows():
+    """The rows are indexed by the key (device among it): ``machine_label`` saw no device and labelled every GPU row
+    by its CPU, so an A100 run against an H100 run on one CPU model said nothing differed."""
+    row = {"stack": "pytorch", "suite": "classic", "workload": "w", "task": "fit", "size": "full",
+           "variant": "default", "device": "gpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
+           "repeats.ms_per_step_mean.values": BASE_MS, "env.cpu_model": "AMD EPYC", "env.gpu.name": "NVIDIA A100",
+           "env.gpu.driver": "570.86", "settings.tf32_matmul": True}
+    b = {**row, "env.gpu.name": "NVIDIA H100 80GB HBM3", "env.gpu.driver": "580.65"}
+    assert cmp.compare(pd.DataFrame([row]), pd.DataFrame([b])).iloc[0]["differs"] == (
+        "machine: NVIDIA A100 -> NVIDIA H100 80GB HBM3; env.gpu.driver: 570.86 -> 580.65")
+
+
+def test_differs_leaves_out_what_is_no_difference():
+    """A float32 read-back (0.001 as 0.0010000000474974513), a TF32 switch on a CPU row (no TF32 there), and under
+    ``--variant-a/-b`` the knob the two variants differ in by design."""
+    row = {"stack": "keras3-jax", "suite": "tuning", "workload": "w", "task": "fit", "size": "smoke",
+           "variant": "default", "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1,
+           "repeats.ms_per_step_mean.values": BASE_MS, "settings.learning_rate": 0.001,
+           "settings.tf32_matmul": False, "settings.jit_compile": True, "settings.model_config.seq_len": 16}
+    b = {**row, "settings.learning_rate": 0.0010000000474974513, "settings.tf32_matmul": True}
+    assert cmp.compare(pd.DataFrame([row]), pd.DataFrame([b])).iloc[0]["differs"] == ""
+    c = {**row, "settings.model_config.seq_len": 32}  # model_config is the field's JSON key (Python: built_config)
+    assert cmp.compare(pd.DataFrame([row]), pd.DataFrame([c])).iloc[0]["differs"] == (
+        "settings.model_config.seq_len: 16 -> 32")
+    jit_off = {**row, "variant": "jit_compile=false", "settings.jit_compile": False,
+               "settings_requested.jit_compile": False}
+    both = pd.DataFrame([row, jit_off])
+    out = cmp.compare(both, both, variants=("default", "jit_compile=false"))
+    assert out.iloc[0]["differs"] == ""
 
 
 # ---- the report -------------------------------------------------------------------------------------------------

@@ -115,8 +115,8 @@ def _gate_read(fit) -> tuple[int, bool]:
     read = fit[HISTORY_LOSS].map(lambda v: len(json_list(v) or []) >= 2) if HISTORY_LOSS in fit.columns \
         else fit.index.to_series().map(lambda _: False)
     groups = accuracy_groups(fit)
-    for _, group in groups:
-        read[group.index] = True
+    for _, group in groups:  # the rows of a group with a final val_accuracy: the check skips the others
+        read[group.index[group["final_val_acc"].notna()]] = True
     return int(read.sum()), bool(groups)
 
 

@@ -196,3 +196,6 @@ def test_rows_the_accuracy_check_read_are_not_said_unchecked():
             for s, acc in (("jax", 0.99), ("pytorch", 0.98), ("keras3-jax", 0.985))]
     text = "\n".join(method_section(pd.DataFrame(rows)))
     assert "were not checked" not in text and "Not checked:" not in text and "- No row flagged." in text
+    neither = {**row("keras3-torch", 0.99, loss=(2.0,)), "history.val_accuracy": None}  # in the group, read by none
+    text = "\n".join(method_section(pd.DataFrame([*rows, neither])))
+    assert "- 1 of the 4 ok fit rows were not checked" in text
