@@ -421,3 +421,21 @@ def test_the_order_line_counts_rows_outside_rounds_and_names_the_seed(derived):
     order = versions.version_tables(pair_rows([sched], [{}]))[0].order
     assert order == ("4 round(s), every stack once per round in an order shuffled with seed 3 (`schedule.*` in each "
                      "row); 1 row(s) not run in rounds (no `schedule`)")
+
+
+def test_a_cell_that_failed_on_a_side_is_named_and_the_order_reads_every_row(derived):
+    """A candidate whose cell failed: the Versions section said "No ok cell ran on both stacks." without naming it,
+    its order line read only ok rows ("not run in rounds" of failed rows run in abba rounds), and a Keras-overhead
+    pair whose Keras side failed vanished. Unsupported cells (by design) are not listed."""
+    abba = {"schedule.seed": 1, "schedule.rounds": 4, "schedule.order_rule": "abba"}
+    df = pair_rows([{**abba, "status": "failed", "reason": "RuntimeError: boom\nsecond line",
+                     "metrics.ms_per_step_mean": None, "repeats.ms_per_step_mean.values": None}], [abba])
+    (table,) = versions.version_tables(df)
+    assert table.order.startswith("4 round(s), every stack once per round in the abba order")
+    lines = versions.versions_section([table], {})
+    assert f"Left out: mnist_mlp fit: keras3-jax ok, {DERIVED} failed (RuntimeError: boom)." in lines
+    over = df.assign(stack=df["stack"].map({DERIVED: "keras3-jax", "keras3-jax": "jax"}))
+    assert "Left out: mnist_mlp fit: jax ok, keras3-jax failed (RuntimeError: boom)." in versions.overhead_section(
+        versions.overhead_tables(over), {})
+    unsupported = over.assign(status=over["status"].replace("failed", "unsupported"))
+    assert versions.overhead_tables(unsupported) == []

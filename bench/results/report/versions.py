@@ -27,6 +27,8 @@ from bench.results.report.common import _num, fmt, md_table
 from bench.results.report.method import order_line
 from bench.results.schema import Env, Memory, Metrics, Record, col, setting_col
 
+REASON = col(Record, "reason")
+
 #: The metric compared: its per-repeat values (``repeats.ms_per_step_mean.values``) are the samples.
 METRIC = "ms_per_step_mean"
 #: A cell's identity across stacks: the compare key without the stack, and the inputs its id names.
@@ -134,9 +136,10 @@ def pins_of(df, stack: str) -> list[str]:
 
 
 def order_of(rows) -> str:
-    """The order the ok rows ``rows`` ran in, as the Method section says it (``method.order_line``, the one reading
-    of ``schedule.*``): the rounds and each order rule with its seed, and the rows run outside rounds beside them."""
-    return order_line(rows[rows[STATUS] == "ok"]).removeprefix("- Order: ")
+    """The order the rows ``rows`` ran in (a failed row ran in its round too), as the Method section says it
+    (``method.order_line``, the one reading of ``schedule.*``): the rounds and each order rule with its seed, and the
+    rows run outside rounds beside them."""
+    return order_line(rows).removeprefix("- Order: ")
 
 
 def _first_time(ra, rb) -> tuple[str | None, float | None]:
@@ -211,7 +214,29 @@ def pair_table(df, base: str, candidate: str) -> PairTable:
                            "peak_delta_mib": _peak_delta(ra, rb),
                            "data": f"{data_path(ra)} / {data_path(rb)}",
                            "reads": f"{step_read(ra)} / {step_read(rb)}"})
+    table.skipped += not_ok_cells(df, base, candidate, keys)
     return table
+
+
+def not_ok_cells(df, base: str, candidate: str, keys: list[str]) -> list[str]:
+    """The cells both stacks ran where a side has no ok row (failed, or its record missing: a cell broken on the
+    candidate is what a release check is for), each as ``label: base <statuses>, candidate <statuses> (reason)``.
+    Not a cell a side could not run by design (``unsupported``: the ``jax`` stack's paper cells), which the report's
+    notes list."""
+    rows = with_inputs(df[df["stack"].isin([base, candidate])])
+    rows = rows.assign(**{k: rows[k].fillna("") if k in rows.columns else "" for k in keys})
+    out = []
+    for k, g in rows.groupby(keys, sort=False):
+        statuses = {s: list(dict.fromkeys(map(str, g[g["stack"] == s][STATUS]))) for s in (base, candidate)}
+        on_both, compared = all(statuses.values()), all("ok" in v for v in statuses.values())
+        if not on_both or compared or any("unsupported" in v for v in statuses.values()):
+            continue
+        reasons = g[g[STATUS] != "ok"][REASON].dropna() if REASON in g.columns else []
+        why = str(reasons.iloc[0]).splitlines()[0][:120] if len(reasons) else ""
+        label = _label(dict(zip(keys, k, strict=True)))
+        out.append(f"{label}: {base} {', '.join(statuses[base])}, {candidate} {', '.join(statuses[candidate])}"
+                   + (f" ({why})" if why else ""))
+    return out
 
 
 def version_tables(df) -> list[PairTable]:
