@@ -231,8 +231,8 @@ def not_ok_cells(df, base: str, candidate: str, keys: list[str]) -> list[str]:
         on_both, compared = all(statuses.values()), all("ok" in v for v in statuses.values())
         if not on_both or compared or any("unsupported" in v for v in statuses.values()):
             continue
-        reasons = g[g[STATUS] != "ok"][REASON].dropna() if REASON in g.columns else []
-        why = str(reasons.iloc[0]).splitlines()[0][:120] if len(reasons) else ""
+        reasons = list(g[g[STATUS] != "ok"][REASON].dropna()) if REASON in g.columns else []
+        why = str(reasons[0]).splitlines()[0][:120] if reasons else ""
         label = _label(dict(zip(keys, k, strict=True)))
         out.append(f"{label}: {base} {', '.join(statuses[base])}, {candidate} {', '.join(statuses[candidate])}"
                    + (f" ({why})" if why else ""))
