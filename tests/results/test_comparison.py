@@ -157,6 +157,9 @@ def test_compare_names_the_cells_it_leaves_out(tmp_path):
     assert [(r["workload"], r["status_a"], r["status_b"], r["reason"]) for r in left.to_dict("records")] == [
         ("w2", "ok", "failed", "CUDA out of memory"), ("w3", "absent", "ok", "")]
     assert cmp.not_compared(a, a).empty
+    # an ok row beside a failed one on each side is compared (compare takes the ok one): not listed as left out too
+    twice = pd.concat([a, a.assign(status="failed")])
+    assert cmp.not_compared(twice, a).empty
     for name, df in (("a", a), ("b", b)):
         df.to_json(tmp_path / f"{name}.jsonl", orient="records", lines=True)
         df.to_csv(tmp_path / f"{name}.csv", index=False)
