@@ -159,8 +159,15 @@ image_env = -e BENCH_IMAGE_DIGEST="$(call image_digest,$(1))" -e BENCH_IMAGE_ID=
 # the inputs the user set, as `bench run` options (an input bench rejects stops make: its error is printed above)
 REQUEST_ARGS = $(shell $(REQUEST) args $(REQUEST_PAIRS) || echo __bad_request__)
 
-check-request: ## Check the inputs set for bench run (SET, BATCH_SIZE, ...): a bad one stops make before anything starts
+# the loop's variables (SUITE, SIZE, REPEATS, SEED, ORDER: request check) and the rounds they make with STACKS (launch
+# --dry-run: ORDER=abba takes two stacks, a stack named twice): "ok", or empty when one is bad (its error printed above)
+LOOP_OK = $(shell $(REQUEST) check 'SUITE=$(SUITE)' 'SIZE=$(SIZE)' 'SEED=$(SEED)' 'ORDER=$(ORDER)' \
+  $(if $(REPEATS),'REPEATS=$(REPEATS)') && $(HOST_CLI) launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) \
+  --seed $(SEED) --order $(ORDER) --dry-run >/dev/null && echo ok)
+
+check-request: ## Check the inputs (SUITE, SIZE, REPEATS, SEED, ORDER, SET, BATCH_SIZE, ...): a bad one stops make before anything starts
 	$(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
+	$(if $(LOOP_OK),,$(error an input above is not valid for make bench-all))
 	@:
 
 bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)

@@ -10,7 +10,8 @@ every default from here instead of restating it:
   (``size``, ``repeats`` and ``timeout_s`` depend on the device or size);
 - ``python3 -m bench.host request vars``: the Makefile variables that pass through to ``bench run`` as they are;
 - ``python3 -m bench.host request args VAR=VALUE...``: those variables as ``bench run`` arguments (shell-quoted);
-  an empty value is unset.
+  an empty value is unset;
+- ``python3 -m bench.host request check VAR=VALUE...``: the Makefile's loop variables checked (``check_loop``).
 
 The ``request`` command is defined here (``add_parser``) and run by the host's front door, ``bench.host``.
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from bench.core.stacks import STACKS
-from bench.core.words import Device, RunDevice, Size
+from bench.core.words import Device, RunDevice, Size, Suite
 
 #: ``make bench-all``'s rounds shuffle with this seed unless ``SEED``/``--seed`` says otherwise (``bench.core.rounds``).
 DEFAULT_SEED = 1
@@ -83,6 +84,12 @@ def check_workload(name: str) -> None:
     check(name)
 
 
+def check_suite(name: str) -> None:
+    """Raise ValueError, listing them, when ``name`` is none of the suites (``bench.core.words.Suite``)."""
+    if name not in get_args(Suite):
+        raise ValueError(f"unknown suite {name!r}; known: {', '.join(get_args(Suite))}")
+
+
 def cli_flag(f: Field) -> str:
     """The CLI option of a ``Request`` field (``--batch-size``)."""
     return f.metadata["flag"] or "--" + f.name.replace("_", "-")
@@ -97,7 +104,8 @@ class Request:
         (), f"Stack id ({', '.join(STACKS)}) or 'all' (the default stacks); repeatable [default: this image's, "
             "$BENCH_STACK].",
         flag="--stack", env="BENCH_STACK", multiple=True, required=True, metavar="STACK")
-    suite: str = option("classic", "Suite to run (tuning = the default sweep).", make="SUITE", commands=(RUN,))
+    suite: Suite = option("classic", "Suite to run (tuning = the default sweep).", make="SUITE", commands=(RUN,),
+                          check=check_suite)
     workloads: tuple[str, ...] = option((), "Only these workloads (`bench list` names them); repeatable.",
                                         flag="--workload", multiple=True, make="WORKLOADS", commands=(RUN,),
                                         check=check_workload)
@@ -264,10 +272,27 @@ def default(name: str, device: str | None = None, size: str | None = None) -> An
     return f.default if f.default is not MISSING else None
 
 
+#: The Makefile's own variables that shape its loop and the run's name (not passed through): their ``Request`` fields.
+LOOP_VARS = {"SUITE": "suite", "SIZE": "size", "REPEATS": "repeats", "SEED": "seed", "ORDER": "order"}
+
+
 def make_vars() -> dict[str, Field]:
     """Makefile variable -> ``Request`` field, for the inputs the Makefile passes through to ``bench run`` as they
     are (the ones it does not consume itself: stacks, suite, size, device, repeats and seed shape its loop)."""
-    return {f.metadata["make"]: f for f in fields(Request) if f.metadata["make"] and f.name != "suite"}
+    return {f.metadata["make"]: f for f in fields(Request) if f.metadata["make"] not in (None, *LOOP_VARS)}
+
+
+def check_loop(values: dict[str, str]) -> None:
+    """Check the Makefile's loop variables (``LOOP_VARS``) on the host as ``bench run`` checks their options
+    (``make check-request``). Raises ValueError naming the variable: none of ``LOOP_VARS``, empty (make would pass
+    an option without its value), or a value ``bench run`` would refuse (``_check``)."""
+    known = {f.name: f for f in fields(Request)}
+    for var, value in values.items():
+        if var not in LOOP_VARS:
+            raise ValueError(f"not a loop variable: {var}; known: {', '.join(LOOP_VARS)}")
+        if not value.strip():
+            raise ValueError(f"{var} is empty: give it a value or leave it unset")
+        _check(known[LOOP_VARS[var]], var, value.strip())
 
 
 TRUE_WORDS = ("1", "true", "yes", "on")
@@ -334,8 +359,8 @@ def _check(f: Field, var: str, value: str) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``request default NAME [--device D] [--size S] | vars | args VAR=VALUE...`` (``python3 -m bench.host
-    request``)."""
+    """Register ``request default NAME [--device D] [--size S] | vars | args VAR=VALUE... | check VAR=VALUE...``
+    (``python3 -m bench.host request``)."""
     p = sub.add_parser("request", help="bench run's inputs: one's default, the Makefile's pass-through variables, "
                        "their bench run arguments", description=__doc__.splitlines()[0])
     cmd = p.add_subparsers(dest="cmd", required=True)
@@ -346,12 +371,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     cmd.add_parser("vars", help="print the Makefile variables passed through to bench run")
     a = cmd.add_parser("args", help="print bench run arguments for VAR=VALUE pairs (shell-quoted)")
     a.add_argument("pairs", nargs="*", metavar="VAR=VALUE")
+    c = cmd.add_parser("check", help=f"check the Makefile's {', '.join(LOOP_VARS)} as bench run would")
+    c.add_argument("pairs", nargs="*", metavar="VAR=VALUE")
     p.set_defaults(main=main, parser=p)
 
 
 def main(ns: argparse.Namespace) -> int:
     """``request ...`` (module docstring): exit 2 for an unknown input, a default that needs the device or size, or
-    a pass-through value bench run would refuse."""
+    a pass-through or loop value bench run would refuse."""
     try:
         if ns.cmd == "default":
             value = default(ns.name, ns.device, ns.size)
@@ -362,7 +389,11 @@ def main(ns: argparse.Namespace) -> int:
             bad = [pair for pair in ns.pairs if "=" not in pair]
             if bad:
                 raise ValueError(f"expected VAR=VALUE, got {bad[0]!r}")
-            print(shlex.join(run_args(dict(pair.split("=", 1) for pair in ns.pairs))))
+            pairs = dict(pair.split("=", 1) for pair in ns.pairs)
+            if ns.cmd == "check":
+                check_loop(pairs)
+            else:
+                print(shlex.join(run_args(pairs)))
     except ValueError as e:
         ns.parser.error(str(e))
     return 0

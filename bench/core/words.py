@@ -12,3 +12,6 @@ RunDevice = Literal["cpu", "gpu"]
 #: A workload's size: ``smoke`` (tiny and fast, the harness's test) or ``full`` (the published sizes);
 #: ``bench.models.workloads.SIZES`` lists them.
 Size = Literal["smoke", "full"]
+#: A suite (``bench run --suite``): each workload's spec names one (``bench.models.workloads.register`` refuses any
+#: other), and the host checks ``SUITE`` against it before an image is built (``bench.core.request.check_suite``).
+Suite = Literal["classic", "tuning", "paper"]

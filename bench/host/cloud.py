@@ -49,18 +49,16 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
     ``cloud/run.sh`` to hand to ``make bench-all``.
 
     Raises:
-        ValueError: no GPU, an unknown stack, repeats < 1, an empty bucket/run name, or an input that is not a
-            pass-through one.
+        ValueError: no GPU, an unknown stack, repeats < 1, an empty bucket/run name, an input that is not a
+            pass-through one, or a comparison the VM's ``make bench-all`` would refuse (``_check_comparison``).
     """
     inputs = {k: v for k, v in (inputs or {}).items() if v}
     request.run_args(inputs)  # a variable that is not a pass-through input raises ValueError
+    _check_comparison(suite, stacks, size, repeats, seed)
     if not gpus:
         raise ValueError("name at least one GPU type (GPUS=\"A100 H100\")")
-    unknown = [s for s in stacks if s not in STACKS]
-    if unknown:
-        raise ValueError(f"unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}")
-    if repeats < 1 or not bucket or not run_name:
-        raise ValueError("repeats must be >= 1, and BUCKET and RUN_NAME must be set")
+    if not bucket or not run_name:
+        raise ValueError("BUCKET and RUN_NAME must be set")
     out = []
     for gpu in gpus:
         accel = gpu if ":" in gpu else f"{gpu}:1"
@@ -78,6 +76,16 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
             cmd += ["--env", f"{k}={v}"]
         out.append(cmd)
     return out
+
+
+def _check_comparison(suite: str, stacks: Sequence[str], size: str, repeats: int, seed: int) -> None:
+    """Raise ValueError for what the VM's ``make bench-all`` (or the Job's ``bench run``) would refuse only once a
+    machine is paid for: the suite and size as ``make check-request`` checks them, a stack named twice."""
+    request.check_loop({"SUITE": suite, "SIZE": size, "REPEATS": str(repeats), "SEED": str(seed)})
+    unknown = [s for s in stacks if s not in STACKS]
+    if unknown:
+        raise ValueError(f"unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}")
+    launch.plan(stacks, repeats, seed)
 
 
 def k8s_env(stack: str) -> list[dict[str, str]]:
@@ -152,17 +160,15 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
     it (``image_ref``); the others by tag.
 
     Raises:
-        ValueError: an unknown stack, repeats < 1, an empty registry or GPU product, or an input that is not a
-            pass-through one.
+        ValueError: an unknown stack, repeats < 1, an empty registry or GPU product, an input that is not a
+            pass-through one, or a comparison ``bench run`` would refuse (``_check_comparison``).
     """
     repeats = request.default("repeats", "gpu") if repeats is None else repeats
     size = size or request.default("size", "gpu")
     extra = request.run_args({k: v for k, v in (inputs or {}).items() if v})
+    _check_comparison(suite, stacks, size, repeats, seed)
     if not registry or not gpu_product:
         raise ValueError("set REGISTRY (where the images were pushed) and GPU_PRODUCT (the node label value)")
-    unknown = [s for s in stacks if s not in STACKS]
-    if unknown or repeats < 1:
-        raise ValueError(f"unknown stack(s) {', '.join(unknown)} or repeats < 1")
     run = f"{suite}-{size}-gpu"
     volumes, mounts = k8s_volumes(claim, shm_gib)
     results = [m for m in mounts if m["mountPath"] == "/results"]
@@ -284,11 +290,13 @@ def main(a: argparse.Namespace) -> int:
                                    a.run_name, a.spot, a.seed, a.price_per_hour, a.registry, inputs)
             _run(cmds, a.dry_run, "sky", "pip install skypilot, then `sky check` (README \"Run on the cloud\")")
         elif a.cmd == "k8s":
-            import yaml  # the one command that needs a package (PyYAML): imported only when it runs
-
             digests = read_digests(a.digests)
             job = k8s_job(a.suite, a.stacks.split(), a.registry, a.gpu_product, a.repeats, a.size, a.seed, a.claim,
                           inputs=inputs, digests=digests)
+            try:  # the one command that needs a package (PyYAML): imported once its input is known to be good
+                import yaml
+            except ImportError:
+                sys.exit(f"{PROG} k8s: printing the Job needs PyYAML, which this Python lacks: pip install pyyaml")
             by_tag = unpinned(job)
             if digests:  # a list from an older push may name digests its registry has since deleted: say whose
                 written = dt.datetime.fromtimestamp(a.digests.stat().st_mtime, dt.timezone.utc)
@@ -302,7 +310,10 @@ def main(a: argparse.Namespace) -> int:
             sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
         else:
             if not a.dry_run:
-                a.dest.mkdir(parents=True, exist_ok=True)
+                try:
+                    a.dest.mkdir(parents=True, exist_ok=True)
+                except OSError as e:
+                    raise ValueError(f"cannot make --dest {a.dest}: {e.strerror or e}") from None
             cmd = collect_from(a.source, a.dest)
             _run([cmd], a.dry_run, cmd[0], f"install the {cmd[0]} CLI, or mount the bucket and pass its folder")
     except ValueError as e:

@@ -22,6 +22,7 @@ as JSON with the time and host, for provenance.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shutil
 import subprocess
@@ -348,11 +349,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    """``doctor host``: prints the table, saves JSON; exit 1 when a check failed, 2 for an unknown stack."""
+    """``doctor host``: prints the table, saves JSON; exit 1 when a check failed, 2 for an unknown stack or an
+    ``--out`` whose folder cannot be made."""
     stacks = args.stacks.split()
     unknown = [s for s in stacks if s not in STACKS]
     if unknown:
         print(f"doctor: error: unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}", file=sys.stderr)
+        return 2
+    try:  # before the checks, so that a results folder it cannot write costs no check and no traceback
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            if not os.access(args.out.parent, os.W_OK):
+                raise OSError(errno.EACCES, "its folder is not writable")
+    except OSError as e:
+        print(f"doctor: error: cannot write --out {args.out}: {e.strerror or e}", file=sys.stderr)
         return 2
     checks = host_checks(args.device, args.flavor, stacks, args.docker, args.compose.split(), args.toolkit_image)
     checks += [c for c in (compose_env_check(),) if c]

@@ -69,10 +69,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    """``imagetag``: print the tag; exit 1 for an unknown stack or a missing input."""
+    """``imagetag``: print the tag; exit 2 for an unknown stack, 1 for a missing input."""
     try:
         print(tag(args.image, args.flavor))
-    except (KeyError, FileNotFoundError) as e:
+    except KeyError as e:
+        args.parser.error(str(e.args[0]))
+    except FileNotFoundError as e:
         print(f"{args.parser.prog}: {e}", file=sys.stderr)
         return 1
     return 0

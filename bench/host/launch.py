@@ -10,7 +10,8 @@ so the schedule in every record, the resume and the drift check are the same whi
 - ``KubernetesJob`` (``make cloud-k8s``, ``bench.host.cloud.k8s_job``): one init container per step, in order
   (init containers run one at a time, so the stacks never share the GPU).
 
-``python3 -m bench.host launch compose --stacks "A B" --rounds N --seed S [--order abba]`` runs the compose launcher.
+``python3 -m bench.host launch compose --stacks "A B" --rounds N --seed S [--order abba]`` runs the compose launcher
+(``--dry-run``: checks the plan and prints the rounds' orders, as ``make check-request`` does before any build).
 """
 
 from __future__ import annotations
@@ -147,16 +148,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--order", default=SHUFFLED, choices=rounds.ORDER_RULES,
                    help="shuffled (with --seed) or abba (two stacks)")
     p.add_argument("--make", default="make")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the plan and print each round's order; run nothing (make check-request)")
     p.set_defaults(main=main, parser=p)
 
 
 def main(args: argparse.Namespace) -> int:
-    """``launch compose``: exit 1 when a stack failed, 2 for a plan that cannot be (``plan``)."""
+    """``launch compose``: exit 1 when a stack failed, 2 for a plan that cannot be (``plan``); ``--dry-run``: the
+    rounds' orders, nothing run."""
     try:
         steps = plan(args.stacks.split(), args.rounds, args.seed, args.order)
     except ValueError as e:
         args.parser.error(str(e))
     stacks = args.stacks.split()
+    if args.dry_run:
+        for step in steps[::len(stacks)]:
+            print(f"round {step.round} of {step.rounds}: {' '.join(step.order)}")
+        return 0
     failed = Compose(args.make).launch(steps, stacks)
     if failed:
         print(f"not all cells succeeded in: {' '.join(failed)}", file=sys.stderr)

@@ -208,3 +208,42 @@ def test_request_is_frozen_and_standard_library_only():
             "('click', 'torch', 'numpy', 'yaml') or (m.startswith('bench.') and not m.startswith('bench.core'))]; "
             "print(bad); sys.exit(bool(bad))")
     assert subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, timeout=60).returncode == 0
+
+
+@pytest.mark.parametrize("pairs, says", [
+    (["SUITE=classik"], "SUITE: unknown suite 'classik'; known: classic, tuning, paper"),
+    (["SUITE="], "SUITE is empty"),
+    (["SIZE=huge"], "SIZE: 'huge' is none of auto, smoke, full"),
+    (["REPEATS=0"], "REPEATS: 0 is not at least 1"),
+    (["REPEATS=-1"], "REPEATS: -1 is not at least 1"),
+    (["SEED=x"], "SEED: 'x' is not an integer"),
+    (["ORDER=zigzag"], "ORDER: 'zigzag' is none of shuffled, abba"),
+    (["ORDER=abba"], "the abba order takes two stacks, got 6"),
+    (["STACKS=pytorch pytorch"], "a stack is named twice"),
+])
+def test_bench_all_stops_on_a_bad_loop_variable_before_its_preflight_or_any_build(pairs, says):
+    """SUITE, SIZE, REPEATS, SEED and ORDER shape make's own loop, so request args never saw them: a bad one reached
+    launch (after the preflight and every image build) or each stack's container (SUITE, SIZE: every stack failed in
+    turn, then collect ran). check-request now stops make on one line first."""
+    m = subprocess.run(["make", "-n", "--no-print-directory", "bench-all", "DEVICE=cpu", *pairs, f"PYTHON={PY}"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert m.returncode != 0 and says in m.stderr and "Traceback" not in m.stderr, m.stderr
+    assert "doctor host" not in m.stdout and "docker" not in m.stdout, m.stdout
+
+
+def test_request_check_takes_the_loop_variables_and_the_registrys_suites():
+    from typing import get_args
+
+    from bench.core.words import Suite
+    from bench.models.workloads import SUITES
+
+    assert tuple(SUITES) == get_args(Suite)
+    for suite in SUITES:
+        request.check_loop({"SUITE": suite, "SIZE": "auto", "REPEATS": "2", "SEED": "-3", "ORDER": "abba"})
+    with pytest.raises(ValueError, match="not a loop variable: STACKS"):
+        request.check_loop({"STACKS": "pytorch"})
+    assert not set(request.LOOP_VARS) & set(request.make_vars())
+    ok = subprocess.run(["make", "-n", "--no-print-directory", "bench-all", "DEVICE=cpu", "SUITE=paper", "REPEATS=2",
+                         "ORDER=abba", "STACKS=pytorch jax", f"PYTHON={PY}"], cwd=ROOT, capture_output=True, text=True,
+                        timeout=120)
+    assert ok.returncode == 0 and "doctor host" in ok.stdout, ok.stderr

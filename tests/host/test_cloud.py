@@ -293,3 +293,34 @@ def test_the_kubernetes_init_container_passes_sigterm_on_to_bench(tmp_path):
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=10) == 143 and time.monotonic() - start < 5
     assert seen.read_text() == str(int(signal.SIGTERM))
+
+
+@pytest.mark.parametrize("change, says", [
+    (dict(suite="classik"), "SUITE: unknown suite 'classik'"),
+    (dict(size="huge"), "SIZE: 'huge' is none of auto, smoke, full"),
+    (dict(stacks=["pytorch", "pytorch"]), "a stack is named twice"),
+    (dict(repeats=0), "REPEATS: 0 is not at least 1"),
+])
+def test_a_comparison_the_vm_would_refuse_is_refused_before_a_job_is_launched(change, says):
+    """A misspelled suite or size, or a stack named twice, went to SkyPilot (and into the Job) as it was: the VM was
+    provisioned, the images built, and make bench-all (or every init container's bench run) failed there."""
+    given = dict(suite="classic", stacks=["pytorch", "jax"], size="full", repeats=3) | change
+    with pytest.raises(ValueError, match=says):
+        cloud.launch_commands(given["suite"], ["H100"], given["stacks"], given["size"], given["repeats"], "b", "r")
+    with pytest.raises(ValueError, match=says):
+        cloud.k8s_job(given["suite"], given["stacks"], "ghcr.io/o/dlbench", "H100", given["repeats"], given["size"])
+
+
+def test_cloud_bad_input_and_a_missing_pyyaml_are_one_line_never_a_traceback(tmp_path):
+    """Bare python3 (-S: no site-packages, so no PyYAML): k8s checked its input only after importing yaml, so every
+    call, a bad one too, ended in ModuleNotFoundError's traceback; a --dest it cannot make did too."""
+    (tmp_path / "file").write_text("")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    for argv, code, says in (
+            (["cloud", "k8s", "--registry", "r", "--gpu-product", "p", "--suite", "x"], 2, "unknown suite 'x'"),
+            (["cloud", "k8s", "--registry", "r", "--gpu-product", "p"], 1, "needs PyYAML"),
+            (["cloud", "collect", "--source", str(tmp_path), "--dest", str(tmp_path / "file" / "d")], 2,
+             "cannot make --dest")):
+        p = subprocess.run([sys.executable, "-S", "-m", "bench.host", *argv], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == code and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr

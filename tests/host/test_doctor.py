@@ -531,3 +531,13 @@ def test_an_env_file_written_before_the_flavor_was_named_is_a_warning(tmp_path):
     assert check is not None and check.state == "warn" and "make configure" in check.fix
     env.write_text("BENCH_FLAVOR=gpu\nBENCH_DEVICE=gpu\n")
     assert doctor.compose_env_check(env) is None
+
+
+def test_an_out_path_it_cannot_write_is_one_line_before_any_check(tmp_path, monkeypatch, capsys):
+    """make preflight with a RESULTS_DIR it cannot write ran every check, then ended in save()'s traceback."""
+    (tmp_path / "file").write_text("")
+    ran = []
+    monkeypatch.setattr(doctor, "host_checks", lambda *a, **k: ran.append(a) or [])
+    assert host_cli(["doctor", "host", "--out", str(tmp_path / "file" / "doctor" / "host.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("doctor: error: cannot write --out ") and err.count("\n") == 1 and ran == []

@@ -47,6 +47,7 @@ def test_help_lists_every_command_with_a_one_line_description():
     (["launch", "compose", "--stacks", "pytorch", "--rounds", "x"], "argument --rounds: invalid int value: 'x'"),
     (["request", "default", "repeats"], "python3 -m bench.host request: error: the default repeats depends on"),
     (["imagetag", "pytorch"], "the following arguments are required: FLAVOR"),
+    (["imagetag", "pytorch2", "gpu"], "python3 -m bench.host imagetag: error: unknown stack 'pytorch2'; known: "),
     (["cloud", "collect", "--source", "ftp://x", "--dest", "/nonexistent", "--dry-run"], "cannot copy from 'ftp://x'"),
 ])
 def test_bad_input_is_one_line_on_stderr_and_exit_2(argv, message):

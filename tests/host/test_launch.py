@@ -24,6 +24,18 @@ def test_the_plan_is_every_stack_once_per_round_in_each_rounds_shuffled_order():
         launch.plan([], 1)
 
 
+def test_a_dry_run_checks_the_plan_prints_each_rounds_order_and_runs_nothing(capsys):
+    from bench.host import __main__ as front_door
+
+    argv = ["launch", "compose", "--stacks", " ".join(STACKS), "--rounds", "2", "--seed", "7", "--make", "false"]
+    assert front_door.main([*argv, "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"round {r} of 2: {' '.join(rounds.order(STACKS, 7, r))}" for r in (1, 2)]
+    with pytest.raises(SystemExit) as e:
+        front_door.main([*argv, "--order", "abba", "--dry-run"])
+    assert e.value.code == 2 and "the abba order takes two stacks" in capsys.readouterr().err
+
+
 def test_compose_runs_each_step_through_make_and_goes_on_past_a_failed_stack(capsys):
     ran = []
 

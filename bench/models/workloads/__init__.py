@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
 
 from bench.core.reference.keras_benchmarks import NUM_STEPS
-from bench.core.words import Size
+from bench.core.words import Size, Suite
 from bench.core.workloadnames import spec_folders
 from bench.models.datasets import Dataset
 from bench.models.workloads.published import Published
@@ -186,9 +186,12 @@ AnyWorkload = TypeVar("AnyWorkload", "Workload", "StepWorkload")
 
 
 def register(w: AnyWorkload) -> AnyWorkload:
-    """Add ``w`` to the registry (and its suite). Raises ValueError on a duplicate name."""
+    """Add ``w`` to the registry (and its suite). Raises ValueError on a duplicate name or a suite that
+    ``bench.core.words.Suite`` does not declare (the host checks ``SUITE`` against that list)."""
     if w.name in WORKLOADS:
         raise ValueError(f"workload {w.name!r} registered twice")
+    if w.suite not in get_args(Suite):
+        raise ValueError(f"workload {w.name!r}: suite {w.suite!r} is not declared in bench.core.words.Suite")
     WORKLOADS[w.name] = w
     SUITES.setdefault(w.suite, []).append(w.name)
     return w
