@@ -74,18 +74,19 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     try:
         import pandas as pd
 
-        from bench.results.compare import compare, not_compared, rule_text
+        from bench.results.compare import NoCommonCell, compare, not_compared, rule_text
         from bench.results.rows import read_rows
     except ImportError as e:
         raise InputError(f"compare needs pandas and scipy ({e}); {NEEDS}") from e
-    left = None
     try:
         df_a, df_b = read_rows(csv_a), read_rows(csv_b)
+        try:
+            table = compare(df_a, df_b, metric, alpha, threshold, variants)
+        except NoCommonCell:  # every cell failed in B, say: the statuses and reasons are the answer
+            _log_left(pd, not_compared(df_a, df_b, variants))
+            raise
         left = not_compared(df_a, df_b, variants)
-        table = compare(df_a, df_b, metric, alpha, threshold, variants)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        if left is not None and len(left):  # every cell failed in B: the statuses and reasons are the answer
-            _log_left(pd, left)
         raise InputError(str(e).splitlines()[0]) from e
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):
         logger.info(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -98,8 +99,7 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     if len(differ):  # matched by name, run otherwise: the ratio holds that difference too
         logger.info(f"{len(differ)} of the cells compared ran on another machine or with other settings in effect in "
                     "B than in A (column differs): their ratio measures that difference too")
-    if left is not None and len(left):  # a cell that failed in B is no "change beyond noise" above: named here
-        _log_left(pd, left)
+    _log_left(pd, left)  # a cell that failed in B is no "change beyond noise" above: named here
     if out_csv:
         table.to_csv(out_csv, index=False)
     if profile:
@@ -107,7 +107,10 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
 
 
 def _log_left(pd: Any, left: Any) -> None:
-    """The cells ``bench compare`` did not compare, with both statuses and the reason (``not_compared``)."""
+    """The cells ``bench compare`` did not compare, with both statuses and the reason (``not_compared``); nothing
+    when there are none."""
+    if not len(left):
+        return
     logger.info(f"{len(left)} cells not compared (not ok in a CSV, or in one CSV only):")
     with pd.option_context("display.width", 200, "display.max_colwidth", 80, "display.max_rows", None):
         logger.info(left.to_string(index=False))

@@ -27,6 +27,10 @@ INPUTS = "inputs"  # not a record field: the input suffix of cell_id, a matching
 SETTINGS = col(Record, "settings")
 
 
+class NoCommonCell(ValueError):
+    """``compare`` found no cell ok in both CSVs: ``not_compared`` then says why, cell by cell."""
+
+
 def metric_col(metric: str) -> str:
     """``metrics.<metric>`` for a declared metric.
 
@@ -336,7 +340,7 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
 
     Raises:
         ValueError: an undeclared metric, a CSV lacks the key columns or the metric, holds a cell twice, or no cell
-            matches; a variant of ``variants`` absent from its CSV.
+            matches (``NoCommonCell``); a variant of ``variants`` absent from its CSV.
     """
     import pandas as pd
 
@@ -357,7 +361,7 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
                              "several GPUs?): compare CSVs of one GPU each")
     common = a_ok.index.intersection(b_ok.index)
     if len(common) == 0:
-        raise ValueError("no ok cell appears in both CSVs (matched on " + ", ".join([*KEY, INPUTS]) + ")")
+        raise NoCommonCell("no ok cell appears in both CSVs (matched on " + ", ".join([*KEY, INPUTS]) + ")")
     rows = []
     for key in common:
         ra, rb = a_ok.loc[key], b_ok.loc[key]
