@@ -22,7 +22,6 @@ as JSON with the time and host, for provenance.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import shutil
 import subprocess
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
+from bench.core.atomic import unwritable
 from bench.core.checks import Check, save, table
 from bench.core.stacks import DEFAULT_STACKS, STACKS
 from bench.core.words import Device
@@ -356,13 +356,10 @@ def main(args: argparse.Namespace) -> int:
     if unknown:
         print(f"doctor: error: unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}", file=sys.stderr)
         return 2
-    try:  # before the checks, so that a results folder it cannot write costs no check and no traceback
-        if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            if not os.access(args.out.parent, os.W_OK):
-                raise OSError(errno.EACCES, "its folder is not writable")
-    except OSError as e:
-        print(f"doctor: error: cannot write --out {args.out}: {e.strerror or e}", file=sys.stderr)
+    # before the checks, so that a results folder it cannot write costs no check and no traceback
+    why = unwritable(args.out.parent) if args.out else None
+    if why:
+        print(f"doctor: error: cannot write --out {args.out}: {why}", file=sys.stderr)
         return 2
     checks = host_checks(args.device, args.flavor, stacks, args.docker, args.compose.split(), args.toolkit_image)
     checks += [c for c in (compose_env_check(),) if c]
