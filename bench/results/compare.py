@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.results.cell import inputs_of
 from bench.results.history import machine_label
+from bench.results.rows import present
 from bench.results.schema import Data, EffectiveSettings, Env, Metrics, Record, col, spread_col
 
 KEY = [col(Record, k) for k in ("stack", "suite", "workload", "task", "size", "variant", "device")]
@@ -262,15 +263,6 @@ def _in_effect(column: str, device: Any, knobs: set[str]) -> bool:
     return not (device == "cpu" and ("tf32" in name or "float_32" in name))
 
 
-def _recorded(v: Any) -> bool:
-    """A CSV cell that holds a value: not None, pandas' NA (whose truth value is ambiguous), NaN or ''."""
-    import pandas as pd
-
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
-        return False
-    return not (isinstance(v, str) and v == "")
-
-
 def differences(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | None = None) -> str:
     """What differs between two matched rows (``compare``'s ``differs``), '' when nothing: the machine
     (``bench.results.history.machine_label``: the GPU model, or the CPU model; ``key``, the match's key columns, gives
@@ -286,7 +278,7 @@ def differences(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | Non
     device = key.get(col(Record, "device"), ra.get(col(Record, "device")))
     for c in (c for c in ra.index if c in rb.index and _in_effect(str(c), device, knobs or set())):
         x, y = ra[c], rb[c]
-        if _recorded(x) and _recorded(y) and not _same(x, y):
+        if present(x) and present(y) and not _same(x, y):
             out.append(f"{c}: {x} -> {y}")
     return "; ".join(out)
 
@@ -294,10 +286,12 @@ def differences(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | Non
 def _knobs_between(ra, rb) -> set[str]:
     """The knobs two rows requested differently (``settings_requested.*``): what two variants compared differ in."""
     prefix = col(Record, "settings_requested") + "."
-    cols = {c for r in (ra, rb) for c in r.index if str(c).startswith(prefix)}
-    return {c[len(prefix):] for c in cols
-            if not (_recorded(ra.get(c)) and _recorded(rb.get(c)) and _same(ra.get(c), rb.get(c)))
-            and (_recorded(ra.get(c)) or _recorded(rb.get(c)))}
+    knobs = set()
+    for c in {c for r in (ra, rb) for c in r.index if str(c).startswith(prefix)}:
+        x, y = ra.get(c), rb.get(c)
+        if (present(x) or present(y)) and not (present(x) and present(y) and _same(x, y)):
+            knobs.add(c[len(prefix):])
+    return knobs
 
 
 def with_inputs(df):
@@ -374,7 +368,6 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
         rows.append({**keyed, f"a_{metric}": ra[column], f"b_{metric}": rb[column], **res,
                      "differs": differences(ra, rb, keyed, knobs)})
     return pd.DataFrame(rows)
-
 
 
 def _statuses(df) -> dict[tuple[Any, ...], tuple[str, str]]:

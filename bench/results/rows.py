@@ -10,11 +10,22 @@ the JSON lines existed (only a CSV), parsed from the CSV's text here, once. Noth
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["jsonl_path", "read_rows", "write_rows"]
+__all__ = ["jsonl_path", "present", "read_rows", "write_rows"]
+
+
+def present(value: Any) -> bool:
+    """Whether a cell of the collected rows holds a value: not None, NaN, pandas' NA (whose truth value is
+    ambiguous) or '' (a column a record lacks, as the CSV or a frame holds it)."""
+    import pandas as pd
+
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return False
+    return not (isinstance(value, str) and value == "")
 
 
 def jsonl_path(csv_path: Path) -> Path:

@@ -10,6 +10,7 @@ from bench.core.gpus import gpu_family, is_mig_name, model_name
 from bench.core.knobs import STEP_KNOBS
 from bench.core.stacks import STACKS
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, md_table
+from bench.results.rows import present
 from bench.results.schema import EffectiveSettings, Env, Metrics, Record, col
 
 PAPER_CSV = "keras_io_benchmarks_2024.csv"
@@ -76,7 +77,7 @@ def source_mismatch(cell) -> list[str]:
     if gpu:
         why.append(gpu)
     knobs = sorted(str(c).split(".", 1)[1] for c in cell.index
-                   if str(c).startswith(col(Record, "settings_requested") + ".") and _present(cell[c]))
+                   if str(c).startswith(col(Record, "settings_requested") + ".") and present(cell[c]))
     if knobs:
         why.append("knob " + ", ".join(knobs))
     steps = _num(cell.get(col(Metrics, "steps")))
@@ -120,12 +121,7 @@ def gpu_variant_note(cell) -> str | None:
 def _gpu_name(cell) -> str | None:
     """The cell's ``env.gpu.name``, None when not recorded."""
     name = cell.get(col(Env, "gpu", "name"))
-    return str(name) if _present(name) else None
-
-
-def _present(value) -> bool:
-    """A CSV cell holds a value (not empty, not NaN)."""
-    return value is not None and not (isinstance(value, float) and value != value) and value != ""
+    return str(name) if present(name) else None
 
 
 def best_keras3(values: dict[str, float | None]) -> tuple[str | None, float | None]:

@@ -13,6 +13,7 @@ from bench.core.knobs import normalise, variant_name
 from bench.core.reference import tuning_study
 from bench.core.stacks import STACKS, get_stack
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list, md_table
+from bench.results.rows import present
 from bench.results.schema import Data, Metrics, Record, Telemetry, col, setting_col
 
 REQUESTED = col(Record, "settings_requested") + "."
@@ -270,7 +271,7 @@ def mixed_jit_finding(tf) -> str:
 def _in_effect(row, knob: str) -> Any:
     """A row's ``settings.<knob>`` (the setting as it took effect), None where the record has none."""
     value = row.get(setting_col(knob))
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+    return value if present(value) else None
 
 
 def _settings_of(r) -> dict[str, Any]:
