@@ -142,7 +142,9 @@ def round_drift(df) -> list[tuple[str, int, float]]:
 
 
 #: Rows that break a rule of a valid GPU measurement: (column, what it means).
-RULES = ((col(Record, "gpu_before", "processes"), "GPU busy: another process was on the GPU"),
+#: The GPU-busy rule's field: the other processes NVML counted as the cell started (whose: ``SEEN_FROM``).
+PROCESSES = col(Record, "gpu_before", "processes")
+RULES = ((PROCESSES, "GPU busy: another process was on the GPU"),
          (col(Env, "gpu", "mig_mode"),
           "MIG mode: a GPU slice, while power and energy are the whole GPU's (no datasheet MFU)"),
          (col(Telemetry, "throttled"), "throttled: thermal or hardware clock-event reasons in the timed window"),
@@ -192,34 +194,28 @@ def _checked(ok, column: str):
     if column not in ok.columns:
         return pd.Series(False, index=ok.index)
     mask = ok[column].notna()
-    if column == RULES[0][0]:
+    if column == PROCESSES:
         mask &= (ok[SEEN_FROM].astype(str) == HOST_PIDS) if SEEN_FROM in ok.columns else False
     return mask | ok[column].map(_set)  # a row that breaks the rule was checked, whoever counted
 
 
 def _needs(column: str) -> str:
     """What a record must hold for the rule on ``column`` to be checked, for the "Not checked" line."""
-    if column == RULES[0][0]:
+    if column == PROCESSES:
         return f"`{column}` counted in the host's PID namespace, `{SEEN_FROM}`"
     return f"`{column}`"
 
 
-def unchecked_rules(df) -> list[tuple[str, str]]:
-    """The rules of ``RULES`` that no ok row of ``df`` lets us check (``_checked``: a field older records lack, a
-    GPU's on a CPU run, a GPU-busy count taken inside a container's PID namespace): (its name, what it needs).
-    Such a rule was not checked, so no line may say it was kept."""
-    ok = df[df["status"] == "ok"]
-    return [(_rule_name(meaning), _needs(column)) for column, meaning in RULES if not _checked(ok, column).any()]
-
-
 def _rules_lines(df) -> list[str]:
     """The Method's lines on ``RULES``: the rows that break one, else the rules checked and kept; the rules checked
-    on some rows only (with how many); then the rules no record lets us check."""
-    breaks, unchecked = rule_breaks(df), unchecked_rules(df)
-    names = [name for name, _ in unchecked]
-    ok = df[df["status"] == "ok"]
-    checked = [(_rule_name(meaning), _coverage(ok, column)) for column, meaning in RULES
-               if _rule_name(meaning) not in names]
+    on some rows only (with how many); then the rules no ok row lets us check (``_checked``: a field older records
+    lack, a GPU's on a CPU run, a GPU-busy count taken inside a container's PID namespace): such a rule was not
+    checked, so no line may say it was kept."""
+    breaks, ok = rule_breaks(df), df[df["status"] == "ok"]
+    counts = {column: int(_checked(ok, column).sum()) for column, _ in RULES}
+    unchecked = [(_rule_name(meaning), _needs(column)) for column, meaning in RULES if not counts[column]]
+    checked = [(_rule_name(meaning), _coverage(counts[column], len(ok))) for column, meaning in RULES
+               if counts[column]]
     if breaks:
         lines = ["- **Rows that break a rule** (their numbers are not comparable with the others'):",
                  *(f"  - {meaning}: {', '.join(rows)}" for meaning, rows in breaks)]
@@ -233,12 +229,11 @@ def _rules_lines(df) -> list[str]:
     return lines
 
 
-def _coverage(ok, column: str) -> str:
-    """`` (N of M rows)`` where only N of the ok rows ``ok`` let the rule on ``column`` be checked (``_checked``:
-    older records beside newer ones, counts from a container's PID namespace), '' where all do: a rule checked on
-    some rows is not kept by the others."""
-    n = int(_checked(ok, column).sum())
-    return "" if n == len(ok) else f" ({n} of {len(ok)} rows)"
+def _coverage(n: int, rows: int) -> str:
+    """`` (N of M rows)`` where only ``n`` of the ``rows`` ok rows let a rule be checked (``_checked``: older records
+    beside newer ones, counts from a container's PID namespace), '' where all do: a rule checked on some rows is not
+    kept by the others."""
+    return "" if n == rows else f" ({n} of {rows} rows)"
 
 
 def _counts(df, column: str) -> str:
