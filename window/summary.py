@@ -1,7 +1,7 @@
 """The GPU window's summary (window/run.sh writes it to OUT/summary.md after every part): what it asked for and what
-the records say they ran on; each part's exit status and seconds; every cell, one row per cell id, with its status, ms/step, first epoch or step, process seconds, its profile
-(taken, or `no:` and why) and reason;
-the self-test's counts and failed checks; each fidelity ratio; and where the host's own packages differ from
+the records say they ran on; each part's exit status and seconds; every cell, one row per cell id, with its status,
+ms/step, first epoch or step, process seconds, its profile (taken, or `no:` and why) and reason; the self-test's
+counts and failed checks; each fidelity ratio; and where the host's own packages differ from
 window/host-packages.txt, the list the rehearsal mirrors. Standard library only: it reads the JSON as written.
 
     python3 window/summary.py WORK DEVICE SIZE

@@ -79,7 +79,7 @@ def aggregate(records: list[Record]) -> Record:
     block.started_utc = [r.started_utc for r in records]  # the cell's own times are repeat 1's (rule first)
     block.finished_utc = [r.finished_utc for r in records]
     out.repeats = block
-    carry_gpu_change_notes(out, records)
+    carry_repeat_notes(out, records)
     flag_any_repeat(out, records)
     return out
 
@@ -134,7 +134,7 @@ CONTENDED_NOTE = "CPU contended:"
 BUSY_NOTE, THROTTLED_NOTE = "GPU busy:", "GPU throttled during the timed window:"
 
 
-def carry_gpu_change_notes(out: Record, records: list[Record]) -> None:
+def carry_repeat_notes(out: Record, records: list[Record]) -> None:
     """Put into the cell ``out`` every repeat's note that it was run again on this GPU (``OTHER_GPU_NOTE``), shared
     the CPUs (``CONTENDED_NOTE``), started on a busy GPU (``BUSY_NOTE``) or throttled (``THROTTLED_NOTE``), not only
     repeat 1's (whose ``notes`` the cell takes)."""
