@@ -5,6 +5,7 @@ planned, measured or written. It was a NotADirectoryError (or PermissionError) t
 ``work.mkdir`` after planning, and for fidelity after the measurement."""
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -78,18 +79,24 @@ def test_a_folder_under_a_plain_file_is_one_line_and_exit_2_before_any_work(args
     assert called == []
 
 
+def deny_writes(monkeypatch, denied: Callable[[Path], bool]) -> None:
+    """``tempfile.mkstemp`` refuses (permission denied) in the folders ``denied`` picks: tests run as root, where
+    chmod denies nothing."""
+    mkstemp = tempfile.mkstemp
+
+    def maybe(dir: str, prefix: str, **kw: str) -> tuple[int, str]:
+        if denied(Path(dir)):
+            raise PermissionError(13, "Permission denied", str(Path(dir) / prefix))
+        return mkstemp(dir=dir, prefix=prefix, **kw)
+
+    monkeypatch.setattr(tempfile, "mkstemp", maybe)
+
+
 @pytest.mark.parametrize("args", [a for _, a in WRITERS], ids=[n for n, _ in WRITERS])
 def test_a_folder_the_os_will_not_let_us_write_is_one_line_and_exit_2_before_any_work(args, tmp_path, called,
                                                                                       monkeypatch):
     folder = tmp_path / "readonly"
-    mkstemp = tempfile.mkstemp
-
-    def denied(dir: Path, prefix: str, **kw: str) -> tuple[int, str]:  # tests run as root: chmod denies nothing
-        if Path(dir) != folder:
-            return mkstemp(dir=dir, prefix=prefix, **kw)
-        raise PermissionError(13, "Permission denied", str(Path(dir) / prefix))
-
-    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    deny_writes(monkeypatch, lambda d: d == folder)
     code, _, err = bench(*argv(args, tmp_path, folder))
     assert refused(code, err, folder, "Permission denied"), err
     assert called == []
@@ -125,14 +132,7 @@ def test_a_refused_folder_leaves_no_folder_it_made_behind(tmp_path, monkeypatch)
 
     (tmp_path / "kept").mkdir()
     target = tmp_path / "kept" / "a" / "b"
-    mkstemp = tempfile.mkstemp
-
-    def denied(dir: Path, prefix: str, **kw: str) -> tuple[int, str]:
-        if Path(dir) == target:
-            raise PermissionError(13, "Permission denied")
-        return mkstemp(dir=dir, prefix=prefix, **kw)
-
-    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    deny_writes(monkeypatch, lambda d: d == target)
     assert atomic.unwritable(target) == "Permission denied"
     assert (tmp_path / "kept").is_dir() and list((tmp_path / "kept").iterdir()) == []
 
@@ -153,14 +153,7 @@ def test_a_dot_dot_in_the_path_never_makes_an_existing_folder_look_new(tmp_path,
     from bench.core import atomic
 
     (tmp_path / "keep").mkdir()
-    mkstemp = tempfile.mkstemp
-
-    def denied(dir: str, prefix: str, **kw: str) -> tuple[int, str]:
-        if Path(dir).name == "x":
-            raise PermissionError(13, "Permission denied")
-        return mkstemp(dir=dir, prefix=prefix, **kw)
-
-    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    deny_writes(monkeypatch, lambda d: d.name == "x")
     assert atomic.unwritable(tmp_path / "new" / ".." / "keep" / "x") == "Permission denied"
     assert (tmp_path / "keep").is_dir() and not (tmp_path / "new").exists()
     # a link before '..': the OS goes up from where the link points, and so does the check
