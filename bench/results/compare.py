@@ -16,16 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.results.cell import inputs_of
-from bench.results.history import machine_label
-from bench.results.rows import present
-from bench.results.schema import Data, EffectiveSettings, Env, Metrics, Record, col, spread_col
+from bench.results.differs import differences, knobs_between
+from bench.results.schema import Metrics, Record, col, spread_col
 
 KEY = [col(Record, k) for k in ("stack", "suite", "workload", "task", "size", "variant", "device")]
 STATUS = col(Record, "status")
 REASON = col(Record, "reason")
 CELL_ID = col(Record, "cell_id")
 INPUTS = "inputs"  # not a record field: the input suffix of cell_id, a matching key beside KEY
-SETTINGS = col(Record, "settings")
 
 
 class NoCommonCell(ValueError):
@@ -235,65 +233,6 @@ def test_pair(a: list[float], b: list[float], alpha: float, threshold: float) ->
             "reason": res.reason}
 
 
-def _same(x: Any, y: Any) -> bool:
-    """Equal as recorded: numbers by value within float32's precision (a CSV gives 1.0 where a JSON line gives 1;
-    a float32 learning rate reads back as 0.0010000000474974513), the rest by text (numpy's True is True)."""
-    try:
-        return math.isclose(float(x), float(y), rel_tol=1e-6)
-    except (TypeError, ValueError):
-        return str(x) == str(y)
-
-
-#: ``EffectiveSettings``' field names and JSON keys (``model_config``'s Python name is ``built_config``).
-_EFFECTIVE = frozenset(n for name, f in EffectiveSettings.model_fields.items() for n in (name, f.alias) if n)
-#: Outside ``settings``: what else shapes a cell's time under one cell id (the driver; the training and validation
-#: set sizes and the data's source, which an older default changed).
-_OTHER = (col(Env, "gpu", "driver"), *(col(Data, k) for k in ("source", "n_train", "n_val")))
-
-
-def _in_effect(column: str, device: Any, knobs: set[str]) -> bool:
-    """A column that matching by name assumes equal: a ``settings.*`` column of a setting in effect (every field of
-    ``EffectiveSettings``, its nested columns and the framework versions too) or one of ``_OTHER``. Not a TF32
-    switch on a CPU row (no TF32 there), nor a knob of ``knobs`` (the variants compared differ in it by design)."""
-    if column in _OTHER:
-        return True
-    name = column[len(SETTINGS) + 1:].split(".", 1)[0] if column.startswith(SETTINGS + ".") else ""
-    if name not in _EFFECTIVE or name in knobs:
-        return False
-    return not (device == "cpu" and ("tf32" in name or "float_32" in name))
-
-
-def differences(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | None = None) -> str:
-    """What differs between two matched rows (``compare``'s ``differs``), '' when nothing: the machine
-    (``bench.results.history.machine_label``: the GPU model, or the CPU model; ``key``, the match's key columns, gives
-    the device where the rows are indexed by it) and each column ``_in_effect`` both rows record, as
-    ``name: A -> B``; matching is by requested names (variant, inputs), so a variant named alike may have run
-    otherwise (``jit_compile`` resolved to XLA on one side, another driver, an older default set size), and its
-    ratio then holds that. ``knobs``: the knobs the two variants compared differ in (not named)."""
-    out = []
-    key = key or {}
-    machines = machine_label({**ra.to_dict(), **key}), machine_label({**rb.to_dict(), **key})
-    if machines[0] != machines[1]:
-        out.append(f"machine: {machines[0]} -> {machines[1]}")
-    device = key.get(col(Record, "device"), ra.get(col(Record, "device")))
-    for c in (c for c in ra.index if c in rb.index and _in_effect(str(c), device, knobs or set())):
-        x, y = ra[c], rb[c]
-        if present(x) and present(y) and not _same(x, y):
-            out.append(f"{c}: {x} -> {y}")
-    return "; ".join(out)
-
-
-def _knobs_between(ra, rb) -> set[str]:
-    """The knobs two rows requested differently (``settings_requested.*``): what two variants compared differ in."""
-    prefix = col(Record, "settings_requested") + "."
-    knobs = set()
-    for c in {c for r in (ra, rb) for c in r.index if str(c).startswith(prefix)}:
-        x, y = ra.get(c), rb.get(c)
-        if (present(x) or present(y)) and not (present(x) and present(y) and _same(x, y)):
-            knobs.add(c[len(prefix):])
-    return knobs
-
-
 def with_inputs(df):
     """``df`` with an ``inputs`` column: the input suffix of each row's cell_id (``""`` without a cell_id column)."""
     # a copy first: a CSV of a few hundred columns, filtered, is fragmented, and assign would warn (PerformanceWarning)
@@ -364,7 +303,7 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
         va, vb = repeat_values(ra, metric), repeat_values(rb, metric)
         res = test_pair(va, vb, alpha, threshold)
         keyed = dict(zip([*KEY, INPUTS], key, strict=True))
-        knobs = _knobs_between(ra, rb) if variants else set()
+        knobs = knobs_between(ra, rb) if variants else set()
         rows.append({**keyed, f"a_{metric}": ra[column], f"b_{metric}": rb[column], **res,
                      "differs": differences(ra, rb, keyed, knobs)})
     return pd.DataFrame(rows)
