@@ -243,16 +243,26 @@ def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = N
             "bytes_before": bytes_before, "bytes_after": after, "jit_compiled": grew}
 
 
+#: The folder SingularityCE 4's ``--oci`` mode appends to every OCI image's ``LD_LIBRARY_PATH`` (its
+#: ``getProcessEnv``, internal/pkg/runtime/launcher/oci/process_linux.go@v4.5.1:371-372, ``singularityLibs``): a
+#: path inside the container only, which no host environment holds.
+SINGULARITY_OCI_LIBS = "/.singularity.d/libs"
+
+
 def in_container(env: Mapping[str, str], root: Path = Path("/")) -> bool:
     """Whether this process runs in a container, by the marks container runtimes leave: Docker's ``/.dockerenv``,
     Podman's and CRI-O's ``/run/.containerenv``, the ``container`` variable (Podman, systemd-nspawn), for a
     Kubernetes pod under containerd (which leaves no file) ``KUBERNETES_SERVICE_HOST``, which the kubelet sets in
     every container, and on HPC clusters Apptainer's and Singularity's ``/.singularity.d`` (every image holds its
-    environment scripts there) and enroot's (Slurm's pyxis) ``/.lock``, the root's lock file it holds while a
-    container runs (src/runtime.sh ``lock_file``). Not the ``SINGULARITY_CONTAINER`` variable: batch scripts set it
-    on the host to name an image. ``root``: the file system's root (tests pass a folder)."""
+    environment scripts there), SingularityCE 4's ``--oci`` mode, whose OCI image has no ``/.singularity.d`` (on a
+    CPU nothing is bound there) but whose ``LD_LIBRARY_PATH`` always ends in ``SINGULARITY_OCI_LIBS``, and enroot's
+    (Slurm's pyxis) ``/.lock``, the root's lock file it holds while a container runs (src/runtime.sh ``lock_file``).
+    Not the ``SINGULARITY_CONTAINER`` variable, though ``--oci`` sets it too (process_linux.go@v4.5.1
+    ``defaultEnv``): batch scripts set it on the host to name an image. ``root``: the file system's root (tests
+    pass a folder)."""
     files = (root / ".dockerenv", root / "run" / ".containerenv", root / ".singularity.d", root / ".lock")
-    return any(f.exists() for f in files) or bool(env.get("container") or env.get("KUBERNETES_SERVICE_HOST"))
+    oci = SINGULARITY_OCI_LIBS in env.get("LD_LIBRARY_PATH", "").split(":")
+    return any(f.exists() for f in files) or oci or bool(env.get("container") or env.get("KUBERNETES_SERVICE_HOST"))
 
 
 def capture(env: Mapping[str, str] | None = None, frameworks: bool = True) -> dict[str, Any]:

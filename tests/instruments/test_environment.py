@@ -179,3 +179,19 @@ def test_an_hpc_container_is_known_by_its_runtimes_mark(tmp_path, mark):
     assert not in_container({"SINGULARITY_CONTAINER": "/scratch/pytorch.sif"}, tmp_path)
     (tmp_path / mark).mkdir() if mark.endswith(".d") else (tmp_path / mark).touch()
     assert in_container({}, tmp_path)
+
+
+def test_a_singularity_oci_container_is_known_by_the_library_path_it_always_sets(tmp_path):
+    """SingularityCE 4's --oci mode runs an OCI image, which holds no /.singularity.d (on a CPU nothing is bound
+    there); the SINGULARITY_CONTAINER and SINGULARITY_NAME it sets a batch script may set on the host too, but its
+    LD_LIBRARY_PATH always holds /.singularity.d/libs (internal/pkg/runtime/launcher/oci/process_linux.go@v4.5.1:
+    371-372). Before, such a cell recorded in_container false; a host's library path, or a folder below it, is no
+    mark."""
+    from bench.instruments.environment import in_container
+
+    oci = {"SINGULARITY_CONTAINER": "/tmp/oci-bundle", "SINGULARITY_NAME": "docker://python:3.11",
+           "LD_LIBRARY_PATH": "/usr/local/lib:/.singularity.d/libs"}
+    assert in_container(oci, tmp_path)
+    assert in_container({"LD_LIBRARY_PATH": "/.singularity.d/libs"}, tmp_path)
+    assert not in_container({"LD_LIBRARY_PATH": "/usr/local/cuda/lib64"}, tmp_path)
+    assert not in_container({"LD_LIBRARY_PATH": "/opt/x/.singularity.d/libs"}, tmp_path)
