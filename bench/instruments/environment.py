@@ -103,15 +103,27 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def git_commit(env: Mapping[str, str] | None = None) -> str | None:
-    """The bench package's commit: ``BENCH_GIT_COMMIT`` of ``env`` (default ``os.environ``; images bake it in),
-    else asked of git."""
+#: What ``git_commit`` appends to a commit the code that ran differs from (``git describe --dirty``'s mark).
+DIRTY = "-dirty"
+
+
+def git_commit(env: Mapping[str, str] | None = None, folder: Path | None = None) -> str | None:
+    """The bench package's commit: ``BENCH_GIT_COMMIT`` of ``env`` (default ``os.environ``; images bake it in), as
+    given; else asked of git in ``folder`` (default the package's own), with ``DIRTY`` appended where a file of the
+    folder is changed, staged or untracked (``git status --porcelain -- .``): the code that ran is then not that
+    commit's. None where git cannot say."""
     commit = (os.environ if env is None else env).get("BENCH_GIT_COMMIT")
     if commit not in (None, "", "unknown"):
         return commit
+    where = Path(bench.__file__).parent if folder is None else folder
+
+    def ask(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, timeout=5,
+                              check=True).stdout.strip()
+
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(bench.__file__).parent,
-                              capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        head, changed = ask("rev-parse", "HEAD"), ask("status", "--porcelain", "--", ".")
+        return head + DIRTY if changed else head
     except (OSError, subprocess.SubprocessError):
         return None
 

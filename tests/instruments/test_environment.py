@@ -195,3 +195,29 @@ def test_a_singularity_oci_container_is_known_by_the_library_path_it_always_sets
     assert in_container({"LD_LIBRARY_PATH": "/.singularity.d/libs"}, tmp_path)
     assert not in_container({"LD_LIBRARY_PATH": "/usr/local/cuda/lib64"}, tmp_path)
     assert not in_container({"LD_LIBRARY_PATH": "/opt/x/.singularity.d/libs"}, tmp_path)
+
+
+def test_a_commit_asked_of_git_is_marked_dirty_where_the_code_that_ran_is_not_the_commits(tmp_path):
+    """A cell run from a checkout with changed or new files under the package recorded HEAD's commit, as if that
+    commit's code had run; a commit given in BENCH_GIT_COMMIT (an image's) is taken as given."""
+    import subprocess
+
+    from bench.instruments.environment import DIRTY, git_commit
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    git("add", "a.py")
+    git("commit", "-q", "-m", "one")
+    head = git("rev-parse", "HEAD")
+    assert git_commit({}, tmp_path) == head
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert git_commit({}, tmp_path) == head + DIRTY
+    git("checkout", "-q", "a.py")
+    (tmp_path / "b.py").write_text("")
+    assert git_commit({}, tmp_path) == head + DIRTY
+    assert git_commit({"BENCH_GIT_COMMIT": "abc123"}, tmp_path) == "abc123"
+    assert git_commit({}, tmp_path / "nowhere") is None
