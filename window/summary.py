@@ -16,11 +16,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown pipe table as lines: the header, its separator, one line per row, each cell as given (a text that
+    may hold a line break or ``|`` goes through ``_line`` first). The summary's one table writer; not the report's
+    ``md_table`` (tabulate, under bench.results): this script runs on the GPU host's python3 with the standard
+    library alone, and the rehearsal's environment (window/host-packages.txt) holds no tabulate."""
+    return ["| " + " | ".join(cells) + " |" for cells in (head, ["---"] * len(head), *rows)]
+
+
 def parts(work: Path) -> list[str]:
-    rows = ["| part | exit | seconds |", "| --- | --- | --- |"]
-    for line in (work / "parts.tsv").read_text().splitlines() if (work / "parts.tsv").exists() else []:
-        rows.append("| " + " | ".join(line.split("\t")) + " |")
-    return rows
+    """Each part's line of WORK/parts.tsv (part, exit status, seconds: window/run.sh writes them) as a table."""
+    lines = (work / "parts.tsv").read_text().splitlines() if (work / "parts.tsv").exists() else []
+    return table(["part", "exit", "seconds"], [line.split("\t") for line in lines])
 
 
 def records(work: Path) -> list[dict]:
@@ -58,15 +65,14 @@ def _num(value: object, fmt: str = "{:.3g}") -> str:
 
 
 def cells(recs: list[dict]) -> list[str]:
-    rows = ["| cell | status | ms/step | first epoch/step s | process s | profile | reason |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    """Every record's line: cell id, status, mean ms/step, first epoch or step (s), process seconds, profile, reason."""
+    rows = []
     for r in recs:
         m, p = r.get("metrics") or {}, r.get("process") or {}
         first = m.get("first_epoch_s", m.get("first_step_s"))
-        reason = _line(r.get("reason"), 160)
-        rows.append(f"| {r['cell_id']} | {r.get('status')} | {_num(m.get('ms_per_step_mean'))} | {_num(first)} | "
-                    f"{_num(p.get('wall_s'), '{:.1f}')} | {profile(r)} | {reason} |")
-    return rows
+        rows.append([r["cell_id"], str(r.get("status")), _num(m.get("ms_per_step_mean")), _num(first),
+                     _num(p.get("wall_s"), "{:.1f}"), profile(r), _line(r.get("reason"), 160)])
+    return table(["cell", "status", "ms/step", "first epoch/step s", "process s", "profile", "reason"], rows)
 
 
 def profile(rec: dict) -> str:

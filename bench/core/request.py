@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args
 
 from bench.core.stacks import STACKS
 from bench.core.words import Device, RunDevice, Size, Suite
+from bench.core.workloadnames import check_workload
 
 #: ``make bench-all``'s rounds shuffle with this seed unless ``SEED``/``--seed`` says otherwise (``bench.core.rounds``).
 DEFAULT_SEED = 1
@@ -70,18 +71,6 @@ def check_knob(assignment: str) -> None:
     from bench.core.knobs import parse_assignment  # imported when a knob is checked: the request module stays small
 
     parse_assignment(assignment)
-
-
-def check_workload(name: str) -> None:
-    """Check one ``--workload`` word against the workload folders' names (``bench.core.workloadnames``, read from
-    their ``spec.py`` without importing them: standard library only).
-
-    Raises:
-        ValueError: no workload folder registers ``name`` (the message lists the known ones).
-    """
-    from bench.core.workloadnames import check_workload as check  # imported when a workload is checked
-
-    check(name)
 
 
 def check_suite(name: str) -> None:

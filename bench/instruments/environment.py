@@ -103,15 +103,27 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def git_commit(env: Mapping[str, str] | None = None) -> str | None:
-    """The bench package's commit: ``BENCH_GIT_COMMIT`` of ``env`` (default ``os.environ``; images bake it in),
-    else asked of git."""
+#: What ``git_commit`` appends to a commit the code that ran differs from (``git describe --dirty``'s mark).
+DIRTY = "-dirty"
+
+
+def git_commit(env: Mapping[str, str] | None = None, folder: Path | None = None) -> str | None:
+    """The bench package's commit: ``BENCH_GIT_COMMIT`` of ``env`` (default ``os.environ``; images bake it in), as
+    given; else asked of git in ``folder`` (default the package's own), with ``DIRTY`` appended where a file of the
+    folder is changed, staged or untracked (``git status --porcelain -- .``): the code that ran is then not that
+    commit's. None where git cannot say."""
     commit = (os.environ if env is None else env).get("BENCH_GIT_COMMIT")
     if commit not in (None, "", "unknown"):
         return commit
+    where = Path(bench.__file__).parent if folder is None else folder
+
+    def ask(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, timeout=5,
+                              check=True).stdout.strip()
+
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(bench.__file__).parent,
-                              capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        head, changed = ask("rev-parse", "HEAD"), ask("status", "--porcelain", "--", ".")
+        return head + DIRTY if changed else head
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -243,16 +255,26 @@ def cuda_cache_block(bytes_before: int | None, env: Mapping[str, str] | None = N
             "bytes_before": bytes_before, "bytes_after": after, "jit_compiled": grew}
 
 
+#: The folder SingularityCE 4's ``--oci`` mode appends to every OCI image's ``LD_LIBRARY_PATH`` (its
+#: ``getProcessEnv``, internal/pkg/runtime/launcher/oci/process_linux.go@v4.5.1:371-372, ``singularityLibs``): a
+#: path inside the container only, which no host environment holds.
+SINGULARITY_OCI_LIBS = "/.singularity.d/libs"
+
+
 def in_container(env: Mapping[str, str], root: Path = Path("/")) -> bool:
     """Whether this process runs in a container, by the marks container runtimes leave: Docker's ``/.dockerenv``,
     Podman's and CRI-O's ``/run/.containerenv``, the ``container`` variable (Podman, systemd-nspawn), for a
     Kubernetes pod under containerd (which leaves no file) ``KUBERNETES_SERVICE_HOST``, which the kubelet sets in
     every container, and on HPC clusters Apptainer's and Singularity's ``/.singularity.d`` (every image holds its
-    environment scripts there) and enroot's (Slurm's pyxis) ``/.lock``, the root's lock file it holds while a
-    container runs (src/runtime.sh ``lock_file``). Not the ``SINGULARITY_CONTAINER`` variable: batch scripts set it
-    on the host to name an image. ``root``: the file system's root (tests pass a folder)."""
+    environment scripts there), SingularityCE 4's ``--oci`` mode, whose OCI image has no ``/.singularity.d`` (on a
+    CPU nothing is bound there) but whose ``LD_LIBRARY_PATH`` always ends in ``SINGULARITY_OCI_LIBS``, and enroot's
+    (Slurm's pyxis) ``/.lock``, the root's lock file it holds while a container runs (src/runtime.sh ``lock_file``).
+    Not the ``SINGULARITY_CONTAINER`` variable, though ``--oci`` sets it too (process_linux.go@v4.5.1
+    ``defaultEnv``): batch scripts set it on the host to name an image. ``root``: the file system's root (tests
+    pass a folder)."""
     files = (root / ".dockerenv", root / "run" / ".containerenv", root / ".singularity.d", root / ".lock")
-    return any(f.exists() for f in files) or bool(env.get("container") or env.get("KUBERNETES_SERVICE_HOST"))
+    oci = SINGULARITY_OCI_LIBS in env.get("LD_LIBRARY_PATH", "").split(":")
+    return any(f.exists() for f in files) or oci or bool(env.get("container") or env.get("KUBERNETES_SERVICE_HOST"))
 
 
 def capture(env: Mapping[str, str] | None = None, frameworks: bool = True) -> dict[str, Any]:

@@ -129,11 +129,21 @@ def test_the_host_refuses_a_workload_no_folder_registers_in_one_line():
 
 
 def test_the_hosts_workload_check_imports_no_numpy_and_no_registry():
-    code = ("import sys; from bench.core.request import check_workload; check_workload('bert'); "
+    code = ("import sys; from bench.core.request import Request; from bench.core.workloadnames import check_workload; "
+            "check_workload('bert'); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('numpy', 'pydantic', 'click') "
             "or m.startswith('bench.models')]; print(bad); sys.exit(bool(bad))")
     p = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_the_workload_option_is_checked_by_the_workload_names_own_check():
+    """``request.check_workload`` only wrapped ``workloadnames.check_workload`` (a lazy import of a standard-library
+    module): the option names the one check itself."""
+    from bench.core import workloadnames
+
+    [workloads] = [f for f in dataclasses.fields(Request) if f.name == "workloads"]
+    assert workloads.metadata["check"] is workloadnames.check_workload
 
 
 def test_bench_all_stops_on_a_bad_input_before_its_preflight_or_any_build():

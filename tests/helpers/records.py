@@ -1,6 +1,7 @@
 """Records as the tuning and paper suites write them on a GPU, built in memory: (cell, record) pairs for
 tests of collect, compare, the report and the site."""
 
+from bench.core.stacks import get_stack
 from bench.models.workloads import get_workload
 from bench.results.cell import Cell
 from bench.results.record import new_record
@@ -20,6 +21,8 @@ def fake_record(stack, variant, settings, time_s, status="ok", baseline=False, g
     r["data"] = {"source": "real", "n_train": 60000}
     r["settings"] = {**settings, "sync": "epoch", "data_pipeline": settings.get("data_pipeline", "numpy_fit"),
                      "shuffle_buffer": 20000 if "tf_data" in settings.get("data_pipeline", "") else 60000}
+    if get_stack(stack).family == "keras":  # what the Keras engine records in effect in every cell (compiled_model)
+        r["settings"] = {"steps_per_execution": 1, "precision": "float32", **r["settings"]}
     if status == "ok":
         r["metrics"] = {"total_train_s": time_s, "ms_per_step_mean": time_s, "ms_per_step_p50": time_s,
                         "epochs": 41, "j_per_epoch": 100.0 * time_s if gpu else None}

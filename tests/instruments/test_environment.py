@@ -179,3 +179,45 @@ def test_an_hpc_container_is_known_by_its_runtimes_mark(tmp_path, mark):
     assert not in_container({"SINGULARITY_CONTAINER": "/scratch/pytorch.sif"}, tmp_path)
     (tmp_path / mark).mkdir() if mark.endswith(".d") else (tmp_path / mark).touch()
     assert in_container({}, tmp_path)
+
+
+def test_a_singularity_oci_container_is_known_by_the_library_path_it_always_sets(tmp_path):
+    """SingularityCE 4's --oci mode runs an OCI image, which holds no /.singularity.d (on a CPU nothing is bound
+    there); the SINGULARITY_CONTAINER and SINGULARITY_NAME it sets a batch script may set on the host too, but its
+    LD_LIBRARY_PATH always holds /.singularity.d/libs (internal/pkg/runtime/launcher/oci/process_linux.go@v4.5.1:
+    371-372). Before, such a cell recorded in_container false; a host's library path, or a folder below it, is no
+    mark."""
+    from bench.instruments.environment import in_container
+
+    oci = {"SINGULARITY_CONTAINER": "/tmp/oci-bundle", "SINGULARITY_NAME": "docker://python:3.11",
+           "LD_LIBRARY_PATH": "/usr/local/lib:/.singularity.d/libs"}
+    assert in_container(oci, tmp_path)
+    assert in_container({"LD_LIBRARY_PATH": "/.singularity.d/libs"}, tmp_path)
+    assert not in_container({"LD_LIBRARY_PATH": "/usr/local/cuda/lib64"}, tmp_path)
+    assert not in_container({"LD_LIBRARY_PATH": "/opt/x/.singularity.d/libs"}, tmp_path)
+
+
+def test_a_commit_asked_of_git_is_marked_dirty_where_the_code_that_ran_is_not_the_commits(tmp_path):
+    """A cell run from a checkout with changed or new files under the package recorded HEAD's commit, as if that
+    commit's code had run; a commit given in BENCH_GIT_COMMIT (an image's) is taken as given."""
+    import subprocess
+
+    from bench.instruments.environment import DIRTY, git_commit
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    git("add", "a.py")
+    git("commit", "-q", "-m", "one")
+    head = git("rev-parse", "HEAD")
+    assert git_commit({}, tmp_path) == head
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert git_commit({}, tmp_path) == head + DIRTY
+    git("checkout", "-q", "a.py")
+    (tmp_path / "b.py").write_text("")
+    assert git_commit({}, tmp_path) == head + DIRTY
+    assert git_commit({"BENCH_GIT_COMMIT": "abc123"}, tmp_path) == "abc123"
+    assert git_commit({}, tmp_path / "nowhere") is None

@@ -269,6 +269,37 @@ def test_the_mixed_jit_finding_reads_the_settings_in_effect_not_the_request():
     assert "not judged" in report_tuning.findings(older)[-1]
 
 
+def _keras_row(variant, requested, spe, time_s, jit=True):
+    """An ok keras3-tf tuning row as the CSV holds it: the knobs asked for and the settings in effect."""
+    return {"stack": "keras3-tf", "workload": "mnist_cnn_tuning", "task": "fit", "size": "full", "device": "gpu",
+            "batch_size": 256, "variant": variant, "status": "ok", "time_s": time_s,
+            **{f"settings_requested.{k}": v for k, v in requested.items()}, "settings.steps_per_execution": spe,
+            "settings.jit_compile": jit, "settings.precision": "float32", "settings.data_pipeline": "numpy_fit"}
+
+
+def test_the_steps_per_execution_finding_pairs_rows_by_the_settings_in_effect_not_the_request():
+    """The finding paired a row that asked for steps_per_execution=512 with the variant that asked for the same knobs
+    without it: a 512 that did not take effect was said to train faster than 1, a row differing in jit_compile in
+    effect was paired, and Keras 3's default (jit "auto", XLA on a GPU) was never paired with jit_compile=auto."""
+    spe = "steps_per_execution=512"
+
+    def finding(*rows):
+        return report_tuning.findings(pd.DataFrame(list(rows)))[0]
+
+    both_auto = finding(_keras_row("default", {}, 1, 60.0),
+                        _keras_row(f"jit_compile=auto+{spe}", {"jit_compile": "auto", "steps_per_execution": 512},
+                                   512, 30.0))
+    assert ("holds here: steps_per_execution 512 in effect trains 2.00x as fast as 1 (median over 1 pairs whose "
+            "other Keras knobs in effect, `settings.*`, are the same)") in both_auto
+    not_taken = finding(_keras_row("default", {}, 1, 60.0), _keras_row(spe, {"steps_per_execution": 512}, 1, 40.0))
+    assert "no ok pair of runs to judge" in not_taken
+    other_jit = finding(_keras_row("default", {}, 1, 60.0, jit=False),
+                        _keras_row(spe, {"steps_per_execution": 512}, 512, 30.0))
+    assert "no ok pair of runs to judge" in other_jit
+    unrecorded = _keras_row(spe, {"steps_per_execution": 512}, None, 30.0)
+    assert "no ok pair of runs to judge" in finding(_keras_row("default", {}, 1, 60.0), unrecorded)
+
+
 def test_report_pairs_published_times_only_with_runs_of_the_studys_settings(tmp_path):
     """A row with a published counterpart (same stack and knobs) gets the study's time only when it also ran the
     study's model, data, batch, epochs, cadence and tf.data buffer; the section says which were left out, why."""

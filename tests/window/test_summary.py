@@ -49,3 +49,19 @@ def test_the_heading_names_the_request_and_a_line_what_the_records_ran_on():
     assert m.ran_on(recs) == ("Ran on, as the records say: gpu (NVIDIA H200, driver 580.159.04), Python 3.12.3, "
                               "native; cpu (no GPU recorded), Python 3.12.3")
     assert m.ran_on([]) == "Ran on, as the records say: no record"
+
+
+def test_the_parts_and_cells_tables_are_written_by_one_table_writer(tmp_path: Path):
+    """Both tables, pinned as the summary wrote them before they shared ``table``: one line per part of parts.tsv and
+    per record, a reason's ``|`` and line break made one cell."""
+    m = summary_module()
+    (tmp_path / "parts.tsv").write_text("env\t0\t12\nclassic\t1\t150\n")
+    assert m.parts(tmp_path) == ["| part | exit | seconds |", "| --- | --- | --- |", "| env | 0 | 12 |",
+                                 "| classic | 1 | 150 |"]
+    assert m.parts(tmp_path / "none") == ["| part | exit | seconds |", "| --- | --- | --- |"]
+    failed = {"cell_id": "b", "status": "failed", "reason": "boom | bang\nsecond", "metrics": {"first_step_s": 3}}
+    assert m.cells([record("a", {"reason": None}), failed]) == [
+        "| cell | status | ms/step | first epoch/step s | process s | profile | reason |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| a | ok | 5 | 1 | 9.0 | yes |  |",
+        "| b | failed | - | 3 | - | - | boom / bang |"]

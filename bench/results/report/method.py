@@ -120,25 +120,68 @@ def _gate_read(fit) -> tuple[int, bool]:
     return int(read.sum()), bool(groups)
 
 
+#: Where each repeat of a cell ran: per repeat, in repeat order, its record's round and position
+#: (``bench.results.repeats.aggregate``); the drift reads the round from here, never from the repeat's index.
+REPEAT_ROUNDS = col(Record, "repeats", "schedule")
+
+
+def repeat_rounds(schedule: Any, n: int) -> list[int] | None:
+    """The round each of a cell's ``n`` repeats ran in, in repeat order, from its ``repeats.schedule`` cell
+    ``schedule``; None where the cell does not say it of every repeat (records from before the field, a repeat
+    reused from a run outside rounds: its record has no ``schedule``)."""
+    entries = json_list(schedule)
+    if entries is None or len(entries) != n:
+        return None
+    rounds = [e.get("round") if isinstance(e, dict) else None for e in entries]
+    known = [r for r in rounds if isinstance(r, int) and not isinstance(r, bool)]
+    return known if len(known) == n else None
+
+
+def _repeat_drifts(df) -> list[tuple[str, list[int] | None, float | None]]:
+    """Per ok row of ``df`` run in rounds (``schedule.seed``) with two repeats' mean ms/step or more: (stack, the
+    round each repeat ran in, ``repeat_rounds``, and its last recorded round's value over its first: None where the
+    rounds are not recorded, all one, or the first value is 0)."""
+    values, seed = spread_col("ms_per_step_mean", "values"), col(Record, "schedule", "seed")
+    if values not in df.columns or seed not in df.columns:
+        return []
+    out = []
+    for _, r in df[(df["status"] == "ok") & df[seed].notna()].iterrows():
+        ms = json_list(r[values]) or []
+        if len(ms) < 2:
+            continue
+        rounds = repeat_rounds(r.get(REPEAT_ROUNDS), len(ms))
+        first, last = (ms[rounds.index(min(rounds))], ms[rounds.index(max(rounds))]) if rounds else (0, 0)
+        ratio = last / first if rounds and first and min(rounds) < max(rounds) else None
+        out.append((r["stack"], rounds, ratio))
+    return out
+
+
 def round_drift(df) -> list[tuple[str, int, float]]:
     """Per stack with several rounds: (stack, cells, median of last round's / first round's mean ms/step).
 
     A value far from 1 means the machine drifted during the run (or the cells vary a lot run to run); with
     rounds in a shuffled order the drift falls on every stack, so compare the stacks' ratios too. Only rows run in
-    rounds (``schedule.seed``), whose repeat r ran in round r: repeats run back to back (``bench run --repeats``
-    without ``--round``) are one cell's minutes, not the run's first and last rounds.
+    rounds (``schedule.seed``), each repeat in the round its record says (``repeat_rounds``): repeats run back to
+    back (``bench run --repeats`` without ``--round``) are one cell's minutes, not the run's first and last
+    rounds, and a cell that does not say where each repeat ran is left out (``undated_cells``).
     """
     import numpy as np
 
-    values, seed = spread_col("ms_per_step_mean", "values"), col(Record, "schedule", "seed")
-    if values not in df.columns or seed not in df.columns:
-        return []
-    out = []
-    for stack, rows in df[(df["status"] == "ok") & df[seed].notna()].groupby("stack", sort=True):
-        ratios = [v[-1] / v[0] for v in map(json_list, rows[values]) if v and len(v) >= 2 and v[0]]
-        if ratios:
-            out.append((stack, len(ratios), float(np.median(ratios))))
-    return out
+    ratios: dict[str, list[float]] = {}
+    for stack, _, ratio in _repeat_drifts(df):
+        if ratio is not None:
+            ratios.setdefault(stack, []).append(ratio)
+    return [(stack, len(found), float(np.median(found))) for stack, found in sorted(ratios.items())]
+
+
+def undated_cells(df) -> dict[str, int]:
+    """Per stack, the ok cells of ``df`` run in rounds with several repeats whose record does not say which round
+    each repeat ran in (``repeat_rounds`` None): the drift is not checked on them."""
+    counts: dict[str, int] = {}
+    for stack, rounds, _ in _repeat_drifts(df):
+        if rounds is None:
+            counts[stack] = counts.get(stack, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 #: Rows that break a rule of a valid GPU measurement: (column, what it means).
@@ -267,10 +310,13 @@ def method_section(df) -> list[str]:
     if col(Metrics, "ms_per_step_basis") in ok.columns:
         lines.append(f"- Spread (p50/p90) over: {_counts(ok, col(Metrics, 'ms_per_step_basis'))}")
     lines.append(order_line(ok))
-    drift = round_drift(ok)
+    drift, undated = round_drift(ok), undated_cells(ok)
     if drift:
         lines.append("- Drift, last round's / first round's mean ms/step (median over a stack's cells): "
                      + ", ".join(f"{s} {ratio:.3f} ({n} cells)" for s, n, ratio in drift))
+    if undated:
+        lines.append("- Drift not checked on " + ", ".join(f"{s} ({n} cells)" for s, n in undated.items())
+                     + f": their records do not say which round each repeat ran in (`{REPEAT_ROUNDS}`)")
     math = _per_stack(ok, tuple(map(setting_col, ("tf32", "tf32_matmul", "tf32_conv", "tf32_rnn"))))
     if math:  # older records (before the per-op fields) have none
         lines += ["- Math mode per stack: the `tf32` knob (default: each framework's shipped mode, as the sources "

@@ -9,14 +9,13 @@ from typing import Any
 import numpy as np
 
 from bench.core import reference
-from bench.core.knobs import normalise, variant_name
+from bench.core.knobs import KNOBS, normalise, variant_name
 from bench.core.reference import tuning_study
 from bench.core.stacks import STACKS, get_stack
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list, md_table
 from bench.results.rows import present
 from bench.results.schema import Data, Metrics, Record, Telemetry, col, setting_col
 
-REQUESTED = col(Record, "settings_requested") + "."
 GPU_UTIL, POWER = col(Telemetry, "gpu_util_pct", "mean"), col(Telemetry, "power_w", "mean")
 J_EPOCH, P50 = col(Metrics, "j_per_epoch"), col(Metrics, "ms_per_step_p50")
 
@@ -228,27 +227,49 @@ def _grid_rows(rows, notes: Footnotes) -> list[list[str]]:
 def findings(rows) -> list[str]:
     """Sentences that say, from our data, whether two of the study's findings hold."""
     ok = rows[(rows["status"] == "ok") & rows["time_s"].notna()]
-    out = []
     keras = ok[ok["stack"].map(lambda s: get_stack(s).family == "keras")]
-    pairs = []
-    for _, r in keras.iterrows():
-        if int(_settings_of(r).get("steps_per_execution", 1)) != 512:
-            continue
-        twin = variant_name({k: v for k, v in _settings_of(r).items() if k != "steps_per_execution"})
-        m = keras[(keras["stack"] == r["stack"]) & (keras["variant"] == twin)]
-        if not m.empty:
-            pairs.append(float(m.iloc[0]["time_s"]) / float(r["time_s"]))
-    if pairs:
-        import numpy as np
+    return [steps_per_execution_finding(keras), mixed_jit_finding(ok[ok["stack"] == "keras3-tf"])]
 
-        med = float(np.median(pairs))
-        verdict = "holds" if med > 1.1 else "does not hold"
-        out.append(f"- *steps_per_execution matters a lot for Keras*: {verdict} here: steps_per_execution=512 "
-                   f"trains {med:.2f}x as fast as 1 (median over {len(pairs)} otherwise identical pairs).")
-    else:
-        out.append("- *steps_per_execution matters a lot for Keras*: no ok pair of runs to judge.")
-    out.append(mixed_jit_finding(ok[ok["stack"] == "keras3-tf"]))
-    return out
+
+#: What a row of the steps_per_execution finding is paired on besides the Keras knobs in effect: the same cell but
+#: for its variant (``Cell.id``'s fields and its batch).
+SAME_RUN = ("stack", "workload", "task", "size", "device", "batch_size")
+
+
+def steps_per_execution_finding(keras) -> str:
+    """The finding *steps_per_execution matters a lot for Keras* on the ok Keras rows ``keras``: the median over pairs
+    of (time with steps_per_execution 1 / time with 512), each pair two rows of one ``SAME_RUN`` whose settings in
+    effect (``settings.<knob>`` for every Keras knob: what the record says took effect, as ``mixed_jit_finding``
+    reads it, never the request) differ in steps_per_execution alone, 512 and 1. A row whose record holds no
+    steps_per_execution in effect is in no pair; "holds" above a median of 1.1."""
+    claim = "- *steps_per_execution matters a lot for Keras*"
+    others = [k for k in KNOBS["keras"] if k != "steps_per_execution"]
+    spe = {i: _num(_in_effect(r, "steps_per_execution")) for i, r in keras.iterrows()}
+    key = {i: tuple(_effect_key(_col(r, c)) for c in SAME_RUN) + tuple(_effect_key(_in_effect(r, k)) for k in others)
+           for i, r in keras.iterrows()}
+    pairs = []
+    for i in [i for i, n in spe.items() if n == 512]:
+        twin = next((j for j, n in spe.items() if n == 1 and key[j] == key[i]), None)
+        if twin is not None:
+            pairs.append(float(keras.at[twin, "time_s"]) / float(keras.at[i, "time_s"]))
+    if not pairs:
+        return (f"{claim}: no ok pair of runs to judge (two rows of one cell whose records say steps_per_execution "
+                "512 and 1 took effect, every other Keras knob in effect the same).")
+    med = float(np.median(pairs))
+    verdict = "holds" if med > 1.1 else "does not hold"
+    return (f"{claim}: {verdict} here: steps_per_execution 512 in effect trains {med:.2f}x as fast as 1 (median "
+            f"over {len(pairs)} pairs whose other Keras knobs in effect, `settings.*`, are the same).")
+
+
+def _effect_key(value) -> str | None:
+    """A setting in effect as comparable text: None where not recorded, a number by its value (512 and 512.0 are
+    one), a boolean as True or False."""
+    if not present(value):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    number = _num(value)
+    return str(value) if number is None else repr(number)
 
 
 def mixed_jit_finding(tf) -> str:
@@ -272,17 +293,3 @@ def _in_effect(row, knob: str) -> Any:
     """A row's ``settings.<knob>`` (the setting as it took effect), None where the record has none."""
     value = row.get(setting_col(knob))
     return value if present(value) else None
-
-
-def _settings_of(r) -> dict[str, Any]:
-    """The requested settings of a CSV row, with CSV floats and 'True'/'False' texts turned back."""
-    out = {}
-    for column in r.index:
-        v = r[column]
-        if not column.startswith(REQUESTED) or v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        flag = as_bool(v) if isinstance(v, str) else None
-        out[column.removeprefix(REQUESTED)] = v if flag is None else flag
-    return out

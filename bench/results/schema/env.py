@@ -47,7 +47,9 @@ class Env(Block):
     cpu_model: str | None = entry("CPU model")
     cpu_count: int | None = entry("logical CPUs")
     bench_version: str | None = entry("this package's version")
-    git_commit: str | None = entry("the bench checkout's commit")
+    git_commit: str | None = entry("the bench checkout's commit: BENCH_GIT_COMMIT as given (an image's, the GPU "
+                                   "window's), else git's HEAD, with '-dirty' where the package's files differed "
+                                   "from it (records before 2026-11-28 named HEAD alone)")
     image: str | None = entry("the stack image's tag (null outside make)")
     image_digest: str | None = entry("the image the cell ran in: its first repository digest (a registry's when "
                                      "pulled, make bench-all REGISTRY=..., or pushed, make push; Docker's containerd "
@@ -58,9 +60,9 @@ class Env(Block):
                                  "tagging and pushing), the key of the GEMM peak measured in it (null outside make)")
     image_flavor: str | None = entry("the image flavor (cpu or gpu)")
     in_container: bool | None = entry("the cell ran inside a container (Docker, Podman, CRI-O, a Kubernetes pod, "
-                                      "Apptainer/Singularity, enroot; records before 2026-11-27 saw Docker's mark "
-                                      "only, and ones written before the git commit that added them saw neither "
-                                      "Apptainer's nor enroot's)")
+                                      "Apptainer/Singularity, SingularityCE's --oci mode, enroot; records before "
+                                      "2026-11-27 saw Docker's mark only, and ones written before the git commits "
+                                      "that added them saw neither Apptainer's nor enroot's nor --oci's)")
     native: bool | None = entry("no stack image ran the cell (BENCH_IMAGE unset): bench from a checkout on the "
                                 "machine's own Python, as the GPU window runs it (docs/gpu-window.md); env.packages "
                                 "holds what ran, not the images' pins; the report calls such GPU rows checks of the "

@@ -14,7 +14,8 @@ def row(stack, acc, loss=(2.0, 1.0), size="full", source="real", ms=(10.0, 10.0)
             "variant": "default", "batch_size": 128, "status": "ok", "data.source": source,
             "history.loss": list(loss), "history.val_accuracy": [0.5, acc],
             "settings.sync": "epoch", "metrics.ms_per_step_basis": "epoch", "settings.tf32": "default",
-            "schedule.seed": 1, "schedule.rounds": len(ms), "repeats.ms_per_step_mean.values": list(ms)}
+            "schedule.seed": 1, "schedule.rounds": len(ms), "repeats.ms_per_step_mean.values": list(ms),
+            "repeats.schedule": [{"round": k, "position": 1} for k in range(1, len(ms) + 1)]}
 
 
 def test_a_stack_that_learns_less_than_the_others_is_flagged_with_the_median():
@@ -67,6 +68,27 @@ def test_drift_compares_each_stacks_last_round_with_its_first():
     assert "3 round(s), every stack once per round in an order shuffled with seed 1" in text
     assert "keras3-jax 1.100 (1 cells)" in text
     assert "`epoch` 3" in text  # cadence counts from settings.sync
+
+
+def test_drift_reads_the_round_each_repeat_ran_in_and_says_where_no_record_tells():
+    """round_drift took repeat r to have run in round r. The records say where each ran (``repeats.schedule``): a
+    cell whose repeat 1 ran in round 3 has its last round first; one whose repeats do not all say (a repeat reused
+    from a run outside rounds, a record from before the field) is not read, and the Method says drift was not
+    checked there rather than assume."""
+    late = row("keras3-jax", 0.99, ms=(12.0, 10.0, 11.0))
+    late["repeats.schedule"] = [{"round": 3, "position": 2}, {"round": 1, "position": 1}, {"round": 2, "position": 2}]
+    assert round_drift(pd.DataFrame([late])) == [("keras3-jax", 1, 1.2)]
+    reused = row("pytorch", 0.99, ms=(8.0, 9.0, 10.0))
+    reused["repeats.schedule"] = [{"round": None, "position": None}, {"round": 2, "position": 1},
+                                  {"round": 3, "position": 1}]
+    older = {**row("pytorch", 0.99, ms=(8.0, 9.0)), "repeats.schedule": None}
+    df = pd.DataFrame([late, reused, older])
+    assert round_drift(df) == [("keras3-jax", 1, 1.2)]
+    text = "\n".join(method_section(df))
+    assert "- Drift, last round's / first round's mean ms/step (median over a stack's cells): keras3-jax 1.200" in text
+    assert ("- Drift not checked on pytorch (2 cells): their records do not say which round each repeat ran in "
+            "(`repeats.schedule`)") in text
+    assert "Drift not checked" not in "\n".join(method_section(pd.DataFrame([late])))
 
 
 def test_records_without_rounds_or_cadence_say_so():
