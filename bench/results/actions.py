@@ -99,6 +99,10 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     if len(differ):  # matched by name, run otherwise: the ratio holds that difference too
         logger.info(f"{len(differ)} of the cells compared ran on another machine or with other settings in effect in "
                     "B than in A (column differs): their ratio measures that difference too")
+    unknown = table[table["unknown"] != ""]
+    if len(unknown):  # not recorded is no difference, and no sameness either
+        logger.info(f"{len(unknown)} of the cells compared could not be checked for another machine: a record names "
+                    "no GPU or CPU model (column unknown)")
     _log_left(pd, left)  # a cell that failed in B is no "change beyond noise" above: named here
     if out_csv:
         table.to_csv(out_csv, index=False)
@@ -239,10 +243,10 @@ def history_show(history_path: Path, run: str | None, stacks: Sequence[str], cel
     except h.HistoryError as e:
         raise InputError(str(e)) from e
     for name, values in (("stack", stacks), ("cell", cells)):
-        unknown = sorted(set(values) - set(df[name]))
+        have = sorted(set(df[name].dropna()))  # an older layout's row has no cell (NULL): sorted() refused None
+        unknown = sorted(set(values) - set(have))
         if unknown:
-            raise InputError(f"no {name} {', '.join(unknown)} in the history (it has: "
-                             f"{', '.join(sorted(set(df[name])))})")
+            raise InputError(f"no {name} {', '.join(unknown)} in the history (it has: {', '.join(have) or 'none'})")
         if values:
             df = df[df[name].isin(values)]
     if out_csv is not None:
@@ -255,7 +259,8 @@ def history_show(history_path: Path, run: str | None, stacks: Sequence[str], cel
 
 def history_export_bmf(history_path: Path, run: str | None, out_json: Path) -> None:
     """``bench history export-bmf``: one run's (default: the latest) ok cells in Bencher Metric Format into
-    ``out_json``: latency (ns per step), throughput (examples/s).
+    ``out_json``: latency (ns per step), throughput (examples/s); says how many ok rows it left out (their record
+    names no machine model: ``history.bmf_rows``) and how many benchmarks are the median of several rows.
 
     Raises:
         InputError: no pandas, no readable history, an empty one, or a run it does not hold.
@@ -269,9 +274,17 @@ def history_export_bmf(history_path: Path, run: str | None, out_json: Path) -> N
             if listed.empty:
                 raise InputError(f"{history_path}: no runs")
             run = str(listed["run"].iloc[-1])
-        bmf: dict[str, Any] = h.to_bmf(h.load(history_path, run))
+        cells = h.load(history_path, run)
+        bmf: dict[str, Any] = h.to_bmf(cells)
     except h.HistoryError as e:
         raise InputError(str(e)) from e
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(bmf, indent=2) + "\n")
     logger.info(f"wrote {out_json}: run {run}, {len(bmf)} benchmarks")
+    ok = cells[(cells["status"] == "ok") & cells["ms_per_step_mean"].notna()]
+    unknown, merged = int((~h.known_machine(ok)).sum()), h.bmf_rows(cells)["rows"]
+    if unknown:  # as the trends: "unknown GPU" rows may be several models, no one testbed
+        logger.info(f"{unknown} ok row(s) left out: no GPU or CPU model recorded for them, as in the trends")
+    if (merged > 1).any():
+        logger.info(f"{int((merged > 1).sum())} benchmark(s) the median of a cell's rows on several GPUs (or hosts) of "
+                    "one model, bounds over all their repeats")

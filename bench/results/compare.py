@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.results.cell import inputs_of
-from bench.results.differs import differences, knobs_between
+from bench.results.differs import differences, knobs_between, unknown_between
 from bench.results.schema import Metrics, Record, col, spread_col
 
 KEY = [col(Record, k) for k in ("stack", "suite", "workload", "task", "size", "variant", "device")]
@@ -60,13 +60,21 @@ def missing_metric_hint(metric: str) -> str:
 
 def repeat_values(row, metric: str) -> list[float]:
     """Per-repeat values of ``metric`` from a collected row (the ``repeats.<metric>.values`` list, as
-    ``bench.results.rows.read_rows`` reads it); falls back to the single aggregated value."""
+    ``bench.results.rows.read_rows`` reads it, a JSON null read as NaN: no time); falls back to the single
+    aggregated value.
+
+    Raises:
+        ValueError: a value of the list is not a number (the column and the value named).
+    """
     try:
         values = row.get(spread_col(metric, "values"))
     except KeyError:  # a metric without a spread across repeats: its one value
         values = None
     if isinstance(values, list):
-        return [float(v) for v in values]
+        try:  # a null was float(None): a TypeError traceback
+            return [math.nan if v is None else float(v) for v in values]
+        except (TypeError, ValueError):
+            raise ValueError(f"{spread_col(metric, 'values')} holds a value that is not a number: {values!r}") from None
     value = row.get(metric_col(metric))
     return [] if value is None or (isinstance(value, float) and math.isnan(value)) else [float(value)]
 
@@ -137,6 +145,12 @@ class PairStats:
         """The verdict for a time (ms/step: lower is faster): faster | slower | no detectable change |
         too few repeats | n/a."""
         return TIME_VERDICT[self.verdict]
+
+    @property
+    def time_verdict_text(self) -> str:
+        """``time_verdict`` with the reason where there is no ratio (``n/a: a value is not a positive finite number
+        (nan)``): the report's tables say why, as ``bench compare``'s ``reason`` column does."""
+        return f"{self.time_verdict}: {self.reason}" if self.reason else self.time_verdict
 
 
 def bootstrap_ci(a: list[float], b: list[float], level: float = CI_LEVEL, n_resamples: int = N_RESAMPLES,
@@ -266,20 +280,21 @@ def pair_variants(df_a, df_b, variant_a: str, variant_b: str):
 def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, threshold: float = THRESHOLD,
             variants: tuple[str, str] | None = None):
     """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, ``test_pair``'s columns, then
-    ``differs``: the machine or settings in effect that differ between the two rows, ``differences``).
+    ``differs``: the machine or settings in effect that differ between the two rows, ``differences``; ``unknown``:
+    what could not be compared, a row naming no machine model, ``unknown_between``).
 
     ``variants``: (variant of A, variant of B) to match across variants (``pair_variants``), e.g. a knob's
     effect within one run; None matches equal variants.
 
     Raises:
-        ValueError: an undeclared metric, a CSV lacks the key columns or the metric, holds a cell twice, or no cell
-            matches (``NoCommonCell``); a variant of ``variants`` absent from its CSV.
+        ValueError: an undeclared metric, a CSV lacks the key columns, the status or the metric, holds a cell twice,
+            or no cell matches (``NoCommonCell``); a variant of ``variants`` absent from its CSV.
     """
     import pandas as pd
 
     column = metric_col(metric)
     for name, df in (("A", df_a), ("B", df_b)):
-        missing = [c for c in [*KEY, column] if c not in df.columns]
+        missing = [c for c in [*KEY, STATUS, column] if c not in df.columns]
         if missing:
             raise ValueError(f"CSV {name} lacks columns: {', '.join(missing)}"
                              + (missing_metric_hint(metric) if column in missing else ""))
@@ -305,19 +320,23 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
         keyed = dict(zip([*KEY, INPUTS], key, strict=True))
         knobs = knobs_between(ra, rb) if variants else set()
         rows.append({**keyed, f"a_{metric}": ra[column], f"b_{metric}": rb[column], **res,
-                     "differs": differences(ra, rb, keyed, knobs)})
+                     "differs": differences(ra, rb, keyed, knobs), "unknown": unknown_between(ra, rb, keyed)})
     return pd.DataFrame(rows)
 
 
-def _statuses(df) -> dict[tuple[Any, ...], tuple[str, str]]:
-    """Each cell of ``df`` (``KEY`` and the inputs) -> (its rows' statuses, the first not-ok row's reason)."""
-    out: dict[tuple[Any, ...], tuple[str, str]] = {}
+def cell_statuses(df, keys: list[str]) -> dict[tuple[Any, ...], tuple[list[str], str]]:
+    """Each cell of ``df`` (its rows grouped by ``keys``) -> (its rows' distinct statuses in row order, the first
+    reason recorded by a row that is not ``ok``, '' when none is). The one reading of a cell's statuses behind
+    ``not_compared`` and the report's Versions and Keras-overhead sections (``versions.not_ok_cells``).
+
+    A key column a CSV lacks, or a missing value in one (NaN, ''), reads as '': NaN equals nothing, so a cell keyed
+    by a NaN was a different key in each CSV (listed twice by ``not_compared``, once per side, though compared)."""
     rows = with_inputs(df)
-    for key, g in rows.groupby([*KEY, INPUTS], sort=False, dropna=False):
-        statuses = ", ".join(dict.fromkeys(map(str, g[STATUS])))
-        bad = g[g[STATUS] != "ok"]
-        reason = str(bad[REASON].iloc[0]) if REASON in g.columns and len(bad) and bad[REASON].notna().iloc[0] else ""
-        out[key] = (statuses, reason)
+    rows = rows.assign(**{k: rows[k].fillna("") if k in rows.columns else "" for k in keys})
+    out: dict[tuple[Any, ...], tuple[list[str], str]] = {}
+    for key, g in rows.groupby(keys, sort=False):
+        reasons = list(g[g[STATUS] != "ok"][REASON].dropna()) if REASON in g.columns else []
+        out[key] = (list(dict.fromkeys(map(str, g[STATUS]))), str(reasons[0]) if reasons else "")
     return out
 
 
@@ -332,11 +351,11 @@ def not_compared(df_a, df_b, variants: tuple[str, str] | None = None):
 
     if variants:
         df_a, df_b = pair_variants(df_a, df_b, *variants)
-    a, b = _statuses(df_a), _statuses(df_b)
+    a, b = (cell_statuses(df, [*KEY, INPUTS]) for df in (df_a, df_b))
     rows = []
     for key in dict.fromkeys([*a, *b]):
-        (sa, why_a), (sb, why_b) = a.get(key, ("absent", "")), b.get(key, ("absent", ""))
-        if "ok" not in sa.split(", ") or "ok" not in sb.split(", "):  # an ok row on both sides: compared
-            rows.append({**dict(zip([*KEY, INPUTS], key, strict=True)), "status_a": sa, "status_b": sb,
-                         "reason": why_b or why_a})
+        (sa, why_a), (sb, why_b) = a.get(key, (["absent"], "")), b.get(key, (["absent"], ""))
+        if "ok" not in sa or "ok" not in sb:  # an ok row on both sides: compared
+            rows.append({**dict(zip([*KEY, INPUTS], key, strict=True)), "status_a": ", ".join(sa),
+                         "status_b": ", ".join(sb), "reason": why_b or why_a})
     return pd.DataFrame(rows, columns=[*KEY, INPUTS, "status_a", "status_b", "reason"])

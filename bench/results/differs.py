@@ -1,16 +1,21 @@
 """What differs between two rows ``bench compare`` matched by their requested names (``bench.results.compare``'s
-``differs`` column): the machine, and the settings in effect and data that both rows record."""
+``differs`` column): the machine, and the settings in effect and data that both rows record; and what could not be
+compared because a row does not record it (its ``unknown`` column: the machine's model)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from bench.results.history import machine_label
+from bench.core.stacks import STACKS
+from bench.results.history import UNKNOWN_MACHINES, machine_label
 from bench.results.rows import present
 from bench.results.schema import Data, EffectiveSettings, Env, Record, col
+from bench.results.schema.effective import placement_now
 
 _SETTINGS = col(Record, "settings")
+_DEVICE = col(Record, "device")
+_PLACEMENT = col(EffectiveSettings, "train_data_placement")
 
 
 def _same(x: Any, y: Any) -> bool:
@@ -41,24 +46,58 @@ def _in_effect(column: str, device: Any, knobs: set[str]) -> bool:
     return not (device == "cpu" and ("tf32" in name or "float_32" in name))
 
 
+def _machines(ra, rb, key: dict[str, Any]) -> tuple[str, str]:
+    """Each row's ``machine_label``; ``key``, the match's key columns, gives the device where the rows are indexed by
+    it."""
+    return machine_label({**ra.to_dict(), **key}), machine_label({**rb.to_dict(), **key})
+
+
+def _as_now(row, column: str, key: dict[str, Any]) -> Any:
+    """The row's value of ``column``, an older wording of the Keras data placement read as today's
+    (``placement_now``, on the row's Keras backend, else its Keras stack's)."""
+    value = row[column]
+    if column != _PLACEMENT:
+        return value
+    backend = row.get(col(EffectiveSettings, "keras_backend"))
+    if not present(backend):
+        stack = STACKS.get(str(key.get(col(Record, "stack"), row.get(col(Record, "stack")))))
+        backend = stack.backend if stack is not None and stack.family == "keras" else None
+    return placement_now(value, backend)
+
+
 def differences(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | None = None) -> str:
     """What differs between two matched rows (``compare``'s ``differs``), '' when nothing: the machine
-    (``bench.results.history.machine_label``: the GPU model, or the CPU model; ``key``, the match's key columns, gives
-    the device where the rows are indexed by it) and each column ``_in_effect`` both rows record, as
-    ``name: A -> B``; matching is by requested names (variant, inputs), so a variant named alike may have run
-    otherwise (``jit_compile`` resolved to XLA on one side, another driver, an older default set size), and its
-    ratio then holds that. ``knobs``: the knobs the two variants compared differ in (not named)."""
+    (``bench.results.history.machine_label``: the GPU model, or the CPU model) where both rows name it (a row that
+    names none is ``unknown_between``'s, never a difference) and each column ``_in_effect`` both rows record, as
+    ``name: A -> B``, an older wording of the same data placement not counted (``placement_now``); matching is by
+    requested names (variant, inputs), so a variant named alike may have run otherwise (``jit_compile`` resolved to
+    XLA on one side, another driver, an older default set size), and its ratio then holds that. ``key``: the match's
+    key columns; ``knobs``: the knobs the two variants compared differ in (not named)."""
     out = []
     key = key or {}
-    machines = machine_label({**ra.to_dict(), **key}), machine_label({**rb.to_dict(), **key})
-    if machines[0] != machines[1]:
+    machines = _machines(ra, rb, key)
+    if machines[0] != machines[1] and not set(machines) & set(UNKNOWN_MACHINES):
         out.append(f"machine: {machines[0]} -> {machines[1]}")
-    device = key.get(col(Record, "device"), ra.get(col(Record, "device")))
+    device = key.get(_DEVICE, ra.get(_DEVICE))
     for c in (c for c in ra.index if c in rb.index and _in_effect(str(c), device, knobs or set())):
         x, y = ra[c], rb[c]
-        if present(x) and present(y) and not _same(x, y):
+        if present(x) and present(y) and not _same(_as_now(ra, c, key), _as_now(rb, c, key)):
             out.append(f"{c}: {x} -> {y}")
     return "; ".join(out)
+
+
+def unknown_between(ra, rb, key: dict[str, Any] | None = None) -> str:
+    """What could not be compared between two matched rows (``compare``'s ``unknown``), '' when nothing: the machine
+    where a row's record names no GPU (or CPU) model (``UNKNOWN_MACHINES``), e.g. ``machine: B records no GPU model
+    (A: NVIDIA H100 80GB HBM3)``. Unknown is no difference: they may or may not have run on one model."""
+    names = dict(zip("AB", _machines(ra, rb, key or {}), strict=True))
+    unknown = [side for side, label in names.items() if label in UNKNOWN_MACHINES]
+    if not unknown:
+        return ""
+    what = "GPU" if names[unknown[0]] == UNKNOWN_MACHINES[0] else "CPU"
+    known = [f"{side}: {label}" for side, label in names.items() if side not in unknown]
+    return f"machine: {' and '.join(unknown)} record{'s' if len(unknown) == 1 else ''} no {what} model" + (
+        f" ({known[0]})" if known else "")
 
 
 def knobs_between(ra, rb) -> set[str]:

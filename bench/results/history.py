@@ -107,6 +107,43 @@ def machine_label(row: dict[str, Any]) -> str:
     return f"CPU: {_value(row.get(col(Env, 'cpu_model'))) or 'unknown'}"
 
 
+def known_machine(cells):
+    """Which rows of ``cells`` (a ``load``ed frame) name their machine's model: not one of ``UNKNOWN_MACHINES``, nor
+    empty (an older layout's row). The trends and the BMF export leave the others out: two such rows may be two
+    models."""
+    return cells["machine"].notna() & ~cells["machine"].isin(UNKNOWN_MACHINES)
+
+
+_MS = "ms_per_step_mean"
+#: What ``one_per_run`` takes the median of across a run's rows of one cell on one machine model.
+MEDIAN_OVER_ROWS = (_MS, "ms_per_step_p50", "first_epoch_s", "first_step_s", "samples_per_s",
+                    "examples_per_s", "tokens_per_s", "achieved_tflops", "mfu", "j_per_step")
+
+
+def one_per_run(cells):
+    """``cells`` with one row per run, stack, cell and machine model, and a column ``rows``:
+    how many rows it stands for. A run holds several rows of one cell on one model when it ran on several GPUs of the
+    model (device indexes or hosts): a trend point, or a BMF benchmark, is one per run and machine model, so such
+    rows become one: the median of each of ``MEDIAN_OVER_ROWS``, the repeats' min and max (``repeats_n`` summed)
+    over all their repeats (a one-repeat row: its value), ``started_utc`` the first, and any other column its value
+    where the rows agree, else empty (two GPUs' ``gpu_uuid``). A single row is kept as it is."""
+    import pandas as pd
+
+    out = []
+    for _, g in cells.groupby(["run", "stack", "cell", "machine"], sort=False, dropna=False):
+        if len(g) == 1:
+            out.append({**g.iloc[0].to_dict(), "rows": 1})
+            continue
+        n = g["repeats_n"].fillna(1).clip(lower=1)
+        lo, hi = (g[f"ms_per_step_repeats_{m}"].where(n >= 2, g[_MS]) for m in ("min", "max"))
+        row = {c: (g[c].iloc[0] if g[c].nunique(dropna=False) == 1 else None) for c in g.columns}
+        row |= {c: g[c].median() for c in MEDIAN_OVER_ROWS if c in g.columns}
+        row |= {"ms_per_step_repeats_min": lo.min(), "ms_per_step_repeats_max": hi.max(), "repeats_n": int(n.sum()),
+                "started_utc": g["started_utc"].min(), "rows": len(g)}
+        out.append(row)
+    return pd.DataFrame(out, columns=[*cells.columns, "rows"])
+
+
 def cell_key(row: dict[str, Any]) -> str:
     """The cell without its stack: ``cell_id`` minus its leading ``<stack>__`` (suite, workload, task, size,
     variant and the inputs off their defaults), so the same cell on two stacks shares a trend plot."""
@@ -153,7 +190,6 @@ KEY_COLUMNS: tuple[Column, ...] = (
     Column("reason", "TEXT", _field(col(Record, "reason"))),
 )
 
-_MS = "ms_per_step_mean"
 #: The metrics, in order (units in the names' fields: ``bench fields``).
 METRIC_COLUMNS: tuple[Column, ...] = (
     Column(_MS, "REAL", _field(col(Metrics, _MS))),
@@ -320,20 +356,30 @@ def runs(path: Path):
 NS_PER_MS = 1e6
 
 
+def bmf_rows(cells):
+    """The rows ``to_bmf`` exports: the ok rows of ``cells`` with ms/step whose record names the machine's model
+    (``known_machine``: as the trends, a row of an unknown model is left out, never put with others as one machine),
+    one per cell and machine model (``one_per_run``)."""
+    ok = cells[(cells["status"] == "ok") & cells[_MS].notna()]
+    return one_per_run(ok[known_machine(ok)])
+
+
 def to_bmf(cells) -> dict[str, dict[str, dict[str, float]]]:
     """Bencher Metric Format JSON (the schema at https://bencher.dev/bmf.json, bencherdev/bencher
-    services/console/public/v0/bmf.json) of the ok rows of ``cells`` (``load``; one run, or the names clash):
+    services/console/public/v0/bmf.json) of ``bmf_rows(cells)`` (``load``; one run, or the names clash):
     ``{benchmark: {measure: {"value", "lower_value", "upper_value"}}}``.
 
     The benchmark is the cell id (stack included), plus `` @ <machine>`` when the rows span several machines (a
     Bencher testbed stands for one machine: pass ``--testbed`` to ``bencher run``). Measures: ``latency``, ms/step
     x 1e6 (ns per step), with the repeats' min and max as its bounds when there are two or more; ``throughput``,
-    examples/s (fit: ``samples_per_s``; paper suite: ``examples_per_s``). Rows without ms/step are left out.
+    examples/s (fit: ``samples_per_s``; paper suite: ``examples_per_s``). Rows without ms/step, or whose record
+    names no machine model, are left out; a cell the run measured on several GPUs of one model is one benchmark,
+    the rows' median (``one_per_run``).
 
     Raises:
         HistoryError: two rows would get the same benchmark name (several runs given).
     """
-    ok = cells[(cells["status"] == "ok") & cells[_MS].notna()]
+    ok = bmf_rows(cells)
     several = ok["machine"].nunique() > 1
     out: dict[str, dict[str, dict[str, float]]] = {}
     for r in ok.to_dict("records"):

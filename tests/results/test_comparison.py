@@ -293,8 +293,10 @@ def test_versions_and_keras_overhead_sections_render(tmp_path, derived):
     text = write_report(runs, tmp_path / "out").read_text()
     lines = text.splitlines()
     assert "## Versions" in lines and f"### {DERIVED} vs keras3-jax" in lines
-    assert "- Pins that differ: `keras==3.14.0`" in lines
-    order = lines[lines.index("- Pins that differ: `keras==3.14.0`") + 1]  # the Method section has its own
+    # the records hold no pins: the line says whose they are (it said "Pins that differ: `keras==3.14.0`" alone)
+    pins = "- Pins that differ: `keras==3.14.0` (as the stack list declares them: the records hold none)"
+    assert pins in lines
+    order = lines[lines.index(pins) + 1]  # the Method section has its own
     assert order == ("- Order: 1, 5 round(s), every stack once per round in the abba order (two stacks: AB, BA, BA, "
                      "AB, ...; no seed) (`schedule.*` in each row)")
     assert cmp.rule_text() in text
@@ -385,6 +387,8 @@ def test_pins_and_base_come_from_the_records_when_they_hold_them(monkeypatch):
          "repeats.ms_per_step_mean.values": SAME_MS}])
     assert versions.version_pairs(df) == [("keras3-jax", "keras3-jax--jax-0.9.2")]
     assert versions.pins_of(df, "keras3-jax--jax-0.9.2") == ["jax==0.9.2", "jaxlib==0.9.2"]
+    assert "- Pins that differ: `jax==0.9.2`, `jaxlib==0.9.2`" in versions.versions_section(
+        versions.version_tables(df), {})
     df["env.pins"] = [["jax==0.9.1"]] * len(df)
     assert versions.pins_of(df, "keras3-jax--jax-0.9.2")[0] == "jax==0.9.1"
 
@@ -442,3 +446,13 @@ def test_a_cell_that_failed_on_a_side_is_named_and_the_order_reads_every_row(der
         versions.overhead_tables(over), {})
     unsupported = over.assign(status=over["status"].replace("failed", "unsupported"))
     assert versions.overhead_tables(unsupported) == []
+
+
+def test_a_versions_row_without_a_ratio_says_why(derived):
+    """The Versions table read ``n/a`` with no reason beside it where ``bench compare`` gives one (a repeat that is no
+    positive finite time): the verdict says it, by ``PairStats.reason``."""
+    df = pair_rows([{"repeats.ms_per_step_mean.values": [10.0, float("nan"), 10.2]}], [{}])
+    lines = versions.versions_section(versions.version_tables(df), {})
+    row = rows_starting("\n".join(lines), "mnist_mlp fit")[0]
+    assert row[4:7] == ["n/a", "n/a", "n/a: a value is not a positive finite number (nan)"]
+    assert ratio_stats(BASE_MS, [0.0, 1.0]).time_verdict_text == "n/a: a value is not a positive finite number (0.0)"

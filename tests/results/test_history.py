@@ -202,9 +202,10 @@ def test_a_failed_append_leaves_the_run_as_it_was(two_runs, monkeypatch):
     pd.testing.assert_frame_equal(history.load(path), before)
 
 
-def test_an_older_layout_loads_and_a_newer_one_is_refused(tmp_path):
-    path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as conn:  # layout 1 as a first version without versions, mfu...: columns added later
+def old_layout(path):
+    """A history of layout 1 as its first version wrote it, without versions, cell, machine, mfu...: columns added
+    later. One run ``old``, one row."""
+    with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
         conn.execute("INSERT INTO meta VALUES ('history_schema', '1')")
         conn.execute("CREATE TABLE runs (run TEXT PRIMARY KEY, collected_utc TEXT, started_utc TEXT, cells INTEGER, "
@@ -212,6 +213,11 @@ def test_an_older_layout_loads_and_a_newer_one_is_refused(tmp_path):
         conn.execute("CREATE TABLE cells (run TEXT, cell_id TEXT, stack TEXT, status TEXT, ms_per_step_mean REAL)")
         conn.execute("INSERT INTO runs VALUES ('old', '2026-01-01', '2026-01-01', 1, 1, '')")
         conn.execute("INSERT INTO cells VALUES ('old', 'pytorch__x', 'pytorch', 'ok', 5.0)")
+
+
+def test_an_older_layout_loads_and_a_newer_one_is_refused(tmp_path):
+    path = tmp_path / "old.sqlite"
+    old_layout(path)
     cells = history.load(path)
     assert cells["ms_per_step_mean"].tolist() == [5.0] and cells["versions"].isna().all() and "mfu" in cells
     with sqlite3.connect(path) as conn:
@@ -275,3 +281,59 @@ def test_make_collect_skips_the_history_with_history_off(setting, flag):
                         *setting], cwd=root, capture_output=True, text=True, timeout=60)
     line = next(x for x in p.stdout.splitlines() if "bench collect" in x)
     assert ("--no-history" in line) is flag, p.stdout
+
+
+def frame(*rows):
+    """History rows (``load``'s columns that trends and BMF read) of pytorch's cell ``c``: (run, day, machine, ms,
+    repeats min, max, n)."""
+    return pd.DataFrame([{"run": run, "cell_id": "pytorch__c", "cell": "c", "stack": "pytorch", "status": "ok",
+                          "machine": machine, "ms_per_step_mean": ms, "started_utc": f"2026-11-{day}T10:00:00+00:00",
+                          "date": f"2026-11-{day}", "versions": "torch 2.13.0", "gpu_uuid": f"GPU-{i}",
+                          "ms_per_step_repeats_min": lo, "ms_per_step_repeats_max": hi, "repeats_n": n,
+                          "samples_per_s": 1000 / ms}
+                         for i, (run, day, machine, ms, lo, hi, n) in enumerate(rows)])
+
+
+def test_bmf_leaves_out_rows_of_an_unknown_machine_as_the_trends_do(tmp_path):
+    """Rows whose record names no model were exported as one machine (``... @ unknown GPU``, or the only benchmark
+    names when no row named one): a Bencher testbed is one machine, and they may be several."""
+    cells = frame(("r", 20, "NVIDIA H100", 2.0, None, None, 1), ("r", 20, "unknown GPU", 3.0, None, None, 1))
+    assert list(history.to_bmf(cells)) == ["pytorch__c"]
+    assert history.to_bmf(cells.assign(machine=[None, "CPU: unknown"])) == {}
+    c, rec = record("pytorch", "mnist_mlp", 20, None, 2.0)
+    rec["env"].pop("cpu_model")
+    write_json_atomic(tmp_path / "runs" / "r" / f"{c.id}.json", rec)
+    assert bench("collect", tmp_path / "runs" / "r", "-o", tmp_path / "r.csv").returncode == 0
+    p = bench("history", "export-bmf", "--history", tmp_path / "history.sqlite", "-o", tmp_path / "bmf.json")
+    assert p.returncode == 0 and "run r, 0 benchmarks" in p.stdout, p.stderr
+    assert "1 ok row(s) left out: no GPU or CPU model recorded for them" in p.stdout
+    assert json.loads((tmp_path / "bmf.json").read_text()) == {}
+
+
+def test_two_gpus_of_one_model_in_one_run_give_one_point_their_median(tmp_path):
+    """Two rows of one cell on two H100s of one run were two points at one x of the trend (a vertical segment), and
+    the BMF export of that one run said "appears twice (export one run: --run)". A run is one point per stack and
+    machine model: the rows' median, bars over all their repeats, labelled with the count of rows."""
+    from bench.results.report.history import trend_groups, trend_plot
+
+    cells = frame(("r1", 20, "NVIDIA H100", 2.0, 1.9, 2.1, 3), ("r1", 20, "NVIDIA H100", 2.4, None, None, 1),
+                  ("r2", 21, "NVIDIA H100", 2.2, 2.1, 2.3, 3))
+    ((cell, machine, rows),) = trend_groups(cells)
+    assert list(rows["run"]) == ["r1", "r2"] and list(rows["rows"]) == [2, 1]
+    r1 = rows.iloc[0]
+    assert (r1["ms_per_step_mean"], r1["ms_per_step_repeats_min"], r1["ms_per_step_repeats_max"]) == (
+        pytest.approx(2.2), 1.9, 2.4)
+    assert r1["repeats_n"] == 4 and pd.isna(r1["gpu_uuid"]) and r1["versions"] == "torch 2.13.0"
+    assert trend_plot(cell, machine, rows, tmp_path / "t.png") == 2
+    bmf = history.to_bmf(cells[cells["run"] == "r1"])
+    assert bmf["pytorch__c"]["latency"] == pytest.approx({"value": 2.2e6, "lower_value": 1.9e6, "upper_value": 2.4e6})
+    assert bmf["pytorch__c"]["throughput"]["value"] == pytest.approx((1000 / 2.0 + 1000 / 2.4) / 2)
+
+
+def test_show_on_a_history_whose_rows_name_no_cell_is_one_line(tmp_path):
+    """An older layout's rows have no ``cell`` (NULL): ``show --cell`` of an absent one listed what the history has
+    with sorted(), which refused None: a TypeError traceback."""
+    path = tmp_path / "old.sqlite"
+    old_layout(path)
+    p = bench("history", "show", "--cell", "nope", "--history", path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no cell nope in the history (it has: none)" in p.stderr

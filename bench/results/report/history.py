@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.results.history import UNKNOWN_MACHINES
+from bench.results.history import known_machine, one_per_run
 from bench.results.report.common import md_table
 from bench.results.report.gpus import slug
 
@@ -23,10 +23,12 @@ HISTORY_DIR = "history"
 
 def trend_groups(cells) -> list[tuple[str, str, Any]]:
     """``[(cell, machine, rows)]`` for every (cell, machine) whose ok rows with ms/step span two or more runs,
-    sorted; ``rows`` ordered by start time. Rows whose record names no machine model (``UNKNOWN_MACHINES``) are in
-    no trend: "unknown GPU" of two runs may be two models."""
-    ok = cells[(cells["status"] == "ok") & cells["ms_per_step_mean"].notna()
-               & ~cells["machine"].isin(UNKNOWN_MACHINES)]
+    sorted; ``rows`` ordered by start time. Rows whose record names no machine model (``known_machine``) are in no
+    trend: "unknown GPU" of two runs may be two models. A point is one run of one stack on the machine model: a
+    run's several rows of the cell on the model (several GPUs of it) are one row, their median, its bars over all
+    their repeats, and ``rows`` says how many (``one_per_run``)."""
+    ok = cells[(cells["status"] == "ok") & cells["ms_per_step_mean"].notna()]
+    ok = one_per_run(ok[known_machine(ok)])
     out = []
     for (cell, machine), rows in ok.groupby(["cell", "machine"], sort=True):
         if rows["run"].nunique() >= 2:
@@ -43,7 +45,8 @@ def _run_order(rows) -> list[str]:
 def trend_plot(cell: str, machine: str, rows, path: Path) -> int:
     """Write one trend PNG to ``path``: ms/step per run (x, in date order), one line per stack, bars from the
     repeats' min to max; x labels are the versions with the date when one stack is drawn, else the date and run
-    with each point labelled with its versions. Returns the number of points drawn."""
+    with each point labelled with its versions; a point standing for several rows (``trend_groups``) is labelled
+    ``median of N rows``. Returns the number of points drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,9 +66,11 @@ def trend_plot(cell: str, machine: str, rows, path: Path) -> int:
               for y, m, n in zip(ys, g["ms_per_step_repeats_max"], g["repeats_n"].fillna(0), strict=True)]
         ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=sid)
         points += len(xs)
-        if len(stacks) > 1:
-            for x, y, v in zip(xs, ys, g["versions"].fillna(""), strict=True):
-                ax.annotate(v, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=6)
+        merged = g["rows"] if "rows" in g.columns else [1] * len(g)
+        for x, y, v, n in zip(xs, ys, g["versions"].fillna(""), merged, strict=True):
+            note = ", ".join(([v] if len(stacks) > 1 else []) + ([f"median of {n} rows"] if n > 1 else []))
+            if note:
+                ax.annotate(note, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=6)
     dates = rows.groupby("run")["date"].first()
     if len(stacks) == 1:
         versions = rows.groupby("run")["versions"].first().fillna("")
@@ -105,7 +110,8 @@ def history_section(cells, runs, link_prefix: str, files: dict[str, str]) -> lis
              f"and {len(cells)} rows. Per cell that ran in two or more runs on the same GPU (or CPU) model, a "
              "trend plot shows ms/step per run in date order, one line per stack, labelled with the framework "
              "versions each row ran; bars: min-max across repeats. A row whose record names no GPU or CPU model is "
-             "in no trend.", ""]
+             "in no trend. A run's several rows of one cell and stack on one model (several GPUs of it) are one "
+             "point, their median (bars over all their repeats), labelled \"median of N rows\".", ""]
     lines += md_table(["run", "started (UTC)", "cells", "ok"],
                       ([r["run"], r["started_utc"] or "n/a", r["cells"], r["ok"]] for r in runs.to_dict("records")),
                       align=["left", "left", "right", "right"])

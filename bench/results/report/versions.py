@@ -18,6 +18,7 @@ from bench.results.compare import (
     N_RESAMPLES,
     STATUS,
     PairStats,
+    cell_statuses,
     ratio_stats,
     repeat_values,
     rule_text,
@@ -26,8 +27,7 @@ from bench.results.compare import (
 from bench.results.report.common import _num, fmt, md_table
 from bench.results.report.method import order_line
 from bench.results.schema import Env, Memory, Metrics, Record, col, setting_col
-
-REASON = col(Record, "reason")
+from bench.results.schema.effective import placement_now
 
 #: The metric compared: its per-repeat values (``repeats.ms_per_step_mean.values``) are the samples.
 METRIC = "ms_per_step_mean"
@@ -39,6 +39,7 @@ OVERHEAD_PAIRS = (("jax", "keras3-jax"), ("pytorch", "keras3-torch"))
 FIRST_TIME = (("step", col(Metrics, "first_step_s")), ("epoch", col(Metrics, "first_epoch_s")))
 DEVICE_PEAK = col(Memory, "device_peak_bytes")
 PLACEMENT = col(Record, "settings", "train_data_placement")
+KERAS_BACKEND = setting_col("keras_backend")
 PROGRESS, ASYNC_BATCH_END = setting_col("progress"), setting_col("keras_async_batch_end")
 SYNC = col(Metrics, "sync")
 MIB = 2**20
@@ -67,6 +68,7 @@ class PairTable:
             step | epoch | None), ``first_delta_s`` (s), ``peak_delta_mib`` (MiB, None where a side has no
             device peak, e.g. on a CPU).
         pins: the requirement lines that differ (records first, else ``Stack.pins``); empty when none is known.
+        pins_declared: ``pins`` are the stack list's declaration, the candidate's records holding none.
         order: the run's order rule.
         skipped: cells left out and why (several ok rows for one cell).
     """
@@ -75,6 +77,7 @@ class PairTable:
     candidate: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     pins: list[str] = field(default_factory=list)
+    pins_declared: bool = False
     order: str = ""
     skipped: list[str] = field(default_factory=list)
 
@@ -114,9 +117,9 @@ def version_pairs(df) -> list[tuple[str, str]]:
     return [(b, s) for s in _stack_order(df) if (b := base_of(df, s)) and b in present and b != s]
 
 
-def pins_of(df, stack: str) -> list[str]:
+def pins_of(df, stack: str, declared: bool = True) -> list[str]:
     """The pins of ``stack`` as its records hold them (``env.pins``: a list, or package -> installed version),
-    else as declared (``Stack.pins``)."""
+    else as declared (``Stack.pins``; ``declared=False``: the records' alone)."""
     rows = df[df["stack"] == stack]
     out: list[str] = []
     for v in _column_values(rows, PINS_COL):
@@ -130,7 +133,7 @@ def pins_of(df, stack: str) -> list[str]:
     if PINS_COL is not None:  # a mapping flattened by the collector: one column per package
         for c in sorted(c for c in rows.columns if c.startswith(PINS_COL + ".")):
             out += [f"{c[len(PINS_COL) + 1:]}=={v}" for v in _column_values(rows, c)]
-    if out:
+    if out or not declared:
         return list(dict.fromkeys(out))
     return list(getattr(STACKS.get(stack), "pins", ()))
 
@@ -159,8 +162,10 @@ def data_path(row) -> str:
     """Where the row's training batches were made: ``host`` or ``device``, the first word of
     ``settings.train_data_placement`` (``n/a`` where not recorded). The Keras-overhead pairs show it because the
     stacks' default pipelines differ (``pytorch``: the whole set on the device; ``keras3-torch``: NumPy batches
-    copied each step), so a ratio whose two sides differ includes that copy, not Keras alone."""
+    copied each step), so a ratio whose two sides differ includes that copy, not Keras alone. An older record's
+    wording is read as today's (``placement_now``: its ``backend tensors (device)`` was no word of either)."""
     value = row.get(PLACEMENT) if PLACEMENT in row.index else None
+    value = placement_now(value, row.get(KERAS_BACKEND) if KERAS_BACKEND in row.index else None)
     return str(value).split(" ", 1)[0] if isinstance(value, str) and value else "n/a"
 
 
@@ -192,7 +197,9 @@ def _label(key: dict[str, Any]) -> str:
 def pair_table(df, base: str, candidate: str) -> PairTable:
     """Every ok cell of ``candidate`` matched with ``base``'s same cell (``MATCH`` and the inputs of its id), with
     ``ratio_stats`` of their per-repeat ms/step."""
-    table = PairTable(base, candidate, pins=pins_of(df, candidate),
+    recorded = pins_of(df, candidate, declared=False)
+    pins = recorded or pins_of(df, candidate)
+    table = PairTable(base, candidate, pins=pins, pins_declared=bool(pins) and not recorded,
                       order=order_of(df[df["stack"].isin([base, candidate])]))
     ok = with_inputs(df[df[STATUS] == "ok"])
     keys = [*MATCH, INPUTS]
@@ -219,20 +226,22 @@ def pair_table(df, base: str, candidate: str) -> PairTable:
 
 
 def not_ok_cells(df, base: str, candidate: str, keys: list[str]) -> list[str]:
-    """The cells both stacks ran where a side has no ok row (failed, or its record missing: a cell broken on the
-    candidate is what a release check is for), each as ``label: base <statuses>, candidate <statuses> (reason)``.
+    """The cells both stacks ran where a side has no ok row (failed, timeout, oom: a cell broken on the candidate is
+    what a release check is for), each as ``label: base <statuses>, candidate <statuses> (reason)``; a cell one
+    stack has no row of is not listed.
     Not a cell a side could not run by design (``unsupported``: the ``jax`` stack's paper cells), which the report's
-    notes list."""
-    rows = with_inputs(df[df["stack"].isin([base, candidate])])
-    rows = rows.assign(**{k: rows[k].fillna("") if k in rows.columns else "" for k in keys})
+    notes list. Statuses and reasons as ``bench.results.compare.cell_statuses`` reads them (a reason cut to its
+    first line, 120 characters)."""
+    rows = df[df["stack"].isin([base, candidate])]
+    both = cell_statuses(rows, keys)  # the reason: the first not-ok row's of either stack, in row order
+    sides = {s: cell_statuses(rows[rows["stack"] == s], keys) for s in (base, candidate)}
     out = []
-    for k, g in rows.groupby(keys, sort=False):
-        statuses = {s: list(dict.fromkeys(map(str, g[g["stack"] == s][STATUS]))) for s in (base, candidate)}
+    for k, (_, reason) in both.items():
+        statuses = {s: sides[s].get(k, ([], ""))[0] for s in (base, candidate)}
         on_both, compared = all(statuses.values()), all("ok" in v for v in statuses.values())
         if not on_both or compared or any("unsupported" in v for v in statuses.values()):
             continue
-        reasons = list(g[g[STATUS] != "ok"][REASON].dropna()) if REASON in g.columns else []
-        why = str(reasons[0]).splitlines()[0][:120] if reasons else ""
+        why = reason.splitlines()[0][:120] if reason else ""
         label = _label(dict(zip(keys, k, strict=True)))
         out.append(f"{label}: {base} {', '.join(statuses[base])}, {candidate} {', '.join(statuses[candidate])}"
                    + (f" ({why})" if why else ""))
@@ -287,7 +296,7 @@ def table_lines(t: PairTable) -> list[str]:
         s: PairStats = r["stats"]
         first = "n/a" if r["first"] is None else f"{_signed(r['first_delta_s'], 2)} ({r['first']})"
         rows.append([r["label"], r["suite"], r["size"], f"{s.n_a} / {s.n_b}", ratio_text(s), fmt(s.p_value, 3),
-                     s.time_verdict, first, _signed(r["peak_delta_mib"], 1), r["data"], r["reads"]])
+                     s.time_verdict_text, first, _signed(r["peak_delta_mib"], 1), r["data"], r["reads"]])
     return [*md_table(head, rows), ""] + [f"Left out: {x}." for x in t.skipped] + ([""] if t.skipped else [])
 
 
@@ -318,6 +327,7 @@ def versions_section(tables: list[PairTable], plots: dict[str, str]) -> list[str
            "candidate is slower).", "", stats_note(), ""]
     for t in tables:
         pins = ", ".join(f"`{p}`" for p in t.pins) or "none recorded"
+        pins += " (as the stack list declares them: the records hold none)" if t.pins_declared else ""
         out += [f"### {t.candidate} vs {t.base}", "", f"- Pins that differ: {pins}", f"- Order: {t.order}", ""]
         out += pair_lines(t)
     return out + _plot_line(plots, VERSIONS_PLOT)

@@ -102,7 +102,8 @@ def history_page(histories: list[Path], views: list[tuple[SiteRun, list[Group]]]
         files = ", ".join(f"<code>{esc(h)}</code>" for h in histories)
         body += [f"<p>{len(runs)} runs and {len(cells)} rows in {files}. Per cell that ran in two or more runs on "
                  "the same GPU (or CPU) model, its ms/step per run in date order, one line per stack; bars: min-max "
-                 "across repeats; a row whose record names no GPU or CPU model is in no trend.</p>",
+                 "across repeats; a row whose record names no GPU or CPU model is in no trend; a run's several rows of "
+                 "one cell and stack on one model (several GPUs of it) are one point, their median.</p>",
                  table("history-runs", ["run", "started (UTC)", "cells", "ok", "history"],
                        [[str(r["run"]), str(r["started_utc"] or "n/a"), str(r["cells"]), str(r["ok"]),
                          str(r["history"])] for r in runs.to_dict("records")])]

@@ -151,7 +151,8 @@ def pair_chart(tables: list[Any], title: str) -> Any:
 
 def trend_chart(cell: str, machine: str, rows) -> Any:
     """ms/step of one cell on one machine model across runs (x: the runs in date order), one line per stack, bars
-    from the repeats' min to max where a row has 2 or more repeats (as ``report.history.trend_plot``)."""
+    from the repeats' min to max where a row has 2 or more repeats, a point of several rows' median saying so (as
+    ``report.history.trend_plot``)."""
     import plotly.graph_objects as go
 
     order = list(rows.groupby("run")["started_utc"].min().sort_values(kind="stable").index)
@@ -166,7 +167,9 @@ def trend_chart(cell: str, machine: str, rows) -> Any:
         fig.add_trace(go.Scatter(
             x=list(g["run"]), y=ms, name=sid, mode="lines+markers",
             error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo},
-            text=list(g["versions"].fillna("")), hovertemplate="%{x}<br>%{y:.2f} ms/step<br>%{text}<extra>"
+            text=[v + (f", median of {k} rows" if k > 1 else "") for v, k in
+                  zip(g["versions"].fillna(""), g["rows"] if "rows" in g.columns else [1] * len(g), strict=True)],
+            hovertemplate="%{x}<br>%{y:.2f} ms/step<br>%{text}<extra>"
             + sid + "</extra>"))
     # the runs as categories in date order, each labelled with its start (run names are long: in the hover)
     fig.update_xaxes(categoryorder="array", categoryarray=order, tickvals=order,

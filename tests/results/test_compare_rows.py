@@ -1,0 +1,125 @@
+"""``bench compare`` on rows an older record or an odd CSV gives: a key column holding no value, a machine whose
+model is not recorded, an older wording of the data placement, a CSV without a status column."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench.results import compare as cmp
+from bench.results.schema.effective import OLDER_PLACEMENT, placement_now
+
+BASE_MS = [10.0, 10.3, 9.8, 10.1, 10.2]
+ROW = {"stack": "pytorch", "suite": "classic", "workload": "w", "task": "fit", "size": "smoke", "variant": "default",
+       "device": "cpu", "status": "ok", "metrics.ms_per_step_mean": 10.1, "repeats.ms_per_step_mean.values": BASE_MS}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench(*args):
+    return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+
+
+def test_a_cell_whose_key_holds_no_value_is_one_cell_on_both_sides():
+    """NaN equals nothing: a cell of an older record without ``size`` was a different key in each CSV, so
+    ``not_compared`` listed it twice (``ok, absent`` and ``absent, ok``) though ``compare`` compared it, and a cell
+    that failed in B twice (``ok, absent``, ``absent, failed``)."""
+    a = pd.DataFrame([{**ROW, "size": None}, {**ROW, "size": None, "workload": "v"}])
+    b = a.assign(status=["ok", "failed"], reason=[None, "CUDA out of memory"])
+    assert list(cmp.compare(a, b)["workload"]) == ["w"]
+    left = cmp.not_compared(a, b)
+    assert [(r["workload"], r["status_a"], r["status_b"], r["reason"]) for r in left.to_dict("records")] == [
+        ("v", "ok", "failed", "CUDA out of memory")]
+    assert cmp.not_compared(a, a).empty
+
+
+def test_an_unknown_machine_is_no_difference_and_is_said_to_be_unknown(tmp_path):
+    """A row whose record names no CPU (or GPU) model read ``machine: CPU: AMD EPYC -> CPU: unknown`` in ``differs``
+    and was counted among the cells that "ran on another machine": unknown is no difference. ``differs`` names no
+    machine then; ``unknown`` says which side records none, and the summary counts those cells apart."""
+    a = pd.DataFrame([{**ROW, "env.cpu_model": "AMD EPYC"}, {**ROW, "workload": "v", "env.cpu_model": None}])
+    b = pd.DataFrame([{**ROW, "env.cpu_model": None}, {**ROW, "workload": "v", "env.cpu_model": ""}])
+    out = cmp.compare(a, b)
+    assert list(out["differs"]) == ["", ""]
+    assert list(out["unknown"]) == ["machine: B records no CPU model (A: CPU: AMD EPYC)",
+                                    "machine: A and B record no CPU model"]
+    gpu = {**ROW, "device": "gpu", "env.gpu.name": "NVIDIA H100 80GB HBM3"}
+    out = cmp.compare(pd.DataFrame([{**gpu, "env.gpu.name": None}]), pd.DataFrame([gpu])).iloc[0]
+    assert (out["differs"], out["unknown"]) == ("", "machine: A records no GPU model (B: NVIDIA H100 80GB HBM3)")
+    known = cmp.compare(pd.DataFrame([gpu]), pd.DataFrame([{**gpu, "env.gpu.name": "NVIDIA A100"}])).iloc[0]
+    assert (known["differs"], known["unknown"]) == ("machine: NVIDIA H100 80GB HBM3 -> NVIDIA A100", "")
+    a.to_csv(tmp_path / "a.csv", index=False)
+    b.to_csv(tmp_path / "b.csv", index=False)
+    p = bench("compare", tmp_path / "a.csv", tmp_path / "b.csv")
+    assert p.returncode == 0, p.stderr
+    assert "ran on another machine" not in p.stdout
+    assert "2 of the cells compared could not be checked for another machine" in p.stdout
+
+
+@pytest.mark.parametrize(("stack", "backend", "old", "new"), [
+    ("keras3-jax", "jax", "host", "host (NumPy)"),
+    ("keras3-torch", "torch", "host", "host (NumPy)"),
+    ("keras2-tf", "tensorflow", "host", "host (tf.data)"),
+    ("keras3-torch", "torch", "backend tensors (device)", "device (torch tensors)"),
+    ("keras3-tf", None, "backend tensors (device)", "host (tf.data)"),  # no backend recorded: the stack's
+])
+def test_an_older_wording_of_one_data_placement_is_no_difference(stack, backend, old, new):
+    """Before 2026-11-23 the Keras engine recorded ``numpy_fit`` as ``host`` (results/rounds-smoke holds such
+    records); now ``host (NumPy)`` on JAX and PyTorch, ``host (tf.data)`` on TensorFlow, for the same batches:
+    ``differs`` read ``settings.train_data_placement: host -> host (NumPy)``. One alias table says it
+    (``OLDER_PLACEMENT``); another placement is still a difference."""
+    row = {**ROW, "stack": stack, "settings.keras_backend": backend}
+    a = pd.DataFrame([{**row, "settings.train_data_placement": old}])
+    assert cmp.compare(a, a.assign(**{"settings.train_data_placement": new})).iloc[0]["differs"] == ""
+    assert placement_now(old, backend or "tensorflow") == new == OLDER_PLACEMENT[old][backend or "tensorflow"]
+    other = "host (NumPy)" if new == "device (torch tensors)" else "device (torch tensors)"
+    assert cmp.compare(a, a.assign(**{"settings.train_data_placement": other})).iloc[0]["differs"] == (
+        f"settings.train_data_placement: {old} -> {other}")
+
+
+def test_the_committed_older_run_against_a_newer_one_names_no_placement_wording():
+    """results/rounds-smoke (Keras records of ``host``) against results/cpu-smoke (``host (tf.data)``,
+    ``host (NumPy)``): the default cells made their batches as before; only the augmented cells' pipeline differs."""
+    from bench.results.rows import read_rows
+
+    out = cmp.compare(read_rows(ROOT / "results/rounds-smoke/rounds-smoke-cpu.csv"),
+                      read_rows(ROOT / "results/cpu-smoke/classic-smoke-cpu.csv"))
+    placement = out[out["differs"].str.contains("train_data_placement")]
+    assert len(out) == 15 and set(placement["workload"]) == {"cifar10_cnn"}
+
+
+def test_a_csv_without_a_status_column_is_one_line(tmp_path):
+    """``compare`` read the status column unchecked: a KeyError traceback."""
+    pd.DataFrame([ROW]).drop(columns="status").to_csv(tmp_path / "a.csv", index=False)
+    p = bench("compare", tmp_path / "a.csv", tmp_path / "a.csv")
+    assert p.returncode == 2 and "CSV A lacks columns: status" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_keras_overhead_table_reads_an_older_placement_wording_as_todays():
+    """The "training data" column shows the placement's first word: an older ``backend tensors (device)`` read
+    ``backend``, a word of neither side; it is ``device`` on PyTorch (Keras gathers the batch from the tensors there)
+    and ``host`` on TensorFlow (tf.data), as ``OLDER_PLACEMENT`` says."""
+    from bench.results.report.versions import data_path
+
+    old = {"settings.train_data_placement": "backend tensors (device)"}
+    assert data_path(pd.Series({**old, "settings.keras_backend": "torch"})) == "device"
+    assert data_path(pd.Series({**old, "settings.keras_backend": "tensorflow"})) == "host"
+    assert data_path(pd.Series({"settings.train_data_placement": "host (NumPy)"})) == "host"
+
+
+def test_a_null_repeat_is_no_time_and_a_word_among_the_repeats_is_one_line(tmp_path):
+    """A JSON null among a row's repeat values was float(None): a TypeError traceback. It is no time (n/a, with the
+    reason); a value that is no number at all is refused in one line naming the column."""
+    row = {**ROW, "repeats.ms_per_step_mean.values": [10.0, None, 10.2]}
+    out = cmp.compare(pd.DataFrame([ROW]), pd.DataFrame([row])).iloc[0]
+    assert (out["verdict"], out["reason"]) == ("n/a", "a value is not a positive finite number (nan)")
+    for name, values in (("null", "[10.0, null, 10.2]"), ("word", '[10.0, "x", 10.2]')):
+        pd.DataFrame([{**ROW, "repeats.ms_per_step_mean.values": values}]).to_csv(tmp_path / f"{name}.csv",
+                                                                                 index=False)
+    p = bench("compare", tmp_path / "null.csv", tmp_path / "null.csv")
+    assert p.returncode == 0 and "1 n/a" in p.stdout, p.stderr
+    p = bench("compare", tmp_path / "word.csv", tmp_path / "word.csv")
+    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.count("\n") == 1
+    assert "repeats.ms_per_step_mean.values holds a value that is not a number" in p.stderr
