@@ -9,7 +9,7 @@
 #        TELEMETRY_SAMPLES=1, PROFILE=1 (a profile of each cell after its timed window: docs/profile.md), SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
 #        cell, e.g. SET="tf32=off": `bench knobs`; the cells' variant is named after them), SEED (the rounds'
 #        shuffle, default 1), ORDER (shuffled|abba: how each round orders the stacks), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
-#        idle + 3 degC; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack), DATA (auto|real|synthetic: the epoch suites' (classic, tuning) data), RUN, RESULTS_DIR, BASE_IMAGE,
+#        idle + 3 degC, refused on a CPU run; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack), DATA (auto|real|synthetic: the epoch suites' (classic, tuning) data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
 #        REGISTRY (pull images tagged by their inputs where it has them; make push), HISTORY (on|off: collect
 #        appends the run to $(RESULTS_DIR)/history.sqlite; off: the CSV only, for a RESULTS_DIR on a bucket's FUSE
@@ -41,7 +41,10 @@ endif
 ORDER ?= shuffled
 # The inputs passed through to `bench run` as they are (TIMEOUT, SYNC, SET, DATA, BATCH_SIZE, ...): only those set.
 REQUEST_VARS := $(shell $(REQUEST) vars)
-REQUEST_PAIRS = $(foreach v,$(REQUEST_VARS),$(if $($(v)),'$(v)=$($(v))'))
+# one shell word for any value: single-quoted, each ' in it closed, escaped and reopened, so a value with a quote
+# reaches the check (and bench run) intact instead of breaking the command line that carries it
+shq = '$(subst ','\'',$(1))'
+REQUEST_PAIRS = $(foreach v,$(REQUEST_VARS),$(if $($(v)),$(call shq,$(v)=$($(v)))))
 PRICE_PER_HOUR ?=
 DEVICE ?= auto
 RESULTS_DIR ?= $(CURDIR)/results
@@ -88,8 +91,11 @@ ifeq ($(FLAVOR),cpu)
       (no CPU build of its framework can be locked); add FLAVOR=gpu (it runs on a CPU too)))
   endif
 endif
-ifeq ($(origin SIZE),undefined)
-  SIZE := $(shell $(REQUEST) default size --device $(RUN_DEVICE))
+# SIZE unset or auto is resolved here as bench run resolves it on this device, so that the run's name says the size
+# its cells ran at; the cloud gets the SIZE the user set (SIZE_SET), which its GPU resolves
+SIZE_SET := $(if $(call user_set,SIZE),$(SIZE))
+ifeq ($(if $(call user_set,SIZE),$(SIZE),auto),auto)
+  override SIZE := $(shell $(REQUEST) default size --device $(RUN_DEVICE))
 endif
 RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(FLAVOR)),-$(FLAVOR)-images)
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -156,22 +162,44 @@ image_digest = $$($(DOCKER) image inspect --format '{{if .RepoDigests}}{{index .
 image_id = $$($(DOCKER) image inspect --format '{{.Id}}' dlbench/$(1):$(FLAVOR) 2>/dev/null)
 image_env = -e BENCH_IMAGE_DIGEST="$(call image_digest,$(1))" -e BENCH_IMAGE_ID="$(call image_id,$(1))"
 
-# the inputs the user set, as `bench run` options (an input bench rejects stops make: its error is printed above)
-REQUEST_ARGS = $(shell $(REQUEST) args $(REQUEST_PAIRS) || echo __bad_request__)
+# the inputs the user set, as `bench run` options (an input bench rejects stops make: its error is printed above;
+# --device: a GPU-only input, COOLDOWN, is refused on a CPU run)
+REQUEST_ARGS = $(shell $(REQUEST) args --device $(RUN_DEVICE) $(REQUEST_PAIRS) || echo __bad_request__)
 
-# the loop's variables (SUITE, SIZE, REPEATS, SEED, ORDER: request check) and the rounds they make with STACKS (launch
-# --dry-run: ORDER=abba takes two stacks, a stack named twice): "ok", or empty when one is bad (its error printed above)
-LOOP_OK = $(shell $(REQUEST) check 'SUITE=$(SUITE)' 'SIZE=$(SIZE)' 'SEED=$(SEED)' 'ORDER=$(ORDER)' \
-  $(if $(REPEATS),'REPEATS=$(REPEATS)') && $(HOST_CLI) launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) \
-  --seed $(SEED) --order $(ORDER) --dry-run >/dev/null && echo ok)
+# the loop's variables (SUITE, SIZE, REPEATS, SEED, ORDER: request check) and, for bench-all or a stack's round
+# (ROUND), the rounds they make with STACKS (launch --dry-run: ORDER=abba takes two stacks, a stack named twice):
+# "ok", or empty when one is bad (its error printed above)
+LOOP_OK = $(shell $(REQUEST) check $(foreach v,SUITE SIZE SEED ORDER $(if $(REPEATS),REPEATS),$(call shq,$(v)=$($(v)))) \
+  $(if $(or $(ROUND),$(filter bench-all check-request,$(MAKECMDGOALS))),&& $(HOST_CLI) \
+  launch compose --stacks $(call shq,$(STACKS)) --rounds $(call shq,$(ROUNDS)) --seed $(call shq,$(SEED)) \
+  --order $(call shq,$(ORDER)) --dry-run >/dev/null) && echo ok)
+
+# The inputs are checked as make reads this file, before any target starts, so a bad one stops make bench-all before
+# its preflight or any build whatever order -j runs its prerequisites in, and make bench-<stack> before its container.
+ifneq ($(filter check-request bench-%,$(MAKECMDGOALS)),)
+  REQUEST_ARGS := $(REQUEST_ARGS)
+  $(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
+  $(if $(LOOP_OK),,$(error an input above is not valid for make $(firstword $(filter check-request bench-%,$(MAKECMDGOALS)))))
+endif
+
+# $(call matches,VALUE,ERE): "ok" when all of VALUE matches the (bash) extended regular expression ERE
+matches = $(shell [[ $(call shq,$(1)) =~ ^($(2))$$ ]] && echo ok)
+# RUN names a folder of results/runs and results/<RUN>.csv: one name, no space, slash or quote (a space split
+# bench run's --out in two in every stack's container, after the builds; an empty one wrote into runs/ itself)
+ifneq ($(filter check-request bench-% collect,$(MAKECMDGOALS)),)
+  $(if $(call matches,$(RUN),[A-Za-z0-9][A-Za-z0-9._+=-]*),,$(error RUN must be one folder name: a letter or digit, \
+    then letters, digits and . _ + = - (got '$(RUN)')))
+endif
+# PRICE_PER_HOUR goes to bench report after the run (collect): a bad one failed the report once every cell had run
+ifneq ($(and $(PRICE_PER_HOUR),$(filter check-request bench-all collect report,$(MAKECMDGOALS))),)
+  $(if $(call matches,$(PRICE_PER_HOUR),[0-9]+\.?[0-9]*|\.[0-9]+),,$(error PRICE_PER_HOUR must be dollars per \
+    GPU-hour, a number 0 or more (got '$(PRICE_PER_HOUR)')))
+endif
 
 check-request: ## Check the inputs (SUITE, SIZE, REPEATS, SEED, ORDER, SET, BATCH_SIZE, ...): a bad one stops make before anything starts
-	$(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
-	$(if $(LOOP_OK),,$(error an input above is not valid for make bench-all))
 	@:
 
 bench-%: ## Run one stack in its container: bench-<stack> (e.g. bench-keras3-jax)
-	$(if $(filter __bad_request__,$(REQUEST_ARGS)),$(error an input above is not valid for bench run))
 	@mkdir -p $(RESULTS_DIR)
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(call image_env,$*) $(service_$*) \
 	  bench run --stack $* --suite $(SUITE) --size $(SIZE) --device $(RUN_DEVICE) --out /results/runs/$(RUN) \
@@ -278,9 +306,9 @@ REGISTRY ?=
 GPU_PRODUCT ?=
 CLOUD_RUN ?= dlbench-$(SUITE)-$(shell date -u +%Y%m%d-%H%M)
 # Only what the user set goes to the cloud; `bench.host cloud` takes the rest from the request's GPU defaults.
-CLOUD_REQUEST = $(if $(call user_set,STACKS),--stacks "$(STACKS)") $(if $(call user_set,SIZE),--size $(SIZE)) \
+CLOUD_REQUEST = $(if $(call user_set,STACKS),--stacks "$(STACKS)") $(if $(SIZE_SET),--size $(SIZE_SET)) \
 	$(if $(REPEATS),--repeats $(REPEATS)) $(if $(call user_set,SEED),--seed $(SEED)) \
-	$(foreach v,$(REQUEST_VARS),$(if $($(v)),--input '$(v)=$($(v))'))
+	$(foreach v,$(REQUEST_VARS),$(if $($(v)),--input $(call shq,$(v)=$($(v)))))
 
 cloud: ## SkyPilot jobs, one per GPU type: make cloud SUITE=paper GPUS="A100 H100" BUCKET=name [SPOT=1] [DRY_RUN=1]
 	$(HOST_CLI) cloud launch --suite $(SUITE) --gpus "$(GPUS)" $(CLOUD_REQUEST) \

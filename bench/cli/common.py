@@ -3,14 +3,15 @@ generated from ``Request``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import Field
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar, get_args
 
 import click
 
-from bench.core.atomic import unwritable
+from bench.core.atomic import remove_empty, unwritable
 from bench.core.request import Request, cli_flag
 from bench.core.words import Device
 
@@ -22,18 +23,37 @@ def fail(message: str) -> NoReturn:
     raise click.UsageError(message)
 
 
-def writable_folder(folder: Path, option: str) -> Path:
-    """``folder``, made (with its parents) and proved writable (``bench.core.atomic.unwritable``). ``option`` names
-    the option (``--out``) or default the folder comes from.
+def writable_folder(folder: Path, option: str, made: list[Path] | None = None) -> Path:
+    """``folder``, made (with its parents) and proved writable (``bench.core.atomic.unwritable``, which adds the
+    folders it made to ``made``). ``option`` names the option (``--out``) or default the folder comes from.
 
     Raises:
         click.BadParameter: the folder cannot be made or written; one line (exit code 2, ``bench.cli.main``) naming
             ``option``, the folder and the OS's reason.
     """
-    reason = unwritable(folder)
+    reason = unwritable(folder, made)
     if reason:
         raise click.BadParameter(f"cannot write into the folder {str(folder)!r}: {reason}", param_hint=option)
     return folder
+
+
+@contextlib.contextmanager
+def output_folder(folder: Path, option: str) -> Iterator[Path]:
+    """``writable_folder`` for the body of a command that writes into ``folder``; when the body raises (a refusal,
+    ``InputError`` or a usage error, e.g. no GPU for ``--device gpu``; a signal; a crash), the folders the check made
+    are removed again while still empty (``bench.core.atomic.remove_empty``): a command that stops before writing
+    anything leaves nothing it made, and a folder holding a record is never touched.
+
+    Raises:
+        click.BadParameter: as ``writable_folder``; and whatever the body raises.
+    """
+    made: list[Path] = []
+    writable_folder(folder, option, made)
+    try:
+        yield folder
+    except BaseException:
+        remove_empty(made)
+        raise
 
 
 def writable_file(file: Path | None, option: str) -> Path | None:

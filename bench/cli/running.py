@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import get_args
 
 import click
 
-from bench.cli.common import device_option, fail, request_options, writable_file, writable_folder
+from bench.cli.common import device_option, fail, output_folder, request_options, writable_file
 from bench.core.errors import InputError
 from bench.core.request import Request
 from bench.core.stacks import STACKS
@@ -18,29 +20,32 @@ from bench.core.words import Device, Size
 from bench.run import session
 
 
-def _check_out(inputs: dict[str, object]) -> None:
-    """``writable_folder`` on ``--out``, else on the root of the default run directory (``session.runs_root``), before
-    anything is planned.
+@contextlib.contextmanager
+def _checked_out(inputs: dict[str, object]) -> Iterator[None]:
+    """``output_folder`` on ``--out``, else on the root of the default run directory (``session.runs_root``), before
+    anything is planned, for the run's body: a run refused before its first record (bad input, no GPU for ``--device
+    gpu``: ``InputError``, printed as one line) leaves none of the folders the check made.
 
     Raises:
         click.BadParameter: a folder the run could not write into.
+        click.UsageError: the body's ``InputError`` (``fail``).
     """
     out = inputs.get("out_dir")
-    if isinstance(out, Path):
-        writable_folder(out, "'--out'")
-    else:
-        writable_folder(session.runs_root(), "the run directory's root ($BENCH_RESULTS_DIR/runs; --out sets another)")
+    folder, option = ((out, "'--out'") if isinstance(out, Path) else
+                      (session.runs_root(), "the run directory's root ($BENCH_RESULTS_DIR/runs; --out sets another)"))
+    with output_folder(folder, option):
+        try:
+            yield
+        except InputError as e:
+            fail(str(e))
 
 
 @click.command("run")
 @request_options("run")
 def run_cmd(**inputs: object) -> None:
     """Run every cell of the selection, each in its own process; one JSON result per cell."""
-    _check_out(inputs)
-    try:
+    with _checked_out(inputs):
         code = session.run_request(Request(**inputs))  # type: ignore[arg-type]
-    except InputError as e:
-        fail(str(e))
     if code:
         sys.exit(code)
 
@@ -51,11 +56,8 @@ def run_cmd(**inputs: object) -> None:
 def sweep_cmd(grid_file: Path, **inputs: object) -> None:
     """Run a YAML grid of settings (see bench/run/sweeps/tuning.yaml); invalid combinations become
     'unsupported' records with the reason."""
-    _check_out(inputs)
-    try:
+    with _checked_out(inputs):
         code = session.run_sweep(Request(**inputs), grid_file)  # type: ignore[arg-type]
-    except InputError as e:
-        fail(str(e))
     if code:
         sys.exit(code)
 
@@ -75,13 +77,14 @@ def fidelity_cmd(stack_id: str, workload: str, size: Size, device: Device, epoch
     """Harness ms/step under each timing cadence against a free-running loop (same model and data)."""
     from bench.core.errors import CommandFailed
 
-    writable_file(out_file, "'--out'")
-    try:
-        session.fidelity(stack_id, workload, size, device, epochs, out_file)
-    except InputError as e:
-        fail(str(e))
-    except CommandFailed as e:
-        raise click.ClickException(str(e)) from e
+    # a refused or failed measurement leaves none of the folders made for --out (output_folder)
+    with output_folder(out_file.parent, "'--out'") if out_file else contextlib.nullcontext():
+        try:
+            session.fidelity(stack_id, workload, size, device, epochs, out_file)
+        except InputError as e:
+            fail(str(e))
+        except CommandFailed as e:
+            raise click.ClickException(str(e)) from e
 
 
 @click.command("doctor")

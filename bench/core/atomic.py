@@ -31,7 +31,7 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
         raise
 
 
-def unwritable(folder: Path) -> str | None:
+def unwritable(folder: Path, made: list[Path] | None = None) -> str | None:
     """Why this process cannot write into ``folder`` once it is made (with its parents), None when it can: a file is
     created there, renamed (``write_json_atomic`` renames every record into place: a FUSE bucket mount without
     rename fails here, not after a cell was measured) and removed. A command checks each folder it writes into
@@ -40,15 +40,16 @@ def unwritable(folder: Path) -> str | None:
     mount), raised by looking at the path as much as by writing. An empty file needs no data block, so a disk whose
     blocks are full passes: the writes after it fail there. The folders this check made are removed again when it
     fails (``folder`` is resolved first, links before ``..`` as the OS does: an existing folder is never taken for a
-    new one, and the folder checked is the one written)."""
-    made: list[Path] = []
+    new one, and the folder checked is the one written); when it passes, they are added to ``made`` (deepest first)
+    for a caller that removes them again if its command is refused before it writes (``bench.cli.common``)."""
+    new: list[Path] = []
     name = renamed = ""
     try:
         target = Path(os.path.realpath(folder))  # the folder the OS will write: links followed before any '..'
         for p in (target, *target.parents):  # deepest first, up to the first that exists
             if p.exists():
                 break
-            made.append(p)
+            new.append(p)
         target.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=target, prefix=".bench-write-probe-")
         os.close(fd)
@@ -60,8 +61,15 @@ def unwritable(folder: Path) -> str | None:
             if leftover:
                 with contextlib.suppress(OSError):
                     os.unlink(leftover)
-        for p in made:  # one something else wrote into meanwhile is left as it is
-            with contextlib.suppress(OSError):
-                p.rmdir()
+        remove_empty(new)
         return "a file of that name is in the way" if isinstance(e, FileExistsError) else e.strerror or str(e)
+    if made is not None:
+        made += new
     return None
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Remove each of ``folders`` (deepest first) that is empty; one something was written into is left as it is."""
+    for p in folders:
+        with contextlib.suppress(OSError):
+            p.rmdir()

@@ -9,8 +9,8 @@ every default from here instead of restating it:
 - ``python3 -m bench.host request default NAME [--device cpu|gpu]``: the default of one input as a run resolves it
   (``size``, ``repeats`` and ``timeout_s`` depend on the device or size);
 - ``python3 -m bench.host request vars``: the Makefile variables that pass through to ``bench run`` as they are;
-- ``python3 -m bench.host request args VAR=VALUE...``: those variables as ``bench run`` arguments (shell-quoted);
-  an empty value is unset;
+- ``python3 -m bench.host request args [--device cpu|gpu] VAR=VALUE...``: those variables as ``bench run`` arguments
+  (shell-quoted); an empty value is unset; on ``--device cpu`` a GPU-only input is refused;
 - ``python3 -m bench.host request check VAR=VALUE...``: the Makefile's loop variables checked (``check_loop``).
 
 The ``request`` command is defined here (``add_parser``) and run by the host's front door, ``bench.host``.
@@ -47,27 +47,25 @@ RUN, SWEEP = "run", "sweep"
 def option(default: Any, help: str, *, flag: str | None = None, env: str | None = None, make: str | None = None,
            kind: str = "str", choices: tuple[str, ...] = (), minimum: float | None = None, open_min: bool = False,
            multiple: bool = False, required: bool = False, metavar: str | None = None,
-           commands: tuple[str, ...] = (RUN, SWEEP), check: Callable[[str], object] | None = None) -> Any:
+           commands: tuple[str, ...] = (RUN, SWEEP), check: Callable[[str], object] | None = None,
+           gpu_only: bool = False) -> Any:
     """A ``Request`` field: its one ``default`` and ``help``, its CLI option (``flag``; default ``--<name>`` with
     dashes), environment variable (``env``), Makefile variable passed through as it is (``make``), value ``kind``
     (``str``, ``int``, ``float``, ``path``, ``flag``: a boolean switch), ``choices``, ``minimum`` (exclusive with
     ``open_min``), whether it repeats (``multiple``: a tuple; a Makefile value is split on spaces), the
-    ``commands`` (``run``, ``sweep``) that take it, and ``check``: a standard-library function that raises
+    ``commands`` (``run``, ``sweep``) that take it, ``check``: a standard-library function that raises
     ValueError for a value (each word of a repeatable one) ``bench run`` would refuse, which ``run_args`` calls on
-    the host."""
+    the host, and ``gpu_only``: refused (set, not 0) for a CPU run by ``run_args``, as ``bench run`` refuses it."""
     meta = {"help": help, "flag": flag, "env": env, "make": make, "kind": kind, "choices": choices,
             "minimum": minimum, "open_min": open_min, "multiple": multiple, "required": required,
-            "metavar": metavar, "commands": commands, "check": check}
+            "metavar": metavar, "commands": commands, "check": check, "gpu_only": gpu_only}
     return field(default=default, metadata=meta)
 
 
 def check_knob(assignment: str) -> None:
     """Check one ``--set`` word, ``KNOB=VALUE``, against the knobs' registry (``bench.core.knobs.parse_assignment``,
-    standard library only).
-
-    Raises:
-        SettingsError (a ValueError): no ``=``, a knob no engine has, or a value no engine allows for it.
-    """
+    standard library only). Raises SettingsError (a ValueError): no ``=``, a knob no engine has, or a value no engine
+    allows for it."""
     from bench.core.knobs import parse_assignment  # imported when a knob is checked: the request module stays small
 
     parse_assignment(assignment)
@@ -164,8 +162,8 @@ class Request:
         env="BENCH_DATA", choices=("auto", "real", "synthetic"), make="DATA")
     cooldown_s: float = option(
         0.0, "GPU: before each cell, wait up to this many seconds for the GPU to be back within 3 °C of its "
-             "temperature at the run's start; recorded per row [default: 0, off].",
-        flag="--cooldown", env="BENCH_COOLDOWN", kind="float", minimum=0, make="COOLDOWN")
+             "temperature at the run's start; recorded per row; refused on a CPU run [default: 0, off].",
+        flag="--cooldown", env="BENCH_COOLDOWN", kind="float", minimum=0, make="COOLDOWN", gpu_only=True)
     idle_temp_c: float | None = option(
         None, "GPU, with --cooldown: the GPU's idle temperature (°C) the cooldown waits for, read once before the "
               "comparison's first stack (make bench-all reads it with nvidia-smi); without it, the temperature as "
@@ -288,15 +286,15 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 
 
-def run_args(values: dict[str, str]) -> list[str]:
+def run_args(values: dict[str, str], device: RunDevice | None = None) -> list[str]:
     """``bench run`` arguments for Makefile variables (``make_vars``) set to non-empty ``values``: a flag for a
     switch set to 1 (``TRUE_WORDS``; 0 and ``FALSE_WORDS`` leave it off), one option per space-separated word of a
-    repeatable input, else the option and the value.
+    repeatable input, else the option and the value. ``device``: the run's (``cpu``, ``gpu``; None: not known).
 
     Raises:
-        ValueError: a variable that is not a pass-through input, a switch set to neither 1 nor 0, or a value
+        ValueError: a variable that is not a pass-through input, a switch set to neither 1 nor 0, a value
             ``bench run`` would refuse (``_check``: a choice, a number and its minimum, ``--set`` of a knob or value
-            the knobs' registry lacks).
+            the knobs' registry lacks), or on ``device`` cpu a GPU-only input (``option``'s ``gpu_only``) set.
     """
     known = make_vars()
     unknown = sorted(set(values) - set(known))
@@ -319,6 +317,9 @@ def run_args(values: dict[str, str]) -> list[str]:
                 out += [cli_flag(f), word]
         else:
             _check(f, var, value)
+            if device == "cpu" and f.metadata["gpu_only"] and float(value):
+                raise ValueError(f"{var}={value}: a GPU-only input, and this run is on the CPU (DEVICE=cpu, or "
+                                 "no NVIDIA GPU found); leave it unset")
             out += [cli_flag(f), value]
     return out
 
@@ -359,6 +360,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     d.add_argument("--size", choices=sorted(TIMEOUT_S))
     cmd.add_parser("vars", help="print the Makefile variables passed through to bench run")
     a = cmd.add_parser("args", help="print bench run arguments for VAR=VALUE pairs (shell-quoted)")
+    a.add_argument("--device", choices=sorted(REPEATS), help="the run's device: a GPU-only input is refused on cpu")
     a.add_argument("pairs", nargs="*", metavar="VAR=VALUE")
     c = cmd.add_parser("check", help=f"check the Makefile's {', '.join(LOOP_VARS)} as bench run would")
     c.add_argument("pairs", nargs="*", metavar="VAR=VALUE")
@@ -382,7 +384,7 @@ def main(ns: argparse.Namespace) -> int:
             if ns.cmd == "check":
                 check_loop(pairs)
             else:
-                print(shlex.join(run_args(pairs)))
+                print(shlex.join(run_args(pairs, ns.device)))
     except ValueError as e:
         ns.parser.error(str(e))
     return 0

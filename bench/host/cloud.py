@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import shlex
 import shutil
 import subprocess
@@ -53,7 +54,7 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
             pass-through one, or a comparison the VM's ``make bench-all`` would refuse (``_check_comparison``).
     """
     inputs = {k: v for k, v in (inputs or {}).items() if v}
-    request.run_args(inputs)  # a variable that is not a pass-through input raises ValueError
+    request.run_args(inputs, "gpu")  # a variable that is not a pass-through input raises ValueError
     _check_comparison(suite, stacks, size, repeats, seed)
     if not gpus:
         raise ValueError("name at least one GPU type (GPUS=\"A100 H100\")")
@@ -124,11 +125,22 @@ KEEP_GOING = ["sh", "-c", 'trap \'kill -TERM "$child"; stopped=1\' TERM; "$0" "$
 def read_digests(path: Path | None) -> dict[str, str]:
     """The registry digests ``make push`` listed in ``path`` (``results/images/<flavor>.txt``: one line per image,
     ``<registry>/<image>:<tag> <registry>/<image>@sha256:<hex>``), as {tag reference: digest reference}; {} when
-    ``path`` is None or absent. A line of the older form (the digest alone) names no tag, so it is left out: its
-    digest may belong to an image whose inputs have since changed."""
-    if path is None or not path.is_file():
+    ``path`` is None. A line of the older form (the digest alone) names no tag, so it is left out: its digest may
+    belong to an image whose inputs have since changed.
+
+    Raises:
+        ValueError: ``path`` named but not a file this process can read (the user asked for those digests: a Job
+            pulling by tag instead would be another run than the one asked for).
+    """
+    if path is None:
         return {}
-    pairs = (line.split() for line in path.read_text().splitlines())
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        why = getattr(e, "strerror", None) or str(e)
+        raise ValueError(f"--digests {path}: cannot read it: {why} (make push REGISTRY=... FLAVOR=gpu writes "
+                         "results/images/gpu.txt)") from None
+    pairs = (line.split() for line in text.splitlines())
     return {p[0]: p[1] for p in pairs if len(p) == 2 and "@sha256:" in p[1]}
 
 
@@ -154,7 +166,8 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
     Every bench container gets compose's environment and folders (``k8s_env``, ``k8s_volumes``): results on
     the PersistentVolumeClaim ``claim`` at /results, datasets and the CUDA JIT cache in the pod's volumes,
     and a memory-backed /dev/shm of ``shm_gib`` GiB (PyTorch's DataLoader workers and XLA use it).
-    ``repeats`` and ``size`` None: the request's GPU defaults (``bench.core.request.default``). ``inputs``: the
+    ``repeats`` and ``size`` None: the request's GPU defaults (``bench.core.request.default``); ``size`` auto: a
+    GPU's (``bench.core.request.AUTO_SIZE``), also in the run's name. ``inputs``: the
     other ``bench run`` inputs the user set, as Makefile variables (``bench.core.request.run_args``). ``digests``:
     the pushed images' digests (``read_digests``): an image found there is pulled by its digest and its records name
     it (``image_ref``); the others by tag.
@@ -165,8 +178,10 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
     """
     repeats = request.default("repeats", "gpu") if repeats is None else repeats
     size = size or request.default("size", "gpu")
-    extra = request.run_args({k: v for k, v in (inputs or {}).items() if v})
+    extra = request.run_args({k: v for k, v in (inputs or {}).items() if v}, "gpu")
     _check_comparison(suite, stacks, size, repeats, seed)
+    # auto as the Job's GPU resolves it: the run's folder and CSV are named after the size its cells run at
+    size = request.AUTO_SIZE["gpu"] if size == "auto" else size
     if not registry or not gpu_product:
         raise ValueError("set REGISTRY (where the images were pushed) and GPU_PRODUCT (the node label value)")
     run = f"{suite}-{size}-gpu"
@@ -247,6 +262,22 @@ def collect_from(source: str, dest: Path) -> list[str]:
     return ["cp", "-r", f"{source.rstrip('/')}/.", str(dest)]
 
 
+def dollars(text: str) -> float:
+    """``--price-per-hour``'s type: a finite number, 0 or more, as ``bench report --price-per-hour`` takes it (the VM's
+    report runs after every cell: a value it refuses would fail there, on a paid machine).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (argparse prints it as one line, exit 2).
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (0 <= value < math.inf):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a price: dollars per GPU-hour, a number 0 or more")
+    return value
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``cloud launch|k8s|collect`` (``python3 -m bench.host cloud ...``)."""
     p = sub.add_parser("cloud", help="SkyPilot jobs (launch), a Kubernetes Job (k8s), bring a cloud run home "
@@ -267,7 +298,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     la.add_argument("--bucket", default="")
     la.add_argument("--run-name", default="")
     la.add_argument("--spot", action="store_true")
-    la.add_argument("--price-per-hour", type=float, default=None)
+    la.add_argument("--price-per-hour", type=dollars, default=None, help="$ per GPU-hour in the report (0 or more)")
     la.add_argument("--dry-run", action="store_true")
     k8 = cmd.add_parser("k8s", parents=[run], help="print a batch/v1 Job (YAML) for one comparison")
     k8.add_argument("--gpu-product", default="")
@@ -309,12 +340,12 @@ def main(a: argparse.Namespace) -> int:
                       "env.image_digest is null (make push REGISTRY=... FLAVOR=gpu lists them)", file=sys.stderr)
             sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
         else:
+            cmd = collect_from(a.source, a.dest)  # a source it cannot copy from is refused before --dest is made
             if not a.dry_run:
                 try:
                     a.dest.mkdir(parents=True, exist_ok=True)
                 except OSError as e:
                     raise ValueError(f"cannot make --dest {a.dest}: {e.strerror or e}") from None
-            cmd = collect_from(a.source, a.dest)
             _run([cmd], a.dry_run, cmd[0], f"install the {cmd[0]} CLI, or mount the bucket and pass its folder")
     except ValueError as e:
         a.parser.error(str(e))

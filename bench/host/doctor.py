@@ -55,11 +55,14 @@ Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 
 
 def run_cmd(cmd: Sequence[str], timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """Run ``cmd``; a missing program or a time-out is a failed process (exit 127 / 124), never an exception."""
+    """Run ``cmd``; a missing program, one that cannot be run (not executable, a folder, an empty name: ``DOCKER=``)
+    or a time-out is a failed process (exit 127 / 126 / 124, as a shell gives them), never an exception."""
     try:
         return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout_s)
     except FileNotFoundError as e:
         return subprocess.CompletedProcess(list(cmd), 127, "", str(e))
+    except OSError as e:
+        return subprocess.CompletedProcess(list(cmd), 126, "", str(e))
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(list(cmd), 124, "", f"timed out after {timeout_s:g} s")
 

@@ -124,13 +124,18 @@ def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str 
 
 
 def cooldown_for(req: Request, dev: RunDevice) -> Cooldown | None:
-    """``req``'s cooldown (``bench.instruments.gpu_state.Cooldown``) on a GPU, else None: its idle baseline is
-    ``--idle-temp-c`` when given (read once before the comparison's first stack), else NVML's reading now."""
+    """``req``'s cooldown (``bench.instruments.gpu_state.Cooldown``) on a GPU, None without one: its idle baseline is
+    ``--idle-temp-c`` when given (read once before the comparison's first stack), else NVML's reading now.
+
+    Raises:
+        InputError: a cooldown asked of a CPU run, where no GPU warms up and so none would be waited for (the host's
+            ``make check-request`` refuses ``COOLDOWN`` on a CPU host the same way, ``bench.core.request.run_args``).
+    """
     if not req.cooldown_s:
         return None
     if dev != "gpu":
-        logger.info("cooldown: GPU runs only; ignored on CPU")
-        return None
+        raise InputError(f"--cooldown {req.cooldown_s:g} (COOLDOWN) waits for the GPU to cool, and this run is on the "
+                         "CPU; leave it unset (or 0)")
     from bench.instruments.gpu_state import Cooldown
 
     cooldown = Cooldown(req.cooldown_s, idle_c=req.idle_temp_c, idle_source=IDLE_GIVEN)
@@ -200,8 +205,9 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
     Returns the exit code: 1 when a cell's status is neither ``ok`` nor ``unsupported``, else 0.
 
     Raises:
-        InputError: no GPU for ``--device gpu``, cells the plan refuses, bad ``--round`` inputs, or on a GPU a
-            ``$BENCH_RESULTS_DIR/doctor`` (the measured peak's folder) that cannot be written.
+        InputError: no GPU for ``--device gpu``, cells the plan refuses, bad ``--round`` inputs, ``--cooldown`` on a
+            CPU (``cooldown_for``), or on a GPU a ``$BENCH_RESULTS_DIR/doctor`` (the measured peak's folder) that
+            cannot be written.
     """
     stack_ids = stack_list(req.stacks)
     dev = resolve_device(req.device, stack_ids)
@@ -212,13 +218,13 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
         raise InputError(str(e)) from e
     repeats = req.repeats_for(dev)
     schedules = round_schedules(stack_ids, req.round_, req.round_stacks, req.seed, repeats, req.order)
+    cooldown = cooldown_for(req, dev)  # before the GEMM peak probe heats the GPU
     out = req.out_dir or runs_root() / f"{suite}-{size}-{dev}"
     if dev == "cpu":
         banner([f"CPU MODE: no GPU in use (--device {req.device}). Size: {size}.",
                 "These numbers are smoke tests of the harness, NOT GPU benchmarks.",
                 "Every result row carries device=cpu and this note."])
     logger.info(_run_line(req, len(cells), repeats, schedules.get(stack_ids[0]), out))
-    cooldown = cooldown_for(req, dev)  # before the GEMM peak probe heats the GPU
     gpu = _prepare_gpu(stack_ids, results_root()) if dev == "gpu" else None
     from bench.run.runner import run_cells
 

@@ -5,8 +5,10 @@ import sys
 import textwrap
 import types
 
+import pytest
 import yaml
 
+from bench.core.errors import InputError
 from bench.host import cloud, launch
 from bench.instruments import gpu_state
 from bench.results.cell import Cell
@@ -115,7 +117,9 @@ def test_a_bench_run_given_the_baseline_cools_to_it_not_to_its_own_hot_start(mon
     assert given is not None and given.idle_c == 38.0 and given.idle_source == session.IDLE_GIVEN
     own = session.cooldown_for(Request(cooldown_s=60), "gpu")  # without it: the hot start, and the record says so
     assert own is not None and own.idle_c == 70.0 and "as this bench run started" in own.idle_source
-    assert session.cooldown_for(Request(cooldown_s=60, idle_temp_c=38.0), "cpu") is None
+    with pytest.raises(InputError, match="waits for the GPU to cool, and this run is on the CPU"):
+        session.cooldown_for(Request(cooldown_s=60, idle_temp_c=38.0), "cpu")  # no GPU to wait for: refused
+    assert session.cooldown_for(Request(cooldown_s=0), "cpu") is None
 
 
 def test_the_busy_check_sees_the_hosts_processes_and_says_so(monkeypatch, tmp_path):

@@ -1,0 +1,220 @@
+"""Bad input on the host side fails first, in one line: a stack's run alone checks its inputs, the check comes before
+anything under ``make -j``, a quote in a value passes intact or is refused, a GPU-only input on a CPU run, a digest
+list that is not there, the Kubernetes Job's run named after the size it runs at, and a refused run leaves no folder."""
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.cli import main as bench_cli
+from bench.core import request
+from bench.host import cloud
+from bench.run import session
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+
+
+def make(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", *args, f"PYTHON={PY}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+def refused(p: subprocess.CompletedProcess, says: str) -> None:
+    """make stopped on the check: the check's one line (and make's stop), no traceback, no recipe run or printed."""
+    assert p.returncode != 0 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) <= 2 and p.stderr.rstrip().endswith("Stop."), p.stderr
+    assert "bench run" not in p.stdout and "docker" not in p.stdout and "doctor host" not in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("pairs, says", [
+    (["SUITE=classik"], "SUITE: unknown suite 'classik'"),
+    (["SET=tf32=bogus"], "SET: tf32=bogus is not valid"),
+    (["REPEATS=0"], "REPEATS: 0 is not at least 1"),
+    (["ROUND=1", "ORDER=abba"], "the abba order takes two stacks, got 6"),
+])
+def test_a_stacks_run_alone_checks_its_inputs(pairs, says):
+    """``make bench-<stack>`` checked only SET and the other pass-through inputs: SUITE=classik went to the container
+    as ``--suite classik`` and failed there (after compose started it)."""
+    refused(make("-n", "bench-jax", "DEVICE=cpu", *pairs), says)
+
+
+def test_a_stacks_run_alone_takes_an_order_it_does_not_use():
+    """ORDER shapes the rounds only (ROUND=, from bench-all's launcher): a stack's run alone is not refused for it."""
+    p = make("-n", "bench-jax", "DEVICE=cpu", "ORDER=abba")
+    assert p.returncode == 0 and "bench run --stack jax" in p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("goals", [["bench-all"], ["preflight", "bench-all"], ["build-collector", "bench-all"]])
+def test_bad_input_stops_make_j2_before_anything_starts(tmp_path, goals):
+    """Under ``-j`` make may start bench-all's prerequisites in any order: the check ran as the recipe of one of
+    them (check-request), so nothing but the prerequisites' listed order put it first, and a goal named before
+    bench-all (the preflight, a build) ran before it. It runs as make reads the Makefile now; a fake docker on PATH
+    sees no call and the results folder is never made."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    log = tmp_path / "docker.log"
+    (fake / "docker").write_text(f'#!/bin/sh\necho "docker $*" >> {log}\n')
+    (fake / "docker").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    p = make("-j2", *goals, "DEVICE=cpu", "SUITE=classik", f"DOCKER={fake / 'docker'}", f"COMPOSE={fake / 'docker'}",
+             f"RESULTS_DIR={tmp_path / 'results'}", env=env)
+    assert p.returncode == 2 and "SUITE: unknown suite 'classik'" in p.stderr, p.stdout + p.stderr
+    assert not log.exists() and not (tmp_path / "results").exists(), p.stdout
+
+
+@pytest.mark.parametrize("var, value, says", [
+    ("WORKLOADS", "a'b", "WORKLOADS: unknown workload \"a'b\""),
+    ("SET", "tf32='off", "SET: tf32='off is not valid"),
+    ("SEED", "1'", "SEED: \"1'\" is not an integer"),
+    ("TIMEOUT", "1'", "TIMEOUT: \"1'\" is not a number"),
+])
+def test_a_quote_in_a_value_is_checked_not_dropped(var, value, says):
+    """make put each value in single quotes as it was: a quote in it ended the quoting, the shell refused the line
+    and make read an empty answer as no input at all, so WORKLOADS="a'b" ran every workload. Each value is now one
+    shell word, whatever it holds: the check sees it and refuses it in one line."""
+    refused(make("-n", "bench-all", "DEVICE=cpu", f"{var}={value}"), says)
+
+
+def test_a_quote_in_a_good_value_reaches_bench_run_and_the_cloud_intact():
+    stack = make("-n", "bench-jax", "DEVICE=cpu", "VARIANTS=it's")
+    assert stack.returncode == 0, stack.stderr
+    line = " ".join(ln.strip(" \\") for ln in stack.stdout.splitlines() if "bench run" in ln or "--variant" in ln)
+    words = shlex.split(line)
+    assert words[words.index("--variant") + 1] == "it's", line
+    sky = make("-n", "cloud", "GPUS=H100", "BUCKET=b", "CLOUD_RUN=r", "DRY_RUN=1", "VARIANTS=it's")
+    assert sky.returncode == 0, sky.stderr
+    words = shlex.split(" ".join(ln.strip(" \\") for ln in sky.stdout.splitlines()))
+    assert words[words.index("--input") + 1] == "VARIANTS=it's"
+
+
+def test_cooldown_on_a_cpu_run_is_refused_in_one_line(tmp_path):
+    """COOLDOWN waits for the GPU to cool: on a CPU run it did nothing (an INFO line inside the container, no field
+    in any record), yet make and bench run took it. Now make refuses it as it refuses DEVICE=gpu without a GPU, and
+    bench run as it refuses --device gpu without one; 0 (off) stays fine, and a GPU run passes it on."""
+    refused(make("-n", "bench-all", "DEVICE=cpu", "COOLDOWN=60"), "COOLDOWN=60: a GPU-only input")
+    assert make("check-request", "DEVICE=cpu", "COOLDOWN=0").returncode == 0
+    assert request.run_args({"COOLDOWN": "60"}, "gpu") == ["--cooldown", "60"]
+    assert request.run_args({"COOLDOWN": "60"}) == ["--cooldown", "60"]  # the device not known: bench run decides
+    with pytest.raises(ValueError, match="COOLDOWN=60: a GPU-only input, and this run is on the CPU"):
+        request.run_args({"COOLDOWN": "60"}, "cpu")
+    p = subprocess.run([PY, "-m", "bench", "run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu",
+                        "--cooldown", "5", "--out", str(tmp_path / "new" / "run")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "--cooldown 5 (COOLDOWN) waits for the GPU to cool, and this run is on the CPU" in p.stderr
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_digest_list_named_but_missing_is_an_error(tmp_path):
+    """``--digests`` of a file that is not there printed a note and a Job pulling every image by tag: the run the
+    user asked for (images pinned by digest) was not the one made."""
+    for path in (tmp_path / "gpu.txt", tmp_path):
+        p = subprocess.run([PY, "-m", "bench.host", "cloud", "k8s", "--registry", "r", "--gpu-product", "H",
+                            "--stacks", "pytorch", "--repeats", "1", "--digests", str(path)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+        assert (p.returncode, p.stdout) == (2, "") and p.stderr.count("\n") == 1, p.stderr
+        assert f"--digests {path}: cannot read it" in p.stderr
+    assert cloud.read_digests(None) == {}
+
+
+def test_the_k8s_job_names_its_run_after_the_size_auto_resolves_to():
+    """``--size auto`` named the run classic-auto-gpu while its cells ran (and were recorded) at full."""
+    job = cloud.k8s_job("classic", ["pytorch"], "r", "H", repeats=1, size="auto")
+    [init] = job["spec"]["template"]["spec"]["initContainers"]
+    full = request.AUTO_SIZE["gpu"]
+    assert init["args"][init["args"].index("--size") + 1] == full
+    assert init["args"][init["args"].index("--out") + 1] == f"/results/runs/classic-{full}-gpu"
+    assert f"classic-{full}-gpu.csv" in yaml.safe_dump(job) and "auto" not in yaml.safe_dump(job)
+
+
+def test_make_names_a_size_auto_run_after_its_size_and_the_cloud_gets_auto():
+    """make's run name was ``<suite>-$(SIZE)-<device>``: SIZE=auto named it classic-auto-cpu. It is resolved as bench
+    run resolves it on this device; the cloud, whose GPU resolves it, still gets what the user set."""
+    p = make("-n", "bench-jax", "DEVICE=cpu", "SIZE=auto")
+    smoke = request.AUTO_SIZE["cpu"]
+    assert p.returncode == 0 and f"--size {smoke} --device cpu --out /results/runs/classic-{smoke}-cpu" in p.stdout
+    sky = make("-n", "cloud", "GPUS=H100", "BUCKET=b", "CLOUD_RUN=r", "DRY_RUN=1", "SIZE=auto")
+    assert sky.returncode == 0 and "--size auto" in sky.stdout, sky.stderr
+    assert "--size" not in make("-n", "cloud", "GPUS=H100", "BUCKET=b", "CLOUD_RUN=r", "DRY_RUN=1").stdout
+
+
+def test_a_refused_gpu_run_leaves_no_folder_it_made(tmp_path, monkeypatch, capsys):
+    """``--device gpu`` where the framework sees no GPU is refused before any cell; the --out folder (and its parents)
+    that the writability check made stayed behind, empty. A folder that was there before stays."""
+    monkeypatch.setattr(session, "stack_gpus", lambda stack_id: [])
+    out = tmp_path / "new" / "run"
+    with pytest.raises(SystemExit) as e:
+        bench_cli(["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "gpu", "--out", str(out)])
+    assert e.value.code == 2 and "sees no GPU" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(SystemExit):
+        bench_cli(["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "gpu", "--out",
+                   str(tmp_path / "kept")])
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]
+
+
+def test_a_refused_fidelity_run_leaves_no_folder_it_made(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench_cli(["fidelity", "--stack", "pytorch", "--workload", "nope", "--out", str(tmp_path / "f" / "x.json")])
+    assert e.value.code == 2 and "unknown workload 'nope'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("goal, run", [("bench-jax", "a b"), ("bench-jax", ""), ("collect", "../x"),
+                                       ("check-request", "it's")])
+def test_a_run_name_that_is_not_one_folder_name_is_refused_first(goal, run):
+    """RUN went unchecked into ``--out /results/runs/$(RUN)``: "a b" split it in two (bench run refused the extra
+    argument in every stack's container, after the preflight and the builds), an empty one wrote the records into
+    runs/ itself, "../x" outside it."""
+    refused(make("-n", goal, "DEVICE=cpu", f"RUN={run}"), f"RUN must be one folder name: a letter or digit, then "
+            f"letters, digits and . _ + = - (got '{run}')")
+    ok = make("-n", "bench-jax", "DEVICE=cpu", "RUN=versions-keras3-jax-vs-keras3-jax--keras-3.14.1-classic-smoke-cpu")
+    assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize("price", ["-5", "abc", "1e"])
+def test_a_price_bench_report_would_refuse_stops_make_and_the_cloud_first(price):
+    """PRICE_PER_HOUR reaches ``bench report --price-per-hour`` (a number, 0 or more) only after collect, once every
+    cell has run, and on the cloud on the VM: a bad one failed the report there. make and ``cloud launch`` refuse it
+    first, in one line."""
+    refused(make("-n", "bench-all", "DEVICE=cpu", f"PRICE_PER_HOUR={price}"), "PRICE_PER_HOUR must be dollars per")
+    p = subprocess.run([PY, "-m", "bench.host", "cloud", "launch", "--gpus", "H100", "--bucket", "b", "--run-name", "r",
+                        "--dry-run", "--price-per-hour", price], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (2, "") and p.stderr.count("\n") == 1 and "is not a price" in p.stderr
+
+
+def test_a_price_of_0_or_more_passes():
+    for good in ("2.5", ".5", "0"):
+        assert make("check-request", "DEVICE=cpu", f"PRICE_PER_HOUR={good}").returncode == 0
+        assert cloud.dollars(good) == float(good)
+    for bad in ("nan", "inf"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            cloud.dollars(bad)
+
+
+def test_the_preflight_reports_a_docker_it_cannot_run_as_a_failed_check(tmp_path):
+    """``DOCKER=`` (empty) or a folder: the preflight ended in a PermissionError traceback; it is a failed check."""
+    from bench.host import doctor
+
+    assert doctor.run_cmd([str(tmp_path), "version"]).returncode == 126
+    p = subprocess.run([PY, "-m", "bench.host", "doctor", "host", "--device", "cpu", "--stacks", "pytorch",
+                        "--docker", "", "--compose", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "Docker engine  ✗" in p.stdout and "Compose        ✗" in p.stdout, p.stdout
+
+
+def test_cloud_collect_refuses_a_source_before_it_makes_the_destination(tmp_path):
+    """A source it cannot copy from (ftp://) was refused after ``--dest`` had been made: an empty folder stayed."""
+    p = subprocess.run([PY, "-m", "bench.host", "cloud", "collect", "--source", "ftp://x/r", "--dest",
+                        str(tmp_path / "cloud" / "r")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (2, "") and "cannot copy from 'ftp://x/r'" in p.stderr, p.stderr
+    assert list(tmp_path.iterdir()) == []
