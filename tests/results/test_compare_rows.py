@@ -73,7 +73,7 @@ def test_an_older_wording_of_one_data_placement_is_no_difference(stack, backend,
     row = {**ROW, "stack": stack, "settings.keras_backend": backend}
     a = pd.DataFrame([{**row, "settings.train_data_placement": old}])
     assert cmp.compare(a, a.assign(**{"settings.train_data_placement": new})).iloc[0]["differs"] == ""
-    assert placement_now(old, backend or "tensorflow") == new == OLDER_PLACEMENT[old][backend or "tensorflow"]
+    assert placement_now(old, backend or "tensorflow") == new == OLDER_PLACEMENT[(old, backend or "tensorflow")]
     other = "host (NumPy)" if new == "device (torch tensors)" else "device (torch tensors)"
     assert cmp.compare(a, a.assign(**{"settings.train_data_placement": other})).iloc[0]["differs"] == (
         f"settings.train_data_placement: {old} -> {other}")

@@ -18,24 +18,27 @@ def knob(name: str) -> Any:
     return entry(DOCS[name])
 
 
-#: ``train_data_placement``'s older wordings -> per Keras backend (``keras_backend``) the wording recorded since for
-#: the same placement. Until commit 433937a (2026-11-23) the Keras engine recorded the ``numpy_fit`` pipeline as
+#: (``train_data_placement``'s older wording, Keras backend (``keras_backend``)) -> the wording recorded since for the
+#: same placement. A fixed table of what older records hold: a new family or backend never extends it. Until commit 433937a (2026-11-23) the Keras engine recorded the ``numpy_fit`` pipeline as
 #: ``host`` and ``tensors_fit`` as ``backend tensors (device)`` whatever the backend; since then the value names
 #: what Keras does on each (bench/models/engines/keras/data.py ``PLACEMENT``, with its Keras sources): tf.data
 #: batches on TensorFlow (tf-keras and Keras 3 alike), NumPy slices on JAX (backend arrays too: Keras turns them into
 #: NumPy), and on PyTorch NumPy slices or batches gathered from the tensors on their device. The wording changed,
 #: not what Keras did: ``bench compare`` reads an older wording as its newer one (``placement_now``).
-OLDER_PLACEMENT: dict[str, dict[str, str]] = {
-    "host": {"tensorflow": "host (tf.data)", "jax": "host (NumPy)", "torch": "host (NumPy)"},
-    "backend tensors (device)": {"tensorflow": "host (tf.data)", "jax": "host (NumPy)",
-                                 "torch": "device (torch tensors)"},
+OLDER_PLACEMENT: dict[tuple[str, str], str] = {
+    ("host", "tensorflow"): "host (tf.data)",
+    ("host", "jax"): "host (NumPy)",
+    ("host", "torch"): "host (NumPy)",
+    ("backend tensors (device)", "tensorflow"): "host (tf.data)",
+    ("backend tensors (device)", "jax"): "host (NumPy)",
+    ("backend tensors (device)", "torch"): "device (torch tensors)",
 }
 
 
 def placement_now(value: Any, backend: Any) -> Any:
     """``train_data_placement`` as it is worded now: an older wording (``OLDER_PLACEMENT``) on Keras backend
     ``backend`` -> the current one; any other value, or an older wording on an unknown backend, as recorded."""
-    return OLDER_PLACEMENT.get(value, {}).get(backend, value) if isinstance(value, str) else value
+    return OLDER_PLACEMENT.get((value, backend), value) if isinstance(value, str) else value
 
 
 class EffectiveSettings(Block):
