@@ -19,7 +19,9 @@ def knob(name: str) -> Any:
 
 
 #: (``train_data_placement``'s older wording, Keras backend (``keras_backend``)) -> the wording recorded since for the
-#: same placement. A fixed table of what older records hold: a new family or backend never extends it. Until commit 433937a (2026-11-23) the Keras engine recorded the ``numpy_fit`` pipeline as
+#: same placement.
+#: A fixed table of what older records hold: a new family or backend never extends it. Until commit 433937a
+#: (2026-11-23) the Keras engine recorded the ``numpy_fit`` pipeline as
 #: ``host`` and ``tensors_fit`` as ``backend tensors (device)`` whatever the backend; since then the value names
 #: what Keras does on each (bench/models/engines/keras/data.py ``PLACEMENT``, with its Keras sources): tf.data
 #: batches on TensorFlow (tf-keras and Keras 3 alike), NumPy slices on JAX (backend arrays too: Keras turns them into
