@@ -98,7 +98,10 @@ ifeq ($(if $(call user_set,SIZE),$(SIZE),auto),auto)
   override SIZE := $(shell $(REQUEST) default size --device $(RUN_DEVICE))
 endif
 RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(FLAVOR)),-$(FLAVOR)-images)
-GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The images' records name this commit (env.git_commit); a tree whose bench/ differs from it builds other code, so
+# it is marked -dirty (bench.instruments.environment.DIRTY), as a commit git is asked for inside a cell is
+GIT_COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { [ -z "$$(git status --porcelain -- bench)" ] && \
+  echo $$c || echo $$c-dirty; } || echo unknown)
 COMPOSE_FILES := -f compose.yaml $(if $(filter gpu,$(RUN_DEVICE)),-f compose.gpu.yaml)
 
 export BENCH_FLAVOR := $(FLAVOR)

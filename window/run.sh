@@ -43,6 +43,8 @@ done
 # line gives it (make window-command prints that line, from a clean tree)
 if [[ -z ${BENCH_GIT_COMMIT:-} ]]; then
     BENCH_GIT_COMMIT=$(git -C "$here" rev-parse HEAD 2>/dev/null) || usage "set BENCH_GIT_COMMIT (make window-command)"
+    # bench/ changed since that commit: other code runs (env.git_commit's DIRTY mark)
+    [[ -z $(git -C "$here" status --porcelain -- bench 2>/dev/null) ]] || BENCH_GIT_COMMIT+=-dirty
 fi
 export BENCH_GIT_COMMIT
 mkdir -p "$1" "$work" "$site" || exit 1
