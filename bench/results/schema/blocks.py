@@ -83,7 +83,10 @@ class Metrics(Block):
                                           "s/epoch", "median")
     first_step_s: float | None = entry("the first step alone, tracing, compilation and lazy initialisation included "
                                        "(the model is built before the clock starts; paper suite, and fit cells "
-                                       "under sync=step; null otherwise)", "s", "median")
+                                       "under sync=step; null otherwise, and where the first timed call ran several "
+                                       "steps: Keras with steps_per_execution > 1 times an execution whole, its first "
+                                       "step never alone; records before 2026-11-27 hold that execution's seconds "
+                                       "over its steps)", "s", "median")
     steps: int | None = entry("the timed steps ms_per_step_* are over: paper suite, the steps after the first "
                               "(default 100); epoch suites, the steady epochs' training steps")
     steady_s: float | None = entry("paper suite: total time of the timed steps", "s", "median")
