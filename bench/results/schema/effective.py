@@ -112,7 +112,9 @@ class EffectiveSettings(Block):
                                 "notebooks; schema 3 and older: the verbose knob)")
     batch_end_hook: bool | None = entry("epoch suites, Keras: a callback given to fit overrides a training batch-end "
                                         "hook (the progress knob's keras_tqdm callback; the timing callback under "
-                                        "sync every:N or step), so Keras hands it the batch's logs after every step")
+                                        "sync every:N or step), so Keras hands it the batch's logs after every step "
+                                        "(after every call where steps_per_execution > 1: Keras calls the batch hooks "
+                                        "once per call of settings.steps_per_call steps)")
     keras_async_batch_end: bool | None = entry("epoch suites, Keras 3: whether Keras' CallbackList of fit's callbacks "
                                                "dispatches batch-end calls asynchronously, in a thread pool (only on "
                                                "JAX and PyTorch, and only without a batch-end hook: "
