@@ -145,10 +145,12 @@ class EpochTimer:
             self._window.end_epoch()
 
     def summary(self, batch_size: int, n_train: int) -> dict[str, Any]:
-        """Metrics over the recorded epochs.
+        """Metrics over the recorded epochs; ``n_train``: the examples one epoch trains (an augmented epoch of full
+        batches drops the partial one: fewer than the training set).
 
         Returns:
-            ``epochs``, ``steps_per_epoch``, ``first_epoch_s`` (includes compilation), ``total_train_s``
+            ``epochs``, ``steps_per_epoch``, ``examples_per_epoch`` (``n_train``), ``first_epoch_s`` (includes
+            compilation), ``total_train_s``
             (training steps of all epochs, compilation included, validation excluded: the tuning study's
             "time for 41 epochs"),
             ``epoch_s`` (each epoch's training steps, s: a sporadic epoch-start stall of the framework
@@ -174,6 +176,7 @@ class EpochTimer:
         return {
             "epochs": len(self.intervals),
             "steps_per_epoch": sum(k for _, k in self.intervals[0]),
+            "examples_per_epoch": n_train,
             "first_epoch_s": epoch_s[0],
             "total_train_s": float(sum(epoch_s)),
             "first_step_s": first[0] if first and first[1] == 1 and self.cadence.every == 1 else None,
