@@ -145,15 +145,19 @@ class EpochTimer:
             self._window.end_epoch()
 
     def summary(self, batch_size: int, n_train: int) -> dict[str, Any]:
-        """Metrics over the recorded epochs.
+        """Metrics over the recorded epochs; ``n_train``: the examples one epoch trains (an augmented epoch of full
+        batches drops the partial one: fewer than the training set).
 
         Returns:
-            ``epochs``, ``steps_per_epoch``, ``first_epoch_s`` (includes compilation), ``total_train_s``
+            ``epochs``, ``steps_per_epoch``, ``examples_per_epoch`` (``n_train``), ``first_epoch_s`` (includes
+            compilation), ``total_train_s``
             (training steps of all epochs, compilation included, validation excluded: the tuning study's
             "time for 41 epochs"),
             ``epoch_s`` (each epoch's training steps, s: a sporadic epoch-start stall of the framework
             shows here), ``steady_epoch_s`` (mean of epochs 2..N; None with one epoch), ``samples_per_s``
-            (steady epochs; None with one epoch), ``first_step_s`` (``step`` cadence only, else None),
+            (steady epochs; None with one epoch), ``first_step_s`` (``step`` cadence only, and only where the first
+            timed interval is one step: a Keras execution of several steps is timed whole, so its first step has no
+            time of its own; else None),
             ``sync`` (the cadence), ``barriers`` and ``clock_reads`` (how many the timer made), and
             ``execution_stats`` over the steady intervals (over the first epoch's after its first one if
             there is only one epoch: none under ``epoch`` cadence, whose statistics are then None).
@@ -172,9 +176,10 @@ class EpochTimer:
         return {
             "epochs": len(self.intervals),
             "steps_per_epoch": sum(k for _, k in self.intervals[0]),
+            "examples_per_epoch": n_train,
             "first_epoch_s": epoch_s[0],
             "total_train_s": float(sum(epoch_s)),
-            "first_step_s": first[0] / first[1] if first and self.cadence.every == 1 else None,
+            "first_step_s": first[0] if first and first[1] == 1 and self.cadence.every == 1 else None,
             "epoch_s": epoch_s,
             "steady_epoch_s": steady_s,
             "samples_per_s": (n_train / steady_s) if steady_s else None,

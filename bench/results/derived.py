@@ -50,11 +50,14 @@ def _has(metrics: Metrics, name: str) -> bool:
 
 
 def examples_per_epoch(rec: Record) -> int | None:
-    """The examples of one timed epoch: a fit cell's ``data.n_train``; a step-timed cell's batch x ``metrics.steps``
-    (its one timed "epoch" is the timed steps)."""
+    """The examples of one timed epoch: a fit cell's ``metrics.examples_per_epoch`` (what its epochs trained: an
+    augmented epoch of full batches drops the partial one), else its ``data.n_train`` (a record from before that
+    field); a step-timed cell's batch x ``metrics.steps`` (its one timed "epoch" is the timed steps)."""
     m = rec.metrics or Metrics()
     if _has(m, "examples_per_s"):  # a step-timed cell
         return (rec.batch_size or 0) * (m.steps or 0) or None
+    if m.examples_per_epoch:
+        return m.examples_per_epoch
     return rec.data.n_train if rec.data is not None else None
 
 
@@ -67,7 +70,7 @@ def rederive(rec: Record) -> None:
     if _has(m, "examples_per_s"):  # a step-timed cell
         step_throughput(m, rec.batch_size or 0, rec.settings.generated_tokens if rec.settings is not None else None)
     if _has(m, "samples_per_s"):  # a fit cell
-        fit_throughput(m, rec.data.n_train if rec.data is not None else None)
+        fit_throughput(m, examples_per_epoch(rec))
     if _has(m, "achieved_tflops") or _has(m, "flops_per_step"):
         flops_rates(m)
     if _has(m, "examples_per_j"):

@@ -207,3 +207,15 @@ def test_time_calls_holds_each_result_until_the_barrier_after_it(cadence):
 
     timing.time_calls(call, 3, EpochTimer(barrier, cadence=cadence))
     assert held and all(held), held
+
+
+def test_first_step_s_is_null_when_the_first_timed_call_ran_several_steps(monkeypatch):
+    """Keras with steps_per_execution > 1 under sync=step: its hook ends one call of several steps (the tuning
+    study's 512, capped at a 4-step smoke epoch: 4). first_step_s was that call's time over its steps, compilation
+    spread over 4 steps, and called "the first step alone"; there is no first step timed alone."""
+    timer, _ = _run(STEP, 4, epochs=2, monkeypatch=monkeypatch, executions=[4])
+    s = timer.summary(batch_size=8, n_train=32)
+    assert s["first_step_s"] is None
+    assert s["ms_per_step_basis"] == "execution" and s["executions"] == 1 and s["steps"] == 4
+    one_step, _ = _run(STEP, 4, epochs=2, monkeypatch=monkeypatch)  # one step per call: its first step is timed
+    assert one_step.summary(batch_size=8, n_train=32)["first_step_s"] == pytest.approx(1.0)

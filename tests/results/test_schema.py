@@ -144,6 +144,26 @@ def test_examples_per_j_belongs_to_the_aggregated_energy():
     assert agg["examples_per_j"] == pytest.approx(60000 / 200.0)
 
 
+def test_an_augmented_cells_throughput_counts_the_examples_its_epochs_trained():
+    """cifar10_cnn's augmented epochs are full batches: --samples 1000 at batch 32 trains 31 x 32 = 992 an epoch. The
+    worker's samples_per_s was 992 / steady_epoch_s (``EpochTimer.summary``), the aggregated record's (even of one
+    repeat) 1000 / steady_epoch_s: data.n_train, 8 examples each epoch never trained (keras3-jax, CPU: 459.3 in the
+    repeat, 463.0 in the cell's record). Both now divide metrics.examples_per_epoch, and so does examples/J."""
+    from bench.instruments.timing import EpochTimer
+
+    timer = EpochTimer(lambda: None)
+    timer.intervals = [[(3.0, 31)], [(2.0, 31)]]
+    m = timer.summary(batch_size=32, n_train=992)
+    m.update(j_per_epoch=10.0, examples_per_j=992 / 10.0)
+    assert m["examples_per_epoch"] == 992 and m["samples_per_s"] == pytest.approx(496.0)
+    one = {"status": "ok", "repeat": 1, "batch_size": 32, "data": {"n_train": 1000}, "metrics": m,
+           "process": {"wall_s": 1.0}}
+    agg = _aggregate(one)["metrics"]
+    assert agg["samples_per_s"] == pytest.approx(992 / 2.0) and agg["examples_per_j"] == pytest.approx(99.2)
+    older = {**one, "metrics": {k: v for k, v in m.items() if k != "examples_per_epoch"}}  # before the field
+    assert _aggregate(older)["metrics"]["samples_per_s"] == pytest.approx(1000 / 2.0)
+
+
 @pytest.mark.parametrize("ms", [[10.0, 20.0, 30.0], [12.0, 13.0], [5.0]])
 def test_after_aggregation_mfu_is_flops_over_time_over_peak(ms):
     def rec(k, t):

@@ -269,12 +269,14 @@ def test_the_mixed_jit_finding_reads_the_settings_in_effect_not_the_request():
     assert "not judged" in report_tuning.findings(older)[-1]
 
 
-def _keras_row(variant, requested, spe, time_s, jit=True):
-    """An ok keras3-tf tuning row as the CSV holds it: the knobs asked for and the settings in effect."""
+def _keras_row(variant, requested, spe, time_s, jit=True, per_call=None):
+    """An ok keras3-tf tuning row as the CSV holds it: the knobs asked for and the settings in effect (``per_call``:
+    ``settings.steps_per_call``, absent when None, as in a record from before the field)."""
     return {"stack": "keras3-tf", "workload": "mnist_cnn_tuning", "task": "fit", "size": "full", "device": "gpu",
             "batch_size": 256, "variant": variant, "status": "ok", "time_s": time_s,
             **{f"settings_requested.{k}": v for k, v in requested.items()}, "settings.steps_per_execution": spe,
-            "settings.jit_compile": jit, "settings.precision": "float32", "settings.data_pipeline": "numpy_fit"}
+            "settings.jit_compile": jit, "settings.precision": "float32", "settings.data_pipeline": "numpy_fit",
+            **({"settings.steps_per_call": per_call} if per_call is not None else {})}
 
 
 def test_the_steps_per_execution_finding_pairs_rows_by_the_settings_in_effect_not_the_request():
@@ -289,8 +291,9 @@ def test_the_steps_per_execution_finding_pairs_rows_by_the_settings_in_effect_no
     both_auto = finding(_keras_row("default", {}, 1, 60.0),
                         _keras_row(f"jit_compile=auto+{spe}", {"jit_compile": "auto", "steps_per_execution": 512},
                                    512, 30.0))
-    assert ("holds here: steps_per_execution 512 in effect trains 2.00x as fast as 1 (median over 1 pairs whose "
-            "other Keras knobs in effect, `settings.*`, are the same)") in both_auto
+    assert ("holds here: steps_per_execution 512 (the steps a call ran not recorded: Keras ends a call at the "
+            "epoch's end) trains 2.00x as fast as 1 (median over 1 pairs whose other Keras knobs in effect, "
+            "`settings.*`, are the same)") in both_auto
     not_taken = finding(_keras_row("default", {}, 1, 60.0), _keras_row(spe, {"steps_per_execution": 512}, 1, 40.0))
     assert "no ok pair of runs to judge" in not_taken
     other_jit = finding(_keras_row("default", {}, 1, 60.0, jit=False),
@@ -482,3 +485,18 @@ def test_published_table_is_complete():
     assert len(pub) == 48
     assert pub[("gemma", "fit", 8, "keras2-tf")] is None  # NA in the source
     assert pub[("mistral", "generate", 1, "keras3-jax")] == 679.30
+
+
+def test_the_steps_per_execution_finding_says_what_a_512_call_ran():
+    """Keras ends an execution at the epoch's end: the study's 512 at batch 256 on 60,000 images (235 steps an epoch)
+    ran one call of 235 steps per epoch. The finding said "steps_per_execution 512 in effect"; it now names the steps
+    each call ran, from the record's settings.steps_per_call."""
+    spe = "steps_per_execution=512"
+    rows = pd.DataFrame([_keras_row("default", {}, 1, 60.0, per_call=1),
+                         _keras_row(spe, {"steps_per_execution": 512}, 512, 30.0, per_call=235)])
+    line = report_tuning.findings(rows)[0]
+    assert "512 in effect" not in line
+    assert ("steps_per_execution 512 (235 steps a call: Keras ends a call at the epoch's end) trains 2.00x as fast "
+            "as 1") in line
+    big_epoch = rows.assign(**{"settings.steps_per_call": [1, 512]})  # an epoch of 512 steps or more
+    assert "steps_per_execution 512 (512 steps a call) trains" in report_tuning.findings(big_epoch)[0]

@@ -68,7 +68,10 @@ class KerasEpochSettings(Settings):
     # None: the workload's source decides (``Workload.augmentation``)
     augment: bool | None = knob(None, bool, AUGMENT_HELP)
     steps_per_execution: int = knob(
-        1, int, "Keras: steps run per call of the compiled train function (Keras caps it at the epoch)")
+        1, int, "Keras: model.compile's steps_per_execution, the most steps one call of the compiled train function "
+                "runs; Keras ends a call at the epoch's last batch, so an epoch of fewer steps runs whole in one call "
+                "(the tuning study's 512 at batch 256: 235 steps a call). settings.steps_per_call records what a call "
+                "ran")
     # None: Keras' own default, which differs between Keras 2 (off) and Keras 3 ('auto')
     jit_compile: bool | str | None = knob(None, (False, True, "auto"), JIT_HELP)
     precision: str = knob("float32", ("float32", "mixed_float16", "mixed_bfloat16"), PRECISION_HELP)

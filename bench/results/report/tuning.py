@@ -241,24 +241,37 @@ def steps_per_execution_finding(keras) -> str:
     of (time with steps_per_execution 1 / time with 512), each pair two rows of one ``SAME_RUN`` whose settings in
     effect (``settings.<knob>`` for every Keras knob: what the record says took effect, as ``mixed_jit_finding``
     reads it, never the request) differ in steps_per_execution alone, 512 and 1. A row whose record holds no
-    steps_per_execution in effect is in no pair; "holds" above a median of 1.1."""
+    steps_per_execution in effect is in no pair; "holds" above a median of 1.1. The sentence names the steps each call
+    of the 512 rows ran (``settings.steps_per_call``, ``_steps_a_call``): Keras ends a call at the epoch's end, so 512
+    at the study's 235 steps an epoch is one call of 235 steps per epoch, not 512."""
     claim = "- *steps_per_execution matters a lot for Keras*"
     others = [k for k in KNOBS["keras"] if k != "steps_per_execution"]
     spe = {i: _num(_in_effect(r, "steps_per_execution")) for i, r in keras.iterrows()}
     key = {i: tuple(_effect_key(_col(r, c)) for c in SAME_RUN) + tuple(_effect_key(_in_effect(r, k)) for k in others)
            for i, r in keras.iterrows()}
-    pairs = []
+    pairs, paired = [], []
     for i in [i for i, n in spe.items() if n == 512]:
         twin = next((j for j, n in spe.items() if n == 1 and key[j] == key[i]), None)
         if twin is not None:
             pairs.append(float(keras.at[twin, "time_s"]) / float(keras.at[i, "time_s"]))
+            paired.append(_num(_in_effect(keras.loc[i], "steps_per_call")))
     if not pairs:
         return (f"{claim}: no ok pair of runs to judge (two rows of one cell whose records say steps_per_execution "
                 "512 and 1 took effect, every other Keras knob in effect the same).")
     med = float(np.median(pairs))
     verdict = "holds" if med > 1.1 else "does not hold"
-    return (f"{claim}: {verdict} here: steps_per_execution 512 in effect trains {med:.2f}x as fast as 1 (median "
-            f"over {len(pairs)} pairs whose other Keras knobs in effect, `settings.*`, are the same).")
+    return (f"{claim}: {verdict} here: steps_per_execution 512 ({_steps_a_call(paired)}) trains {med:.2f}x as fast "
+            f"as 1 (median over {len(pairs)} pairs whose other Keras knobs in effect, `settings.*`, are the same).")
+
+
+def _steps_a_call(ran: list[float | None]) -> str:
+    """What the 512 rows' calls ran, from their ``settings.steps_per_call`` (None: not recorded, a record from before
+    the field): "235 steps a call: Keras ends a call at the epoch's end" where it was fewer than 512."""
+    if not ran or any(n is None for n in ran):
+        return "the steps a call ran not recorded: Keras ends a call at the epoch's end"
+    values = sorted({int(n) for n in ran if n is not None})
+    text = " or ".join(str(n) for n in values) + " steps a call"
+    return text + (": Keras ends a call at the epoch's end" if values[0] < 512 else "")
 
 
 def _effect_key(value) -> str | None:

@@ -28,7 +28,8 @@ class Data(Block):
                                   "synthetic)")
     reason: str | None = entry("why the data is what it is (synthetic: why; real: where it came from)")
     name: str | None = entry("the dataset's name")
-    n_train: int | None = entry("training examples per epoch")
+    n_train: int | None = entry("training examples in the set (an epoch trains metrics.examples_per_epoch of them: "
+                                "fewer where an augmented epoch of full batches drops the partial one)")
     n_val: int | None = entry("validation examples")
     sha256: str | None = entry("checksum of the dataset file (null where not checked)")
 
@@ -55,11 +56,16 @@ class Metrics(Block):
     clock_reads: int | None = entry("clock reads the timer made")
     epochs: int | None = entry("epochs run")
     steps_per_epoch: int | None = entry("training steps per epoch")
+    examples_per_epoch: int | None = entry("epoch suites: training examples each epoch trained: data.n_train, less the "
+                                           "partial batch an augmented epoch of full batches drops (cifar10_cnn at "
+                                           "batch 32: 50,000 -> 49,984; null: a record from before 2026-11-27)")
     first_epoch_s: float | None = entry("the first epoch: includes tracing/compilation", "s", "median")
     steady_epoch_s: float | None = entry("mean time per epoch over epochs 2..N, training steps only", "s", "median")
     epoch_s: list[float] | None = entry("each epoch's training steps, the first included (JSON list)", "s")
-    samples_per_s: float | None = entry("training examples per second over steady epochs: data.n_train / "
-                                        "steady_epoch_s", "examples/s", "derived")
+    samples_per_s: float | None = entry("training examples per second over steady epochs: examples_per_epoch / "
+                                        "steady_epoch_s (a record without examples_per_epoch: data.n_train; such an "
+                                        "aggregated record of an augmented cell counted the partial batch its epochs "
+                                        "dropped)", "examples/s", "derived")
     total_train_s: float | None = entry("training steps of all epochs, compilation included, validation excluded",
                                         "s", "median")
     fit_call_s: float | None = entry("epoch suites: wall time of the whole training call between device barriers, "
@@ -83,7 +89,10 @@ class Metrics(Block):
                                           "s/epoch", "median")
     first_step_s: float | None = entry("the first step alone, tracing, compilation and lazy initialisation included "
                                        "(the model is built before the clock starts; paper suite, and fit cells "
-                                       "under sync=step; null otherwise)", "s", "median")
+                                       "under sync=step; null otherwise, and where the first timed call ran several "
+                                       "steps: Keras with steps_per_execution > 1 times an execution whole, its first "
+                                       "step never alone; records before 2026-11-27 hold that execution's seconds "
+                                       "over its steps)", "s", "median")
     steps: int | None = entry("the timed steps ms_per_step_* are over: paper suite, the steps after the first "
                               "(default 100); epoch suites, the steady epochs' training steps")
     steady_s: float | None = entry("paper suite: total time of the timed steps", "s", "median")

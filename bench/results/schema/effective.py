@@ -117,7 +117,9 @@ class EffectiveSettings(Block):
                                 "notebooks; schema 3 and older: the verbose knob)")
     batch_end_hook: bool | None = entry("epoch suites, Keras: a callback given to fit overrides a training batch-end "
                                         "hook (the progress knob's keras_tqdm callback; the timing callback under "
-                                        "sync every:N or step), so Keras hands it the batch's logs after every step")
+                                        "sync every:N or step), so Keras hands it the batch's logs after every step "
+                                        "(after every call where steps_per_execution > 1: Keras calls the batch hooks "
+                                        "once per call of settings.steps_per_call steps)")
     keras_async_batch_end: bool | None = entry("epoch suites, Keras 3: whether Keras' CallbackList of fit's callbacks "
                                                "dispatches batch-end calls asynchronously, in a thread pool (only on "
                                                "JAX and PyTorch, and only without a batch-end hook: "
@@ -130,6 +132,13 @@ class EffectiveSettings(Block):
     augmentation: dict[str, Any] | None = entry("epoch suites: how training images were augmented (shift ranges, "
                                                 "flip, fill, interpolation, workers, where, implementation)")
     shuffle_buffer: int | None = entry("epoch suites: examples each epoch's shuffle draws from")
+    steps_per_call: int | None = entry("epoch suites, Keras: the most steps one call of the compiled train function "
+                                       "ran: steps_per_execution capped at the epoch's training steps "
+                                       "(metrics.steps_per_epoch), as Keras ends a call at the epoch's last batch "
+                                       "(keras/src/trainers/trainer.py@v3.15.1:122-125; tf-keras "
+                                       "DataHandler._truncate_execution_to_epoch); an epoch runs ceil(steps_per_epoch "
+                                       "/ steps_per_call) calls, its last the remainder (null: a record from before "
+                                       "2026-11-27, or another engine)")
     row_lstm_calls_per_forward: int | None = entry("mnist_hierarchical_rnn, Keras: calls of the row LSTM in one "
                                                    "forward pass, counted on the trained model (28: one per image "
                                                    "row; 1: all rows at once, as Keras 2.0.8)")

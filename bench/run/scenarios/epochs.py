@@ -60,7 +60,7 @@ class Epochs(Scenario):
         # the engine's typed blocks go into the record as they are (they write the fields the engine gave)
         rec.settings = effective_settings(settings, out.settings)  # every knob, then what took effect
         rec.metrics, rec.history, rec.model, rec.memory = out.metrics, out.history, out.model, out.memory
-        finish_telemetry(rec, tel.summary(out.metrics.steps_per_epoch, ds.n_train))
+        finish_telemetry(rec, tel.summary(out.metrics.steps_per_epoch, out.metrics.examples_per_epoch))
         return out.profile_run
 
     def resume_expected(self, rec: Record, cell: Cell) -> list[tuple[str, Any, Any]]:

@@ -154,9 +154,11 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Ker
                                     barrier, telemetry)
     # the model's facts measured on the trained model, outside the timed window
     facts = workload.keras_model_facts(keras, model) if workload.keras_model_facts else {}
+    timed = timer.summary(batch_size, trained)
+    effective.steps_per_call = steps_per_call(settings.steps_per_execution, timed["steps_per_epoch"])
     return EpochResult(
         settings=EffectiveSettings(**{**effective.model_dump(exclude_unset=True), **progress, **facts}),
-        metrics=Metrics(**timer.summary(batch_size, trained), **fit_metrics(epoch_clock.epoch_s, fit_call_s)),
+        metrics=Metrics(**timed, **fit_metrics(epoch_clock.epoch_s, fit_call_s)),
         history={k: [float(v) for v in vals] for k, vals in history.history.items()},
         model=Model(params_total=int(model.count_params()),
                     params_trainable=int(sum(np.prod(w.shape) for w in model.trainable_weights))),
@@ -164,6 +166,17 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Ker
         profile_run=rerun.keras_fit(keras, model, lambda n: with_batches(keras, fit_kw, n, batch_size), verbose,
                                     progress_bar_discarded, callbacks[1:]),
     )
+
+
+def steps_per_call(steps_per_execution: int, steps_per_epoch: int) -> int:
+    """The most steps one call of the compiled train function ran (``settings.steps_per_call``): ``steps_per_execution``
+    capped at the epoch's training steps. Keras ends an execution at the epoch's last batch ("At most, one full epoch
+    will be run each execution", keras/src/trainers/trainer.py@v3.15.1:122-125: ``EpochIterator._enumerate_iterator``
+    starts a call every ``steps_per_execution`` steps of the epoch, each backend's loop stops where the epoch's data
+    ends; tf-keras: ``DataHandler._truncate_execution_to_epoch``, tf_keras/src/engine/data_adapter.py), so the tuning
+    study's 512 at 235 steps an epoch ran 235 a call. An epoch runs ceil(steps_per_epoch / this) calls, its last one
+    the remainder."""
+    return max(1, min(int(steps_per_execution), int(steps_per_epoch)))
 
 
 def timed_fit(model, fit_kw: dict[str, Any], barrier: Callable[[], None], telemetry) -> tuple[Any, float]:
