@@ -21,18 +21,25 @@ from bench.core.stacks import get_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = ("images/install.sh", "images/uv.lock.txt", "pyproject.toml")
+#: The collector's one image flavor (the Makefile's ``for_images``).
+COLLECTOR_FLAVOR = "latest"
 
 
 def inputs(image: str, flavor: str, root: Path = ROOT) -> list[Path]:
     """The files the build of ``image`` (a stack id, or ``collector``) at ``flavor`` reads, sorted.
 
     Raises:
-        KeyError: an unknown stack. FileNotFoundError: a missing input (e.g. no lock for the flavor).
+        KeyError: an unknown stack, or a flavor it has none of (``Stack.flavors``; the collector's: ``latest``).
+        FileNotFoundError: a missing input (e.g. no lock for the flavor).
     """
     if image == "collector":
+        if flavor != COLLECTOR_FLAVOR:
+            raise KeyError(f"the collector's flavor is {COLLECTOR_FLAVOR!r}, not {flavor!r}")
         own = ["images/collector/Dockerfile", "images/collector/requirements.lock"]
     else:
         stack = get_stack(image)  # KeyError for an unknown stack
+        if flavor not in stack.flavors:
+            raise KeyError(f"{image} has no flavor {flavor!r}; its flavors: {', '.join(stack.flavors)}")
         own = ["images/Dockerfile", "images/c-toolchain.sh", "images/imports.py",
                f"images/{image}/requirements-{flavor}.lock"]
         own += [f"images/layers/{layer}-{flavor}.lock" for layer in (stack.layer, stack.sublayer) if layer]
@@ -69,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    """``imagetag``: print the tag; exit 2 for an unknown stack, 1 for a missing input."""
+    """``imagetag``: print the tag; exit 2 for an unknown stack or flavor, 1 for a missing input."""
     try:
         print(tag(args.image, args.flavor))
     except KeyError as e:

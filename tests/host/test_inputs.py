@@ -1,6 +1,7 @@
 """Bad input on the host side fails first, in one line: a stack's run alone checks its inputs, the check comes before
 anything under ``make -j``, a quote in a value passes intact or is refused, a GPU-only input on a CPU run, a digest
-list that is not there, the Kubernetes Job's run named after the size it runs at, and a refused run leaves no folder."""
+list that is not there, the Kubernetes Job's run named after the size it runs at, a refused run leaves no folder, and
+an image flavor ``imagetag`` does not know is bad input."""
 
 import argparse
 import os
@@ -218,3 +219,16 @@ def test_cloud_collect_refuses_a_source_before_it_makes_the_destination(tmp_path
                         str(tmp_path / "cloud" / "r")], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stdout) == (2, "") and "cannot copy from 'ftp://x/r'" in p.stderr, p.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("image, flavor, says", [
+    ("pytorch", "weird", "pytorch has no flavor 'weird'; its flavors: cpu, gpu"),
+    ("pytorch-cu12", "cpu", "pytorch-cu12 has no flavor 'cpu'; its flavors: gpu"),
+    ("collector", "gpu", "the collector's flavor is 'latest', not 'gpu'"),
+])
+def test_imagetag_refuses_a_flavor_the_image_has_not_as_bad_input(image, flavor, says):
+    """A mistyped flavor read as a missing lock file (exit 1, as for a broken checkout); it is bad input: exit 2."""
+    p = subprocess.run([PY, "-m", "bench.host", "imagetag", image, flavor], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and not p.stdout
