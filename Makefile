@@ -169,10 +169,11 @@ image_env = -e BENCH_IMAGE_DIGEST="$(call image_digest,$(1))" -e BENCH_IMAGE_ID=
 # --device: a GPU-only input, COOLDOWN, is refused on a CPU run)
 REQUEST_ARGS = $(shell $(REQUEST) args --device $(RUN_DEVICE) $(REQUEST_PAIRS) || echo __bad_request__)
 
-# the loop's variables (SUITE, SIZE, REPEATS, SEED, ORDER: request check) and, for bench-all or a stack's round
+# the loop's variables (SUITE, SIZE, REPEATS, SEED, ORDER, and a stack's ROUND, one of the REPEATS rounds: request check) and, for bench-all or a stack's round
 # (ROUND), the rounds they make with STACKS (launch --dry-run: ORDER=abba takes two stacks, a stack named twice):
 # "ok", or empty when one is bad (its error printed above)
-LOOP_OK = $(shell $(REQUEST) check $(foreach v,SUITE SIZE SEED ORDER $(if $(REPEATS),REPEATS),$(call shq,$(v)=$($(v)))) \
+LOOP_OK = $(shell $(REQUEST) check $(foreach v,SUITE SIZE SEED ORDER,$(call shq,$(v)=$($(v)))) \
+  $(if $(or $(REPEATS),$(ROUND)),$(call shq,REPEATS=$(ROUNDS))) $(if $(ROUND),$(call shq,ROUND=$(ROUND))) \
   $(if $(or $(ROUND),$(filter bench-all check-request,$(MAKECMDGOALS))),&& $(HOST_CLI) \
   launch compose --stacks $(call shq,$(STACKS)) --rounds $(call shq,$(ROUNDS)) --seed $(call shq,$(SEED)) \
   --order $(call shq,$(ORDER)) --dry-run >/dev/null) && echo ok)

@@ -260,7 +260,8 @@ def default(name: str, device: str | None = None, size: str | None = None) -> An
 
 
 #: The Makefile's own variables that shape its loop and the run's name (not passed through): their ``Request`` fields.
-LOOP_VARS = {"SUITE": "suite", "SIZE": "size", "REPEATS": "repeats", "SEED": "seed", "ORDER": "order"}
+LOOP_VARS = {"SUITE": "suite", "SIZE": "size", "REPEATS": "repeats", "SEED": "seed", "ORDER": "order",
+             "ROUND": "round_"}
 
 
 def make_vars() -> dict[str, Field]:
@@ -272,7 +273,7 @@ def make_vars() -> dict[str, Field]:
 def check_loop(values: dict[str, str]) -> None:
     """Check the Makefile's loop variables (``LOOP_VARS``) on the host as ``bench run`` checks their options
     (``make check-request``). Raises ValueError naming the variable: none of ``LOOP_VARS``, empty (make would pass
-    an option without its value), or a value ``bench run`` would refuse (``_check``)."""
+    an option without its value), a value ``bench run`` would refuse (``_check``), or a ROUND past REPEATS."""
     known = {f.name: f for f in fields(Request)}
     for var, value in values.items():
         if var not in LOOP_VARS:
@@ -280,6 +281,9 @@ def check_loop(values: dict[str, str]) -> None:
         if not value.strip():
             raise ValueError(f"{var} is empty: give it a value or leave it unset")
         _check(known[LOOP_VARS[var]], var, value.strip())
+    round_, repeats = values.get("ROUND", "").strip(), values.get("REPEATS", "").strip()
+    if round_ and repeats and int(round_) > int(repeats):
+        raise ValueError(f"ROUND: {round_} is past the last of REPEATS={repeats} rounds")
 
 
 TRUE_WORDS = ("1", "true", "yes", "on")

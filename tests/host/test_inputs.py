@@ -39,10 +39,15 @@ def refused(p: subprocess.CompletedProcess, says: str) -> None:
     (["SET=tf32=bogus"], "SET: tf32=bogus is not valid"),
     (["REPEATS=0"], "REPEATS: 0 is not at least 1"),
     (["ROUND=1", "ORDER=abba"], "the abba order takes two stacks, got 6"),
+    (["ROUND=x"], "ROUND: 'x' is not an integer"),
+    (["ROUND=0"], "ROUND: 0 is not at least 1"),
+    (["ROUND=3", "REPEATS=2"], "ROUND: 3 is past the last of REPEATS=2 rounds"),
+    (["ROUND=2", "DEVICE=cpu"], "ROUND: 2 is past the last of REPEATS=1 rounds"),  # a CPU run's default: 1 round
 ])
 def test_a_stacks_run_alone_checks_its_inputs(pairs, says):
     """``make bench-<stack>`` checked only SET and the other pass-through inputs: SUITE=classik went to the container
-    as ``--suite classik`` and failed there (after compose started it)."""
+    as ``--suite classik`` and failed there (after compose started it); so did a ROUND that is not one of the run's
+    rounds."""
     refused(make("-n", "bench-jax", "DEVICE=cpu", *pairs), says)
 
 
