@@ -34,6 +34,12 @@ _EFFECTIVE = frozenset(n for name, f in EffectiveSettings.model_fields.items() f
 _OTHER = (col(Env, "gpu", "driver"), *(col(Data, k) for k in ("source", "n_train", "n_val")))
 
 
+def _shown(x: Any) -> str:
+    """``x`` as the records wrote it: a whole number read back from a CSV as a float (``0.0`` for the ``0`` a
+    JSON record holds) without its ``.0``."""
+    return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
+
+
 def _in_effect(column: str, device: Any, knobs: set[str]) -> bool:
     """A column that matching by name assumes equal: a ``settings.*`` column of a setting in effect (every field of
     ``EffectiveSettings``, its nested columns and the framework versions too) or one of ``_OTHER``. Not a TF32
@@ -82,7 +88,7 @@ def differences(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | Non
     for c in (c for c in ra.index if c in rb.index and _in_effect(str(c), device, knobs or set())):
         x, y = ra[c], rb[c]
         if present(x) and present(y) and not _same(_as_now(ra, c, key), _as_now(rb, c, key)):
-            out.append(f"{c}: {x} -> {y}")
+            out.append(f"{c}: {_shown(x)} -> {_shown(y)}")
     return "; ".join(out)
 
 

@@ -123,3 +123,11 @@ def test_a_null_repeat_is_no_time_and_a_word_among_the_repeats_is_one_line(tmp_p
     p = bench("compare", tmp_path / "word.csv", tmp_path / "word.csv")
     assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.count("\n") == 1
     assert "repeats.ms_per_step_mean.values holds a value that is not a number" in p.stderr
+
+
+def test_a_whole_number_read_back_as_a_float_is_named_as_recorded():
+    """A CSV reads a knob's ``0`` back as ``0.0``: ``differs`` said ``settings.num_workers: 0.0 -> 1.0``."""
+    a = pd.DataFrame([{**ROW, "settings.num_workers": 0.0, "settings.steps_per_execution": 1.0}])
+    b = a.assign(**{"settings.num_workers": 1.0, "settings.steps_per_execution": 512.0})
+    assert cmp.compare(a, b).iloc[0]["differs"] == (
+        "settings.num_workers: 0 -> 1; settings.steps_per_execution: 1 -> 512")
