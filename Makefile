@@ -127,7 +127,7 @@ TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
 DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --flavor $(FLAVOR) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
-.PHONY: help check-request configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-full test-unit test-e2e slow-tests \
+.PHONY: help git-commit check-request configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-full test-unit test-e2e slow-tests \
 	lint lock stacks clean version-stack compare-versions cloud cloud-k8s cloud-collect push images e2e-base e2e-images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
@@ -189,14 +189,15 @@ endif
 # $(call matches,VALUE,ERE): "ok" when all of VALUE matches the (bash) extended regular expression ERE
 matches = $(shell [[ $(call shq,$(1)) =~ ^($(2))$$ ]] && echo ok)
 # RUN names a folder of results/runs and results/<RUN>.csv: one name, no space, slash or quote (a space split
-# bench run's --out in two in every stack's container, after the builds; an empty one wrote into runs/ itself)
+# bench run's --out in two in every stack's container, after the builds; an empty one wrote into runs/ itself), not
+# hidden or an option (a leading . or -), nor a comma, colon or % (make's own syntax)
 ifneq ($(filter check-request bench-% collect,$(MAKECMDGOALS)),)
-  $(if $(call matches,$(RUN),[A-Za-z0-9][A-Za-z0-9._+=-]*),,$(error RUN must be one folder name: a letter or digit, \
-    then letters, digits and . _ + = - (got '$(RUN)')))
+  $(if $(call matches,$(RUN),[A-Za-z0-9_@][A-Za-z0-9._+=@~-]*),,$(error RUN must be one folder name: a letter, digit, \
+    _ or @, then letters, digits and . _ + = @ ~ - (got '$(RUN)')))
 endif
 # PRICE_PER_HOUR goes to bench report after the run (collect): a bad one failed the report once every cell had run
 ifneq ($(and $(PRICE_PER_HOUR),$(filter check-request bench-all collect report,$(MAKECMDGOALS))),)
-  $(if $(call matches,$(PRICE_PER_HOUR),[0-9]+\.?[0-9]*|\.[0-9]+),,$(error PRICE_PER_HOUR must be dollars per \
+  $(if $(call matches,$(PRICE_PER_HOUR),([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?),,$(error PRICE_PER_HOUR must be dollars per \
     GPU-hour, a number 0 or more (got '$(PRICE_PER_HOUR)')))
 endif
 
@@ -363,6 +364,9 @@ window-rehearse: ## The GPU window on this CPU at smoke size (WINDOW_PARTS), in 
 	PATH="$(CURDIR)/.window-venv/bin:$$PATH" bash window/run.sh --device cpu --size smoke --parts "$(WINDOW_PARTS)" \
 	  --work $(REHEARSAL)/work --site $(REHEARSAL)/site $(REHEARSAL)/out || echo "window/run.sh exited $$?; the checks decide"
 	BENCH_WINDOW_REHEARSAL=$(REHEARSAL) BENCH_WINDOW_PARTS="$(WINDOW_PARTS)" $(PYTHON) -m pytest -q -p no:cacheprovider tests/window
+
+git-commit: ## Print the commit the records of a run from this tree name (GIT_COMMIT: -dirty where bench/ changed)
+	@echo $(GIT_COMMIT)
 
 window-command: ## The GPU window's device command line, naming this clean tree's commit (docs/gpu-window.md)
 	@test -z "$$(git status --porcelain)" || { echo "window-command: commit first: the records name the commit, and \

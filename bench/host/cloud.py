@@ -65,7 +65,7 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
         accel = gpu if ":" in gpu else f"{gpu}:1"
         envs = {"SUITE": suite, "STACKS": " ".join(stacks), "SIZE": size, "REPEATS": str(repeats),
                 "SEED": str(seed), "RUN_NAME": run_name, "BUCKET": bucket,
-                "PRICE_PER_HOUR": "" if price_per_hour is None else f"{price_per_hour:g}", "REGISTRY": registry,
+                "PRICE_PER_HOUR": "" if price_per_hour is None else repr(float(price_per_hour)), "REGISTRY": registry,
                 **inputs}
         if inputs:
             envs["PASS_VARS"] = " ".join(inputs)

@@ -105,13 +105,15 @@ def cpu_model() -> str | None:
 
 #: What ``git_commit`` appends to a commit the code that ran differs from (``git describe --dirty``'s mark).
 DIRTY = "-dirty"
+#: What it appends where git named HEAD but could not say whether the tree differs from it (``git status`` failed).
+UNCHECKED = "-unchecked"
 
 
 def git_commit(env: Mapping[str, str] | None = None, folder: Path | None = None) -> str | None:
     """The bench package's commit: ``BENCH_GIT_COMMIT`` of ``env`` (default ``os.environ``; images bake it in), as
     given; else asked of git in ``folder`` (default the package's own), with ``DIRTY`` appended where a file of the
     folder is changed, staged or untracked (``git status --porcelain -- .``): the code that ran is then not that
-    commit's. None where git cannot say."""
+    commit's; ``UNCHECKED`` where ``git status`` fails after HEAD was read. None where git names no HEAD."""
     commit = (os.environ if env is None else env).get("BENCH_GIT_COMMIT")
     if commit not in (None, "", "unknown"):
         return commit
@@ -122,10 +124,13 @@ def git_commit(env: Mapping[str, str] | None = None, folder: Path | None = None)
                               check=True).stdout.strip()
 
     try:
-        head, changed = ask("rev-parse", "HEAD"), ask("status", "--porcelain", "--", ".")
-        return head + DIRTY if changed else head
+        head = ask("rev-parse", "HEAD")
     except (OSError, subprocess.SubprocessError):
         return None
+    try:
+        return head + DIRTY if ask("status", "--porcelain", "--", ".") else head
+    except (OSError, subprocess.SubprocessError):  # a cold network file system's status past its 5 s
+        return head + UNCHECKED
 
 
 def framework_cuda() -> dict[str, Any]:

@@ -257,8 +257,11 @@ def test_an_image_tag_changes_with_any_input_and_only_then(tmp_path):
     sub = tmp_path / "images" / "layers" / "jax-cpu.lock"
     sub.write_text(sub.read_text() + "\n# changed\n")
     assert imagetag.tag("jax", "cpu", tmp_path) != jax and imagetag.tag("keras3-tf", "cpu", tmp_path) == tf
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(KeyError, match="its flavors: gpu"):  # no such image: bad input, not a missing file
         imagetag.tag("pytorch-cu12", "cpu")
+    (tmp_path / "images" / "pytorch" / "requirements-cpu.lock").unlink()
+    with pytest.raises(FileNotFoundError):
+        imagetag.tag("pytorch", "cpu", tmp_path)
 
 
 def test_a_failed_cell_does_not_end_the_kubernetes_job():

@@ -175,15 +175,17 @@ def test_a_refused_fidelity_run_leaves_no_folder_it_made(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("goal, run", [("bench-jax", "a b"), ("bench-jax", ""), ("collect", "../x"),
-                                       ("check-request", "it's")])
+                                       ("check-request", "it's"), ("bench-jax", ".hidden"), ("bench-jax", "-o"),
+                                       ("collect", "a,b")])
 def test_a_run_name_that_is_not_one_folder_name_is_refused_first(goal, run):
     """RUN went unchecked into ``--out /results/runs/$(RUN)``: "a b" split it in two (bench run refused the extra
     argument in every stack's container, after the preflight and the builds), an empty one wrote the records into
     runs/ itself, "../x" outside it."""
-    refused(make("-n", goal, "DEVICE=cpu", f"RUN={run}"), f"RUN must be one folder name: a letter or digit, then "
-            f"letters, digits and . _ + = - (got '{run}')")
-    ok = make("-n", "bench-jax", "DEVICE=cpu", "RUN=versions-keras3-jax-vs-keras3-jax--keras-3.14.1-classic-smoke-cpu")
-    assert ok.returncode == 0, ok.stderr
+    refused(make("-n", goal, "DEVICE=cpu", f"RUN={run}"), f"RUN must be one folder name: a letter, digit, _ or @, then "
+            f"letters, digits and . _ + = @ ~ - (got '{run}')")
+    for good in ("versions-keras3-jax-vs-keras3-jax--keras-3.14.1-classic-smoke-cpu", "a100@2026-11-27", "_scratch"):
+        ok = make("-n", "bench-jax", "DEVICE=cpu", f"RUN={good}")
+        assert ok.returncode == 0 and f"/results/runs/{good} " in ok.stdout, ok.stderr
 
 
 @pytest.mark.parametrize("price", ["-5", "abc", "1e"])
@@ -198,9 +200,16 @@ def test_a_price_bench_report_would_refuse_stops_make_and_the_cloud_first(price)
 
 
 def test_a_price_of_0_or_more_passes():
-    for good in ("2.5", ".5", "0"):
+    """As ``bench report --price-per-hour`` takes it (a float): an exponent too, which ``cloud launch`` sent the VM
+    (``5e-05``), whose make then refused it after the VM's setup."""
+    for good in ("2.5", ".5", "0", "5e-05", "1E+07"):
         assert make("check-request", "DEVICE=cpu", f"PRICE_PER_HOUR={good}").returncode == 0
         assert cloud.dollars(good) == float(good)
+    for price, sent in ((0.00005, "5e-05"), (12.3456789, "12.3456789")):  # as given, not rounded to 6 digits
+        p = subprocess.run([PY, "-m", "bench.host", "cloud", "launch", "--gpus", "H100", "--bucket", "b", "--run-name",
+                            "r", "--dry-run", "--price-per-hour", str(price)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=60)
+        assert f"PRICE_PER_HOUR={sent}" in p.stdout and p.returncode == 0, p.stderr
     for bad in ("nan", "inf"):
         with pytest.raises(argparse.ArgumentTypeError):
             cloud.dollars(bad)

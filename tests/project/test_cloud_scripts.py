@@ -111,6 +111,17 @@ def test_run_makes_doctor_then_bench_all_into_the_bucket_folder_of_this_gpu(tmp_
     assert [c for c in vm.calls() if c.startswith(("make", "sudo make"))] == expected
 
 
+def test_run_marks_the_commit_dirty_where_the_copied_tree_changed_bench(tmp_path):
+    """SkyPilot's workdir copies the tree as it is: run.sh passed HEAD as GIT_COMMIT, over the Makefile's mark, so
+    the records named a commit whose code had not run."""
+    vm = VM(tmp_path, installed=tuple(INSTALLABLE), state=("docker-group",))
+    (vm.state / "git-status").write_text(" M bench/core/words.py\n")
+    p = vm.run(RUN, str(tmp_path / "bucket"), **ENVS)
+    assert p.returncode == 0, p.stderr
+    makes = [c for c in vm.calls() if c.startswith("make")]
+    assert len(makes) == 2 and all(" GIT_COMMIT=0123abc-dirty" in c for c in makes), makes
+
+
 def test_run_reads_the_idle_temperature_before_the_doctor_heats_the_gpu(tmp_path):
     """The cooldown's baseline is read (fake nvidia-smi) before make doctor's GEMM probe and given to bench-all."""
     vm = VM(tmp_path, installed=tuple(INSTALLABLE), state=("docker-group",))

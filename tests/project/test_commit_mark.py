@@ -5,7 +5,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from bench.instruments.environment import DIRTY
+from bench.instruments.environment import DIRTY, UNCHECKED, git_commit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,6 +17,7 @@ def _git(repo: Path, *args: str) -> str:
 
 def _repo(tmp_path: Path) -> tuple[Path, str]:
     """A git repository holding bench/a.py and a README, committed; (its folder, HEAD)."""
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "a.py").write_text("x = 1\n")
     (tmp_path / "README.md").write_text("r\n")
@@ -62,3 +63,23 @@ def test_the_windows_fallback_commit_is_marked_dirty_too(tmp_path: Path):
     assert _window_commit(repo) == head
     (repo / "bench" / "a.py").write_text("x = 2\n")
     assert _window_commit(repo) == head + DIRTY
+
+
+def test_the_make_target_names_the_commit_as_a_cell_would():
+    """``make git-commit`` prints GIT_COMMIT, which agrees with what ``env.git_commit`` asks git for here."""
+    made = subprocess.run(["make", "-s", "--no-print-directory", "git-commit"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    assert made == git_commit({}, ROOT / "bench")
+
+
+def test_a_status_git_cannot_give_keeps_the_head_it_read(tmp_path: Path, monkeypatch):
+    """A ``git status`` past its 5 s (a cold network file system) dropped the HEAD already read: the record named no
+    commit and the resume check stopped comparing them. HEAD is kept, marked unchecked."""
+    repo, head = _repo(tmp_path / "repo")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    real = subprocess.run(["bash", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    (fake / "git").write_text(f'#!/bin/sh\n[ "$1" = status ] && exit 128\nexec {real} "$@"\n')
+    (fake / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    assert git_commit({}, repo) == head + UNCHECKED
