@@ -48,8 +48,9 @@ class Env(Block):
     cpu_count: int | None = entry("logical CPUs")
     bench_version: str | None = entry("this package's version")
     git_commit: str | None = entry("the bench checkout's commit: BENCH_GIT_COMMIT as given (an image's, the GPU "
-                                   "window's), else git's HEAD, with '-dirty' where the package's files differed "
-                                   "from it (records before 2026-11-28 named HEAD alone)")
+                                   "window's; the Makefile and cloud/run.sh mark it '-dirty' too), else git's HEAD, "
+                                   "with '-dirty' where the package's files differed from it, '-unchecked' where "
+                                   "git status could not say (records before 2026-11-28 named HEAD alone)")
     image: str | None = entry("the stack image's tag (null outside make)")
     image_digest: str | None = entry("the image the cell ran in: its first repository digest (a registry's when "
                                      "pulled, make bench-all REGISTRY=..., or pushed, make push; Docker's containerd "
