@@ -343,7 +343,7 @@ def test_device_gpu_without_gpu_is_a_clear_error(bench_all, make_args):
 
 
 def test_tuning_sweep_in_every_image(bench_all, make_args):
-    """The tuning suite's default grid at smoke size on CPU in all five images, then its report."""
+    """The tuning suite's default grid at smoke size on CPU in all six images, then its report."""
     args, results = make_args
     p = sh(["make", "bench-all", "SUITE=tuning", *selection("tuning"), *args], check=False)
     df = pd.read_csv(results / "tuning-smoke-cpu.csv")

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from bench.core.stacks import STACKS
+from tests.helpers.numbers import number
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -67,3 +68,20 @@ def test_readme_links_point_at_files_and_headings_that_exist():
         assert target.exists(), link
         if anchor:
             assert anchor in _anchors(target), link
+
+
+def test_readme_and_the_home_page_count_the_committed_smoke_runs_cells():
+    """Both front pages describe the committed CPU smoke run by its CSV: cells, ok cells, stacks (docs/index.md said
+    25 cells after the run was redone at six stacks, 30)."""
+    import csv
+    import sys
+
+    csv.field_size_limit(sys.maxsize)
+    with (ROOT / "results/cpu-smoke/classic-smoke-cpu.csv").open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    stated = r"\(`results/cpu-smoke/`, [0-9-]+: (\d+) of (\d+) cells `ok`, (\w+) stacks"
+    for page in (README, ROOT / "docs/index.md"):
+        m = re.search(stated, page.read_text(encoding="utf-8"))
+        assert m, f"{page.name} states the smoke run's cells as '<ok> of <cells> cells `ok`, <n> stacks'"
+        assert (int(m.group(1)), int(m.group(2)), number(m.group(3))) == (
+            sum(r["status"] == "ok" for r in rows), len(rows), len({r["stack"] for r in rows})), page.name

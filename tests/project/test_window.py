@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,35 @@ def test_device_command_fits_the_device():
 def test_bad_input_is_one_line_and_exit_2(args, message):
     p = subprocess.run(["bash", str(ROOT / "window/run.sh"), *args], capture_output=True, text=True)
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def _make_n(*args: str) -> str:
+    """What ``make -n`` would run for ``args`` (the Makefile evaluated here, nothing executed)."""
+    return subprocess.run(["make", "-s", "-n", *args, f"PYTHON={sys.executable}"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_the_docs_name_the_window_parts_make_test_rehearses():
+    """README said `make test` rehearses the window's "first parts"; it runs WINDOW_PARTS' cover scope."""
+    parts = re.search(r'--parts "([^"]*)"', _make_n("window-rehearse")).group(1).split()
+    assert parts and "classic" not in parts
+    for page in ("README.md", "docs/gpu-window.md"):
+        m = re.search(r"`make test`:? its ((?:`\w+`(?:, | and )?)+) parts", (ROOT / page).read_text())
+        assert m, f"{page} names the parts `make test` rehearses"
+        assert re.findall(r"`(\w+)`", m.group(1)) == parts, page
+
+
+def test_the_docs_quote_the_line_make_window_command_prints():
+    printed = re.search(r"^echo '(.*)'$", _make_n("window-command"), flags=re.M).group(1)
+    line = re.sub(r"BENCH_GIT_COMMIT=\S*", "BENCH_GIT_COMMIT=<commit>", printed)
+    assert line == "BENCH_GIT_COMMIT=<commit> bash window/run.sh $OUT"
+    assert f"(`{line}`)" in (ROOT / "README.md").read_text()
+    assert f"\n{line}\n" in (ROOT / "docs/gpu-window.md").read_text()
+
+
+def test_gpu_window_page_gives_each_parts_limit_as_run_sh_does():
+    limits = dict(re.findall(r"\[(\w+)\]=(\d+)", re.search(r"declare -A limit=\((.*)\)",
+                                                            (ROOT / "window/run.sh").read_text()).group(1)))
+    page = (ROOT / "docs/gpu-window.md").read_text()
+    assert dict(re.findall(r"^\| `(\w+)` \| (\d+) \|", page, flags=re.M)) == limits
+    assert f"Together {sum(map(int, limits.values()))} s" in page
