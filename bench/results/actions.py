@@ -75,6 +75,7 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
         import pandas as pd
 
         from bench.results.compare import NoCommonCell, compare, not_compared, rule_text
+        from bench.results.differs import NOT_RECORDED
         from bench.results.rows import read_rows
     except ImportError as e:
         raise InputError(f"compare needs pandas and scipy ({e}); {NEEDS}") from e
@@ -99,10 +100,15 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     if len(differ):  # matched by name, run otherwise: the ratio holds that difference too
         logger.info(f"{len(differ)} of the cells compared ran on another machine or with other settings in effect in "
                     "B than in A (column differs): their ratio measures that difference too")
-    unknown = table[table["unknown"] != ""]
-    if len(unknown):  # not recorded is no difference, and no sameness either
-        logger.info(f"{len(unknown)} of the cells compared could not be checked for another machine: a record names "
+    # not recorded is no difference, and no sameness either
+    machine = table[table["unknown"].str.startswith("machine:")]
+    if len(machine):
+        logger.info(f"{len(machine)} of the cells compared could not be checked for another machine: a record names "
                     "no GPU or CPU model (column unknown)")
+    unrecorded = table[table["unknown"].str.contains(NOT_RECORDED, regex=False)]
+    if len(unrecorded):
+        logger.info(f"{len(unrecorded)} of the cells compared could not be checked for other settings: a record holds "
+                    "no value for a setting in effect the other holds, as one from before the field (column unknown)")
     _log_left(pd, left)  # a cell that failed in B is no "change beyond noise" above: named here
     if out_csv:
         table.to_csv(out_csv, index=False)

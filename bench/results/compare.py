@@ -281,7 +281,8 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
             variants: tuple[str, str] | None = None):
     """A DataFrame with one row per cell present in both runs (KEY columns, a/b medians, ``test_pair``'s columns, then
     ``differs``: the machine or settings in effect that differ between the two rows, ``differences``; ``unknown``:
-    what could not be compared, a row naming no machine model, ``unknown_between``).
+    what could not be compared, a row naming no machine model or not recording a setting in effect the other row
+    records, ``unknown_between``).
 
     ``variants``: (variant of A, variant of B) to match across variants (``pair_variants``), e.g. a knob's
     effect within one run; None matches equal variants.
@@ -320,7 +321,7 @@ def compare(df_a, df_b, metric: str = "ms_per_step_mean", alpha: float = ALPHA, 
         keyed = dict(zip([*KEY, INPUTS], key, strict=True))
         knobs = knobs_between(ra, rb) if variants else set()
         rows.append({**keyed, f"a_{metric}": ra[column], f"b_{metric}": rb[column], **res,
-                     "differs": differences(ra, rb, keyed, knobs), "unknown": unknown_between(ra, rb, keyed)})
+                     "differs": differences(ra, rb, keyed, knobs), "unknown": unknown_between(ra, rb, keyed, knobs)})
     return pd.DataFrame(rows)
 
 

@@ -1,6 +1,8 @@
 """What differs between two rows ``bench compare`` matched by their requested names (``bench.results.compare``'s
 ``differs`` column): the machine, and the settings in effect and data that both rows record; and what could not be
-compared because a row does not record it (its ``unknown`` column: the machine's model)."""
+compared because a row does not record it (its ``unknown`` column: the machine's model, and the settings in effect
+and data that one row holds a value for and the other does not, such as a field added to the record since the other
+ran)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ _EFFECTIVE = frozenset(n for name, f in EffectiveSettings.model_fields.items() f
 #: Outside ``settings``: what else shapes a cell's time under one cell id (the driver; the training and validation
 #: set sizes and the data's source, which an older default changed).
 _OTHER = (col(Env, "gpu", "driver"), *(col(Data, k) for k in ("source", "n_train", "n_val")))
+#: How ``unknown`` says that a row holds no value for a column the other row holds (``unrecorded``).
+NOT_RECORDED = "records no value for"
 
 
 def _shown(x: Any) -> str:
@@ -43,13 +47,14 @@ def _shown(x: Any) -> str:
 def _in_effect(column: str, device: Any, knobs: set[str]) -> bool:
     """A column that matching by name assumes equal: a ``settings.*`` column of a setting in effect (every field of
     ``EffectiveSettings``, its nested columns and the framework versions too) or one of ``_OTHER``. Not a TF32
-    switch on a CPU row (no TF32 there), nor a knob of ``knobs`` (the variants compared differ in it by design)."""
+    switch on a CPU row (no TF32 there: a name holding tf32 in any case, ``NVIDIA_TF32_OVERRIDE`` too), nor a knob of
+    ``knobs`` (the variants compared differ in it by design)."""
     if column in _OTHER:
         return True
     name = column[len(_SETTINGS) + 1:].split(".", 1)[0] if column.startswith(_SETTINGS + ".") else ""
     if name not in _EFFECTIVE or name in knobs:
         return False
-    return not (device == "cpu" and ("tf32" in name or "float_32" in name))
+    return not (device == "cpu" and ("tf32" in name.lower() or "float_32" in name))
 
 
 def _machines(ra, rb, key: dict[str, Any]) -> tuple[str, str]:
@@ -71,32 +76,46 @@ def _as_now(row, column: str, key: dict[str, Any]) -> Any:
     return placement_now(value, backend)
 
 
+def _compared(ra, rb, device: Any, knobs: set[str] | None) -> list[str]:
+    """The columns of either row that are ``_in_effect`` (the union: a column one CSV lacks is one its rows do not
+    record), in A's order then B's."""
+    return [c for c in dict.fromkeys([*ra.index, *rb.index]) if _in_effect(str(c), device, knobs or set())]
+
+
 def differences(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | None = None) -> str:
     """What differs between two matched rows (``compare``'s ``differs``), '' when nothing: the machine
     (``bench.results.history.machine_label``: the GPU model, or the CPU model) where both rows name it (a row that
     names none is ``unknown_between``'s, never a difference) and each column ``_in_effect`` both rows record, as
-    ``name: A -> B``, an older wording of the same data placement not counted (``placement_now``); matching is by
-    requested names (variant, inputs), so a variant named alike may have run otherwise (``jit_compile`` resolved to
-    XLA on one side, another driver, an older default set size), and its ratio then holds that. ``key``: the match's
-    key columns; ``knobs``: the knobs the two variants compared differ in (not named)."""
+    ``name: A -> B`` (one that a row holds no value for is ``unknown_between``'s too), an older wording of the same
+    data placement not counted (``placement_now``); matching is by requested names (variant, inputs), so a variant
+    named alike may have run otherwise (``jit_compile`` resolved to XLA on one side, another driver, an older default
+    set size), and its ratio then holds that. ``key``: the match's key columns; ``knobs``: the knobs the two variants
+    compared differ in (not named)."""
     out = []
     key = key or {}
     machines = _machines(ra, rb, key)
     if machines[0] != machines[1] and not set(machines) & set(UNKNOWN_MACHINES):
         out.append(f"machine: {machines[0]} -> {machines[1]}")
     device = key.get(_DEVICE, ra.get(_DEVICE))
-    for c in (c for c in ra.index if c in rb.index and _in_effect(str(c), device, knobs or set())):
-        x, y = ra[c], rb[c]
+    for c in _compared(ra, rb, device, knobs):
+        x, y = ra.get(c), rb.get(c)
         if present(x) and present(y) and not _same(_as_now(ra, c, key), _as_now(rb, c, key)):
             out.append(f"{c}: {_shown(x)} -> {_shown(y)}")
     return "; ".join(out)
 
 
-def unknown_between(ra, rb, key: dict[str, Any] | None = None) -> str:
+def unknown_between(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | None = None) -> str:
     """What could not be compared between two matched rows (``compare``'s ``unknown``), '' when nothing: the machine
     where a row's record names no GPU (or CPU) model (``UNKNOWN_MACHINES``), e.g. ``machine: B records no GPU model
-    (A: NVIDIA H100 80GB HBM3)``. Unknown is no difference: they may or may not have run on one model."""
-    names = dict(zip("AB", _machines(ra, rb, key or {}), strict=True))
+    (A: NVIDIA H100 80GB HBM3)``; then what one row holds a value for and the other does not (``unrecorded``),
+    e.g. ``settings B records no value for: steps_per_call``. Unknown is no difference: they may or may not have
+    run alike. ``key``, ``knobs``: as ``differences``'."""
+    return "; ".join(p for p in (_unknown_machine(ra, rb, key or {}), unrecorded(ra, rb, key, knobs)) if p)
+
+
+def _unknown_machine(ra, rb, key: dict[str, Any]) -> str:
+    """``unknown_between``'s machine part, '' when both rows name their machine's model."""
+    names = dict(zip("AB", _machines(ra, rb, key), strict=True))
     unknown = [side for side, label in names.items() if label in UNKNOWN_MACHINES]
     if not unknown:
         return ""
@@ -104,6 +123,37 @@ def unknown_between(ra, rb, key: dict[str, Any] | None = None) -> str:
     known = [f"{side}: {label}" for side, label in names.items() if side not in unknown]
     return f"machine: {' and '.join(unknown)} record{'s' if len(unknown) == 1 else ''} no {what} model" + (
         f" ({known[0]})" if known else "")
+
+
+def unrecorded(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | None = None) -> str:
+    """The columns ``_in_effect`` that one row holds a value for and the other does not, one phrase a side:
+    ``settings B records no value for: steps_per_call, optimizer`` (a setting by its field, the whole field where
+    the row holds none of its nested columns), then ``B records no value for: data.source`` for the other columns;
+    '' when none. No value: the row's CSV lacks the column (a record from before the field), or its record left it
+    out or null, which a CSV cannot tell apart (a null may be what the field's help says it means: unset, the
+    framework's default). Matching by name assumed them equal; ``differences`` cannot say."""
+    compared = _compared(ra, rb, (key or {}).get(_DEVICE, ra.get(_DEVICE)), knobs)
+    phrases = []
+    for side, row, other in (("A", ra, rb), ("B", rb, ra)):
+        missing = [c for c in compared if present(other.get(c)) and not present(row.get(c))]
+        fields = _fields(row, [c for c in missing if c.startswith(_SETTINGS + ".")])
+        if fields:
+            phrases.append(f"{_SETTINGS} {side} {NOT_RECORDED}: {', '.join(fields)}")
+        rest = [c for c in missing if not c.startswith(_SETTINGS + ".")]
+        if rest:
+            phrases.append(f"{side} {NOT_RECORDED}: {', '.join(rest)}")
+    return "; ".join(phrases)
+
+
+def _fields(row, columns: list[str]) -> list[str]:
+    """``settings.*`` ``columns`` that ``row`` holds no value for, named without ``settings.``: a nested column by its
+    field alone where ``row`` holds none of that field's columns (``optimizer``, not its ten keys), else by its
+    path (``optimizer.weight_decay``); each name once, in order."""
+    prefix = _SETTINGS + "."
+    held = {str(c)[len(prefix):].split(".", 1)[0] for c in row.index
+            if str(c).startswith(prefix) and present(row[c])}
+    names = [c[len(prefix):] for c in columns]
+    return list(dict.fromkeys(n if n.split(".", 1)[0] in held else n.split(".", 1)[0] for n in names))
 
 
 def knobs_between(ra, rb) -> set[str]:

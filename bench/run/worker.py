@@ -103,9 +103,9 @@ def fill_record(cell: Cell, samples_csv: Path | None = None, profile_dir: Path |
 def too_long(again: ProfileRun, rec: Record, cell: Cell, spent_s: float = 0.0) -> str | None:
     """Why the profile is not taken when its call would use over half the time left of the cell's limit
     (``Cell.timeout_s`` less ``spent_s``, the seconds the cell has run: the runner counts the limit from the
-    process's start, a second or two before): its steps (``rerun.batches``: a Keras call of
-    ``steps_per_execution`` 512 runs 3 x 512) at the timed p50 ms/step, a lower bound (a profiler only adds to a
-    step). None when it fits, or without a timed p50."""
+    process's start, a second or two before): its steps (``rerun.batches``: a Keras fit whose timed calls ran 512
+    steps, ``settings.steps_per_call``, runs 3 x 512) at the timed p50 ms/step, a lower bound (a profiler only adds
+    to a step). None when it fits, or without a timed p50."""
     p50 = rec.metrics.ms_per_step_p50
     if not p50:
         return None

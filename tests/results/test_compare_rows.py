@@ -58,6 +58,41 @@ def test_an_unknown_machine_is_no_difference_and_is_said_to_be_unknown(tmp_path)
     assert "2 of the cells compared could not be checked for another machine" in p.stdout
 
 
+def test_a_setting_one_record_holds_and_the_other_does_not_is_said_to_be_unknown(tmp_path):
+    """``differs`` skipped, silently, a setting in effect one row records and the other does not (an older record
+    without a newer field: settings.steps_per_call, absent from every record before 2026-11-27), so matching by name
+    assumed them equal. ``unknown`` names such settings in one phrase a side, a field whose nested columns a row
+    holds none of by the field alone; the data columns by name; not the knob two variants differ in by design, nor
+    a TF32 switch on a CPU row (NVIDIA_TF32_OVERRIDE, whose upper case the CPU rule missed); ``differs`` stays as
+    it was, and the summary counts those cells apart."""
+    old = {**ROW, "stack": "keras3-jax", "env.cpu_model": "AMD EPYC", "settings.steps_per_execution": 512,
+           "settings.NVIDIA_TF32_OVERRIDE": "0"}
+    new = {**old, "settings.steps_per_call": 4, "settings.optimizer.name": "Adam", "settings.optimizer.beta_1": 0.9,
+           "settings.NVIDIA_TF32_OVERRIDE": None, "data.source": "synthetic"}
+    out = cmp.compare(pd.DataFrame([old]), pd.DataFrame([new])).iloc[0]
+    assert out["differs"] == ""
+    assert out["unknown"] == ("settings A records no value for: steps_per_call, optimizer; "
+                              "A records no value for: data.source")
+    partly = {**old, "settings.optimizer.name": "Adam"}  # an optimizer without beta_1: that key alone
+    back = cmp.compare(pd.DataFrame([new]), pd.DataFrame([partly])).iloc[0]
+    assert back["unknown"] == ("settings B records no value for: steps_per_call, optimizer.beta_1; "
+                               "B records no value for: data.source")
+    gpu = {**old, "device": "gpu", "env.gpu.name": "NVIDIA H100 80GB HBM3"}  # on a GPU the override is in effect
+    unset = cmp.compare(pd.DataFrame([gpu]), pd.DataFrame([{**gpu, "settings.NVIDIA_TF32_OVERRIDE": None}]))
+    assert unset.iloc[0]["unknown"] == "settings B records no value for: NVIDIA_TF32_OVERRIDE"
+    assert cmp.compare(pd.DataFrame([old]), pd.DataFrame([old])).iloc[0]["unknown"] == ""
+    bf16 = {**old, "variant": "precision=mixed_float16", "settings.precision": "mixed_float16",
+            "settings_requested.precision": "mixed_float16"}  # the default records no precision here: by design
+    both = pd.DataFrame([old, bf16])
+    assert cmp.compare(both, both, variants=("default", "precision=mixed_float16")).iloc[0]["unknown"] == ""
+    pd.DataFrame([old]).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame([new]).to_csv(tmp_path / "b.csv", index=False)
+    p = bench("compare", tmp_path / "a.csv", tmp_path / "b.csv")
+    assert p.returncode == 0, p.stderr
+    assert "1 of the cells compared could not be checked for other settings" in p.stdout
+    assert "could not be checked for another machine" not in p.stdout
+
+
 @pytest.mark.parametrize(("stack", "backend", "old", "new"), [
     ("keras3-jax", "jax", "host", "host (NumPy)"),
     ("keras3-torch", "torch", "host", "host (NumPy)"),

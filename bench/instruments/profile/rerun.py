@@ -5,6 +5,9 @@ here from the pieces it trained with (the same model, optimizer state, data pipe
 
 Keras runs its own loop: the profile is one more ``fit`` (or ``predict``) call of a few steps with a callback that
 opens the window at the first step after the warm-up and closes it as the step after the last profiled one begins.
+Its calls of the compiled step are the size the timed fit's were (``settings.steps_per_call``): where Keras ended
+each timed call at the epoch's end (``steps_per_execution`` over the epoch's steps), the profiled fit runs epochs of
+the cell's own data, one call each (``TimedCalls``), not executions of ``steps_per_execution`` steps.
 The window's callback overrides only the batch-begin hook, which Keras 3 calls without logs, so it changes nothing of
 Keras' batch-end path (keras/src/callbacks/callback_list.py@v3.15.1, ``_configure_async_dispatch`` looks at the
 batch-end hooks only); the fit reports progress as the cell did, its ``verbose`` and its progress callbacks
@@ -45,7 +48,7 @@ class Held(NamedTuple):
 
 
 #: ``run(window, steps)`` -> the steps run before and inside the window (``steps`` asked for; a Keras fit with
-#: ``steps_per_execution`` > 1 runs whole executions: ``keras_fit``).
+#: ``steps_per_execution`` > 1 runs whole calls: ``keras_fit``).
 ProfileRun = Callable[[Window, int], Held]
 
 
@@ -103,44 +106,75 @@ def per_execution(model: Any) -> int:
 
 
 def executions(per: int, steps: int) -> tuple[int, int]:
-    """(steps inside the window, batches the call runs) for a Keras call of ``per`` steps per execution: Keras 3
-    and tf-keras call the batch hooks once per execution (keras/src/trainers/epoch_iterator.py@v3.15.1
-    ``_enumerate_iterator``: begin steps 0, per, 2 * per...), so the warm-up and the window are whole executions:
-    the warm-up the fewest that hold ``WARMUP`` steps, the window ``steps // per`` of them (at least one: an
-    execution longer than ``steps`` is profiled whole), and one more whose begin closes the window."""
+    """(steps inside the window, batches the call runs) for a Keras call whose compiled step runs ``per`` steps a
+    call (``steps_per_execution``, or the timed fit's calls where Keras ended them at the epoch: ``TimedCalls``):
+    Keras 3 and tf-keras call the batch hooks once per call (keras/src/trainers/epoch_iterator.py@v3.15.1
+    ``_enumerate_iterator``: begin steps 0, per, 2 * per...), so the warm-up and the window are whole calls: the
+    warm-up the fewest that hold ``WARMUP`` steps, the window ``steps // per`` of them (at least one: a call longer
+    than ``steps`` is profiled whole), and one more whose begin closes the window."""
     window = max(1, steps // per) * per
     warm = -(-WARMUP // per) * per
     return window, warm + window + per
 
 
-def window_callback(keras: Any, window: Window, steps: int, predict: bool = False) -> Any:
+class TimedCalls(NamedTuple):
+    """What the timed fit's calls of the compiled train function ran: ``steps`` at most (``settings.steps_per_call``:
+    ``steps_per_execution`` capped at the epoch's steps), on ``data``, the ``fit`` data arguments of one epoch of
+    the cell's batches as the timed fit had them (``bench.models.engines.keras.epochs.fit``)."""
+
+    steps: int
+    data: dict[str, Any]
+
+
+def call_steps(model: Any, timed: TimedCalls | None) -> tuple[int, bool]:
+    """(steps one profiled call runs, whether the profile runs epochs of ``timed.data``, one call each): where
+    Keras ended the timed calls at the epoch's end (``timed.steps`` under ``model``'s ``steps_per_execution``),
+    only an epoch of that many batches makes Keras end a call there again (Keras 3 ends an execution where its
+    data iterator does, keras/src/backend/jax/trainer.py@v3.15.1 ``_make_function``; tf-keras
+    ``DataHandler._truncate_execution_to_epoch``); else ``steps_per_execution``, in one epoch."""
+    per = per_execution(model)
+    if timed is not None and 0 < timed.steps < per:
+        return timed.steps, True
+    return per, False
+
+
+def window_callback(keras: Any, window: Window, steps: int, predict: bool = False,
+                    per: int | None = None, epoch_steps: int = 0) -> Any:
     """A Keras callback that opens ``window`` as the first training (``predict``: prediction) batch at or past
     ``WARMUP`` begins and closes it as the first batch at or past that one + ``steps`` begins (with
-    ``steps_per_execution`` > 1, Keras calls the hook once per execution: ``executions``), or at the call's end when
-    the data ran out first (a dataset of fewer batches: the window then holds fewer steps). ``held`` is then what
-    ran (``Held``: the steps before the window opened, the steps it held)."""
+    ``steps_per_execution`` > 1, Keras calls the hook once per call: ``executions``), or at the call's end when
+    the data ran out first (a dataset of fewer batches: the window then holds fewer steps; the last call begun
+    counted as ``per`` steps, by default the model's ``steps_per_execution``). A fit of several epochs of
+    ``epoch_steps`` steps (``call_steps``) counts its batches across them (Keras numbers them from 0 each epoch).
+    ``held`` is then what ran (``Held``: the steps before the window opened, the steps it held)."""
 
     class ProfileWindow(keras.callbacks.Callback):
         first: int | None = None
         last = 0
         steps_held = 0
+        base = 0  # the steps of the epochs before this one
+        epochs_begun = 0
 
         @property
         def held(self) -> Held:
             return Held(self.first or 0, self.steps_held)
 
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.base, self.epochs_begun = self.epochs_begun * epoch_steps, self.epochs_begun + 1
+
         def _begin(self, batch: int, logs: Any = None) -> None:
-            if self.first is None and batch >= WARMUP:
-                self.first = batch
+            step = self.base + batch
+            if self.first is None and step >= WARMUP:
+                self.first = step
                 window.start()
-            elif self.first is not None and window.open and batch >= self.first + steps:
-                self.steps_held = batch - self.first
+            elif self.first is not None and window.open and step >= self.first + steps:
+                self.steps_held = step - self.first
                 window.stop()
-            self.last = batch
+            self.last = step
 
         def _end(self, logs: Any = None) -> None:
-            if self.first is not None and window.open:  # the data ran out: the last execution begun is done
-                self.steps_held = self.last - self.first + per_execution(self.model)
+            if self.first is not None and window.open:  # the data ran out: the last call begun is done
+                self.steps_held = self.last - self.first + (per or per_execution(self.model))
                 window.stop()
 
         if predict:
@@ -160,19 +194,20 @@ def batches(run: ProfileRun, steps: int) -> int:
 
 class KerasCall:
     """A profiled Keras call (``keras_fit``, ``keras_predict``): ``call(window, steps, data)``, which runs
-    ``batches(steps)`` batches (``executions`` of ``model``'s ``steps_per_execution``) of ``data``, what
-    ``make_data(batches(steps))`` returns. ``prepare(steps)`` makes that data before the profiler starts
-    (``bench.instruments.profile.capture`` calls it before ``Window.arm``), so that repeating or concatenating the
-    cell's data for the call is neither in the trace nor held by the profiler; a call left unprepared makes it
-    itself."""
+    ``batches(steps)`` batches (``executions`` of the steps a call runs: ``call_steps`` of ``model`` and ``timed``)
+    of ``data``: ``timed.data`` where the profile runs epochs of it, else what ``make_data(batches(steps))``
+    returns. ``prepare(steps)`` makes that data before the profiler starts (``bench.instruments.profile.capture``
+    calls it before ``Window.arm``), so that repeating or concatenating the cell's data for the call is neither in
+    the trace nor held by the profiler; a call left unprepared makes it itself."""
 
     def __init__(self, model: Any, call: Callable[[Window, int, Any], Held],
-                 make_data: Callable[[int], Any]) -> None:
-        self.model, self.call, self.make_data = model, call, make_data
+                 make_data: Callable[[int], Any], timed: TimedCalls | None = None) -> None:
+        self.model, self.call, self.make_data, self.timed = model, call, make_data, timed
         self._prepared: tuple[int, Any] | None = None
 
     def prepare(self, steps: int) -> None:
-        self._prepared = (steps, self.make_data(self.batches(steps)))
+        epochs = call_steps(self.model, self.timed)[1]
+        self._prepared = (steps, self.timed.data if epochs and self.timed else self.make_data(self.batches(steps)))
 
     def __call__(self, window: Window, steps: int) -> Held:
         if self._prepared is None or self._prepared[0] != steps:
@@ -182,25 +217,30 @@ class KerasCall:
         return self.call(window, steps, data)
 
     def batches(self, steps: int) -> int:
-        return executions(per_execution(self.model), steps)[1]
+        return executions(call_steps(self.model, self.timed)[0], steps)[1]
 
 
 def keras_fit(keras: Any, model: Any, fit_kw: Callable[[int], dict[str, Any]], verbose: int,
-              quiet: Callable[[int], Any], progress: Sequence[Any] = ()) -> ProfileRun:
-    """One more ``model.fit`` on the cell's training data (``fit_kw(n)``: its data arguments, holding at least
-    ``n`` batches), one epoch of whole executions (``executions``: with ``steps_per_execution`` 1, ``WARMUP + steps
-    + 1`` steps), no validation, reporting its progress as the cell did: ``verbose`` as the cell's (its output
+              quiet: Callable[[int], Any], progress: Sequence[Any] = (), timed: TimedCalls | None = None) -> ProfileRun:
+    """One more ``model.fit`` on the cell's training data, no validation, its calls of the compiled step the size
+    the timed fit's were (``call_steps``): one epoch of whole executions (``executions``: with
+    ``steps_per_execution`` 1, ``WARMUP + steps + 1`` steps) on ``fit_kw(n)`` (its data arguments, holding at least
+    ``n`` batches); or, where Keras ended each timed call at the epoch's end (``timed``), epochs of ``timed.data``,
+    one call each, as the timed fit ran them (the window then holds one call and Keras' epoch end and begin, not
+    the timed fit's validation). It reports its progress as the cell did: ``verbose`` as the cell's (its output
     through ``quiet(verbose)``, the engine's ``progress_bar_discarded``) and the cell's progress callbacks
     (``progress``: the 2017 notebooks' batch-end hook, which reads the logs every step)."""
 
     def run(window: Window, steps: int, data: dict[str, Any]) -> Held:
-        inside, n = executions(per_execution(model), steps)
-        cb = window_callback(keras, window, inside)
+        per, epochs = call_steps(model, timed)
+        inside, n = executions(per, steps)
+        length = {"epochs": n // per} if epochs else {"epochs": 1, "steps_per_epoch": n}
+        cb = window_callback(keras, window, inside, per=per, epoch_steps=per if epochs else n)
         with quiet(verbose):
-            model.fit(**data, epochs=1, steps_per_epoch=n, verbose=verbose, callbacks=[cb, *progress])
+            model.fit(**data, **length, verbose=verbose, callbacks=[cb, *progress])
         return cb.held
 
-    return KerasCall(model, run, fit_kw)
+    return KerasCall(model, run, fit_kw, timed)
 
 
 def keras_predict(keras: Any, model: Any, inputs: Callable[[int], Any], verbose: int,

@@ -20,11 +20,12 @@ class Profile(Block):
                                "cpu (the framework's ops on the host, each its self time)")
     warmup_steps: int | None = entry("steps run after the timed window and before the profiled ones, the profiler "
                                      "already running (its start-up costs fall on them, outside the window); Keras "
-                                     "with steps_per_execution > 1: one whole execution")
-    steps: int | None = entry("steps inside the profiled window (Keras with steps_per_execution > 1: whole "
-                              "executions, a multiple of it)")
+                                     "with steps_per_execution > 1: one whole call of settings.steps_per_call steps")
+    steps: int | None = entry("steps inside the profiled window (Keras with steps_per_execution > 1: whole calls, "
+                              "each of the steps the timed fit's calls ran, settings.steps_per_call; a multiple of "
+                              "it)")
     steps_cap: int | None = entry("the most steps a profiled window holds (bench.instruments.profile.MAX_STEPS), "
-                                  "except one Keras execution of more steps (steps_per_execution > the cap)")
+                                  "except one Keras call of more steps (settings.steps_per_call > the cap)")
     execution_differs: str | None = entry("why the profiled steps execute otherwise than the timed ones, where the "
                                           "profiler changes that (XLA on a GPU runs its command buffers op by op "
                                           "under a profiler); null: no such change known")

@@ -1,5 +1,6 @@
 """A Keras profile with ``steps_per_execution`` > 1 (``bench.instruments.profile.rerun.keras_fit``): Keras calls the
-batch hooks once per execution, so the profiled fit runs whole executions and the record says what ran."""
+batch hooks once per call, so the profiled fit runs whole calls, each the size of the timed fit's, and the record says
+what ran."""
 
 from __future__ import annotations
 
@@ -132,10 +133,30 @@ def test_a_profiled_call_counts_its_steps():
     assert rerun.batches(rerun.loop(lambda b: None, lambda: iter([1])), 5) == rerun.WARMUP + 5
 
 
+def test_a_profiled_call_runs_calls_of_the_timed_size_on_the_cells_own_epoch_where_keras_ended_them_there():
+    """A timed fit whose calls Keras ended at the epoch's 4 steps (steps_per_execution 512): the profile's call runs
+    3 calls of 4 steps on the cell's epoch as it is (nothing repeated); an epoch of 512 steps or more: 3 x 512 on
+    data made for them, as before."""
+    spe512 = type("Model", (), {"steps_per_execution": 512})()
+    epoch, made, given = {"x": "the cell's epoch"}, [], []
+
+    def call(window, steps, data):
+        given.append(data)
+        return rerun.Held(4, 4)
+
+    short = rerun.KerasCall(spe512, call, lambda n: made.append(n), rerun.TimedCalls(4, epoch))
+    assert rerun.batches(short, 5) == 12 and rerun.call_steps(spe512, short.timed) == (4, True)
+    assert short(None, 5) == rerun.Held(4, 4) and given == [epoch] and made == []
+    long = rerun.KerasCall(spe512, call, lambda n: made.append(n), rerun.TimedCalls(512, epoch))
+    assert rerun.batches(long, 5) == 3 * 512 and rerun.call_steps(spe512, long.timed) == (512, False)
+    long(None, 5)
+    assert made == [3 * 512]
+
+
 @pytest.mark.parametrize(("p50_ms", "taken"), [(65.0, True), (848.0, False), (None, True)])
 def test_a_profile_too_long_for_the_cells_limit_is_not_taken(p50_ms, taken):
-    """The tuning study's steps_per_execution 512 on a CPU: 3 x 512 steps at 65 ms fit in half of a 600 s limit,
-    at 848 ms (mixed_float16 emulated) they do not."""
+    """A Keras fit of 512-step calls (steps_per_execution 512 on an epoch of 512 steps or more) on a CPU: 3 x 512
+    steps at 65 ms fit in half of a 600 s limit, at 848 ms (mixed_float16 emulated) they do not."""
     from bench.results.cell import Cell
     from bench.results.record import new_record
     from bench.results.schema import Record

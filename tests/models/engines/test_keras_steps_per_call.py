@@ -10,7 +10,8 @@ import sys
 import pytest
 
 #: Fit mnist_cnn_tuning on 32 synthetic images in a fresh Keras 3 + JAX process, for each (steps_per_execution,
-#: batch size, sync): the record's settings and metrics, and the batches each call of the train function took.
+#: batch size, sync): the record's settings and metrics, and the batches each call of the train function took;
+#: with a second argument ``profile``, then the engine's profile steps too (``profiled``).
 _FIT = """
 import dataclasses, json, sys
 from keras.src.backend.jax import trainer as jax_trainer
@@ -50,6 +51,19 @@ def counted_batch_end(self, batch, logs=None):
     return batch_end(self, batch, logs)
 
 keras.callbacks.CallbackList.on_train_batch_end = counted_batch_end
+class Window:  # what a profile's steps need of bench.instruments.profile.window.Window
+    started = stopped = False
+    @property
+    def open(self): return self.started and not self.stopped
+    def start(self): self.started = True
+    def stop(self): self.stopped = True
+
+def profiled(got):  # the profile's steps (bench run --profile) after the timed fit: each call's batches, what it held
+    calls.clear()
+    window = Window()
+    held = got.profile_run(window, 5)
+    return {"calls": list(calls), "held": list(held), "closed": window.stopped}
+
 w = dataclasses.replace(get_workload("mnist_cnn_tuning"), samples={"smoke": 32, "full": None})
 ds = w.load_data("smoke", "synthetic")
 out = []
@@ -60,7 +74,8 @@ for spe, batch, sync, progress in json.loads(sys.argv[1]):
                            KerasEpochSettings(progress=progress, steps_per_execution=spe, sync=sync))
     m = got.metrics.model_dump(exclude_unset=True)
     out.append({"settings": got.settings.model_dump(exclude_unset=True), "calls": list(calls), "hooks": len(hooks),
-                **{k: m.get(k) for k in ("steps_per_epoch", "first_step_s", "ms_per_step_basis", "steps")}})
+                **{k: m.get(k) for k in ("steps_per_epoch", "first_step_s", "ms_per_step_basis", "steps")},
+                "profiled": profiled(got) if sys.argv[2:] == ["profile"] else None})
 print("RESULT " + json.dumps(out))
 """
 
@@ -105,3 +120,23 @@ def test_the_batch_end_hook_field_says_keras_calls_it_once_per_call():
 
     help_text = EffectiveSettings.model_fields["batch_end_hook"].description or ""
     assert "once per call" in help_text and "steps_per_call" in help_text
+
+
+@pytest.mark.skipif(not importlib.util.find_spec("jax"), reason="jax not installed")
+def test_the_profile_calls_the_train_function_with_as_many_steps_as_the_timed_fit_did():
+    """bench run --profile re-ran a steps_per_execution=512 cell in calls of 512 steps (3 x 512 batches: its data
+    repeated 128 times), while each timed call ran the epoch's 4 (settings.steps_per_call): profile.steps,
+    ms_per_step and slowdown measured calls of another size than the timed ones. The profile now runs epochs of
+    the cell's data, one call each, as the timed fit did; where the epoch holds steps_per_execution steps or more
+    (3 of 8), one epoch of whole calls of that many, as before."""
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    cases = [(512, 8, "epoch", "none"), (3, 4, "epoch", "none")]
+    proc = subprocess.run([sys.executable, "-c", _FIT, json.dumps(cases), "profile"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    spe512, spe3 = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    assert spe512["calls"] == [4, 4] and spe512["settings"]["steps_per_call"] == 4
+    # a warm-up call, one inside the window, one whose begin closes it: each the timed call's 4 steps, not 512
+    assert spe512["profiled"] == {"calls": [4, 4, 4], "held": [4, 4], "closed": True}
+    assert spe3["settings"]["steps_per_call"] == 3
+    assert spe3["profiled"] == {"calls": [3, 3, 3], "held": [3, 3], "closed": True}

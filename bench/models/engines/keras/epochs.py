@@ -164,7 +164,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Ker
                     params_trainable=int(sum(np.prod(w.shape) for w in model.trainable_weights))),
         memory=Memory(device_peak_bytes=frameworks.device_peak_bytes(stack.backend, device)),
         profile_run=rerun.keras_fit(keras, model, lambda n: with_batches(keras, fit_kw, n, batch_size), verbose,
-                                    progress_bar_discarded, callbacks[1:]),
+                                    progress_bar_discarded, callbacks[1:],
+                                    rerun.TimedCalls(effective.steps_per_call, fit_kw)),
     )
 
 
