@@ -107,8 +107,9 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
                     "no GPU or CPU model (column unknown)")
     unrecorded = table[table["unknown"].str.contains(NOT_RECORDED, regex=False)]
     if len(unrecorded):
-        logger.info(f"{len(unrecorded)} of the cells compared could not be checked for other settings: a record holds "
-                    "no value for a setting in effect the other holds, as one from before the field (column unknown)")
+        logger.info(f"{len(unrecorded)} of the cells compared could not be checked for other settings: one CSV holds "
+                    "a setting in effect that the other CSV has no column for, its records from before the field "
+                    "(column unknown)")
     _log_left(pd, left)  # a cell that failed in B is no "change beyond noise" above: named here
     if out_csv:
         table.to_csv(out_csv, index=False)

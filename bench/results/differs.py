@@ -13,7 +13,7 @@ from bench.core.stacks import STACKS
 from bench.results.history import UNKNOWN_MACHINES, machine_label
 from bench.results.rows import present
 from bench.results.schema import Data, EffectiveSettings, Env, Record, col
-from bench.results.schema.effective import placement_now
+from bench.results.schema.effective import TF32_SWITCHES, placement_now
 
 _SETTINGS = col(Record, "settings")
 _DEVICE = col(Record, "device")
@@ -35,7 +35,7 @@ _EFFECTIVE = frozenset(n for name, f in EffectiveSettings.model_fields.items() f
 #: set sizes and the data's source, which an older default changed).
 _OTHER = (col(Env, "gpu", "driver"), *(col(Data, k) for k in ("source", "n_train", "n_val")))
 #: How ``unknown`` says that a row holds no value for a column the other row holds (``unrecorded``).
-NOT_RECORDED = "records no value for"
+NOT_RECORDED = "has no column for"
 
 
 def _shown(x: Any) -> str:
@@ -47,14 +47,14 @@ def _shown(x: Any) -> str:
 def _in_effect(column: str, device: Any, knobs: set[str]) -> bool:
     """A column that matching by name assumes equal: a ``settings.*`` column of a setting in effect (every field of
     ``EffectiveSettings``, its nested columns and the framework versions too) or one of ``_OTHER``. Not a TF32
-    switch on a CPU row (no TF32 there: a name holding tf32 in any case, ``NVIDIA_TF32_OVERRIDE`` too), nor a knob of
-    ``knobs`` (the variants compared differ in it by design)."""
+    switch on a CPU row (no TF32 there: ``TF32_SWITCHES``), nor a knob of ``knobs`` (the variants compared differ in
+    it by design)."""
     if column in _OTHER:
         return True
     name = column[len(_SETTINGS) + 1:].split(".", 1)[0] if column.startswith(_SETTINGS + ".") else ""
     if name not in _EFFECTIVE or name in knobs:
         return False
-    return not (device == "cpu" and ("tf32" in name.lower() or "float_32" in name))
+    return not (device == "cpu" and name in TF32_SWITCHES)
 
 
 def _machines(ra, rb, key: dict[str, Any]) -> tuple[str, str]:
@@ -108,7 +108,7 @@ def unknown_between(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] |
     """What could not be compared between two matched rows (``compare``'s ``unknown``), '' when nothing: the machine
     where a row's record names no GPU (or CPU) model (``UNKNOWN_MACHINES``), e.g. ``machine: B records no GPU model
     (A: NVIDIA H100 80GB HBM3)``; then what one row holds a value for and the other does not (``unrecorded``),
-    e.g. ``settings B records no value for: steps_per_call``. Unknown is no difference: they may or may not have
+    e.g. ``settings B has no column for: steps_per_call``. Unknown is no difference: they may or may not have
     run alike. ``key``, ``knobs``: as ``differences``'."""
     return "; ".join(p for p in (_unknown_machine(ra, rb, key or {}), unrecorded(ra, rb, key, knobs)) if p)
 
@@ -126,16 +126,18 @@ def _unknown_machine(ra, rb, key: dict[str, Any]) -> str:
 
 
 def unrecorded(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | None = None) -> str:
-    """The columns ``_in_effect`` that one row holds a value for and the other does not, one phrase a side:
-    ``settings B records no value for: steps_per_call, optimizer`` (a setting by its field, the whole field where
-    the row holds none of its nested columns), then ``B records no value for: data.source`` for the other columns;
-    '' when none. No value: the row's CSV lacks the column (a record from before the field), or its record left it
-    out or null, which a CSV cannot tell apart (a null may be what the field's help says it means: unset, the
-    framework's default). Matching by name assumed them equal; ``differences`` cannot say."""
+    """The columns ``_in_effect`` that one row holds a value for and the other row's CSV has no column for (its
+    records are from before the field, ``settings.steps_per_call`` before 2026-11-27), one phrase a side:
+    ``settings B has no column for: steps_per_call, optimizer`` (a setting by its field, the whole field where the
+    CSV has none of its nested columns), then ``B has no column for: data.source`` for the other columns; '' when
+    none. A column a CSV has but a row leaves empty is a value, not unknown: the engine records some settings only
+    where they apply (``augmentation`` when augmenting, a torchvision pipeline's ``normalize``), and for others a null
+    is what the field's help says it means (``NVIDIA_TF32_OVERRIDE`` unset). Matching by name assumed them equal;
+    ``differences`` cannot say."""
     compared = _compared(ra, rb, (key or {}).get(_DEVICE, ra.get(_DEVICE)), knobs)
     phrases = []
     for side, row, other in (("A", ra, rb), ("B", rb, ra)):
-        missing = [c for c in compared if present(other.get(c)) and not present(row.get(c))]
+        missing = [c for c in compared if present(other.get(c)) and c not in row.index]
         fields = _fields(row, [c for c in missing if c.startswith(_SETTINGS + ".")])
         if fields:
             phrases.append(f"{_SETTINGS} {side} {NOT_RECORDED}: {', '.join(fields)}")
@@ -146,12 +148,11 @@ def unrecorded(ra, rb, key: dict[str, Any] | None = None, knobs: set[str] | None
 
 
 def _fields(row, columns: list[str]) -> list[str]:
-    """``settings.*`` ``columns`` that ``row`` holds no value for, named without ``settings.``: a nested column by its
-    field alone where ``row`` holds none of that field's columns (``optimizer``, not its ten keys), else by its
+    """``settings.*`` ``columns`` that ``row``'s CSV has no column for, named without ``settings.``: a nested column
+    by its field alone where the CSV has none of that field's columns (``optimizer``, not its ten keys), else by its
     path (``optimizer.weight_decay``); each name once, in order."""
     prefix = _SETTINGS + "."
-    held = {str(c)[len(prefix):].split(".", 1)[0] for c in row.index
-            if str(c).startswith(prefix) and present(row[c])}
+    held = {str(c)[len(prefix):].split(".", 1)[0] for c in row.index if str(c).startswith(prefix)}
     names = [c[len(prefix):] for c in columns]
     return list(dict.fromkeys(n if n.split(".", 1)[0] in held else n.split(".", 1)[0] for n in names))
 

@@ -71,15 +71,16 @@ def test_a_setting_one_record_holds_and_the_other_does_not_is_said_to_be_unknown
            "settings.NVIDIA_TF32_OVERRIDE": None, "data.source": "synthetic"}
     out = cmp.compare(pd.DataFrame([old]), pd.DataFrame([new])).iloc[0]
     assert out["differs"] == ""
-    assert out["unknown"] == ("settings A records no value for: steps_per_call, optimizer; "
-                              "A records no value for: data.source")
+    assert out["unknown"] == ("settings A has no column for: steps_per_call, optimizer; "
+                              "A has no column for: data.source")
     partly = {**old, "settings.optimizer.name": "Adam"}  # an optimizer without beta_1: that key alone
     back = cmp.compare(pd.DataFrame([new]), pd.DataFrame([partly])).iloc[0]
-    assert back["unknown"] == ("settings B records no value for: steps_per_call, optimizer.beta_1; "
-                               "B records no value for: data.source")
+    assert back["unknown"] == ("settings B has no column for: steps_per_call, optimizer.beta_1; "
+                               "B has no column for: data.source")
     gpu = {**old, "device": "gpu", "env.gpu.name": "NVIDIA H100 80GB HBM3"}  # on a GPU the override is in effect
     unset = cmp.compare(pd.DataFrame([gpu]), pd.DataFrame([{**gpu, "settings.NVIDIA_TF32_OVERRIDE": None}]))
-    assert unset.iloc[0]["unknown"] == "settings B records no value for: NVIDIA_TF32_OVERRIDE"
+    assert unset.iloc[0]["unknown"] == ""  # the column is there: its null is a value (unset), not unknown
+    assert unset.iloc[0]["differs"] == ""  # nor a difference ('0' -> unset is not compared: one side holds none)
     assert cmp.compare(pd.DataFrame([old]), pd.DataFrame([old])).iloc[0]["unknown"] == ""
     bf16 = {**old, "variant": "precision=mixed_float16", "settings.precision": "mixed_float16",
             "settings_requested.precision": "mixed_float16"}  # the default records no precision here: by design
@@ -166,3 +167,30 @@ def test_a_whole_number_read_back_as_a_float_is_named_as_recorded():
     b = a.assign(**{"settings.num_workers": 1.0, "settings.steps_per_execution": 512.0})
     assert cmp.compare(a, b).iloc[0]["differs"] == (
         "settings.num_workers: 0 -> 1; settings.steps_per_execution: 1 -> 512")
+
+
+def test_a_setting_left_empty_on_purpose_is_not_unknown_and_no_tf32_switch_counts_on_a_cpu():
+    """``unknown`` named a setting a row's CSV has a column for but leaves empty by design: ``augmentation`` (the
+    Keras engine records it only when augmenting) under ``augment=false``, and on CPU rows the TF32 switches the
+    CPU rule missed by name (``jax_default_matmul_precision``: the schema's ``TF32_SWITCHES`` now lists them all)."""
+    base = {**ROW, "stack": "keras3-jax", "env.cpu_model": "AMD EPYC", "settings.augmentation": "random shifts",
+            "settings.augment": True,
+            "settings.jax_default_matmul_precision": "float32"}
+    off = {**base, "variant": "augment=false", "settings.augmentation": None, "settings.augment": False,
+           "settings_requested.augment": False}
+    both = pd.DataFrame([base, off])
+    out = cmp.compare(both, both, variants=("default", "augment=false")).iloc[0]
+    assert (out["unknown"], out["differs"]) == ("", "")
+    older = pd.DataFrame([{k: v for k, v in base.items() if k != "settings.jax_default_matmul_precision"}])
+    assert cmp.compare(older, pd.DataFrame([base])).iloc[0]["unknown"] == ""  # a CPU row: no TF32 to compare
+    on_gpu = {"device": "gpu", "env.gpu.name": "NVIDIA H100 80GB HBM3"}
+    assert cmp.compare(older.assign(**on_gpu), pd.DataFrame([{**base, **on_gpu}])).iloc[0]["unknown"] == (
+        "settings A has no column for: jax_default_matmul_precision")
+
+
+def test_every_setting_whose_help_names_tf32_is_one_of_the_tf32_switches():
+    from bench.results.schema import EffectiveSettings
+    from bench.results.schema.effective import TF32_SWITCHES
+
+    named = {n for n, f in EffectiveSettings.model_fields.items() if "tf32" in (f.description or "").lower()}
+    assert named <= TF32_SWITCHES <= set(EffectiveSettings.model_fields)

@@ -165,3 +165,13 @@ class EffectiveSettings(Block):
                                        "donate_argnums: with jit_compile; op by op donates nothing)")
     steps: int | None = entry("paper suite: the timed steps after the first")
 
+
+
+#: The ``settings`` fields that say whether float32 math may use TF32: the knob, the switches each framework had as
+#: the cell ended, and what the harness derived from them. A CPU has no TF32, so on a CPU row they say nothing of
+#: what ran (``bench compare``'s ``differs`` leaves them out there).
+TF32_SWITCHES = frozenset({
+    "tf32", "NVIDIA_TF32_OVERRIDE", "tf_tensor_float_32_execution", "jax_default_matmul_precision",
+    "torch_matmul_allow_tf32", "torch_cudnn_allow_tf32", "torch_float32_matmul_precision",
+    "torch_matmul_fp32_precision", "torch_cudnn_conv_fp32_precision", "torch_cudnn_rnn_fp32_precision",
+    "torch_cudnn_fp32_precision", "tf32_matmul", "tf32_conv", "tf32_rnn"})
