@@ -275,7 +275,7 @@ def dollars(text: str) -> float:
         value = -1.0
     if not (0 <= value < math.inf):
         raise argparse.ArgumentTypeError(f"{text!r} is not a price: dollars per GPU-hour, a number 0 or more")
-    return value
+    return value + 0.0  # -0.0 as 0.0: the VM's make takes no sign
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

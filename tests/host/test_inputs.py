@@ -205,7 +205,7 @@ def test_a_price_of_0_or_more_passes():
     for good in ("2.5", ".5", "0", "5e-05", "1E+07"):
         assert make("check-request", "DEVICE=cpu", f"PRICE_PER_HOUR={good}").returncode == 0
         assert cloud.dollars(good) == float(good)
-    for price, sent in ((0.00005, "5e-05"), (12.3456789, "12.3456789")):  # as given, not rounded to 6 digits
+    for price, sent in ((0.00005, "5e-05"), (12.3456789, "12.3456789"), (-0.0, "0.0")):  # as given, not rounded
         p = subprocess.run([PY, "-m", "bench.host", "cloud", "launch", "--gpus", "H100", "--bucket", "b", "--run-name",
                             "r", "--dry-run", "--price-per-hour", str(price)], cwd=ROOT, capture_output=True,
                            text=True, timeout=60)

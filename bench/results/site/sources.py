@@ -47,8 +47,13 @@ class SiteRun:
 
 
 def page_slug(text: str) -> str:
-    """A file-name-safe form of a run id (letters, digits, ``.``, ``_``, ``-``; ``/`` becomes ``--``)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text.replace("/", "--")).strip("-") or "run"
+    """A file-name-safe form of a run id: letters, digits, ``.``, ``_`` and ``-`` as they are, ``/`` as ``--``, any
+    other character as ``~`` and its UTF-8 bytes in hex (``a100@x`` -> ``a100~40x``), so that run names that differ
+    in such a character (``make`` takes ``@``, ``~``, ``+``, ``=`` in RUN) get pages of their own."""
+    def safe(part: str) -> str:
+        return "".join(c if re.fullmatch(r"[A-Za-z0-9._-]", c) else "~" + c.encode().hex() for c in part)
+
+    return "--".join(safe(p) for p in text.split("/")).strip("-") or "run"
 
 
 def _folders(source: Path) -> list[tuple[Path, str]]:

@@ -289,3 +289,13 @@ def test_bench_site_writes_the_site_and_bad_input_is_one_line(tmp_path):
     assert len(p.stderr.strip().splitlines()) == 1
     p = bench("site", RESULTS / "rounds-smoke", "-o", tmp_path / "s3", "--history", tmp_path / "none.sqlite")
     assert p.returncode == 2 and "no history at" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_run_names_that_differ_in_a_character_a_file_name_drops_get_pages_of_their_own():
+    """``make`` takes ``@``, ``~``, ``+`` and ``=`` in RUN; each became ``-``, so ``a100@2026-11-27`` and
+    ``a100-2026-11-27`` wrote one page, linked twice from the index."""
+    names = ["a100@2026-11-27", "a100-2026-11-27", "a100~2026-11-27", "a+b", "a=b", "a-b", "cpu-smoke/classic"]
+    slugs = [page_slug(n) for n in names]
+    assert len(set(slugs)) == len(names), slugs
+    assert all(re.fullmatch(r"[A-Za-z0-9._~-]+", s) for s in slugs), slugs
+    assert page_slug("cpu-smoke/classic-smoke-cpu") == "cpu-smoke--classic-smoke-cpu"  # plain names as they were
