@@ -63,9 +63,14 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
         PlanError: unknown stack/suite/workload/task/size/device or input, a workload outside the suite, a number
             below 1, an input the suite's scenario does not take or that none of the selected workloads' tasks
             reads (``Scenario.selection_problem``: a ``seq_len`` for the image models alone), a ``sync`` that is
-            not a cadence or is given to the step-timed paper suite, or an empty selection.
+            not a cadence or is given to the step-timed paper suite, ``settings`` or a ``variant`` for a suite that
+            runs its own grid (``tuning``: they were dropped, unsaid), or an empty selection.
     """
     _check_selection(stacks, suite, size, device, workloads, tasks, given, sync=sync)
+    if suite in sweep.DEFAULT_GRIDS and (settings or variant != "default"):
+        raise PlanError(f"the {suite} suite runs the variants of its own grid (bench/run/sweeps/"
+                        f"{sweep.DEFAULT_GRIDS[suite]}), which --set, --compile and --no-augment would not change: "
+                        "pick its variants with --variant, or run a grid of your own with bench sweep")
     if suite in sweep.DEFAULT_GRIDS:
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
                                         **given)

@@ -162,3 +162,14 @@ def test_every_cell_of_run_and_sweep_takes_its_time_limit_where_the_request_reso
         assert {c.timeout_s for c in sweep_cells(grid, ["pytorch"], size=size, device="cpu")} == {limit}
         assert request.default("timeout_s", size=size) == limit
         assert {c.timeout_s for c in expand(["pytorch"], "classic", size, "cpu", timeout_s=5)} == {5}
+
+
+@pytest.mark.parametrize("kw", [{"settings": {"tf32": "off"}, "variant": "tf32=off"},
+                                {"settings": {"augment": False}, "variant": "augment=false"},
+                                {"settings": {"compile": "default"}, "variant": "compile-default"}])
+def test_a_suite_that_runs_its_own_grid_refuses_settings_it_would_drop(kw):
+    """``--set``, ``--compile`` and ``--no-augment`` on the tuning suite were dropped, unsaid: ``bench run --suite
+    tuning --set steps_per_execution=512`` ran every grid variant as the grid has it."""
+    with pytest.raises(PlanError, match="runs the variants of its own grid"):
+        expand(["pytorch"], "tuning", "smoke", "cpu", **kw)
+    assert all(c.variant != kw["variant"] for c in expand(["pytorch"], "tuning", "smoke", "cpu"))
