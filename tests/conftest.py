@@ -8,6 +8,11 @@ os.environ.setdefault("BENCH_OFFLINE", "1")  # tests never wait on a download
 # In-process Keras tests use the torch backend (the meta device builds full-size models without memory);
 # TensorFlow, now installed beside keras-hub, would otherwise be Keras' default.
 os.environ.setdefault("KERAS_BACKEND", "torch")
+# The tests run make as a user types it. Under `make test` (pytest a job of `make -j2`) each such make inherited the
+# parent's jobserver and level: it warned "jobserver unavailable" and printed "Entering directory" on stderr and
+# stdout, which the tests of one-line errors and printed values read.
+for _var in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
+    os.environ.pop(_var, None)
 
 
 def has(module: str) -> bool:
