@@ -267,7 +267,7 @@ def history_show(history_path: Path, run: str | None, stacks: Sequence[str], cel
 def history_export_bmf(history_path: Path, run: str | None, out_json: Path) -> None:
     """``bench history export-bmf``: one run's (default: the latest) ok cells in Bencher Metric Format into
     ``out_json``: latency (ns per step), throughput (examples/s); says how many ok rows it left out (their record
-    names no machine model: ``history.bmf_rows``) and how many benchmarks are the median of several rows.
+    names no machine model: ``history.point_rows``) and how many benchmarks are the median of several rows.
 
     Raises:
         InputError: no pandas, no readable history, an empty one, or a run it does not hold.
@@ -289,7 +289,7 @@ def history_export_bmf(history_path: Path, run: str | None, out_json: Path) -> N
     out_json.write_text(json.dumps(bmf, indent=2) + "\n")
     logger.info(f"wrote {out_json}: run {run}, {len(bmf)} benchmarks")
     ok = cells[(cells["status"] == "ok") & cells["ms_per_step_mean"].notna()]
-    unknown, merged = int((~h.known_machine(ok)).sum()), h.bmf_rows(cells)["rows"]
+    unknown, merged = int((~h.known_machine(ok)).sum()), h.point_rows(cells)["rows"]
     if unknown:  # as the trends: "unknown GPU" rows may be several models, no one testbed
         logger.info(f"{unknown} ok row(s) left out: no GPU or CPU model recorded for them, as in the trends")
     if (merged > 1).any():

@@ -356,17 +356,17 @@ def runs(path: Path):
 NS_PER_MS = 1e6
 
 
-def bmf_rows(cells):
-    """The rows ``to_bmf`` exports: the ok rows of ``cells`` with ms/step whose record names the machine's model
-    (``known_machine``: as the trends, a row of an unknown model is left out, never put with others as one machine),
-    one per cell and machine model (``one_per_run``)."""
+def point_rows(cells):
+    """The rows a trend point or a BMF benchmark stands for (``report.history.trend_groups``, ``to_bmf``): the ok rows
+    of ``cells`` with ms/step whose record names the machine's model (``known_machine``: a row of an unknown model is
+    left out, never put with others as one machine), one per run, cell and machine model (``one_per_run``)."""
     ok = cells[(cells["status"] == "ok") & cells[_MS].notna()]
     return one_per_run(ok[known_machine(ok)])
 
 
 def to_bmf(cells) -> dict[str, dict[str, dict[str, float]]]:
     """Bencher Metric Format JSON (the schema at https://bencher.dev/bmf.json, bencherdev/bencher
-    services/console/public/v0/bmf.json) of ``bmf_rows(cells)`` (``load``; one run, or the names clash):
+    services/console/public/v0/bmf.json) of ``point_rows(cells)`` (``load``; one run, or the names clash):
     ``{benchmark: {measure: {"value", "lower_value", "upper_value"}}}``.
 
     The benchmark is the cell id (stack included), plus `` @ <machine>`` when the rows span several machines (a
@@ -379,7 +379,7 @@ def to_bmf(cells) -> dict[str, dict[str, dict[str, float]]]:
     Raises:
         HistoryError: two rows would get the same benchmark name (several runs given).
     """
-    ok = bmf_rows(cells)
+    ok = point_rows(cells)
     several = ok["machine"].nunique() > 1
     out: dict[str, dict[str, dict[str, float]]] = {}
     for r in ok.to_dict("records"):

@@ -67,11 +67,11 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
             runs its own grid (``tuning``: they were dropped, unsaid), or an empty selection.
     """
     _check_selection(stacks, suite, size, device, workloads, tasks, given, sync=sync)
-    if suite in sweep.DEFAULT_GRIDS and (settings or variant != "default"):
-        raise PlanError(f"the {suite} suite runs the variants of its own grid (bench/run/sweeps/"
-                        f"{sweep.DEFAULT_GRIDS[suite]}), which --set, --compile and --no-augment would not change: "
-                        "pick its variants with --variant, or run a grid of your own with bench sweep")
     if suite in sweep.DEFAULT_GRIDS:
+        if settings or variant != "default":
+            raise PlanError(f"the {suite} suite runs the variants of its own grid (bench/run/sweeps/"
+                            f"{sweep.DEFAULT_GRIDS[suite]}), which --set, --compile and --no-augment would not "
+                            "change: pick its variants with --variant, or run a grid of your own with bench sweep")
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
                                         **given)
                  if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]

@@ -153,14 +153,13 @@ def window_callback(keras: Any, window: Window, steps: int, predict: bool = Fals
         last = 0
         steps_held = 0
         base = 0  # the steps of the epochs before this one
-        epochs_begun = 0
 
         @property
         def held(self) -> Held:
             return Held(self.first or 0, self.steps_held)
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            self.base, self.epochs_begun = self.epochs_begun * epoch_steps, self.epochs_begun + 1
+            self.base = epoch * epoch_steps  # fit's epochs are numbered from 0 (no initial_epoch here)
 
         def _begin(self, batch: int, logs: Any = None) -> None:
             step = self.base + batch

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.results.history import known_machine, one_per_run
+from bench.results.history import point_rows
 from bench.results.report.common import md_table
 from bench.results.report.gpus import slug
 
@@ -23,12 +23,11 @@ HISTORY_DIR = "history"
 
 def trend_groups(cells) -> list[tuple[str, str, Any]]:
     """``[(cell, machine, rows)]`` for every (cell, machine) whose ok rows with ms/step span two or more runs,
-    sorted; ``rows`` ordered by start time. Rows whose record names no machine model (``known_machine``) are in no
-    trend: "unknown GPU" of two runs may be two models. A point is one run of one stack on the machine model: a
-    run's several rows of the cell on the model (several GPUs of it) are one row, their median, its bars over all
-    their repeats, and ``rows`` says how many (``one_per_run``)."""
-    ok = cells[(cells["status"] == "ok") & cells["ms_per_step_mean"].notna()]
-    ok = one_per_run(ok[known_machine(ok)])
+    sorted; ``rows`` ordered by start time (``point_rows``, as the BMF export reads them). Rows whose record names
+    no machine model are in no trend: "unknown GPU" of two runs may be two models. A point is one run of one stack on
+    the machine model: a run's several rows of the cell on the model (several GPUs of it) are one row, their median,
+    its bars over all their repeats, and ``rows`` says how many (``history.one_per_run``)."""
+    ok = point_rows(cells)
     out = []
     for (cell, machine), rows in ok.groupby(["cell", "machine"], sort=True):
         if rows["run"].nunique() >= 2:
