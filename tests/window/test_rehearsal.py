@@ -110,7 +110,9 @@ def test_a_part_cut_by_its_limit_keeps_what_ran_and_leaves_no_cell_running(tmp_p
     """A part over its limit (WINDOW_LIMIT_<part>): window/run.sh still writes the summary and the archive, the cell
     that was running is stopped (bench records it on the SIGTERM) and no process of the window outlives it."""
     venv = Path(str(REHEARSAL)).parent / ".window-venv" / "bin"
-    env = {**os.environ, "PATH": f"{venv}:{os.environ['PATH']}", "WINDOW_LIMIT_classic": "25"}
+    # 12 s lands inside a cell (the second, on a quiet 2-core VM: the cells end at ~6, ~16, ~26 s, and a machine 3x
+    # slower is still inside the first): at 25 s an AMD EPYC VM had just finished the third, and no cell was cut
+    env = {**os.environ, "PATH": f"{venv}:{os.environ['PATH']}", "WINDOW_LIMIT_classic": "12"}
     work, out = tmp_path / "work", tmp_path / "out"
     p = subprocess.run(["bash", str(ROOT / "window/run.sh"), "--device", "cpu", "--size", "smoke", "--parts",
                         "classic", "--work", str(work), "--site", str(Path(str(REHEARSAL)) / "site"), str(out)],
