@@ -146,13 +146,22 @@ def window_callback(keras: Any, window: Window, steps: int, predict: bool = Fals
     the data ran out first (a dataset of fewer batches: the window then holds fewer steps; the last call begun
     counted as ``per`` steps, by default the model's ``steps_per_execution``). A fit of several epochs of
     ``epoch_steps`` steps (``call_steps``) counts its batches across them (Keras numbers them from 0 each epoch).
-    ``held`` is then what ran (``Held``: the steps before the window opened, the steps it held)."""
+    ``held`` is then what ran (``Held``: the steps before the window opened, the steps it held). It reads no logs
+    and says so (``_supports_tf_logs``): tf-keras converts every call's logs to NumPy, a device sync, for a callback
+    implementing a batch hook without it (tf_keras/src/callbacks.py@2.21.0:242-248, 292-300), which the timed fit
+    does not do without a batch-end reader (``progress=none`` under ``sync=epoch``)."""
 
     class ProfileWindow(keras.callbacks.Callback):
         first: int | None = None
         last = 0
         steps_held = 0
         base = 0  # the steps of the epochs before this one
+
+        def __init__(self) -> None:
+            super().__init__()
+            # it reads no logs: tf-keras then hands the batch hooks its tensors as they are, where a callback without
+            # this flag makes it convert every call's logs to NumPy, a device sync the timed fit need not have had
+            self._supports_tf_logs = True
 
         @property
         def held(self) -> Held:

@@ -203,3 +203,54 @@ def test_a_repeated_tf_data_epoch_leaves_its_short_last_batch_out_of_the_profile
     assert got["filtered"] == [8] * 6
     assert got["unknown_batch"] == [8, 8, 4, 8]  # no batch size given: the pipeline repeated as it is
     assert got["one_short"] == [5] * 3  # the cell's steps were all this batch: kept
+
+
+class _NoLogs(dict):
+    """Logs that fail when read: a callback that reads nothing never touches them."""
+
+    def __getitem__(self, key):
+        raise AssertionError("the window read the logs")
+
+    get = items = keys = values = __iter__ = __len__ = __getitem__  # type: ignore[assignment]
+
+
+def test_the_profile_window_reads_no_logs_and_tells_tf_keras_so():
+    """tf-keras converts every call's logs to NumPy, a device sync, for a callback implementing a batch hook without
+    ``_supports_tf_logs`` (tf_keras/src/callbacks.py@2.21.0:242-248, 292-300; its ``Callback.__init__`` sets it
+    False, line 693): the window, which reads no logs, must set it, or a ``progress=none`` profile syncs every call
+    that its timed fit did not. The old window left it False."""
+    import types
+
+    class TfKerasCallback:  # tf-keras' base as far as the flag goes
+        def __init__(self):
+            self.model, self._supports_tf_logs = None, False
+
+    keras = types.SimpleNamespace(callbacks=types.SimpleNamespace(Callback=TfKerasCallback))
+    window = types.SimpleNamespace(open=False, start=lambda: None, stop=lambda: None)
+    cb = rerun.window_callback(keras, window, 2, per=1)
+    assert cb._supports_tf_logs is True
+    cb.on_epoch_begin(0, _NoLogs())
+    for batch in range(4):
+        cb.on_train_batch_begin(batch, _NoLogs())
+    cb.on_train_end(_NoLogs())
+
+
+#: tf-keras' own CallbackList over the profile's window (the progress=none profile: no other callback), handed one
+#: call's logs as tensors: whether it converts them (prints RESULT and the type the hooks get).
+_TF_KERAS_LOGS = """
+import types
+import tensorflow as tf, tf_keras as keras
+from bench.instruments.profile.rerun import window_callback
+window = types.SimpleNamespace(open=False, start=lambda: None, stop=lambda: None)
+cbs = keras.callbacks.CallbackList([window_callback(keras, window, 2, per=1)], add_history=True)
+print("RESULT", type(cbs._process_logs({"loss": tf.constant(1.0)}, is_batch_hook=True)["loss"]).__name__)
+"""
+
+
+def test_tf_keras_hands_the_profile_windows_batch_hooks_its_tensors_unconverted():
+    if importlib.util.find_spec("tf_keras") is None:
+        pytest.skip("no tf_keras (the keras2-tf image has it)")
+    done = subprocess.run([sys.executable, "-c", _TF_KERAS_LOGS], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_USE_LEGACY_KERAS": "1", "CUDA_VISIBLE_DEVICES": ""})
+    got = next((ln.split()[1] for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert got == "EagerTensor", done.stderr[-2000:]  # converted: float (sync_to_numpy_or_python_type)
