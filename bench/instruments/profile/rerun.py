@@ -138,6 +138,21 @@ def call_steps(model: Any, timed: TimedCalls | None) -> tuple[int, bool]:
     return per, False
 
 
+def short_call_note(steps_per_call: int | None, steps_per_epoch: int | None) -> str | None:
+    """The record's note where each timed epoch of ``steps_per_epoch`` steps ended in a call shorter than the
+    profiled ones (``steps_per_epoch`` not a multiple of ``steps_per_call``, ``settings.steps_per_call``: Keras ends
+    a call at the epoch's end, ``call_steps``), else None. The profile runs whole calls of ``steps_per_call`` steps
+    only (``executions``), so the timed fit's shorter call, with its own call overhead over fewer steps, is not in
+    its window, while ``profile.slowdown`` divides by a timed ms/step that includes it."""
+    if not steps_per_call or not steps_per_epoch or steps_per_epoch % steps_per_call == 0:
+        return None
+    calls = -(-steps_per_epoch // steps_per_call)
+    return (f"profile: its calls ran {steps_per_call} steps each; each timed epoch of {steps_per_epoch} steps ran "
+            f"{calls - 1} such calls and a last one of {steps_per_epoch % steps_per_call} (Keras ends a call at the "
+            "epoch's end), which the profile does not hold: profile.slowdown divides by a timed ms/step that "
+            "includes it")
+
+
 def window_callback(keras: Any, window: Window, steps: int, predict: bool = False,
                     per: int | None = None, epoch_steps: int = 0) -> Any:
     """A Keras callback that opens ``window`` as the first training (``predict``: prediction) batch at or past

@@ -254,3 +254,30 @@ def test_tf_keras_hands_the_profile_windows_batch_hooks_its_tensors_unconverted(
                           env={**os.environ, "TF_USE_LEGACY_KERAS": "1", "CUDA_VISIBLE_DEVICES": ""})
     got = next((ln.split()[1] for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert got == "EagerTensor", done.stderr[-2000:]  # converted: float (sync_to_numpy_or_python_type)
+
+
+@pytest.mark.parametrize(("spe", "note"), [(3, True), (4, False), (8, False), (512, False)])
+def test_a_profile_that_left_out_the_timed_epochs_shorter_call_says_so(monkeypatch, tmp_path, spe, note):
+    """An epoch of 8 steps at steps_per_execution 3 ran timed calls of 3, 3 and 2 (Keras ends a call at the epoch's
+    end); the profile runs calls of 3 only, so the record says the shorter call is not profiled and that slowdown
+    divides by a timed ms/step that includes it. At 4 (calls of 4, 4), 8 and 512 (one call of 8) there is nothing
+    to say. The old worker wrote no note."""
+    from bench.instruments import profile
+    from bench.results.cell import Cell
+    from bench.results.record import new_record
+    from bench.results.schema import Record
+    from bench.run import worker
+
+    cell = Cell(stack="keras3-jax", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device="cpu",
+                timeout_s=600.0)
+    rec = Record.model_validate(new_record(cell), strict=True)
+    rec.metrics.ms_per_step_p50, rec.metrics.steps_per_epoch = 2.0, 8
+    rec.settings.steps_per_call = min(spe, 8)
+    monkeypatch.setattr(profile, "capture", lambda *a, **kw: {"steps": 3, "wall_ms": 9.0, "warmup_steps": 3})
+    worker.add_profile(rec, cell, lambda window, steps: rerun.Held(3, 3), tmp_path)
+    assert rec.profile.reason is None and rec.profile.slowdown == pytest.approx(1.5)
+    said = [n for n in rec.notes if n.startswith("profile:")]
+    assert said == ([] if not note else [
+        "profile: its calls ran 3 steps each; each timed epoch of 8 steps ran 2 such calls and a last one of 2 (Keras "
+        "ends a call at the epoch's end), which the profile does not hold: profile.slowdown divides by a timed "
+        "ms/step that includes it"])
