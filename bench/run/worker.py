@@ -19,7 +19,7 @@ from bench.core.atomic import write_json_atomic
 from bench.core.stacks import get_stack
 from bench.instruments import profile
 from bench.instruments.environment import capture, stack_pins, utc_now
-from bench.instruments.profile.rerun import ProfileRun, batches
+from bench.instruments.profile.rerun import ProfileRun, batches, short_call_note
 from bench.instruments.profile.xla import tf_compiled
 from bench.instruments.timing import clock
 from bench.models import flops
@@ -120,7 +120,8 @@ def too_long(again: ProfileRun, rec: Record, cell: Cell, spent_s: float = 0.0) -
 def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path, spent_s: float = 0.0) -> None:
     """The cell's ``profile`` block (``bench.instruments.profile.capture``: ``again``'s steps under the framework's
     profiler, the trace in ``profile_dir``), and a note when the profile failed or was not taken (``too_long``,
-    ``spent_s``: the seconds the cell has run; the timed numbers stand)."""
+    ``spent_s``: the seconds the cell has run; the timed numbers stand), or when its Keras calls left out the
+    timed epochs' shorter last call (``short_call_note``)."""
     stack = get_stack(cell.stack)
     why = too_long(again, rec, cell, spent_s)
     if why:
@@ -135,6 +136,8 @@ def add_profile(rec: Record, cell: Cell, again: ProfileRun, profile_dir: Path, s
             rec.profile = Profile(reason=f"{type(e).__name__}: {e}".splitlines()[0][:500])
     if rec.profile.reason:
         rec.notes.append(profile.none_note(rec.profile.reason))
+    elif note := short_call_note(rec.settings.steps_per_call, rec.metrics.steps_per_epoch):
+        rec.notes.append(note)
 
 
 def write_unfinished(rec: Record, out_file: Path) -> None:

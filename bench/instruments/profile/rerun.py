@@ -138,6 +138,21 @@ def call_steps(model: Any, timed: TimedCalls | None) -> tuple[int, bool]:
     return per, False
 
 
+def short_call_note(steps_per_call: int | None, steps_per_epoch: int | None) -> str | None:
+    """The record's note where each timed epoch of ``steps_per_epoch`` steps ended in a call shorter than the
+    profiled ones (``steps_per_epoch`` not a multiple of ``steps_per_call``, ``settings.steps_per_call``: Keras ends
+    a call at the epoch's end, ``call_steps``), else None. The profile runs whole calls of ``steps_per_call`` steps
+    only (``executions``), so the timed fit's shorter call, with its own call overhead over fewer steps, is not in
+    its window, while ``profile.slowdown`` divides by a timed ms/step that includes it."""
+    if not steps_per_call or not steps_per_epoch or steps_per_epoch % steps_per_call == 0:
+        return None
+    calls = -(-steps_per_epoch // steps_per_call)
+    return (f"profile: its calls ran {steps_per_call} steps each; each timed epoch of {steps_per_epoch} steps ran "
+            f"{calls - 1} such calls and a last one of {steps_per_epoch % steps_per_call} (Keras ends a call at the "
+            "epoch's end), which the profile does not hold: profile.slowdown divides by a timed ms/step that "
+            "includes it")
+
+
 def window_callback(keras: Any, window: Window, steps: int, predict: bool = False,
                     per: int | None = None, epoch_steps: int = 0) -> Any:
     """A Keras callback that opens ``window`` as the first training (``predict``: prediction) batch at or past
@@ -146,13 +161,22 @@ def window_callback(keras: Any, window: Window, steps: int, predict: bool = Fals
     the data ran out first (a dataset of fewer batches: the window then holds fewer steps; the last call begun
     counted as ``per`` steps, by default the model's ``steps_per_execution``). A fit of several epochs of
     ``epoch_steps`` steps (``call_steps``) counts its batches across them (Keras numbers them from 0 each epoch).
-    ``held`` is then what ran (``Held``: the steps before the window opened, the steps it held)."""
+    ``held`` is then what ran (``Held``: the steps before the window opened, the steps it held). It reads no logs
+    and says so (``_supports_tf_logs``): tf-keras converts every call's logs to NumPy, a device sync, for a callback
+    implementing a batch hook without it (tf_keras/src/callbacks.py@2.21.0:242-248, 292-300), which the timed fit
+    does not do without a batch-end reader (``progress=none`` under ``sync=epoch``)."""
 
     class ProfileWindow(keras.callbacks.Callback):
         first: int | None = None
         last = 0
         steps_held = 0
         base = 0  # the steps of the epochs before this one
+
+        def __init__(self) -> None:
+            super().__init__()
+            # it reads no logs: tf-keras then hands the batch hooks its tensors as they are, where a callback without
+            # this flag makes it convert every call's logs to NumPy, a device sync the timed fit need not have had
+            self._supports_tf_logs = True
 
         @property
         def held(self) -> Held:

@@ -22,8 +22,9 @@ class Profile(Block):
                                      "already running (its start-up costs fall on them, outside the window); Keras "
                                      "with steps_per_execution > 1: one whole call of settings.steps_per_call steps")
     steps: int | None = entry("steps inside the profiled window (Keras with steps_per_execution > 1: whole calls, "
-                              "each of the steps the timed fit's calls ran, settings.steps_per_call; a multiple of "
-                              "it)")
+                              "each of settings.steps_per_call steps, the timed fit's full calls; a multiple of it. "
+                              "Where the epoch's steps are not a multiple of it, the timed epochs' shorter last call "
+                              "is not among them, and a note says so)")
     steps_cap: int | None = entry("the most steps a profiled window holds (bench.instruments.profile.MAX_STEPS), "
                                   "except one Keras call of more steps (settings.steps_per_call > the cap)")
     execution_differs: str | None = entry("why the profiled steps execute otherwise than the timed ones, where the "
@@ -33,7 +34,11 @@ class Profile(Block):
     wall_ms: float | None = entry("the profiled window by the harness's clock, a device barrier at each edge", "ms")
     ms_per_step: float | None = entry("wall_ms / steps: a profiled step's time", "ms")
     slowdown: float | None = entry("ms_per_step over the cell's timed metrics.ms_per_step_p50: what the profiler "
-                                   "costs a step (null without a timed p50)", "ratio")
+                                   "costs a step where the timed steps ran as the profiled ones (null without a timed "
+                                   "p50). Under metrics.sync step or every:N (the paper suite's step) the timed steps "
+                                   "had a device barrier (Keras: and its logs read) after every step or N, which the "
+                                   "profiled window has only at its edges; a Keras cell whose timed epochs ended in "
+                                   "a shorter call than the profiled ones has a note saying so", "ratio")
     busy_ms: float | None = entry("time with the device's work running (the union of its intervals) in the window",
                                   "ms")
     device_busy_fraction: float | None = entry("busy_ms / window_ms", "fraction")

@@ -203,3 +203,81 @@ def test_a_repeated_tf_data_epoch_leaves_its_short_last_batch_out_of_the_profile
     assert got["filtered"] == [8] * 6
     assert got["unknown_batch"] == [8, 8, 4, 8]  # no batch size given: the pipeline repeated as it is
     assert got["one_short"] == [5] * 3  # the cell's steps were all this batch: kept
+
+
+class _NoLogs(dict):
+    """Logs that fail when read: a callback that reads nothing never touches them."""
+
+    def __getitem__(self, key):
+        raise AssertionError("the window read the logs")
+
+    get = items = keys = values = __iter__ = __len__ = __getitem__  # type: ignore[assignment]
+
+
+def test_the_profile_window_reads_no_logs_and_tells_tf_keras_so():
+    """tf-keras converts every call's logs to NumPy, a device sync, for a callback implementing a batch hook without
+    ``_supports_tf_logs`` (tf_keras/src/callbacks.py@2.21.0:242-248, 292-300; its ``Callback.__init__`` sets it
+    False, line 693): the window, which reads no logs, must set it, or a ``progress=none`` profile syncs every call
+    that its timed fit did not. The old window left it False."""
+    import types
+
+    class TfKerasCallback:  # tf-keras' base as far as the flag goes
+        def __init__(self):
+            self.model, self._supports_tf_logs = None, False
+
+    keras = types.SimpleNamespace(callbacks=types.SimpleNamespace(Callback=TfKerasCallback))
+    window = types.SimpleNamespace(open=False, start=lambda: None, stop=lambda: None)
+    cb = rerun.window_callback(keras, window, 2, per=1)
+    assert cb._supports_tf_logs is True
+    cb.on_epoch_begin(0, _NoLogs())
+    for batch in range(4):
+        cb.on_train_batch_begin(batch, _NoLogs())
+    cb.on_train_end(_NoLogs())
+
+
+#: tf-keras' own CallbackList over the profile's window (the progress=none profile: no other callback), handed one
+#: call's logs as tensors: whether it converts them (prints RESULT and the type the hooks get).
+_TF_KERAS_LOGS = """
+import types
+import tensorflow as tf, tf_keras as keras
+from bench.instruments.profile.rerun import window_callback
+window = types.SimpleNamespace(open=False, start=lambda: None, stop=lambda: None)
+cbs = keras.callbacks.CallbackList([window_callback(keras, window, 2, per=1)], add_history=True)
+print("RESULT", type(cbs._process_logs({"loss": tf.constant(1.0)}, is_batch_hook=True)["loss"]).__name__)
+"""
+
+
+def test_tf_keras_hands_the_profile_windows_batch_hooks_its_tensors_unconverted():
+    if importlib.util.find_spec("tf_keras") is None:
+        pytest.skip("no tf_keras (the keras2-tf image has it)")
+    done = subprocess.run([sys.executable, "-c", _TF_KERAS_LOGS], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_USE_LEGACY_KERAS": "1", "CUDA_VISIBLE_DEVICES": ""})
+    got = next((ln.split()[1] for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert got == "EagerTensor", done.stderr[-2000:]  # converted: float (sync_to_numpy_or_python_type)
+
+
+@pytest.mark.parametrize(("spe", "note"), [(3, True), (4, False), (8, False), (512, False)])
+def test_a_profile_that_left_out_the_timed_epochs_shorter_call_says_so(monkeypatch, tmp_path, spe, note):
+    """An epoch of 8 steps at steps_per_execution 3 ran timed calls of 3, 3 and 2 (Keras ends a call at the epoch's
+    end); the profile runs calls of 3 only, so the record says the shorter call is not profiled and that slowdown
+    divides by a timed ms/step that includes it. At 4 (calls of 4, 4), 8 and 512 (one call of 8) there is nothing
+    to say. The old worker wrote no note."""
+    from bench.instruments import profile
+    from bench.results.cell import Cell
+    from bench.results.record import new_record
+    from bench.results.schema import Record
+    from bench.run import worker
+
+    cell = Cell(stack="keras3-jax", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device="cpu",
+                timeout_s=600.0)
+    rec = Record.model_validate(new_record(cell), strict=True)
+    rec.metrics.ms_per_step_p50, rec.metrics.steps_per_epoch = 2.0, 8
+    rec.settings.steps_per_call = min(spe, 8)
+    monkeypatch.setattr(profile, "capture", lambda *a, **kw: {"steps": 3, "wall_ms": 9.0, "warmup_steps": 3})
+    worker.add_profile(rec, cell, lambda window, steps: rerun.Held(3, 3), tmp_path)
+    assert rec.profile.reason is None and rec.profile.slowdown == pytest.approx(1.5)
+    said = [n for n in rec.notes if n.startswith("profile:")]
+    assert said == ([] if not note else [
+        "profile: its calls ran 3 steps each; each timed epoch of 8 steps ran 2 such calls and a last one of 2 (Keras "
+        "ends a call at the epoch's end), which the profile does not hold: profile.slowdown divides by a timed "
+        "ms/step that includes it"])
