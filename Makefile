@@ -98,10 +98,9 @@ ifeq ($(if $(call user_set,SIZE),$(SIZE),auto),auto)
   override SIZE := $(shell $(REQUEST) default size --device $(RUN_DEVICE))
 endif
 RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(FLAVOR)),-$(FLAVOR)-images)
-# The images' records name this commit (env.git_commit); a tree whose bench/ differs from it builds other code, so
-# it is marked -dirty (bench.instruments.environment.DIRTY), as a commit git is asked for inside a cell is
-GIT_COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { [ -z "$$(git status --porcelain -- bench)" ] && \
-  echo $$c || echo $$c-dirty; } || echo unknown)
+# The images' records name this code (env.git_commit): HEAD, -dirty.<hash of the edits> where bench/ differs from it,
+# as bench.core.commit (the one definition) names it inside a cell too; unknown outside a git checkout
+GIT_COMMIT := $(shell $(HOST_CLI) commit 2>/dev/null || echo unknown)
 COMPOSE_FILES := -f compose.yaml $(if $(filter gpu,$(RUN_DEVICE)),-f compose.gpu.yaml)
 
 export BENCH_FLAVOR := $(FLAVOR)
@@ -365,14 +364,14 @@ window-rehearse: ## The GPU window on this CPU at smoke size (WINDOW_PARTS), in 
 	  --work $(REHEARSAL)/work --site $(REHEARSAL)/site $(REHEARSAL)/out || echo "window/run.sh exited $$?; the checks decide"
 	BENCH_WINDOW_REHEARSAL=$(REHEARSAL) BENCH_WINDOW_PARTS="$(WINDOW_PARTS)" $(PYTHON) -m pytest -q -p no:cacheprovider tests/window
 
-git-commit: ## Print the commit the records of a run from this tree name (GIT_COMMIT: -dirty where bench/ changed)
+git-commit: ## Print the code the records of a run from this tree name (GIT_COMMIT: -dirty.<hash> where bench/ changed)
 	@echo $(GIT_COMMIT)
 
 window-command: ## The GPU window's device command line, naming this clean tree's commit (docs/gpu-window.md)
 	@test -z "$$(git status --porcelain)" || { echo "window-command: commit first: the records name the commit, and \
 	the device copies the working tree as it is" >&2; exit 1; }
 	@compgen -G ".whl/*.whl" >/dev/null || { echo "window-command: make window-wheels first" >&2; exit 1; }
-	@echo 'BENCH_GIT_COMMIT=$(shell git rev-parse HEAD) bash window/run.sh $$OUT'
+	@echo 'BENCH_GIT_COMMIT=$(GIT_COMMIT) bash window/run.sh $$OUT'
 
 # Two scopes of one test (docs/ci.md). TEST_SCOPE=cover (`make test`, CI's, under 30 minutes on two cores): every
 # unit test but those tests/slow.txt lists (3 s or more each), the CPU images, and in them each suite's covering
