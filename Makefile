@@ -149,10 +149,18 @@ configure: ## Write .env so that `docker compose run <service>` uses this host's
 
 build: configure $(addprefix build-,$(STACKS)) build-collector ## Build the stack images and the collector
 
+# An image's label INPUTS_LABEL names the inputs it was built from (its registry tag, bench/host/imagetag.py): make
+# push pushes an image only under the tag its label names, and make images takes a pulled image only where its label is
+# the tag it pulled, so that a tag, the code under it and the commit its records name (env.git_commit, which the build
+# bakes in) are one build's. $(call inputs_label,REF): that label of image REF, as a shell substitution.
+INPUTS_LABEL := dlbench.inputs
+inputs_label = $$($(DOCKER) image inspect --format '{{index .Config.Labels "$(INPUTS_LABEL)"}}' $(1) 2>/dev/null)
+
 build-%: ## Build one image: build-<stack> or build-collector
+	inputs=$$($(HOST_CLI) imagetag $* $(if $(filter collector,$*),latest,$(FLAVOR))) && \
 	$(DOCKER) build -f $(or $(dockerfile_$*),images/$*/Dockerfile) $(BUILD_ARGS) $(build_args_$*) \
 	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) \
-	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
+	  --label $(INPUTS_LABEL)=$$inputs -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
 
 # An image's first repository digest (a registry's once pulled or pushed; Docker's containerd image store, the default
 # of new Docker 29 installs, also lists one for an image built here), else its local image ID, as a shell substitution
@@ -288,8 +296,12 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 # make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests).
 	$(need_registry)
 	@mkdir -p $(RESULTS_DIR)/images
+# An image built from other inputs than this tree's (built, then bench/ or a lock edited) is not pushed under this
+# tree's tag: whoever pulls it would run other code than the tag says.
 	@set -eo pipefail; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
-	  $(DOCKER) tag dlbench/$$i:$$v $$ref; \
+	  $(DOCKER) tag dlbench/$$i:$$v $$ref; built=$(call inputs_label,$$ref); \
+	  [ "$$built" = "$${ref##*:}" ] || { $(DOCKER) rmi $$ref >/dev/null; echo "push: dlbench/$$i:$$v was built from \
+	other inputs ($${built:-no $(INPUTS_LABEL) label}) than this tree's ($${ref##*:}): make build first" >&2; exit 1; }; \
 	  digest=$$($(DOCKER) push $$ref | sed -n 's/.*digest: \(sha256:[0-9a-f]*\).*/\1/p' | tail -n 1); \
 	  test -n "$$digest" || { echo "push: $$ref pushed, but the push printed no digest" >&2; exit 1; }; \
 	  echo "$$ref $${ref%:*}@$$digest"; \
@@ -298,8 +310,12 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
 	@$(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
 	  if [ -n "$(REGISTRY)" ] && $(DOCKER) pull -q $$ref >/dev/null 2>&1; then \
-	    $(DOCKER) tag $$ref dlbench/$$i:$$v && echo "$$i: pulled $$ref"; \
-	  else echo "$$i: $$ref not in the registry, building"; $(MAKE) --no-print-directory build-$$i || exit 1; fi; \
+	    if [ "$(call inputs_label,$$ref)" = "$${ref##*:}" ]; then \
+	      $(DOCKER) tag $$ref dlbench/$$i:$$v && echo "$$i: pulled $$ref"; continue; fi; \
+	    echo "$$i: $$ref pulled, but its $(INPUTS_LABEL) label does not name that tag (pushed before make push \
+	checked it, or by another tool): building"; \
+	  else echo "$$i: $$ref not in the registry, building"; fi; \
+	  $(MAKE) --no-print-directory build-$$i || exit 1; \
 	done
 
 # Cloud (bench/host/cloud.py, cloud/dlbench.sky.yaml): one SkyPilot managed job per GPU type, each running every stack

@@ -56,7 +56,8 @@ class Env(Block):
                                    "its tag hashes), the GPU window's command line; else asked of git in the "
                                    "package's checkout (records before 2026-11-28 named HEAD alone, then marked "
                                    "'-dirty' without the hash: edits not identified)")
-    image: str | None = entry("the stack image's tag (null outside make)")
+    image: str | None = entry("the stack image's local name, dlbench/<stack>:<flavor>, baked in at its build (a "
+                              "pulled image's registry name is in image_digest; null outside make)")
     image_digest: str | None = entry("the image the cell ran in: its first repository digest (a registry's when "
                                      "pulled, make bench-all REGISTRY=..., or pushed, make push; Docker's containerd "
                                      "image store lists a local one for a built image too), else its local image ID; "
