@@ -299,8 +299,8 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 # An image built from other inputs than this tree's (built, then bench/ or a lock edited) is not pushed under this
 # tree's tag: whoever pulls it would run other code than the tag says.
 	@set -eo pipefail; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
-	  $(DOCKER) tag dlbench/$$i:$$v $$ref; built=$(call inputs_label,$$ref); \
-	  [ "$$built" = "$${ref##*:}" ] || { $(DOCKER) rmi $$ref >/dev/null; echo "push: dlbench/$$i:$$v was built from \
+	  $(DOCKER) tag dlbench/$$i:$$v $$ref; built=$(call inputs_label,$$ref) || built=; \
+	  [ "$$built" = "$${ref##*:}" ] || { $(DOCKER) rmi $$ref >/dev/null || :; echo "push: dlbench/$$i:$$v was built from \
 	other inputs ($${built:-no $(INPUTS_LABEL) label}) than this tree's ($${ref##*:}): make build first" >&2; exit 1; }; \
 	  digest=$$($(DOCKER) push $$ref | sed -n 's/.*digest: \(sha256:[0-9a-f]*\).*/\1/p' | tail -n 1); \
 	  test -n "$$digest" || { echo "push: $$ref pushed, but the push printed no digest" >&2; exit 1; }; \
