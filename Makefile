@@ -98,10 +98,9 @@ ifeq ($(if $(call user_set,SIZE),$(SIZE),auto),auto)
   override SIZE := $(shell $(REQUEST) default size --device $(RUN_DEVICE))
 endif
 RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(FLAVOR)),-$(FLAVOR)-images)
-# The images' records name this commit (env.git_commit); a tree whose bench/ differs from it builds other code, so
-# it is marked -dirty (bench.instruments.environment.DIRTY), as a commit git is asked for inside a cell is
-GIT_COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { [ -z "$$(git status --porcelain -- bench)" ] && \
-  echo $$c || echo $$c-dirty; } || echo unknown)
+# The images' records name this code (env.git_commit): HEAD, -dirty.<hash of the edits> where bench/ differs from it,
+# as bench.core.commit (the one definition) names it inside a cell too; unknown outside a git checkout
+GIT_COMMIT := $(shell $(HOST_CLI) commit 2>/dev/null || echo unknown)
 COMPOSE_FILES := -f compose.yaml $(if $(filter gpu,$(RUN_DEVICE)),-f compose.gpu.yaml)
 
 export BENCH_FLAVOR := $(FLAVOR)
@@ -150,10 +149,18 @@ configure: ## Write .env so that `docker compose run <service>` uses this host's
 
 build: configure $(addprefix build-,$(STACKS)) build-collector ## Build the stack images and the collector
 
+# An image's label INPUTS_LABEL names the inputs it was built from (its registry tag, bench/host/imagetag.py): make
+# push pushes an image only under the tag its label names, and make images takes a pulled image only where its label is
+# the tag it pulled, so that a tag, the code under it and the commit its records name (env.git_commit, which the build
+# bakes in) are one build's. $(call inputs_label,REF): that label of image REF, as a shell substitution.
+INPUTS_LABEL := dlbench.inputs
+inputs_label = $$($(DOCKER) image inspect --format '{{index .Config.Labels "$(INPUTS_LABEL)"}}' $(1) 2>/dev/null)
+
 build-%: ## Build one image: build-<stack> or build-collector
+	inputs=$$($(HOST_CLI) imagetag $* $(if $(filter collector,$*),latest,$(FLAVOR))) && \
 	$(DOCKER) build -f $(or $(dockerfile_$*),images/$*/Dockerfile) $(BUILD_ARGS) $(build_args_$*) \
 	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) \
-	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
+	  --label $(INPUTS_LABEL)=$$inputs -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
 
 # An image's first repository digest (a registry's once pulled or pushed; Docker's containerd image store, the default
 # of new Docker 29 installs, also lists one for an image built here), else its local image ID, as a shell substitution
@@ -289,8 +296,12 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 # make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests).
 	$(need_registry)
 	@mkdir -p $(RESULTS_DIR)/images
+# An image built from other inputs than this tree's (built, then bench/ or a lock edited) is not pushed under this
+# tree's tag: whoever pulls it would run other code than the tag says.
 	@set -eo pipefail; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
-	  $(DOCKER) tag dlbench/$$i:$$v $$ref; \
+	  $(DOCKER) tag dlbench/$$i:$$v $$ref; built=$(call inputs_label,$$ref) || built=; \
+	  [ "$$built" = "$${ref##*:}" ] || { $(DOCKER) rmi $$ref >/dev/null || :; echo "push: dlbench/$$i:$$v was built from \
+	other inputs ($${built:-no $(INPUTS_LABEL) label}) than this tree's ($${ref##*:}): make build first" >&2; exit 1; }; \
 	  digest=$$($(DOCKER) push $$ref | sed -n 's/.*digest: \(sha256:[0-9a-f]*\).*/\1/p' | tail -n 1); \
 	  test -n "$$digest" || { echo "push: $$ref pushed, but the push printed no digest" >&2; exit 1; }; \
 	  echo "$$ref $${ref%:*}@$$digest"; \
@@ -299,8 +310,12 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
 	@$(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
 	  if [ -n "$(REGISTRY)" ] && $(DOCKER) pull -q $$ref >/dev/null 2>&1; then \
-	    $(DOCKER) tag $$ref dlbench/$$i:$$v && echo "$$i: pulled $$ref"; \
-	  else echo "$$i: $$ref not in the registry, building"; $(MAKE) --no-print-directory build-$$i || exit 1; fi; \
+	    if [ "$(call inputs_label,$$ref)" = "$${ref##*:}" ]; then \
+	      $(DOCKER) tag $$ref dlbench/$$i:$$v && echo "$$i: pulled $$ref"; continue; fi; \
+	    echo "$$i: $$ref pulled, but its $(INPUTS_LABEL) label does not name that tag (pushed before make push \
+	checked it, or by another tool): building"; \
+	  else echo "$$i: $$ref not in the registry, building"; fi; \
+	  $(MAKE) --no-print-directory build-$$i || exit 1; \
 	done
 
 # Cloud (bench/host/cloud.py, cloud/dlbench.sky.yaml): one SkyPilot managed job per GPU type, each running every stack
@@ -365,14 +380,14 @@ window-rehearse: ## The GPU window on this CPU at smoke size (WINDOW_PARTS), in 
 	  --work $(REHEARSAL)/work --site $(REHEARSAL)/site $(REHEARSAL)/out || echo "window/run.sh exited $$?; the checks decide"
 	BENCH_WINDOW_REHEARSAL=$(REHEARSAL) BENCH_WINDOW_PARTS="$(WINDOW_PARTS)" $(PYTHON) -m pytest -q -p no:cacheprovider tests/window
 
-git-commit: ## Print the commit the records of a run from this tree name (GIT_COMMIT: -dirty where bench/ changed)
+git-commit: ## Print the code the records of a run from this tree name (GIT_COMMIT: -dirty.<hash> where bench/ changed)
 	@echo $(GIT_COMMIT)
 
 window-command: ## The GPU window's device command line, naming this clean tree's commit (docs/gpu-window.md)
 	@test -z "$$(git status --porcelain)" || { echo "window-command: commit first: the records name the commit, and \
 	the device copies the working tree as it is" >&2; exit 1; }
 	@compgen -G ".whl/*.whl" >/dev/null || { echo "window-command: make window-wheels first" >&2; exit 1; }
-	@echo 'BENCH_GIT_COMMIT=$(shell git rev-parse HEAD) bash window/run.sh $$OUT'
+	@echo 'BENCH_GIT_COMMIT=$(GIT_COMMIT) bash window/run.sh $$OUT'
 
 # Two scopes of one test (docs/ci.md). TEST_SCOPE=cover (`make test`, CI's, under 30 minutes on two cores): every
 # unit test but those tests/slow.txt lists (3 s or more each), the CPU images, and in them each suite's covering

@@ -24,9 +24,9 @@ mkdir -p "$out"
 # read here, as the owner of the checkout (git refuses another user's repository).
 as=()
 docker info >/dev/null 2>&1 || as=(sudo)
-commit=$(git rev-parse HEAD 2>/dev/null) || commit=unknown
-# bench/ changed since that commit (SkyPilot's workdir copies the tree as it is): marked as env.git_commit marks it
-[[ $commit == unknown || -z $(git status --porcelain -- bench 2>/dev/null) ]] || commit+=-dirty
+# SkyPilot's workdir copies the tree as it is: bench.core.commit names its code (-dirty.<hash of the edits> where
+# bench/ differs from HEAD), as the Makefile would and as env.git_commit does inside a cell
+commit=$(python3 -m bench.host commit 2>/dev/null) || commit=unknown
 
 # The cooldown's idle baseline (COOLDOWN), read before make doctor's GEMM probe heats the GPU, for every stack of
 # every round (bench.host.launch.idle_temperature asks the same; set IDLE_TEMP_C to give it).

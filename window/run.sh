@@ -40,11 +40,11 @@ for p in $parts; do
     case $p in env|instrument|classic|tuning|paper) ;; *) usage "unknown part $p (env instrument classic tuning paper)" ;; esac
 done
 # The records name the commit that ran (env.git_commit); the device copies the tree without .git, so the command
-# line gives it (make window-command prints that line, from a clean tree)
+# line gives it (make window-command prints that line, from a clean tree); else this checkout's, as bench.core.commit
+# names it (-dirty.<hash of the edits> where bench/ differs from HEAD), with the host's python3
 if [[ -z ${BENCH_GIT_COMMIT:-} ]]; then
-    BENCH_GIT_COMMIT=$(git -C "$here" rev-parse HEAD 2>/dev/null) || usage "set BENCH_GIT_COMMIT (make window-command)"
-    # bench/ changed since that commit: other code runs (env.git_commit's DIRTY mark)
-    [[ -z $(git -C "$here" status --porcelain -- bench 2>/dev/null) ]] || BENCH_GIT_COMMIT+=-dirty
+    BENCH_GIT_COMMIT=$(cd "$here" && python3 -m bench.host commit 2>/dev/null) \
+        || usage "set BENCH_GIT_COMMIT (make window-command)"
 fi
 export BENCH_GIT_COMMIT
 mkdir -p "$1" "$work" "$site" || exit 1

@@ -14,12 +14,12 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bench.core import request
+from bench.core import commit, request
 from bench.host import cloud, doctor, imagetag, launch, rounds, stackfiles, versions
 
 PROG = "python3 -m bench.host"
 #: The commands, in the order ``--help`` lists them: each module's ``add_parser`` registers its own.
-COMMANDS = (doctor, launch, rounds, stackfiles, versions, imagetag, cloud, request)
+COMMANDS = (doctor, launch, rounds, stackfiles, versions, imagetag, cloud, request, commit)
 
 
 class Parser(argparse.ArgumentParser):

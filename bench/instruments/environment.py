@@ -14,13 +14,13 @@ import os
 import platform
 import re
 import socket
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import bench
+from bench.core import commit
 from bench.core.stacks import STACKS, parse_pin
 from bench.instruments.nvml import Gpu
 
@@ -103,34 +103,16 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-#: What ``git_commit`` appends to a commit the code that ran differs from (``git describe --dirty``'s mark).
-DIRTY = "-dirty"
-#: What it appends where git named HEAD but could not say whether the tree differs from it (``git status`` failed).
-UNCHECKED = "-unchecked"
-
-
 def git_commit(env: Mapping[str, str] | None = None, folder: Path | None = None) -> str | None:
-    """The bench package's commit: ``BENCH_GIT_COMMIT`` of ``env`` (default ``os.environ``; images bake it in), as
-    given; else asked of git in ``folder`` (default the package's own), with ``DIRTY`` appended where a file of the
-    folder is changed, staged or untracked (``git status --porcelain -- .``): the code that ran is then not that
-    commit's; ``UNCHECKED`` where ``git status`` fails after HEAD was read. None where git names no HEAD."""
-    commit = (os.environ if env is None else env).get("BENCH_GIT_COMMIT")
-    if commit not in (None, "", "unknown"):
-        return commit
-    where = Path(bench.__file__).parent if folder is None else folder
-
-    def ask(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, timeout=5,
-                              check=True).stdout.strip()
-
-    try:
-        head = ask("rev-parse", "HEAD")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    try:
-        return head + DIRTY if ask("status", "--porcelain", "--", ".") else head
-    except (OSError, subprocess.SubprocessError):  # a cold network file system's status past its 5 s
-        return head + UNCHECKED
+    """The identity of the code that runs (``bench.core.commit``, the one definition): ``BENCH_GIT_COMMIT`` of ``env``
+    (default ``os.environ``; an image bakes in its build's, the GPU window's command line gives it), as given; else
+    ``commit.identity`` of ``folder`` (default the package's own): HEAD, with ``DIRTY`` and the hash of the edits
+    where a file of the folder differs from it, ``UNCHECKED`` where git could not list them. None where git names no
+    HEAD."""
+    given = (os.environ if env is None else env).get("BENCH_GIT_COMMIT")
+    if given not in (None, "", "unknown"):
+        return given
+    return commit.identity(folder)
 
 
 def framework_cuda() -> dict[str, Any]:

@@ -307,7 +307,7 @@ def test_bench_all_cpu_smoke_matrix(bench_all):
         assert df[col].notna().all() and (df[col].astype(str) != "").all(), col
     assert (df["env.image"] == df["stack"].map(lambda s: f"dlbench/{s}:cpu")).all()
     assert df["env.image_digest"].str.startswith("sha256:").all()  # built here: the local image ID
-    assert df["env.git_commit"].str.fullmatch(r"[0-9a-f]{40}(-dirty)?").all()  # -dirty: bench/ changed since
+    assert df["env.git_commit"].str.fullmatch(r"[0-9a-f]{40}(-dirty\.[0-9a-f]{12})?").all()  # bench/ changed
     keras2 = df[df["stack"] == "keras2-tf"]
     assert keras2["env.packages.tf-keras"].notna().all()
     # PyPI's torch (a CUDA 13.0 build that runs on a CPU) in the cpu images too: PyPI has no CPU torchvision

@@ -37,10 +37,11 @@ DOCKER = """case "$*" in
   info) [ -n "$FAKE_ROOT" ] || [ -e "$STATE/docker-group" ];;
   --version) echo "Docker version 28.0.0";;
 esac"""
-# HEAD, and the changes ``git status`` lists (state/git-status: none unless a test writes it)
-GIT = 'case "$1" in rev-parse) echo 0123abc;; status) cat "$STATE/git-status" 2>/dev/null;; esac'
+# what ``python3 -m bench.host commit`` prints (state/commit, else a clean HEAD; it fails where state/no-head is)
+PYTHON3 = 'case "$*" in "-m bench.host commit") [ -e "$STATE/no-head" ] && exit 1; cat "$STATE/commit" 2>/dev/null ||' \
+    ' echo 0123abc;; esac'
 INSTALLABLE = {  # what installing a package puts on the PATH (Docker: what get.docker.com's script installs)
-    "make": {"make": ""}, "git": {"git": GIT}, "python3": {"python3": ""}, "curl": {"curl": CURL},
+    "make": {"make": ""}, "git": {"git": ""}, "python3": {"python3": PYTHON3}, "curl": {"curl": CURL},
     "gnupg": {"gpg": ""}, "nvidia-container-toolkit": {"nvidia-ctk": 'touch "$STATE/nvidia-runtime"'},
     "docker": {"docker": DOCKER},
 }

@@ -170,13 +170,14 @@ def test_collect_copies_a_folder_and_names_the_bucket_tools(tmp_path):
 
 
 def fake_docker(tmp_path, pullable=()):
-    """A docker that logs its calls, prints a digest for inspect, and can pull only ``pullable`` names."""
+    """A docker that logs its calls, prints a digest for inspect (and for the inputs label the tag of the name asked
+    about: every image built from the inputs its tag names), and can pull only ``pullable`` names."""
     log = tmp_path / "docker.log"
     fake = tmp_path / "docker"
     fake.write_text(f"""#!/bin/sh
 echo "$@" >> {log}
 case "$1" in
-  image) echo "${{5%%:*}}@sha256:0123";;
+  image) case "$4" in *dlbench.inputs*) echo "${{5##*:}}";; *) echo "${{5%%:*}}@sha256:0123";; esac;;  # built as tagged
   push) echo "The push refers to repository [${{2%:*}}]"; echo "${{2##*:}}: digest: sha256:0123 size: 2412";;
   pull) case "$3" in {"|".join(f"*/{p}:*" for p in pullable) or "nothing"}) exit 0;; *) exit 1;; esac;;
 esac

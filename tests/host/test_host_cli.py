@@ -12,7 +12,7 @@ from bench.host import __main__ as front_door
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Every host tool; each was once its own module's entry point (bench/host/<tool>.py, bench/core/request.py).
-COMMANDS = ("doctor", "launch", "rounds", "stackfiles", "versions", "imagetag", "cloud", "request")
+COMMANDS = ("doctor", "launch", "rounds", "stackfiles", "versions", "imagetag", "cloud", "request", "commit")
 
 
 def host(*args: str, no_site: bool = True) -> subprocess.CompletedProcess[str]:

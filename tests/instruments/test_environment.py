@@ -202,7 +202,8 @@ def test_a_commit_asked_of_git_is_marked_dirty_where_the_code_that_ran_is_not_th
     commit's code had run; a commit given in BENCH_GIT_COMMIT (an image's) is taken as given."""
     import subprocess
 
-    from bench.instruments.environment import DIRTY, git_commit
+    from bench.core.commit import DIRTY
+    from bench.instruments.environment import git_commit
 
     def git(*args: str) -> str:
         return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
@@ -215,9 +216,11 @@ def test_a_commit_asked_of_git_is_marked_dirty_where_the_code_that_ran_is_not_th
     head = git("rev-parse", "HEAD")
     assert git_commit({}, tmp_path) == head
     (tmp_path / "a.py").write_text("x = 2\n")
-    assert git_commit({}, tmp_path) == head + DIRTY
+    changed = git_commit({}, tmp_path)
+    assert changed and changed.startswith(head + DIRTY + ".")
     git("checkout", "-q", "a.py")
     (tmp_path / "b.py").write_text("")
-    assert git_commit({}, tmp_path) == head + DIRTY
+    added = git_commit({}, tmp_path)
+    assert added and added.startswith(head + DIRTY + ".") and added != changed
     assert git_commit({"BENCH_GIT_COMMIT": "abc123"}, tmp_path) == "abc123"
     assert git_commit({}, tmp_path / "nowhere") is None

@@ -111,15 +111,21 @@ def test_run_makes_doctor_then_bench_all_into_the_bucket_folder_of_this_gpu(tmp_
     assert [c for c in vm.calls() if c.startswith(("make", "sudo make"))] == expected
 
 
-def test_run_marks_the_commit_dirty_where_the_copied_tree_changed_bench(tmp_path):
-    """SkyPilot's workdir copies the tree as it is: run.sh passed HEAD as GIT_COMMIT, over the Makefile's mark, so
-    the records named a commit whose code had not run."""
+@pytest.mark.parametrize(("state", "named"), [("commit", "0123abc-dirty.5f1e0a9c3b2d"), ("no-head", "unknown")])
+def test_run_names_the_code_as_the_one_commit_tool_does(tmp_path, state, named):
+    """SkyPilot's workdir copies the tree as it is. run.sh read ``git status`` itself and marked an edited bench/
+    ``-dirty`` alone, so two different edits of one commit read the same; it now gives both makes what
+    ``python3 -m bench.host commit`` prints (bench.core.commit, the one definition), ``unknown`` where it names none."""
     vm = VM(tmp_path, installed=tuple(INSTALLABLE), state=("docker-group",))
-    (vm.state / "git-status").write_text(" M bench/core/words.py\n")
+    if state == "commit":
+        (vm.state / "commit").write_text(named + "\n")
+    else:
+        (vm.state / "no-head").touch()
     p = vm.run(RUN, str(tmp_path / "bucket"), **ENVS)
     assert p.returncode == 0, p.stderr
     makes = [c for c in vm.calls() if c.startswith("make")]
-    assert len(makes) == 2 and all(" GIT_COMMIT=0123abc-dirty" in c for c in makes), makes
+    assert len(makes) == 2 and all(f"GIT_COMMIT={named}" in c.split() for c in makes), makes
+    assert "python3 -m bench.host commit" in vm.calls()
 
 
 def test_run_reads_the_idle_temperature_before_the_doctor_heats_the_gpu(tmp_path):

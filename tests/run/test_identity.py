@@ -130,3 +130,25 @@ def test_a_record_made_by_other_code_is_measured_again(tmp_path, fake_worker, ca
     write_json_atomic(path, {**json.loads(path.read_text()), "env": {"git_commit": "new"}})
     assert bench(*base) == 0
     assert "already ok, skipped" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("recorded", "running", "reused"), [
+    ("abc-dirty.111111111111", "abc-dirty.222222222222", False),  # two different edits of one commit
+    ("abc-dirty.111111111111", "abc-dirty.111111111111", True),   # the same edits
+    ("abc-dirty", "abc-dirty.111111111111", False),  # a record from before the hash: its edits are not known
+    ("abc-dirty", "abc-dirty", True),  # two records from before the hash compare as they did
+    ("abc-unchecked", "abc-unchecked", False),  # git listed neither tree's edits: any code may have run
+])
+def test_a_resumed_run_reuses_a_record_only_of_the_same_code(tmp_path, monkeypatch, recorded, running, reused):
+    """Resuming compared the commit strings alone, and every path marked an edited tree ``<HEAD>-dirty``, so two
+    different edits' cells were mixed in one run folder as one code's; an ``-unchecked`` pair still reads equal
+    there. The record of other (or unknown) code is measured again, and the line says which code made it."""
+    monkeypatch.setattr(runfolder, "_this_commit", lambda: running)
+    (cell,) = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"])
+    path = result_path(tmp_path, cell)
+    path.parent.mkdir(parents=True)
+    write_json_atomic(path, {**new_record(cell), "status": "ok", "env": {"git_commit": recorded}})
+    why = runfolder.RunFolder(tmp_path).mismatch(cell)
+    assert (why is None) == reused, why
+    if not reused:
+        assert f"env.git_commit {recorded!r}" in why

@@ -47,11 +47,17 @@ class Env(Block):
     cpu_model: str | None = entry("CPU model")
     cpu_count: int | None = entry("logical CPUs")
     bench_version: str | None = entry("this package's version")
-    git_commit: str | None = entry("the bench checkout's commit: BENCH_GIT_COMMIT as given (an image's, the GPU "
-                                   "window's; the Makefile and cloud/run.sh mark it '-dirty' too), else git's HEAD, "
-                                   "with '-dirty' where the package's files differed from it, '-unchecked' where "
-                                   "git status could not say (records before 2026-11-28 named HEAD alone)")
-    image: str | None = entry("the stack image's tag (null outside make)")
+    git_commit: str | None = entry("the code that ran, as bench.core.commit names it (python3 -m bench.host commit): "
+                                   "its HEAD, '<HEAD>-dirty.<12 hex>' where bench/ differed from it (the hex: a hash "
+                                   "of the changed files' paths and contents, so other edits are another value), "
+                                   "'<HEAD>-unchecked' where git could not list the changes. BENCH_GIT_COMMIT as "
+                                   "given where set: in an image, what its build was given (make's GIT_COMMIT; an "
+                                   "image pulled from a registry, the pusher's build, whose inputs, bench/ included, "
+                                   "its tag hashes), the GPU window's command line; else asked of git in the "
+                                   "package's checkout (records before 2026-11-28 named HEAD alone, then marked "
+                                   "'-dirty' without the hash: edits not identified)")
+    image: str | None = entry("the stack image's local name, dlbench/<stack>:<flavor>, baked in at its build (a "
+                              "pulled image's registry name is in image_digest; null outside make)")
     image_digest: str | None = entry("the image the cell ran in: its first repository digest (a registry's when "
                                      "pulled, make bench-all REGISTRY=..., or pushed, make push; Docker's containerd "
                                      "image store lists a local one for a built image too), else its local image ID; "
