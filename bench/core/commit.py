@@ -13,7 +13,7 @@ which packages a cell imports, and the record names those exactly by its own fie
   as ``__pycache__``, are not code); the hex is ``dirty_hash`` of those files' paths and contents, so two different
   edits of one commit are two identities and the same edits are one;
 - ``<HEAD>-unchecked``: git named HEAD but could not list the changes (a cold network file system past the timeout);
-- ``<HEAD>-dirty``, no hash: a record written before 2026-11-28, whose edits are not identified.
+- ``<HEAD>-dirty``, no hash: an older record's (from before the hash), whose edits are not identified.
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ class Env(Block):
                                    "given where set: in an image, what its build was given (make's GIT_COMMIT; an "
                                    "image pulled from a registry, the pusher's build, whose inputs, bench/ included, "
                                    "its tag hashes), the GPU window's command line; else asked of git in the "
-                                   "package's checkout (records before 2026-11-28 named HEAD alone, then marked "
-                                   "'-dirty' without the hash: edits not identified)")
+                                   "package's checkout (older records name HEAD alone, or '<HEAD>-dirty' without "
+                                   "the hash: edits not identified)")
     image: str | None = entry("the stack image's local name, dlbench/<stack>:<flavor>, baked in at its build (a "
                               "pulled image's registry name is in image_digest; null outside make)")
     image_digest: str | None = entry("the image the cell ran in: its first repository digest (a registry's when "
