@@ -189,6 +189,19 @@ def test_a_cell_without_a_worker_record_still_names_its_environment(tmp_path, fa
     assert read_record(result_path(tmp_path, cell()))["env"] == env
 
 
+@pytest.mark.parametrize("mode", ["sleep", "crash", "kill"])
+def test_a_killed_cell_says_its_knobs_were_asked_for_not_that_they_took_effect(tmp_path, fake_worker, mode):
+    """A cell killed or crashed before its engine reported anything: its knobs are in ``settings_requested`` and
+    none in ``settings`` (what took effect is unknown; the old skeleton copied the request there)."""
+    fake_worker(mode)
+    knobbed = cell(timeout_s=1.0).replace(variant="jit_compile=true", settings={"jit_compile": True})
+    rec = run_one(knobbed, tmp_path)
+    assert rec["status"] != "ok"
+    assert rec["settings_requested"] == {"jit_compile": True}
+    assert "jit_compile" not in rec["settings"]
+    assert "jit_compile" not in read_record(result_path(tmp_path, knobbed))["settings"]
+
+
 def test_a_worker_record_keeps_its_own_environment(tmp_path, fake_worker):
     fake_worker("ok")
     rec = run_one(cell(), tmp_path)
