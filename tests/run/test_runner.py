@@ -512,5 +512,6 @@ def test_repeats_on_two_gpus_are_not_one_measurement():
 
     agg = aggregate(rec(1, "GPU-a"), rec(2, "GPU-b"), rec(3, "GPU-b"))
     assert agg["status"] == "failed" and "GPU-a" in agg["reason"] and "GPU-b" in agg["reason"]
+    assert not agg["metrics"]  # repeat 1's 10 ms/step is no median of the cell's repeats: only ok carries timings
     assert aggregate(rec(1, "GPU-a"), rec(2, "GPU-a"))["status"] == "ok"
     assert aggregate({**rec(1, None), "env": {"gpu": {"available": False}}})["status"] == "ok"  # a CPU run
