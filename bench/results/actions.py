@@ -288,7 +288,7 @@ def history_export_bmf(history_path: Path, run: str | None, out_json: Path) -> N
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(bmf, indent=2) + "\n")
     logger.info(f"wrote {out_json}: run {run}, {len(bmf)} benchmarks")
-    ok = cells[(cells["status"] == "ok") & cells["ms_per_step_mean"].notna()]
+    ok = h.measured_rows(cells)
     unknown, merged = int((~h.known_machine(ok)).sum()), h.point_rows(cells)["rows"]
     if unknown:  # as the trends: "unknown GPU" rows may be several models, no one testbed
         logger.info(f"{unknown} ok row(s) left out: no GPU or CPU model recorded for them, as in the trends")

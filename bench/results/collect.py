@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.results.record import REPEATS_DIR, RecordError, load_record
+from bench.results.record import REPEATS_DIR, RecordError, load_record, without_requested_settings
 from bench.results.rows import write_rows
 from bench.results.schema import LEADING, SKIP_KEYS, Record, col, column_order
 from bench.results.schema import Metrics as M
@@ -46,12 +46,12 @@ def find_records(root: Path) -> list[Path]:
 
 
 def load_records(paths: Iterable[Path]) -> tuple[list[Record], list[tuple[Path, str]]]:
-    """Valid records (typed: ``bench.results.record.load_record``), and (path, reason) for each file that was
-    skipped."""
+    """Valid records (typed: ``bench.results.record.load_record``; an older record's requested knobs never held as
+    settings in effect, ``without_requested_settings``), and (path, reason) for each file that was skipped."""
     good, bad = [], []
     for p in paths:
         try:
-            good.append(fill_repeat_times(load_record(p), p))
+            good.append(without_requested_settings(fill_repeat_times(load_record(p), p)))
         except RecordError as e:
             bad.append((p, str(e)))
     return good, bad

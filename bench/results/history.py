@@ -109,8 +109,7 @@ def machine_label(row: dict[str, Any]) -> str:
 
 def known_machine(cells):
     """Which rows of ``cells`` (a ``load``ed frame) name their machine's model: not one of ``UNKNOWN_MACHINES``, nor
-    empty (an older layout's row). The trends and the BMF export leave the others out: two such rows may be two
-    models."""
+    empty (an older layout's row); the trends and the BMF export leave the others out (two may be two models)."""
     return cells["machine"].notna() & ~cells["machine"].isin(UNKNOWN_MACHINES)
 
 
@@ -350,18 +349,20 @@ def runs(path: Path):
 
 # ---- Bencher Metric Format ---------------------------------------------------------------------------------------
 
-#: Bencher's built-in Latency measure is in nanoseconds and Throughput in operations per second (bencher.dev/docs/
-#: how-to/track-custom-benchmarks); ms/step is exported as ns per step, examples/s as throughput (one operation =
-#: one example).
+#: Bencher's Latency is in nanoseconds, Throughput in operations/s (bencher.dev/docs/how-to/track-custom-benchmarks):
+#: ms/step is exported as ns per step, examples/s as throughput (one operation = one example).
 NS_PER_MS = 1e6
 
 
+def measured_rows(cells):
+    """The rows of ``cells`` (a ``load``ed frame) a trend or a BMF export can show: ok, with ms/step."""
+    return cells[(cells["status"] == "ok") & cells[_MS].notna()]
+
+
 def point_rows(cells):
-    """The rows a trend point or a BMF benchmark stands for (``report.history.trend_groups``, ``to_bmf``): the ok rows
-    of ``cells`` with ms/step whose record names the machine's model (``known_machine``: a row of an unknown model is
-    left out, never put with others as one machine), one per run, cell and machine model (``one_per_run``)."""
-    ok = cells[(cells["status"] == "ok") & cells[_MS].notna()]
-    return one_per_run(ok[known_machine(ok)])
+    """What a trend point or BMF benchmark stands for (``report.history.trend_groups``, ``to_bmf``): ``measured_rows``
+    of a known machine model (``known_machine``), one per run, cell and model (``one_per_run``)."""
+    return one_per_run((ok := measured_rows(cells))[known_machine(ok)])
 
 
 def to_bmf(cells) -> dict[str, dict[str, dict[str, float]]]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.results.cell import Cell
 from bench.results.schema import OLDEST_SCHEMA, REQUIRED, SCHEMA_VERSION, STATUSES, Record, describe, problems
+from bench.results.schema import EffectiveSettings as Settings
 
 #: Statuses a resumed run does not repeat (a failure is retried on the next run).
 FINAL_STATUSES = ("ok", "unsupported")
@@ -22,7 +23,9 @@ FIELDS: dict[str, str] = dict(describe())
 
 
 def new_record(cell: Cell) -> dict[str, Any]:
-    """A record skeleton for ``cell`` with every top-level field present (status ``failed``)."""
+    """A record skeleton for ``cell`` with every top-level field present (status ``failed``): the knobs it asks for
+    in ``settings_requested``, and ``settings`` (what was in effect) empty until an engine reports what it ran, so
+    that a cell that fails, is unsupported or is killed before it does says no setting took effect."""
     return {
         "schema_version": SCHEMA_VERSION,
         "cell_id": cell.id,
@@ -37,7 +40,7 @@ def new_record(cell: Cell) -> dict[str, Any]:
         "reason": None,
         "batch_size": cell.inputs.batch_size if cell.inputs is not None else None,
         "data": {},
-        "settings": dict(cell.settings),
+        "settings": {},
         "settings_requested": dict(cell.settings),
         "baseline": cell.baseline,
         "repeat": cell.repeat,
@@ -53,6 +56,25 @@ def new_record(cell: Cell) -> dict[str, Any]:
         "started_utc": None,
         "finished_utc": None,
     }
+
+
+#: The ``settings`` field the runner sets itself, whatever the cell's engine did (``bench.run.runner``).
+RUNNER_SETTINGS = ("compile_cache",)
+
+
+def without_requested_settings(rec: Record) -> Record:
+    """``rec`` with a ``settings`` block that says only what took effect. Until 2026-11-27 ``new_record`` filled
+    ``settings`` with the knobs the cell asked for, so a record whose engine never reported (a cell that failed,
+    was unsupported or was killed) held them as if in effect: a record that is not ``ok`` whose ``settings`` are
+    exactly its ``settings_requested`` (besides ``RUNNER_SETTINGS``) keeps only ``RUNNER_SETTINGS`` there (the
+    knobs stay in ``settings_requested``). Any other record as it is: an engine's block holds every knob."""
+    if rec.status == "ok" or rec.settings is None:
+        return rec
+    given = rec.settings.model_dump(exclude_unset=True)
+    knobs = {k: v for k, v in given.items() if k not in RUNNER_SETTINGS}
+    if knobs and knobs == rec.settings_requested:
+        rec.settings = Settings(**{k: v for k, v in given.items() if k in RUNNER_SETTINGS})
+    return rec
 
 
 class RecordError(ValueError):

@@ -2,7 +2,8 @@
 
 Rule (fixed in advance, no best-of-N): each repeat runs in its own process. The cell is ``ok`` only
 when every repeat is ``ok`` and all ran on one GPU (repeats on two GPUs, e.g. a spot VM preempted between rounds,
-are ``failed`` with the GPUs named); otherwise it takes the status and reason of its first repeat that is not.
+are ``failed`` with the GPUs named and no metrics: repeat 1's are no median); otherwise it takes the status and
+reason of its first repeat that is not.
 Each field's rule is declared with it (``bench.results.schema``). For an ``ok`` cell every metric with rule
 ``median`` (``AGGREGATED``) is the median across repeats of that metric (so ``ms_per_step_p50`` is the median of the
 within-run p50s), and ``repeats.<metric>`` keeps the values, their median, min, max and coefficient of variation
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from bench.results.derived import rederive
-from bench.results.schema import HOST_PIDS, Record, Repeats, Spread, aggregated, derived_metrics
+from bench.results.schema import HOST_PIDS, Metrics, Record, Repeats, Spread, aggregated, derived_metrics
 
 #: Metrics taken as the median across repeats (declared with rule ``median``).
 AGGREGATED = aggregated()
@@ -64,6 +65,7 @@ def aggregate(records: list[Record]) -> Record:
         out.status = "failed"
         out.reason = (f"its {len(records)} repeats ran on {len(gpus)} GPUs ({', '.join(gpus)}): not one "
                       "measurement; run the cell again on one GPU (bench run --force)")
+        out.metrics = Metrics()  # repeat 1's timings are no cell's median (each repeat's stays in its record)
     elif bad:
         if len(records) > 1:
             out.reason = f"repeat {bad[0].repeat or 1} of {len(records)}: {bad[0].reason}"

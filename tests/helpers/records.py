@@ -28,8 +28,8 @@ def fake_record(stack, variant, settings, time_s, status="ok", baseline=False, g
                         "epochs": 41, "j_per_epoch": 100.0 * time_s if gpu else None}
         r["telemetry"] = {"gpu_util_pct": {"mean": 90.0}, "power_w": {"mean": 300.0}, "throttled": False}
         r["history"] = {"loss": [0.5, 0.1]}
-    else:
-        r["reason"] = "needs tf.data"
+    else:  # no engine reported what ran: the knobs were asked for only (new_record)
+        r["reason"], r["settings"] = "needs tf.data", {}
     r["env"] = {"gpu": {"name": "Fake H100", "driver": "999.1"}, "python": "3.11.9"}
     return c, r
 

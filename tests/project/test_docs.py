@@ -158,3 +158,43 @@ def test_cloud_cost_counts_the_tuning_suites_runnable_cells():
                         if not (scenario.unsupported(w, stack) or knobs.check(stack, dict(v.settings), scenario.name)
                                 or knobs.model_knob_problem(dict(v.settings), w.name, getattr(w, "keras_knobs", ()))))
     assert runnable == int(m.group(1))
+
+
+def test_cloud_cost_counts_the_paper_suites_runnable_cells():
+    """cloud.md's paper cost charged ~2 min of build and compile to 60 cells: five stacks' cells, the
+    ``unsupported`` ones among them (which the worker refuses before building a model), where the six default stacks
+    run 54 of 72. Its hours follow from its own minutes."""
+    from bench.core import knobs
+    from bench.core.stacks import get_stack
+    from bench.models.workloads import get_workload
+    from bench.run.plan import expand
+    from bench.run.scenarios import scenario_of
+
+    row = next(ln for ln in _text("docs/cloud.md").splitlines() if ln.startswith("| `paper` |"))
+    m = re.search(r"(\d+) GPU-min.*~(\d+) min per cell x (\d+) runnable cells.*\| ~([\d.]+) GPU-hours \| "
+                  r"~([\d.]+) GPU-hours \|", row)
+    assert m, row
+    runnable = 0
+    for c in expand(list(DEFAULT_STACKS), "paper", "full", "gpu"):
+        w, stack = get_workload(c.workload), get_stack(c.stack)
+        scenario = scenario_of(w)
+        runnable += not (scenario.unsupported(w, stack) or knobs.check(stack, dict(c.settings), scenario.name))
+    assert int(m.group(3)) == runnable
+    hours = (int(m.group(1)) + int(m.group(2)) * runnable) / 60
+    assert float(m.group(4)) == round(hours, 1) and float(m.group(5)) == round(3 * hours, 1)
+
+
+def test_the_gpu_window_page_says_how_many_examples_babi_rnn_trains_on():
+    """gpu-window.md said ``babi_rnn``'s 1,000 training examples where it trains 950 of them (validation_split
+    0.05 holds the last 50 out): every "trains on N of M" it states for babi_rnn is the workload's split."""
+    from bench.models.datasets import example_counts
+    from bench.models.workloads import get_workload
+
+    w = get_workload("babi_rnn")
+    total = example_counts(w.dataset)[0]
+    trained = total - max(int(total * (w.validation_split or 0)), 1)
+    text = " ".join(_text("docs/gpu-window.md").split())
+    said = re.findall(r"`babi_rnn` trains on ([\d,]+) of\s+qa2's ([\d,]+) training examples", text)
+    assert said, "gpu-window.md says what babi_rnn trains on"
+    assert {(int(a.replace(",", "")), int(b.replace(",", ""))) for a, b in said} == {(trained, total)}
+    assert all(int(n.replace(",", "")) == trained for n in re.findall(r"`babi_rnn`'s whole ([\d,]+)", text))

@@ -83,3 +83,19 @@ def test_a_listed_id_its_collected_module_lacks_is_stale():
               "tests/a/test_x.py::TestOld::test_g", "tests/b/test_y.py::test_h"]
     assert stale_slow_ids(listed, collected) == ["tests/a/test_x.py::TestOld::test_g",
                                                  "tests/a/test_x.py::test_f[no-such-stack]"]
+
+
+def test_make_test_leaves_out_the_keras_steps_per_call_fits():
+    """test_keras_steps_per_call.py's two fits (a fresh Keras 3 + JAX process each, 20 s or more on 2 CPUs) ran in
+    ``make test``'s quick set, unlisted in tests/slow.txt; its quick checks stay in it."""
+    import subprocess
+    import sys
+
+    module = "tests/models/engines/test_keras_steps_per_call.py"
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                        "-m", "not docker and not slow", module], capture_output=True, text=True, timeout=120,
+                       cwd=TESTS.parent)
+    kept = {line.split("::", 1)[1] for line in p.stdout.splitlines() if line.startswith(module + "::")}
+    fits = {"test_the_record_says_what_a_call_of_the_train_function_ran",
+            "test_the_profile_calls_the_train_function_with_as_many_steps_as_the_timed_fit_did"}
+    assert kept and not kept & fits, p.stdout + p.stderr

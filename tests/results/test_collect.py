@@ -101,3 +101,21 @@ def test_a_repeated_cell_written_before_the_repeats_times_gets_them_from_its_rep
     assert rows["repeats.finished_utc"].item() == [f"2026-01-01T1{k}:01:00+00:00" for k in (0, 1, 2)]
     (runs / "pytorch" / "repeats" / f"{c.id}__r3.json").unlink()
     assert "repeats.started_utc" not in collect(runs, tmp_path / "out.csv")[0].columns
+
+
+def test_an_older_records_requested_knobs_are_not_collected_as_settings_in_effect(tmp_path):
+    """Records written before new_record left ``settings`` empty held a not-ok cell's requested knobs there: the
+    collector drops them (they stay in ``settings_requested``), keeps the runner's ``compile_cache``, and keeps an
+    engine's block of a not-ok cell (repeats on two GPUs) as it is."""
+    from bench.results.record import load_record, without_requested_settings
+
+    c, rec = record("pytorch", "mnist_cnn", status="timeout")
+    rec.update(settings={"compile": True, "compile_cache": "fresh per cell"}, settings_requested={"compile": True})
+    write_json_atomic(tmp_path / "run" / f"{c.id}.json", rec)
+    rows = collect(tmp_path / "run", tmp_path / "out.csv")[0].iloc[0]
+    assert "settings.compile" not in rows.index or pd.isna(rows["settings.compile"])
+    assert rows["settings.compile_cache"] == "fresh per cell" and rows["settings_requested.compile"]
+    engine = {**rec, "status": "failed", "settings": {"compile": True, "precision": "float32"}}
+    write_json_atomic(tmp_path / "engine.json", engine)
+    kept = without_requested_settings(load_record(tmp_path / "engine.json"))
+    assert kept.settings.model_dump(exclude_unset=True) == {"compile": True, "precision": "float32"}

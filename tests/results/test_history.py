@@ -310,6 +310,17 @@ def test_bmf_leaves_out_rows_of_an_unknown_machine_as_the_trends_do(tmp_path):
     assert json.loads((tmp_path / "bmf.json").read_text()) == {}
 
 
+def test_the_rows_a_trend_or_an_export_can_show_are_read_in_one_place():
+    """``measured_rows`` is the one reading of the rows a trend point or a BMF benchmark stands for before the
+    machine rule (the export's count of rows left out re-read it, as ``trend_groups`` once did): ok, with ms/step;
+    ``point_rows`` keeps those of a known machine model."""
+    cells = frame(("r", 20, "NVIDIA H100", 2.0, None, None, 1), ("r", 20, "unknown GPU", 3.0, None, None, 1),
+                  ("r", 20, "NVIDIA H100", 4.0, None, None, 1), ("r", 20, "NVIDIA H100", 5.0, None, None, 1))
+    cells.loc[2, "status"], cells.loc[3, "ms_per_step_mean"] = "failed", float("nan")
+    assert list(history.measured_rows(cells)["ms_per_step_mean"]) == [2.0, 3.0]
+    assert list(history.point_rows(cells)["ms_per_step_mean"]) == [2.0]
+
+
 def test_two_gpus_of_one_model_in_one_run_give_one_point_their_median(tmp_path):
     """Two rows of one cell on two H100s of one run were two points at one x of the trend (a vertical segment), and
     the BMF export of that one run said "appears twice (export one run: --run)". A run is one point per stack and

@@ -189,6 +189,19 @@ def test_a_cell_without_a_worker_record_still_names_its_environment(tmp_path, fa
     assert read_record(result_path(tmp_path, cell()))["env"] == env
 
 
+@pytest.mark.parametrize("mode", ["sleep", "crash", "kill"])
+def test_a_killed_cell_says_its_knobs_were_asked_for_not_that_they_took_effect(tmp_path, fake_worker, mode):
+    """A cell killed or crashed before its engine reported anything: its knobs are in ``settings_requested`` and
+    none in ``settings`` (what took effect is unknown; the old skeleton copied the request there)."""
+    fake_worker(mode)
+    knobbed = cell(timeout_s=1.0).replace(variant="jit_compile=true", settings={"jit_compile": True})
+    rec = run_one(knobbed, tmp_path)
+    assert rec["status"] != "ok"
+    assert rec["settings_requested"] == {"jit_compile": True}
+    assert "jit_compile" not in rec["settings"]
+    assert "jit_compile" not in read_record(result_path(tmp_path, knobbed))["settings"]
+
+
 def test_a_worker_record_keeps_its_own_environment(tmp_path, fake_worker):
     fake_worker("ok")
     rec = run_one(cell(), tmp_path)
@@ -499,5 +512,6 @@ def test_repeats_on_two_gpus_are_not_one_measurement():
 
     agg = aggregate(rec(1, "GPU-a"), rec(2, "GPU-b"), rec(3, "GPU-b"))
     assert agg["status"] == "failed" and "GPU-a" in agg["reason"] and "GPU-b" in agg["reason"]
+    assert not agg["metrics"]  # repeat 1's 10 ms/step is no median of the cell's repeats: only ok carries timings
     assert aggregate(rec(1, "GPU-a"), rec(2, "GPU-a"))["status"] == "ok"
     assert aggregate({**rec(1, None), "env": {"gpu": {"available": False}}})["status"] == "ok"  # a CPU run

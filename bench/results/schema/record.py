@@ -44,8 +44,10 @@ class Record(Block):
     reason: str | None = entry("why a cell is not ok (null when ok)")
     batch_size: int | None = entry("examples per step")
     data: Data = entry("the data the cell used", default=None)
-    settings: EffectiveSettings = entry("every precision/compile setting in effect: requested and effective values",
-                                        default=None)
+    settings: EffectiveSettings = entry("every precision/compile setting in effect: requested and effective values, "
+                                        "as the engine reported them; a cell whose engine reported none (failed, "
+                                        "unsupported, killed) holds only what the runner set (compile_cache): what "
+                                        "it asked for is settings_requested", default=None)
     settings_requested: dict[str, Any] = entry("the knobs the cell asked for (its variant), before the framework "
                                                "resolved them", default={})
     baseline: bool | None = entry("true for the out-of-the-box variant of a sweep")

@@ -130,6 +130,36 @@ def test_torch_engine_closes_each_epoch_before_validation(monkeypatch):
     assert events == ["mark", "end", "validate", "mark", "end", "validate", "stop"]
 
 
+@needs_torch
+@pytest.mark.parametrize(("precision", "dtype"),
+                         [("bfloat16_autocast", "torch.bfloat16"), ("float32", "torch.float32")])
+def test_torch_engine_validates_under_the_training_steps_autocast(monkeypatch, precision, dtype):
+    """A mixed-precision PyTorch cell validates in the dtype it trains in, as Keras' mixed_float16 policy and the
+    Flax twin do: each validation forward's output has the autocast dtype (it was float32, outside autocast)."""
+    from bench.core.families.torch import TorchEpochSettings
+    from bench.core.stacks import get_stack
+    from bench.models import datasets
+    from bench.models.engines.torch import epochs as torch_epochs
+    from bench.models.workloads import get_workload
+
+    seen: set[str] = set()
+    real = torch_epochs._evaluate
+
+    def watched(torch, model, *rest):
+        hook = model.register_forward_hook(lambda m, i, out: seen.add(str(out.dtype)))
+        try:
+            return real(torch, model, *rest)
+        finally:
+            hook.remove()
+
+    monkeypatch.setattr(torch_epochs, "_evaluate", watched)
+    w = get_workload("mnist_mlp")
+    ds = w.prepare(datasets.synthetic("mnist", 16, 8, "test"))
+    torch_epochs.fit(get_stack("pytorch"), w, ds, engine_cell("pytorch", w, 1, 8),
+                     TorchEpochSettings(precision=precision))
+    assert seen == {dtype}
+
+
 @needs_keras_torch
 def test_keras_timing_callback_closes_the_epoch_when_validation_begins():
     """Keras' fit runs validation through evaluate() with the same callbacks, which calls on_test_begin."""

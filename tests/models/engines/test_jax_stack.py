@@ -66,6 +66,18 @@ def test_paper_cells_on_jax_are_unsupported_with_the_reason_not_a_crash(tmp_path
     assert rec["status"] == "unsupported" and "no step-timed engine" in rec["reason"]
 
 
+def test_an_unsupported_knob_is_recorded_as_asked_for_never_as_in_effect():
+    """The worker's record of a cell refused before any engine ran: the knob it asked for is in
+    ``settings_requested`` only (the old skeleton put it in ``settings``, the settings in effect, too)."""
+    from bench.results.cell import Cell
+    from bench.run.worker import run_cell
+
+    rec = run_cell(Cell(stack="jax", suite="classic", workload="mnist_mlp", task="fit", size="smoke", device="cpu",
+                        variant="compile=true", settings={"compile": True}))
+    assert rec["status"] == "unsupported" and "'compile' does not apply" in rec["reason"]
+    assert rec["settings_requested"] == {"compile": True} and rec["settings"] == {}
+
+
 def test_a_workload_without_a_flax_model_is_unsupported_on_jax_with_the_reason(monkeypatch):
     from bench.results.cell import Cell
     from bench.run import worker

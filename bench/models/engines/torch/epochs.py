@@ -90,10 +90,22 @@ def effective_param_count(model) -> int:
     return int(sum(p.numel() for n, p in model.named_parameters() if "bias_hh" not in n))
 
 
-def _evaluate(torch, model, loss_fn, xs, y, batch_size: int) -> tuple[float, float]:
+def autocast_dtype(torch, precision: str):
+    """The ``torch.autocast`` dtype of the ``precision`` knob (``float16_autocast``: ``torch.float16``,
+    ``bfloat16_autocast``: ``torch.bfloat16``), None for ``float32`` (no autocast)."""
+    return {"float16_autocast": torch.float16, "bfloat16_autocast": torch.bfloat16}.get(precision)
+
+
+def _evaluate(torch, model, loss_fn, xs, y, batch_size: int, amp_dtype=None) -> tuple[float, float]:
+    """(mean loss, accuracy) of ``model`` on ``xs``, ``y`` in batches of ``batch_size``, under the training step's
+    autocast (``amp_dtype``, None: none), as its counterparts validate: Keras' ``mixed_float16`` is a layer policy,
+    which casts a layer's inputs to its compute dtype and opens its autocast scope in every call, evaluation's too
+    (keras/src/layers/layer.py@v3.15.1:873-898, 985-997), and the Flax twin casts its eval step as its train step
+    (``bench.models.engines.jax.epochs.make_steps``)."""
     model.eval()
     total, correct, n = 0.0, 0, int(y.shape[0])
-    with torch.no_grad():
+    device_type = y.device.type
+    with torch.no_grad(), torch.autocast(device_type, dtype=amp_dtype, enabled=amp_dtype is not None):
         for i in range(0, n, batch_size):
             out = model(*(x[i:i + batch_size] for x in xs))
             yb = y[i:i + batch_size]
@@ -125,7 +137,7 @@ def _trainer(torch, model, workload: Workload, settings: TorchEpochSettings, dev
     effective.loss = "CrossEntropyLoss (logits)"
     step_model = model if mode == "none" else torch.compile(model) if mode == "default" else \
         torch.compile(model, mode=mode)
-    amp_dtype = {"float16_autocast": torch.float16, "bfloat16_autocast": torch.bfloat16}.get(precision)
+    amp_dtype = autocast_dtype(torch, precision)
     scaler = torch.amp.GradScaler(dev.type) if settings.grad_scaler else None
     effective.grad_scaler = scaler is not None
 
@@ -233,7 +245,8 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Tor
     batches, trained = _train_data(torch, settings, ds, workload, batch_size, dev, augmenting, effective)
     xv, yv = _validation_data(torch, settings.data_pipeline, augmenting, ds, workload, dev, effective)
     steps = EpochSteps(batches, lambda: _begin_epoch(torch, model, dev), step, _accumulate, lambda t: t.tolist(),
-                       lambda: _evaluate(torch, model, loss_fn, xv, yv, batch_size))
+                       lambda: _evaluate(torch, model, loss_fn, xv, yv, batch_size,
+                                         autocast_dtype(torch, settings.precision)))
     barrier = make_barrier("torch", device)
     timing = LoopTiming(barrier, barrier, Cadence.parse(settings.sync), telemetry)
     metrics, hist = train_epochs(steps, timing, epochs, batch_size, trained)
