@@ -82,7 +82,7 @@ def speedup_plot(plt, rows: list[dict[str, Any]], out_dir: Path) -> dict[str, st
         k2, pub_k2 = ours.get("keras2-tf"), row["published"].get("keras2-tf")
         if best is None or k2 is None:
             continue
-        labels.append(f"{row['model']} {row['task']} {row['batch']}")
+        labels.append(f"{row['label']} {row['task']} {row['batch']}")
         ours_sp.append(k2 / best)
         pub_sp.append(pub_k2 / pub_best if pub_k2 and pub_best else np.nan)
     if not labels:
@@ -107,7 +107,7 @@ def ms_per_step_plot(plt, rows: list[dict[str, Any]], stacks: tuple[str, ...], o
     with ``plt`` (matplotlib.pyplot, Agg); rows without a value left out, {} when none has one."""
     import numpy as np
 
-    data = [(f"{r['model']} {r['task']} {r['batch']}", [ours_ms(r["ours"][s]) for s in stacks]) for r in rows]
+    data = [(f"{r['label']} {r['task']} {r['batch']}", [ours_ms(r["ours"][s]) for s in stacks]) for r in rows]
     data = [(name, vals) for name, vals in data if any(v is not None for v in vals)]
     if not data:
         return {}
