@@ -50,6 +50,27 @@ def test_two_machines_give_one_csv_and_a_report_that_never_mixes_their_gpus(tmp_
     assert has_cells(h100, ["mnist_cnn", "fit", "1.00", "1.20"])
 
 
+def test_each_gpu_section_lists_only_its_own_cells_that_did_not_run(tmp_path):
+    """Two GPUs, each with a failed cell: each GPU's section lists its own failed cell, and each footnote is defined
+    once in the report. The old report listed every note so far under each GPU: the H100's section repeated the
+    A100's failed cell (its footnote [^1] defined twice) as if it had failed there."""
+    runs = tmp_path / "runs" / "classic-full-gpu"
+    machine(runs / "a100", "NVIDIA A100-SXM4-80GB", "GPU-aaaaaaaa-1111", {"keras3-jax": 2.0})
+    machine(runs / "h100", "NVIDIA H100 80GB HBM3", "GPU-bbbbbbbb-2222", {"keras3-jax": 1.0})
+    for sub, gpu, uuid, why in (("a100", "NVIDIA A100-SXM4-80GB", "GPU-aaaaaaaa-1111", "OOM on the A100"),
+                                ("h100", "NVIDIA H100 80GB HBM3", "GPU-bbbbbbbb-2222", "timeout on the H100")):
+        cell = Cell(stack="pytorch", suite="classic", workload="mnist_cnn", task="fit", size="full", device="gpu")
+        rec = new_record(cell)
+        rec.update(status="failed", reason=why, env={"gpu": {"available": True, "name": gpu, "uuid": uuid}})
+        write_json_atomic(result_path(runs / sub, cell), rec)
+    collect(runs, tmp_path / "classic-full-gpu.csv")
+    text = write_report(load_runs([tmp_path / "classic-full-gpu.csv"])[0], tmp_path).read_text()
+    a100, h100 = text.split("## GPU: NVIDIA H100")
+    assert "[^1]: pytorch mnist_cnn default: failed: OOM on the A100" in a100 and "timeout on the H100" not in a100
+    assert "[^2]: pytorch mnist_cnn default: failed: timeout on the H100" in h100 and "OOM on the A100" not in h100
+    assert text.count("[^1]:") == 1 and text.count("[^2]:") == 1
+
+
 def test_one_gpu_keeps_one_section_and_no_price_is_guessed(tmp_path):
     runs = tmp_path / "runs"
     machine(runs, "NVIDIA H100 80GB HBM3", "GPU-bbbbbbbb-2222", {"keras3-jax": 1.0})
