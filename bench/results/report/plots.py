@@ -30,7 +30,8 @@ def tuning_plots(rows, out_dir: Path) -> dict[str, str]:
     fig, axes = plt.subplots(len(stacks), 1, figsize=(10, 0.32 * len(ok) + 1.5 * len(stacks)), squeeze=False)
     for ax, sid in zip(axes[:, 0], stacks, strict=True):
         g = ok[ok["stack"] == sid].sort_values("time_s")
-        ax.barh(g["variant"], g["time_s"], color=["tab:orange" if as_bool(b) else "tab:blue" for b in g["baseline"]])
+        colors = ["tab:orange" if as_bool(b) else "tab:blue" for b in g["baseline"]]
+        ax.barh(g["configuration"], g["time_s"], color=colors)  # variant and inputs: one bar per cell
         ax.set_title(f"{sid} (orange: out of the box)", fontsize=9)
         ax.tick_params(axis="y", labelsize=6)
         ax.set_xlabel("training time (s)")
