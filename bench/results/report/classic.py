@@ -101,7 +101,7 @@ def classic_grid(df, notes: Footnotes) -> tuple[list[str], list[GridRow], set[st
     if rows.empty:
         return None
     stacks = [s for s in STACKS if s in set(rows["stack"])]
-    flagged = {(f["stack"], f["workload"], f["variant"]) for f in correctness_flags(rows)}
+    flagged = {(f["stack"], f["workload"], f["variant"], f["inputs"]) for f in correctness_flags(rows)}
     marks: set[str] = set()
     out = []
     # one row per variant (a run may hold augment=false or knob variants beside the default): never a row picked
@@ -116,7 +116,7 @@ def classic_grid(df, notes: Footnotes) -> tuple[list[str], list[GridRow], set[st
                 cells.append(("-", None))
                 continue
             r = r.iloc[0]
-            cells.append((notes.ref(r) if r["status"] != "ok" else _ok_text(r, s, (s, w, r["variant"]) in flagged,
+            cells.append((notes.ref(r) if r["status"] != "ok" else _ok_text(r, s, (s, w, v, inputs) in flagged,
                                                                               marks), r.name))
         label = ", ".join(x for x in (v if v != "default" else "", inputs) if x)
         out.append((f"{w} ({label})" if label else w, t, cells))
