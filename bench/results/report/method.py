@@ -70,8 +70,8 @@ def correctness_flags(df) -> list[dict[str, Any]]:
     never held to the 12-epoch cells' accuracy).
 
     Returns:
-        One dict per flag: stack, workload, variant, inputs (its cell id's, ``inputs_of``: '' for none; a flag on
-        the batch-64 cell is not one on the default cell), check (``loss did not fall`` / ``val_accuracy``), value,
+        One dict per flag: stack, workload, variant, size, inputs (its cell id's, ``inputs_of``: '' for none; a flag
+        on the batch-64 cell is not one on the default cell), check (``loss did not fall`` / ``val_accuracy``), value,
         and for accuracy the median it was compared with and the band (``+-x.xxxx``).
     """
     if HISTORY_LOSS not in df.columns:
@@ -82,7 +82,7 @@ def correctness_flags(df) -> list[dict[str, Any]]:
         loss = json_list(r.get(HISTORY_LOSS))
         if loss and len(loss) >= 2 and not loss[-1] < loss[0]:
             flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
-                          "inputs": r["_inputs"], "check": "loss did not fall",
+                          "size": r.get("size"), "inputs": r["_inputs"], "check": "loss did not fall",
                           "value": f"{loss[0]:.4g} -> {loss[-1]:.4g}"})
     for median, group in accuracy_groups(fit):
         for _, r in group.iterrows():
@@ -90,8 +90,8 @@ def correctness_flags(df) -> list[dict[str, Any]]:
             band = accuracy_band(median, _number(r.get(N_VAL)))
             if acc is not None and abs(acc - median) > band:
                 flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
-                              "inputs": r["_inputs"], "check": "val_accuracy", "value": f"{acc:.4f}",
-                              "median": f"{median:.4f}", "band": f"+-{band:.4f}"})
+                              "size": r.get("size"), "inputs": r["_inputs"], "check": "val_accuracy",
+                              "value": f"{acc:.4f}", "median": f"{median:.4f}", "band": f"+-{band:.4f}"})
     return flags
 
 
