@@ -478,12 +478,13 @@ def test_ratio_only_where_the_cell_ran_as_the_source(tmp_path):
                                 ("bs32", {"steps": 7, "seq_len": 128}), ("bs32", {"size": "smoke", "device": "cpu",
                                                                                   "steps": 3, "seq_len": 16})])
     text = "\n".join(paper_section(read_bench_csv(csv), Footnotes(), {}))
-    row = rows_starting(text, "bert", "fit", "32")[0]
+    row = rows_starting(text, "bert (full)", "fit", "32")[0]
     assert any(c.endswith("/ 222.37 (0.45x)") for c in row)
-    jit = rows_starting(text, "bert (jit)", "fit", "32")[0]  # a knob's variant: a row of its own
+    jit = rows_starting(text, "bert (full, jit)", "fit", "32")[0]  # a knob's variant: a row of its own
     assert any(c.endswith("/ 214.49 (no ratio: knob jit_compile)") for c in jit)
     assert any(c.endswith("/ 486.00 (no ratio: 7 timed steps, not 100; sequence length 128, not 512)") for c in row)
-    assert any(c.endswith("/ 808.68") for c in row)  # a CPU smoke row: no ratio, no reason
+    smoke = rows_starting(text, "bert (smoke)", "fit", "32")[0]  # the run's other size: a row of its own
+    assert any(c.endswith("/ 808.68") for c in smoke)  # a CPU smoke row: no ratio, no reason
     assert "only where the cell ran as the source ran it" in text
 
 
@@ -520,6 +521,15 @@ def test_a_variant_beside_the_published_cell_is_a_row_of_its_own_never_picked_fo
     assert "**50.00** / 222.37 (no ratio: knob jit_compile)" in jit
     steps = rows_starting(text, "bert (steps=7)", "fit", "32")[0]
     assert "**70.00** / 222.37 (no ratio: 7 timed steps, not 100)" in steps
+    c = make_cell(stack="keras3-jax", suite="paper", workload="bert", task="fit", size="smoke", device="gpu",
+                  batch_size=32, variant="bs32")  # the same cell at smoke size: a row of its own, named
+    r = new_record(c)
+    r.update(status="ok", metrics={"ms_per_step_mean": 9.0, "steps": 3}, env={"gpu": {"name": "NVIDIA A100-SXM4-40GB"}})
+    write_json_atomic(result_path(run, c), r)
+    collect(run, tmp_path / "run.csv")
+    text = "\n".join(paper_section(read_bench_csv(tmp_path / "run.csv"), Footnotes(), {}))
+    assert "**100.00** / 222.37 (0.45x)" in rows_starting(text, "bert (full)", "fit", "32")[0]
+    assert "**9.00** / 222.37" in rows_starting(text, "bert (smoke)", "fit", "32")[0]
 
 
 SOURCE = "NVIDIA A100-SXM4-40GB"
