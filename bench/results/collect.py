@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bench.results.cell import inputs_of
 from bench.results.record import REPEATS_DIR, RecordError, load_record, without_requested_settings
 from bench.results.rows import write_rows
 from bench.results.schema import LEADING, SKIP_KEYS, Record, col, column_order
@@ -92,13 +93,20 @@ def csv_frame(df: Any) -> Any:
 
 
 def pivot_ms_per_step(df: Any) -> Any:
-    """ms/step (mean over steady steps) by (workload, task) x stack; non-ok cells show their status."""
+    """ms/step (mean over steady steps) by (workload, task, variant) x stack, the variant with the inputs its cell id
+    names (``inputs_of``: ``default, batch_size=64``), so that no cell is picked from several; non-ok cells show their
+    status, an ok cell without the value ``n/a``."""
     import pandas as pd
 
     ms, status = col(M, "ms_per_step_mean"), col(Record, "status")
-    cells = df.apply(lambda r: f"{r[ms]:.2f}" if r[status] == "ok" and pd.notna(r.get(ms)) else r[status], axis=1)
-    table = df.assign(value=cells).pivot_table(index=[col(Record, "workload"), col(Record, "task")],
-                                               columns=col(Record, "stack"), values="value", aggfunc="first")
+    variant, cell_id = col(Record, "variant"), col(Record, "cell_id")
+    cells = df.apply(lambda r: r[status] if r[status] != "ok" else f"{r[ms]:.2f}" if pd.notna(r.get(ms)) else "n/a",
+                     axis=1)
+    inputs = df[cell_id].map(inputs_of) if cell_id in df.columns else pd.Series("", index=df.index)
+    named = df[variant].astype(str) + inputs.map(lambda x: f", {x}" if x else "")
+    table = df.assign(value=cells, **{variant: named}).pivot_table(
+        index=[col(Record, "workload"), col(Record, "task"), variant], columns=col(Record, "stack"), values="value",
+        aggfunc="first")
     return table.fillna("-")
 
 

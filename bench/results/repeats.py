@@ -1,18 +1,18 @@
 """Independent repeats of a cell and the fixed rule that turns them into one record.
 
-Rule (fixed in advance, no best-of-N): each repeat runs in its own process. The cell is ``ok`` only
-when every repeat is ``ok`` and all ran on one GPU (repeats on two GPUs, e.g. a spot VM preempted between rounds,
-are ``failed`` with the GPUs named and no metrics: repeat 1's are no median); otherwise it takes the status and
-reason of its first repeat that is not.
-Each field's rule is declared with it (``bench.results.schema``). For an ``ok`` cell every metric with rule
+Rule (fixed in advance, no best-of-N): each repeat runs in its own process. The cell is ``ok`` only when every repeat is
+``ok`` and all ran on one GPU (repeats on two GPUs, e.g. a spot VM preempted between rounds, are ``failed`` with the
+GPUs named and no metrics: repeat 1's are no median); otherwise it takes the status and reason of its first repeat that
+is not. Each field's rule is declared with it (``bench.results.schema``). For an ``ok`` cell every metric with rule
 ``median`` (``AGGREGATED``) is the median across repeats of that metric (so ``ms_per_step_p50`` is the median of the
-within-run p50s), and ``repeats.<metric>`` keeps the values, their median, min, max and coefficient of variation
-(sample std / mean), also for the ``derived`` metrics (``DERIVED``: throughput, TFLOP/s, MFU, examples/J), which are
-then recomputed from the medians (``bench.results.derived``), never carried over from a repeat. Fields with rule
-``first`` (environment, settings, telemetry, history, the per-epoch list ``metrics.epoch_s``) come from repeat 1;
+within-run p50s; null, with a note, where only some repeats hold it), and ``repeats.<metric>`` keeps the values, their
+median, min, max and coefficient of variation (sample std / mean), also for the ``derived`` metrics (``DERIVED``:
+throughput, TFLOP/s, MFU, examples/J), which are then recomputed from the medians (``bench.results.derived``), never
+carried over from a repeat. Fields with rule ``first`` (environment, settings, telemetry, history, the per-epoch list
+``metrics.epoch_s``) come from repeat 1;
 ``process.gpu_s`` (rule ``sum``) is summed into ``repeats.gpu_s``; each repeat's process wall time and start and end
-times are listed (``repeats.process_wall_s``, ``started_utc``, ``finished_utc``).
-The per-repeat records stay on disk under ``<stack>/repeats/``.
+times are listed (``repeats.process_wall_s``, ``started_utc``, ``finished_utc``). The per-repeat records stay on disk
+under ``<stack>/repeats/``.
 """
 
 from __future__ import annotations
@@ -112,11 +112,18 @@ def flag_any_repeat(out: Record, records: list[Record]) -> None:
 def aggregate_metrics(out: Record, records: list[Record]) -> dict[str, Spread]:
     """An ok cell's metrics: each ``AGGREGATED`` one the median across ``records``; then the derived ones recomputed
     from the medians. Returns metric -> its spread across ``records`` (each ``AGGREGATED`` and ``DERIVED`` metric
-    every repeat has), the ``Repeats`` block's ``repeats.<metric>``."""
+    every repeat has), the ``Repeats`` block's ``repeats.<metric>``. An ``AGGREGATED`` metric some repeats hold and
+    others not (one repeat's NVML gave no energy) has no median across the repeats: it is null, with a note
+    (``PARTIAL_NOTE``), never repeat 1's value, which the cell's record copies."""
     spreads: dict[str, Spread] = {}
     for key in AGGREGATED + DERIVED:
         values = [getattr(r.metrics, key) if r.metrics is not None else None for r in records]
         if any(v is None for v in values):
+            held = sum(v is not None for v in values)
+            if held and key in AGGREGATED and out.metrics is not None:
+                setattr(out.metrics, key, None)
+                out.notes.append(f"{PARTIAL_NOTE} metrics.{key} null: {held} of {len(values)} repeats hold it, and "
+                                 "its rule is the median across every repeat (the repeats' records hold theirs)")
             continue
         spreads[key] = Spread(**spread(values))
         if key in AGGREGATED and out.metrics is not None:
@@ -125,6 +132,8 @@ def aggregate_metrics(out: Record, records: list[Record]) -> dict[str, Spread]:
     return spreads
 
 
+#: How the note of a metric only some repeats hold starts (``aggregate_metrics``).
+PARTIAL_NOTE = "Not every repeat:"
 #: How the note of a repeat run again on this run's GPU starts (``bench.run.runfolder`` writes it; ``aggregate``
 #: carries it from every repeat into the cell).
 OTHER_GPU_NOTE = "GPU changed:"

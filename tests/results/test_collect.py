@@ -52,6 +52,31 @@ def test_collect_merges_skips_bad_files_and_prints_pivot(tmp_path):
     assert rows[rows.status == "ok"].set_index("stack").loc["pytorch", "history.loss"] == [1.0, 0.5]
 
 
+
+def test_the_printed_pivot_keeps_each_variant_and_input_apart():
+    """Three pytorch mnist_mlp cells (the default, batch 64, a knob's variant) and an ok cell without ms/step: one
+    line each, labelled; the ok cell without a value reads n/a. The old pivot keyed (workload, task) alone and
+    printed whichever row came first (here the batch-64 cell as the default's 1.00) and "ok" for a missing value."""
+    from bench.results.collect import pivot_ms_per_step, to_frame
+    from bench.results.record import Record
+
+    recs = []
+    for variant, given, ms in (("default", {"batch_size": 64}, 1.0), ("default", {}, 2.0),
+                               ("tf32-off", {}, 3.0), ("default", {}, None)):
+        c = Cell(stack="pytorch" if ms else "jax", suite="classic", workload="mnist_mlp", task="fit", size="smoke",
+                 device="cpu", variant=variant, settings={"tf32": "off"} if variant != "default" else {})
+        rec = new_record(c)
+        rec.update(status="ok", batch_size=given.get("batch_size", 32), metrics={"ms_per_step_mean": ms})
+        if given:
+            rec["cell_id"] = f"{c.id}__batch_size=64"
+        recs.append(Record.model_validate(rec))
+    table = pivot_ms_per_step(to_frame(recs))
+    assert table.loc[("mnist_mlp", "fit", "default"), "pytorch"] == "2.00"
+    assert table.loc[("mnist_mlp", "fit", "default, batch_size=64"), "pytorch"] == "1.00"
+    assert table.loc[("mnist_mlp", "fit", "tf32-off"), "pytorch"] == "3.00"
+    assert table.loc[("mnist_mlp", "fit", "default"), "jax"] == "n/a"
+
+
 def test_a_csv_without_json_lines_still_reads_its_lists(tmp_path):
     """A run collected before the JSON lines (only its CSV) reads as one collected now: its lists parsed, once."""
     runs = tmp_path / "run"

@@ -36,3 +36,23 @@ def test_a_count_that_saw_only_its_own_container_in_any_repeat_is_said_so():
     """A repeat whose process count saw only its container's PID namespace cannot keep "GPU busy" for the cell."""
     cell = aggregate([repeat(1), repeat(2, seen_from="container pid namespace")])
     assert cell.gpu_before is not None and cell.gpu_before["seen_from"] == "container pid namespace"
+
+
+def test_a_metric_only_some_repeats_hold_is_null_with_a_note_never_repeat_ones():
+    """Three ok repeats, the second without J/epoch (its NVML gave no energy): the cell's j_per_epoch, whose rule is
+    the median across repeats, is null with a note saying 2 of 3 repeats hold it, and examples/J (derived from it)
+    null too; ms/step, which every repeat holds, is their median. The old aggregate skipped the metric and left the
+    value the cell copies from repeat 1 (100 J, 10 examples/J) under the median's name."""
+    def energy(n: int, j: float | None) -> Record:
+        return Record.model_validate({"status": "ok", "repeat": n, "batch_size": 32, "data": {"n_train": 1000},
+                                      "metrics": {"ms_per_step_mean": 10.0 + n, "j_per_epoch": j,
+                                                  "examples_per_j": 1000 / j if j else None}})
+
+    cell = aggregate([energy(1, 100.0), energy(2, None), energy(3, 300.0)])
+    assert cell.metrics is not None and cell.metrics.ms_per_step_mean == 12.0
+    assert cell.metrics.j_per_epoch is None and cell.metrics.examples_per_j is None
+    assert [n for n in cell.notes if "j_per_epoch" in n] == [
+        "Not every repeat: metrics.j_per_epoch null: 2 of 3 repeats hold it, and its rule is the median across every "
+        "repeat (the repeats' records hold theirs)"]
+    every = aggregate([energy(1, 100.0), energy(2, 200.0), energy(3, 300.0)])
+    assert every.metrics is not None and every.metrics.j_per_epoch == 200.0 and every.notes == []

@@ -273,3 +273,18 @@ def test_a_settings_block_of_other_types_loads_as_recorded(tmp_path):
     rec = json.loads(next(_records()).read_text())
     write_json_atomic(tmp_path / "x.json", {**rec, "settings": {**rec.get("settings", {}), "tf32_matmul": "on"}})
     assert read_record(tmp_path / "x.json")["settings"]["tf32_matmul"] == "on"
+
+
+def test_examples_per_j_says_the_examples_its_formula_reads():
+    """A fit cell's examples/J divides the examples its epochs trained (``derived.examples_per_epoch``:
+    ``metrics.examples_per_epoch``, 49,984 for augmented cifar10_cnn) by J/epoch, as the worker's telemetry does; the
+    field's help said data.n_train (50,000), the value before examples_per_epoch was recorded."""
+    rec = schema.Record.model_validate({"cell_id": "x", "stack": "pytorch", "suite": "classic", "task": "fit",
+                                        "workload": "cifar10_cnn", "size": "full", "device": "gpu", "status": "ok",
+                                        "data": {"n_train": 50000},
+                                        "metrics": {"examples_per_epoch": 49984, "j_per_epoch": 1000.0,
+                                                    "examples_per_j": None}})
+    derived.rederive(rec)
+    assert rec.metrics.examples_per_j == 49.984
+    help_text = schema.Metrics.model_fields["examples_per_j"].description
+    assert "examples_per_epoch" in help_text and "fit: data.n_train;" not in help_text

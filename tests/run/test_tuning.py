@@ -254,6 +254,28 @@ def test_report_renders_tuning_section_with_findings_and_plots(tmp_path):
     assert (tmp_path / "out" / "plots" / "run" / "tuning_energy_vs_time.png").exists()
 
 
+
+def test_a_tuning_cell_of_other_inputs_is_never_the_best_of_the_default_one(tmp_path):
+    """keras3-tf's out-of-the-box cell (batch 256, 100 s), the same at batch 1024 (30 s, its id names the batch) and
+    steps_per_execution 512 (60 s): the best of the batch-256 cells is the 512 one (1.67x); the batch-1024 cell has a
+    line of its own, and the grid names its batch. The old table put the 30 s cell as the best "default" of the
+    batch-256 default, a 3.33x speedup of no knob, and listed two identical "default (baseline)" grid lines."""
+    run = tmp_path / "run"
+    spe = {"steps_per_execution": 512}
+    big = "batch_size=1024"
+    for (c, r), inputs in ((fake_record("keras3-tf", "default", {}, 100.0, baseline=True), ""),
+                           (fake_record("keras3-tf", "default", {}, 30.0, baseline=True, batch=1024), big),
+                           (fake_record("keras3-tf", "steps_per_execution-512", spe, 60.0), "")):
+        r["cell_id"] = f"{c.id}__{inputs}" if inputs else c.id
+        write_json_atomic(result_path(run, c).with_name(f"{r['cell_id']}.json"), r)
+    collect(run, tmp_path / "run.csv")
+    text = report.write_report(report.load_runs([tmp_path / "run.csv"])[0], tmp_path / "out").read_text()
+    assert has_cells(text, ["keras3-tf", "default", "100.0", "steps_per_execution-512", "60.0", "1.67x"])
+    assert has_cells(text, ["keras3-tf (batch_size=1024)", "default", "30.0", "default", "30.0", "1.00x"])
+    assert has_cells(text, ["keras3-tf", "default, batch_size=1024 (baseline)", "ok", "30.0"])
+    assert "3.33x" not in text
+
+
 def test_the_mixed_jit_finding_reads_the_settings_in_effect_not_the_request():
     """jit_compile="auto" is XLA on a GPU and not on a CPU (Keras records jit_compile False on keras3-tf there): the
     finding counted the request "auto" as jit and said "holds" of a fastest row that ran without XLA."""

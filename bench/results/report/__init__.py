@@ -104,6 +104,9 @@ def section_lines(df, frames: dict[str, Any], notes: Footnotes, plots: dict[str,
 
 
 def _sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes, price_per_hour: float | None) -> list[str]:
+    """The sections of ``df`` (one GPU's rows), then the footnotes of its own cells that did not run: ``notes`` is
+    shared by a run's GPU sections for one numbering, so the notes before this section's are another GPU's."""
+    earlier = len(notes.items)
     frames = section_frames(df)
     tuning, versions, overhead, profiled = frames["tuning"], frames["versions"], frames["overhead"], frames["profile"]
     if frames["paper"] or not tuning.empty or versions or overhead or not profiled.empty:
@@ -114,8 +117,8 @@ def _sections(df, plot_dir: Path, link_prefix: str, notes: Footnotes, price_per_
              "compared": comparison_plots(versions, overhead, plot_dir) if versions or overhead else {}}
     plots = {kind: {title: link_prefix + name for title, name in found.items()} for kind, found in files.items()}
     lines = [ln for section in section_lines(df, frames, notes, plots, price_per_hour).values() for ln in section]
-    if notes.items:
-        lines += ["## Cells that did not run", "", *notes.lines(), ""]
+    if notes.items[earlier:]:
+        lines += ["## Cells that did not run", "", *notes.lines()[earlier:], ""]
     return lines
 
 

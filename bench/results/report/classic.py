@@ -101,14 +101,16 @@ def classic_grid(df, notes: Footnotes) -> tuple[list[str], list[GridRow], set[st
     if rows.empty:
         return None
     stacks = [s for s in STACKS if s in set(rows["stack"])]
-    flagged = {(f["stack"], f["workload"], f["variant"]) for f in correctness_flags(rows)}
+    flagged = {(f["stack"], f["workload"], f["size"], f["variant"], f["inputs"]) for f in correctness_flags(rows)}
     marks: set[str] = set()
     out = []
     # one row per variant (a run may hold augment=false or knob variants beside the default): never a row picked
-    # from several, nor from cells run with other inputs (their id's suffix, e.g. batch_size=64)
+    # from several, nor from cells run with other inputs (their id's suffix, e.g. batch_size=64) or at another size
     cell_id = col(Record, "cell_id")
     rows = rows.assign(_inputs=rows[cell_id].map(inputs_of) if cell_id in rows.columns else "")
-    for (w, t, v, inputs), g in rows.groupby(["workload", "task", "variant", "_inputs"], sort=False):
+    sizes = rows["size"].nunique(dropna=False) > 1 if "size" in rows.columns else False
+    rows = rows.assign(_size=rows["size"].fillna("") if "size" in rows.columns else "")
+    for (w, t, size, v, inputs), g in rows.groupby(["workload", "task", "_size", "variant", "_inputs"], sort=False):
         cells: list[tuple[str, Any]] = []
         for s in stacks:
             r = g[g["stack"] == s]
@@ -116,9 +118,9 @@ def classic_grid(df, notes: Footnotes) -> tuple[list[str], list[GridRow], set[st
                 cells.append(("-", None))
                 continue
             r = r.iloc[0]
-            cells.append((notes.ref(r) if r["status"] != "ok" else _ok_text(r, s, (s, w, r["variant"]) in flagged,
-                                                                              marks), r.name))
-        label = ", ".join(x for x in (v if v != "default" else "", inputs) if x)
+            mark = (s, w, r.get("size"), v, inputs) in flagged
+            cells.append((notes.ref(r) if r["status"] != "ok" else _ok_text(r, s, mark, marks), r.name))
+        label = ", ".join(x for x in (size if sizes else "", v if v != "default" else "", inputs) if x)
         out.append((f"{w} ({label})" if label else w, t, cells))
     return stacks, out, marks
 

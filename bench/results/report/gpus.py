@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bench.results.cell import inputs_of
 from bench.results.report.common import json_list, md_table
-from bench.results.schema import Env, Metrics, Repeats, col
+from bench.results.schema import Env, Metrics, Record, Repeats, col
 
 
 def gpu_label(row) -> str:
@@ -41,11 +42,15 @@ def slug(label: str) -> str:
 
 def gpu_comparison(df) -> list[str]:
     """Markdown: mean ms/step of the same cell on each GPU model (median over GPUs of one model), and each
-    model's ratio to the first; only cells that ran on at least two models."""
+    model's ratio to the first; only cells that ran on at least two models. A cell is its suite, workload, task,
+    size, variant, the inputs its id names (``inputs_of``: a batch-64 cell is never medianed with the default one)
+    and stack."""
     ok = df[(df["status"] == "ok") & (df["device"] == "gpu")]
     if ok.empty or col(Env, "gpu", "name") not in ok.columns:
         return []
-    key = ["suite", "workload", "task", "variant", "stack"]
+    cell_id = col(Record, "cell_id")
+    ok = ok.assign(inputs=ok[cell_id].map(inputs_of) if cell_id in ok.columns else "")
+    key = ["suite", "workload", "task", "size", "variant", "inputs", "stack"]
     table = ok.pivot_table(index=key, columns=col(Env, "gpu", "name"), values=col(Metrics, "ms_per_step_mean"),
                            aggfunc="median")
     table = table.dropna(thresh=2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.results.cell import inputs_of
 from bench.results.report.common import json_list, md_table
 from bench.results.schema import HOST_PIDS, Data, Env, Metrics, Process, Record, Telemetry, col, setting_col, spread_col
 
@@ -65,44 +66,53 @@ def correctness_flags(df) -> list[dict[str, Any]]:
     Per ok ``fit`` row: ``loss`` did not fall (last epoch's training loss >= the first's, any size), or
     (``full`` size, real data, at least 3 stacks) its final ``val_accuracy`` is more than
     ``accuracy_band`` (its validation set's size, ``data.n_val``: binomial noise, 2 points at least) from the
-    median of the stacks on the same suite, workload, variant and batch.
+    median of the stacks on the same suite, workload, variant, batch and inputs (``inputs_of``: a 3-epoch cell is
+    never held to the 12-epoch cells' accuracy).
 
     Returns:
-        One dict per flag: stack, workload, variant, check (``loss did not fall`` / ``val_accuracy``), value,
+        One dict per flag: stack, workload, variant, size, inputs (its cell id's, ``inputs_of``: '' for none; a flag
+        on the batch-64 cell is not one on the default cell), check (``loss did not fall`` / ``val_accuracy``), value,
         and for accuracy the median it was compared with and the band (``+-x.xxxx``).
     """
     if HISTORY_LOSS not in df.columns:
         return []
-    fit = df[(df["status"] == "ok") & (_col(df, "task") == "fit")]
+    fit = _with_inputs(df[(df["status"] == "ok") & (_col(df, "task") == "fit")])
     flags: list[dict[str, Any]] = []
     for _, r in fit.iterrows():
         loss = json_list(r.get(HISTORY_LOSS))
         if loss and len(loss) >= 2 and not loss[-1] < loss[0]:
             flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
-                          "check": "loss did not fall", "value": f"{loss[0]:.4g} -> {loss[-1]:.4g}"})
+                          "size": r.get("size"), "inputs": r["_inputs"], "check": "loss did not fall",
+                          "value": f"{loss[0]:.4g} -> {loss[-1]:.4g}"})
     for median, group in accuracy_groups(fit):
         for _, r in group.iterrows():
             acc = r["final_val_acc"]
             band = accuracy_band(median, _number(r.get(N_VAL)))
             if acc is not None and abs(acc - median) > band:
                 flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
-                              "check": "val_accuracy", "value": f"{acc:.4f}", "median": f"{median:.4f}",
-                              "band": f"+-{band:.4f}"})
+                              "size": r.get("size"), "inputs": r["_inputs"], "check": "val_accuracy",
+                              "value": f"{acc:.4f}", "median": f"{median:.4f}", "band": f"+-{band:.4f}"})
     return flags
+
+
+def _with_inputs(df):
+    """``df`` with ``_inputs``: the inputs each row's cell id names (``inputs_of``; '' without a cell_id column)."""
+    cell_id = col(Record, "cell_id")
+    return df.assign(_inputs=df[cell_id].map(inputs_of) if cell_id in df.columns else "")
 
 
 def accuracy_groups(fit) -> list[tuple[float, Any]]:
     """The groups of ok fit rows ``fit`` the accuracy check compares: full size, real data, the same suite, workload,
-    variant and batch, at least 3 of them with a final ``history.val_accuracy``; each as (the median of their final
-    val_accuracy, the group's rows with it in ``final_val_acc``)."""
+    variant, batch and inputs (``_with_inputs``), at least 3 of them with a final ``history.val_accuracy``; each as
+    (the median of their final val_accuracy, the group's rows with it in ``final_val_acc``)."""
     import numpy as np
 
     if HISTORY_VAL_ACC not in fit.columns:
         return []
-    full = fit[(_col(fit, "size") == "full") & (_col(fit, col(Data, "source")) == "real")].copy()
+    full = _with_inputs(fit[(_col(fit, "size") == "full") & (_col(fit, col(Data, "source")) == "real")])
     full["final_val_acc"] = full[HISTORY_VAL_ACC].map(lambda v: (json_list(v) or [None])[-1])
     out = []
-    for _, group in full.groupby(["suite", "workload", "variant", "batch_size"], dropna=False):
+    for _, group in full.groupby(["suite", "workload", "variant", "batch_size", "_inputs"], dropna=False):
         accs = group["final_val_acc"].dropna()
         if accs.size >= 3:
             out.append((float(np.median(accs)), group))
@@ -368,8 +378,8 @@ def correctness_lines(df, ok) -> list[str]:
              f"val_accuracy within {ACCURACY_TOLERANCE:.0%} (absolute) of the stacks' median, or within "
              f"{ACCURACY_Z} standard errors of the difference of two accuracies on `data.n_val` examples "
              "where that is wider (binomial test-set noise: 1000-question bAbI)"
-             + ("" if accuracy or not checked else " (no 3 full-size real-data fit rows of one workload, variant "
-                "and batch here: only the loss check applied)")]
+             + ("" if accuracy or not checked else " (no 3 full-size real-data fit rows of one workload, variant, "
+                "batch and inputs here: only the loss check applied)")]
     if not checked and not accuracy:
         return lines + [f"- Not checked: none of the {len(fit)} ok fit row(s) records a training loss of two epochs "
                         "or more (`history.loss`)."]
@@ -378,6 +388,6 @@ def correctness_lines(df, ok) -> list[str]:
                      "epochs or more (`history.loss`), and no accuracy group of three.")
     if not flags:
         return lines + ["- No row flagged."]
-    head = ["stack", "workload", "variant", "check", "value", "median", "band"]
+    head = ["stack", "workload", "variant", "inputs", "check", "value", "median", "band"]
     lines += ["", *md_table(head, ([f.get(k, "") for k in head] for f in flags))]
     return lines + ["", "**Speed numbers of flagged rows stand beside a model that did not learn like the others'.**"]

@@ -9,6 +9,7 @@ from bench.core import reference
 from bench.core.gpus import gpu_family, is_mig_name, model_name
 from bench.core.knobs import STEP_KNOBS
 from bench.core.stacks import STACKS
+from bench.results.cell import inputs_of
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, md_table
 from bench.results.rows import present
 from bench.results.schema import EffectiveSettings, Env, Metrics, Record, col
@@ -34,25 +35,52 @@ def published_ms() -> dict[tuple[str, str, int, str], float | None]:
 
 
 def paper_rows(df) -> list[dict[str, Any]]:
-    """One entry per published row (model, task, batch) plus any extra row we ran, each with our cell per
-    stack (the CSV row or None) and the published value per stack."""
+    """One entry per published row (model, task, batch) plus one per other row we ran, each with our cell per stack
+    (the CSV row or None) and the published value per stack. A cell of another variant (a knob: ``bs32-jit_compile-
+    false``) or other inputs (``steps=7``) than the published cell of its (model, task, batch) is a row of its own,
+    ``extra`` naming what differs (``_extra``), never picked in place of the published cell or beside it; so is each
+    size where the run's paper cells are of several (``extra`` then starts with the size).
+
+    Each entry: ``model``, ``task``, ``batch``, ``extra`` ('' for the published cell), ``label`` (the model, with
+    ``extra`` in brackets), ``ours`` and ``published`` ({stack id: ...}; an ``extra`` row carries its (model, task,
+    batch)'s published values, which ``ratio_text`` never divides by: ``source_mismatch`` names the knob or input)."""
     pub = published_ms()
-    keys = list(dict.fromkeys((m, t, b) for m, t, b, _ in pub))
+    keys = list(dict.fromkeys((m, t, b, "") for m, t, b, _ in pub))
     ours = df[df["suite"] == "paper"] if "suite" in df.columns else df.iloc[0:0]
+    ours = ours.assign(_batch=ours["batch_size"].map(_num) if "batch_size" in ours.columns else None)
+    several = "size" in ours.columns and ours["size"].nunique(dropna=False) > 1  # then a size is a row of its own
+    ours = ours.assign(_extra=[", ".join(x for x in (str(r["size"]) if several else "", _extra(r)) if x)
+                               for _, r in ours.iterrows()])
     for _, r in ours.iterrows():
-        key = (r["workload"], r["task"], int(r["batch_size"]) if _num(r.get("batch_size")) is not None else -1)
+        key = (r["workload"], r["task"], int(r["_batch"]) if _num(r["_batch"]) is not None else -1, r["_extra"])
         if key not in keys:
             keys.append(key)
     rows = []
-    for m, t, b in keys:
+    for m, t, b, extra in keys:
         cells = {}
         for sid in STACKS:
             hit = ours[(ours["workload"] == m) & (ours["task"] == t) & (ours["stack"] == sid)
-                       & (ours["batch_size"].map(_num) == b)] if not ours.empty else ours
+                       & (ours["_batch"] == b) & (ours["_extra"] == extra)] if not ours.empty else ours
             cells[sid] = hit.iloc[0] if len(hit) else None
-        rows.append({"model": m, "task": t, "batch": b, "ours": cells,
-                     "published": {sid: pub.get((m, t, b, sid)) for sid in STACKS}})
+        rows.append({"model": m, "task": t, "batch": b, "extra": extra, "label": f"{m} ({extra})" if extra else m,
+                     "ours": cells, "published": {sid: pub.get((m, t, b, sid)) for sid in STACKS}})
     return rows
+
+
+def _extra(row) -> str:
+    """What sets a paper row apart from the published cell of its (model, task, batch), '' for that cell: its
+    variant past ``bs<batch>`` (``bench.run.scenarios.steps`` names a knob's variant ``bs<batch>-<knob variant>``)
+    and its inputs off their defaults but the batch (``inputs_of``: ``steps=7+seq_len=128``), joined by ", "."""
+    batch = _num(row.get("batch_size"))
+    prefix = f"bs{int(batch)}" if batch is not None else None
+    variant = str(row.get("variant") or "")
+    if variant in ("default", prefix):
+        variant = ""
+    elif prefix and variant.startswith(f"{prefix}-"):
+        variant = variant[len(prefix) + 1:]
+    named = inputs_of(str(row.get(col(Record, "cell_id")) or "")).split("+")
+    inputs = "+".join(x for x in named if x and not x.startswith("batch_size="))
+    return ", ".join(x for x in (variant, inputs) if x)
 
 
 def ours_ms(cell) -> float | None:
@@ -175,7 +203,7 @@ def paper_section(df, notes: Footnotes, plots: dict[str, str]) -> list[str]:
             cell = row["ours"][sid]
             others.append("not run" if cell is None else notes.ref(cell) if cell["status"] != "ok"
                           else fmt(ours[sid], 2))
-        table.append([row["model"], row["task"], row["batch"], *cells, best_text, *others])
+        table.append([row["label"], row["task"], row["batch"], *cells, best_text, *others])
     out += [*md_table(head, table), "", *paper_throughput(rows, keras_cols + other_cols)]
     for title, name in plots.items():
         out.append(f"![{title}]({name})")
@@ -211,7 +239,7 @@ def paper_throughput(rows: list[dict[str, Any]], stacks: tuple[str, ...]) -> lis
             cells.append(rate + (f", MFU {100 * mfu:.1f} %" if mfu is not None else "")
                          + (f" ({100 * measured:.1f} % of measured peak)" if measured is not None else ""))
         if any(cells):
-            table.append([row["model"], row["task"], row["batch"], *cells])
+            table.append([row["label"], row["task"], row["batch"], *cells])
     if not table:
         return []
     return ["Throughput (examples/s; generated tokens/s for generate) and MFU (model FLOPs from "

@@ -30,7 +30,8 @@ def tuning_plots(rows, out_dir: Path) -> dict[str, str]:
     fig, axes = plt.subplots(len(stacks), 1, figsize=(10, 0.32 * len(ok) + 1.5 * len(stacks)), squeeze=False)
     for ax, sid in zip(axes[:, 0], stacks, strict=True):
         g = ok[ok["stack"] == sid].sort_values("time_s")
-        ax.barh(g["variant"], g["time_s"], color=["tab:orange" if as_bool(b) else "tab:blue" for b in g["baseline"]])
+        colors = ["tab:orange" if as_bool(b) else "tab:blue" for b in g["baseline"]]
+        ax.barh(g["configuration"], g["time_s"], color=colors)  # variant and inputs: one bar per cell
         ax.set_title(f"{sid} (orange: out of the box)", fontsize=9)
         ax.tick_params(axis="y", labelsize=6)
         ax.set_xlabel("training time (s)")
@@ -82,7 +83,7 @@ def speedup_plot(plt, rows: list[dict[str, Any]], out_dir: Path) -> dict[str, st
         k2, pub_k2 = ours.get("keras2-tf"), row["published"].get("keras2-tf")
         if best is None or k2 is None:
             continue
-        labels.append(f"{row['model']} {row['task']} {row['batch']}")
+        labels.append(f"{row['label']} {row['task']} {row['batch']}")
         ours_sp.append(k2 / best)
         pub_sp.append(pub_k2 / pub_best if pub_k2 and pub_best else np.nan)
     if not labels:
@@ -107,7 +108,7 @@ def ms_per_step_plot(plt, rows: list[dict[str, Any]], stacks: tuple[str, ...], o
     with ``plt`` (matplotlib.pyplot, Agg); rows without a value left out, {} when none has one."""
     import numpy as np
 
-    data = [(f"{r['model']} {r['task']} {r['batch']}", [ours_ms(r["ours"][s]) for s in stacks]) for r in rows]
+    data = [(f"{r['label']} {r['task']} {r['batch']}", [ours_ms(r["ours"][s]) for s in stacks]) for r in rows]
     data = [(name, vals) for name, vals in data if any(v is not None for v in vals)]
     if not data:
         return {}

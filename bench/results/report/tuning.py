@@ -12,6 +12,7 @@ from bench.core import reference
 from bench.core.knobs import KNOBS, normalise, variant_name
 from bench.core.reference import tuning_study
 from bench.core.stacks import STACKS, get_stack
+from bench.results.cell import inputs_of
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list, md_table
 from bench.results.rows import present
 from bench.results.schema import Data, Metrics, Record, Telemetry, col, setting_col
@@ -113,7 +114,9 @@ def _final_loss(row) -> float | None:
 
 def tuning_frame(df):
     """The tuning suite's rows of ``df`` with ``time_s`` (whole training, s), the last epoch's training loss
-    (``final_loss``), and for a row with a published counterpart (same stack and knobs: ``reference_times``)
+    (``final_loss``), ``inputs`` (the inputs its cell id names off their defaults, ``inputs_of``: ``batch_size=1024``;
+    '' for none) and ``configuration`` (its variant, with those inputs: what the tables and plots name it by), and
+    for a row with a published counterpart (same stack and knobs: ``reference_times``)
     either the published time (``reference_time_s``, when the row ran the study's settings) or why not
     (``reference_mismatch``, ``study_mismatch``): a time of another run beside ours would mislead."""
     rows = df[df["suite"] == "tuning"].copy()
@@ -126,6 +129,9 @@ def tuning_frame(df):
     rows["reference_time_s"] = [p if w is None else None for p, w in zip(published, why, strict=True)]
     rows["reference_mismatch"] = why
     rows["final_loss"] = [_final_loss(r) for _, r in rows.iterrows()]
+    cell_id = col(Record, "cell_id")
+    rows["inputs"] = rows[cell_id].map(inputs_of) if cell_id in rows.columns else ""
+    rows["configuration"] = [f"{v}, {i}" if i else str(v) for v, i in zip(rows["variant"], rows["inputs"], strict=True)]
     return rows
 
 
@@ -187,11 +193,13 @@ GRID_HEAD = ["stack", "configuration", "status", "time (s)", "reference (s)", "m
 
 
 def _best_rows(rows, notes: Footnotes) -> list[list[str]]:
-    """Per stack (in ``STACKS`` order) its out-of-the-box row and fastest ok row (``BEST_HEAD``); ``n/a`` throughout
-    for a stack without an ok row. A baseline that is not ok lands in ``notes``."""
+    """Per stack (in ``STACKS`` order) and inputs (``tuning_frame``'s ``inputs``: a batch-1024 run is never the best of
+    the batch-256 one's) its out-of-the-box row and fastest ok row (``BEST_HEAD``); ``n/a`` throughout for one without
+    an ok row. A baseline that is not ok lands in ``notes``."""
     out = []
-    for sid in [s for s in STACKS if s in set(rows["stack"])]:
-        g = rows[rows["stack"] == sid]
+    for stack, inputs, g in ((s, i, g) for s in STACKS if s in set(rows["stack"])
+                             for i, g in rows[rows["stack"] == s].groupby("inputs", sort=True)):
+        sid = f"{stack} ({inputs})" if inputs else stack
         ok = g[g["status"] == "ok"].dropna(subset=["time_s"])
         base = g[g["baseline"].map(as_bool) == True]  # noqa: E712  (pandas column comparison)
         if ok.empty:
@@ -214,11 +222,11 @@ def _grid_rows(rows, notes: Footnotes) -> list[list[str]]:
     """Every tuning row (by stack, then variant) as a line of the full grid (``GRID_HEAD``); a row that is not ok
     lands in ``notes``."""
     out = []
-    for _, r in rows.sort_values(["stack", "variant"]).iterrows():
+    for _, r in rows.sort_values(["stack", "variant", "inputs"]).iterrows():
         status = "ok" if r["status"] == "ok" else notes.ref(r)
         throttled = as_bool(_col(r, col(Telemetry, "throttled")))
         thr = "n/a" if throttled is None else "yes" if throttled else "no"
-        name = f"{r['variant']}{' (baseline)' if as_bool(r['baseline']) else ''}"
+        name = f"{r['configuration']}{' (baseline)' if as_bool(r['baseline']) else ''}"
         out.append([r["stack"], name, status, fmt(r["time_s"]), fmt(r["reference_time_s"]), fmt(_col(r, P50), 2),
                     fmt(_col(r, GPU_UTIL)), fmt(_col(r, POWER)), fmt(_col(r, J_EPOCH)), thr])
     return out
@@ -295,7 +303,8 @@ def mixed_jit_finding(tf) -> str:
         return f"{claim}: no ok keras3-tf run to judge."
     best = tf.loc[tf["time_s"].idxmin()]
     precision, jit = (_in_effect(best, knob) for knob in ("precision", "jit_compile"))
-    fastest = f"the fastest keras3-tf configuration is `{best['variant']}` ({fmt(best['time_s'])} s)"
+    fastest = (f"the fastest keras3-tf configuration is `{_col(best, 'configuration') or best['variant']}` "
+               f"({fmt(best['time_s'])} s)")
     if precision is None or jit is None:
         return f"{claim}: not judged: {fastest}, whose record holds no precision or jit_compile in effect."
     verdict = "holds" if precision == "mixed_float16" and str(jit) == "True" else "does not hold"

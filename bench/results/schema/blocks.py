@@ -118,9 +118,9 @@ class Metrics(Block):
     j_per_step: float | None = entry("energy per training step over the telemetry window (null without NVML)", "J",
                                      "median")
     j_per_epoch: float | None = entry("energy per steady epoch (null without NVML)", "J", "median")
-    examples_per_j: float | None = entry("examples per joule: examples per epoch (fit: data.n_train; paper suite: "
-                                         "batch_size x steps) / j_per_epoch (null without NVML)", "examples/J",
-                                         "derived")
+    examples_per_j: float | None = entry("examples per joule: examples per epoch (fit: examples_per_epoch, a record "
+                                         "without it data.n_train; paper suite: batch_size x steps) / j_per_epoch "
+                                         "(null without NVML)", "examples/J", "derived")
     j_per_step_above_idle: float | None = entry("energy per step minus idle power x its time: what the work added "
                                                 "to an idle GPU's draw (MLPerf power's convention)", "J", "median")
 

@@ -106,7 +106,7 @@ def paper_chart(df) -> Any:
     keras_cols, other_cols = paper_columns(df)
     fig = go.Figure()
     for sid in keras_cols + other_cols:
-        name = lambda r: f"{r['model']} {r['task']} bs{r['batch']}"  # noqa: E731
+        name = lambda r: f"{r['label']} {r['task']} bs{r['batch']}"  # noqa: E731
         ours = [(name(r), ours_ms(r["ours"][sid]), r["ours"][sid]) for r in rows]
         ours = [(x, v, c) for x, v, c in ours if v is not None]
         pub = [(name(r), r["published"][sid]) for r in rows if r["published"][sid] is not None and

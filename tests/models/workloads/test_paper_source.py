@@ -478,12 +478,58 @@ def test_ratio_only_where_the_cell_ran_as_the_source(tmp_path):
                                 ("bs32", {"steps": 7, "seq_len": 128}), ("bs32", {"size": "smoke", "device": "cpu",
                                                                                   "steps": 3, "seq_len": 16})])
     text = "\n".join(paper_section(read_bench_csv(csv), Footnotes(), {}))
-    row = rows_starting(text, "bert", "fit", "32")[0]
+    row = rows_starting(text, "bert (full)", "fit", "32")[0]
     assert any(c.endswith("/ 222.37 (0.45x)") for c in row)
-    assert any(c.endswith("/ 214.49 (no ratio: knob jit_compile)") for c in row)
+    jit = rows_starting(text, "bert (full, jit)", "fit", "32")[0]  # a knob's variant: a row of its own
+    assert any(c.endswith("/ 214.49 (no ratio: knob jit_compile)") for c in jit)
     assert any(c.endswith("/ 486.00 (no ratio: 7 timed steps, not 100; sequence length 128, not 512)") for c in row)
-    assert any(c.endswith("/ 808.68") for c in row)  # a CPU smoke row: no ratio, no reason
+    smoke = rows_starting(text, "bert (smoke)", "fit", "32")[0]  # the run's other size: a row of its own
+    assert any(c.endswith("/ 808.68") for c in smoke)  # a CPU smoke row: no ratio, no reason
     assert "only where the cell ran as the source ran it" in text
+
+
+
+def test_a_variant_beside_the_published_cell_is_a_row_of_its_own_never_picked_for_it(tmp_path):
+    """keras3-jax ran bert fit 32 as the source (bs32, 100 ms) and with jit_compile off (bs32-jit_compile-false,
+    50 ms), and another 7 timed steps (70 ms): Table 2's published row holds the bs32 cell, its ratio and the Keras 3
+    best from it; the others are rows of their own, named. The old table picked the first of the three rows in the
+    CSV for the published row (here the jit-off variant: 50.00, the best, no ratio) and showed no other."""
+    from bench.core.atomic import write_json_atomic
+    from bench.results.collect import collect
+    from bench.results.record import new_record, result_path
+    from bench.results.report import read_bench_csv
+    from bench.results.report.common import Footnotes
+    from bench.results.report.paper import paper_section
+    from tests.helpers.cells import make_cell
+
+    run = tmp_path / "run"
+    for variant, settings, given, ms in [("bs32-jit_compile-false", {"jit_compile": False}, {}, 50.0),
+                                         ("bs32", {}, {}, 100.0), ("bs32", {}, {"steps": 7}, 70.0)]:
+        c = make_cell(stack="keras3-jax", suite="paper", workload="bert", task="fit", size="full", device="gpu",
+                      batch_size=32, variant=variant, settings=settings, **given)
+        r = new_record(c)
+        r.update(status="ok", finished_utc="2026-11-21T10:00:00+00:00",
+                 env={"gpu": {"name": "NVIDIA A100-SXM4-40GB", "mig_mode": False}})
+        r["metrics"] = {"ms_per_step_mean": ms, "examples_per_s": 32000 / ms, "steps": given.get("steps", 100)}
+        r["settings"]["model_config"] = {"seq_len": 512}
+        write_json_atomic(result_path(run, c), r)
+    collect(run, tmp_path / "run.csv")
+    text = "\n".join(paper_section(read_bench_csv(tmp_path / "run.csv"), Footnotes(), {}))
+    published = rows_starting(text, "bert", "fit", "32")[0]  # Table 2 (the throughput table is second)
+    assert "**100.00** / 222.37 (0.45x)" in published and "100.00 / 214.49" in published  # its Keras 3 best
+    jit = rows_starting(text, "bert (jit_compile-false)", "fit", "32")[0]
+    assert "**50.00** / 222.37 (no ratio: knob jit_compile)" in jit
+    steps = rows_starting(text, "bert (steps=7)", "fit", "32")[0]
+    assert "**70.00** / 222.37 (no ratio: 7 timed steps, not 100)" in steps
+    c = make_cell(stack="keras3-jax", suite="paper", workload="bert", task="fit", size="smoke", device="gpu",
+                  batch_size=32, variant="bs32")  # the same cell at smoke size: a row of its own, named
+    r = new_record(c)
+    r.update(status="ok", metrics={"ms_per_step_mean": 9.0, "steps": 3}, env={"gpu": {"name": "NVIDIA A100-SXM4-40GB"}})
+    write_json_atomic(result_path(run, c), r)
+    collect(run, tmp_path / "run.csv")
+    text = "\n".join(paper_section(read_bench_csv(tmp_path / "run.csv"), Footnotes(), {}))
+    assert "**100.00** / 222.37 (0.45x)" in rows_starting(text, "bert (full)", "fit", "32")[0]
+    assert "**9.00** / 222.37" in rows_starting(text, "bert (smoke)", "fit", "32")[0]
 
 
 SOURCE = "NVIDIA A100-SXM4-40GB"

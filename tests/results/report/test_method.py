@@ -25,9 +25,36 @@ def test_a_stack_that_learns_less_than_the_others_is_flagged_with_the_median():
     assert [(f["stack"], f["check"]) for f in flags] == [("keras3-torch", "val_accuracy")]
     assert flags[0]["median"] == "0.9890"
     text = "\n".join(method_section(df))
-    assert rows_starting(text, "keras3-torch") == [["keras3-torch", "mnist_cnn", "default", "val_accuracy", "0.8800",
-                                                    "0.9890", "+-0.0200"]]
+    assert rows_starting(text, "keras3-torch") == [["keras3-torch", "mnist_cnn", "default", "", "val_accuracy",
+                                                    "0.8800", "0.9890", "+-0.0200"]]
     assert "did not learn like the others" in text
+
+
+
+def test_a_cell_of_other_inputs_is_neither_compared_with_nor_flagged_for_the_default_cell():
+    """Four stacks' default mnist_cnn cells learn alike; pytorch's 3-epoch cell (its id names epochs=3) reaches 0.95:
+    not held to the 12-epoch cells' median. pytorch's batch-64 cell whose loss did not fall is flagged as that cell
+    (its inputs in the Method table), and its ⚠ stays on it in the classic table, not on pytorch's default cell. The
+    old gate grouped by batch alone (the 3-epoch cell flagged) and keyed flags on stack, workload and variant (the
+    default cell marked ⚠ too)."""
+    from bench.results.report.classic import classic_section
+    from bench.results.report.common import Footnotes
+
+    cid = "{}__classic__mnist_cnn__fit__full__default"
+    rows = [{**row(s, a), "cell_id": cid.format(s), "metrics.ms_per_step_mean": 1.0} for s, a in
+            (("keras3-tf", 0.990), ("keras3-jax", 0.988), ("pytorch", 0.991), ("jax", 0.989))]
+    rows += [{**row("pytorch", 0.95), "cell_id": cid.format("pytorch") + "__epochs=3", "metrics.ms_per_step_mean": 2.0},
+             {**row("pytorch", 0.99, loss=(2.0, 2.1)), "batch_size": 64, "cell_id": cid.format("pytorch") +
+              "__batch_size=64", "metrics.ms_per_step_mean": 3.0}]
+    df = pd.DataFrame(rows)
+    assert [(f["stack"], f["check"]) for f in correctness_flags(df)] == [("pytorch", "loss did not fall")]
+    table = "\n".join(classic_section(df, Footnotes()))
+    assert rows_starting(table, "mnist_cnn", "fit")[0][-2:] == ["1.00", "1.00"]  # pytorch, jax: no ⚠
+    assert rows_starting(table, "mnist_cnn (batch_size=64)", "fit")[0][-2] == "3.00 ⚠"
+    assert rows_starting(table, "mnist_cnn (epochs=3)", "fit")[0][-2] == "2.00"
+    assert [f["inputs"] for f in correctness_flags(df)] == ["batch_size=64"]
+    assert rows_starting("\n".join(method_section(df)), "pytorch") == [
+        ["pytorch", "mnist_cnn", "default", "batch_size=64", "loss did not fall", "2 -> 2.1", "", ""]]
 
 
 def test_babi_rows_within_binomial_noise_of_1000_questions_are_not_flagged():
