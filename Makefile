@@ -84,6 +84,13 @@ ifneq ($(unknown_stacks),)
 endif
 named_stacks := $(STACKS) $(patsubst build-%,%,$(filter build-%,$(MAKECMDGOALS))) \
 	$(patsubst bench-%,%,$(filter-out bench-all,$(filter bench-%,$(MAKECMDGOALS))))
+# a stack named by its target (make bench-pytroch, build-keras3-jaxx) is checked too: else a CPU host said "gpu image
+# only ... add FLAVOR=gpu", and with it compose took "bench" for the service name
+unknown_goal_stacks := $(filter-out $(ALL_STACKS) collector,$(named_stacks) \
+	$(foreach g,doctor selftest fidelity,$(patsubst $(g)-%,%,$(filter $(g)-%,$(MAKECMDGOALS)))))
+ifneq ($(unknown_goal_stacks),)
+  $(error unknown stack(s) $(unknown_goal_stacks); known: $(ALL_STACKS))
+endif
 gpu_only_stacks := $(sort $(filter-out $(CPU_STACKS) collector,$(named_stacks)))
 ifeq ($(FLAVOR),cpu)
   ifneq ($(gpu_only_stacks),)
