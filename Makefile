@@ -293,15 +293,17 @@ need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<regis
 push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGISTRY=ghcr.io/<owner>/dlbench FLAVOR=gpu
 # results/images/<flavor>.txt: one line per image pushed, "<tag reference> <digest reference>", the digest the push
 # itself printed (so neither another repository's digest of the image nor Docker's short form of a Docker Hub name):
-# make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests).
+# make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests). Written to .part and moved into place
+# once every image is pushed: a failed push (an image not built) emptied the last good push's list.
 	$(need_registry)
 	@mkdir -p $(RESULTS_DIR)/images
-	@set -eo pipefail; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
+	@set -eo pipefail; list=$(RESULTS_DIR)/images/$(FLAVOR).txt; trap 'rm -f "$$list.part"' EXIT; \
+	$(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
 	  $(DOCKER) tag dlbench/$$i:$$v $$ref; \
 	  digest=$$($(DOCKER) push $$ref | sed -n 's/.*digest: \(sha256:[0-9a-f]*\).*/\1/p' | tail -n 1); \
 	  test -n "$$digest" || { echo "push: $$ref pushed, but the push printed no digest" >&2; exit 1; }; \
 	  echo "$$ref $${ref%:*}@$$digest"; \
-	done | tee $(RESULTS_DIR)/images/$(FLAVOR).txt
+	done | tee "$$list.part"; mv "$$list.part" "$$list"
 
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
 	@$(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
