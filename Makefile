@@ -56,7 +56,8 @@ COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compos
 HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
 ifeq ($(DEVICE),gpu)
   ifneq ($(HAS_GPU),1)
-    $(if $(filter bench-% build configure,$(MAKECMDGOALS)),$(error DEVICE=gpu but nvidia-smi finds no NVIDIA GPU on this host))
+    $(if $(filter bench-% build configure check-request selftest fidelity,$(MAKECMDGOALS)),$(error DEVICE=gpu but \
+      nvidia-smi finds no NVIDIA GPU on this host))
   endif
   RUN_DEVICE := gpu
 else ifeq ($(DEVICE),cpu)

@@ -57,6 +57,13 @@ def test_a_stacks_run_alone_takes_an_order_it_does_not_use():
     assert p.returncode == 0 and "bench run --stack jax" in p.stdout, p.stderr
 
 
+@pytest.mark.parametrize("goal", ["check-request", "selftest", "fidelity", "bench-pytorch"])
+def test_device_gpu_without_a_gpu_is_refused_by_the_check_too(goal):
+    """``make check-request DEVICE=gpu`` passed on a host without a GPU (exit 0) although ``make bench-all`` refuses it;
+    ``selftest`` and ``fidelity`` went on to fail in every container."""
+    refused(make("-n", goal, "DEVICE=gpu", "HAS_GPU="), "DEVICE=gpu but nvidia-smi finds no NVIDIA GPU on this host")
+
+
 @pytest.mark.parametrize("goal", ["bench-pytroch", "build-keras3-jaxx", "doctor-pytroch", "selftest-pytroch",
                                   "fidelity-pytroch"])
 @pytest.mark.parametrize("flavor", ["cpu", "gpu"])
