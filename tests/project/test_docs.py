@@ -158,3 +158,21 @@ def test_cloud_cost_counts_the_tuning_suites_runnable_cells():
                         if not (scenario.unsupported(w, stack) or knobs.check(stack, dict(v.settings), scenario.name)
                                 or knobs.model_knob_problem(dict(v.settings), w.name, getattr(w, "keras_knobs", ()))))
     assert runnable == int(m.group(1))
+
+
+def test_what_a_local_run_writes_under_results_is_ignored_and_the_committed_folders_are_not():
+    """results/README.md: a local run's outputs are ignored by git, committed results live in their own folders. The
+    report (``make report``, after every ``make collect``), its plots, ``make selftest``'s records and ``make
+    cloud-collect``'s copy were not ignored: a first ``make bench-all`` left ``git status`` showing results/report.md
+    and results/plots/ as new files."""
+    import subprocess
+
+    local = ["results/report.md", "results/plots/classic-smoke-cpu/keras_overhead_ratio.png",
+             "results/selftest/pytorch-cpu.json", "results/cloud/run1/pytorch/x.json", "results/runs/r/pytorch/x.json",
+             "results/classic-smoke-cpu.csv", "results/history.sqlite", "results/site/index.html",
+             "results/doctor/host.json", "results/images/gpu.txt"]
+    committed = ["results/cpu-smoke/report.md", "results/cpu-smoke/plots/classic-smoke-cpu/keras_overhead_ratio.png",
+                 "results/fidelity/pytorch-cpu.json", "results/README.md"]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *local, *committed], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()
+    assert sorted(ignored) == sorted(local)
