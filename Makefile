@@ -56,7 +56,8 @@ COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compos
 HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
 ifeq ($(DEVICE),gpu)
   ifneq ($(HAS_GPU),1)
-    $(if $(filter bench-% build configure,$(MAKECMDGOALS)),$(error DEVICE=gpu but nvidia-smi finds no NVIDIA GPU on this host))
+    $(if $(filter bench-% build configure check-request selftest fidelity,$(MAKECMDGOALS)),$(error DEVICE=gpu but \
+      nvidia-smi finds no NVIDIA GPU on this host))
   endif
   RUN_DEVICE := gpu
 else ifeq ($(DEVICE),cpu)
@@ -84,6 +85,13 @@ ifneq ($(unknown_stacks),)
 endif
 named_stacks := $(STACKS) $(patsubst build-%,%,$(filter build-%,$(MAKECMDGOALS))) \
 	$(patsubst bench-%,%,$(filter-out bench-all,$(filter bench-%,$(MAKECMDGOALS))))
+# a stack named by its target (make bench-pytroch, build-keras3-jaxx) is checked too: else a CPU host said "gpu image
+# only ... add FLAVOR=gpu", and with it compose took "bench" for the service name
+unknown_goal_stacks := $(filter-out $(ALL_STACKS) collector,$(named_stacks) \
+	$(foreach g,doctor selftest fidelity,$(patsubst $(g)-%,%,$(filter $(g)-%,$(MAKECMDGOALS)))))
+ifneq ($(unknown_goal_stacks),)
+  $(error unknown stack(s) $(unknown_goal_stacks); known: $(ALL_STACKS))
+endif
 gpu_only_stacks := $(sort $(filter-out $(CPU_STACKS) collector,$(named_stacks)))
 ifeq ($(FLAVOR),cpu)
   ifneq ($(gpu_only_stacks),)
@@ -293,19 +301,21 @@ need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<regis
 push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGISTRY=ghcr.io/<owner>/dlbench FLAVOR=gpu
 # results/images/<flavor>.txt: one line per image pushed, "<tag reference> <digest reference>", the digest the push
 # itself printed (so neither another repository's digest of the image nor Docker's short form of a Docker Hub name):
-# make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests).
+# make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests). Written to .part and moved into place
+# once every image is pushed: a failed push (an image not built) emptied the last good push's list.
 	$(need_registry)
 	@mkdir -p $(RESULTS_DIR)/images
 # An image built from other inputs than this tree's (built, then bench/ or a lock edited) is not pushed under this
 # tree's tag: whoever pulls it would run other code than the tag says.
-	@set -eo pipefail; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
+	@set -eo pipefail; list=$(RESULTS_DIR)/images/$(FLAVOR).txt; trap 'rm -f "$$list.part"' EXIT; \
+	$(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
 	  $(DOCKER) tag dlbench/$$i:$$v $$ref; built=$(call inputs_label,$$ref) || built=; \
 	  [ "$$built" = "$${ref##*:}" ] || { $(DOCKER) rmi $$ref >/dev/null || :; echo "push: dlbench/$$i:$$v was built from \
 	other inputs ($${built:-no $(INPUTS_LABEL) label}) than this tree's ($${ref##*:}): make build first" >&2; exit 1; }; \
 	  digest=$$($(DOCKER) push $$ref | sed -n 's/.*digest: \(sha256:[0-9a-f]*\).*/\1/p' | tail -n 1); \
 	  test -n "$$digest" || { echo "push: $$ref pushed, but the push printed no digest" >&2; exit 1; }; \
 	  echo "$$ref $${ref%:*}@$$digest"; \
-	done | tee $(RESULTS_DIR)/images/$(FLAVOR).txt
+	done | tee "$$list.part"; mv "$$list.part" "$$list"
 
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
 	@$(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \

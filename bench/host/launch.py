@@ -92,6 +92,20 @@ def idle_temperature(ask: Callable[[list[str]], str | None] = _ask) -> float | N
         return None
 
 
+def call(cmd: list[str]) -> int:
+    """Run ``cmd``; return its exit status. On Ctrl-C (SIGINT to the terminal's whole foreground group, the child
+    included) wait for the child to end before ``KeyboardInterrupt`` goes on: ``make bench-<stack>`` waits for compose,
+    which stops the container, whose ``bench`` writes the interrupted cell's record. ``subprocess.call`` killed the
+    child (SIGKILL) 0.25 s after the signal, so the prompt came back while the container was still stopping, and a
+    rerun could start beside it. A second Ctrl-C stops the wait."""
+    child = subprocess.Popen(cmd)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        child.wait()
+        raise
+
+
 @dataclass
 class Compose:
     """``make bench-<stack> ROUND=<r>`` per step on this host (the Makefile's compose run of one stack), printing
@@ -100,7 +114,7 @@ class Compose:
     set as ``IDLE_TEMP_C`` in the environment), passed to every step as ``IDLE_TEMP_C``."""
 
     make: str = "make"
-    run: Callable[[list[str]], int] = lambda cmd: subprocess.call(cmd)
+    run: Callable[[list[str]], int] = call
     idle_c: float | None = None
     read_idle: Callable[[], float | None] = idle_temperature
 
@@ -154,8 +168,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    """``launch compose``: exit 1 when a stack failed, 2 for a plan that cannot be (``plan``); ``--dry-run``: the
-    rounds' orders, nothing run."""
+    """``launch compose``: exit 1 when a stack failed, 2 for a plan that cannot be (``plan``), 130 on Ctrl-C (one
+    line, once the running stack has stopped); ``--dry-run``: the rounds' orders, nothing run."""
     try:
         steps = plan(args.stacks.split(), args.rounds, args.seed, args.order)
     except ValueError as e:
@@ -165,7 +179,12 @@ def main(args: argparse.Namespace) -> int:
         for step in steps[::len(stacks)]:
             print(f"round {step.round} of {step.rounds}: {' '.join(step.order)}")
         return 0
-    failed = Compose(args.make).launch(steps, stacks)
+    try:
+        failed = Compose(args.make).launch(steps, stacks)
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C): the records written so far are kept, the interrupted cell's as a timeout; the "
+              "same make command resumes (cells already ok are skipped)", file=sys.stderr)
+        return 130
     if failed:
         print(f"not all cells succeeded in: {' '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

@@ -224,6 +224,21 @@ def test_make_push_lists_the_digest_its_push_printed_under_the_name_it_was_given
     assert p.returncode != 0 and "pushed, but the push printed no digest" in p.stderr
 
 
+def test_a_failed_push_keeps_the_last_good_pushs_digest_list(tmp_path):
+    """``make push`` wrote its list through ``tee``, which emptied it before the first image: a push that then failed
+    (an image not built) left an empty list, and ``make cloud-k8s`` pulled by tag, its records' digest null."""
+    fake, _ = fake_docker(tmp_path)
+    assert make("push", "REGISTRY=ghcr.io/o/dlbench", "FLAVOR=cpu", "PUSH_STACKS=pytorch", f"DOCKER={fake}",
+                f"RESULTS_DIR={tmp_path}").returncode == 0
+    listed = tmp_path / "images" / "cpu.txt"
+    good = listed.read_text()
+    fake.write_text(fake.read_text().replace('case "$1" in', 'case "$1" in\n  tag) exit 1;;'))  # not built
+    p = make("push", "REGISTRY=ghcr.io/o/dlbench", "FLAVOR=cpu", "PUSH_STACKS=pytorch", f"DOCKER={fake}",
+             f"RESULTS_DIR={tmp_path}")
+    assert p.returncode != 0 and listed.read_text() == good and good.strip()
+    assert sorted(f.name for f in listed.parent.iterdir()) == ["cpu.txt"]  # no part-written list left behind
+
+
 def test_images_pulls_what_the_registry_has_and_builds_the_rest(tmp_path):
     fake, log = fake_docker(tmp_path, pullable=("keras3-jax", "collector"))
     p = make("images", "REGISTRY=reg/x", "STACKS=keras3-jax pytorch", "FLAVOR=cpu", "DEVICE=cpu",

@@ -57,6 +57,23 @@ def test_a_stacks_run_alone_takes_an_order_it_does_not_use():
     assert p.returncode == 0 and "bench run --stack jax" in p.stdout, p.stderr
 
 
+@pytest.mark.parametrize("goal", ["check-request", "selftest", "fidelity", "bench-pytorch"])
+def test_device_gpu_without_a_gpu_is_refused_by_the_check_too(goal):
+    """``make check-request DEVICE=gpu`` passed on a host without a GPU (exit 0) although ``make bench-all`` refuses it;
+    ``selftest`` and ``fidelity`` went on to fail in every container."""
+    refused(make("-n", goal, "DEVICE=gpu", "HAS_GPU="), "DEVICE=gpu but nvidia-smi finds no NVIDIA GPU on this host")
+
+
+@pytest.mark.parametrize("goal", ["bench-pytroch", "build-keras3-jaxx", "doctor-pytroch", "selftest-pytroch",
+                                  "fidelity-pytroch"])
+@pytest.mark.parametrize("flavor", ["cpu", "gpu"])
+def test_a_typo_in_a_stack_target_is_an_unknown_stack(goal, flavor):
+    """A stack named by its target was not checked: on a CPU host ``make bench-pytroch`` said "pytroch: gpu image only
+    ... add FLAVOR=gpu", and with FLAVOR=gpu compose got an empty service and took ``bench`` for it."""
+    refused(make("-n", goal, "DEVICE=cpu", f"FLAVOR={flavor}"), "unknown stack(s) pytroch" if "pytroch" in goal
+            else "unknown stack(s) keras3-jaxx")
+
+
 @pytest.mark.parametrize("goals", [["bench-all"], ["preflight", "bench-all"], ["build-collector", "bench-all"]])
 def test_bad_input_stops_make_j2_before_anything_starts(tmp_path, goals):
     """Under ``-j`` make may start bench-all's prerequisites in any order: the check ran as the recipe of one of

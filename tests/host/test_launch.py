@@ -1,6 +1,11 @@
 """The one host-side loop of rounds x stacks (bench.host.launch) and its launchers: compose runs it on this host,
 the Kubernetes Job writes it as init containers, in the same order with the same round arguments."""
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -47,6 +52,42 @@ def test_compose_runs_each_step_through_make_and_goes_on_past_a_failed_stack(cap
     assert [c[2:] for c in ran] == [[f"bench-{s.stack}", f"ROUND={s.round}"] for s in launch.plan(STACKS, 2, 1)]
     assert failed == ["keras3-jax(round 1)", "keras3-jax(round 2)"]
     assert capsys.readouterr().out.count("== round") == 2
+
+
+#: A stand-in for ``make bench-<stack>``: on SIGINT it takes a second to clean up (compose stopping the container),
+#: then leaves a mark and exits 130; argv[1] is the folder of its marks.
+SLOW_TO_STOP = """
+import pathlib, signal, sys, time
+marks = pathlib.Path(sys.argv[1])
+def stop(*_):
+    time.sleep(1.0)
+    (marks / "stopped").write_text("")
+    sys.exit(130)
+signal.signal(signal.SIGINT, stop)
+(marks / "started").write_text("")
+time.sleep(60)
+"""
+
+
+def test_ctrl_c_waits_for_the_running_stack_and_says_so_in_one_line(tmp_path):
+    """Ctrl-C during ``make bench-all`` (SIGINT to the whole foreground group) printed the launcher's traceback and
+    killed the running ``make bench-<stack>`` 0.25 s after the signal, so the prompt came back while compose was
+    still stopping the container. Now the launcher waits for it, prints one line and exits 130."""
+    make = tmp_path / "make"
+    make.write_text(f"#!/bin/sh\nexec {sys.executable} -c '{SLOW_TO_STOP}' {tmp_path}\n")
+    make.chmod(0o755)
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "bench.host", "launch", "compose", "--stacks", "pytorch jax", "--rounds", "1",
+         "--make", str(make)], cwd=ROOT, env={**os.environ, "IDLE_TEMP_C": "40"}, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(launcher.pid, signal.SIGINT)  # the terminal's Ctrl-C: the launcher and its child alike
+    err = launcher.communicate(timeout=30)[1]
+    assert launcher.returncode == 130 and "Traceback" not in err, err
+    assert err.strip().startswith("interrupted (Ctrl-C)") and len(err.strip().splitlines()) == 1, err
+    assert (tmp_path / "stopped").exists()  # the stack's make ended its cleanup before the launcher returned
 
 
 def test_the_kubernetes_job_runs_the_same_plan_as_compose():

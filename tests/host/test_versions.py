@@ -151,6 +151,22 @@ def test_a_failed_lock_leaves_nothing_behind_and_says_so_in_one_line(tmp_path, f
     assert json.loads((root / "bench/core/derived_stacks.json").read_text()) == []
 
 
+def test_no_uv_is_one_line_naming_it_and_nothing_is_kept(tmp_path, monkeypatch, capfd):
+    """Without uv, ``make version-stack`` printed "uv: command not found" for the first lock, and with
+    PYTHONUNBUFFERED=1 often a BrokenPipeError traceback from the list of images still being piped in."""
+    root = fake_tree(tmp_path)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool in ("python3", "bash", "dirname"):
+        (bin_ / tool).symlink_to(shutil.which(tool) if tool != "python3" else sys.executable)
+    monkeypatch.setenv("PATH", str(bin_))
+    with pytest.raises(versions.LockError):
+        versions.add("keras3-jax", ["keras==3.14.1"], root)
+    err = capfd.readouterr().err
+    assert "images/lock.sh: uv is not installed (pip install uv)" in err and "Traceback" not in err, err
+    assert not (root / "images/keras3-jax--keras-3.14.1").exists()
+
+
 @pytest.mark.parametrize("argv, message", [
     (["add", "--base", "nope", "--pins", "keras==3.14.1"], "unknown base stack 'nope'"),
     (["add", "--base", "keras3-jax", "--pins", "keras==3.15.1"], "keras==3.15.1 is what keras3-jax's cpu lock has"),

@@ -198,3 +198,21 @@ def test_the_gpu_window_page_says_how_many_examples_babi_rnn_trains_on():
     assert said, "gpu-window.md says what babi_rnn trains on"
     assert {(int(a.replace(",", "")), int(b.replace(",", ""))) for a, b in said} == {(trained, total)}
     assert all(int(n.replace(",", "")) == trained for n in re.findall(r"`babi_rnn`'s whole ([\d,]+)", text))
+
+
+def test_what_a_local_run_writes_under_results_is_ignored_and_the_committed_folders_are_not():
+    """results/README.md: a local run's outputs are ignored by git, committed results live in their own folders. The
+    report (``make report``, after every ``make collect``), its plots, ``make selftest``'s records and ``make
+    cloud-collect``'s copy were not ignored: a first ``make bench-all`` left ``git status`` showing results/report.md
+    and results/plots/ as new files."""
+    import subprocess
+
+    local = ["results/report.md", "results/plots/classic-smoke-cpu/keras_overhead_ratio.png",
+             "results/selftest/pytorch-cpu.json", "results/cloud/run1/pytorch/x.json", "results/runs/r/pytorch/x.json",
+             "results/classic-smoke-cpu.csv", "results/history.sqlite", "results/site/index.html",
+             "results/doctor/host.json", "results/images/gpu.txt"]
+    committed = ["results/cpu-smoke/report.md", "results/cpu-smoke/plots/classic-smoke-cpu/keras_overhead_ratio.png",
+                 "results/fidelity/pytorch-cpu.json", "results/README.md"]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *local, *committed], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()
+    assert sorted(ignored) == sorted(local)
