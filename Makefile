@@ -174,7 +174,7 @@ build-%: ## Build one image: build-<stack> or build-collector
 # of new Docker 29 installs, also lists one for an image built here), else its local image ID, as a shell substitution
 # for a recipe: its records' env.image_digest. And its local image ID alone, which tagging and pushing leave as it is (make push
 # fills RepoDigests of an unchanged image): its records' env.image_id, and part of the key of the GEMM peak measured
-# in it (bench.run.probe.image_identity). Both go to the container wherever it runs a cell or the doctor.
+# in it (bench.run.peaks.image_identity). Both go to the container wherever it runs a cell or the doctor.
 image_digest = $$($(DOCKER) image inspect --format '{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}' \
   dlbench/$(1):$(FLAVOR) 2>/dev/null)
 image_id = $$($(DOCKER) image inspect --format '{{.Id}}' dlbench/$(1):$(FLAVOR) 2>/dev/null)

@@ -1,5 +1,5 @@
 """``bench run``, ``sweep``, ``fidelity``, ``doctor`` and ``selftest``: parse, call the one function that runs it
-(``bench.run.session``, ``bench.run.probe``, ``bench.run.selftest``), exit with its code."""
+(``bench.run.session``, ``bench.run.probe``, ``bench.run.peaks``, ``bench.run.selftest``), exit with its code."""
 
 from __future__ import annotations
 
@@ -96,12 +96,12 @@ def fidelity_cmd(stack_id: str, workload: str, size: Size, device: Device, epoch
 def doctor_cmd(stack_id: str, device: Device, out_file: Path | None) -> None:
     """Preflight inside an image: the framework sees the GPU and runs a matmul; measured GEMM TFLOP/s."""
     from bench.core.checks import table
-    from bench.run import probe
+    from bench.run import peaks, probe
 
     if stack_id not in STACKS:
         fail(f"unknown stack {stack_id!r}; known: {', '.join(STACKS)}")
     writable_file(out_file, "'--out'")
-    write = probe.peak_writer(out_file) if out_file else None  # each mode saved once measured: a signal loses none
+    write = peaks.peak_writer(out_file) if out_file else None  # each mode saved once measured: a signal loses none
     checks, extra = probe.image_checks(stack_id, device, progress=write)
     click.echo(table(checks))
     if write:

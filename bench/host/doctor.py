@@ -12,7 +12,7 @@ Two parts:
 - ``image`` (``bench doctor`` inside each container, run by ``make doctor``): the framework sees the GPU and
   runs a matmul on it, and the GEMM throughput it achieves in bf16 and fp32/TF32 (the "measured peak", as
   mamf-finder measures it), kept beside the datasheet peak and keyed by the GPU's NVML name and UUID, which
-  a record's ``env.gpu`` is matched against (``bench.run.probe``).
+  a record's ``env.gpu`` is matched against (``bench.run.probe``, ``bench.run.peaks``).
 
 Each check is ``ok`` (✓), ``fail`` (✗: a GPU run would be wrong or would not start), ``warn`` (!: numbers
 are valid but less comparable; the fix says how) or ``info`` (·). Results are printed as a table and saved

@@ -1,5 +1,6 @@
-"""The child process of ``bench.run.probe``: what runs in a fresh process with a cell's environment, so that the
-parent (the runner, the doctor) imports no framework. Two commands, each printing one line the parent parses:
+"""The child process of ``bench.run.probe`` and ``bench.run.peaks``: what runs in a fresh process with a cell's
+environment, so that the parent (the runner, the doctor) imports no framework. Two commands, each printing one line
+the parent parses:
 
     python -m bench.run.gpucheck probe BACKEND
         ``IMPORTED`` once the framework imports, then ``PROBE{"gpus": [...], "warnings": [...]}``: the GPUs it

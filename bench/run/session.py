@@ -20,7 +20,7 @@ from bench.core.request import Request
 from bench.core.stacks import DEFAULT_STACKS, STACKS, get_stack
 from bench.core.words import Device, RunDevice, Size
 from bench.run import plan as planning
-from bench.run.probe import results_root
+from bench.run.peaks import results_root
 
 if TYPE_CHECKING:
     from bench.instruments.gpu_state import Cooldown

@@ -165,7 +165,7 @@ def add_env(rec: Record, cell: Cell) -> None:
 
 
 def _gpu(rec: Record) -> dict[str, Any] | None:
-    """The record's ``env.gpu`` as its JSON (what ``bench.run.probe.measured_peak`` matches), None without one."""
+    """The record's ``env.gpu`` as its JSON (what ``bench.run.peaks.measured_peak`` matches), None without one."""
     return None if rec.env is None or rec.env.gpu is None else rec.env.gpu.model_dump(exclude_unset=True)
 
 
@@ -193,11 +193,11 @@ def add_mfu(rec: Record) -> None:
 def measured_peak_in_effect(rec: Record, precision: str, tf32_mm: bool, tf32_conv: bool,
                             share: float | None) -> tuple[float | None, str]:
     """The GEMM FLOP/s ``make doctor`` measured in this image on this record's GPU under its driver, image and
-    libraries (``bench.run.probe.measured_peak``, ``software_identity`` of ``env``) for the math in effect: the
+    libraries (``bench.run.peaks.measured_peak``, ``software_identity`` of ``env``) for the math in effect: the
     matmul mode's, or where matmuls and convolutions ran in different modes, the two combined by the cell's
     convolution share of FLOPs (``flops.combined_peak``; a convolution is taken to reach what a GEMM of its math
     mode reaches). (None, why) when a measurement or the share is missing."""
-    from bench.run.probe import measured_peak, results_root, software_identity
+    from bench.run.peaks import measured_peak, results_root, software_identity
 
     results = results_root()
     stack, flavor, gpu = rec.stack, os.environ.get("BENCH_FLAVOR", rec.device), _gpu(rec)

@@ -1,5 +1,5 @@
-"""A GPU host for the measured GEMM peak's tests (``bench.run.probe``): fake NVML, installed versions, image ID and
-digest, and GEMM subprocess (tests/run/test_probe.py, tests/run/test_probe_signal.py)."""
+"""A GPU host for the measured GEMM peak's tests (``bench.run.peaks``, ``bench.run.probe``): fake NVML, installed
+versions, image ID and digest, and GEMM subprocess (tests/run/test_probe.py, tests/run/test_probe_signal.py)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from bench.core.checks import Check
 from bench.core.stacks import TF_FATBIN_ARCHS
 from bench.host import doctor
 from bench.host.__main__ import main as host_cli
-from bench.run import probe
+from bench.run import peaks, probe
 from tests.conftest import has
 
 FAKE_NVIDIA_SMI = """#!/bin/sh
@@ -273,7 +273,7 @@ def test_image_checks_without_a_gpu():
 def test_gemm_measurement_runs_in_a_cell_like_process():
     """The measurement path itself, on the CPU with torch: a positive TFLOP/s from a fresh process."""
     pytest.importorskip("torch")
-    value, why = probe.measure_gemm("pytorch", "float32", False, device="cpu", n=128)
+    value, why = peaks.measure_gemm("pytorch", "float32", False, device="cpu", n=128)
     assert why == "" and value and value > 0
 
 
@@ -467,7 +467,7 @@ def test_a_doctor_file_with_a_failed_mode_is_not_this_gpus_measurement(tmp_path)
     probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: {"available": True, **gpu})
     line = probe.ensure_measured_peak("pytorch", tmp_path, "gpu", checks, lambda: {"available": True, **gpu})
     assert len(calls) == 2 and "already" not in line
-    assert probe.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] == 610.0e12
+    assert peaks.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] == 610.0e12
 
 
 def test_a_failed_gemm_mode_is_measured_again_on_the_next_run(tmp_path, monkeypatch):
@@ -494,13 +494,13 @@ def test_a_failed_gemm_mode_is_measured_again_on_the_next_run(tmp_path, monkeypa
     probe.ensure_measured_peak("pytorch", tmp_path, "gpu")
     saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
     assert saved["measured_tflops"] == {"bf16": None, "fp32": 50.0, "tf32": 400.0}
-    assert probe.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] is None
+    assert peaks.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] is None
     tries.clear()
     line = probe.ensure_measured_peak("pytorch", tmp_path, "gpu")
     assert "already" not in line and tries == [("bfloat16", False)]  # fp32 / tf32 kept, not re-run
     saved = json.loads((tmp_path / "doctor" / "pytorch-gpu.json").read_text())
     assert saved["measured_tflops"] == {"bf16": 610.0, "fp32": 50.0, "tf32": 400.0}
-    assert probe.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] == 610.0e12
+    assert peaks.measured_peak(tmp_path, "pytorch", "gpu", gpu, "bfloat16", False)[0] == 610.0e12
     tries.clear()
     assert "already" in probe.ensure_measured_peak("pytorch", tmp_path, "gpu") and tries == []
 

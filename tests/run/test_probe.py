@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.instruments import environment
-from bench.run import probe
+from bench.run import peaks, probe
 from tests.helpers.gpu_host import DRIVER, PACKAGES, FakeHost
 
 
@@ -28,11 +28,11 @@ def host(monkeypatch, tmp_path):
 
 
 def test_the_key_holds_the_driver_the_image_and_the_gemm_libraries_only():
-    key = probe.software_identity(DRIVER, "sha256:one", PACKAGES)
+    key = peaks.software_identity(DRIVER, "sha256:one", PACKAGES)
     assert key == {"image": "sha256:one", "driver": DRIVER,
                    "packages": {"nvidia-cublas": "13.0.2.14", "torch": "2.13.0", "triton": "3.5.0"}}
-    assert probe.same_software(key, key) == (True, "")
-    ok, why = probe.same_software(key, None)  # a file saved before the key existed
+    assert peaks.same_software(key, key) == (True, "")
+    ok, why = peaks.same_software(key, None)  # a file saved before the key existed
     assert not ok and "before" in why
 
 
@@ -40,7 +40,7 @@ def test_a_peak_measured_under_this_driver_and_image_is_used(host):
     line = host.ensure()
     assert "measured the GEMM peak" in line and len(host.calls) == 3
     saved = json.loads((host.results / "doctor" / "pytorch-gpu.json").read_text())
-    assert saved["software"] == probe.software_identity(DRIVER, "sha256:one", PACKAGES)
+    assert saved["software"] == peaks.software_identity(DRIVER, "sha256:one", PACKAGES)
     m = host.record_mfu()
     assert m["mfu_measured"] == pytest.approx(0.5) and "bf16" in m["measured_peak_source"]
     assert "already" in host.ensure() and host.calls == []  # the same GPU, driver and image: kept
@@ -83,12 +83,12 @@ def test_without_an_image_id_the_digest_is_the_key_as_before(host):
     """A container started without BENCH_IMAGE_ID (a Makefile before it passed one) is keyed by its digest; a doctor
     file of the previous key (``image_digest``) is read as such."""
     host.image(None, digest="sha256:one")
-    key = probe.current_software({"driver": DRIVER})
+    key = peaks.current_software({"driver": DRIVER})
     assert key["image"] == "sha256:one"
     old = {**key, "image_digest": key["image"]}
     del old["image"]
-    assert probe.same_software(key, old) == (True, "")
-    assert probe.same_software({**key, "image": "sha256:two"}, old) == (False, "image sha256:one, not sha256:two")
+    assert peaks.same_software(key, old) == (True, "")
+    assert peaks.same_software({**key, "image": "sha256:two"}, old) == (False, "image sha256:one, not sha256:two")
 
 
 def test_without_a_digest_the_framework_and_cuda_library_versions_decide(host):
@@ -156,10 +156,10 @@ def test_the_versions_key_holds_every_installed_gpu_runtime_distribution(monkeyp
                         "jax-cuda13-pjrt": "0.10.2", "nvidia-cublas-cu12": "12.9.1.4",
                         "nvidia-cuda-nvcc-cu12": "12.9.86", "nvidia-ml-py": "13.580.82",
                         "nvidia-nvjitlink-cu12": "12.9.86"}
-    key = probe.software_identity(DRIVER, None, versions)["packages"]
+    key = peaks.software_identity(DRIVER, None, versions)["packages"]
     assert key == {k: v for k, v in versions.items() if k not in ("numpy", "nvidia-ml-py")}
-    newer = probe.software_identity(DRIVER, None, {**versions, "nvidia-cuda-nvcc-cu12": "12.9.90"})
-    assert probe.same_software(newer, probe.software_identity(DRIVER, None, versions)) == (
+    newer = peaks.software_identity(DRIVER, None, {**versions, "nvidia-cuda-nvcc-cu12": "12.9.90"})
+    assert peaks.same_software(newer, peaks.software_identity(DRIVER, None, versions)) == (
         False, "nvidia-cuda-nvcc-cu12 12.9.86, not 12.9.90")
 
 

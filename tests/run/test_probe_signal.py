@@ -1,5 +1,5 @@
 """The measured GEMM peak survives a signal: each mode is saved in ``results/doctor/<stack>-<flavor>.json`` as soon as
-it is measured (``bench.run.probe.peak_writer``), by ``bench run``'s ``ensure_measured_peak`` and by ``bench doctor
+it is measured (``bench.run.peaks.peak_writer``), by ``bench run``'s ``ensure_measured_peak`` and by ``bench doctor
 --out``, so a SIGTERM or SIGINT (``docker compose`` stop, Ctrl-C, an eviction, a timeout) between two modes loses none
 measured before it, and the next run measures only the rest. The file is whole and true at every moment: its modes
 were each measured on its GPU under its software, or are absent. Fakes: NVML, the installed versions, the image ID and
@@ -16,7 +16,7 @@ import pytest
 
 from bench import cli
 from bench.core import interrupt
-from bench.run import probe
+from bench.run import peaks, probe
 from tests.helpers.gpu_host import FakeHost
 
 
@@ -48,7 +48,7 @@ def test_a_signal_after_two_modes_keeps_them_and_the_next_run_measures_only_the_
     file = saved(host)
     assert file["measured_tflops"] == {"bf16": 700.0, "fp32": 50.0}  # tf32 absent, not null
     assert [c["name"] for c in file["checks"]] == ["pytorch: GPU", "pytorch: GEMM bf16", "pytorch: GEMM fp32"]
-    assert file["software"] == probe.current_software({"driver": host.driver})
+    assert file["software"] == peaks.current_software({"driver": host.driver})
     assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)  # the bf16 peak is usable at once
     monkeypatch.setattr(probe, "measure_gemm", host.measure)
     line = host.ensure()
@@ -78,7 +78,7 @@ def test_a_reader_sees_a_whole_file_of_one_gpu_and_software_at_every_moment(host
 
 def test_a_signal_while_a_mode_is_saved_is_held_until_the_file_is_whole(host, monkeypatch):
     """SIGTERM arriving inside the write: the file gets the mode just measured, then the signal stops the run."""
-    write = probe.save
+    write = peaks.save
     first = []
 
     def save_with_signal(*args, **kwargs):
@@ -87,7 +87,7 @@ def test_a_signal_while_a_mode_is_saved_is_held_until_the_file_is_whole(host, mo
             os.kill(os.getpid(), signal.SIGTERM)
         write(*args, **kwargs)
 
-    monkeypatch.setattr(probe, "save", save_with_signal)
+    monkeypatch.setattr(peaks, "save", save_with_signal)
     with interrupt.handling(), pytest.raises(interrupt.Interrupted):
         host.ensure()
     assert host.calls == [("bfloat16", False)] and saved(host)["measured_tflops"] == {"bf16": 700.0}
@@ -123,7 +123,7 @@ def test_a_failed_gpu_probe_keeps_the_peak_measured_before(host, monkeypatch):
     file = saved(host)
     assert [c["state"] for c in file["checks"]] == ["fail"] and "no CUDA-capable" in file["checks"][0]["value"]
     assert file["measured_tflops"] == {"bf16": 700.0, "fp32": 50.0, "tf32": None}
-    assert file["software"] == probe.current_software({"driver": host.driver})
+    assert file["software"] == peaks.current_software({"driver": host.driver})
     assert host.record_mfu()["mfu_measured"] == pytest.approx(0.5)  # still matched to the records of this GPU
     # the framework did not reach the GPU this time: a run must probe it again, not take the old file's word
     assert "framework_gpu" not in file and probe.recorded_gpus("pytorch", host.results, "gpu")[0] is None

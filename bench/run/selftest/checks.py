@@ -22,7 +22,7 @@ from bench.run.selftest import independent as ind
 class Load:
     """Sizes of the self-test's loads on one device kind (sized for <= 5 min per image on an A100/H100).
 
-    ``gemm_n`` / ``gemm_reps``: the GEMM peak (the probe's ``GEMM_N``, 30 calls, on a GPU); ``step_n`` /
+    ``gemm_n`` / ``gemm_reps``: the GEMM peak (``bench.run.peaks.GEMM_N``, 30 calls, on a GPU); ``step_n`` /
     ``steps``: the bf16 GEMM step of the barrier and MFU checks; ``math_n``: the float32 matmul of the math-mode
     check; ``energy_s``: the steady load of the energy check (s), after ``warm_s`` of the same load (the GPU's power
     settled before the window opens); ``alloc_bytes``: the memory check's allocation; ``repeats``: GEMM rate
@@ -59,7 +59,7 @@ ENERGY_TOL = 0.10
 WINDOW_TOL = 0.01
 #: the framework's peak bytes vs NVML's used-memory delta (allocator granularity, rounding)
 MEMORY_TOL = 0.10
-#: GEMM precisions of the peak check by TF32 setting: the probe's GEMM_MODES (bf16 and fp32 with TF32 off)
+#: GEMM precisions of the peak check by TF32 setting: bench.run.peaks.GEMM_MODES (bf16 and fp32 with TF32 off)
 GEMM_BY_SETTING = {"on": (("tf32", "float32"),), "off": (("bf16", "bfloat16"), ("fp32", "float32")),
                    "default": ()}
 
