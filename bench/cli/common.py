@@ -56,6 +56,21 @@ def output_folder(folder: Path, option: str) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def output_file(file: Path | None, option: str) -> Iterator[Path | None]:
+    """``output_folder`` on the folder ``file`` goes into (nothing to check when None): a command refused before it
+    writes ``file`` (a source that is no bench CSV, an empty run) leaves none of the folders the check made.
+
+    Raises:
+        click.BadParameter: as ``writable_folder``; and whatever the body raises.
+    """
+    if file is None:
+        yield None
+        return
+    with output_folder(file.parent, option):
+        yield file
+
+
 def writable_file(file: Path | None, option: str) -> Path | None:
     """``file`` (None: none given) once the folder it goes into passes ``writable_folder``.
 
