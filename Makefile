@@ -191,6 +191,14 @@ drop_refs = $(if $(2),$(call drop_refs,$(subst $(firstword $(2)),,$(1)),$(wordli
 $(foreach v,$(knobs),$(if $(and $(call user_set,$(v)),$(call stray_dollar,$(v))),$(error $(v): a lone '$$' in \
   '$(value $(v))': make reads $$<letter> as its own variable (here it gives '$($(v))'); write $$$$ for a '$$' itself)))
 
+# RESULTS_DIR goes unquoted into recipes: empty, the preflight wrote its record to /doctor/host.json (and the
+# containers' results went to ./results); with a space, the preflight's --out split in two (after `make -j` had
+# started the builds) and mkdir made two folders.
+ifneq ($(call user_set,RESULTS_DIR),)
+  $(if $(or $(filter-out 1,$(words $(RESULTS_DIR))),$(findstring ',$(RESULTS_DIR)),$(findstring ",$(RESULTS_DIR))), \
+    $(error RESULTS_DIR must be one folder path, without spaces or quotes (got '$(RESULTS_DIR)')))
+endif
+
 # The inputs are checked as make reads this file, before any target starts, so a bad one stops make bench-all before
 # its preflight or any build whatever order -j runs its prerequisites in, and make bench-<stack> before its container.
 ifneq ($(filter check-request bench-%,$(MAKECMDGOALS)),)

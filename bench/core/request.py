@@ -19,6 +19,7 @@ The ``request`` command is defined in ``bench.host.request`` and run by the host
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
@@ -69,6 +70,14 @@ def check_knob(assignment: str) -> None:
     from bench.core.knobs import parse_assignment  # imported when a knob is checked: the request module stays small
 
     parse_assignment(assignment)
+
+
+def check_sync(text: str) -> None:
+    """Raise ValueError when ``text`` is no timing cadence (``bench.core.cadence.Cadence.parse``: ``epoch``, ``step``,
+    ``every:N``), as ``bench run --sync`` refuses it."""
+    from bench.core.cadence import Cadence  # standard library only, imported when a cadence is checked
+
+    Cadence.parse(text)
 
 
 def check_suite(name: str) -> None:
@@ -196,7 +205,7 @@ class Request:
         None, "classic and tuning suites: timing cadence, a device barrier and clock read at epoch edges only "
               "('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper suite always "
               "times steps]. A cadence other than epoch adds 'sync-<cadence>' to the variant.",
-        env="BENCH_SYNC", make="SYNC", commands=(RUN,))
+        env="BENCH_SYNC", make="SYNC", commands=(RUN,), check=check_sync)
     no_augment: bool = option(
         False, "classic suite: train on the stored images, without the source's real-time augmentation "
                "(cifar10_cnn's shifts and flips): the knob augment=false, variant 'augment=false'.",
@@ -348,9 +357,9 @@ def run_args(values: dict[str, str], device: RunDevice | None = None, suite: str
 
 def _check(f: Field, var: str, value: str) -> None:
     """Raise ValueError, naming the Makefile variable ``var``, when ``value`` is not what ``bench run``'s option
-    takes: none of ``f``'s ``choices``, not a number of its ``kind`` (``int``, ``float``) or below its ``minimum``
-    (as click's ``Choice`` and ``IntRange``/``FloatRange`` would refuse it in the image), or refused by its
-    ``check``."""
+    takes: none of ``f``'s ``choices``, not a finite number of its ``kind`` (``int``, ``float``) or below its
+    ``minimum`` (as click's ``Choice``, ``IntRange`` and ``bench.cli.common.FiniteFloat`` would refuse it in the
+    image), or refused by its ``check``."""
     meta = f.metadata
     if meta["choices"] and value not in meta["choices"]:
         raise ValueError(f"{var}: {value!r} is none of {', '.join(meta['choices'])}")
@@ -360,6 +369,8 @@ def _check(f: Field, var: str, value: str) -> None:
         except ValueError:
             raise ValueError(f"{var}: {value!r} is not {'an integer' if meta['kind'] == 'int' else 'a number'}") \
                 from None
+        if not math.isfinite(number):
+            raise ValueError(f"{var}: {value!r} is not a finite number")
         low = meta["minimum"]
         if low is not None and (number <= low if meta["open_min"] else number < low):
             raise ValueError(f"{var}: {value} is not {'above' if meta['open_min'] else 'at least'} {low:g}")

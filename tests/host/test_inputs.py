@@ -321,3 +321,28 @@ def test_imagetag_refuses_a_flavor_the_image_has_not_as_bad_input(image, flavor,
                        timeout=60)
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and not p.stdout
+
+
+@pytest.mark.parametrize("pair, says", [("SYNC=bogus", "SYNC: sync='bogus' is not valid; expected 'epoch'"),
+                                        ("SYNC=every:0", "SYNC: sync='every:0' is not valid"),
+                                        ("TIMEOUT=nan", "TIMEOUT: 'nan' is not a finite number"),
+                                        ("TIMEOUT=inf", "TIMEOUT: 'inf' is not a finite number")])
+def test_a_cadence_or_a_number_bench_run_would_refuse_stops_make_first(pair, says):
+    """SYNC had no host check (bench run refused a bad one in every stack's container, after the builds), and a
+    float input took nan and inf, as click's FloatRange did in the image: TIMEOUT=nan cut every cell at once and
+    recorded it as a timeout."""
+    refused(make("-n", "bench-all", "DEVICE=cpu", pair), says)
+
+
+def test_bench_run_refuses_a_number_that_is_not_finite(tmp_path):
+    assert "Invalid value for '--timeout': 'nan' is not a finite number." in cpu_run_refused(tmp_path, "--timeout",
+                                                                                             "nan")
+
+
+@pytest.mark.parametrize("folder", ["", "my results", "it's", 'a"b'])
+def test_a_results_dir_that_is_not_one_path_is_refused_first(folder):
+    """RESULTS_DIR goes unquoted into the recipes: empty, the preflight wrote /doctor/host.json at the file system's
+    root; with a space the preflight's --out split in two, after make -j had started the builds."""
+    for goal in ("bench-all", "preflight", "collect"):
+        refused(make("-n", goal, "DEVICE=cpu", f"RESULTS_DIR={folder}"),
+                f"RESULTS_DIR must be one folder path, without spaces or quotes (got '{folder}')")
