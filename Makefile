@@ -237,7 +237,7 @@ preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): b
 	@$(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json
 
 doctor: ## Host checks, then each built image's (GPU seen, a matmul, GEMM TFLOP/s): table + results/doctor/*.json
-	@status=0; $(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json || status=1; \
+	@status=0; $(MAKE) --no-print-directory preflight || status=1; \
 	for s in $(STACKS); do $(MAKE) --no-print-directory doctor-$$s || status=1; done; exit $$status
 
 doctor-%:
@@ -347,11 +347,15 @@ cloud-k8s: ## A Kubernetes Job (no SkyPilot) on the images make push pushed: mak
 	  --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)" \
 	  $(if $(wildcard $(RESULTS_DIR)/images/gpu.txt),--digests $(RESULTS_DIR)/images/gpu.txt)
 
+# the run's name: FROM's last part, a trailing / dropped (FROM=s3://b/run/ collected into results/cloud/ itself and
+# wrote results/.csv); the report runs on a line of its own, as make -n runs a line naming $(MAKE) (the collector too)
+FROM_RUN = $(notdir $(patsubst %/,%,$(FROM)))
 cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<CLOUD_RUN> (gs://, or a folder); CSV + report
-	@test -n "$(FROM)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }
-	$(HOST_CLI) cloud collect --source "$(FROM)" --dest "$(RESULTS_DIR)/cloud/$(notdir $(FROM))" $(if $(DRY_RUN),--dry-run)
+	@test -n "$(FROM_RUN)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }
+	$(HOST_CLI) cloud collect --source "$(FROM)" --dest "$(RESULTS_DIR)/cloud/$(FROM_RUN)" $(if $(DRY_RUN),--dry-run)
 	$(if $(DRY_RUN),@echo "(dry run: collect and report skipped)",$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
-	  bench collect /results/cloud/$(notdir $(FROM)) -o /results/$(notdir $(FROM)).csv && $(MAKE) --no-print-directory report)
+	  bench collect /results/cloud/$(FROM_RUN) -o /results/$(FROM_RUN).csv)
+	$(if $(DRY_RUN),,$(MAKE) --no-print-directory report)
 
 fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<device>.json)
 	@mkdir -p $(RESULTS_DIR)/fidelity

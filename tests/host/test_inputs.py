@@ -346,3 +346,18 @@ def test_a_results_dir_that_is_not_one_path_is_refused_first(folder):
     for goal in ("bench-all", "preflight", "collect"):
         refused(make("-n", goal, "DEVICE=cpu", f"RESULTS_DIR={folder}"),
                 f"RESULTS_DIR must be one folder path, without spaces or quotes (got '{folder}')")
+
+
+@pytest.mark.parametrize("goal", [["cloud-collect", "FROM=s3://bucket/run/"], ["doctor", "STACKS=jax"]])
+def test_make_n_runs_no_container_and_writes_nothing(goal, tmp_path):
+    """make -n runs a recipe line that names $(MAKE): cloud-collect's collector container ran under -n (its
+    `&& $(MAKE) report` shared the line), and doctor's host checks wrote results/doctor/host.json. And FROM with a
+    trailing / named the run '' (results/cloud/ itself, results/.csv)."""
+    fake = tmp_path / "docker"
+    fake.write_text(f'#!/bin/sh\necho "docker $*" >> {tmp_path / "log"}\n')
+    fake.chmod(0o755)
+    res = tmp_path / "results"
+    p = make("-n", *goal, "DEVICE=cpu", f"DOCKER={fake}", f"COMPOSE={fake}", f"RESULTS_DIR={res}")
+    assert p.returncode == 0 and not (tmp_path / "log").exists() and not res.exists(), p.stdout + p.stderr
+    if goal[0] == "cloud-collect":
+        assert f'--dest "{res}/cloud/run"' in p.stdout and "-o /results/run.csv" in p.stdout, p.stdout
