@@ -207,19 +207,15 @@ ifneq ($(filter check-request bench-%,$(MAKECMDGOALS)),)
   $(if $(LOOP_OK),,$(error an input above is not valid for make $(firstword $(filter check-request bench-%,$(MAKECMDGOALS)))))
 endif
 
-# $(call matches,VALUE,ERE): "ok" when all of VALUE matches the (bash) extended regular expression ERE
-matches = $(shell [[ $(call shq,$(1)) =~ ^($(2))$$ ]] && echo ok)
-# RUN names a folder of results/runs and results/<RUN>.csv: one name, no space, slash or quote (a space split
-# bench run's --out in two in every stack's container, after the builds; an empty one wrote into runs/ itself), not
-# hidden or an option (a leading . or -), nor a comma, colon or % (make's own syntax)
+# RUN names a folder of results/runs and results/<RUN>.csv: one name (bench.core.request.check_run_name, which
+# the cloud's CLOUD_RUN meets too; its error printed above)
 ifneq ($(filter check-request bench-% collect,$(MAKECMDGOALS)),)
-  $(if $(call matches,$(RUN),[A-Za-z0-9_@][A-Za-z0-9._+=@~-]*),,$(error RUN must be one folder name: a letter, digit, \
-    _ or @, then letters, digits and . _ + = @ ~ - (got '$(RUN)')))
+  $(if $(shell $(REQUEST) run-name -- $(call shq,$(RUN)) && echo ok),,$(error RUN above is not one folder name))
 endif
 # PRICE_PER_HOUR goes to bench report after the run (collect): a bad one failed the report once every cell had run.
 # bench.core.price.dollars checks it, as it checks bench report's --price-per-hour (its error printed above).
 ifneq ($(and $(PRICE_PER_HOUR),$(filter check-request bench-all collect report,$(MAKECMDGOALS))),)
-  $(if $(shell $(REQUEST) price $(call shq,$(PRICE_PER_HOUR)) && echo ok),,$(error PRICE_PER_HOUR above is not a price))
+  $(if $(shell $(REQUEST) price -- $(call shq,$(PRICE_PER_HOUR)) && echo ok),,$(error PRICE_PER_HOUR above is not a price))
 endif
 
 check-request: ## Check the inputs (SUITE, SIZE, REPEATS, SEED, ORDER, SET, BATCH_SIZE, ...): a bad one stops make before anything starts

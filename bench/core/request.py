@@ -20,6 +20,7 @@ The ``request`` command is defined in ``bench.host.request`` and run by the host
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
@@ -78,6 +79,15 @@ def check_sync(text: str) -> None:
     from bench.core.cadence import Cadence  # standard library only, imported when a cadence is checked
 
     Cadence.parse(text)
+
+
+def check_run_name(name: str, var: str = "RUN") -> None:
+    """Raise ValueError, naming the Makefile variable ``var``, when ``name`` is not one folder name of
+    ``results/runs`` (a space split bench run's --out; '' wrote into runs/ itself; '/', '..' or a quote left it; a
+    leading . or - hid it or read as an option; a comma, colon or % is make's own syntax)."""
+    if not re.fullmatch(r"[A-Za-z0-9_@][A-Za-z0-9._+=@~-]*", name):
+        raise ValueError(f"{var} must be one folder name: a letter, digit, _ or @, then letters, digits and "
+                         f". _ + = @ ~ - (got '{name}')")
 
 
 def check_suite(name: str) -> None:

@@ -59,6 +59,7 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
         raise ValueError("name at least one GPU type (GPUS=\"A100 H100\")")
     if not bucket or not run_name:
         raise ValueError("BUCKET and RUN_NAME must be set")
+    request.check_run_name(run_name, "CLOUD_RUN")  # the VM's results folder: <bucket>/<run name>/<gpu>
     out = []
     for gpu in gpus:
         accel = gpu if ":" in gpu else f"{gpu}:1"
@@ -311,6 +312,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def main(a: argparse.Namespace) -> int:
     """``cloud launch|k8s|collect``: exit 1 when a command it runs fails or its tool is missing, 2 for bad input."""
     try:
+        bad = [pair for pair in getattr(a, "inputs", []) if "=" not in pair]
+        if bad:
+            raise ValueError(f"--input {bad[0]!r}: expected VAR=VALUE")
         inputs = dict(pair.partition("=")[::2] for pair in getattr(a, "inputs", []))
         if a.cmd == "launch":
             cmds = launch_commands(a.suite, a.gpus.split(), a.stacks.split(), a.size, a.repeats, a.bucket,

@@ -5,7 +5,8 @@ host's tools ask for them, and the report's price (``bench.core.price``). Standa
 - ``vars``: the Makefile variables passed through to ``bench run`` as they are;
 - ``args [--device cpu|gpu] [--suite S] VAR=VALUE...``: those variables as ``bench run`` arguments (shell-quoted);
 - ``check VAR=VALUE...``: the Makefile's loop variables checked (``bench.core.request.check_loop``);
-- ``price TEXT``: ``PRICE_PER_HOUR`` checked as ``bench report --price-per-hour`` checks it.
+- ``price TEXT``: ``PRICE_PER_HOUR`` checked as ``bench report --price-per-hour`` checks it;
+- ``run-name TEXT``: ``RUN`` checked: one folder name (``bench.core.request.check_run_name``).
 
 Exit 2 with one line on stderr for a value ``bench run`` (or ``bench report``) would refuse.
 """
@@ -16,7 +17,7 @@ import argparse
 import shlex
 
 from bench.core import price
-from bench.core.request import LOOP_VARS, REPEATS, TIMEOUT_S, check_loop, default, make_vars, run_args
+from bench.core.request import LOOP_VARS, REPEATS, TIMEOUT_S, check_loop, check_run_name, default, make_vars, run_args
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,6 +39,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     c.add_argument("pairs", nargs="*", metavar="VAR=VALUE")
     pr = cmd.add_parser("price", help="check PRICE_PER_HOUR as bench report --price-per-hour would")
     pr.add_argument("text")
+    rn = cmd.add_parser("run-name", help="check RUN: one folder name of results/runs")
+    rn.add_argument("text")
     p.set_defaults(main=main, parser=p)
 
 
@@ -52,6 +55,8 @@ def main(ns: argparse.Namespace) -> int:
             print(" ".join(make_vars()))
         elif ns.cmd == "price":
             price.dollars(ns.text)
+        elif ns.cmd == "run-name":
+            check_run_name(ns.text)
         else:
             bad = [pair for pair in ns.pairs if "=" not in pair]
             if bad:

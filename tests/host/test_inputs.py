@@ -361,3 +361,17 @@ def test_make_n_runs_no_container_and_writes_nothing(goal, tmp_path):
     assert p.returncode == 0 and not (tmp_path / "log").exists() and not res.exists(), p.stdout + p.stderr
     if goal[0] == "cloud-collect":
         assert f'--dest "{res}/cloud/run"' in p.stdout and "-o /results/run.csv" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--run-name", "a b"], "CLOUD_RUN must be one folder name: a letter, digit, _ or @, then letters, digits and "
+                            ". _ + = @ ~ - (got 'a b')"),
+    (["--run-name", "../x"], "CLOUD_RUN must be one folder name"),
+    (["--run-name", "r", "--input", "SET"], "--input 'SET': expected VAR=VALUE"),
+])
+def test_the_cloud_refuses_a_run_name_or_input_its_vm_could_not_use(argv, says):
+    """CLOUD_RUN names the VM's results folder, <bucket>/<run>/<gpu>: 'a b' made a RESULTS_DIR the VM's make refuses
+    and '../x' left the run's folder, on a paid VM; and --input SET (no '=') was dropped, unsaid."""
+    p = subprocess.run([PY, "-m", "bench.host", "cloud", "launch", "--gpus", "H100", "--bucket", "b", "--dry-run",
+                        *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (2, "") and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
