@@ -9,7 +9,7 @@
 #        TELEMETRY_SAMPLES=1, PROFILE=1 (a profile of each cell after its timed window: docs/profile.md), SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
 #        cell, e.g. SET="tf32=off": `bench knobs`; the cells' variant is named after them), SEED (the rounds'
 #        shuffle, default 1), ORDER (shuffled|abba: how each round orders the stacks), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
-#        idle + 3 degC, refused on a CPU run; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack), DATA (auto|real|synthetic: the epoch suites' (classic, tuning) data), RUN, RESULTS_DIR, BASE_IMAGE,
+#        idle + 3 degC, refused on a CPU run; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack, refused on a CPU run too), DATA (auto|real|synthetic: the epoch suites' (classic, tuning) data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
 #        REGISTRY (pull images tagged by their inputs where it has them; make push), HISTORY (on|off: collect
 #        appends the run to $(RESULTS_DIR)/history.sqlite; off: the CSV only, for a RESULTS_DIR on a bucket's FUSE
@@ -181,8 +181,10 @@ image_id = $$($(DOCKER) image inspect --format '{{.Id}}' dlbench/$(1):$(FLAVOR) 
 image_env = -e BENCH_IMAGE_DIGEST="$(call image_digest,$(1))" -e BENCH_IMAGE_ID="$(call image_id,$(1))"
 
 # the inputs the user set, as `bench run` options (an input bench rejects stops make: its error is printed above;
-# --device: a GPU-only input, COOLDOWN, is refused on a CPU run)
-REQUEST_ARGS = $(shell $(REQUEST) args --device $(RUN_DEVICE) $(REQUEST_PAIRS) || echo __bad_request__)
+# --device: a GPU-only input, COOLDOWN or IDLE_TEMP_C, is refused on a CPU run; --suite: SET, COMPILE, NO_AUGMENT
+# are refused for the tuning suite, which runs its own grid)
+REQUEST_ARGS = $(shell $(REQUEST) args --device $(RUN_DEVICE) --suite $(call shq,$(SUITE)) $(REQUEST_PAIRS) || \
+  echo __bad_request__)
 
 # the loop's variables (SUITE, SIZE, REPEATS, SEED, ORDER, and a stack's ROUND, one of the REPEATS rounds: request check) and, for bench-all or a stack's round
 # (ROUND), the rounds they make with STACKS (launch --dry-run: ORDER=abba takes two stacks, a stack named twice):
@@ -193,6 +195,25 @@ LOOP_OK = $(shell $(REQUEST) check $(foreach v,SUITE SIZE SEED ORDER,$(call shq,
   launch compose --stacks $(call shq,$(STACKS)) --rounds $(call shq,$(ROUNDS)) --seed $(call shq,$(SEED)) \
   --order $(call shq,$(ORDER)) --dry-run >/dev/null) && echo ok)
 
+# A '$' the user typed in a knob (make 'RUN=a$b', or RUN='a$b' in the environment) is make's: $b is its variable b,
+# empty, so the run was named 'a' and every check saw 'a'. A $(NAME) or ${NAME} reference is make's on purpose; a
+# lone $ is refused, whatever the goal.
+dollar := $$
+make_refs := $$$$ $$( $${
+knobs := STACKS SUITE SIZE DEVICE FLAVOR REPEATS SEED ORDER ROUND RUN RESULTS_DIR PRICE_PER_HOUR HISTORY $(REQUEST_VARS)
+stray_dollar = $(findstring $(dollar),$(call drop_refs,$(value $(1)),$(make_refs)))
+drop_refs = $(if $(2),$(call drop_refs,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,3,$(2))),$(1))
+$(foreach v,$(knobs),$(if $(and $(call user_set,$(v)),$(call stray_dollar,$(v))),$(error $(v): a lone '$$' in \
+  '$(value $(v))': make reads $$<letter> as its own variable (here it gives '$($(v))'); write $$$$ for a '$$' itself)))
+
+# RESULTS_DIR goes unquoted into recipes: empty, the preflight wrote its record to /doctor/host.json (and the
+# containers' results went to ./results); with a space, the preflight's --out split in two (after `make -j` had
+# started the builds) and mkdir made two folders.
+ifneq ($(call user_set,RESULTS_DIR),)
+  $(if $(or $(filter-out 1,$(words $(RESULTS_DIR))),$(findstring ',$(RESULTS_DIR)),$(findstring ",$(RESULTS_DIR))), \
+    $(error RESULTS_DIR must be one folder path, without spaces or quotes (got '$(RESULTS_DIR)')))
+endif
+
 # The inputs are checked as make reads this file, before any target starts, so a bad one stops make bench-all before
 # its preflight or any build whatever order -j runs its prerequisites in, and make bench-<stack> before its container.
 ifneq ($(filter check-request bench-%,$(MAKECMDGOALS)),)
@@ -201,19 +222,15 @@ ifneq ($(filter check-request bench-%,$(MAKECMDGOALS)),)
   $(if $(LOOP_OK),,$(error an input above is not valid for make $(firstword $(filter check-request bench-%,$(MAKECMDGOALS)))))
 endif
 
-# $(call matches,VALUE,ERE): "ok" when all of VALUE matches the (bash) extended regular expression ERE
-matches = $(shell [[ $(call shq,$(1)) =~ ^($(2))$$ ]] && echo ok)
-# RUN names a folder of results/runs and results/<RUN>.csv: one name, no space, slash or quote (a space split
-# bench run's --out in two in every stack's container, after the builds; an empty one wrote into runs/ itself), not
-# hidden or an option (a leading . or -), nor a comma, colon or % (make's own syntax)
+# RUN names a folder of results/runs and results/<RUN>.csv: one name (bench.core.request.check_run_name, which
+# the cloud's CLOUD_RUN meets too; its error printed above)
 ifneq ($(filter check-request bench-% collect,$(MAKECMDGOALS)),)
-  $(if $(call matches,$(RUN),[A-Za-z0-9_@][A-Za-z0-9._+=@~-]*),,$(error RUN must be one folder name: a letter, digit, \
-    _ or @, then letters, digits and . _ + = @ ~ - (got '$(RUN)')))
+  $(if $(shell $(REQUEST) run-name -- $(call shq,$(RUN)) && echo ok),,$(error RUN above is not one folder name))
 endif
-# PRICE_PER_HOUR goes to bench report after the run (collect): a bad one failed the report once every cell had run
+# PRICE_PER_HOUR goes to bench report after the run (collect): a bad one failed the report once every cell had run.
+# bench.core.price.dollars checks it, as it checks bench report's --price-per-hour (its error printed above).
 ifneq ($(and $(PRICE_PER_HOUR),$(filter check-request bench-all collect report,$(MAKECMDGOALS))),)
-  $(if $(call matches,$(PRICE_PER_HOUR),([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?),,$(error PRICE_PER_HOUR must be dollars per \
-    GPU-hour, a number 0 or more (got '$(PRICE_PER_HOUR)')))
+  $(if $(shell $(REQUEST) price -- $(call shq,$(PRICE_PER_HOUR)) && echo ok),,$(error PRICE_PER_HOUR above is not a price))
 endif
 
 check-request: ## Check the inputs (SUITE, SIZE, REPEATS, SEED, ORDER, SET, BATCH_SIZE, ...): a bad one stops make before anything starts
@@ -231,7 +248,7 @@ preflight: ## Host checks (Docker, disk, driver vs images, GPU not shared...): b
 	@$(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json
 
 doctor: ## Host checks, then each built image's (GPU seen, a matmul, GEMM TFLOP/s): table + results/doctor/*.json
-	@status=0; $(DOCTOR) --out $(RESULTS_DIR)/doctor/host.json || status=1; \
+	@status=0; $(MAKE) --no-print-directory preflight || status=1; \
 	for s in $(STACKS); do $(MAKE) --no-print-directory doctor-$$s || status=1; done; exit $$status
 
 doctor-%:
@@ -255,7 +272,7 @@ bench-all: check-request preflight configure $(if $(REGISTRY),images,build) ## P
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
 	@status=0; $(HOST_CLI) launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) --seed $(SEED) \
-	  --order $(ORDER) --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
+	  --order $(ORDER) --device $(RUN_DEVICE) --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
 	$(MAKE) --no-print-directory collect || { echo "collect failed" >&2; exit 1; }; exit $$status
 
 collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (and results/history.sqlite unless HISTORY=off), then rewrite results/report.md (collector container)
@@ -351,11 +368,15 @@ cloud-k8s: ## A Kubernetes Job (no SkyPilot) on the images make push pushed: mak
 	  --registry "$(REGISTRY)" --gpu-product "$(GPU_PRODUCT)" \
 	  $(if $(wildcard $(RESULTS_DIR)/images/gpu.txt),--digests $(RESULTS_DIR)/images/gpu.txt)
 
+# the run's name: FROM's last part, a trailing / dropped (FROM=s3://b/run/ collected into results/cloud/ itself and
+# wrote results/.csv); the report runs on a line of its own, as make -n runs a line naming $(MAKE) (the collector too)
+FROM_RUN = $(notdir $(patsubst %/,%,$(FROM)))
 cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<CLOUD_RUN> (gs://, or a folder); CSV + report
-	@test -n "$(FROM)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }
-	$(HOST_CLI) cloud collect --source "$(FROM)" --dest "$(RESULTS_DIR)/cloud/$(notdir $(FROM))" $(if $(DRY_RUN),--dry-run)
+	@test -n "$(FROM_RUN)" || { echo "usage: make cloud-collect FROM=s3://<bucket>/<run> (or gs://..., or a folder)" >&2; exit 2; }
+	$(HOST_CLI) cloud collect --source "$(FROM)" --dest "$(RESULTS_DIR)/cloud/$(FROM_RUN)" $(if $(DRY_RUN),--dry-run)
 	$(if $(DRY_RUN),@echo "(dry run: collect and report skipped)",$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
-	  bench collect /results/cloud/$(notdir $(FROM)) -o /results/$(notdir $(FROM)).csv && $(MAKE) --no-print-directory report)
+	  bench collect /results/cloud/$(FROM_RUN) -o /results/$(FROM_RUN).csv)
+	$(if $(DRY_RUN),,$(MAKE) --no-print-directory report)
 
 fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<device>.json)
 	@mkdir -p $(RESULTS_DIR)/fidelity

@@ -4,6 +4,7 @@ generated from ``Request``."""
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import Field
 from pathlib import Path
@@ -56,6 +57,21 @@ def output_folder(folder: Path, option: str) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def output_file(file: Path | None, option: str) -> Iterator[Path | None]:
+    """``output_folder`` on the folder ``file`` goes into (nothing to check when None): a command refused before it
+    writes ``file`` (a source that is no bench CSV, an empty run) leaves none of the folders the check made.
+
+    Raises:
+        click.BadParameter: as ``writable_folder``; and whatever the body raises.
+    """
+    if file is None:
+        yield None
+        return
+    with output_folder(file.parent, option):
+        yield file
+
+
 def writable_file(file: Path | None, option: str) -> Path | None:
     """``file`` (None: none given) once the folder it goes into passes ``writable_folder``.
 
@@ -73,6 +89,18 @@ def device_option(help: str | None = None) -> Callable[[F], F]:
                         envvar="BENCH_DEVICE", help=help)
 
 
+class FiniteFloat(click.FloatRange):
+    """A ``FloatRange`` that also refuses nan and inf (``float`` reads both, and no range refuses nan): a ``--timeout
+    nan`` cut every cell at once and recorded it as a timeout. The host's check refuses them the same way
+    (``bench.core.request._check``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
 def _click_type(f: Field[Any]) -> Any:
     """The click type of a ``Request`` field (``bench.core.request.option``'s kind, choices and minimum)."""
     m = f.metadata
@@ -81,7 +109,7 @@ def _click_type(f: Field[Any]) -> Any:
     if m["kind"] == "int":
         return click.IntRange(min=m["minimum"], min_open=m["open_min"]) if m["minimum"] is not None else int
     if m["kind"] == "float":
-        return click.FloatRange(min=m["minimum"], min_open=m["open_min"]) if m["minimum"] is not None else float
+        return FiniteFloat(min=m["minimum"], min_open=m["open_min"])
     if m["kind"] == "path":
         return click.Path(file_okay=False, path_type=Path)
     return None

@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from bench.cli.common import fail, writable_file, writable_folder
+from bench.cli.common import fail, output_file, output_folder
 from bench.core.errors import InputError
+from bench.core.price import dollars
 from bench.results import actions
 from bench.results.compare import ALPHA, THRESHOLD
 
@@ -21,6 +22,15 @@ def _call(body: Callable[..., None], *args: Any) -> None:
         body(*args)
     except InputError as e:
         fail(str(e))
+
+
+def _price(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """``--price-per-hour`` read by ``bench.core.price.dollars``, the rule make's ``PRICE_PER_HOUR`` and ``bench.host
+    cloud launch`` check it by (a finite number, 0 or more)."""
+    try:
+        return None if value is None else dollars(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 @click.command("collect")
@@ -34,10 +44,8 @@ def _call(body: Callable[..., None], *args: Any) -> None:
 def collect_cmd(results_dir: Path, out_csv: Path, history_path: Path | None, no_history: bool) -> None:
     """Merge every cell JSON under RESULTS_DIR into one CSV and its JSON lines (the run is the CSV's name without
     .csv), append it to the results history and print ms/step by workload x stack."""
-    writable_file(out_csv, "'-o' / '--output'")
-    if not no_history:
-        writable_file(history_path, "'--history'")
-    _call(actions.collect_run, results_dir, out_csv, history_path, no_history)
+    with output_file(out_csv, "'-o' / '--output'"), output_file(None if no_history else history_path, "'--history'"):
+        _call(actions.collect_run, results_dir, out_csv, history_path, no_history)
 
 
 @click.command("compare")
@@ -61,8 +69,8 @@ def compare_cmd(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold: 
     if (variant_a is None) != (variant_b is None):
         fail("--variant-a and --variant-b go together")
     variants = (variant_a, variant_b) if variant_a is not None and variant_b is not None else None
-    writable_file(out_csv, "'-o' / '--output'")
-    _call(actions.compare_runs, csv_a, csv_b, metric, alpha, threshold, out_csv, variants, profile)
+    with output_file(out_csv, "'-o' / '--output'"):
+        _call(actions.compare_runs, csv_a, csv_b, metric, alpha, threshold, out_csv, variants, profile)
 
 
 @click.group("history")
@@ -93,8 +101,8 @@ def history_runs_cmd(history_path: Path) -> None:
 def history_show_cmd(history_path: Path, run: str | None, stacks: tuple[str, ...], cells: tuple[str, ...],
                      out_csv: Path | None) -> None:
     """The history's rows (ms/step per run, stack and cell), or all their columns as CSV."""
-    writable_file(out_csv, "'-o' / '--output'")
-    _call(actions.history_show, history_path, run, stacks, cells, out_csv)
+    with output_file(out_csv, "'-o' / '--output'"):
+        _call(actions.history_show, history_path, run, stacks, cells, out_csv)
 
 
 @history_group.command("export-bmf")
@@ -104,8 +112,8 @@ def history_show_cmd(history_path: Path, run: str | None, stacks: tuple[str, ...
               help="BMF JSON file to write (for `bencher run --adapter json --file`).")
 def history_bmf_cmd(history_path: Path, run: str | None, out_json: Path) -> None:
     """One run's ok cells in Bencher Metric Format: latency (ns per step), throughput (examples/s)."""
-    writable_file(out_json, "'-o' / '--output'")
-    _call(actions.history_export_bmf, history_path, run, out_json)
+    with output_file(out_json, "'-o' / '--output'"):
+        _call(actions.history_export_bmf, history_path, run, out_json)
 
 
 @click.command("report")
@@ -113,7 +121,7 @@ def history_bmf_cmd(history_path: Path, run: str | None, out_json: Path) -> None
                 type=click.Path(exists=True, path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for report.md and plots/<run>/*.png [default: the first source's directory].")
-@click.option("--price-per-hour", type=click.FloatRange(min=0), default=None, envvar="BENCH_PRICE_PER_HOUR",
+@click.option("--price-per-hour", callback=_price, default=None, envvar="BENCH_PRICE_PER_HOUR",
               help="$ per GPU-hour: the report adds each run's cost beside its GPU-hours [default: none, never "
                    "guessed].")
 @click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -122,9 +130,10 @@ def history_bmf_cmd(history_path: Path, run: str | None, out_json: Path) -> None
 def report_cmd(sources: tuple[Path, ...], out_dir: Path | None, price_per_hour: float | None,
                history_path: Path | None) -> None:
     """Markdown report with plots from collected CSVs (a directory: every bench CSV in it, one section each)."""
-    out_dir = writable_folder(out_dir or actions.report_folder(sources), "'-o' / '--out'" if out_dir else
-                              "the report's folder (the first source's; -o sets another)")
-    _call(actions.write_report_for, sources, out_dir, price_per_hour, history_path)
+    # a report refused (no bench CSV among the sources) leaves none of the folders made for -o (output_folder)
+    with output_folder(out_dir or actions.report_folder(sources), "'-o' / '--out'" if out_dir else
+                       "the report's folder (the first source's; -o sets another)") as folder:
+        _call(actions.write_report_for, sources, folder, price_per_hour, history_path)
 
 
 @click.command("site")
@@ -137,8 +146,8 @@ def report_cmd(sources: tuple[Path, ...], out_dir: Path | None, price_per_hour: 
 def site_cmd(sources: tuple[Path, ...], out_dir: Path, histories: tuple[Path, ...]) -> None:
     """Static results site (opens from the file system, offline) from collected CSVs: a directory stands for
     its CSVs and those of its folders one level down."""
-    writable_folder(out_dir, "'-o' / '--out'")
-    _call(actions.write_site, sources, out_dir, histories or None)
+    with output_folder(out_dir, "'-o' / '--out'"):
+        _call(actions.write_site, sources, out_dir, histories or None)
 
 
 COMMANDS = (collect_cmd, compare_cmd, history_group, report_cmd, site_cmd)

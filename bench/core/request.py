@@ -9,24 +9,25 @@ every default from here instead of restating it:
 - ``python3 -m bench.host request default NAME [--device cpu|gpu]``: the default of one input as a run resolves it
   (``size``, ``repeats`` and ``timeout_s`` depend on the device or size);
 - ``python3 -m bench.host request vars``: the Makefile variables that pass through to ``bench run`` as they are;
-- ``python3 -m bench.host request args [--device cpu|gpu] VAR=VALUE...``: those variables as ``bench run`` arguments
-  (shell-quoted); an empty value is unset; on ``--device cpu`` a GPU-only input is refused;
+- ``python3 -m bench.host request args [--device cpu|gpu] [--suite S] VAR=VALUE...``: those variables as ``bench run``
+  arguments (shell-quoted); an empty value is unset; on ``--device cpu`` a GPU-only input is refused, for a grid
+  suite a variant input;
 - ``python3 -m bench.host request check VAR=VALUE...``: the Makefile's loop variables checked (``check_loop``).
 
-The ``request`` command is defined here (``add_parser``) and run by the host's front door, ``bench.host``.
+The ``request`` command is defined in ``bench.host.request`` and run by the host's front door, ``bench.host``.
 """
 
 from __future__ import annotations
 
-import argparse
-import shlex
+import math
+import re
 from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from bench.core.stacks import STACKS
-from bench.core.words import Device, RunDevice, Size, Suite
+from bench.core.words import DEFAULT_GRIDS, Device, RunDevice, Size, Suite
 from bench.core.workloadnames import check_workload
 
 #: ``make bench-all``'s rounds shuffle with this seed unless ``SEED``/``--seed`` says otherwise (``bench.core.rounds``).
@@ -55,7 +56,8 @@ def option(default: Any, help: str, *, flag: str | None = None, env: str | None 
     ``open_min``), whether it repeats (``multiple``: a tuple; a Makefile value is split on spaces), the
     ``commands`` (``run``, ``sweep``) that take it, ``check``: a standard-library function that raises
     ValueError for a value (each word of a repeatable one) ``bench run`` would refuse, which ``run_args`` calls on
-    the host, and ``gpu_only``: refused (set, not 0) for a CPU run by ``run_args``, as ``bench run`` refuses it."""
+    the host, and ``gpu_only``: refused for a CPU run when set to other than its default (0 off; a None default: any
+    value) by ``run_args``, as ``bench run`` refuses it (``bench.run.session.cooldown_for``)."""
     meta = {"help": help, "flag": flag, "env": env, "make": make, "kind": kind, "choices": choices,
             "minimum": minimum, "open_min": open_min, "multiple": multiple, "required": required,
             "metavar": metavar, "commands": commands, "check": check, "gpu_only": gpu_only}
@@ -71,6 +73,23 @@ def check_knob(assignment: str) -> None:
     parse_assignment(assignment)
 
 
+def check_sync(text: str) -> None:
+    """Raise ValueError when ``text`` is no timing cadence (``bench.core.cadence.Cadence.parse``: ``epoch``, ``step``,
+    ``every:N``), as ``bench run --sync`` refuses it."""
+    from bench.core.cadence import Cadence  # standard library only, imported when a cadence is checked
+
+    Cadence.parse(text)
+
+
+def check_run_name(name: str, var: str = "RUN") -> None:
+    """Raise ValueError, naming the Makefile variable ``var``, when ``name`` is not one folder name of
+    ``results/runs`` (a space split bench run's --out; '' wrote into runs/ itself; '/', '..' or a quote left it; a
+    leading . or - hid it or read as an option; a comma, colon or % is make's own syntax)."""
+    if not re.fullmatch(r"[A-Za-z0-9_@][A-Za-z0-9._+=@~-]*", name):
+        raise ValueError(f"{var} must be one folder name: a letter, digit, _ or @, then letters, digits and "
+                         f". _ + = @ ~ - (got '{name}')")
+
+
 def check_suite(name: str) -> None:
     """Raise ValueError, listing them, when ``name`` is none of the suites (``bench.core.words.Suite``)."""
     if name not in get_args(Suite):
@@ -80,6 +99,19 @@ def check_suite(name: str) -> None:
 def cli_flag(f: Field) -> str:
     """The CLI option of a ``Request`` field (``--batch-size``)."""
     return f.metadata["flag"] or "--" + f.name.replace("_", "-")
+
+
+#: The ``Request`` fields that name a variant (``Request.variant_settings``): a grid suite (``DEFAULT_GRIDS``) takes
+#: none.
+VARIANT_INPUTS = ("compile_mode", "assignments", "no_augment")
+
+
+def grid_refusal(suite: str, given: str, pick: str) -> str:
+    """Why a grid suite (``DEFAULT_GRIDS``) refuses the variant inputs ``given`` (``--set``, or the Makefile's
+    ``SET``): one message for ``bench.run.plan.expand`` and the host's ``run_args``; ``pick``: how its variants are
+    picked instead (``--variant``, ``VARIANTS``)."""
+    return (f"the {suite} suite runs the variants of its own grid (bench/run/sweeps/{DEFAULT_GRIDS[suite]}), which "
+            f"{given} would not change: pick its variants with {pick}, or run a grid of your own with bench sweep")
 
 
 @dataclass(frozen=True)
@@ -167,8 +199,8 @@ class Request:
     idle_temp_c: float | None = option(
         None, "GPU, with --cooldown: the GPU's idle temperature (°C) the cooldown waits for, read once before the "
               "comparison's first stack (make bench-all reads it with nvidia-smi); without it, the temperature as "
-              "this bench run starts (after any stack before it heated the GPU).",
-        flag="--idle-temp-c", env="BENCH_IDLE_TEMP_C", kind="float", make="IDLE_TEMP_C")
+              "this bench run starts (after any stack before it heated the GPU); refused on a CPU run.",
+        flag="--idle-temp-c", env="BENCH_IDLE_TEMP_C", kind="float", make="IDLE_TEMP_C", gpu_only=True)
     compile_mode: str | None = option(
         None, "plain PyTorch: run under torch.compile in this mode (variant compile-<mode>; other stacks record "
               "the cell as unsupported).", flag="--compile", choices=("default", "reduce-overhead", "max-autotune"),
@@ -183,7 +215,7 @@ class Request:
         None, "classic and tuning suites: timing cadence, a device barrier and clock read at epoch edges only "
               "('epoch'), every N steps ('every:N') or every step ('step') [default: epoch; the paper suite always "
               "times steps]. A cadence other than epoch adds 'sync-<cadence>' to the variant.",
-        env="BENCH_SYNC", make="SYNC", commands=(RUN,))
+        env="BENCH_SYNC", make="SYNC", commands=(RUN,), check=check_sync)
     no_augment: bool = option(
         False, "classic suite: train on the stored images, without the source's real-time augmentation "
                "(cifar10_cnn's shifts and flips): the knob augment=false, variant 'augment=false'.",
@@ -290,15 +322,17 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 
 
-def run_args(values: dict[str, str], device: RunDevice | None = None) -> list[str]:
+def run_args(values: dict[str, str], device: RunDevice | None = None, suite: str | None = None) -> list[str]:
     """``bench run`` arguments for Makefile variables (``make_vars``) set to non-empty ``values``: a flag for a
     switch set to 1 (``TRUE_WORDS``; 0 and ``FALSE_WORDS`` leave it off), one option per space-separated word of a
-    repeatable input, else the option and the value. ``device``: the run's (``cpu``, ``gpu``; None: not known).
+    repeatable input, else the option and the value. ``device``: the run's (``cpu``, ``gpu``; None: not known);
+    ``suite``: the run's (None: not known).
 
     Raises:
         ValueError: a variable that is not a pass-through input, a switch set to neither 1 nor 0, a value
             ``bench run`` would refuse (``_check``: a choice, a number and its minimum, ``--set`` of a knob or value
-            the knobs' registry lacks), or on ``device`` cpu a GPU-only input (``option``'s ``gpu_only``) set.
+            the knobs' registry lacks), on ``device`` cpu a GPU-only input (``option``'s ``gpu_only``) set to other
+            than its default, or for a grid ``suite`` a variant input (``VARIANT_INPUTS``, ``grid_refusal``).
     """
     known = make_vars()
     unknown = sorted(set(values) - set(known))
@@ -321,18 +355,21 @@ def run_args(values: dict[str, str], device: RunDevice | None = None) -> list[st
                 out += [cli_flag(f), word]
         else:
             _check(f, var, value)
-            if device == "cpu" and f.metadata["gpu_only"] and float(value):
+            if device == "cpu" and f.metadata["gpu_only"] and (f.default is None or float(value) != f.default):
                 raise ValueError(f"{var}={value}: a GPU-only input, and this run is on the CPU (DEVICE=cpu, or "
                                  "no NVIDIA GPU found); leave it unset")
             out += [cli_flag(f), value]
+    given = [var for var, f in known.items() if f.name in VARIANT_INPUTS and cli_flag(f) in out]
+    if suite in DEFAULT_GRIDS and given:
+        raise ValueError(grid_refusal(suite, " and ".join(given), "VARIANTS"))
     return out
 
 
 def _check(f: Field, var: str, value: str) -> None:
     """Raise ValueError, naming the Makefile variable ``var``, when ``value`` is not what ``bench run``'s option
-    takes: none of ``f``'s ``choices``, not a number of its ``kind`` (``int``, ``float``) or below its ``minimum``
-    (as click's ``Choice`` and ``IntRange``/``FloatRange`` would refuse it in the image), or refused by its
-    ``check``."""
+    takes: none of ``f``'s ``choices``, not a finite number of its ``kind`` (``int``, ``float``) or below its
+    ``minimum`` (as click's ``Choice``, ``IntRange`` and ``bench.cli.common.FiniteFloat`` would refuse it in the
+    image), or refused by its ``check``."""
     meta = f.metadata
     if meta["choices"] and value not in meta["choices"]:
         raise ValueError(f"{var}: {value!r} is none of {', '.join(meta['choices'])}")
@@ -342,6 +379,8 @@ def _check(f: Field, var: str, value: str) -> None:
         except ValueError:
             raise ValueError(f"{var}: {value!r} is not {'an integer' if meta['kind'] == 'int' else 'a number'}") \
                 from None
+        if not math.isfinite(number):
+            raise ValueError(f"{var}: {value!r} is not a finite number")
         low = meta["minimum"]
         if low is not None and (number <= low if meta["open_min"] else number < low):
             raise ValueError(f"{var}: {value} is not {'above' if meta['open_min'] else 'at least'} {low:g}")
@@ -351,44 +390,3 @@ def _check(f: Field, var: str, value: str) -> None:
         except ValueError as e:
             raise ValueError(f"{var}: {e}") from None
 
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``request default NAME [--device D] [--size S] | vars | args VAR=VALUE... | check VAR=VALUE...``
-    (``python3 -m bench.host request``)."""
-    p = sub.add_parser("request", help="bench run's inputs: one's default, the Makefile's pass-through variables, "
-                       "their bench run arguments", description=__doc__.splitlines()[0])
-    cmd = p.add_subparsers(dest="cmd", required=True)
-    d = cmd.add_parser("default", help="print one input's default")
-    d.add_argument("name")
-    d.add_argument("--device", choices=sorted(REPEATS))
-    d.add_argument("--size", choices=sorted(TIMEOUT_S))
-    cmd.add_parser("vars", help="print the Makefile variables passed through to bench run")
-    a = cmd.add_parser("args", help="print bench run arguments for VAR=VALUE pairs (shell-quoted)")
-    a.add_argument("--device", choices=sorted(REPEATS), help="the run's device: a GPU-only input is refused on cpu")
-    a.add_argument("pairs", nargs="*", metavar="VAR=VALUE")
-    c = cmd.add_parser("check", help=f"check the Makefile's {', '.join(LOOP_VARS)} as bench run would")
-    c.add_argument("pairs", nargs="*", metavar="VAR=VALUE")
-    p.set_defaults(main=main, parser=p)
-
-
-def main(ns: argparse.Namespace) -> int:
-    """``request ...`` (module docstring): exit 2 for an unknown input, a default that needs the device or size, or
-    a pass-through or loop value bench run would refuse."""
-    try:
-        if ns.cmd == "default":
-            value = default(ns.name, ns.device, ns.size)
-            print(f"{value:g}" if isinstance(value, float) else ("" if value is None else value))
-        elif ns.cmd == "vars":
-            print(" ".join(make_vars()))
-        else:
-            bad = [pair for pair in ns.pairs if "=" not in pair]
-            if bad:
-                raise ValueError(f"expected VAR=VALUE, got {bad[0]!r}")
-            pairs = dict(pair.split("=", 1) for pair in ns.pairs)
-            if ns.cmd == "check":
-                check_loop(pairs)
-            else:
-                print(shlex.join(run_args(pairs, ns.device)))
-    except ValueError as e:
-        ns.parser.error(str(e))
-    return 0

@@ -15,3 +15,6 @@ Size = Literal["smoke", "full"]
 #: A suite (``bench run --suite``): each workload's spec names one (``bench.models.workloads.register`` refuses any
 #: other), and the host checks ``SUITE`` against it before an image is built (``bench.core.request.check_suite``).
 Suite = Literal["classic", "tuning", "paper"]
+#: The suites that run the variants of their own grid (``bench/run/sweeps/<file>``, ``bench.run.sweep.default_grid``):
+#: ``--set``, ``--compile`` and ``--no-augment`` would not change them, so ``bench run`` and the host refuse those.
+DEFAULT_GRIDS = {"tuning": "tuning.yaml"}

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bench.core import commit, request
-from bench.host import cloud, doctor, imagetag, launch, rounds, stackfiles, versions
+from bench.core import commit
+from bench.host import cloud, doctor, imagetag, launch, request, rounds, stackfiles, versions
 
 PROG = "python3 -m bench.host"
 #: The commands, in the order ``--help`` lists them: each module's ``add_parser`` registers its own.

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import math
 import shlex
 import shutil
 import subprocess
@@ -30,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.core import request, rounds
+from bench.core import price, request, rounds
 from bench.core.stacks import CONTAINER_ENV, CONTAINER_VOLUMES, DEFAULT_STACKS, STACKS
 from bench.host import imagetag, launch
 
@@ -54,12 +53,13 @@ def launch_commands(suite: str, gpus: Sequence[str], stacks: Sequence[str], size
             pass-through one, or a comparison the VM's ``make bench-all`` would refuse (``_check_comparison``).
     """
     inputs = {k: v for k, v in (inputs or {}).items() if v}
-    request.run_args(inputs, "gpu")  # a variable that is not a pass-through input raises ValueError
+    request.run_args(inputs, "gpu", suite)  # a variable that is not a pass-through input raises ValueError
     _check_comparison(suite, stacks, size, repeats, seed)
     if not gpus:
         raise ValueError("name at least one GPU type (GPUS=\"A100 H100\")")
     if not bucket or not run_name:
         raise ValueError("BUCKET and RUN_NAME must be set")
+    request.check_run_name(run_name, "CLOUD_RUN")  # the VM's results folder: <bucket>/<run name>/<gpu>
     out = []
     for gpu in gpus:
         accel = gpu if ":" in gpu else f"{gpu}:1"
@@ -178,7 +178,7 @@ def k8s_job(suite: str, stacks: Sequence[str], registry: str, gpu_product: str, 
     """
     repeats = request.default("repeats", "gpu") if repeats is None else repeats
     size = size or request.default("size", "gpu")
-    extra = request.run_args({k: v for k, v in (inputs or {}).items() if v}, "gpu")
+    extra = request.run_args({k: v for k, v in (inputs or {}).items() if v}, "gpu", suite)
     _check_comparison(suite, stacks, size, repeats, seed)
     # auto as the Job's GPU resolves it: the run's folder and CSV are named after the size its cells run at
     size = request.AUTO_SIZE["gpu"] if size == "auto" else size
@@ -263,19 +263,16 @@ def collect_from(source: str, dest: Path) -> list[str]:
 
 
 def dollars(text: str) -> float:
-    """``--price-per-hour``'s type: a finite number, 0 or more, as ``bench report --price-per-hour`` takes it (the VM's
-    report runs after every cell: a value it refuses would fail there, on a paid machine).
+    """``--price-per-hour``'s type: ``bench.core.price.dollars``, as ``bench report --price-per-hour`` takes it (the
+    VM's report runs after every cell: a value it refuses would fail there, on a paid machine).
 
     Raises:
         argparse.ArgumentTypeError: anything else (argparse prints it as one line, exit 2).
     """
     try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (0 <= value < math.inf):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a price: dollars per GPU-hour, a number 0 or more")
-    return value + 0.0  # -0.0 as 0.0: the VM's make takes no sign
+        return price.dollars(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -315,6 +312,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def main(a: argparse.Namespace) -> int:
     """``cloud launch|k8s|collect``: exit 1 when a command it runs fails or its tool is missing, 2 for bad input."""
     try:
+        bad = [pair for pair in getattr(a, "inputs", []) if "=" not in pair]
+        if bad:
+            raise ValueError(f"--input {bad[0]!r}: expected VAR=VALUE")
         inputs = dict(pair.partition("=")[::2] for pair in getattr(a, "inputs", []))
         if a.cmd == "launch":
             cmds = launch_commands(a.suite, a.gpus.split(), a.stacks.split(), a.size, a.repeats, a.bucket,

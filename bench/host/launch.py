@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.core import rounds
+from bench.core.stacks import STACKS
 
 #: The default order rule: shuffled with the seed (``make bench-all``).
 SHUFFLED = rounds.ORDER_RULES[0]
@@ -56,10 +57,14 @@ def plan(stacks: Sequence[str], n_rounds: int, seed: int = rounds.DEFAULT_SEED,
     (shuffled with ``seed``, or ``abba``).
 
     Raises:
-        ValueError: ``n_rounds`` < 1, no stack, or a stack named twice.
+        ValueError: ``n_rounds`` < 1, no stack, a stack that is none of ``bench.core.stacks.STACKS``, or a stack
+            named twice.
     """
     if n_rounds < 1 or not stacks:
         raise ValueError(f"a comparison needs at least one round and one stack (got {n_rounds}, {list(stacks)})")
+    unknown = [s for s in stacks if s not in STACKS]
+    if unknown:
+        raise ValueError(f"unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}")
     steps = []
     for r in range(1, n_rounds + 1):
         order = tuple(rounds.order(stacks, seed, r, rule))
@@ -111,16 +116,18 @@ class Compose:
     """``make bench-<stack> ROUND=<r>`` per step on this host (the Makefile's compose run of one stack), printing
     each round's order as it starts. ``run``: how a command runs (returns its exit status; tests pass a fake).
     ``idle_c``: the cooldown's idle baseline (``idle_temperature``, read once before the first step unless given or
-    set as ``IDLE_TEMP_C`` in the environment), passed to every step as ``IDLE_TEMP_C``."""
+    set as ``IDLE_TEMP_C`` in the environment), passed to every step as ``IDLE_TEMP_C``; never read for a ``device``
+    ``cpu`` run, whose steps refuse it (a GPU-only input) though the host has a GPU."""
 
     make: str = "make"
     run: Callable[[list[str]], int] = call
     idle_c: float | None = None
     read_idle: Callable[[], float | None] = idle_temperature
+    device: str | None = None
 
     def launch(self, steps: Sequence[Step], stacks: Sequence[str]) -> list[str]:
         failed = []
-        if self.idle_c is None and not os.environ.get("IDLE_TEMP_C"):
+        if self.idle_c is None and not os.environ.get("IDLE_TEMP_C") and self.device != "cpu":
             self.idle_c = self.read_idle()
             if self.idle_c is not None:
                 print(f"== idle GPU temperature before the first stack: {self.idle_c:g} °C (the cooldown's "
@@ -162,6 +169,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--order", default=SHUFFLED, choices=rounds.ORDER_RULES,
                    help="shuffled (with --seed) or abba (two stacks)")
     p.add_argument("--make", default="make")
+    p.add_argument("--device", choices=["cpu", "gpu"],
+                   help="the run's device: cpu reads no idle GPU temperature [default: read one where nvidia-smi can]")
     p.add_argument("--dry-run", action="store_true",
                    help="check the plan and print each round's order; run nothing (make check-request)")
     p.set_defaults(main=main, parser=p)
@@ -180,7 +189,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"round {step.round} of {step.rounds}: {' '.join(step.order)}")
         return 0
     try:
-        failed = Compose(args.make).launch(steps, stacks)
+        failed = Compose(args.make, device=args.device).launch(steps, stacks)
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C): the records written so far are kept, the interrupted cell's as a timeout; the "
               "same make command resumes (cells already ok are skipped)", file=sys.stderr)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from bench.core.cadence import Cadence
 from bench.core.families.keras import KerasEpochSettings
-from bench.core.request import timeout_for
+from bench.core.request import VARIANT_INPUTS, Request, cli_flag, grid_refusal, timeout_for
 from bench.core.stacks import STACKS
 from bench.models.datasets import DATA_CHOICES
 from bench.models.workloads import SIZES, SUITES, WORKLOADS
@@ -69,9 +70,8 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
     _check_selection(stacks, suite, size, device, workloads, tasks, given, sync=sync)
     if suite in sweep.DEFAULT_GRIDS:
         if settings or variant != "default":
-            raise PlanError(f"the {suite} suite runs the variants of its own grid (bench/run/sweeps/"
-                            f"{sweep.DEFAULT_GRIDS[suite]}), which --set, --compile and --no-augment would not "
-                            "change: pick its variants with --variant, or run a grid of your own with bench sweep")
+            flags = [cli_flag(f) for f in fields(Request) if f.name in VARIANT_INPUTS]
+            raise PlanError(grid_refusal(suite, f"{', '.join(flags[:-1])} and {flags[-1]}", "--variant"))
         cells = [c for c in sweep_cells(sweep.default_grid(suite), stacks, suite=suite, size=size, device=device,
                                         **given)
                  if (not workloads or c.workload in workloads) and (not tasks or c.task in tasks)]

@@ -128,14 +128,18 @@ def cooldown_for(req: Request, dev: RunDevice) -> Cooldown | None:
     ``--idle-temp-c`` when given (read once before the comparison's first stack), else NVML's reading now.
 
     Raises:
-        InputError: a cooldown asked of a CPU run, where no GPU warms up and so none would be waited for (the host's
-            ``make check-request`` refuses ``COOLDOWN`` on a CPU host the same way, ``bench.core.request.run_args``).
+        InputError: a cooldown or an idle temperature asked of a CPU run, where no GPU warms up and so none would be
+            waited for (the host's ``make check-request`` refuses ``COOLDOWN`` and ``IDLE_TEMP_C`` on a CPU host the
+            same way, ``bench.core.request.run_args``).
     """
-    if not req.cooldown_s:
-        return None
-    if dev != "gpu":
+    if dev != "gpu" and req.cooldown_s:
         raise InputError(f"--cooldown {req.cooldown_s:g} (COOLDOWN) waits for the GPU to cool, and this run is on the "
                          "CPU; leave it unset (or 0)")
+    if dev != "gpu" and req.idle_temp_c is not None:
+        raise InputError(f"--idle-temp-c {req.idle_temp_c:g} (IDLE_TEMP_C) is the GPU's idle temperature, and this "
+                         "run is on the CPU; leave it unset")
+    if not req.cooldown_s:
+        return None
     from bench.instruments.gpu_state import Cooldown
 
     cooldown = Cooldown(req.cooldown_s, idle_c=req.idle_temp_c, idle_source=IDLE_GIVEN)

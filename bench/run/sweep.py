@@ -23,8 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from bench.core.knobs import EPOCH_ENGINES, normalise, settings_class, variant_name
 from bench.core.stacks import STACKS, get_stack
-
-DEFAULT_GRIDS = {"tuning": "tuning.yaml"}
+from bench.core.words import DEFAULT_GRIDS as DEFAULT_GRIDS  # the grid suites, re-exported
 
 #: A knob's value as YAML gives it, kept as given (``true`` a bool, ``512`` an int, ``"on"`` a string: the models are
 #: strict, so nothing is coerced).

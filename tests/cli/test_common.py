@@ -181,3 +181,23 @@ def test_a_folder_that_cannot_rename_is_refused_and_keeps_no_probe_file(tmp_path
 def test_a_writable_folder_reaches_the_commands_body(tmp_path, called):
     code, _, err = bench("run", "--stack", "pytorch", "--device", "cpu", "--out", str(tmp_path / "run"))
     assert code == 0 and called == ["run_request"], err
+
+
+RESULT_WRITERS = [(n, a) for n, a in WRITERS if n.split()[0] in ("collect", "compare", "history", "report", "site")]
+
+
+@pytest.mark.parametrize("args", [a for _, a in RESULT_WRITERS], ids=[n for n, _ in RESULT_WRITERS])
+def test_a_results_command_refused_by_its_body_leaves_no_folder_it_made(args, tmp_path, monkeypatch):
+    """``bench report``, ``site``, ``collect``, ``compare`` and ``history`` made their ``-o`` folder (and its
+    parents) for the writability check, then refused the sources (no bench CSV, an empty run, no history) and left
+    the new folders behind, empty. They are removed again; a folder that was there is kept."""
+    from bench.core.errors import InputError
+
+    def refuse(*a: object, **k: object) -> None:
+        raise InputError("no bench CSV here")
+
+    for owner, name in BODIES:
+        monkeypatch.setattr(owner, name, refuse)
+    code, _, err = bench(*argv(args, tmp_path, tmp_path / "new" / "out"))
+    assert code == 2 and err.strip() == "bench: error: no bench CSV here", err
+    assert not (tmp_path / "new").exists()

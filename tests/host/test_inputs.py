@@ -5,6 +5,7 @@ an image flavor ``imagetag`` does not know is bad input."""
 
 import argparse
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -117,6 +118,16 @@ def test_a_quote_in_a_good_value_reaches_bench_run_and_the_cloud_intact():
     assert words[words.index("--input") + 1] == "VARIANTS=it's"
 
 
+def cpu_run_refused(tmp_path: Path, *options: str) -> str:
+    """``bench run --device cpu OPTIONS`` into a new folder: refused in one line, exit 2, no folder left; its stderr."""
+    p = subprocess.run([PY, "-m", "bench", "run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu",
+                        *options, "--out", str(tmp_path / "new" / "run")], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert not (tmp_path / "new").exists()
+    return p.stderr
+
+
 def test_cooldown_on_a_cpu_run_is_refused_in_one_line(tmp_path):
     """COOLDOWN waits for the GPU to cool: on a CPU run it did nothing (an INFO line inside the container, no field
     in any record), yet make and bench run took it. Now make refuses it as it refuses DEVICE=gpu without a GPU, and
@@ -127,12 +138,8 @@ def test_cooldown_on_a_cpu_run_is_refused_in_one_line(tmp_path):
     assert request.run_args({"COOLDOWN": "60"}) == ["--cooldown", "60"]  # the device not known: bench run decides
     with pytest.raises(ValueError, match="COOLDOWN=60: a GPU-only input, and this run is on the CPU"):
         request.run_args({"COOLDOWN": "60"}, "cpu")
-    p = subprocess.run([PY, "-m", "bench", "run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu",
-                        "--cooldown", "5", "--out", str(tmp_path / "new" / "run")], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
-    assert "--cooldown 5 (COOLDOWN) waits for the GPU to cool, and this run is on the CPU" in p.stderr
-    assert not (tmp_path / "new").exists()
+    assert "--cooldown 5 (COOLDOWN) waits for the GPU to cool, and this run is on the CPU" in cpu_run_refused(
+        tmp_path, "--cooldown", "5")
 
 
 def test_a_digest_list_named_but_missing_is_an_error(tmp_path):
@@ -205,15 +212,83 @@ def test_a_run_name_that_is_not_one_folder_name_is_refused_first(goal, run):
         assert ok.returncode == 0 and f"/results/runs/{good} " in ok.stdout, ok.stderr
 
 
-@pytest.mark.parametrize("price", ["-5", "abc", "1e"])
-def test_a_price_bench_report_would_refuse_stops_make_and_the_cloud_first(price):
+@pytest.mark.parametrize("price", ["-5", "abc", "1e", "1e400", "nan", "inf"])
+def test_a_price_bench_report_would_refuse_stops_make_and_the_cloud_first(price, tmp_path):
     """PRICE_PER_HOUR reaches ``bench report --price-per-hour`` (a number, 0 or more) only after collect, once every
     cell has run, and on the cloud on the VM: a bad one failed the report there. make and ``cloud launch`` refuse it
-    first, in one line."""
-    refused(make("-n", "bench-all", "DEVICE=cpu", f"PRICE_PER_HOUR={price}"), "PRICE_PER_HOUR must be dollars per")
+    first, in one line. One rule for the three (``bench.core.price.dollars``): make's own regular expression took
+    1e400 (inf) that the cloud refused, and bench report took nan and inf that both refused."""
+    refused(make("-n", "bench-all", "DEVICE=cpu", f"PRICE_PER_HOUR={price}"),
+            f"PRICE_PER_HOUR: {price!r} is not a price: dollars per GPU-hour")
     p = subprocess.run([PY, "-m", "bench.host", "cloud", "launch", "--gpus", "H100", "--bucket", "b", "--run-name", "r",
                         "--dry-run", "--price-per-hour", price], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stdout) == (2, "") and p.stderr.count("\n") == 1 and "is not a price" in p.stderr
+    with pytest.raises(SystemExit) as e:
+        bench_cli(["report", str(ROOT / "results" / "cpu-smoke"), "-o", str(tmp_path / "r"), "--price-per-hour", price])
+    assert e.value.code == 2 and not (tmp_path / "r").exists()
+
+
+def test_a_price_all_three_take_passes_make():
+    assert make("check-request", "DEVICE=cpu", "PRICE_PER_HOUR=2.5e0").returncode == 0
+
+
+@pytest.mark.parametrize("var, value", [("SET", "tf32=off"), ("COMPILE", "default"), ("NO_AUGMENT", "1")])
+def test_the_tuning_suite_refuses_a_variant_input_before_any_build(var, value):
+    """The tuning suite runs its own grid's variants, so bench run refuses --set, --compile and --no-augment for it
+    (a PlanError): make checked them without the suite and passed them on, so make bench-all SUITE=tuning SET=...
+    ran the preflight and built every image before each stack's container refused them. The host's check now knows
+    the suite, and so does the cloud's."""
+    says = f"the tuning suite runs the variants of its own grid (bench/run/sweeps/tuning.yaml), which {var} would"
+    refused(make("-n", "bench-all", "DEVICE=cpu", "SUITE=tuning", f"{var}={value}"), says)
+    refused(make("-n", "bench-jax", "DEVICE=cpu", "SUITE=tuning", f"{var}={value}"), says)
+    with pytest.raises(ValueError, match=re.escape(says)):
+        cloud.launch_commands("tuning", ["H100"], ["jax"], "full", 1, "b", "r", inputs={var: value})
+    with pytest.raises(ValueError, match=re.escape(says)):
+        cloud.k8s_job("tuning", ["jax"], "r", "H", repeats=1, inputs={var: value})
+    ok = make("-n", "bench-jax", "DEVICE=cpu", "SUITE=classic", f"{var}={value}")
+    assert ok.returncode == 0 and "bench run --stack jax --suite classic" in ok.stdout, ok.stderr
+    assert make("check-request", "DEVICE=cpu", "SUITE=tuning", "NO_AUGMENT=0", "VARIANTS=x").returncode == 0
+
+
+@pytest.mark.parametrize("how", ["command line", "environment"])
+@pytest.mark.parametrize("var, value, gives", [("RUN", "a$b", "a"), ("SET", "tf32=o$ff", "tf32=of"),
+                                               ("VARIANTS", "x$", "x$")])
+def test_a_lone_dollar_in_a_knob_is_refused_not_expanded(how, var, value, gives):
+    """make expands a knob's value: RUN='a$b' (typed, or exported from a shell that kept the $) named the run 'a',
+    and every check saw 'a', not what was typed. A lone $ is refused in one line; make's own references stay."""
+    env = {**os.environ, var: value} if how == "environment" else None
+    args = [] if env else [f"{var}={value}"]
+    refused(make("-n", "bench-jax", "DEVICE=cpu", *args, env=env),
+            f"{var}: a lone '$' in '{value}': make reads $<letter> as its own variable (here it gives '{gives}')")
+
+
+def test_a_make_reference_or_an_escaped_dollar_in_a_knob_still_works():
+    p = make("-n", "bench-jax", "DEVICE=cpu", "RUN=$(SUITE)-x", "VARIANTS=it$$s")
+    assert p.returncode == 0 and "--out /results/runs/classic-x " in p.stdout, p.stderr
+    assert "--variant 'it$s'" in p.stdout, p.stdout
+
+
+def test_an_idle_temperature_on_a_cpu_run_is_refused_and_never_read(tmp_path, monkeypatch):
+    """IDLE_TEMP_C is the cooldown's GPU baseline: on a CPU run make passed it on and bench run dropped it, unsaid,
+    as COOLDOWN was before. make and bench run refuse it now; and bench-all's launcher, which read nvidia-smi on any
+    host that has one (a CPU run on a GPU host too) and passed IDLE_TEMP_C to every stack, reads it for GPU runs
+    only, so such a run is not refused at its first stack."""
+    from bench.host import launch
+
+    refused(make("-n", "bench-all", "DEVICE=cpu", "IDLE_TEMP_C=40"), "IDLE_TEMP_C=40: a GPU-only input")
+    refused(make("-n", "bench-jax", "DEVICE=cpu", "IDLE_TEMP_C=0"), "IDLE_TEMP_C=0: a GPU-only input")
+    assert request.run_args({"IDLE_TEMP_C": "40"}, "gpu") == ["--idle-temp-c", "40"]
+    assert "--idle-temp-c 40 (IDLE_TEMP_C) is the GPU's idle temperature, and this run is on the CPU" in \
+        cpu_run_refused(tmp_path, "--idle-temp-c", "40")
+    ran: list[list[str]] = []
+    steps = launch.plan(["jax"], 1)
+    monkeypatch.delenv("IDLE_TEMP_C", raising=False)
+    for device in ("cpu", "gpu"):
+        launch.Compose("make", lambda cmd: ran.append(cmd) or 0, read_idle=lambda: 41.0, device=device).launch(
+            steps, ["jax"])
+    assert [c[3:] for c in ran] == [["ROUND=1"], ["ROUND=1", "IDLE_TEMP_C=41"]]
+    recipe = (ROOT / "Makefile").read_text().split("\nbench-all:", 1)[1].split("\n\n", 1)[0]
+    assert "launch compose" in recipe and "--device $(RUN_DEVICE)" in recipe
 
 
 def test_a_price_of_0_or_more_passes():
@@ -263,3 +338,57 @@ def test_imagetag_refuses_a_flavor_the_image_has_not_as_bad_input(image, flavor,
                        timeout=60)
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and not p.stdout
+
+
+@pytest.mark.parametrize("pair, says", [("SYNC=bogus", "SYNC: sync='bogus' is not valid; expected 'epoch'"),
+                                        ("SYNC=every:0", "SYNC: sync='every:0' is not valid"),
+                                        ("TIMEOUT=nan", "TIMEOUT: 'nan' is not a finite number"),
+                                        ("TIMEOUT=inf", "TIMEOUT: 'inf' is not a finite number")])
+def test_a_cadence_or_a_number_bench_run_would_refuse_stops_make_first(pair, says):
+    """SYNC had no host check (bench run refused a bad one in every stack's container, after the builds), and a
+    float input took nan and inf, as click's FloatRange did in the image: TIMEOUT=nan cut every cell at once and
+    recorded it as a timeout."""
+    refused(make("-n", "bench-all", "DEVICE=cpu", pair), says)
+
+
+def test_bench_run_refuses_a_number_that_is_not_finite(tmp_path):
+    assert "Invalid value for '--timeout': 'nan' is not a finite number." in cpu_run_refused(tmp_path, "--timeout",
+                                                                                             "nan")
+
+
+@pytest.mark.parametrize("folder", ["", "my results", "it's", 'a"b'])
+def test_a_results_dir_that_is_not_one_path_is_refused_first(folder):
+    """RESULTS_DIR goes unquoted into the recipes: empty, the preflight wrote /doctor/host.json at the file system's
+    root; with a space the preflight's --out split in two, after make -j had started the builds."""
+    for goal in ("bench-all", "preflight", "collect"):
+        refused(make("-n", goal, "DEVICE=cpu", f"RESULTS_DIR={folder}"),
+                f"RESULTS_DIR must be one folder path, without spaces or quotes (got '{folder}')")
+
+
+@pytest.mark.parametrize("goal", [["cloud-collect", "FROM=s3://bucket/run/"], ["doctor", "STACKS=jax"]])
+def test_make_n_runs_no_container_and_writes_nothing(goal, tmp_path):
+    """make -n runs a recipe line that names $(MAKE): cloud-collect's collector container ran under -n (its
+    `&& $(MAKE) report` shared the line), and doctor's host checks wrote results/doctor/host.json. And FROM with a
+    trailing / named the run '' (results/cloud/ itself, results/.csv)."""
+    fake = tmp_path / "docker"
+    fake.write_text(f'#!/bin/sh\necho "docker $*" >> {tmp_path / "log"}\n')
+    fake.chmod(0o755)
+    res = tmp_path / "results"
+    p = make("-n", *goal, "DEVICE=cpu", f"DOCKER={fake}", f"COMPOSE={fake}", f"RESULTS_DIR={res}")
+    assert p.returncode == 0 and not (tmp_path / "log").exists() and not res.exists(), p.stdout + p.stderr
+    if goal[0] == "cloud-collect":
+        assert f'--dest "{res}/cloud/run"' in p.stdout and "-o /results/run.csv" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--run-name", "a b"], "CLOUD_RUN must be one folder name: a letter, digit, _ or @, then letters, digits and "
+                            ". _ + = @ ~ - (got 'a b')"),
+    (["--run-name", "../x"], "CLOUD_RUN must be one folder name"),
+    (["--run-name", "r", "--input", "SET"], "--input 'SET': expected VAR=VALUE"),
+])
+def test_the_cloud_refuses_a_run_name_or_input_its_vm_could_not_use(argv, says):
+    """CLOUD_RUN names the VM's results folder, <bucket>/<run>/<gpu>: 'a b' made a RESULTS_DIR the VM's make refuses
+    and '../x' left the run's folder, on a paid VM; and --input SET (no '=') was dropped, unsaid."""
+    p = subprocess.run([PY, "-m", "bench.host", "cloud", "launch", "--gpus", "H100", "--bucket", "b", "--dry-run",
+                        *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (2, "") and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr

@@ -41,6 +41,19 @@ def test_a_dry_run_checks_the_plan_prints_each_rounds_order_and_runs_nothing(cap
     assert e.value.code == 2 and "the abba order takes two stacks" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("stacks, says", [("jax foo", "unknown stack(s) foo; known: keras2-tf"),
+                                          ("jax jax", "a stack is named twice")])
+def test_a_dry_run_refuses_a_stack_no_run_could_have(stacks, says, capsys):
+    """``launch compose --dry-run`` (make check-request's check of the rounds) printed a plan of stacks that are
+    none: ``round 1 of 1: foo bar``, exit 0; the launcher then ran ``make bench-foo``."""
+    from bench.host import __main__ as front_door
+
+    with pytest.raises(SystemExit) as e:
+        front_door.main(["launch", "compose", "--stacks", stacks, "--rounds", "1", "--dry-run"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == "" and err.count("\n") == 1 and says in err, err
+
+
 def test_compose_runs_each_step_through_make_and_goes_on_past_a_failed_stack(capsys):
     ran = []
 
