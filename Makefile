@@ -276,6 +276,9 @@ bench-all: check-request preflight configure $(if $(REGISTRY),images,build) ## P
 	$(MAKE) --no-print-directory collect || { echo "collect failed" >&2; exit 1; }; exit $$status
 
 collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (and results/history.sqlite unless HISTORY=off), then rewrite results/report.md (collector container)
+# Checked here: in the container the error named its own path (/results/runs/...) and not what to run first.
+	@test -d "$(RESULTS_DIR)/runs/$(RUN)" || { echo "collect: no run $(RUN) in $(RESULTS_DIR)/runs/: make bench-all \
+	writes it (with the same SUITE, SIZE, DEVICE), or RUN= names another" >&2; exit 2; }
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector \
 	  bench collect /results/runs/$(RUN) -o /results/$(RUN).csv$(if $(filter off,$(HISTORY)), --no-history)
 	$(MAKE) --no-print-directory report

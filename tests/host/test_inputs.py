@@ -392,3 +392,12 @@ def test_the_cloud_refuses_a_run_name_or_input_its_vm_could_not_use(argv, says):
     p = subprocess.run([PY, "-m", "bench.host", "cloud", "launch", "--gpus", "H100", "--bucket", "b", "--dry-run",
                         *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stdout) == (2, "") and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
+
+
+def test_collect_before_any_run_says_what_to_run_first_and_starts_no_container(tmp_path):
+    """``make collect`` with no run folder: one line naming the host's folder and ``make bench-all``, exit 2, and no
+    collector container (it said ``no such directory: /results/runs/...``, the container's path)."""
+    p = make("collect", f"RESULTS_DIR={tmp_path}", "RUN=nothing-here", "COMPOSE=false-compose-never-run")
+    assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
+    assert f"collect: no run nothing-here in {tmp_path}/runs/: make bench-all" in p.stderr, p.stderr
+    assert "false-compose-never-run" not in p.stdout + p.stderr
