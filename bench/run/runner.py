@@ -219,7 +219,8 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
             continue
         stale = folder.mismatch(cell, gpu)
         if stale and not force:
-            logger.info(f"{head}: the record on disk was made with other inputs or code ({stale}); running it again")
+            logger.info(f"{head}: the record on disk was made with other inputs, code or software ({stale}); "
+                        "running it again")
         if round_ is not None:
             rec = run_round(cell, folder, repeats, round_, (schedules or {})[cell.stack], force, cooldown, gpu)
             if rec.repeat is not None:
