@@ -152,9 +152,10 @@ def software_mismatch(rec: Record, stack: str) -> list[str]:
     declaration, which is code) and ``env.native`` (image or checkout: the report ranks native GPU rows apart).
 
     Not compared: ``env.image_id`` and ``env.image_digest``. A rebuild without the build cache gives a new ID for
-    the same inputs, all of which are named elsewhere: the base image is pinned by digest (images/Dockerfile), every
+    the same inputs, which are named elsewhere: the base image is pinned by digest (images/Dockerfile), every
     Python package by a hashed lock (what ran is in ``env.packages``), ``bench/`` by ``env.git_commit``; rerunning
-    every cell for an ID alone would re-measure the same software."""
+    every cell for an ID alone would re-measure the same software. The one input that is not: the C toolchain
+    images/c-toolchain.sh installs with apt for torch.compile, unpinned (Debian stable's point releases)."""
     env = rec.env
     if env is None:
         return []
