@@ -264,6 +264,12 @@ def in_container(env: Mapping[str, str], root: Path = Path("/")) -> bool:
     return any(f.exists() for f in files) or oci or bool(env.get("container") or env.get("KUBERNETES_SERVICE_HOST"))
 
 
+def native(env: Mapping[str, str]) -> bool:
+    """The record's ``env.native`` for a process whose environment variables are ``env``: no stack image runs it.
+    Every image sets ``BENCH_IMAGE`` (images/Dockerfile); without it no image's pins ran the cell."""
+    return not env.get("BENCH_IMAGE")
+
+
 def capture(env: Mapping[str, str] | None = None, frameworks: bool = True) -> dict[str, Any]:
     """The full environment block (see docs/outputs.md) of a process whose environment variables are ``env``
     (default ``os.environ``: the worker's own; the runner passes the cell's when it writes the block for a worker
@@ -283,8 +289,7 @@ def capture(env: Mapping[str, str] | None = None, frameworks: bool = True) -> di
         "image_id": env.get("BENCH_IMAGE_ID") or None,
         "image_flavor": env.get("BENCH_FLAVOR"),
         "in_container": in_container(env),
-        # every image sets BENCH_IMAGE (images/Dockerfile); without it no image's pins ran this cell
-        "native": not env.get("BENCH_IMAGE"),
+        "native": native(env),
         "packages": package_versions(),
         "framework_cuda": framework_cuda() if frameworks else {},
         "gpu": gpu_info(env),

@@ -75,17 +75,20 @@ def add_parent_env(rec: Record, cell: Cell, env: Mapping[str, str]) -> None:
 
 
 def worker_record(cell: Cell, worker_out: Path, rc: int, timed_out: bool, log_file: Path,
-                  stopped: tuple[int | None, float] = (None, 0.0), env: Mapping[str, str] | None = None) -> Record:
+                  stopped: tuple[int | None, float] = (None, 0.0), env: Mapping[str, str] | None = None,
+                  started_utc: str | None = None) -> Record:
     """The record the worker wrote (read back strictly), or when there is none the cell's record saying why: a signal
     to this process that had the worker killed (``stopped``: the signal, and the seconds the worker had run;
     ``timeout``, as a part's time limit sends it), the time limit (``timeout``), a SIGKILL (``oom``), a record the
     schema rejects (kept beside the log as ``<run_id>.rejected.json``, never deleted) or an exit without one (the
     log's tail). Such a record gets its ``env`` from the cell's environment ``env`` (default ``os.environ``;
-    ``add_parent_env``)."""
+    ``add_parent_env``), its ``started_utc`` from the runner (``started_utc``: when it started the worker's process,
+    UTC ISO 8601) and its ``finished_utc`` now, the process having ended."""
     try:
         rec = load_record(worker_out)
     except RecordError as e:
         rec = Record.model_validate(new_record(cell), strict=True)
+        rec.started_utc, rec.finished_utc = started_utc, utc_now()
         how = ended(cell, rc, timed_out, stopped, "; a rerun measures the cell again")
         if how is not None:
             rec.status, rec.reason = how

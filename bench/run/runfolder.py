@@ -7,13 +7,14 @@ moved it knows without reading it back.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
 from bench.core.atomic import write_json_atomic
 from bench.core.commit import same_code
 from bench.instruments import profile
-from bench.instruments.environment import git_commit
+from bench.instruments.environment import git_commit, native, package_versions, stack_pins
 from bench.models.workloads import WORKLOADS
 from bench.results.cell import Cell
 from bench.results.record import REPEATS_DIR, RecordError, load_record, result_path
@@ -111,7 +112,8 @@ def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | Non
     for a record written before the id named them, the inputs it recorded as they took effect (batch size, the data
     policy, the epochs or timed steps of an ok record), and the GPU (``gpu``, this run's NVML UUID, when both are
     known: a spot VM preempted between rounds comes back on another GPU, and a cell's repeats, like the comparison,
-    are one GPU's measurement)."""
+    are one GPU's measurement), and the software it ran on (``software_mismatch``: the packages, not the image's
+    ID)."""
     w = WORKLOADS.get(cell.workload)
     given = rec.model_fields_set  # a field a record of an older schema lacks is taken as the cell's
     expected: list[tuple[str, Any, Any]] = [
@@ -131,7 +133,46 @@ def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | Non
     if made_by and running and not same_code(made_by, running):  # other code may have run another method
         wrong.append(f"env.git_commit {made_by!r}, not {running!r}" if made_by != running else
                      f"env.git_commit {made_by!r}: git could not list the edits, so the same code is not shown")
-    return "; ".join(wrong) or None
+    return "; ".join(wrong + software_mismatch(rec, cell.stack)) or None
+
+
+#: How many differing packages a resume's line names before it counts the rest.
+SHOWN = 3
+
+
+def software_mismatch(rec: Record, stack: str) -> list[str]:
+    """Why ``rec`` was not measured on the software a cell of ``stack`` runs on now, one entry per field (empty when
+    it was): the runner's interpreter is the one its workers run (``sys.executable``, the same image or checkout).
+
+    Compared, each only where the record holds it (a record from before the field, or whose ``env`` could not be
+    captured, is taken as this software, as ``input_mismatch`` takes a missing commit): ``env.packages`` (the
+    frameworks, their libraries and the GPU runtime, ``environment.package_versions``: a resume on an image rebuilt
+    with a changed lock, or natively on other versions, would mix two software stacks' cells in one run),
+    ``env.pins`` (a derived stack's pinned packages as installed; ``env.pins_ok`` follows from them and the stack's
+    declaration, which is code) and ``env.native`` (image or checkout: the report ranks native GPU rows apart).
+
+    Not compared: ``env.image_id`` and ``env.image_digest``. A rebuild without the build cache gives a new ID for
+    the same inputs, which are named elsewhere: the base image is pinned by digest (images/Dockerfile), every
+    Python package by a hashed lock (what ran is in ``env.packages``), ``bench/`` by ``env.git_commit``; rerunning
+    every cell for an ID alone would re-measure the same software. The one input that is not: the C toolchain
+    images/c-toolchain.sh installs with apt for torch.compile, unpinned (Debian stable's point releases)."""
+    env = rec.env
+    if env is None:
+        return []
+    given, now = env.model_fields_set, _this_software(stack)
+    wrong = []
+    if "native" in given and env.native is not None and env.native != now["native"]:
+        wrong.append(f"env.native {env.native!r}, not {now['native']!r}")
+    for field in ("packages", "pins"):
+        theirs, ours = getattr(env, field), now[field]
+        if field not in given or theirs == ours:
+            continue
+        # a version that changed first, then a package only one side holds
+        keys = sorted(set(theirs) | set(ours), key=lambda k: (k not in theirs or k not in ours, k))
+        changed = [f"{k} {theirs.get(k)!r}, not {ours.get(k)!r}" for k in keys if theirs.get(k) != ours.get(k)]
+        more = f" (and {len(changed) - SHOWN} more)" if len(changed) > SHOWN else ""
+        wrong.append(f"env.{field}: {', '.join(changed[:SHOWN])}{more}")
+    return wrong
 
 
 def profiled(rec: Record) -> bool:
@@ -139,6 +180,13 @@ def profiled(rec: Record) -> bool:
     call too long): a record with none, or one whose process ended during the profile (``profile.UNFINISHED``),
     is run again by a resumed ``--profile`` run."""
     return rec.profile is not None and not (rec.profile.reason or "").startswith(profile.UNFINISHED)
+
+
+@functools.cache
+def _this_software(stack: str) -> dict[str, Any]:
+    """What ``software_mismatch`` compares, as a cell of ``stack`` started now would record it (``env.native``,
+    ``env.packages``, ``env.pins``: ``environment.capture``'s and ``stack_pins``'), read once per process and stack."""
+    return {"native": native(os.environ), "packages": package_versions(), "pins": stack_pins(stack)["pins"]}
 
 
 @functools.cache

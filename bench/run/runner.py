@@ -23,7 +23,7 @@ from typing import Any
 from bench.core import interrupt
 from bench.core.stacks import get_stack
 from bench.instruments import gpu_state, hostload, profile
-from bench.instruments.environment import cuda_cache_block, cuda_cache_bytes
+from bench.instruments.environment import cuda_cache_block, cuda_cache_bytes, utc_now
 from bench.instruments.gpu_state import Cooldown
 from bench.results.cell import Cell
 from bench.results.record import FINAL_STATUSES
@@ -116,12 +116,12 @@ def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = N
         with compile_caches(stack) as caches:
             env = {**cell_env(stack, cell.device, cell.settings), **caches}
             cuda_cache_before = cuda_cache_bytes(env)
-            busy_before, start = hostload.busy_cpu_s(), time.perf_counter()
             args = [*WORKER, str(cell_file), str(worker_out), *samples]
+            busy_before, started_utc, start = hostload.busy_cpu_s(), utc_now(), time.perf_counter()
             rc, usage, timed_out, signum = wait_for_worker(args, env, log_file, cell.timeout_s)
             wall, busy_after = time.perf_counter() - start, hostload.busy_cpu_s()
 
-        rec = worker_record(cell, worker_out, rc, timed_out, log_file, (signum, wall), env)
+        rec = worker_record(cell, worker_out, rc, timed_out, log_file, (signum, wall), env, started_utc)
         profile.place(rec, work, final, out_dir)
         profile.discard(work, cell.run_id)
         # GPU-seconds: the GPU is the cell's for its whole process (cost accounting, docs/cloud.md)
@@ -219,7 +219,8 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
             continue
         stale = folder.mismatch(cell, gpu)
         if stale and not force:
-            logger.info(f"{head}: the record on disk was made with other inputs or code ({stale}); running it again")
+            logger.info(f"{head}: the record on disk was made with other inputs, code or software ({stale}); "
+                        "running it again")
         if round_ is not None:
             rec = run_round(cell, folder, repeats, round_, (schedules or {})[cell.stack], force, cooldown, gpu)
             if rec.repeat is not None:

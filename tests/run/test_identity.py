@@ -152,3 +152,61 @@ def test_a_resumed_run_reuses_a_record_only_of_the_same_code(tmp_path, monkeypat
     assert (why is None) == reused, why
     if not reused:
         assert f"env.git_commit {recorded!r}" in why
+
+
+NOW = {"native": False, "packages": {"torch": "2.13.0", "numpy": "2.3.4"}, "pins": {}}
+
+
+@pytest.mark.parametrize(("env", "why"), [
+    ({"packages": {"torch": "2.10.0", "numpy": "2.3.4"}}, "env.packages: torch '2.10.0', not '2.13.0'"),
+    ({"packages": {"torch": "2.13.0"}}, "env.packages: numpy None, not '2.3.4'"),  # a package the image lost
+    ({"native": True, "packages": NOW["packages"]}, "env.native True, not False"),  # a checkout's run
+    ({"pins": {"keras": "3.14.1"}}, "env.pins: keras '3.14.1', not None"),
+    ({"packages": {f"nvidia-{i}": "1" for i in range(5)}}, "(and 4 more)"),  # one line, however many differ
+])
+def test_a_resumed_run_reuses_a_record_only_of_the_same_software(tmp_path, monkeypatch, env, why):
+    """A resume compared inputs, GPU and code, never the software: a run folder resumed on an image rebuilt with
+    another lock, or natively on other framework versions, kept the old cells beside new ones as one run's. A record
+    measured on other packages (or in a checkout, not an image) is measured again, and the line says what differs."""
+    monkeypatch.setattr(runfolder, "_this_software", lambda stack: NOW)
+    (cell,) = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"])
+    write_json_atomic(result_path(tmp_path, cell), {**new_record(cell), "status": "ok", "env": env})
+    assert runfolder.RunFolder(tmp_path).existing(cell) is None
+    assert why in runfolder.RunFolder(tmp_path).mismatch(cell)
+
+
+@pytest.mark.parametrize("env", [
+    {**NOW, "image_id": "sha256:old", "image_digest": "sha256:olddigest"},  # a rebuild of the same locks: reused
+    {"git_commit": None},  # a record from before env.packages (or whose env capture failed): read as it was
+    {"error": "OSError: no /proc"},
+])
+def test_a_record_of_the_same_or_unrecorded_software_resumes(tmp_path, monkeypatch, env):
+    monkeypatch.setattr(runfolder, "_this_software", lambda stack: NOW)
+    (cell,) = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"])
+    write_json_atomic(result_path(tmp_path, cell), {**new_record(cell), "status": "ok", "env": env})
+    assert runfolder.RunFolder(tmp_path).existing(cell).status == "ok"
+
+
+def test_the_software_compared_is_what_a_cell_records(monkeypatch):
+    """``_this_software`` reads what ``environment.capture`` and ``stack_pins`` put in a cell's ``env``."""
+    from bench.instruments import environment
+
+    runfolder._this_software.cache_clear()
+    monkeypatch.delenv("BENCH_IMAGE", raising=False)
+    now = runfolder._this_software("pytorch")
+    runfolder._this_software.cache_clear()
+    env = environment.capture(frameworks=False)
+    assert now == {"native": env["native"], "packages": env["packages"], "pins": {}}
+
+
+def test_a_run_resumed_on_other_packages_measures_the_cell_again(tmp_path, fake_worker, capsys):
+    out = tmp_path / "run"
+    base = ["run", "--stack", "pytorch", "--workload", "mnist_mlp", "--device", "cpu", "--out", str(out)]
+    path = out / "pytorch" / "pytorch__classic__mnist_mlp__fit__smoke__default.json"
+    assert bench(*base) == 0
+    rec = json.loads(path.read_text())
+    write_json_atomic(path, {**rec, "env": {"packages": {"torch": "0.0.1-an-older-lock"}}})
+    capsys.readouterr()
+    assert bench(*base) == 0
+    text = capsys.readouterr().out
+    assert "already ok, skipped" not in text and "env.packages: " in text and "'0.0.1-an-older-lock', not" in text

@@ -515,3 +515,16 @@ def test_repeats_on_two_gpus_are_not_one_measurement():
     assert not agg["metrics"]  # repeat 1's 10 ms/step is no median of the cell's repeats: only ok carries timings
     assert aggregate(rec(1, "GPU-a"), rec(2, "GPU-a"))["status"] == "ok"
     assert aggregate({**rec(1, None), "env": {"gpu": {"available": False}}})["status"] == "ok"  # a CPU run
+
+
+@pytest.mark.parametrize("mode", ["sleep", "crash", "kill"])
+def test_a_cell_without_a_worker_record_says_when_it_ran(tmp_path, fake_worker, mode):
+    """The runner starts the worker and sees it end, so the record it writes for one that left none (time limit,
+    crash, SIGKILL) holds those times; it held null for both."""
+    fake_worker(mode)
+    before = environment.utc_now()
+    rec = run_one(cell(timeout_s=1.0), tmp_path)
+    after = environment.utc_now()
+    assert rec["status"] != "ok"
+    assert before <= rec["started_utc"] <= rec["finished_utc"] <= after
+    assert read_record(result_path(tmp_path, cell()))["started_utc"] == rec["started_utc"]

@@ -70,15 +70,8 @@ def provenance(df) -> list[str]:
              f"- bench git commit: {uniq(col(Env, 'git_commit'))}"]
     for sid in STACKS:
         rows = df[df["stack"] == sid]
-        if rows.empty:
-            continue
-        packages = col(Env, "packages") + "."
-        pk = [c for c in rows.columns if c.startswith(packages) and rows[c].notna().any()]
-        versions = ", ".join(f"{c.removeprefix(packages)} {rows[c].dropna().iloc[0]}" for c in pk
-                             if c.removeprefix(packages) in ("tensorflow", "tf-keras", "keras", "jax", "jaxlib",
-                                                             "torch"))
-        py = rows[col(Env, "python")].dropna() if col(Env, "python") in rows else None
-        lines.append(f"- {sid}: {versions or 'n/a'}; Python {py.iloc[0] if py is not None and len(py) else 'n/a'}")
+        if not rows.empty:
+            lines.append(stack_versions(sid, rows))
     if (df["device"] == "cpu").any():
         lines.append("- **CPU rows are smoke tests of the harness, not GPU benchmarks.**")
     native = _flagged(df[df["device"] == "gpu"], col(Env, "native"))
@@ -95,6 +88,30 @@ def provenance(df) -> list[str]:
                      "newer than a wheel's machine code, or runtime-compiled kernels): their first step/epoch may "
                      "include it; steady-state figures do not.")
     return lines + [""]
+
+
+#: The frameworks whose versions the provenance names per stack (``env.packages``).
+FRAMEWORK_PACKAGES = ("tensorflow", "tf-keras", "keras", "jax", "jaxlib", "torch")
+
+
+def stack_versions(sid: str, rows) -> str:
+    """The provenance line of stack ``sid``'s ``rows``: each framework's version and the Python, every distinct
+    value the rows hold (`` / `` between them), and a bold warning where they differ (a run folder resumed on
+    another image or checkout holds cells measured on two software stacks; it named the first row's only)."""
+    def seen(column: str) -> list[str]:
+        return sorted({str(v) for v in rows[column].dropna()}) if column in rows else []
+
+    packages = col(Env, "packages") + "."
+    found = {name: seen(packages + name) for name in sorted(FRAMEWORK_PACKAGES)}
+    found = {name: vals for name, vals in found.items() if vals}
+    python = seen(col(Env, "python"))
+    versions = ", ".join(f"{name} {' / '.join(vals)}" for name, vals in found.items())
+    line = f"- {sid}: {versions or 'n/a'}; Python {' / '.join(python) or 'n/a'}"
+    mixed = [name for name, vals in {**found, "Python": python}.items() if len(vals) > 1]
+    if mixed:
+        line += (f" **(mixed: {', '.join(mixed)} differ between this stack's rows, so its cells were measured on "
+                 "different software)**")
+    return line
 
 
 def _flagged(df, col: str) -> int:

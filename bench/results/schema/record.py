@@ -74,8 +74,11 @@ class Record(Block):
                                             "temperature was read), target_c, start_c, end_c, waited_s, reached, "
                                             "max_s")
     notes: list[str] = entry("warnings that travel with the row (e.g. a CPU run is not a GPU benchmark)", default=[])
-    started_utc: str | None = entry("when the worker started (UTC, ISO 8601)")
-    finished_utc: str | None = entry("when it finished (UTC, ISO 8601)")
+    started_utc: str | None = entry("when the worker started (UTC, ISO 8601; a worker that left no record, killed "
+                                    "or crashed: when the runner started its process; null in such records before "
+                                    "2026-11-27)")
+    finished_utc: str | None = entry("when it finished (UTC, ISO 8601; a worker that left no record: when the "
+                                     "runner saw its process end)")
     traceback: str | None = entry("a failed cell's traceback (not in the CSV)")
 
     @field_validator("settings", mode="wrap")

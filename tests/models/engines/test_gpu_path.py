@@ -160,6 +160,41 @@ def test_torch_engine_validates_under_the_training_steps_autocast(monkeypatch, p
     assert seen == {dtype}
 
 
+@needs_torch
+def test_torch_engine_validates_with_the_compiled_model_under_compile(monkeypatch):
+    """Under ``compile`` the PyTorch cell validates through its ``torch.compile``'d model, as Keras' ``jit_compile``
+    compiles its test function and the Flax twin jits its eval step: a graph is traced in evaluation (no grad).
+    It validated with the uncompiled model: every graph traced was a training step's. The graphs run eagerly
+    (a recording backend), so no C++ compiler is needed."""
+    import torch
+
+    from bench.core.families.torch import TorchEpochSettings
+    from bench.core.stacks import get_stack
+    from bench.models import datasets
+    from bench.models.engines import toolchain
+    from bench.models.engines.torch import epochs as torch_epochs
+    from bench.models.workloads import get_workload
+
+    traced: list[bool] = []  # whether grad was enabled, for each graph dynamo compiled
+
+    def record(gm, example_inputs):
+        traced.append(torch.is_grad_enabled())
+        return gm.forward
+
+    real = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda model, **kw: real(model, backend=record))
+    monkeypatch.setattr(toolchain, "require_torch_compile", lambda *a: None)
+    torch._dynamo.reset()
+    w = get_workload("mnist_mlp")
+    ds = w.prepare(datasets.synthetic("mnist", 16, 8, "test"))
+    result = torch_epochs.fit(get_stack("pytorch"), w, ds, engine_cell("pytorch", w, 2, 8),
+                              TorchEpochSettings(compile="default"))
+    torch._dynamo.reset()
+    assert True in traced  # the training step
+    assert False in traced, traced  # the validation (torch.no_grad)
+    assert len(result.history["val_loss"]) == 2
+
+
 @needs_keras_torch
 def test_keras_timing_callback_closes_the_epoch_when_validation_begins():
     """Keras' fit runs validation through evaluate() with the same callbacks, which calls on_test_begin."""

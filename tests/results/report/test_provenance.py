@@ -33,3 +33,16 @@ def test_a_repeated_row_without_its_repeats_times_is_named():
                             "hold their first repeat's times only: the span may have started earlier or ended "
                             "later)")
     assert run_span(pd.DataFrame([{"status": "ok"}])) == "- Run date: n/a"
+
+
+def test_a_stack_whose_rows_ran_other_versions_names_them_all():
+    """A run folder resumed on another image holds one stack's cells on two torch versions: the provenance named the
+    first row's version as the stack's. It names each one and says the rows are mixed; one version reads as before."""
+    from bench.results.report.provenance import provenance
+
+    two = pd.DataFrame([{"stack": "pytorch", "device": "cpu", "env.packages.torch": v, "env.python": "3.11.9"}
+                        for v in ("2.13.0", "2.10.0")])
+    [line] = [x for x in provenance(two) if x.startswith("- pytorch:")]
+    assert line.startswith("- pytorch: torch 2.10.0 / 2.13.0; Python 3.11.9 **(mixed: torch differ")
+    [line] = [x for x in provenance(two.iloc[:1]) if x.startswith("- pytorch:")]
+    assert line == "- pytorch: torch 2.13.0; Python 3.11.9"

@@ -101,7 +101,13 @@ def _evaluate(torch, model, loss_fn, xs, y, batch_size: int, amp_dtype=None) -> 
     autocast (``amp_dtype``, None: none), as its counterparts validate: Keras' ``mixed_float16`` is a layer policy,
     which casts a layer's inputs to its compute dtype and opens its autocast scope in every call, evaluation's too
     (keras/src/layers/layer.py@v3.15.1:873-898, 985-997), and the Flax twin casts its eval step as its train step
-    (``bench.models.engines.jax.epochs.make_steps``)."""
+    (``bench.models.engines.jax.epochs.make_steps``).
+
+    ``fit`` passes the module its training step calls, the ``torch.compile``'d one under ``compile``: Keras compiles
+    its test function with the train function (``jit_compile``: keras/src/backend/torch/trainer.py@v3.15.1:148-149,
+    keras/src/backend/tensorflow/trainer.py@v3.15.1:259-262 through ``_make_function``), as the Flax twin jits its
+    eval step. The eval-mode graph compiles at the first validation: after the first epoch's timed steps, inside its
+    span (``metrics.fit_epoch_s[0]``, ``fit_call_s``), never in a timed step or ``total_train_s``."""
     model.eval()
     total, correct, n = 0.0, 0, int(y.shape[0])
     device_type = y.device.type
@@ -125,10 +131,11 @@ def _effective_settings(torch, settings: TorchEpochSettings) -> EffectiveSetting
 
 
 def _trainer(torch, model, workload: Workload, settings: TorchEpochSettings, dev,
-             effective: EffectiveSettings) -> tuple[Callable[[Any], Any], Any]:
-    """(``step(batch)`` -> the batch's device pair (summed loss, correct), the loss function): one training step
-    of ``model`` with the workload's optimizer and schedule, under ``compile``, autocast and the grad scaler as
-    ``settings`` ask; what it built goes into ``effective``."""
+             effective: EffectiveSettings) -> tuple[Callable[[Any], Any], Any, Any]:
+    """(``step(batch)`` -> the batch's device pair (summed loss, correct), the loss function, the module the step
+    calls: ``model`` under ``torch.compile`` as ``compile`` asks, else ``model``): one training step of ``model``
+    with the workload's optimizer and schedule, under ``compile``, autocast and the grad scaler as ``settings`` ask;
+    what it built goes into ``effective``."""
     mode, precision = settings.compile, settings.precision
     opt = make_optimizer(torch, model.parameters(), workload)
     scheduler = make_scheduler(torch, opt, workload)
@@ -158,7 +165,7 @@ def _trainer(torch, model, workload: Workload, settings: TorchEpochSettings, dev
             scheduler.step()
         return torch.stack([loss.detach().float() * yb.numel(), (out.argmax(1) == yb).sum().float()])
 
-    return step, loss_fn
+    return step, loss_fn, step_model
 
 
 def _train_data(torch, settings: TorchEpochSettings, ds: Dataset, workload: Workload, batch_size: int, dev,
@@ -241,11 +248,11 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Tor
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     model = workload.build_torch(ds.meta).to(dev)
-    step, loss_fn = _trainer(torch, model, workload, settings, dev, effective)
+    step, loss_fn, step_model = _trainer(torch, model, workload, settings, dev, effective)
     batches, trained = _train_data(torch, settings, ds, workload, batch_size, dev, augmenting, effective)
     xv, yv = _validation_data(torch, settings.data_pipeline, augmenting, ds, workload, dev, effective)
     steps = EpochSteps(batches, lambda: _begin_epoch(torch, model, dev), step, _accumulate, lambda t: t.tolist(),
-                       lambda: _evaluate(torch, model, loss_fn, xv, yv, batch_size,
+                       lambda: _evaluate(torch, step_model, loss_fn, xv, yv, batch_size,
                                          autocast_dtype(torch, settings.precision)))
     barrier = make_barrier("torch", device)
     timing = LoopTiming(barrier, barrier, Cadence.parse(settings.sync), telemetry)
