@@ -160,7 +160,9 @@ build: configure $(addprefix build-,$(STACKS)) build-collector ## Build the stac
 # An image's label INPUTS_LABEL names the inputs it was built from (its registry tag, bench/host/imagetag.py): make
 # push pushes an image only under the tag its label names, and make images takes a pulled image only where its label is
 # the tag it pulled, so that a tag, the code under it and the commit its records name (env.git_commit, which the build
-# bakes in) are one build's. $(call inputs_label,REF): that label of image REF, as a shell substitution.
+# bakes in) are one build's. An image built on another BASE_IMAGE than the Dockerfile's pinned one says so in its label
+# (+base=...): the tag does not hash the base, so such an image is never pushed or taken under it.
+# $(call inputs_label,REF): that label of image REF, as a shell substitution.
 INPUTS_LABEL := dlbench.inputs
 inputs_label = $$($(DOCKER) image inspect --format '{{index .Config.Labels "$(INPUTS_LABEL)"}}' $(1) 2>/dev/null)
 
@@ -168,7 +170,8 @@ build-%: ## Build one image: build-<stack> or build-collector
 	inputs=$$($(HOST_CLI) imagetag $* $(if $(filter collector,$*),latest,$(FLAVOR))) && \
 	$(DOCKER) build -f $(or $(dockerfile_$*),images/$*/Dockerfile) $(BUILD_ARGS) $(build_args_$*) \
 	  --build-arg BENCH_IMAGE=dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) \
-	  --label $(INPUTS_LABEL)=$$inputs -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
+	  --label "$(INPUTS_LABEL)=$$inputs$(if $(BASE_IMAGE),+base=$(BASE_IMAGE))" \
+	  -t dlbench/$*:$(if $(filter collector,$*),latest,$(FLAVOR)) .
 
 # An image's first repository digest (a registry's once pulled or pushed; Docker's containerd image store, the default
 # of new Docker 29 installs, also lists one for an image built here), else its local image ID, as a shell substitution
@@ -313,7 +316,8 @@ compare-versions: ## BASE vs CANDIDATE in interleaved ABBA rounds on this device
 
 # Registry (REGISTRY=ghcr.io/<owner>/dlbench): an image's tag names its flavor and a hash of its build inputs
 # (bench/host/imagetag.py), so a changed lock, Dockerfile or harness is a new tag and a stale image is never reused.
-PUSH_STACKS = $(filter-out $(DERIVED_STACKS),$(if $(filter cpu,$(FLAVOR)),$(CPU_STACKS),$(ALL_STACKS)))
+# The images of STACKS (what make build builds: the default stacks, or those named), but the derived ones
+PUSH_STACKS = $(filter-out $(DERIVED_STACKS),$(if $(filter cpu,$(FLAVOR)),$(filter $(CPU_STACKS),$(STACKS)),$(STACKS)))
 IMAGE_REF = $(REGISTRY)/$$i:$$($(HOST_CLI) imagetag $$i $$v)
 for_images = for i in $(1) collector; do v=$$( [ $$i = collector ] && echo latest || echo $(FLAVOR) );
 need_registry = @test -n "$(REGISTRY)" || { echo "usage: make $@ REGISTRY=<registry>/<prefix> [FLAVOR=cpu|gpu]" >&2; exit 2; }
@@ -322,16 +326,21 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 # results/images/<flavor>.txt: one line per image pushed, "<tag reference> <digest reference>", the digest the push
 # itself printed (so neither another repository's digest of the image nor Docker's short form of a Docker Hub name):
 # make cloud-k8s pulls those by digest (bench/host/cloud.py read_digests). Written to .part and moved into place
-# once every image is pushed: a failed push (an image not built) emptied the last good push's list.
+# once every image is pushed: a push that fails midway (the registry refused one) keeps the last good push's list.
 	$(need_registry)
 	@mkdir -p $(RESULTS_DIR)/images
-# An image built from other inputs than this tree's (built, then bench/ or a lock edited) is not pushed under this
-# tree's tag: whoever pulls it would run other code than the tag says.
+# Every image is checked before any is pushed: one not built, or built from other inputs than this tree's (built, then
+# bench/ or a lock edited), stops the push whole (whoever pulled it under this tree's tag would run other code than
+# the tag says), so a list is never left holding some of a push's images and not others.
+	@bad=0; $(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF) || exit 2; \
+	  if ! built=$(call inputs_label,dlbench/$$i:$$v); then bad=1; \
+	    echo "push: dlbench/$$i:$$v is not built: make build-$$i FLAVOR=$(FLAVOR)" >&2; \
+	  elif [ "$$built" != "$${ref##*:}" ]; then bad=1; echo "push: dlbench/$$i:$$v was built from other inputs \
+	($${built:-no $(INPUTS_LABEL) label}) than this tree's ($${ref##*:}): make build first" >&2; fi; \
+	done; exit $$bad
 	@set -eo pipefail; list=$(RESULTS_DIR)/images/$(FLAVOR).txt; trap 'rm -f "$$list.part"' EXIT; \
 	$(call for_images,$(PUSH_STACKS)) ref=$(IMAGE_REF); \
-	  $(DOCKER) tag dlbench/$$i:$$v $$ref; built=$(call inputs_label,$$ref) || built=; \
-	  [ "$$built" = "$${ref##*:}" ] || { $(DOCKER) rmi $$ref >/dev/null || :; echo "push: dlbench/$$i:$$v was built from \
-	other inputs ($${built:-no $(INPUTS_LABEL) label}) than this tree's ($${ref##*:}): make build first" >&2; exit 1; }; \
+	  $(DOCKER) tag dlbench/$$i:$$v $$ref; \
 	  digest=$$($(DOCKER) push $$ref | sed -n 's/.*digest: \(sha256:[0-9a-f]*\).*/\1/p' | tail -n 1); \
 	  test -n "$$digest" || { echo "push: $$ref pushed, but the push printed no digest" >&2; exit 1; }; \
 	  echo "$$ref $${ref%:*}@$$digest"; \

@@ -177,7 +177,11 @@ def fake_docker(tmp_path, pullable=()):
     fake.write_text(f"""#!/bin/sh
 echo "$@" >> {log}
 case "$1" in
-  image) case "$4" in *dlbench.inputs*) echo "${{5##*:}}";; *) echo "${{5%%:*}}@sha256:0123";; esac;;  # built as tagged
+  image) case "$4 $5" in  # every image built as tagged
+    *dlbench.inputs*dlbench/*) s="${{5#dlbench/}}"; {sys.executable} -m bench.host imagetag "${{s%%:*}}" "${{s#*:}}";;
+    *dlbench.inputs*) echo "${{5##*:}}";;
+    *) echo "${{5%%:*}}@sha256:0123";;
+  esac;;
   push) echo "The push refers to repository [${{2%:*}}]"; echo "${{2##*:}}: digest: sha256:0123 size: 2412";;
   pull) case "$3" in {"|".join(f"*/{p}:*" for p in pullable) or "nothing"}) exit 0;; *) exit 1;; esac;;
 esac

@@ -8,7 +8,8 @@ import pytest
 from bench.core.atomic import write_json_atomic
 from bench.results.cell import Cell
 from bench.results.record import new_record, result_path
-from bench.run import plan, runfolder
+from bench.results.schema import Record
+from bench.run import plan, runfolder, runner
 from tests.helpers.tables import table_rows
 from tests.helpers.worker import bench
 
@@ -137,12 +138,12 @@ def test_a_record_made_by_other_code_is_measured_again(tmp_path, fake_worker, ca
     ("abc-dirty.111111111111", "abc-dirty.111111111111", True),   # the same edits
     ("abc-dirty", "abc-dirty.111111111111", False),  # a record from before the hash: its edits are not known
     ("abc-dirty", "abc-dirty", True),  # two records from before the hash compare as they did
-    ("abc-unchecked", "abc-unchecked", False),  # git listed neither tree's edits: any code may have run
+    ("abc-unchecked", "abc-unchecked", True),  # one build's rounds: the image's string (the record says unchecked)
+    ("abc-unchecked", "abc", False),
 ])
 def test_a_resumed_run_reuses_a_record_only_of_the_same_code(tmp_path, monkeypatch, recorded, running, reused):
     """Resuming compared the commit strings alone, and every path marked an edited tree ``<HEAD>-dirty``, so two
-    different edits' cells were mixed in one run folder as one code's; an ``-unchecked`` pair still reads equal
-    there. The record of other (or unknown) code is measured again, and the line says which code made it."""
+    different edits' cells were mixed in one run folder as one code's. The record of other (or unknown) code is measured again, and the line says which code made it."""
     monkeypatch.setattr(runfolder, "_this_commit", lambda: running)
     (cell,) = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"])
     path = result_path(tmp_path, cell)
@@ -210,3 +211,25 @@ def test_a_run_resumed_on_other_packages_measures_the_cell_again(tmp_path, fake_
     assert bench(*base) == 0
     text = capsys.readouterr().out
     assert "already ok, skipped" not in text and "env.packages: " in text and "'0.0.1-an-older-lock', not" in text
+
+
+@pytest.mark.parametrize("commit", ["abc", "abc-dirty.111111111111", "abc-unchecked"])
+def test_the_rounds_of_one_run_write_the_cells_record_whatever_its_code_identity(tmp_path, monkeypatch, commit):
+    """make bench-all runs ``bench run --round k`` per round, each reading the earlier rounds' repeats. An
+    ``-unchecked`` identity (git too slow at the image's build) was refused as foreign code on every round, so the
+    cell's record was never written and collect found no cell of that image."""
+    monkeypatch.setattr(runfolder, "_this_commit", lambda: commit)
+    monkeypatch.setattr(runfolder, "_this_software", lambda stack: {"native": True, "packages": {}, "pins": {}})
+
+    def run_one(rcell, folder, cooldown=None):
+        rec = {**new_record(rcell), "status": "ok", "env": {"git_commit": commit}, "repeat": rcell.repeat,
+               "metrics": {"ms_per_step_mean": 1.0, "ms_per_step_p50": 1.0, "first_epoch_s": 1.0}}
+        record = Record.model_validate(rec, strict=True)
+        folder.write(rcell, record)
+        return record
+
+    monkeypatch.setattr(runner, "run_one", run_one)
+    (cell,) = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"])
+    for rnd in (1, 2, 3):
+        runner.run_cells([cell], tmp_path, repeats=3, round_=rnd, schedules={"pytorch": {"round": rnd, "position": 1}})
+    assert result_path(tmp_path, cell).exists()
