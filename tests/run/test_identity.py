@@ -143,7 +143,8 @@ def test_a_record_made_by_other_code_is_measured_again(tmp_path, fake_worker, ca
 ])
 def test_a_resumed_run_reuses_a_record_only_of_the_same_code(tmp_path, monkeypatch, recorded, running, reused):
     """Resuming compared the commit strings alone, and every path marked an edited tree ``<HEAD>-dirty``, so two
-    different edits' cells were mixed in one run folder as one code's. The record of other (or unknown) code is measured again, and the line says which code made it."""
+    different edits' cells were mixed in one run folder as one code's. The record of other (or unknown) code is
+    measured again, and the line says which code made it."""
     monkeypatch.setattr(runfolder, "_this_commit", lambda: running)
     (cell,) = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"])
     path = result_path(tmp_path, cell)
