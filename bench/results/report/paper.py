@@ -39,7 +39,8 @@ def paper_rows(df) -> list[dict[str, Any]]:
     (the CSV row or None) and the published value per stack. A cell of another variant (a knob: ``bs32-jit_compile-
     false``) or other inputs (``steps=7``) than the published cell of its (model, task, batch) is a row of its own,
     ``extra`` naming what differs (``_extra``), never picked in place of the published cell or beside it; so is each
-    size where the run's paper cells are of several (``extra`` then starts with the size).
+    size but ``full`` (the published one) where the run's paper cells are of several (``extra`` then starts with the
+    size).
 
     Each entry: ``model``, ``task``, ``batch``, ``extra`` ('' for the published cell), ``label`` (the model, with
     ``extra`` in brackets), ``ours`` and ``published`` ({stack id: ...}; an ``extra`` row carries its (model, task,
@@ -48,9 +49,10 @@ def paper_rows(df) -> list[dict[str, Any]]:
     keys = list(dict.fromkeys((m, t, b, "") for m, t, b, _ in pub))
     ours = df[df["suite"] == "paper"] if "suite" in df.columns else df.iloc[0:0]
     ours = ours.assign(_batch=ours["batch_size"].map(_num) if "batch_size" in ours.columns else None)
-    several = "size" in ours.columns and ours["size"].nunique(dropna=False) > 1  # then a size is a row of its own
-    ours = ours.assign(_extra=[", ".join(x for x in (str(r["size"]) if several else "", _extra(r)) if x)
-                               for _, r in ours.iterrows()])
+    # where the run holds several sizes, each but the published (full) one is a row of its own
+    several = "size" in ours.columns and ours["size"].nunique(dropna=False) > 1
+    ours = ours.assign(_extra=[", ".join(x for x in (str(r["size"]) if several and r["size"] != "full" else "",
+                                                     _extra(r)) if x) for _, r in ours.iterrows()])
     for _, r in ours.iterrows():
         key = (r["workload"], r["task"], int(r["_batch"]) if _num(r["_batch"]) is not None else -1, r["_extra"])
         if key not in keys:
