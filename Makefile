@@ -129,6 +129,9 @@ ifeq ($(filter on off,$(HISTORY)),)
 endif
 
 FIDELITY_WORKLOAD ?= cifar10_cnn
+# where make fidelity writes, under RESULTS_DIR: fidelity/local is ignored by git; the committed measurements in
+# fidelity/ (results/fidelity/README.md) are written only on purpose, FIDELITY_DIR=fidelity
+FIDELITY_DIR ?= fidelity/local
 # The doctor's Container Toolkit check runs `nvidia-smi -L` in this image with --gpus all.
 TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
 DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --flavor $(FLAVOR) --stacks "$(STACKS)" \
@@ -390,13 +393,13 @@ cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<C
 	  bench collect /results/cloud/$(FROM_RUN) -o /results/$(FROM_RUN).csv)
 	$(if $(DRY_RUN),,$(MAKE) --no-print-directory report)
 
-fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<device>.json)
-	@mkdir -p $(RESULTS_DIR)/fidelity
+fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/$(FIDELITY_DIR)/<stack>-<device>.json)
+	@mkdir -p $(RESULTS_DIR)/$(FIDELITY_DIR)
 	@for s in $(STACKS); do $(MAKE) --no-print-directory fidelity-$$s || exit 1; done
 
 fidelity-%:
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) bench fidelity --stack $* \
-	  --workload $(FIDELITY_WORKLOAD) --size $(SIZE) --device $(RUN_DEVICE) --out /results/fidelity/$*-$(RUN_DEVICE).json
+	  --workload $(FIDELITY_WORKLOAD) --size $(SIZE) --device $(RUN_DEVICE) --out /results/$(FIDELITY_DIR)/$*-$(RUN_DEVICE).json
 
 # The GPU window (docs/gpu-window.md): the wheels the GPU host lacks, an environment holding what it holds, and the
 # window itself rehearsed on the CPU there. WINDOW_PYTHON: a CPython 3.12, the host's (pyenv's where there is one).

@@ -185,3 +185,21 @@ def test_warnings_and_progress_keep_their_order_on_one_stream(tmp_path):
     assert lines[0].startswith(f"skipped {runs / 'x.json'}: not valid JSON")
     assert lines[1] == f"wrote {tmp_path / 'o.csv'}: 1 rows, 1 file(s) skipped"
     assert lines[2] == "ms/step (mean over steady-state steps):"
+
+
+def test_list_aligns_its_columns_to_the_longest_stack_id_and_workload(capsys):
+    """A derived stack's id (``keras3-jax--keras-3.14.1--keras-hub-0.29.1``) ran past the 13-character column and
+    pushed its service and title out of line with the other stacks'."""
+    from bench.core.stacks import STACKS
+    from bench.models.workloads import WORKLOADS
+
+    with pytest.raises(SystemExit):
+        main(["list"])
+    out = capsys.readouterr().out.splitlines()
+    stacks = [ln for ln in out if ln.startswith("  ") and ln.split()[0] in STACKS]
+    assert len(stacks) == len(STACKS) and max(len(s) for s in STACKS) > 13
+    assert len({ln.index(" service ") for ln in stacks}) == 1  # the service column starts at one offset
+    titles = {ln.index(STACKS[ln.split()[0]].title) for ln in stacks}
+    assert len(titles) == 1
+    loads = [ln for ln in out if ln.startswith("  ") and ln.split()[0] in WORKLOADS]
+    assert len({len(ln) - len(ln[2:].split(maxsplit=1)[1]) for ln in loads}) == 1  # descriptions start at one offset

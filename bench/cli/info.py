@@ -20,14 +20,17 @@ def list_cmd(only_stacks: bool) -> None:
         click.echo("\n".join(STACKS))
         return
     click.echo("stacks:")
+    # padded to the longest id and service: a derived stack's id (make version-stack) is 40 characters and more
+    wid, wsvc = (max(len(getattr(s, k)) for s in STACKS.values()) for k in ("id", "service"))
     for s in STACKS.values():
-        click.echo(f"  {s.id:<13} service {s.service:<14} {s.title}")
+        click.echo(f"  {s.id:<{wid}}  service {s.service:<{wsvc}}  {s.title}")
     click.echo("suites:")
     for suite, names in SUITES.items():
         click.echo(f"  {suite}: {', '.join(names)}")
     click.echo("workloads:")
+    width = max(len(name) for name in WORKLOADS)
     for w in WORKLOADS.values():
-        click.echo(f"  {w.name:<24} {scenario_of(w).describe(w)}")
+        click.echo(f"  {w.name:<{width}}  {scenario_of(w).describe(w)}")
     click.echo(keras_variants_line())
     click.echo(f"tasks: {', '.join(planning.all_tasks())}")
     click.echo(f"sizes: {', '.join(SIZES)}")

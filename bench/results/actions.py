@@ -74,8 +74,9 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     try:
         import pandas as pd
 
-        from bench.results.compare import NoCommonCell, compare, not_compared, rule_text
+        from bench.results.compare import NoCommonCell, compare, not_compared, rule_tests, rule_text
         from bench.results.differs import NOT_RECORDED
+        from bench.results.report.common import fmt_beside
         from bench.results.rows import read_rows
     except ImportError as e:
         raise InputError(f"compare needs pandas and scipy ({e}); {NEEDS}") from e
@@ -90,7 +91,10 @@ def compare_runs(csv_a: Path, csv_b: Path, metric: str, alpha: float, threshold:
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise InputError(str(e).splitlines()[0]) from e
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", None):
-        logger.info(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        # each statistic the rule judges with the digits that keep it on its side of the rule (fmt_beside)
+        shown = table.assign(**{c: [fmt_beside(v, 4, test, "g") for v in table[c]]
+                                for c, test in rule_tests(alpha, threshold).items()})
+        logger.info(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     flagged = table[table["verdict"].isin(["higher", "lower"])]
     logger.info(f"{len(table)} cells compared; {len(flagged)} changed beyond noise "
                 f"({rule_text(alpha, threshold)}); "

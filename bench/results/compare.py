@@ -12,6 +12,7 @@ instead of guessing.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,15 @@ RULE = ("a change counts when the two-sided Mann-Whitney p < {alpha:g}, the {lev
 #: A time metric's verdict (lower is faster) in the report's words.
 TIME_VERDICT = {"higher": "slower", "lower": "faster", "noise": "no detectable change",
                 "underpowered": "too few repeats", "n/a": "n/a"}
+
+
+def rule_tests(alpha: float = ALPHA, threshold: float = THRESHOLD) -> dict[str, Callable[[float], bool]]:
+    """What ``RULE`` asks of each statistic for a change, by ``test_pair``'s column: ``ratio`` (|ratio - 1| >=
+    ``threshold``), ``ci_low`` (> 1) or ``ci_high`` (< 1), ``p_value`` (< ``alpha``). ``ratio_stats`` decides by
+    them, and the tables print each number with the digits that keep it on its side of them
+    (``bench.results.report.common.fmt_beside``)."""
+    return {"ratio": lambda r: abs(r - 1.0) >= threshold, "ci_low": lambda v: v > 1.0,
+            "ci_high": lambda v: v < 1.0, "p_value": lambda p: p < alpha}
 
 
 def rule_text(alpha: float = ALPHA, threshold: float = THRESHOLD, level: float = CI_LEVEL) -> str:
@@ -227,9 +237,10 @@ def ratio_stats(a: list[float], b: list[float], alpha: float = ALPHA, threshold:
         return PairStats(n_a, n_b, ratio, verdict="underpowered")
     low, high = bootstrap_ci(a, b, level)
     p, how = mann_whitney_p(a, b)
+    rule = rule_tests(alpha, threshold)
     if min_attainable_p(n_a, n_b) >= alpha:
         verdict = "underpowered"
-    elif p < alpha and (low > 1 or high < 1) and abs(ratio - 1.0) >= threshold:
+    elif rule["p_value"](p) and (rule["ci_low"](low) or rule["ci_high"](high)) and rule["ratio"](ratio):
         verdict = "higher" if ratio > 1 else "lower"
     else:
         verdict = "noise"

@@ -10,6 +10,7 @@ no other cell starts: ``Interrupted`` ends the run, every record already written
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -146,6 +147,8 @@ def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = N
         folder.write(cell, rec)
         worker_out.unlink(missing_ok=True)
         cell_file.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # rmdir takes an empty folder only: anything left in it keeps it
+            work.rmdir()  # the scratch folder, not left empty beside the records (the next cell makes it again)
         return rec
 
 

@@ -456,3 +456,50 @@ def test_a_versions_row_without_a_ratio_says_why(derived):
     row = rows_starting("\n".join(lines), "mnist_mlp fit")[0]
     assert row[4:7] == ["n/a", "n/a", "n/a: a value is not a positive finite number (nan)"]
     assert ratio_stats(BASE_MS, [0.0, 1.0]).time_verdict_text == "n/a: a value is not a positive finite number (0.0)"
+
+
+# ---- the printed numbers beside the verdict ---------------------------------------------------------------------
+
+NEAR_A = [10.0, 10.01, 10.02, 10.03, 10.04]
+NEAR_B = [v * 1.0199 for v in NEAR_A]  # 1.99 % slower: p 0.008 and an interval above 1, under the 2 % threshold
+
+
+def test_a_ratio_within_rounding_of_the_threshold_prints_the_digits_that_keep_it_below(tmp_path, derived):
+    """bench compare printed 1.0199 as 1.02, the report's Versions table as 1.020, beside "no detectable change" at
+    a 2 % threshold: the number read as 2 %, the verdict said under it."""
+    import subprocess
+    import sys
+
+    s = ratio_stats(NEAR_A, NEAR_B)
+    assert s.verdict == "noise" and s.p_value < 0.05 and s.ci_low > 1 and 1.0198 < s.ratio < 1.02
+    row = {"stack": "pytorch", "suite": "tuning", "workload": "w", "task": "fit", "size": "full", "variant": "x",
+           "device": "gpu", "status": "ok"}
+    for name, values in (("a", NEAR_A), ("b", NEAR_B)):
+        pd.DataFrame([{**row, "metrics.ms_per_step_mean": float(np.median(values)),
+                       "repeats.ms_per_step_mean.values": values}]).to_csv(tmp_path / f"{name}.csv", index=False)
+    p = subprocess.run([sys.executable, "-m", "bench", "compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    (line,) = [ln for ln in p.stdout.splitlines() if ln.lstrip().startswith("pytorch")]
+    assert " 1.0199 " in line and " noise " in line and " 1.02 " not in line
+    csv = run_csv(tmp_path, [cell_record("keras3-jax", "mnist_mlp", NEAR_A), cell_record(DERIVED, "mnist_mlp", NEAR_B)])
+    text = write_report(load_runs([csv])[0], tmp_path / "out").read_text()
+    (cells,) = rows_starting(text, "mnist_mlp fit")[:1]
+    assert cells[4].startswith("1.0199 [") and cells[6] == "no detectable change"
+
+
+@pytest.mark.parametrize("value, digits, test, shown", [
+    (1.0199, 3, cmp.rule_tests()["ratio"], "1.0199"),  # no change: not 1.020
+    (0.98004, 3, cmp.rule_tests()["ratio"], "0.98004"),  # 1.996 % faster, no change: not 0.980
+    (0.97996, 3, cmp.rule_tests()["ratio"], "0.980"),  # a change: 0.980 is 2 % too
+    (1.031, 3, cmp.rule_tests()["ratio"], "1.031"),
+    (1.00004, 3, cmp.rule_tests()["ci_low"], "1.00004"),  # the interval excludes 1: not 1.000
+    (0.99996, 3, cmp.rule_tests()["ci_high"], "0.99996"),
+    (0.049996, 3, cmp.rule_tests()["p_value"], "0.049996"),  # p < 0.05: not 0.050
+    (0.0500001, 3, cmp.rule_tests()["p_value"], "0.050"),
+    (float("nan"), 3, cmp.rule_tests()["ratio"], "n/a"),
+])
+def test_fmt_beside_keeps_a_number_on_its_side_of_the_rule(value, digits, test, shown):
+    from bench.results.report.common import fmt_beside
+
+    assert fmt_beside(value, digits, test) == shown

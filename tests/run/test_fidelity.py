@@ -99,3 +99,28 @@ def test_every_free_running_loop_takes_the_protocols_parameters_by_keyword_only(
     assert len(loops) == 3
     for loop in loops:
         assert keyword_only(loop.run) == names
+
+
+def test_make_fidelity_writes_an_ignored_folder_and_the_committed_files_only_on_purpose():
+    """``make fidelity`` on a CPU wrote ``results/fidelity/<stack>-cpu.json``, the committed measurements whose
+    provenance results/fidelity/README.md gives: a user's run overwrote them. It writes ``fidelity/local/`` (ignored
+    by git) unless ``FIDELITY_DIR=fidelity`` asks for the committed place."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    make = ["make", "-n", "--no-print-directory", "DEVICE=cpu", "DOCKER=docker", "COMPOSE=docker-compose"]
+
+    def out(*extra):
+        p = subprocess.run([*make, *extra, "fidelity-pytorch"], cwd=root, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    assert "--out /results/fidelity/local/pytorch-cpu.json" in out()
+    assert "--out /results/fidelity/pytorch-cpu.json" in out("FIDELITY_DIR=fidelity")
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+
+    assert git("ls-files", "--error-unmatch", "results/fidelity/pytorch-cpu.json").returncode == 0  # committed
+    assert git("check-ignore", "-q", "results/fidelity/local/pytorch-cpu.json").returncode == 0  # a run's: ignored

@@ -93,7 +93,7 @@ def test_ok_record_gets_process_info(tmp_path, fake_worker):
     assert rec["status"] == on_disk["status"] == "ok"
     assert on_disk["process"]["exit_code"] == 0 and on_disk["process"]["wall_s"] > 0
     assert on_disk["process"]["max_rss_bytes"] > 0
-    assert not any((tmp_path / "pytorch" / ".work").iterdir())
+    assert not (tmp_path / "pytorch" / ".work").exists()  # its scratch emptied, then removed
 
 
 def test_a_cell_sharing_the_cpus_says_how_much_others_used_as_a_busy_process_measures_it(tmp_path, fake_worker):
@@ -157,7 +157,7 @@ def test_a_profile_that_never_ends_keeps_the_timed_record(tmp_path, fake_worker,
     assert rec["process"]["exit_code"] != 0
     assert rec["finished_utc"] != "2026-01-01T10:00:30+00:00"  # when the process ended, not the early write
     assert read_record(result_path(tmp_path, cell()))["profile"] == rec["profile"]
-    assert not list((tmp_path / "pytorch" / ".work").iterdir())  # the profiler's leftovers are gone
+    assert not (tmp_path / "pytorch" / ".work").exists()  # the profiler's leftovers are gone, then the folder
     assert "profile" in runfolder.input_mismatch(Record.model_validate(rec), cell().replace(profile=True))
 
 
@@ -528,3 +528,21 @@ def test_a_cell_without_a_worker_record_says_when_it_ran(tmp_path, fake_worker, 
     assert rec["status"] != "ok"
     assert before <= rec["started_utc"] <= rec["finished_utc"] <= after
     assert read_record(result_path(tmp_path, cell()))["started_utc"] == rec["started_utc"]
+
+
+def test_no_empty_scratch_folder_is_left_beside_the_records_and_a_used_one_is_kept(tmp_path, fake_worker):
+    """run_one's ``.work`` scratch folder (the cell and worker JSON it hands the worker) stayed empty under
+    ``<run>/<stack>/`` and ``<run>/<stack>/repeats/`` after every cell; it goes once empty, never a record or log."""
+    fake_worker("ok")
+    runner.run_cells([cell()], tmp_path / "one")
+    runner.run_cells([cell()], tmp_path / "three", repeats=3)
+    assert not list(tmp_path.rglob(".work"))
+    repeats = tmp_path / "three" / "pytorch" / "repeats"
+    assert sorted(p.name for p in repeats.iterdir()) == sorted(
+        f"{cell().id}__r{k}{ext}" for k in (1, 2, 3) for ext in (".json", ".log"))
+    assert read_record(result_path(tmp_path / "one", cell()))["status"] == "ok"
+    kept = tmp_path / "kept" / "pytorch" / ".work"
+    kept.mkdir(parents=True)
+    (kept / "left.json").write_text("{}")  # something another cell's process left: not ours to remove
+    runner.run_cells([cell()], tmp_path / "kept")
+    assert (kept / "left.json").read_text() == "{}"

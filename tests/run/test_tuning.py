@@ -522,3 +522,17 @@ def test_the_steps_per_execution_finding_says_what_a_512_call_ran():
             "as 1") in line
     big_epoch = rows.assign(**{"settings.steps_per_call": [1, 512]})  # an epoch of 512 steps or more
     assert "steps_per_execution 512 (512 steps a call) trains" in report_tuning.findings(big_epoch)[0]
+
+
+def test_the_steps_per_execution_speed_up_never_prints_on_the_other_side_of_its_1_1_from_the_verdict():
+    """A median of 1.1004 "holds" (above 1.1) but printed as 1.10x, which is not above 1.1: the number shown beside
+    a verdict is now on the verdict's side of the edge, with the digits that takes."""
+    def finding(slow):
+        return report_tuning.findings(pd.DataFrame([
+            _keras_row("default", {}, 1, slow),
+            _keras_row("steps_per_execution=512", {"steps_per_execution": 512}, 512, 50.0)]))[0]
+
+    assert "holds here" in finding(55.02) and "trains 1.1004x as fast" in finding(55.02)
+    assert "does not hold here" in finding(55.0) and "trains 1.10x as fast" in finding(55.0)  # 1.1 is not above
+    assert "does not hold here" in finding(54.99) and "trains 1.10x as fast" in finding(54.99)
+    assert "holds here" in finding(60.0) and "trains 1.20x as fast" in finding(60.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from bench.core.stacks import STACKS
@@ -32,6 +32,20 @@ def fmt(v, digits: int = 1, unit: str = "") -> str:
     """``v`` with ``digits`` decimals and ``unit``, or ``n/a`` when it is not a number."""
     f = _num(v)
     return "n/a" if f is None else f"{f:.{digits}f}{unit}"
+
+
+def fmt_beside(v, digits: int, claim: Callable[[float], bool], kind: str = "f") -> str:
+    """``v`` with ``digits`` decimals (``kind="g"``: significant digits), more where fewer would print a number that
+    ``claim``, the test the number is judged by beside it (``|ratio - 1| >= 2 %``), answers otherwise than ``v``
+    does: a ratio of 1.0199 beside "no detectable change" prints 1.0199, never 1.020. The verdict is ``v``'s own,
+    the printed number only shows it; ``n/a`` when ``v`` is not a number."""
+    f = _num(v)
+    if f is None:
+        return "n/a"
+    shown = digits
+    while shown < 17 and claim(float(f"{f:.{shown}{kind}}")) != claim(f):  # 17 digits print any float exactly
+        shown += 1
+    return f"{f:.{shown}{kind}}"
 
 
 #: A column's alignment in ``md_table``: ``left`` (the default) or ``right`` (``---:``, for counts).

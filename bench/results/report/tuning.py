@@ -13,7 +13,7 @@ from bench.core.knobs import KNOBS, normalise, variant_name
 from bench.core.reference import tuning_study
 from bench.core.stacks import STACKS, get_stack
 from bench.results.cell import inputs_of
-from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, json_list, md_table
+from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, fmt_beside, json_list, md_table
 from bench.results.rows import present
 from bench.results.schema import Data, Metrics, Record, Telemetry, col, setting_col
 
@@ -244,14 +244,25 @@ def findings(rows) -> list[str]:
 SAME_RUN = ("stack", "workload", "task", "size", "device", "batch_size")
 
 
+#: The steps_per_execution finding holds where the median speed-up of 512 over 1 is above this.
+SPE_HOLDS = 1.1
+
+
+def spe_holds(median: float) -> bool:
+    """Whether the steps_per_execution finding holds at ``median`` (time with 1 / time with 512): above
+    ``SPE_HOLDS``."""
+    return median > SPE_HOLDS
+
+
 def steps_per_execution_finding(keras) -> str:
     """The finding *steps_per_execution matters a lot for Keras* on the ok Keras rows ``keras``: the median over pairs
     of (time with steps_per_execution 1 / time with 512), each pair two rows of one ``SAME_RUN`` whose settings in
     effect (``settings.<knob>`` for every Keras knob: what the record says took effect, as ``mixed_jit_finding``
     reads it, never the request) differ in steps_per_execution alone, 512 and 1. A row whose record holds no
-    steps_per_execution in effect is in no pair; "holds" above a median of 1.1. The sentence names the steps each call
-    of the 512 rows ran (``settings.steps_per_call``, ``_steps_a_call``): Keras ends a call at the epoch's end, so 512
-    at the study's 235 steps an epoch is one call of 235 steps per epoch, not 512."""
+    steps_per_execution in effect is in no pair; "holds" above a median of ``SPE_HOLDS`` (``spe_holds``). The
+    sentence names the steps each call of the 512 rows ran (``settings.steps_per_call``, ``_steps_a_call``): Keras
+    ends a call at the epoch's end, so 512 at the study's 235 steps an epoch is one call of 235 steps per epoch, not
+    512."""
     claim = "- *steps_per_execution matters a lot for Keras*"
     others = [k for k in KNOBS["keras"] if k != "steps_per_execution"]
     spe = {i: _num(_in_effect(r, "steps_per_execution")) for i, r in keras.iterrows()}
@@ -267,8 +278,9 @@ def steps_per_execution_finding(keras) -> str:
         return (f"{claim}: no ok pair of runs to judge (two rows of one cell whose records say steps_per_execution "
                 "512 and 1 took effect, every other Keras knob in effect the same).")
     med = float(np.median(pairs))
-    verdict = "holds" if med > 1.1 else "does not hold"
-    return (f"{claim}: {verdict} here: steps_per_execution 512 ({_steps_a_call(paired)}) trains {med:.2f}x as fast "
+    verdict = "holds" if spe_holds(med) else "does not hold"
+    return (f"{claim}: {verdict} here: steps_per_execution 512 ({_steps_a_call(paired)}) trains "
+            f"{fmt_beside(med, 2, spe_holds)}x as fast "  # printed on the side of SPE_HOLDS its verdict says
             f"as 1 (median over {len(pairs)} pairs whose other Keras knobs in effect, `settings.*`, are the same).")
 
 

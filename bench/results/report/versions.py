@@ -21,10 +21,11 @@ from bench.results.compare import (
     cell_statuses,
     ratio_stats,
     repeat_values,
+    rule_tests,
     rule_text,
     with_inputs,
 )
-from bench.results.report.common import _num, fmt, md_table
+from bench.results.report.common import _num, fmt_beside, md_table
 from bench.results.report.method import order_line
 from bench.results.schema import Env, Memory, Metrics, Record, col, setting_col
 from bench.results.schema.effective import placement_now
@@ -266,12 +267,16 @@ def _signed(v: float | None, digits: int) -> str:
 
 
 def ratio_text(s: PairStats) -> str:
-    """``1.031 [1.012, 1.050]``; the interval is left out where it was not computed."""
+    """``1.031 [1.012, 1.050]``; the interval is left out where it was not computed. Each number with more digits
+    where 3 would put it on the other side of the rule than it is (``fmt_beside``: 1.0199, not 1.020, beside no
+    detectable change at the 2 % threshold)."""
     if s.ratio is None:
         return "n/a"
+    rule = rule_tests()
+    ratio = fmt_beside(s.ratio, 3, rule["ratio"])
     if s.ci_low is None or s.ci_high is None:
-        return f"{s.ratio:.3f}"
-    return f"{s.ratio:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]"
+        return ratio
+    return f"{ratio} [{fmt_beside(s.ci_low, 3, rule['ci_low'])}, {fmt_beside(s.ci_high, 3, rule['ci_high'])}]"
 
 
 def stats_note() -> str:
@@ -295,7 +300,8 @@ def table_lines(t: PairTable) -> list[str]:
     for r in t.rows:
         s: PairStats = r["stats"]
         first = "n/a" if r["first"] is None else f"{_signed(r['first_delta_s'], 2)} ({r['first']})"
-        rows.append([r["label"], r["suite"], r["size"], f"{s.n_a} / {s.n_b}", ratio_text(s), fmt(s.p_value, 3),
+        rows.append([r["label"], r["suite"], r["size"], f"{s.n_a} / {s.n_b}", ratio_text(s),
+                     fmt_beside(s.p_value, 3, rule_tests()["p_value"]),
                      s.time_verdict_text, first, _signed(r["peak_delta_mib"], 1), r["data"], r["reads"]])
     return [*md_table(head, rows), ""] + [f"Left out: {x}." for x in t.skipped] + ([""] if t.skipped else [])
 
