@@ -346,16 +346,21 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 	  echo "$$ref $${ref%:*}@$$digest"; \
 	done | tee "$$list.part"; mv "$$list.part" "$$list"
 
+# The pulls on a line of their own, as make -n runs a line naming $(MAKE) (it pulled and retagged under -n): they list
+# the images they took in PULLED, and the builds take the others.
+PULLED = $(RESULTS_DIR)/images/.pulled
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
-	@$(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
+	@mkdir -p $(RESULTS_DIR)/images && : > $(PULLED); $(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
 	  if [ -n "$(REGISTRY)" ] && $(DOCKER) pull -q $$ref >/dev/null 2>&1; then \
 	    if [ "$(call inputs_label,$$ref)" = "$${ref##*:}" ]; then \
-	      $(DOCKER) tag $$ref dlbench/$$i:$$v && echo "$$i: pulled $$ref"; continue; fi; \
+	      $(DOCKER) tag $$ref dlbench/$$i:$$v && echo $$i >> $(PULLED) && echo "$$i: pulled $$ref"; continue; fi; \
 	    echo "$$i: $$ref pulled, but its $(INPUTS_LABEL) label does not name that tag (pushed before make push \
 	checked it, or by another tool): building"; \
 	  else echo "$$i: $$ref not in the registry, building"; fi; \
-	  $(MAKE) --no-print-directory build-$$i || exit 1; \
 	done
+	@$(call for_images,$(STACKS)) grep -qx $$i $(PULLED) 2>/dev/null || $(MAKE) --no-print-directory build-$$i || exit 1; \
+	done
+	@rm -f $(PULLED)
 
 # Cloud (bench/host/cloud.py, cloud/dlbench.sky.yaml): one SkyPilot managed job per GPU type, each running every stack
 # of SUITE on one GPU; results on a bucket. CLOUD_RUN names the run (a folder of the bucket).

@@ -401,3 +401,20 @@ def test_collect_before_any_run_says_what_to_run_first_and_starts_no_container(t
     assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
     assert f"collect: no run nothing-here in {tmp_path}/runs/: make bench-all" in p.stderr, p.stderr
     assert "false-compose-never-run" not in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("goal", ["images", "bench-all"])
+def test_make_n_images_pulls_and_tags_nothing(goal, tmp_path):
+    """``make images`` pulled and tagged on the line that named ``$(MAKE)`` (its builds), so ``make -n images`` (and
+    ``make -n bench-all REGISTRY=...``, which takes the images) pulled every image and retagged it. Under -n only
+    read-only inspects run; the builds are printed, and bench-all's launcher drives only ``make -n`` runs."""
+    fake = tmp_path / "docker"
+    fake.write_text(f'#!/bin/sh\necho "docker $*" >> {tmp_path / "log"}\n')
+    fake.chmod(0o755)
+    res = tmp_path / "results"
+    p = make("-n", goal, "DEVICE=cpu", "STACKS=jax", "REGISTRY=registry.example/dlbench", f"DOCKER={fake}",
+             f"COMPOSE={fake}", f"RESULTS_DIR={res}")
+    calls = (tmp_path / "log").read_text().splitlines() if (tmp_path / "log").exists() else []
+    assert p.returncode == 0 and not res.exists(), p.stdout + p.stderr
+    assert all(c.startswith("docker image inspect ") for c in calls), calls
+    assert f"{fake} build " in p.stdout and "-t dlbench/jax:cpu" in p.stdout, p.stdout
