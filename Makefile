@@ -298,6 +298,9 @@ site: ## results/site/index.html: runs, charts, every cell's record; opens offli
 
 compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.csv B=run2.csv (under results/)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }
+# Checked here: in the container a missing file was refused under its own path (/results/...), after compose started.
+	@for f in "$(A)" "$(B)"; do test -f "$(RESULTS_DIR)/$$f" || { echo "compare: no file $(RESULTS_DIR)/$$f: A and B \
+	name CSVs under RESULTS_DIR (make collect writes results/<RUN>.csv)" >&2; exit 2; }; done
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench compare /results/$(A) /results/$(B)
 
 # Version stacks (bench/host/versions.py, docs/versions.md): a stack = another stack + pin changes, then an ordinary
@@ -395,6 +398,12 @@ cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<C
 	  bench collect /results/cloud/$(FROM_RUN) -o /results/$(FROM_RUN).csv)
 	$(if $(DRY_RUN),,$(MAKE) --no-print-directory report)
 
+# FIDELITY_WORKLOAD: one workload's name (bench.core.workloadnames; its error printed above), checked before any
+# container: an unknown one was refused in each stack's container.
+ifneq ($(filter fidelity fidelity-%,$(MAKECMDGOALS)),)
+  $(if $(and $(filter 1,$(words $(FIDELITY_WORKLOAD))), \
+    $(shell $(REQUEST) args WORKLOADS=$(call shq,$(FIDELITY_WORKLOAD)) && echo ok)),,$(error FIDELITY_WORKLOAD is not one workload's name (got '$(FIDELITY_WORKLOAD)')))
+endif
 fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/fidelity/<stack>-<device>.json)
 	@mkdir -p $(RESULTS_DIR)/fidelity
 	@for s in $(STACKS); do $(MAKE) --no-print-directory fidelity-$$s || exit 1; done

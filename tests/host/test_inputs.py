@@ -418,3 +418,24 @@ def test_make_n_images_pulls_and_tags_nothing(goal, tmp_path):
     assert p.returncode == 0 and not res.exists(), p.stdout + p.stderr
     assert all(c.startswith("docker image inspect ") for c in calls), calls
     assert f"{fake} build " in p.stdout and "-t dlbench/jax:cpu" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("goal", ["fidelity", "fidelity-jax"])
+@pytest.mark.parametrize("workload, says", [("nope", "WORKLOADS: unknown workload 'nope'"),
+                                            ("cifar10_cnn mnist_mlp", "(got 'cifar10_cnn mnist_mlp')")])
+def test_a_fidelity_workload_that_is_not_one_workload_is_refused_before_any_container(goal, workload, says):
+    """FIDELITY_WORKLOAD=nope went to every stack's container, refused there one by one, after compose started it."""
+    p = make("-n", goal, "DEVICE=cpu", "STACKS=jax", f"FIDELITY_WORKLOAD={workload}")
+    refused(p, says)
+    assert "FIDELITY_WORKLOAD is not one workload's name" in p.stderr
+
+
+def test_compare_of_a_file_not_there_says_so_on_the_host_before_any_container(tmp_path):
+    """``make compare A=... B=...`` with a CSV not under RESULTS_DIR: the collector container refused it under its own
+    path (/results/...), after compose started it; one line naming the host's file, exit 2, no container."""
+    (tmp_path / "a.csv").write_text("run\n")
+    for a, b, missing in (("a.csv", "b.csv", "b.csv"), ("x.csv", "a.csv", "x.csv")):
+        p = make("compare", f"A={a}", f"B={b}", f"RESULTS_DIR={tmp_path}", "COMPOSE=false-compose-never-run")
+        assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
+        assert p.stderr.startswith(f"compare: no file {tmp_path}/{missing}: A and B name CSVs"), p.stderr
+        assert "false-compose-never-run" not in p.stdout + p.stderr
