@@ -301,6 +301,9 @@ site: ## results/site/index.html: runs, charts, every cell's record; opens offli
 
 compare: ## Per-cell ratios B/A with a significance test: make compare A=run1.csv B=run2.csv (under results/)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv under results/> B=<csv>" >&2; exit 2; }
+# Checked here: in the container a missing file was refused under its own path (/results/...), after compose started.
+	@for f in "$(A)" "$(B)"; do test -f "$(RESULTS_DIR)/$$f" || { echo "compare: no file $(RESULTS_DIR)/$$f: A and B \
+	name CSVs under RESULTS_DIR (make collect writes results/<RUN>.csv)" >&2; exit 2; }; done
 	$(COMPOSE) $(COMPOSE_FILES) run --rm -T collector bench compare /results/$(A) /results/$(B)
 
 # Version stacks (bench/host/versions.py, docs/versions.md): a stack = another stack + pin changes, then an ordinary
@@ -349,16 +352,21 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 	  echo "$$ref $${ref%:*}@$$digest"; \
 	done | tee "$$list.part"; mv "$$list.part" "$$list"
 
+# The pulls on a line of their own, as make -n runs a line naming $(MAKE) (it pulled and retagged under -n): they list
+# the images they took in PULLED, and the builds take the others.
+PULLED = $(RESULTS_DIR)/images/.pulled
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
-	@$(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
+	@mkdir -p $(RESULTS_DIR)/images && : > $(PULLED); $(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
 	  if [ -n "$(REGISTRY)" ] && $(DOCKER) pull -q $$ref >/dev/null 2>&1; then \
 	    if [ "$(call inputs_label,$$ref)" = "$${ref##*:}" ]; then \
-	      $(DOCKER) tag $$ref dlbench/$$i:$$v && echo "$$i: pulled $$ref"; continue; fi; \
+	      $(DOCKER) tag $$ref dlbench/$$i:$$v && echo $$i >> $(PULLED) && echo "$$i: pulled $$ref"; continue; fi; \
 	    echo "$$i: $$ref pulled, but its $(INPUTS_LABEL) label does not name that tag (pushed before make push \
 	checked it, or by another tool): building"; \
 	  else echo "$$i: $$ref not in the registry, building"; fi; \
-	  $(MAKE) --no-print-directory build-$$i || exit 1; \
 	done
+	@$(call for_images,$(STACKS)) grep -qx $$i $(PULLED) 2>/dev/null || $(MAKE) --no-print-directory build-$$i || exit 1; \
+	done
+	@rm -f $(PULLED)
 
 # Cloud (bench/host/cloud.py, cloud/dlbench.sky.yaml): one SkyPilot managed job per GPU type, each running every stack
 # of SUITE on one GPU; results on a bucket. CLOUD_RUN names the run (a folder of the bucket).
@@ -393,6 +401,12 @@ cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<C
 	  bench collect /results/cloud/$(FROM_RUN) -o /results/$(FROM_RUN).csv)
 	$(if $(DRY_RUN),,$(MAKE) --no-print-directory report)
 
+# FIDELITY_WORKLOAD: one workload's name (bench.core.workloadnames; its error printed above), checked before any
+# container: an unknown one was refused in each stack's container.
+ifneq ($(filter fidelity fidelity-%,$(MAKECMDGOALS)),)
+  $(if $(and $(filter 1,$(words $(FIDELITY_WORKLOAD))), \
+    $(shell $(REQUEST) args WORKLOADS=$(call shq,$(FIDELITY_WORKLOAD)) && echo ok)),,$(error FIDELITY_WORKLOAD is not one workload's name (got '$(FIDELITY_WORKLOAD)')))
+endif
 fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/$(FIDELITY_DIR)/<stack>-<device>.json)
 	@mkdir -p $(RESULTS_DIR)/$(FIDELITY_DIR)
 	@for s in $(STACKS); do $(MAKE) --no-print-directory fidelity-$$s || exit 1; done

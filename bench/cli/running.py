@@ -12,7 +12,7 @@ from typing import get_args
 
 import click
 
-from bench.cli.common import device_option, fail, output_folder, request_options, writable_file
+from bench.cli.common import device_option, fail, output_file, output_folder, request_options
 from bench.core.errors import InputError
 from bench.core.request import Request
 from bench.core.stacks import STACKS
@@ -100,12 +100,13 @@ def doctor_cmd(stack_id: str, device: Device, out_file: Path | None) -> None:
 
     if stack_id not in STACKS:
         fail(f"unknown stack {stack_id!r}; known: {', '.join(STACKS)}")
-    writable_file(out_file, "'--out'")
-    write = peaks.peak_writer(out_file) if out_file else None  # each mode saved once measured: a signal loses none
-    checks, extra = probe.image_checks(stack_id, device, progress=write)
-    click.echo(table(checks))
-    if write:
-        write(checks, extra)
+    # stopped before the first mode is saved (Ctrl-C, a crash): none of the folders made for --out is left
+    with output_file(out_file, "'--out'"):
+        write = peaks.peak_writer(out_file) if out_file else None  # each mode saved once measured: a signal loses none
+        checks, extra = probe.image_checks(stack_id, device, progress=write)
+        click.echo(table(checks))
+        if write:
+            write(checks, extra)
     if any(c.state == "fail" for c in checks):
         sys.exit(1)
 
@@ -124,11 +125,12 @@ def selftest_cmd(device: Device, backends: tuple[str, ...], out_file: Path | Non
     unknown = sorted(set(backends) - set(run.BACKENDS))
     if unknown:
         fail(f"unknown framework(s) {', '.join(unknown)}; known: {', '.join(run.BACKENDS)}")
-    writable_file(out_file, "'--out'")
-    try:
-        text, code = run.main(device, list(dict.fromkeys(backends)) or list(run.BACKENDS), out_file)
-    except OSError as e:  # a write that fails after the early check (a full disk): one line, not a traceback wall
-        raise click.ClickException(f"selftest could not write {out_file}: {e.strerror or e}") from e
+    # stopped before its record is written (a crash, a failed write): none of the folders made for --out is left
+    with output_file(out_file, "'--out'"):
+        try:
+            text, code = run.main(device, list(dict.fromkeys(backends)) or list(run.BACKENDS), out_file)
+        except OSError as e:  # a write that fails after the early check (a full disk): one line, not a traceback wall
+            raise click.ClickException(f"selftest could not write {out_file}: {e.strerror or e}") from e
     click.echo(text)
     sys.exit(code)
 

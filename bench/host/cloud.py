@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.core import price, request, rounds
+from bench.core import atomic, price, request, rounds
 from bench.core.stacks import CONTAINER_ENV, CONTAINER_VOLUMES, DEFAULT_STACKS, STACKS
 from bench.host import imagetag, launch
 
@@ -341,12 +341,15 @@ def main(a: argparse.Namespace) -> int:
             sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
         else:
             cmd = collect_from(a.source, a.dest)  # a source it cannot copy from is refused before --dest is made
-            if not a.dry_run:
-                try:
-                    a.dest.mkdir(parents=True, exist_ok=True)
-                except OSError as e:
-                    raise ValueError(f"cannot make --dest {a.dest}: {e.strerror or e}") from None
-            _run([cmd], a.dry_run, cmd[0], f"install the {cmd[0]} CLI, or mount the bucket and pass its folder")
+            made: list[Path] = []  # the folders made for --dest: removed again while empty when the copy fails
+            reason = None if a.dry_run else atomic.unwritable(a.dest, made)
+            if reason:
+                raise ValueError(f"cannot make --dest {a.dest}: {reason}")
+            try:
+                _run([cmd], a.dry_run, cmd[0], f"install the {cmd[0]} CLI, or mount the bucket and pass its folder")
+            except BaseException:  # a failed sync, no CLI, Ctrl-C: an empty results/cloud/<run>/ was left behind
+                atomic.remove_empty(made)
+                raise
     except ValueError as e:
         a.parser.error(str(e))
     return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -177,12 +178,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    """``launch compose``: exit 1 when a stack failed, 2 for a plan that cannot be (``plan``), 130 on Ctrl-C (one
-    line, once the running stack has stopped); ``--dry-run``: the rounds' orders, nothing run."""
+    """``launch compose``: exit 1 when a stack failed, 2 for a plan that cannot be (``plan``) or a ``--make`` that is
+    no program, 130 on Ctrl-C (one line, once the running stack has stopped); ``--dry-run``: the rounds' orders,
+    nothing run."""
     try:
         steps = plan(args.stacks.split(), args.rounds, args.seed, args.order)
     except ValueError as e:
         args.parser.error(str(e))
+    if shutil.which(args.make) is None:  # each step's Popen ended in a FileNotFoundError traceback
+        args.parser.error(f"--make {args.make!r}: no such program (not on PATH, or not executable)")
     stacks = args.stacks.split()
     if args.dry_run:
         for step in steps[::len(stacks)]:

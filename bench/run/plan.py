@@ -49,7 +49,8 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
            variant: str = "default", settings: dict[str, Any] | None = None, sync: str | None = None,
            **given: Any) -> list[Cell]:
     """All cells of the selection, in a stable order (stack, then workload, then task; a suite with a
-    default grid, like ``tuning``, gives one cell per stack and variant of that grid). A step-timed
+    default grid, like ``tuning``, gives one cell per stack and variant of that grid), each once: a stack or workload
+    named twice counts at its first mention. A step-timed
     workload (the ``paper`` suite) gives one cell per published batch size of a task, variant ``bs<N>``.
 
     ``given``: the scenarios' inputs (``INPUT_NAMES``: ``batch_size``, ``epochs``, ``samples``, ``data``,
@@ -67,6 +68,9 @@ def expand(stacks: Sequence[str], suite: str, size: str, device: str,
             not a cadence or is given to the step-timed paper suite, ``settings`` or a ``variant`` for a suite that
             runs its own grid (``tuning``: they were dropped, unsaid), or an empty selection.
     """
+    # a name given twice (WORKLOADS="a a", --workload a --workload a) selects it once, first mention first, as
+    # bench run's --stack and the tasks (a filter) do: its cells came twice, each run twice into one record
+    stacks, workloads = list(dict.fromkeys(stacks)), list(dict.fromkeys(workloads))
     _check_selection(stacks, suite, size, device, workloads, tasks, given, sync=sync)
     if suite in sweep.DEFAULT_GRIDS:
         if settings or variant != "default":

@@ -125,7 +125,8 @@ def round_schedules(stack_ids: list[str], round_: int | None, round_stacks: str 
 
 def cooldown_for(req: Request, dev: RunDevice) -> Cooldown | None:
     """``req``'s cooldown (``bench.instruments.gpu_state.Cooldown``) on a GPU, None without one: its idle baseline is
-    ``--idle-temp-c`` when given (read once before the comparison's first stack), else NVML's reading now.
+    ``--idle-temp-c`` when given (read once before the comparison's first stack), else NVML's reading now. An
+    ``--idle-temp-c`` without ``--cooldown`` on a GPU is logged as not used (not refused: the launcher passes it).
 
     Raises:
         InputError: a cooldown or an idle temperature asked of a CPU run, where no GPU warms up and so none would be
@@ -139,6 +140,9 @@ def cooldown_for(req: Request, dev: RunDevice) -> Cooldown | None:
         raise InputError(f"--idle-temp-c {req.idle_temp_c:g} (IDLE_TEMP_C) is the GPU's idle temperature, and this "
                          "run is on the CPU; leave it unset")
     if not req.cooldown_s:
+        if req.idle_temp_c is not None:  # make bench-all passes it on every GPU host, a cooldown or not: said, kept
+            logger.info(f"--idle-temp-c {req.idle_temp_c:g} (IDLE_TEMP_C) not used: it is the cooldown's baseline, and "
+                        "no --cooldown (COOLDOWN) is set, so no cell waits for the GPU to cool")
         return None
     from bench.instruments.gpu_state import Cooldown
 

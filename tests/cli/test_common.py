@@ -201,3 +201,22 @@ def test_a_results_command_refused_by_its_body_leaves_no_folder_it_made(args, tm
     code, _, err = bench(*argv(args, tmp_path, tmp_path / "new" / "out"))
     assert code == 2 and err.strip() == "bench: error: no bench CSV here", err
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("name, args, body", [("doctor", ["doctor", "--stack", "pytorch", "--device", "cpu"],
+                                               (probe, "image_checks")),
+                                              ("selftest", ["selftest", "--device", "cpu"], (selftest_run, "main"))])
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_doctor_and_selftest_stopped_before_writing_leave_no_folder_they_made(name, args, body, stop, tmp_path,
+                                                                               monkeypatch):
+    """``bench doctor --out`` and ``bench selftest --out`` checked the folder with ``writable_file``, which makes it:
+    stopped before the record was written (Ctrl-C in the doctor's probe, a crash) they left it behind, empty. They
+    now use ``output_file``, as fidelity and report do; a folder that was there before stays."""
+    def stopped(*a, **k):
+        raise stop("stopped")
+
+    monkeypatch.setattr(*body, stopped)
+    (tmp_path / "kept").mkdir()
+    with CliRunner().isolation(), pytest.raises((stop, SystemExit)):  # Ctrl-C: exit 130
+        main([*args, "--out", str(tmp_path / "kept" / "a" / "b" / "x.json")])
+    assert [p.name for p in tmp_path.rglob("*")] == ["kept"]

@@ -347,3 +347,24 @@ def test_cloud_bad_input_and_a_missing_pyyaml_are_one_line_never_a_traceback(tmp
         p = subprocess.run([sys.executable, "-S", "-m", "bench.host", *argv], cwd=ROOT, env=env, capture_output=True,
                            text=True, timeout=60)
         assert p.returncode == code and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("copies", [False, True])
+def test_a_failed_sync_leaves_no_empty_folder_it_made_and_keeps_what_it_copied(copies, tmp_path):
+    """``make cloud-collect`` with ``aws s3 sync`` failing (no access, a typo in the bucket) left an empty
+    results/cloud/<run>/ (and results/cloud/) behind; what a sync copied before it failed is kept."""
+    import os
+
+    (tmp_path / "bin").mkdir()
+    aws = tmp_path / "bin" / "aws"
+    aws.write_text("#!/bin/sh\n" + ('echo r > "$4/part.json"\n' if copies else "") + "exit 1\n")
+    aws.chmod(0o755)
+    res = tmp_path / "results"
+    res.mkdir()
+    p = subprocess.run(["make", "-s", "cloud-collect", "FROM=s3://bucket/run1", f"RESULTS_DIR={res}", "DEVICE=cpu",
+                        "COMPOSE=false-compose-never-run", f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PATH": f"{aws.parent}:{os.environ['PATH']}"})
+    assert p.returncode != 0 and "aws s3 sync ... exited with status 1" in p.stderr, p.stderr
+    assert "false-compose-never-run" not in p.stdout + p.stderr
+    left = sorted(str(q.relative_to(res)) for q in res.rglob("*"))
+    assert left == (["cloud", "cloud/run1", "cloud/run1/part.json"] if copies else []), left

@@ -401,3 +401,41 @@ def test_collect_before_any_run_says_what_to_run_first_and_starts_no_container(t
     assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
     assert f"collect: no run nothing-here in {tmp_path}/runs/: make bench-all" in p.stderr, p.stderr
     assert "false-compose-never-run" not in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("goal", ["images", "bench-all"])
+def test_make_n_images_pulls_and_tags_nothing(goal, tmp_path):
+    """``make images`` pulled and tagged on the line that named ``$(MAKE)`` (its builds), so ``make -n images`` (and
+    ``make -n bench-all REGISTRY=...``, which takes the images) pulled every image and retagged it. Under -n only
+    read-only inspects run; the builds are printed, and bench-all's launcher drives only ``make -n`` runs."""
+    fake = tmp_path / "docker"
+    fake.write_text(f'#!/bin/sh\necho "docker $*" >> {tmp_path / "log"}\n')
+    fake.chmod(0o755)
+    res = tmp_path / "results"
+    p = make("-n", goal, "DEVICE=cpu", "STACKS=jax", "REGISTRY=registry.example/dlbench", f"DOCKER={fake}",
+             f"COMPOSE={fake}", f"RESULTS_DIR={res}")
+    calls = (tmp_path / "log").read_text().splitlines() if (tmp_path / "log").exists() else []
+    assert p.returncode == 0 and not res.exists(), p.stdout + p.stderr
+    assert all(c.startswith("docker image inspect ") for c in calls), calls
+    assert f"{fake} build " in p.stdout and "-t dlbench/jax:cpu" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("goal", ["fidelity", "fidelity-jax"])
+@pytest.mark.parametrize("workload, says", [("nope", "WORKLOADS: unknown workload 'nope'"),
+                                            ("cifar10_cnn mnist_mlp", "(got 'cifar10_cnn mnist_mlp')")])
+def test_a_fidelity_workload_that_is_not_one_workload_is_refused_before_any_container(goal, workload, says):
+    """FIDELITY_WORKLOAD=nope went to every stack's container, refused there one by one, after compose started it."""
+    p = make("-n", goal, "DEVICE=cpu", "STACKS=jax", f"FIDELITY_WORKLOAD={workload}")
+    refused(p, says)
+    assert "FIDELITY_WORKLOAD is not one workload's name" in p.stderr
+
+
+def test_compare_of_a_file_not_there_says_so_on_the_host_before_any_container(tmp_path):
+    """``make compare A=... B=...`` with a CSV not under RESULTS_DIR: the collector container refused it under its own
+    path (/results/...), after compose started it; one line naming the host's file, exit 2, no container."""
+    (tmp_path / "a.csv").write_text("run\n")
+    for a, b, missing in (("a.csv", "b.csv", "b.csv"), ("x.csv", "a.csv", "x.csv")):
+        p = make("compare", f"A={a}", f"B={b}", f"RESULTS_DIR={tmp_path}", "COMPOSE=false-compose-never-run")
+        assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
+        assert p.stderr.startswith(f"compare: no file {tmp_path}/{missing}: A and B name CSVs"), p.stderr
+        assert "false-compose-never-run" not in p.stdout + p.stderr

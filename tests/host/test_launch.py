@@ -117,3 +117,13 @@ def test_make_bench_all_uses_the_launcher_not_a_loop_of_its_own():
     recipe = makefile.split("\nbench-all:", 1)[1].split("\n\n", 1)[0]
     assert "$(HOST_CLI) launch compose" in recipe and "for r in" not in recipe
     assert "\nHOST_CLI := $(PYTHON) -m bench.host\n" in makefile
+
+
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+def test_a_make_that_is_no_program_is_one_line_and_exit_2(dry):
+    """``launch compose --make <missing>`` ended in a FileNotFoundError traceback from the first step's Popen."""
+    p = subprocess.run([sys.executable, "-m", "bench.host", "launch", "compose", "--stacks", "jax", "--rounds", "1",
+                        "--device", "cpu", "--make", "/nonexistent/make", *dry], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert (p.returncode, p.stdout, p.stderr.count("\n")) == (2, "", 1), p.stderr
+    assert "--make '/nonexistent/make': no such program" in p.stderr and "Traceback" not in p.stderr

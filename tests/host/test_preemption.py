@@ -134,3 +134,19 @@ def test_the_busy_check_sees_the_hosts_processes_and_says_so(monkeypatch, tmp_pa
     assert gpu_state.snapshot(Nvml())["seen_from"] == "host pid namespace"
     (tmp_path / "comm").write_text("bench\n")
     assert gpu_state.snapshot(Nvml())["seen_from"] == "container pid namespace"
+
+
+def test_an_idle_temperature_without_a_cooldown_is_said_to_be_unused(caplog):
+    """``IDLE_TEMP_C`` (which ``make bench-all`` passes on every GPU host) without ``COOLDOWN`` was taken and dropped,
+    unsaid: the run's log now says it is not used, and the run goes on (no cooldown, nothing refused)."""
+    import logging
+
+    from bench.core.request import Request
+    from bench.run import session
+
+    with caplog.at_level(logging.INFO, logger=session.logger.name):
+        assert session.cooldown_for(Request(idle_temp_c=38.0), "gpu") is None
+        assert session.cooldown_for(Request(), "gpu") is None
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["--idle-temp-c 38 (IDLE_TEMP_C) not used: it is the cooldown's baseline, and no --cooldown "
+                    "(COOLDOWN) is set, so no cell waits for the GPU to cool"], said

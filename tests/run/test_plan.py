@@ -173,3 +173,14 @@ def test_a_suite_that_runs_its_own_grid_refuses_settings_it_would_drop(kw):
     with pytest.raises(PlanError, match="runs the variants of its own grid"):
         expand(["pytorch"], "tuning", "smoke", "cpu", **kw)
     assert all(c.variant != kw["variant"] for c in expand(["pytorch"], "tuning", "smoke", "cpu"))
+
+
+@pytest.mark.parametrize("suite, workload", [("classic", "mnist_mlp"), ("tuning", "mnist_cnn_tuning")])
+def test_a_stack_or_workload_named_twice_gives_each_cell_once_in_first_named_order(suite, workload):
+    """WORKLOADS="mnist_mlp mnist_mlp" (``--workload`` twice) gave every cell twice (4 cells for 1 on one stack), and
+    a stack named twice to ``expand`` doubled the tuning grid; each cell is once, in the order first named."""
+    once = expand(["pytorch", "jax"], suite, "smoke", "cpu", [workload])
+    twice = expand(["pytorch", "jax", "pytorch"], suite, "smoke", "cpu", [workload, workload])
+    assert [c.id for c in twice] == [c.id for c in once] and len({c.id for c in once}) == len(once)
+    both = expand(["jax"], "classic", "smoke", "cpu", ["mnist_mlp", "mnist_cnn", "mnist_mlp"])
+    assert [c.workload for c in both] == ["mnist_mlp", "mnist_cnn"]
