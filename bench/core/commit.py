@@ -92,15 +92,6 @@ def identity(folder: Path | None = None) -> str | None:
         return head + UNCHECKED
 
 
-def same_code(recorded: str, running: str) -> bool:
-    """Whether a record naming ``recorded`` was made by the code now naming ``running``: the same identity. An
-    ``UNCHECKED`` pair counts as the same too: the rounds of one ``make bench-all`` read the identity their image was
-    built with, so refusing it made every round's repeats look foreign and the cell's record was never written (a
-    slow git at the build marks a whole run so); the record still says ``-unchecked``, so nobody reads it as checked.
-    A record's plain ``<HEAD>-dirty`` (before the hash) still equals only a plain ``<HEAD>-dirty``."""
-    return recorded == running
-
-
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``commit [FOLDER]`` (``python3 -m bench.host commit``)."""
     p = sub.add_parser("commit", help="print the identity of the code a record names (env.git_commit: HEAD, "

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.atomic import write_json_atomic
-from bench.core.commit import same_code
 from bench.instruments import profile
 from bench.instruments.environment import git_commit, native, package_versions, stack_pins
 from bench.models.workloads import WORKLOADS
@@ -107,8 +106,8 @@ def record_gpu(rec: Record) -> str | None:
 def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | None:
     """Why ``rec`` was not made with ``cell``'s inputs (None when it was), so a resumed run never returns a record
     measured with others: its ``cell_id`` (which names every measurement input off its default, ``Cell.id``), its
-    device and knobs, the code that made it (``env.git_commit``, when both are known, ``commit.same_code``: a record
-    of older code, or of other edits of the same commit, is measured again, never mixed into this code's run), and,
+    device and knobs, the code that made it (``env.git_commit``, when both are known: a record of older code, or of
+    other edits of the same commit, ``bench.core.commit``, is measured again, never mixed into this code's run), and,
     for a record written before the id named them, the inputs it recorded as they took effect (batch size, the data
     policy, the epochs or timed steps of an ok record), and the GPU (``gpu``, this run's NVML UUID, when both are
     known: a spot VM preempted between rounds comes back on another GPU, and a cell's repeats, like the comparison,
@@ -124,15 +123,15 @@ def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | Non
         if rec.batch_size is not None:
             expected.append(("batch_size", rec.batch_size, cell.inputs.batch_size))
         expected += scenario_of(w).resume_expected(rec, cell)
+    made_by, running = rec.env.git_commit if rec.env is not None else None, _this_commit()
+    # other code may have run another method; an ``-unchecked`` pair is one build's rounds (the image's identity)
+    if made_by and running:
+        expected.append(("env.git_commit", made_by, running))
     if gpu and record_gpu(rec):
         expected.append(("env.gpu.uuid", record_gpu(rec), gpu))
     if cell.profile and (cell.repeat or 1) == 1 and rec.status == "ok" and not profiled(rec):
         expected.append(("profile", rec.profile.reason if rec.profile else None, "a profile (--profile)"))
     wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
-    made_by, running = rec.env.git_commit if rec.env is not None else None, _this_commit()
-    if made_by and running and not same_code(made_by, running):  # other code may have run another method
-        wrong.append(f"env.git_commit {made_by!r}, not {running!r}" if made_by != running else
-                     f"env.git_commit {made_by!r}: git could not list the edits, so the same code is not shown")
     return "; ".join(wrong + software_mismatch(rec, cell.stack)) or None
 
 
