@@ -83,10 +83,7 @@ def _check_comparison(suite: str, stacks: Sequence[str], size: str, repeats: int
     """Raise ValueError for what the VM's ``make bench-all`` (or the Job's ``bench run``) would refuse only once a
     machine is paid for: the suite and size as ``make check-request`` checks them, a stack named twice."""
     request.check_loop({"SUITE": suite, "SIZE": size, "REPEATS": str(repeats), "SEED": str(seed)})
-    unknown = [s for s in stacks if s not in STACKS]
-    if unknown:
-        raise ValueError(f"unknown stack(s) {', '.join(unknown)}; known: {', '.join(STACKS)}")
-    launch.plan(stacks, repeats, seed)
+    launch.plan(stacks, repeats, seed)  # unknown stacks among what it refuses
 
 
 def k8s_env(stack: str) -> list[dict[str, str]]:

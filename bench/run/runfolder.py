@@ -185,7 +185,13 @@ def profiled(rec: Record) -> bool:
 def _this_software(stack: str) -> dict[str, Any]:
     """What ``software_mismatch`` compares, as a cell of ``stack`` started now would record it (``env.native``,
     ``env.packages``, ``env.pins``: ``environment.capture``'s and ``stack_pins``'), read once per process and stack."""
-    return {"native": native(os.environ), "packages": package_versions(), "pins": stack_pins(stack)["pins"]}
+    return {"native": native(os.environ), "packages": _this_packages(), "pins": stack_pins(stack)["pins"]}
+
+
+@functools.cache
+def _this_packages() -> dict[str, str]:
+    """``environment.package_versions`` of this interpreter, the same for every stack: read once per process."""
+    return package_versions()
 
 
 @functools.cache

@@ -10,7 +10,6 @@ no other cell starts: ``Interrupted`` ends the run, every record already written
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import interrupt
+from bench.core.atomic import remove_empty
 from bench.core.stacks import get_stack
 from bench.instruments import gpu_state, hostload, profile
 from bench.instruments.environment import cuda_cache_block, cuda_cache_bytes, utc_now
@@ -147,8 +147,8 @@ def run_one(cell: Cell, out_dir: Path | RunFolder, cooldown: Cooldown | None = N
         folder.write(cell, rec)
         worker_out.unlink(missing_ok=True)
         cell_file.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):  # rmdir takes an empty folder only: anything left in it keeps it
-            work.rmdir()  # the scratch folder, not left empty beside the records (the next cell makes it again)
+        # the scratch folder, not left empty beside the records (the next cell makes it again); anything left keeps it
+        remove_empty([work])
         return rec
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench.results.cell import inputs_of
+from bench.results.compare import with_inputs
 from bench.results.report.common import json_list, md_table
-from bench.results.schema import Env, Metrics, Record, Repeats, col
+from bench.results.schema import Env, Metrics, Repeats, col
 
 
 def gpu_label(row) -> str:
@@ -48,8 +48,7 @@ def gpu_comparison(df) -> list[str]:
     ok = df[(df["status"] == "ok") & (df["device"] == "gpu")]
     if ok.empty or col(Env, "gpu", "name") not in ok.columns:
         return []
-    cell_id = col(Record, "cell_id")
-    ok = ok.assign(inputs=ok[cell_id].map(inputs_of) if cell_id in ok.columns else "")
+    ok = with_inputs(ok)
     key = ["suite", "workload", "task", "size", "variant", "inputs", "stack"]
     table = ok.pivot_table(index=key, columns=col(Env, "gpu", "name"), values=col(Metrics, "ms_per_step_mean"),
                            aggfunc="median")

@@ -12,7 +12,7 @@ from bench.core import reference
 from bench.core.knobs import KNOBS, normalise, variant_name
 from bench.core.reference import tuning_study
 from bench.core.stacks import STACKS, get_stack
-from bench.results.cell import inputs_of
+from bench.results.compare import with_inputs
 from bench.results.report.common import REFERENCE_STACKS, Footnotes, _num, fmt, fmt_beside, json_list, md_table
 from bench.results.rows import present
 from bench.results.schema import Data, Metrics, Record, Telemetry, col, setting_col
@@ -129,8 +129,7 @@ def tuning_frame(df):
     rows["reference_time_s"] = [p if w is None else None for p, w in zip(published, why, strict=True)]
     rows["reference_mismatch"] = why
     rows["final_loss"] = [_final_loss(r) for _, r in rows.iterrows()]
-    cell_id = col(Record, "cell_id")
-    rows["inputs"] = rows[cell_id].map(inputs_of) if cell_id in rows.columns else ""
+    rows = with_inputs(rows)
     rows["configuration"] = [f"{v}, {i}" if i else str(v) for v, i in zip(rows["variant"], rows["inputs"], strict=True)]
     return rows
 

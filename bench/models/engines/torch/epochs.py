@@ -251,9 +251,9 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Tor
     step, loss_fn, step_model = _trainer(torch, model, workload, settings, dev, effective)
     batches, trained = _train_data(torch, settings, ds, workload, batch_size, dev, augmenting, effective)
     xv, yv = _validation_data(torch, settings.data_pipeline, augmenting, ds, workload, dev, effective)
+    amp_dtype = autocast_dtype(torch, settings.precision)
     steps = EpochSteps(batches, lambda: _begin_epoch(torch, model, dev), step, _accumulate, lambda t: t.tolist(),
-                       lambda: _evaluate(torch, step_model, loss_fn, xv, yv, batch_size,
-                                         autocast_dtype(torch, settings.precision)))
+                       lambda: _evaluate(torch, step_model, loss_fn, xv, yv, batch_size, amp_dtype))
     barrier = make_barrier("torch", device)
     timing = LoopTiming(barrier, barrier, Cadence.parse(settings.sync), telemetry)
     metrics, hist = train_epochs(steps, timing, epochs, batch_size, trained)
