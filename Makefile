@@ -108,7 +108,8 @@ endif
 RUN ?= $(SUITE)-$(SIZE)-$(RUN_DEVICE)$(if $(filter-out $(RUN_DEVICE),$(FLAVOR)),-$(FLAVOR)-images)
 # The images' records name this code (env.git_commit): HEAD, -dirty.<hash of the edits> where bench/ differs from it,
 # as bench.core.commit (the one definition) names it inside a cell too; unknown outside a git checkout
-GIT_COMMIT := $(shell $(HOST_CLI) commit 2>/dev/null || echo unknown)
+# read on first use, once per make: most goals (make help, each bench-<stack> step) never need it
+GIT_COMMIT = $(eval GIT_COMMIT := $$(shell $(HOST_CLI) commit 2>/dev/null || echo unknown))$(GIT_COMMIT)
 COMPOSE_FILES := -f compose.yaml $(if $(filter gpu,$(RUN_DEVICE)),-f compose.gpu.yaml)
 
 export BENCH_FLAVOR := $(FLAVOR)
@@ -118,7 +119,7 @@ export BENCH_UID := $(shell id -u)
 export BENCH_GID := $(shell id -g)
 export DOCKER_BUILDKIT := 1
 
-BUILD_ARGS := --build-arg FLAVOR=$(FLAVOR) --build-arg BENCH_GIT_COMMIT=$(GIT_COMMIT) \
+BUILD_ARGS = --build-arg FLAVOR=$(FLAVOR) --build-arg BENCH_GIT_COMMIT=$(GIT_COMMIT) \
 	$(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) \
 	$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE))
 
