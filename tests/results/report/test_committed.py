@@ -1,6 +1,8 @@
 """The committed reports (results/<folder>/report.md) are what today's report code writes from the committed CSVs
 beside them: a reader of the repository never reads a method note, a column or a footnote that the code has since
-changed. Regenerate one with ``python -m bench report results/<folder>`` (its plots too; they are deterministic)."""
+changed; and the committed CSVs are what today's collector reads from the records beside them. Regenerate a report
+with ``python -m bench report results/<folder>`` (its plots too; they are deterministic), a CSV with ``python -m bench
+collect results/<folder>/runs/<run> -o results/<folder>/<run>.csv --no-history``."""
 
 from pathlib import Path
 
