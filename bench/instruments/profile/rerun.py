@@ -146,11 +146,10 @@ def short_call_note(steps_per_call: int | None, steps_per_epoch: int | None) -> 
     its window, while ``profile.slowdown`` divides by a timed ms/step that includes it."""
     if not steps_per_call or not steps_per_epoch or steps_per_epoch % steps_per_call == 0:
         return None
-    calls = -(-steps_per_epoch // steps_per_call)
     return (f"profile: its calls ran {steps_per_call} steps each; each timed epoch of {steps_per_epoch} steps ran "
-            f"{calls - 1} such calls and a last one of {steps_per_epoch % steps_per_call} (Keras ends a call at the "
-            "epoch's end), which the profile does not hold: profile.slowdown divides by a timed ms/step that "
-            "includes it")
+            f"{steps_per_epoch // steps_per_call} such calls and a last one of {steps_per_epoch % steps_per_call} "
+            "(Keras ends a call at the epoch's end), which the profile does not hold: profile.slowdown divides by a "
+            "timed ms/step that includes it")
 
 
 def window_callback(keras: Any, window: Window, steps: int, predict: bool = False,

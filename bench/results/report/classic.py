@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from bench.core.stacks import STACKS
-from bench.results.cell import inputs_of
+from bench.results.compare import INPUTS, with_inputs
 from bench.results.report.common import Footnotes, _num, fmt, md_table
 from bench.results.report.method import correctness_flags
-from bench.results.schema import Data, EffectiveSettings, Metrics, Record, col
+from bench.results.schema import Data, EffectiveSettings, Metrics, col
 
 #: The sentence under the table's heading: what each number is.
 METRICS_NOTE = ("Each cell: ms/step (ours: the mean over the steady epochs' training steps) · s/epoch, the 2017 "
@@ -106,11 +106,10 @@ def classic_grid(df, notes: Footnotes) -> tuple[list[str], list[GridRow], set[st
     out = []
     # one row per variant (a run may hold augment=false or knob variants beside the default): never a row picked
     # from several, nor from cells run with other inputs (their id's suffix, e.g. batch_size=64) or at another size
-    cell_id = col(Record, "cell_id")
-    rows = rows.assign(_inputs=rows[cell_id].map(inputs_of) if cell_id in rows.columns else "")
+    rows = with_inputs(rows)
     sizes = rows["size"].nunique(dropna=False) > 1 if "size" in rows.columns else False
     rows = rows.assign(_size=rows["size"].fillna("") if "size" in rows.columns else "")
-    for (w, t, size, v, inputs), g in rows.groupby(["workload", "task", "_size", "variant", "_inputs"], sort=False):
+    for (w, t, size, v, inputs), g in rows.groupby(["workload", "task", "_size", "variant", INPUTS], sort=False):
         cells: list[tuple[str, Any]] = []
         for s in stacks:
             r = g[g["stack"] == s]

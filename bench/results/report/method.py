@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.results.cell import inputs_of
+from bench.results.compare import INPUTS, with_inputs
 from bench.results.report.common import json_list, md_table
 from bench.results.schema import HOST_PIDS, Data, Env, Metrics, Process, Record, Telemetry, col, setting_col, spread_col
 
@@ -76,13 +76,13 @@ def correctness_flags(df) -> list[dict[str, Any]]:
     """
     if HISTORY_LOSS not in df.columns:
         return []
-    fit = _with_inputs(df[(df["status"] == "ok") & (_col(df, "task") == "fit")])
+    fit = with_inputs(df[(df["status"] == "ok") & (_col(df, "task") == "fit")])
     flags: list[dict[str, Any]] = []
     for _, r in fit.iterrows():
         loss = json_list(r.get(HISTORY_LOSS))
         if loss and len(loss) >= 2 and not loss[-1] < loss[0]:
             flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
-                          "size": r.get("size"), "inputs": r["_inputs"], "check": "loss did not fall",
+                          "size": r.get("size"), "inputs": r[INPUTS], "check": "loss did not fall",
                           "value": f"{loss[0]:.4g} -> {loss[-1]:.4g}"})
     for median, group in accuracy_groups(fit):
         for _, r in group.iterrows():
@@ -90,29 +90,24 @@ def correctness_flags(df) -> list[dict[str, Any]]:
             band = accuracy_band(median, _number(r.get(N_VAL)))
             if acc is not None and abs(acc - median) > band:
                 flags.append({"stack": r["stack"], "workload": r["workload"], "variant": r["variant"],
-                              "size": r.get("size"), "inputs": r["_inputs"], "check": "val_accuracy",
+                              "size": r.get("size"), "inputs": r[INPUTS], "check": "val_accuracy",
                               "value": f"{acc:.4f}", "median": f"{median:.4f}", "band": f"+-{band:.4f}"})
     return flags
 
 
-def _with_inputs(df):
-    """``df`` with ``_inputs``: the inputs each row's cell id names (``inputs_of``; '' without a cell_id column)."""
-    cell_id = col(Record, "cell_id")
-    return df.assign(_inputs=df[cell_id].map(inputs_of) if cell_id in df.columns else "")
-
-
 def accuracy_groups(fit) -> list[tuple[float, Any]]:
     """The groups of ok fit rows ``fit`` the accuracy check compares: full size, real data, the same suite, workload,
-    variant, batch and inputs (``_with_inputs``), at least 3 of them with a final ``history.val_accuracy``; each as
-    (the median of their final val_accuracy, the group's rows with it in ``final_val_acc``)."""
+    variant, batch and inputs (``bench.results.compare.with_inputs``), at least 3 of them with a final
+    ``history.val_accuracy``; each as (the median of their final val_accuracy, the group's rows with it in
+    ``final_val_acc``)."""
     import numpy as np
 
     if HISTORY_VAL_ACC not in fit.columns:
         return []
-    full = _with_inputs(fit[(_col(fit, "size") == "full") & (_col(fit, col(Data, "source")) == "real")])
+    full = with_inputs(fit[(_col(fit, "size") == "full") & (_col(fit, col(Data, "source")) == "real")])
     full["final_val_acc"] = full[HISTORY_VAL_ACC].map(lambda v: (json_list(v) or [None])[-1])
     out = []
-    for _, group in full.groupby(["suite", "workload", "variant", "batch_size", "_inputs"], dropna=False):
+    for _, group in full.groupby(["suite", "workload", "variant", "batch_size", INPUTS], dropna=False):
         accs = group["final_val_acc"].dropna()
         if accs.size >= 3:
             out.append((float(np.median(accs)), group))

@@ -57,6 +57,20 @@ def test_a_cell_of_other_inputs_is_neither_compared_with_nor_flagged_for_the_def
         ["pytorch", "mnist_cnn", "default", "batch_size=64", "loss did not fall", "2 -> 2.1", "", ""]]
 
 
+def test_the_accuracy_groups_read_a_cells_inputs_as_bench_compare_matches_them():
+    """A group of the accuracy check holds the inputs column ``bench compare`` matches cells on (``compare.INPUTS``,
+    written by ``compare.with_inputs``): one reading of a cell id's inputs, not a second column made beside it."""
+    from bench.results.compare import INPUTS, with_inputs
+    from bench.results.report.method import accuracy_groups
+
+    cid = "{}__classic__mnist_cnn__fit__full__default__epochs=3"
+    df = pd.DataFrame([{**row(s, a), "cell_id": cid.format(s)} for s, a in
+                       (("keras3-tf", 0.990), ("keras3-jax", 0.988), ("pytorch", 0.991))])
+    [(_, group)] = accuracy_groups(df)
+    assert list(group[INPUTS]) == list(with_inputs(df)[INPUTS]) == ["epochs=3"] * 3
+    assert [c for c in group.columns if c.endswith("inputs")] == [INPUTS]
+
+
 def test_babi_rows_within_binomial_noise_of_1000_questions_are_not_flagged():
     """bAbI qa2 (1k) scores 1000 test questions: at ~35 % the SE of the difference of two accuracies is 2.1 points,
     so rows 3-5 points from the median learned like the others (the fixed 2-point band flagged them); a row that
