@@ -140,14 +140,18 @@ def call_steps(model: Any, timed: TimedCalls | None) -> tuple[int, bool]:
 
 def short_call_note(steps_per_call: int | None, steps_per_epoch: int | None) -> str | None:
     """The record's note where each timed epoch of ``steps_per_epoch`` steps ended in a call shorter than the
-    profiled ones (``steps_per_epoch`` not a multiple of ``steps_per_call``, ``settings.steps_per_call``: Keras ends
-    a call at the epoch's end, ``call_steps``), else None. The profile runs whole calls of ``steps_per_call`` steps
-    only (``executions``), so the timed fit's shorter call, with its own call overhead over fewer steps, is not in
-    its window, while ``profile.slowdown`` divides by a timed ms/step that includes it."""
-    if not steps_per_call or not steps_per_epoch or steps_per_epoch % steps_per_call == 0:
+    profiled ones (``steps_per_epoch`` not a multiple of ``steps_per_call``, ``settings.steps_per_call``, and not
+    shorter than it: Keras ends a call at the epoch's end, ``call_steps``), else None. The profile runs whole calls
+    of ``steps_per_call`` steps only (``executions``), so the timed fit's shorter call, with its own call overhead
+    over fewer steps, is not in its window, while ``profile.slowdown`` divides by a timed ms/step that includes it."""
+    # An epoch shorter than one call is one call of the epoch's steps, and the profile then runs calls of that
+    # length (``executions``): nothing left out.
+    if not steps_per_call or not steps_per_epoch or steps_per_epoch % steps_per_call == 0 \
+            or steps_per_epoch < steps_per_call:
         return None
+    whole = steps_per_epoch // steps_per_call
     return (f"profile: its calls ran {steps_per_call} steps each; each timed epoch of {steps_per_epoch} steps ran "
-            f"{steps_per_epoch // steps_per_call} such calls and a last one of {steps_per_epoch % steps_per_call} "
+            f"{whole} such call{'' if whole == 1 else 's'} and a last one of {steps_per_epoch % steps_per_call} "
             "(Keras ends a call at the epoch's end), which the profile does not hold: profile.slowdown divides by a "
             "timed ms/step that includes it")
 

@@ -285,10 +285,11 @@ def test_a_profile_that_left_out_the_timed_epochs_shorter_call_says_so(monkeypat
 
 @pytest.mark.parametrize("per_call, per_epoch, said", [(3, 8, "2 such calls and a last one of 2"),
                                                        (5, 13, "2 such calls and a last one of 3"),
-                                                       (5, 8, "1 such calls and a last one of 3"),
+                                                       (5, 8, "1 such call and a last one of 3"), (5, 3, None),
                                                        (4, 8, None), (None, 8, None), (3, None, None)])
 def test_the_short_call_note_counts_the_whole_calls_and_the_last_ones_steps(per_call, per_epoch, said):
     """An epoch of ``per_epoch`` steps in calls of ``per_call``: its whole calls (``per_epoch // per_call``) and the
-    shorter last one (the remainder); no note where the calls divide the epoch or either count is not recorded."""
+    shorter last one (the remainder); no note where the calls divide the epoch, where the epoch is one call shorter
+    than ``per_call`` (the profile then runs calls of its length), or where either count is not recorded."""
     note = rerun.short_call_note(per_call, per_epoch)
     assert (note is None) if said is None else (f"ran {said} (Keras ends a call" in note)
