@@ -126,3 +126,34 @@ def test_a_host_of_two_gpu_models_numbered_by_index_gets_the_device_order_note(m
     assert "nvml_device_note" not in environment.gpu_info({"CUDA_VISIBLE_DEVICES": "1",
                                                            "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
 
+
+def test_a_process_list_nvml_refuses_keeps_the_temperature_and_the_cooldown(monkeypatch):
+    """A MIG-enabled GPU's own handle lists processes only to a privileged caller (nvml.h,
+    ``nvmlDeviceGetComputeRunningProcesses``: NO_PERMISSION otherwise). That error threw the temperature away with
+    it: ``gpu_before`` said NVML failed and the cooldown recorded "no GPU temperature" though NVML read 41 degC."""
+    driver(monkeypatch, Device(name="NVIDIA A100-SXM4-80GB", mig_mode=pynvml.NVML_DEVICE_MIG_ENABLE, procs=None))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    state = gpu_state.snapshot()
+    assert state["available"] is True and state["temperature_c"] == 41.0 and state["processes"] is None
+    assert state["reason"] == "NVML query failed: processes: NVMLError_NoPermission: Insufficient Permissions"
+    assert gpu_state.busy_note(state) is None
+    block = gpu_state.Cooldown(60, sleep=lambda s: None).wait()
+    assert block["idle_c"] == 41.0 and block["reached"] is True and "reason" not in block
+
+
+def test_a_temperature_nvml_does_not_give_keeps_the_process_count(monkeypatch):
+    """The converse: a GPU without the temperature reading still has its other processes counted and noted."""
+    driver(monkeypatch, Device(temperature_c=None, procs=[(4242, 2**30)]))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    state = gpu_state.snapshot()
+    assert state["processes"] == 1 and state["temperature_c"] is None
+    assert state["reason"] == "NVML query failed: temperature: NVMLError_NotSupported: Not Supported"
+    assert "1 other compute process(es)" in gpu_state.busy_note(state)
+
+
+def test_neither_reading_is_an_unavailable_gpu_state(monkeypatch):
+    driver(monkeypatch, Device(temperature_c=None, procs=None))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    state = gpu_state.snapshot()
+    assert state == {"available": False, "reason": "NVML query failed: processes: NVMLError_NoPermission: "
+                     "Insufficient Permissions; temperature: NVMLError_NotSupported: Not Supported"}
