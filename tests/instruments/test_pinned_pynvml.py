@@ -92,6 +92,14 @@ def test_a_gpu_without_mig_records_mig_mode_unknown_and_the_averaged_power_note(
     assert any("a 1-s average on NVIDIA L4" in n for n in tel.summary(1, 1)["notes"])
 
 
+def test_a_driver_without_field_values_reads_the_averaged_power(monkeypatch):
+    """A library without ``nvmlDeviceGetFieldValues``: the instant power's probe gets pynvml's FunctionNotFound and
+    the sampler reads ``nvmlDeviceGetPowerUsage`` (mW) for the whole cell, never a mix."""
+    driver(monkeypatch, lacks=("nvmlDeviceGetFieldValues",))
+    tel = for_device("gpu", background=False)
+    assert tel.power_source == "average" and tel.sample_once().power_w == pytest.approx(312.456)
+    assert tel.unsupported == {}
+
 def test_a_gpu_uuid_nvml_does_not_know_leaves_no_telemetry_and_says_why(monkeypatch):
     lib = driver(monkeypatch)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-00000000-0000-0000-0000-000000000000")
