@@ -165,3 +165,25 @@ def test_neither_reading_is_an_unavailable_gpu_state(monkeypatch):
     state = gpu_state.snapshot()
     assert state == {"available": False, "reason": "NVML query failed: processes: NVMLError_NoPermission: "
                      "Insufficient Permissions; temperature: NVMLError_NotSupported: Not Supported"}
+
+
+def test_a_cpu_cell_on_a_gpu_host_records_no_gpu(monkeypatch):
+    """A CPU cell's process runs with an empty CUDA_VISIBLE_DEVICES (``cellenv.cell_env``): CUDA shows it no GPU.
+    ``nvml_index`` read the empty entry as unset, GPU 0, so on a GPU host the CPU cell's ``env.gpu`` named GPU 0 as
+    its GPU, and its repeats across a preemption to another GPU failed as 'ran on 2 GPUs'."""
+    from bench.core.stacks import STACKS
+    from bench.results.repeats import aggregate
+    from bench.results.schema import Env, Metrics, Record
+    from bench.run.cellenv import cell_env
+
+    lib = driver(monkeypatch)
+    env = cell_env(STACKS["pytorch"], "cpu")
+    assert environment.gpu_info(env) == {"available": False,
+                                         "reason": "no GPU visible to the process: CUDA_VISIBLE_DEVICES is empty"}
+    first = environment.gpu_info(env)
+    lib.devices[0].uuid = "GPU-ffffffff-1d0c-4b7e-9a61-0123456789ab"  # the resumed VM's GPU
+    records = [Record(stack="pytorch", device="cpu", status="ok", repeat=i + 1, env=Env(gpu=gpu),
+                      metrics=Metrics(ms_per_step_mean=10.0 + i)) for i, gpu in enumerate((first,
+                                                                                        environment.gpu_info(env)))]
+    assert aggregate(records).status == "ok"
+    assert environment.gpu_info({**env, "CUDA_VISIBLE_DEVICES": "0"})["available"] is True
