@@ -187,3 +187,27 @@ def test_a_cpu_cell_on_a_gpu_host_records_no_gpu(monkeypatch):
                                                                                         environment.gpu_info(env)))]
     assert aggregate(records).status == "ok"
     assert environment.gpu_info({**env, "CUDA_VISIBLE_DEVICES": "0"})["available"] is True
+
+
+@pytest.mark.parametrize("gpu", [Device(), Device(name="NVIDIA A100-SXM4-40GB MIG 1g.5gb", uuid=MIG_UUID, util=None,
+                                                  mig_slice=True, instant_mw=None, temperature_c=None, procs=None)])
+def test_what_the_gpu_path_writes_is_a_valid_record(monkeypatch, gpu):
+    """The blocks an H100 and a MIG slice give (``env.gpu``, ``telemetry`` with an idle reading and two epochs,
+    ``gpu_before``) validate as a record's, nulls and reasons included, so a real GPU's readings are not lost to
+    the record's strict validation."""
+    from bench.results.schema import Record
+    from bench.results.schema.validate import problems
+
+    driver(monkeypatch, gpu)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", gpu.uuid)
+    tel = for_device("gpu", interval_s=0.01)
+    tel.measure_idle(0.03)
+    for _ in range(2):
+        tel.mark()
+        time.sleep(0.03)
+        tel.end_epoch()
+    tel.stop()
+    rec = {"stack": "pytorch", "device": "gpu", "status": "ok", "telemetry": tel.summary(10, 100),
+           "env": {"gpu": environment.gpu_info()}, "gpu_before": gpu_state.snapshot()}
+    assert problems(Record.model_validate(rec).model_dump(exclude_unset=True)) == []
+    assert rec["telemetry"]["available"] and rec["env"]["gpu"]["available"]
