@@ -167,12 +167,17 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     default FASTEST_FIRST heuristic ties and the same is assumed, as torch's mapping assumes it. On a host of
     different models it may be another GPU: then ``nvml_device_note`` says so.
 
-    Returns ``{"available": False, "reason": ...}`` without a driver or NVML, or when the GPU is not found.
+    Returns ``{"available": False, "reason": ...}`` without a driver or NVML, when the GPU is not found, or when
+    ``CUDA_VISIBLE_DEVICES`` is set and empty: CUDA shows the process no GPU (a CPU cell, ``bench.run.cellenv``), so
+    GPU 0 is not its GPU (``nvml_index`` reads an empty entry as unset).
     """
     from bench.instruments import nvml
 
     if env is None:
         env = os.environ
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and not visible.strip():
+        return {"available": False, "reason": "no GPU visible to the process: CUDA_VISIBLE_DEVICES is empty"}
     try:
         nv = nvml.init()
     except Exception as e:

@@ -55,19 +55,31 @@ def gpu_uuid(nv=None) -> str | None:
 def snapshot(nv=None) -> dict[str, Any]:
     """The cell's GPU now: ``processes`` (compute processes NVML lists), ``process_memory_bytes`` (theirs),
     ``temperature_c``, ``seen_from`` (``seen_from()``: what the process count covers); ``available`` False with
-    ``reason`` without NVML. Never raises."""
+    ``reason`` without NVML or when neither reading could be made. Each reading is its own: one NVML refuses is null
+    and named in ``reason`` (``processes: <error>``), the other kept; a MIG-enabled GPU's own handle lists its
+    processes only to a privileged caller (nvml.h, ``nvmlDeviceGetComputeRunningProcesses``: NoPermission), while
+    its temperature reads. Never raises."""
     try:
         gpu = Gpu.open(nv)
     except Exception as e:
         return {"available": False, "reason": f"NVML unavailable: {describe_error(e)}"}
     try:
-        procs = gpu.compute_processes()
-        used = [p.used_memory_bytes for p in procs]
-        return {"available": True, "reason": None, "processes": len(procs),
-                "process_memory_bytes": sum(u for u in used if isinstance(u, int)),
-                "temperature_c": gpu.temperature_c(), "seen_from": seen_from()}
-    except Exception as e:
-        return {"available": False, "reason": f"NVML query failed: {describe_error(e)}"}
+        out: dict[str, Any] = {"available": True, "reason": None, "processes": None, "process_memory_bytes": None,
+                               "temperature_c": None, "seen_from": None}
+        failed = []
+        try:
+            used = [p.used_memory_bytes for p in gpu.compute_processes()]
+            out.update(processes=len(used), process_memory_bytes=sum(u for u in used if isinstance(u, int)),
+                       seen_from=seen_from())
+        except Exception as e:
+            failed.append(f"processes: {describe_error(e)}")
+        try:
+            out["temperature_c"] = gpu.temperature_c()
+        except Exception as e:
+            failed.append(f"temperature: {describe_error(e)}")
+        if len(failed) == 2:
+            return {"available": False, "reason": f"NVML query failed: {'; '.join(failed)}"}
+        return {**out, "reason": f"NVML query failed: {failed[0]}"} if failed else out
     finally:
         gpu.close()
 

@@ -65,3 +65,44 @@ def test_the_parts_and_cells_tables_are_written_by_one_table_writer(tmp_path: Pa
         "| --- | --- | --- | --- | --- | --- | --- |",
         "| a | ok | 5 | 1 | 9.0 | yes |  |",
         "| b | failed | - | 3 | - | - | boom / bang |"]
+
+
+def test_the_instruments_lines_read_what_the_selftest_and_fidelity_write(tmp_path: Path, capsys):
+    """The self-test's and fidelity's JSON as their own writers build them on a GPU (``selftest.run.record``,
+    ``fidelity.cadence_summary``), read by the summary: the GPU's name, the counts, each failed check with its
+    numbers, each cadence's ratio to the hand loop; and the whole summary printed by ``main``."""
+    from bench.run.fidelity import cadence_summary
+    from bench.run.selftest import within
+    from bench.run.selftest.run import record as selftest_record
+
+    m = summary_module()
+    results = tmp_path / "results"
+    results.mkdir()
+    checks = [within("energy", "torch", 95.0, 100.0, "J", 0.02, "counter vs integrated power"),
+              within("barrier", "jax", 10.0, 10.0, "ms", 0.02, "timed vs wall")]
+    gpu = {"available": True, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-a", "driver": "580.65.06"}
+    (results / "selftest.json").write_text(json.dumps(selftest_record(checks, {}, "gpu", gpu, 42.4)))
+    runs = [{"epoch_s": [9.0, 2.0, 2.0], "barriers": 3, "clock_reads": 3}]
+    fidelity = {"stack": "pytorch", "workload": "mnist_mlp", "handloop_ms_per_step": 1.0,
+                "cadences": {"epoch": cadence_summary(runs, 4000, 1.0)}}
+    (results / "fidelity-pytorch.json").write_text(json.dumps(fidelity))
+    assert m.instruments(tmp_path) == [
+        "selftest on gpu (NVIDIA H100 80GB HBM3): {'pass': 1, 'fail': 1, 'n/a': 0}, 42 s",
+        "- FAIL energy torch: measured 95, reference 100, ratio 0.9500: " + checks[0].reason,
+        "fidelity pytorch mnist_mlp: free-running 1 ms/step; ratios epoch 1.0000"]
+    assert m.main([str(tmp_path), "gpu", "smoke"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# GPU window: asked for gpu, size smoke\n") and "## Cells (0 ok of 0)" in out
+    assert out.rstrip().endswith("(no logs/pip-freeze.txt)")
+
+
+def test_the_host_packages_lines_name_each_listed_package_at_another_version(tmp_path: Path):
+    m = summary_module()
+    listed = m._pins(ROOT / "window" / "host-packages.txt")
+    (name, version), *rest = sorted(listed.items())
+    freeze = [f"{n.upper()}=={v}" for n, v in rest] + [f"{name.replace('-', '_')}==0.0.1  # older"]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "pip-freeze.txt").write_text("\n".join(freeze))
+    assert m.host_packages(tmp_path) == [f"- {name}: listed {version}, host 0.0.1"]
+    (tmp_path / "logs" / "pip-freeze.txt").write_text("\n".join(f"{n}=={v}" for n, v in listed.items()))
+    assert m.host_packages(tmp_path) == ["- every listed package is at the host's version"]

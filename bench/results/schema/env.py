@@ -11,7 +11,8 @@ from bench.results.schema.declare import Block, entry
 class Gpu(Block):
     """``env.gpu``: the GPU as NVML sees it (``bench.instruments.environment.gpu_info``)."""
 
-    available: bool | None = entry("NVML saw a GPU")
+    available: bool | None = entry("NVML saw the process's GPU (false where CUDA shows it none: an empty "
+                                    "CUDA_VISIBLE_DEVICES, as a CPU cell runs)")
     reason: str | None = entry("why not")
     name: str | None = entry("the GPU's model name")
     uuid: str | None = entry("its NVML UUID (repeats on two GPUs fail the cell)")
