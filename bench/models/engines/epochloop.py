@@ -3,9 +3,10 @@
 Each engine gives its framework's part as an ``EpochSteps`` (the batches, one training step, the running sums on the
 device, reading them back, validation); ``train_epochs`` runs every epoch between the timer's barriers, reads the
 training loss and accuracy back (after every step under ``sync=step``, else once after the epoch's timed steps),
-validates after the timed window, keeps the per-epoch history, and stops the telemetry window right after its last
-barrier. Keras' engine times its own ``fit`` through callbacks and does not use it; all three epoch engines open with
-``checked_augment``, the ``augment`` knob's check.
+validates after the timed window, settles the compiled graphs after the first validation (``EpochSteps.settle``),
+keeps the per-epoch history, and stops the telemetry window right after its last barrier. Keras' engine times its
+own ``fit`` through callbacks and does not use it; all three epoch engines open with ``checked_augment``, the
+``augment`` knob's check.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ class EpochSteps:
         accumulate: ``accumulate(sums, pair)`` -> the running sums with ``pair`` added (on the device, no read-back).
         to_host: ``to_host(pair)`` -> the pair read back as two Python floats (a device synchronisation).
         evaluate: ``evaluate()`` -> (mean validation loss, validation accuracy) of the model as trained so far.
+        settle: ``settle()``, run once, after the first epoch's validation and inside its span (``fit_epoch_s[0]``,
+            ``fit_call_s``; outside every timed step): the work a compiler does on a later call of a graph than its
+            first (CUDA graph recording), so that none of it lands in a later epoch; it must leave the model,
+            optimizer and random streams as it found them. None: nothing to settle.
     """
 
     batches: Callable[[], Iterable[Any]]
@@ -60,6 +65,7 @@ class EpochSteps:
     accumulate: Callable[[Any, Any], Any]
     to_host: Callable[[Any], Sequence[float]]
     evaluate: Callable[[], tuple[float, float]]
+    settle: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,7 @@ def train_epochs(steps: EpochSteps, timing: LoopTiming, epochs: int, batch_size:
     it). ``metrics`` holds the timer's summary (``EpochTimer.summary``) and ``fit_metrics``: the whole loop, first
     barrier to the one after the last validation (``fit_call_s``; over the epochs, the 2017 comparison's
     ``fit_call_s_per_epoch``), and each epoch from its begin to after its validation (``EpochClock``,
-    ``fit_epoch_s``).
+    ``fit_epoch_s``). ``steps.settle`` runs after the first validation, inside the first epoch's span.
 
     Returns:
         (``Metrics``, the history: per epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy``).
@@ -103,11 +109,13 @@ def train_epochs(steps: EpochSteps, timing: LoopTiming, epochs: int, batch_size:
     try:
         timing.ready()
         start = clock()
-        for _ in range(epochs):
+        for epoch in range(epochs):
             epoch_clock.begin()
             timer.begin_epoch()
             loss_sum, correct = _train_one_epoch(steps, timer, timing.cadence.every == 1)
             val_loss, val_acc = steps.evaluate()
+            if epoch == 0 and steps.settle is not None:
+                steps.settle()
             hist["loss"].append(loss_sum / trained)
             hist["accuracy"].append(correct / trained)
             hist["val_loss"].append(val_loss)

@@ -1,0 +1,135 @@
+"""The PyTorch epoch engine under ``torch.compile``: every graph's first and second call (CUDA graph trees warm a
+graph up at its first call and record it at its second, one graph per size of a dynamic graph:
+torch/_inductor/cudagraph_trees.py@v2.13.0:413-470, 2259-2280) land in the first epoch's span, never in a later
+epoch. Without a GPU: a recording backend splits each step as inductor does (forward, backward, inference graphs
+through AOT autograd), runs the graphs eagerly and counts each graph's calls per integer (symbolic size) input."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.conftest import needs_torch
+from tests.helpers.cells import engine_cell
+
+
+def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8) -> tuple[list[tuple], Any]:
+    """Fit mnist_mlp under ``compile=reduce-overhead`` with the recording backend; (the events in order:
+    ``("epoch",)`` at each epoch's begin, ``("compile", graph)``, ``("call", graph, sizes)``; the result)."""
+    import torch
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    from bench.core.families.torch import TorchEpochSettings
+    from bench.core.stacks import get_stack
+    from bench.models import datasets
+    from bench.models.engines import toolchain
+    from bench.models.engines.torch import epochs as torch_epochs
+    from bench.models.workloads import get_workload
+
+    events: list[tuple] = []
+
+    def compiler(kind: str):
+        def compile_graph(gm, example_inputs):
+            graph = f"{kind}{sum(e[0] == 'compile' for e in events)}"
+            events.append(("compile", graph))
+            run = make_boxed_func(gm)
+
+            def call(args):
+                events.append(("call", graph, tuple(a for a in args if isinstance(a, int))))
+                return run(args)
+            call._boxed_call = True  # type: ignore[attr-defined]
+            return call
+        return compile_graph
+
+    backend = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                           inference_compiler=compiler("inference"))
+    real_compile, real_begin = torch.compile, torch_epochs._begin_epoch
+    monkeypatch.setattr(torch, "compile", lambda model, **kw: real_compile(model, backend=backend))
+    monkeypatch.setattr(toolchain, "require_torch_compile", lambda *a: None)
+    monkeypatch.setattr(torch_epochs, "_begin_epoch", lambda *a: (events.append(("epoch",)), real_begin(*a))[1])
+    w = get_workload("mnist_mlp")
+    ds = w.prepare(datasets.synthetic("mnist", n_train, n_val, "test"))
+    torch._dynamo.reset()
+    try:
+        result = torch_epochs.fit(get_stack("pytorch"), w, ds, engine_cell("pytorch", w, epochs, batch),
+                                  TorchEpochSettings(compile="reduce-overhead"))
+    finally:
+        torch._dynamo.reset()
+    return events, result
+
+
+def _calls_after_the_first_epoch(events: list[tuple]) -> list[tuple[str, tuple, int]]:
+    """Each graph call after the first epoch's span: (graph, sizes, which call of that graph at those sizes)."""
+    seen: Counter[tuple] = Counter()
+    epoch, out = 0, []
+    for event in events:
+        if event[0] == "epoch":
+            epoch += 1
+        elif event[0] == "compile":
+            assert epoch == 1, f"{event[1]} compiled in epoch {epoch}"
+        else:
+            seen[event[1:]] += 1
+            if epoch > 1:
+                out.append((event[1], event[2], seen[event[1:]]))
+    return out
+
+
+@needs_torch
+@pytest.mark.parametrize(("n_train", "n_val"), [
+    (20, 12),  # a shorter last batch in training and validation: dynamo recompiles with a dynamic batch size
+    (16, 8),   # full batches only; one validation batch, which runs once an epoch
+])
+def test_no_graph_is_warmed_up_or_recorded_after_the_first_epoch(monkeypatch, n_train, n_val):
+    """Epochs 2 and 3 (their timed steps and their validation) only replay: every call there is a graph's third
+    or later at its sizes. Before the settling, epoch 2 ran the dynamic training graph's first and second calls at
+    the full batch size (its first timed steps) and the shorter batches' second calls."""
+    events, result = _fit(monkeypatch, n_train, n_val)
+    later = _calls_after_the_first_epoch(events)
+    assert later and all(n >= 3 for _, _, n in later), [c for c in later if c[2] < 3]
+    assert {g.rstrip("0123456789") for g, _, _ in later} == {"forward", "backward", "inference"}
+    assert len(result.history["val_loss"]) == 3
+
+
+@needs_torch
+def test_the_settling_leaves_the_training_as_it_was(monkeypatch):
+    """mnist_mlp has dropout: the settling's extra forwards draw random numbers, which it puts back, and it never
+    steps the optimizer. The history is the same as without the settling, to the last bit."""
+    from bench.models.engines.torch import epochs as torch_epochs
+
+    _, settled = _fit(monkeypatch, 20, 12)
+    monkeypatch.setattr(torch_epochs, "_settler", lambda torch, step, *a: (step, None))
+    _, unsettled = _fit(monkeypatch, 20, 12)
+    assert settled.history == unsettled.history
+
+
+@needs_torch
+def test_the_settling_puts_back_buffers_random_state_and_gradients():
+    """A BatchNorm's running statistics, the random stream and the gradients are as before ``settle``; every
+    training shape (kept from the steps) and validation batch ran twice."""
+    import torch
+
+    from bench.models.engines.torch.epochs import _settler
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Dropout(0.5))
+    sizes: list[tuple[str, int]] = []
+    model.register_forward_hook(lambda m, i, o: sizes.append(("train" if m.training else "eval", o.shape[0])))
+
+    def forward(batch):
+        return model(*batch[0]).sum()
+
+    step, settle = _settler(torch, lambda batch: forward(batch), model, forward,
+                            lambda: (model.eval(), [model(torch.ones(2, 3))])[1])
+    for n in (5, 5, 2):
+        step(((torch.randn(n, 3),), torch.zeros(n)))
+    sizes.clear()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    settle()
+    assert sizes == [("train", 5), ("train", 2), ("eval", 2)] * 2
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert all(p.grad is None for p in model.parameters())
