@@ -260,10 +260,12 @@ def fit_metrics(epoch_s: Sequence[float], call_s: float) -> dict[str, Any]:
             "fit_epoch_s": [float(t) for t in epoch_s], "fit_epoch_s_mean": float(np.mean(epoch_s))}
 
 
-def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:
+def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer,
+               rehearse: Callable[[], object] | None = None) -> Any:
     """Time ``steps + 1`` calls of ``call``: the first (build/compile) as the timer's first epoch, the others
     as its second, so ``timer.summary`` reports the first apart and its statistics cover steps 2..N.
-    Returns the last call's result.
+    ``rehearse`` (None: none) runs between them, in no timed interval: what a compiler does at a graph's second
+    call (``bench.models.engines.torch.settle``). Returns the last call's result.
 
     Each call's result is held until the barrier after it has run: JAX's barrier waits on ``jax.live_arrays()``,
     which a dropped result is not in, so a first call whose output were discarded would end its epoch before its
@@ -271,6 +273,8 @@ def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:
     timer.begin_epoch()
     first = call()
     timer.end_step()
+    if rehearse is not None:
+        rehearse()
     timer.begin_epoch()
     del first
     out = None

@@ -7,6 +7,7 @@ through AOT autograd), runs the graphs eagerly and counts each graph's calls per
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,21 +16,12 @@ from tests.conftest import needs_torch
 from tests.helpers.cells import engine_cell
 
 
-def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8) -> tuple[list[tuple], Any]:
-    """Fit mnist_mlp under ``compile=reduce-overhead`` with the recording backend; (the events in order:
-    ``("epoch",)`` at each epoch's begin, ``("compile", graph)``, ``("call", graph, sizes)``; the result)."""
-    import torch
+def _recording_backend(events: list[tuple]):
+    """A ``torch.compile`` backend that splits a step as inductor does (AOT autograd: forward, backward, inference
+    graphs), runs each graph eagerly and appends ``("compile", graph)`` and ``("call", graph, sizes)`` to
+    ``events``, ``sizes`` the graph's integer inputs (what CUDA graph trees key a dynamic graph's recordings on)."""
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
-
-    from bench.core.families.torch import TorchEpochSettings
-    from bench.core.stacks import get_stack
-    from bench.models import datasets
-    from bench.models.engines import toolchain
-    from bench.models.engines.torch import epochs as torch_epochs
-    from bench.models.workloads import get_workload
-
-    events: list[tuple] = []
 
     def compiler(kind: str):
         def compile_graph(gm, example_inputs):
@@ -44,15 +36,39 @@ def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8)
             return call
         return compile_graph
 
-    backend = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                           inference_compiler=compiler("inference"))
-    real_compile, real_begin = torch.compile, torch_epochs._begin_epoch
+    return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                        inference_compiler=compiler("inference"))
+
+
+def _compile_with(monkeypatch, events: list[tuple]) -> None:
+    """``torch.compile`` (any mode) through ``_recording_backend``, with no C++ compiler needed."""
+    import torch
+
+    from bench.models.engines import toolchain
+
+    real_compile, backend = torch.compile, _recording_backend(events)
     monkeypatch.setattr(torch, "compile", lambda model, **kw: real_compile(model, backend=backend))
     monkeypatch.setattr(toolchain, "require_torch_compile", lambda *a: None)
+    torch._dynamo.reset()
+
+
+def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8) -> tuple[list[tuple], Any]:
+    """Fit mnist_mlp under ``compile=reduce-overhead`` with the recording backend; (the events in order:
+    ``("epoch",)`` at each epoch's begin, then the backend's; the result)."""
+    import torch
+
+    from bench.core.families.torch import TorchEpochSettings
+    from bench.core.stacks import get_stack
+    from bench.models import datasets
+    from bench.models.engines.torch import epochs as torch_epochs
+    from bench.models.workloads import get_workload
+
+    events: list[tuple] = []
+    _compile_with(monkeypatch, events)
+    real_begin = torch_epochs._begin_epoch
     monkeypatch.setattr(torch_epochs, "_begin_epoch", lambda *a: (events.append(("epoch",)), real_begin(*a))[1])
     w = get_workload("mnist_mlp")
     ds = w.prepare(datasets.synthetic("mnist", n_train, n_val, "test"))
-    torch._dynamo.reset()
     try:
         result = torch_epochs.fit(get_stack("pytorch"), w, ds, engine_cell("pytorch", w, epochs, batch),
                                   TorchEpochSettings(compile="reduce-overhead"))
@@ -62,7 +78,8 @@ def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8)
 
 
 def _calls_after_the_first_epoch(events: list[tuple]) -> list[tuple[str, tuple, int]]:
-    """Each graph call after the first epoch's span: (graph, sizes, which call of that graph at those sizes)."""
+    """Each graph call after the first epoch's span (the first timed window: the epoch engine's first epoch, the
+    step engine's first step): (graph, sizes, which call of that graph at those sizes)."""
     seen: Counter[tuple] = Counter()
     epoch, out = 0, []
     for event in events:
@@ -100,7 +117,7 @@ def test_the_settling_leaves_the_training_as_it_was(monkeypatch):
     from bench.models.engines.torch import epochs as torch_epochs
 
     _, settled = _fit(monkeypatch, 20, 12)
-    monkeypatch.setattr(torch_epochs, "_settler", lambda torch, step, *a: (step, None))
+    monkeypatch.setattr(torch_epochs, "settler", lambda torch, step, *a: (step, None))
     _, unsettled = _fit(monkeypatch, 20, 12)
     assert settled.history == unsettled.history
 
@@ -111,7 +128,7 @@ def test_the_settling_puts_back_buffers_random_state_and_gradients():
     training shape (kept from the steps) and validation batch ran twice."""
     import torch
 
-    from bench.models.engines.torch.epochs import _settler
+    from bench.models.engines.torch.settle import settler
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Dropout(0.5))
@@ -121,7 +138,7 @@ def test_the_settling_puts_back_buffers_random_state_and_gradients():
     def forward(batch):
         return model(*batch[0]).sum()
 
-    step, settle = _settler(torch, lambda batch: forward(batch), model, forward,
+    step, settle = settler(torch, lambda batch: forward(batch), model, forward,
                             lambda: (model.eval(), [model(torch.ones(2, 3))])[1])
     for n in (5, 5, 2):
         step(((torch.randn(n, 3),), torch.zeros(n)))
@@ -133,3 +150,52 @@ def test_the_settling_puts_back_buffers_random_state_and_gradients():
     assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
     assert torch.equal(torch.get_rng_state(), rng)
     assert all(p.grad is None for p in model.parameters())
+
+
+class _Window:
+    """A telemetry window that marks where each of the timer's epochs begins."""
+
+    def __init__(self, events: list[tuple]):
+        self.events = events
+
+    def mark(self):
+        self.events.append(("epoch",))
+
+    def end_epoch(self):
+        pass
+
+    def stop(self):
+        pass
+
+
+@needs_torch
+@pytest.mark.parametrize("task", ["fit", "predict"])
+def test_the_step_engine_records_no_graph_in_a_timed_step(monkeypatch, task):
+    """The paper suite's PyTorch step under ``compile``: the rehearsal between the first step and the timed ones
+    makes each graph's second call, so the timed steps only replay. The first timed step was the recording."""
+    import torch
+
+    from bench.core.families.torch import TorchStepSettings
+    from bench.core.stacks import get_stack
+    from bench.models.engines.torch import steps as torch_steps
+    from bench.models.workloads.job import Job
+    from bench.results.cell import Cell, StepInputs
+
+    events: list[tuple] = []
+    _compile_with(monkeypatch, events)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 2))
+    x = torch.randn(3, 4)
+    job = Job(model=model, optimizer="adam", call=(lambda m: m(x).square().mean()) if task == "fit" else
+              (lambda m: m(x)))
+    w = SimpleNamespace(model=SimpleNamespace(precision="float32", torch_job=lambda *a: job))
+    cell = Cell(stack="pytorch", suite="paper", workload="bert", task=task, size="smoke", device="cpu",
+                inputs=StepInputs(batch_size=3, steps=4))
+    try:
+        torch_steps.run(get_stack("pytorch"), w, cell, {}, TorchStepSettings(compile="reduce-overhead"),
+                        telemetry=_Window(events))
+    finally:
+        torch._dynamo.reset()
+    later = _calls_after_the_first_epoch(events)
+    assert len(later) == 4 * (2 if task == "fit" else 1)
+    assert all(n >= 3 for _, _, n in later), later

@@ -29,6 +29,7 @@ from bench.models.engines.torch.data import (
     placement,
     to_tensors,
 )
+from bench.models.engines.torch.settle import settler
 from bench.models.workloads import Workload
 from bench.results.cell import Cell, EpochInputs
 from bench.results.schema import EffectiveSettings, Memory, Model
@@ -108,7 +109,7 @@ def _evaluate(torch, model, loss_fn, xs, y, batch_size: int, amp_dtype=None) -> 
     keras/src/backend/tensorflow/trainer.py@v3.15.1:259-262 through ``_make_function``), as the Flax twin jits its
     eval step. The eval-mode graph compiles at the first validation: after the first epoch's timed steps, inside its
     span (``metrics.fit_epoch_s[0]``, ``fit_call_s``), never in a timed step or ``total_train_s``; what CUDA graph
-    trees do at its second call is ``_settler``'s."""
+    trees do at its second call is ``bench.models.engines.torch.settle.settler``'s."""
     total, correct, n = 0.0, 0, int(y.shape[0])
     for out, yb in _validation_outputs(torch, model, xs, y, batch_size, amp_dtype):
         total += float(loss_fn(out, yb)) * yb.shape[0]
@@ -119,7 +120,7 @@ def _evaluate(torch, model, loss_fn, xs, y, batch_size: int, amp_dtype=None) -> 
 def _validation_outputs(torch, model, xs, y, batch_size: int, amp_dtype, one_per_size: bool = False):
     """Yield (``model``'s output, labels) for each validation batch of ``batch_size`` rows (the last one shorter
     where ``batch_size`` does not divide them), in evaluation mode, without gradients, under the step's autocast;
-    ``one_per_size``: only the first batch of each size (what ``_settler`` rehearses)."""
+    ``one_per_size``: only the first batch of each size (what ``settler`` rehearses)."""
     model.eval()
     n = int(y.shape[0])
     first_of: dict[int, int] = {}
@@ -129,55 +130,6 @@ def _validation_outputs(torch, model, xs, y, batch_size: int, amp_dtype, one_per
     with torch.no_grad(), torch.autocast(y.device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
         for i in starts:
             yield model(*(x[i:i + batch_size] for x in xs)), y[i:i + batch_size]
-
-
-def _settler(torch, step: Callable[[Any], Any], model, forward: Callable[[Any], Any],
-             validate: Callable[[], Iterable[Any]]) -> tuple[Callable[[Any], Any], Callable[[], None]]:
-    """(``step`` that keeps the first batch of each shape until the settling, ``settle``): ``EpochSteps.settle``
-    for ``torch.compile``, whose CUDA graph trees (``reduce-overhead``, ``max-autotune``) run a graph eagerly at
-    its first call and record it at its second (torch/_inductor/cudagraph_trees.py@v2.13.0:2259-2280, 2395-2463,
-    2608-2617), one graph per symbolic size of a dynamic graph (cudagraph_trees.py@v2.13.0:413-470), each call of
-    the compiled module a new generation (torch/_dynamo/eval_frame.py@v2.13.0:866-871, 891;
-    mutation_guard.py@v2.13.0:159).
-
-    Without it the first epoch left work for the second: a shape that runs once an epoch (a last, shorter batch;
-    a single validation batch) is recorded there, and once a shorter batch made dynamo recompile the step with a
-    dynamic batch size, the full batches of epoch 2 on run that graph (the most recently used entry that
-    matches), warmed up and recorded in epoch 2's first timed steps. ``settle`` runs, twice (a first call of a
-    newly matched graph, then its second), a forward and backward of each training shape in epoch order
-    (``forward(batch)`` -> the loss), then each validation shape (``validate()``, iterated), then puts back what
-    it touched: the random streams (``torch.random.fork_rng``), the module's buffers (BatchNorm's running
-    statistics), no gradients; the optimizer and the schedule never step. Its time is in ``fit_epoch_s[0]`` and
-    ``fit_call_s``, never in a timed step."""
-    kept: dict[Any, Any] = {}
-    settled = False
-
-    def keeping(batch):
-        if not settled:
-            xb, yb = batch
-            kept.setdefault(tuple(tuple(t.shape) for t in (*xb, yb)), batch)
-        return step(batch)
-
-    def settle() -> None:
-        nonlocal settled
-        settled = True
-        buffers = [b.detach().clone() for b in model.buffers()]
-        dev = next(model.parameters()).device
-        cuda = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
-        with torch.random.fork_rng(devices=cuda):
-            for _ in range(2):
-                model.train()
-                for batch in kept.values():
-                    forward(batch).backward()
-                for _ in validate():
-                    pass
-        kept.clear()
-        model.zero_grad(set_to_none=True)
-        with torch.no_grad():
-            for b, saved in zip(model.buffers(), buffers, strict=True):
-                b.copy_(saved)
-
-    return keeping, settle
 
 
 def _effective_settings(torch, settings: TorchEpochSettings) -> EffectiveSettings:
@@ -319,7 +271,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Tor
     amp_dtype = autocast_dtype(torch, settings.precision)
     settle = None
     if settings.compile != "none":
-        step, settle = _settler(torch, step, model, loss, lambda: _validation_outputs(
+        step, settle = settler(torch, step, model, loss, lambda: _validation_outputs(
             torch, step_model, xv, yv, batch_size, amp_dtype, one_per_size=True))
     steps = EpochSteps(batches, lambda: _begin_epoch(torch, model, dev), step, _accumulate, lambda t: t.tolist(),
                        lambda: _evaluate(torch, step_model, loss_fn, xv, yv, batch_size, amp_dtype), settle)

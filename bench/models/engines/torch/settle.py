@@ -1,0 +1,74 @@
+"""What ``torch.compile`` leaves to a graph's later calls, done before the timed steps that would otherwise hold it.
+
+CUDA graph trees (``compile=reduce-overhead``, ``max-autotune``) run a graph eagerly at its first call and record it
+at its second (torch/_inductor/cudagraph_trees.py@v2.13.0:2259-2280: a function not yet in ``warmed_up_functions``
+runs ``run_eager``, 2442-2463, which adds it; a later call in a new generation, 2557-2564 and 2608-2617, goes to
+``record_function``, 2395-2432), with one graph per symbolic size of a dynamic graph
+(``cudagraphify_impl``'s ``fn_cache``, cudagraph_trees.py@v2.13.0:413-470); each call of the compiled module is a new
+generation (its enter hook, torch/_dynamo/eval_frame.py@v2.13.0:866-871, 891, increments it:
+torch/_dynamo/mutation_guard.py@v2.13.0:159). The epoch engine settles after its first validation (``settler``),
+the step engine rehearses its step once after the first (``bench.models.engines.torch.steps``); both through
+``untouched``, so the training goes on as if the extra calls had not run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+
+@contextlib.contextmanager
+def untouched(torch, model) -> Iterator[None]:
+    """Run the body, then put back what a forward and backward of ``model`` change besides its outputs: the CPU and
+    (on a CUDA model) its device's random streams (``torch.random.fork_rng``: dropout draws), the module's buffers
+    (BatchNorm's running statistics, copied back in place, so a recorded graph's addresses stay), and no
+    gradients (``zero_grad(set_to_none=True)``). The body must not step an optimizer."""
+    buffers = [b.detach().clone() for b in model.buffers()]
+    dev = next(model.parameters()).device
+    cuda = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
+    try:
+        with torch.random.fork_rng(devices=cuda):
+            yield
+    finally:
+        model.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            for b, saved in zip(model.buffers(), buffers, strict=True):
+                b.copy_(saved)
+
+
+def settler(torch, step: Callable[[Any], Any], model, forward: Callable[[Any], Any],
+            validate: Callable[[], Iterable[Any]]) -> tuple[Callable[[Any], Any], Callable[[], None]]:
+    """(``step`` that keeps the first batch of each shape until the settling, ``settle``): the PyTorch epoch
+    engine's ``EpochSteps.settle`` under ``torch.compile``.
+
+    Without it the first epoch left work for the second: a shape that runs once an epoch (a last, shorter batch;
+    a single validation batch) was recorded there, and once a shorter batch made dynamo recompile the step with a
+    dynamic batch size, the full batches of epoch 2 on ran that graph (the most recently used entry that
+    matches), warmed up and recorded in epoch 2's first timed steps. ``settle`` runs, twice (a first call of a
+    newly matched graph, then its second), a forward and backward of each training shape in epoch order
+    (``forward(batch)`` -> the loss), then each validation shape (``validate()``, iterated), all ``untouched``;
+    the optimizer and the schedule never step. Its time is in ``fit_epoch_s[0]`` and ``fit_call_s``, never in a
+    timed step."""
+    kept: dict[Any, Any] = {}
+    settled = False
+
+    def keeping(batch):
+        if not settled:
+            xb, yb = batch
+            kept.setdefault(tuple(tuple(t.shape) for t in (*xb, yb)), batch)
+        return step(batch)
+
+    def settle() -> None:
+        nonlocal settled
+        settled = True
+        with untouched(torch, model):
+            for _ in range(2):
+                model.train()
+                for batch in kept.values():
+                    forward(batch).backward()
+                for _ in validate():
+                    pass
+        kept.clear()
+
+    return keeping, settle
