@@ -53,10 +53,10 @@ class EpochSteps:
         accumulate: ``accumulate(sums, pair)`` -> the running sums with ``pair`` added (on the device, no read-back).
         to_host: ``to_host(pair)`` -> the pair read back as two Python floats (a device synchronisation).
         evaluate: ``evaluate()`` -> (mean validation loss, validation accuracy) of the model as trained so far.
-        settle: ``settle()``, run once, after the first epoch's validation and inside its span (``fit_epoch_s[0]``,
-            ``fit_call_s``; outside every timed step): the work a compiler does on a later call of a graph than its
-            first (CUDA graph recording), so that none of it lands in a later epoch; it must leave the model,
-            optimizer and random streams as it found them. None: nothing to settle.
+        settle: ``settle()``, run once where a later epoch follows, after the first epoch's validation and inside
+            its span (``fit_epoch_s[0]``, ``fit_call_s``; outside every timed step): the work a compiler does on a
+            later call of a graph than its first (CUDA graph recording), so that none of it lands in a later epoch;
+            it must leave the model, optimizer and random streams as it found them. None: nothing to settle.
     """
 
     batches: Callable[[], Iterable[Any]]
@@ -114,7 +114,7 @@ def train_epochs(steps: EpochSteps, timing: LoopTiming, epochs: int, batch_size:
             timer.begin_epoch()
             loss_sum, correct = _train_one_epoch(steps, timer, timing.cadence.every == 1)
             val_loss, val_acc = steps.evaluate()
-            if epoch == 0 and steps.settle is not None:
+            if epoch == 0 and epochs > 1 and steps.settle is not None:  # only for a later epoch's sake
                 steps.settle()
             hist["loss"].append(loss_sum / trained)
             hist["accuracy"].append(correct / trained)

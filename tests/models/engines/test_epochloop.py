@@ -108,3 +108,19 @@ def test_checked_augment_refuses_what_cannot_run_and_says_whether_the_cell_augme
     assert check_supported(keras3_jax, cnn, "cpu", KerasEpochSettings(augment=False)) is False
     with pytest.raises(Unsupported, match="add augment=false"):
         check_supported(keras3_jax, cnn, "cpu", KerasEpochSettings(data_pipeline="tensors_fit"))
+
+
+@pytest.mark.parametrize("epochs", [1, 3])
+def test_settle_runs_once_after_the_first_validation_inside_its_span_where_a_later_epoch_follows(epochs):
+    """``EpochSteps.settle`` (CUDA graph recording under torch.compile) runs after the first epoch's validation,
+    before the barrier that ends that epoch's span, outside the timed window; not at all with one epoch."""
+    import dataclasses
+
+    log = Log()
+    steps = dataclasses.replace(log.steps([1]), settle=lambda: log.add("settle"))
+    train_epochs(steps, log.timing("epoch"), epochs, 1, 1)
+    assert log.events.count("settle") == (epochs > 1)
+    if epochs > 1:
+        i = log.events.index("settle")
+        # EpochClock's end of epoch 1, then epoch 2: EpochClock's begin, the timer's begin and its window's mark
+        assert log.events[i - 1:i + 5] == ["validate", "settle", "barrier", "barrier", "barrier", "mark"]
