@@ -52,8 +52,9 @@ def _compile_with(monkeypatch, events: list[tuple]) -> None:
     torch._dynamo.reset()
 
 
-def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8) -> tuple[list[tuple], Any]:
-    """Fit mnist_mlp under ``compile=reduce-overhead`` with the recording backend; (the events in order:
+def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8,
+         mode: str = "reduce-overhead") -> tuple[list[tuple], Any]:
+    """Fit mnist_mlp under ``compile=mode`` with the recording backend; (the events in order:
     ``("epoch",)`` at each epoch's begin, then the backend's; the result)."""
     import torch
 
@@ -71,7 +72,7 @@ def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8)
     ds = w.prepare(datasets.synthetic("mnist", n_train, n_val, "test"))
     try:
         result = torch_epochs.fit(get_stack("pytorch"), w, ds, engine_cell("pytorch", w, epochs, batch),
-                                  TorchEpochSettings(compile="reduce-overhead"))
+                                  TorchEpochSettings(compile=mode))
     finally:
         torch._dynamo.reset()
     return events, result
@@ -108,6 +109,21 @@ def test_no_graph_is_warmed_up_or_recorded_after_the_first_epoch(monkeypatch, n_
     assert later and all(n >= 3 for _, _, n in later), [c for c in later if c[2] < 3]
     assert {g.rstrip("0123456789") for g, _, _ in later} == {"forward", "backward", "inference"}
     assert len(result.history["val_loss"]) == 3
+    assert 0 < result.metrics.graph_warmup_s < result.metrics.fit_epoch_s[0]
+
+
+@needs_torch
+@pytest.mark.parametrize(("mode", "settles"), [("default", False), ("max-autotune-no-cudagraphs", False),
+                                               ("reduce-overhead", True), ("max-autotune", True)])
+def test_only_a_mode_that_records_cuda_graphs_settles(monkeypatch, mode, settles):
+    """torch's own table of its modes decides (``triton.cudagraphs``); a mode without CUDA graphs runs no extra
+    call, and its record holds no ``graph_warmup_s``."""
+    from bench.models.engines.torch.settle import records_graphs
+
+    assert records_graphs(mode) is settles and records_graphs("none") is False
+    if mode in ("default", "reduce-overhead"):
+        _, result = _fit(monkeypatch, 20, 12, mode=mode)
+        assert ("graph_warmup_s" in result.metrics.model_fields_set) is settles
 
 
 @needs_torch
@@ -145,8 +161,9 @@ def test_the_settling_puts_back_buffers_random_state_and_gradients():
     sizes.clear()
     state = {k: v.clone() for k, v in model.state_dict().items()}
     rng = torch.get_rng_state()
-    settle()
-    assert sizes == [("train", 5), ("train", 2), ("eval", 2)] * 2
+    settle.steps()
+    settle.validation()
+    assert sizes == [("train", 5), ("train", 2)] * 2 + [("eval", 2)] * 2
     assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
     assert torch.equal(torch.get_rng_state(), rng)
     assert all(p.grad is None for p in model.parameters())
@@ -180,6 +197,7 @@ def test_the_step_engine_records_no_graph_in_a_timed_step(monkeypatch, task):
     from bench.models.engines.torch import steps as torch_steps
     from bench.models.workloads.job import Job
     from bench.results.cell import Cell, StepInputs
+    from bench.run.scenarios.steps import step_metrics
 
     events: list[tuple] = []
     _compile_with(monkeypatch, events)
@@ -192,10 +210,12 @@ def test_the_step_engine_records_no_graph_in_a_timed_step(monkeypatch, task):
     cell = Cell(stack="pytorch", suite="paper", workload="bert", task=task, size="smoke", device="cpu",
                 inputs=StepInputs(batch_size=3, steps=4))
     try:
-        torch_steps.run(get_stack("pytorch"), w, cell, {}, TorchStepSettings(compile="reduce-overhead"),
-                        telemetry=_Window(events))
+        result = torch_steps.run(get_stack("pytorch"), w, cell, {}, TorchStepSettings(compile="reduce-overhead"),
+                                 telemetry=_Window(events))
     finally:
         torch._dynamo.reset()
     later = _calls_after_the_first_epoch(events)
     assert len(later) == 4 * (2 if task == "fit" else 1)
     assert all(n >= 3 for _, _, n in later), later
+    metrics = step_metrics(result.timer, 3, 4, None)
+    assert 0 < metrics.graph_warmup_s and metrics.steps == 4

@@ -29,7 +29,7 @@ from bench.models.engines.torch.data import (
     placement,
     to_tensors,
 )
-from bench.models.engines.torch.settle import settler
+from bench.models.engines.torch.settle import records_graphs, settler
 from bench.models.workloads import Workload
 from bench.results.cell import Cell, EpochInputs
 from bench.results.schema import EffectiveSettings, Memory, Model
@@ -270,7 +270,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Tor
     xv, yv = _validation_data(torch, settings.data_pipeline, augmenting, ds, workload, dev, effective)
     amp_dtype = autocast_dtype(torch, settings.precision)
     settle = None
-    if settings.compile != "none":
+    if records_graphs(settings.compile):
         step, settle = settler(torch, step, model, loss, lambda: _validation_outputs(
             torch, step_model, xv, yv, batch_size, amp_dtype, one_per_size=True))
     steps = EpochSteps(batches, lambda: _begin_epoch(torch, model, dev), step, _accumulate, lambda t: t.tolist(),

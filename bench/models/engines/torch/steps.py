@@ -19,7 +19,7 @@ from bench.instruments.profile import rerun
 from bench.instruments.timing import EpochTimer, time_calls
 from bench.models.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.models.engines.frameworks import make_barrier
-from bench.models.engines.torch.settle import untouched
+from bench.models.engines.torch.settle import records_graphs, untouched
 from bench.models.workloads import StepWorkload
 from bench.models.workloads.job import Job, check_output
 from bench.results.cell import Cell, StepInputs
@@ -113,7 +113,7 @@ def run(stack: Stack, w: StepWorkload, cell: Cell, cfg: dict[str, Any], settings
     model.train(task == "fit")
     step_model = _compiled(torch, job, task, mode)
     step = _step(torch, job, task, step_model)
-    rehearse = None if mode == "none" else _rehearsal(torch, job, task, step_model)
+    rehearse = _rehearsal(torch, job, task, step_model) if records_graphs(mode) else None
     barrier = make_barrier("torch", device)
     timer = EpochTimer(barrier, telemetry)
     try:
