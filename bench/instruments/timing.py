@@ -100,6 +100,8 @@ class EpochTimer:
         self.clock_reads = 0
         #: per epoch: each timed interval's (duration s, steps it ran)
         self.intervals: list[list[tuple[float, int]]] = []
+        #: seconds ``settle`` ran (None: it never did)
+        self.graph_warmup_s: float | None = None
 
     def _sync(self) -> None:
         self._barrier()
@@ -144,6 +146,28 @@ class EpochTimer:
         if self._window is not None:
             self._window.end_epoch()
 
+    def settle(self, work: Callable[[], object], counted: bool) -> None:
+        """Run ``work``, what a compiler leaves to a graph's later call than its first (CUDA graph recording:
+        ``bench.models.engines.torch.settle``), between barriers, its seconds added to ``graph_warmup_s``.
+        ``counted``: as an interval of no steps in the open epoch, so its seconds are in that epoch's training time
+        (``epoch_s``: ``first_epoch_s``, ``total_train_s``) and in no step's; else outside every interval. A pending
+        interval is closed first, so no step's time holds it; a counted settling's interval then starts where the
+        epoch's last one ended."""
+        if counted and self._open:
+            if self._pending:
+                self._close_interval()
+            start = self._last
+        else:
+            self._sync()
+            start = self._read()
+        work()
+        self._sync()
+        now = self._read()
+        self.graph_warmup_s = (self.graph_warmup_s or 0.0) + (now - start)
+        if counted and self._open:
+            self.intervals[-1].append((now - start, 0))
+            self._last = now
+
     def summary(self, batch_size: int, n_train: int) -> dict[str, Any]:
         """Metrics over the recorded epochs; ``n_train``: the examples one epoch trains (an augmented epoch of full
         batches drops the partial one: fewer than the training set).
@@ -158,7 +182,8 @@ class EpochTimer:
             (steady epochs; None with one epoch), ``first_step_s`` (``step`` cadence only, and only where the first
             timed interval is one step: a Keras execution of several steps is timed whole, so its first step has no
             time of its own; else None),
-            ``sync`` (the cadence), ``barriers`` and ``clock_reads`` (how many the timer made), and
+            ``sync`` (the cadence), ``barriers`` and ``clock_reads`` (how many the timer made), ``graph_warmup_s``
+            (``settle``'s seconds; absent where it never ran, so a record without it holds no such field), and
             ``execution_stats`` over the steady intervals (over the first epoch's after its first one if
             there is only one epoch: none under ``epoch`` cadence, whose statistics are then None).
 
@@ -186,6 +211,7 @@ class EpochTimer:
             "sync": str(self.cadence),
             "barriers": self.barriers,
             "clock_reads": self.clock_reads,
+            **({} if self.graph_warmup_s is None else {"graph_warmup_s": self.graph_warmup_s}),
             **execution_stats(timed, basis),
         }
 
@@ -260,10 +286,13 @@ def fit_metrics(epoch_s: Sequence[float], call_s: float) -> dict[str, Any]:
             "fit_epoch_s": [float(t) for t in epoch_s], "fit_epoch_s_mean": float(np.mean(epoch_s))}
 
 
-def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:
+def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer,
+               rehearse: Callable[[], object] | None = None) -> Any:
     """Time ``steps + 1`` calls of ``call``: the first (build/compile) as the timer's first epoch, the others
     as its second, so ``timer.summary`` reports the first apart and its statistics cover steps 2..N.
-    Returns the last call's result.
+    ``rehearse`` (None: none) runs between them, in no timed interval (``EpochTimer.settle``: its seconds are the
+    summary's ``graph_warmup_s``): what a compiler does at a graph's second call
+    (``bench.models.engines.torch.settle``). Returns the last call's result.
 
     Each call's result is held until the barrier after it has run: JAX's barrier waits on ``jax.live_arrays()``,
     which a dropped result is not in, so a first call whose output were discarded would end its epoch before its
@@ -271,6 +300,8 @@ def time_calls(call: Callable[[], Any], steps: int, timer: EpochTimer) -> Any:
     timer.begin_epoch()
     first = call()
     timer.end_step()
+    if rehearse is not None:
+        timer.settle(rehearse, counted=False)
     timer.begin_epoch()
     del first
     out = None

@@ -3,9 +3,10 @@
 Each engine gives its framework's part as an ``EpochSteps`` (the batches, one training step, the running sums on the
 device, reading them back, validation); ``train_epochs`` runs every epoch between the timer's barriers, reads the
 training loss and accuracy back (after every step under ``sync=step``, else once after the epoch's timed steps),
-validates after the timed window, keeps the per-epoch history, and stops the telemetry window right after its last
-barrier. Keras' engine times its own ``fit`` through callbacks and does not use it; all three epoch engines open with
-``checked_augment``, the ``augment`` knob's check.
+validates after the timed window, settles the compiled graphs in the first epoch (``EpochSteps.settle``), keeps the
+per-epoch history, and stops the telemetry window right after its last barrier. Keras' engine times its
+own ``fit`` through callbacks and does not use it; all three epoch engines open with ``checked_augment``, the
+``augment`` knob's check.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class EpochSteps:
         accumulate: ``accumulate(sums, pair)`` -> the running sums with ``pair`` added (on the device, no read-back).
         to_host: ``to_host(pair)`` -> the pair read back as two Python floats (a device synchronisation).
         evaluate: ``evaluate()`` -> (mean validation loss, validation accuracy) of the model as trained so far.
+        settle: a ``Settle``, run once where a later epoch follows: the work a compiler does at a later call of a
+            graph than its first (CUDA graph recording), so that none of it lands in a later epoch. None: nothing
+            to settle.
     """
 
     batches: Callable[[], Iterable[Any]]
@@ -60,6 +64,23 @@ class EpochSteps:
     accumulate: Callable[[Any, Any], Any]
     to_host: Callable[[Any], Sequence[float]]
     evaluate: Callable[[], tuple[float, float]]
+    settle: Settle | None = None
+
+
+@dataclass(frozen=True)
+class Settle:
+    """What ``EpochSteps.settle`` runs in the first epoch, each through ``EpochTimer.settle`` (its seconds are the
+    record's ``metrics.graph_warmup_s``); both must leave the model, optimizer and random streams as they found them.
+
+    Attributes:
+        steps: ``steps()``, after the first epoch's training steps, before its window closes: counted in its
+            training time (``first_epoch_s``, ``total_train_s``: compilation) and in no step's.
+        validation: ``validation()``, after the first epoch's validation: in its span (``fit_epoch_s[0]``,
+            ``fit_call_s``), as the validation it prepares, outside every timed interval.
+    """
+
+    steps: Callable[[], None]
+    validation: Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -89,7 +110,7 @@ def train_epochs(steps: EpochSteps, timing: LoopTiming, epochs: int, batch_size:
     it). ``metrics`` holds the timer's summary (``EpochTimer.summary``) and ``fit_metrics``: the whole loop, first
     barrier to the one after the last validation (``fit_call_s``; over the epochs, the 2017 comparison's
     ``fit_call_s_per_epoch``), and each epoch from its begin to after its validation (``EpochClock``,
-    ``fit_epoch_s``).
+    ``fit_epoch_s``). ``steps.settle`` runs in the first epoch where a later one follows (``Settle``).
 
     Returns:
         (``Metrics``, the history: per epoch ``loss``, ``accuracy``, ``val_loss``, ``val_accuracy``).
@@ -103,11 +124,14 @@ def train_epochs(steps: EpochSteps, timing: LoopTiming, epochs: int, batch_size:
     try:
         timing.ready()
         start = clock()
-        for _ in range(epochs):
+        for epoch in range(epochs):
+            settle = steps.settle if epoch == 0 and epochs > 1 else None  # only for a later epoch's sake
             epoch_clock.begin()
             timer.begin_epoch()
-            loss_sum, correct = _train_one_epoch(steps, timer, timing.cadence.every == 1)
+            loss_sum, correct = _train_one_epoch(steps, timer, timing.cadence.every == 1, settle)
             val_loss, val_acc = steps.evaluate()
+            if settle is not None:
+                timer.settle(settle.validation, counted=False)
             hist["loss"].append(loss_sum / trained)
             hist["accuracy"].append(correct / trained)
             hist["val_loss"].append(val_loss)
@@ -123,10 +147,12 @@ def train_epochs(steps: EpochSteps, timing: LoopTiming, epochs: int, batch_size:
     return Metrics(**timer.summary(batch_size, trained), **fit_metrics(epoch_clock.epoch_s, fit_call_s)), hist
 
 
-def _train_one_epoch(steps: EpochSteps, timer: EpochTimer, read_every_step: bool) -> tuple[float, int]:
+def _train_one_epoch(steps: EpochSteps, timer: EpochTimer, read_every_step: bool,
+                     settle: Settle | None = None) -> tuple[float, int]:
     """One epoch's timed steps, then (summed loss, correct predictions) read back. ``read_every_step`` (``sync=step``)
     reads each step's pair back inside the window, as Keras does for a batch-end callback's logs; otherwise the
-    pairs add up on the device and are read once, after the epoch's window closed."""
+    pairs add up on the device and are read once, after the epoch's window closed. ``settle``: its ``steps`` run
+    after the last step, inside the epoch's training time (``Settle``)."""
     sums = steps.begin()
     loss_sum, correct = 0.0, 0
     for batch in steps.batches():
@@ -138,6 +164,8 @@ def _train_one_epoch(steps: EpochSteps, timer: EpochTimer, read_every_step: bool
         else:
             sums = steps.accumulate(sums, pair)
         timer.end_step()
+    if settle is not None:
+        timer.settle(settle.steps, counted=True)
     timer.end_epoch()
     if not read_every_step:
         epoch_loss, epoch_correct = steps.to_host(sums)

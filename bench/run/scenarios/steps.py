@@ -145,10 +145,11 @@ def seq_len_cells() -> str:
 
 
 def step_metrics(timer: Any, batch: int, steps: int, generated_tokens: int | None) -> Metrics:
-    """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput."""
+    """ms/step statistics over steps 2..N (the timer's second epoch), the first step apart, throughput, and the
+    seconds of the compiled step's rehearsal (``graph_warmup_s``: ``bench.instruments.timing.time_calls``)."""
     s = timer.summary(batch, batch * steps)
-    out = Metrics(**{k: v for k, v in s.items() if k.startswith("ms_per_step_")}, first_step_s=s["first_epoch_s"],
-                  steps=s["steps"], steady_s=s["steady_epoch_s"])
+    kept = {k: v for k, v in s.items() if k.startswith("ms_per_step_") or k == "graph_warmup_s"}
+    out = Metrics(**kept, first_step_s=s["first_epoch_s"], steps=s["steps"], steady_s=s["steady_epoch_s"])
     derived.step_throughput(out, batch, generated_tokens)
     return out
 

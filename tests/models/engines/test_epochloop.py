@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.instruments.timing import Cadence
-from bench.models.engines.epochloop import EpochSteps, LoopTiming, train_epochs
+from bench.models.engines.epochloop import EpochSteps, LoopTiming, Settle, train_epochs
 
 
 class Log:
@@ -108,3 +108,43 @@ def test_checked_augment_refuses_what_cannot_run_and_says_whether_the_cell_augme
     assert check_supported(keras3_jax, cnn, "cpu", KerasEpochSettings(augment=False)) is False
     with pytest.raises(Unsupported, match="add augment=false"):
         check_supported(keras3_jax, cnn, "cpu", KerasEpochSettings(data_pipeline="tensors_fit"))
+
+
+@pytest.mark.parametrize("sync", ["epoch", "step"])
+@pytest.mark.parametrize("epochs", [1, 3])
+def test_settle_runs_in_the_first_epoch_its_steps_part_counted_as_training_where_a_later_epoch_follows(
+        monkeypatch, epochs, sync):
+    """``EpochSteps.settle`` (CUDA graph recording under torch.compile): its ``steps`` after the first epoch's last
+    step, before the barrier that closes its training time, counted there (``first_epoch_s``, ``total_train_s``)
+    and in no step; its ``validation`` after the first validation, in that epoch's span only; both in
+    ``graph_warmup_s``; neither with one epoch (no field then). A fake clock: the steps part takes 100 s, the
+    validation part 1000 s, nothing else any time."""
+    import dataclasses
+
+    from bench.instruments import timing
+    from bench.models.engines import epochloop
+
+    now = [0.0]
+    monkeypatch.setattr(timing, "clock", lambda: now[0])
+    monkeypatch.setattr(epochloop, "clock", lambda: now[0])
+
+    def part(name: str, seconds: float):
+        return lambda: (log.add(name), now.__setitem__(0, now[0] + seconds))
+
+    log = Log()
+    steps = dataclasses.replace(log.steps([1]), settle=Settle(part("settle steps", 100), part("settle val", 1000)))
+    metrics, _ = train_epochs(steps, log.timing(sync), epochs, 1, 1)
+    assert log.events.count("settle steps") == log.events.count("settle val") == (epochs > 1)
+    if epochs == 1:
+        assert metrics.first_epoch_s == 0 and "graph_warmup_s" not in metrics.model_fields_set
+        return
+    i, j = log.events.index("settle steps"), log.events.index("settle val")
+    # the last step's interval closed (a barrier), the settling, its barrier, the epoch's end (the window's barrier)
+    before = ["step1", "read", "barrier"] if sync == "step" else ["step1", "barrier"]
+    assert log.events[i - len(before):i + 3] == [*before, "settle steps", "barrier", "barrier"]
+    assert log.events[j - 2:j + 2] == ["validate", "barrier", "settle val", "barrier"]
+    assert log.events.index("end") < j < log.events.index("step1", i)
+    assert metrics.first_epoch_s == metrics.total_train_s == 100
+    assert metrics.epoch_s == [100, 0, 0] and metrics.steady_epoch_s == 0
+    assert metrics.fit_epoch_s == [1100, 0, 0] and metrics.graph_warmup_s == 1100
+    assert metrics.steps_per_epoch == 1 and (metrics.first_step_s == 0 if sync == "step" else True)

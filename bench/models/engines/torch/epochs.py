@@ -29,6 +29,7 @@ from bench.models.engines.torch.data import (
     placement,
     to_tensors,
 )
+from bench.models.engines.torch.settle import records_graphs, settler
 from bench.models.workloads import Workload
 from bench.results.cell import Cell, EpochInputs
 from bench.results.schema import EffectiveSettings, Memory, Model
@@ -107,17 +108,28 @@ def _evaluate(torch, model, loss_fn, xs, y, batch_size: int, amp_dtype=None) -> 
     its test function with the train function (``jit_compile``: keras/src/backend/torch/trainer.py@v3.15.1:148-149,
     keras/src/backend/tensorflow/trainer.py@v3.15.1:259-262 through ``_make_function``), as the Flax twin jits its
     eval step. The eval-mode graph compiles at the first validation: after the first epoch's timed steps, inside its
-    span (``metrics.fit_epoch_s[0]``, ``fit_call_s``), never in a timed step or ``total_train_s``."""
-    model.eval()
+    span (``metrics.fit_epoch_s[0]``, ``fit_call_s``), never in a timed step or ``total_train_s``; what CUDA graph
+    trees do at its second call is ``bench.models.engines.torch.settle.settler``'s."""
     total, correct, n = 0.0, 0, int(y.shape[0])
-    device_type = y.device.type
-    with torch.no_grad(), torch.autocast(device_type, dtype=amp_dtype, enabled=amp_dtype is not None):
-        for i in range(0, n, batch_size):
-            out = model(*(x[i:i + batch_size] for x in xs))
-            yb = y[i:i + batch_size]
-            total += float(loss_fn(out, yb)) * yb.shape[0]
-            correct += int((out.argmax(1) == yb).sum())
+    for out, yb in _validation_outputs(torch, model, xs, y, batch_size, amp_dtype):
+        total += float(loss_fn(out, yb)) * yb.shape[0]
+        correct += int((out.argmax(1) == yb).sum())
     return total / n, correct / n
+
+
+def _validation_outputs(torch, model, xs, y, batch_size: int, amp_dtype, one_per_size: bool = False):
+    """Yield (``model``'s output, labels) for each validation batch of ``batch_size`` rows (the last one shorter
+    where ``batch_size`` does not divide them), in evaluation mode, without gradients, under the step's autocast;
+    ``one_per_size``: only the first batch of each size (what ``settler`` rehearses)."""
+    model.eval()
+    n = int(y.shape[0])
+    first_of: dict[int, int] = {}
+    for i in range(0, n, batch_size):
+        first_of.setdefault(min(batch_size, n - i), i)
+    starts = first_of.values() if one_per_size else range(0, n, batch_size)
+    with torch.no_grad(), torch.autocast(y.device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+        for i in starts:
+            yield model(*(x[i:i + batch_size] for x in xs)), y[i:i + batch_size]
 
 
 def _effective_settings(torch, settings: TorchEpochSettings) -> EffectiveSettings:
@@ -131,9 +143,10 @@ def _effective_settings(torch, settings: TorchEpochSettings) -> EffectiveSetting
 
 
 def _trainer(torch, model, workload: Workload, settings: TorchEpochSettings, dev,
-             effective: EffectiveSettings) -> tuple[Callable[[Any], Any], Any, Any]:
-    """(``step(batch)`` -> the batch's device pair (summed loss, correct), the loss function, the module the step
-    calls: ``model`` under ``torch.compile`` as ``compile`` asks, else ``model``): one training step of ``model``
+             effective: EffectiveSettings) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Any, Any]:
+    """(``step(batch)`` -> the batch's device pair (summed loss, correct), ``loss(batch)``: the step's forward alone,
+    the loss function, the module the step calls: ``model`` under ``torch.compile`` as ``compile`` asks, else
+    ``model``): one training step of ``model``
     with the workload's optimizer and schedule, under ``compile``, autocast and the grad scaler as ``settings`` ask;
     what it built goes into ``effective``."""
     mode, precision = settings.compile, settings.precision
@@ -148,11 +161,15 @@ def _trainer(torch, model, workload: Workload, settings: TorchEpochSettings, dev
     scaler = torch.amp.GradScaler(dev.type) if settings.grad_scaler else None
     effective.grad_scaler = scaler is not None
 
-    def step(batch):
+    def forward(batch):
         xb, yb = batch
         with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype is not None):
             out = step_model(*xb)
-            loss = loss_fn(out, yb)
+            return out, loss_fn(out, yb)
+
+    def step(batch):
+        out, loss = forward(batch)
+        yb = batch[1]
         opt.zero_grad(set_to_none=True)
         if scaler is not None:
             scaler.scale(loss).backward()
@@ -165,7 +182,7 @@ def _trainer(torch, model, workload: Workload, settings: TorchEpochSettings, dev
             scheduler.step()
         return torch.stack([loss.detach().float() * yb.numel(), (out.argmax(1) == yb).sum().float()])
 
-    return step, loss_fn, step_model
+    return step, lambda batch: forward(batch)[1], loss_fn, step_model
 
 
 def _train_data(torch, settings: TorchEpochSettings, ds: Dataset, workload: Workload, batch_size: int, dev,
@@ -248,12 +265,16 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Tor
     torch.manual_seed(0)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     model = workload.build_torch(ds.meta).to(dev)
-    step, loss_fn, step_model = _trainer(torch, model, workload, settings, dev, effective)
+    step, loss, loss_fn, step_model = _trainer(torch, model, workload, settings, dev, effective)
     batches, trained = _train_data(torch, settings, ds, workload, batch_size, dev, augmenting, effective)
     xv, yv = _validation_data(torch, settings.data_pipeline, augmenting, ds, workload, dev, effective)
     amp_dtype = autocast_dtype(torch, settings.precision)
+    settle = None
+    if records_graphs(settings.compile):
+        step, settle = settler(torch, step, model, loss, lambda: _validation_outputs(
+            torch, step_model, xv, yv, batch_size, amp_dtype, one_per_size=True))
     steps = EpochSteps(batches, lambda: _begin_epoch(torch, model, dev), step, _accumulate, lambda t: t.tolist(),
-                       lambda: _evaluate(torch, step_model, loss_fn, xv, yv, batch_size, amp_dtype))
+                       lambda: _evaluate(torch, step_model, loss_fn, xv, yv, batch_size, amp_dtype), settle)
     barrier = make_barrier("torch", device)
     timing = LoopTiming(barrier, barrier, Cadence.parse(settings.sync), telemetry)
     metrics, hist = train_epochs(steps, timing, epochs, batch_size, trained)

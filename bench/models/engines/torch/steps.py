@@ -19,6 +19,7 @@ from bench.instruments.profile import rerun
 from bench.instruments.timing import EpochTimer, time_calls
 from bench.models.engines import StepResult, frameworks, math_mode, output_block, toolchain
 from bench.models.engines.frameworks import make_barrier
+from bench.models.engines.torch.settle import records_graphs, untouched
 from bench.models.workloads import StepWorkload
 from bench.models.workloads.job import Job, check_output
 from bench.results.cell import Cell, StepInputs
@@ -65,10 +66,29 @@ def _step(torch, job: Job, task: str, step_model: Any) -> Callable[[], Any]:
     return infer
 
 
+def _rehearsal(torch, job: Job, task: str, step_model: Any) -> Callable[[], None]:
+    """The step once more, untimed, between the first step and the timed ones, under ``torch.compile``: CUDA graph
+    trees record a graph at its second call (one graph per size of a dynamic graph: each length ``generate``
+    decodes at), which was the first timed step (``bench.models.engines.torch.settle``). For ``fit`` its forward
+    and backward with no optimizer step, ``settle.untouched`` (random streams, buffers and gradients put back);
+    otherwise the call under ``torch.inference_mode``."""
+    call = cast(Callable[[Any], Any], job.call)
+
+    def rehearse() -> None:
+        with untouched(torch, job.model):
+            if task == "fit":
+                call(step_model).backward()
+            else:
+                with torch.inference_mode():
+                    call(step_model)
+    return rehearse
+
+
 def run(stack: Stack, w: StepWorkload, cell: Cell, cfg: dict[str, Any], settings: TorchStepSettings,
         telemetry=None) -> StepResult:
     """Build ``w``'s PyTorch model for ``cell``'s task from ``cfg``, time its inputs' ``steps`` steps of
-    ``batch_size`` (``StepInputs``) after the first on ``cell.device``, return the record blocks.
+    ``batch_size`` (``StepInputs``) after the first on ``cell.device``, return the record blocks. Under ``compile``
+    the step is rehearsed once between the first and the timed ones (``_rehearsal``).
 
     ``settings``: ``bench.core.families.torch.TorchStepSettings`` (``compile``: none, default, reduce-overhead,
     max-autotune; ``tf32``).
@@ -91,11 +111,13 @@ def run(stack: Stack, w: StepWorkload, cell: Cell, cfg: dict[str, Any], settings
     job = w.model.torch_job(task, cfg, batch, dev, dataclasses.asdict(settings))
     model = job.model
     model.train(task == "fit")
-    step = _step(torch, job, task, _compiled(torch, job, task, mode))
+    step_model = _compiled(torch, job, task, mode)
+    step = _step(torch, job, task, step_model)
+    rehearse = _rehearsal(torch, job, task, step_model) if records_graphs(mode) else None
     barrier = make_barrier("torch", device)
     timer = EpochTimer(barrier, telemetry)
     try:
-        result = time_calls(step, steps, timer)
+        result = time_calls(step, steps, timer, rehearse)
         barrier()
     finally:
         if telemetry:
