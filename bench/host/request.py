@@ -15,9 +15,24 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Iterable
 
 from bench.core import price
 from bench.core.request import LOOP_VARS, REPEATS, TIMEOUT_S, check_loop, check_run_name, default, make_vars, run_args
+
+
+def split_pairs(texts: Iterable[str], bad: str = "expected VAR=VALUE, got {pair!r}") -> dict[str, str]:
+    """``VAR=VALUE`` texts as a dict, split at the first ``=`` (a value may hold more: ``SET=tf32=off``); a ``VAR``
+    given twice keeps its last value. The one reading of such pairs: ``request args|check`` and ``cloud --input``.
+
+    Raises:
+        ValueError: ``bad`` formatted with ``pair``, the first text without an ``=`` (a bare ``SET`` was dropped).
+    """
+    texts = list(texts)
+    missing = [t for t in texts if "=" not in t]
+    if missing:
+        raise ValueError(bad.format(pair=missing[0]))
+    return dict(t.partition("=")[::2] for t in texts)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,10 +73,7 @@ def main(ns: argparse.Namespace) -> int:
         elif ns.cmd == "run-name":
             check_run_name(ns.text)
         else:
-            bad = [pair for pair in ns.pairs if "=" not in pair]
-            if bad:
-                raise ValueError(f"expected VAR=VALUE, got {bad[0]!r}")
-            pairs = dict(pair.split("=", 1) for pair in ns.pairs)
+            pairs = split_pairs(ns.pairs)
             if ns.cmd == "check":
                 check_loop(pairs)
             else:
