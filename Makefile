@@ -79,18 +79,16 @@ endif
 ifeq ($(FLAVOR)-$(RUN_DEVICE),cpu-gpu)
   $(error FLAVOR=cpu images cannot use a GPU; use FLAVOR=gpu or DEVICE=cpu)
 endif
-unknown_stacks := $(filter-out $(ALL_STACKS),$(STACKS))
+# the stacks the goals name (make bench-pytroch, build-keras3-jaxx; collector, an image, too), checked with STACKS in
+# one check: else a CPU host said "gpu image only ... add FLAVOR=gpu", and with it compose took "bench" for the service
+# name. STACKS itself names stacks only.
+goal_stacks := $(patsubst build-%,%,$(filter build-%,$(MAKECMDGOALS))) \
+	$(patsubst bench-%,%,$(filter-out bench-all,$(filter bench-%,$(MAKECMDGOALS))))
+named_stacks := $(STACKS) $(goal_stacks)
+unknown_stacks := $(strip $(filter-out $(ALL_STACKS),$(STACKS)) $(filter-out $(ALL_STACKS) collector,$(goal_stacks) \
+	$(foreach g,doctor selftest fidelity,$(patsubst $(g)-%,%,$(filter $(g)-%,$(MAKECMDGOALS))))))
 ifneq ($(unknown_stacks),)
   $(error unknown stack(s) $(unknown_stacks); known: $(ALL_STACKS))
-endif
-named_stacks := $(STACKS) $(patsubst build-%,%,$(filter build-%,$(MAKECMDGOALS))) \
-	$(patsubst bench-%,%,$(filter-out bench-all,$(filter bench-%,$(MAKECMDGOALS))))
-# a stack named by its target (make bench-pytroch, build-keras3-jaxx) is checked too: else a CPU host said "gpu image
-# only ... add FLAVOR=gpu", and with it compose took "bench" for the service name
-unknown_goal_stacks := $(filter-out $(ALL_STACKS) collector,$(named_stacks) \
-	$(foreach g,doctor selftest fidelity,$(patsubst $(g)-%,%,$(filter $(g)-%,$(MAKECMDGOALS)))))
-ifneq ($(unknown_goal_stacks),)
-  $(error unknown stack(s) $(unknown_goal_stacks); known: $(ALL_STACKS))
 endif
 gpu_only_stacks := $(sort $(filter-out $(CPU_STACKS) collector,$(named_stacks)))
 ifeq ($(FLAVOR),cpu)
