@@ -352,8 +352,10 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 	done | tee "$$list.part"; mv "$$list.part" "$$list"
 
 # The pulls on a line of their own, as make -n runs a line naming $(MAKE) (it pulled and retagged under -n): they list
-# the images they took in PULLED, and the builds take the others.
+# the images they took in PULLED, and the builds take the others. Under -n the pulls do not run, so PULLED is not
+# written: the builds' line reads none (a PULLED left by a stopped make images hid the builds a real run makes).
 PULLED = $(RESULTS_DIR)/images/.pulled
+dry_run = $(findstring n,$(firstword -$(MAKEFLAGS)))
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
 	@mkdir -p $(RESULTS_DIR)/images && : > $(PULLED); $(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
 	  if [ -n "$(REGISTRY)" ] && $(DOCKER) pull -q $$ref >/dev/null 2>&1; then \
@@ -363,7 +365,8 @@ images: ## The images of STACKS: pulled from REGISTRY where it has their inputs'
 	checked it, or by another tool): building"; \
 	  else echo "$$i: $$ref not in the registry, building"; fi; \
 	done
-	@$(call for_images,$(STACKS)) grep -qx $$i $(PULLED) 2>/dev/null || $(MAKE) --no-print-directory build-$$i || exit 1; \
+	@$(call for_images,$(STACKS)) $(if $(dry_run),,grep -qx $$i $(PULLED) 2>/dev/null ||) \
+	  $(MAKE) --no-print-directory build-$$i || exit 1; \
 	done
 	@rm -f $(PULLED)
 

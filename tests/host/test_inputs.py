@@ -439,3 +439,21 @@ def test_compare_of_a_file_not_there_says_so_on_the_host_before_any_container(tm
         assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
         assert p.stderr.startswith(f"compare: no file {tmp_path}/{missing}: A and B name CSVs"), p.stderr
         assert "false-compose-never-run" not in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("dry", [True, False])
+def test_a_stale_pulled_list_hides_no_build(dry, tmp_path):
+    """``make images`` lists the images it pulled in ``results/images/.pulled`` and builds the others; under -n the
+    pulls (and the list's reset) do not run, so a list left by a stopped ``make images`` hid the builds a real run
+    makes: ``make -n images`` printed no build of jax. Now -n reads no list; a real run resets it first, as before."""
+    log = tmp_path / "log"
+    fake = tmp_path / "docker"
+    fake.write_text(f'#!/bin/sh\necho "docker $*" >> {log}\n')
+    fake.chmod(0o755)
+    res = tmp_path / "results"
+    (res / "images").mkdir(parents=True)
+    (res / "images" / ".pulled").write_text("jax\n")
+    p = make(*(["-n"] if dry else []), "images", "DEVICE=cpu", "STACKS=jax", f"DOCKER={fake}", f"COMPOSE={fake}",
+             f"RESULTS_DIR={res}")
+    built = p.stdout if dry else log.read_text()
+    assert p.returncode == 0 and "-t dlbench/jax:cpu" in built and "-t dlbench/collector:latest" in built, built
