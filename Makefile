@@ -9,7 +9,7 @@
 #        TELEMETRY_SAMPLES=1, PROFILE=1 (a profile of each cell after its timed window: docs/profile.md), SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
 #        cell, e.g. SET="tf32=off": `bench knobs`; the cells' variant is named after them), SEED (the rounds'
 #        shuffle, default 1), ORDER (shuffled|abba: how each round orders the stacks), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
-#        idle + 3 degC, refused on a CPU run; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack, refused on a CPU run too), DATA (auto|real|synthetic: the epoch suites' (classic, tuning) data), RUN, RESULTS_DIR, BASE_IMAGE,
+#        idle + 3 degC, refused on a CPU run; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack when COOLDOWN is set, refused on a CPU run too), DATA (auto|real|synthetic: the epoch suites' (classic, tuning) data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
 #        REGISTRY (pull images tagged by their inputs where it has them; make push), HISTORY (on|off: collect
 #        appends the run to $(RESULTS_DIR)/history.sqlite; off: the CSV only, for a RESULTS_DIR on a bucket's FUSE
@@ -277,7 +277,8 @@ bench-all: check-request preflight configure $(if $(REGISTRY),images,build) ## P
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
 	@status=0; $(HOST_CLI) launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) --seed $(SEED) \
-	  --order $(ORDER) --device $(RUN_DEVICE) --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
+	  --order $(ORDER) --device $(RUN_DEVICE) $(if $(COOLDOWN),--cooldown $(call shq,$(COOLDOWN))) \
+	  --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
 	$(MAKE) --no-print-directory collect || { echo "collect failed" >&2; exit 1; }; exit $$status
 
 collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (and results/history.sqlite unless HISTORY=off), then rewrite results/report.md (collector container)

@@ -284,8 +284,8 @@ def test_an_idle_temperature_on_a_cpu_run_is_refused_and_never_read(tmp_path, mo
     steps = launch.plan(["jax"], 1)
     monkeypatch.delenv("IDLE_TEMP_C", raising=False)
     for device in ("cpu", "gpu"):
-        launch.Compose("make", lambda cmd: ran.append(cmd) or 0, read_idle=lambda: 41.0, device=device).launch(
-            steps, ["jax"])
+        launch.Compose("make", lambda cmd: ran.append(cmd) or 0, read_idle=lambda: 41.0, device=device,
+                       cooldown_s=60).launch(steps, ["jax"])
     assert [c[3:] for c in ran] == [["ROUND=1"], ["ROUND=1", "IDLE_TEMP_C=41"]]
     recipe = (ROOT / "Makefile").read_text().split("\nbench-all:", 1)[1].split("\n\n", 1)[0]
     assert "launch compose" in recipe and "--device $(RUN_DEVICE)" in recipe
