@@ -404,11 +404,13 @@ cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<C
 	  bench collect /results/cloud/$(FROM_RUN) -o /results/$(FROM_RUN).csv)
 	$(if $(DRY_RUN),,$(MAKE) --no-print-directory report)
 
-# FIDELITY_WORKLOAD: one workload's name (bench.core.workloadnames; its error printed above), checked before any
-# container: an unknown one was refused in each stack's container.
+# FIDELITY_WORKLOAD: one epoch-timed workload's name (bench.core.workloadnames.check_fit_workload, from the workload
+# folders' specs; its error printed above), checked before any container: an unknown or a step-timed one (bert) was
+# refused in each stack's container.
 ifneq ($(filter fidelity fidelity-%,$(MAKECMDGOALS)),)
   $(if $(and $(filter 1,$(words $(FIDELITY_WORKLOAD))), \
-    $(shell $(REQUEST) args WORKLOADS=$(call shq,$(FIDELITY_WORKLOAD)) && echo ok)),,$(error FIDELITY_WORKLOAD is not one workload's name (got '$(FIDELITY_WORKLOAD)')))
+    $(shell $(REQUEST) fit-workload -- $(call shq,$(FIDELITY_WORKLOAD)) && echo ok)),,$(error FIDELITY_WORKLOAD is \
+    not one workload's name, of an epoch-timed workload (got '$(FIDELITY_WORKLOAD)')))
 endif
 fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/$(FIDELITY_DIR)/<stack>-<device>.json)
 	@mkdir -p $(RESULTS_DIR)/$(FIDELITY_DIR)

@@ -421,10 +421,14 @@ def test_make_n_images_pulls_and_tags_nothing(goal, tmp_path):
 
 
 @pytest.mark.parametrize("goal", ["fidelity", "fidelity-jax"])
-@pytest.mark.parametrize("workload, says", [("nope", "WORKLOADS: unknown workload 'nope'"),
-                                            ("cifar10_cnn mnist_mlp", "(got 'cifar10_cnn mnist_mlp')")])
+@pytest.mark.parametrize("workload, says", [
+    ("nope", "FIDELITY_WORKLOAD: unknown workload 'nope'"),
+    ("cifar10_cnn mnist_mlp", "(got 'cifar10_cnn mnist_mlp')"),
+    ("bert", "FIDELITY_WORKLOAD: bert is step-timed (paper suite): fidelity times the fit loop of a classic workload"),
+])
 def test_a_fidelity_workload_that_is_not_one_workload_is_refused_before_any_container(goal, workload, says):
-    """FIDELITY_WORKLOAD=nope went to every stack's container, refused there one by one, after compose started it."""
+    """FIDELITY_WORKLOAD=nope went to every stack's container, refused there one by one, after compose started it;
+    so did a step-timed one (bert), which the host now refuses from the workload folders' specs (their TIMING)."""
     p = make("-n", goal, "DEVICE=cpu", "STACKS=jax", f"FIDELITY_WORKLOAD={workload}")
     refused(p, says)
     assert "FIDELITY_WORKLOAD is not one workload's name" in p.stderr
