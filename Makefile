@@ -22,6 +22,16 @@ SHELL := /bin/bash
 comma := ,
 .DEFAULT_GOAL := help
 
+# $(call not_one_path,P): non-empty when P is not one shell word as the recipes write it, unquoted (a space splits it, a
+# quote opens a string).
+not_one_path = $(or $(filter-out 1,$(words $(1))),$(findstring ',$(1)),$(findstring ",$(1)))
+# A checkout under such a path is refused, whatever the goal, before anything runs: its path goes unquoted into the
+# recipes (the default RESULTS_DIR, the docs site, the window's rehearsal) and into make's own word lists, which no
+# quoting mends; a clone in "/tmp/with space/repo" ran make preflight as `--out /tmp/with space/...` ("unrecognized
+# arguments: space/repo/results/doctor/host.json") after make -j had started the builds.
+$(if $(call not_one_path,$(CURDIR)),$(error this checkout's path '$(CURDIR)' holds a space or a quote, which make \
+  cannot quote in every recipe: clone it under a path without either))
+
 # The stack lists, services and Dockerfiles: written from bench/core/stacks.py by `make stacks`.
 include images/stacks.mk
 PYTHON ?= python3
@@ -215,7 +225,7 @@ $(foreach v,$(knobs),$(if $(and $(call user_set,$(v)),$(call stray_dollar,$(v)))
 # containers' results went to ./results); with a space, the preflight's --out split in two (after `make -j` had
 # started the builds) and mkdir made two folders.
 ifneq ($(call user_set,RESULTS_DIR),)
-  $(if $(or $(filter-out 1,$(words $(RESULTS_DIR))),$(findstring ',$(RESULTS_DIR)),$(findstring ",$(RESULTS_DIR))), \
+  $(if $(call not_one_path,$(RESULTS_DIR)), \
     $(error RESULTS_DIR must be one folder path, without spaces or quotes (got '$(RESULTS_DIR)')))
 endif
 

@@ -461,3 +461,23 @@ def test_a_stale_pulled_list_hides_no_build(dry, tmp_path):
              f"RESULTS_DIR={res}")
     built = p.stdout if dry else log.read_text()
     assert p.returncode == 0 and "-t dlbench/jax:cpu" in built and "-t dlbench/collector:latest" in built, built
+
+
+@pytest.mark.parametrize("folder", ["with space", "it's"])
+@pytest.mark.parametrize("goal", [["preflight"], ["-n", "bench-all"], ["help"]])
+def test_a_checkout_under_a_path_with_a_space_is_refused_before_anything_runs(folder, goal, tmp_path):
+    """The checkout's path goes unquoted into the recipes (the default RESULTS_DIR, ...): cloned into
+    "/tmp/with space/repo", make preflight ran the doctor with ``--out /tmp/with space/...``, which refused
+    ``space/repo/results/doctor/host.json``. make now refuses such a checkout in one line, whatever the goal."""
+    checkout = tmp_path / folder / "repo"
+    (checkout / "images").mkdir(parents=True)
+    for name in ("Makefile", "images/stacks.mk"):
+        (checkout / name).write_text((ROOT / name).read_text())
+    (checkout / "bench").symlink_to(ROOT / "bench")
+    fake = tmp_path / "docker"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    p = subprocess.run(["make", "--no-print-directory", *goal, "DEVICE=cpu", f"PYTHON={PY}", f"DOCKER={fake}",
+                        f"COMPOSE={fake}"], cwd=checkout, capture_output=True, text=True, timeout=120)
+    refused(p, f"this checkout's path '{checkout}' holds a space or a quote, which make cannot quote in every recipe")
+    assert p.stdout == "" and not (checkout / "results").exists(), p.stdout
