@@ -9,7 +9,7 @@
 #        TELEMETRY_SAMPLES=1, PROFILE=1 (a profile of each cell after its timed window: docs/profile.md), SYNC (timing cadence: epoch|step|every:N, default epoch), SET (knobs for every
 #        cell, e.g. SET="tf32=off": `bench knobs`; the cells' variant is named after them), SEED (the rounds'
 #        shuffle, default 1), ORDER (shuffled|abba: how each round orders the stacks), COOLDOWN (GPU: max s to wait before each cell for the GPU to cool back to
-#        idle + 3 degC, refused on a CPU run; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack, refused on a CPU run too), DATA (auto|real|synthetic: the epoch suites' (classic, tuning) data), RUN, RESULTS_DIR, BASE_IMAGE,
+#        idle + 3 degC, refused on a CPU run; IDLE_TEMP_C: that idle temperature, read by bench-all with nvidia-smi before the first stack when COOLDOWN is set, refused on a CPU run too), DATA (auto|real|synthetic: the epoch suites' (classic, tuning) data), RUN, RESULTS_DIR, BASE_IMAGE,
 #        CA_BUNDLE, DOCKER, COMPOSE, PRICE_PER_HOUR ($ per GPU-hour in the report),
 #        REGISTRY (pull images tagged by their inputs where it has them; make push), HISTORY (on|off: collect
 #        appends the run to $(RESULTS_DIR)/history.sqlite; off: the CSV only, for a RESULTS_DIR on a bucket's FUSE
@@ -21,6 +21,16 @@
 SHELL := /bin/bash
 comma := ,
 .DEFAULT_GOAL := help
+
+# $(call not_one_path,P): non-empty when P is not one shell word as the recipes write it, unquoted (a space splits it, a
+# quote opens a string).
+not_one_path = $(or $(filter-out 1,$(words $(1))),$(findstring ',$(1)),$(findstring ",$(1)))
+# A checkout under such a path is refused, whatever the goal, before anything runs: its path goes unquoted into the
+# recipes (the default RESULTS_DIR, the docs site, the window's rehearsal) and into make's own word lists, which no
+# quoting mends; a clone in "/tmp/with space/repo" ran make preflight as `--out /tmp/with space/...` ("unrecognized
+# arguments: space/repo/results/doctor/host.json") after make -j had started the builds.
+$(if $(call not_one_path,$(CURDIR)),$(error this checkout's path '$(CURDIR)' holds a space or a quote, which make \
+  cannot quote in every recipe: clone it under a path without either))
 
 # The stack lists, services and Dockerfiles: written from bench/core/stacks.py by `make stacks`.
 include images/stacks.mk
@@ -79,18 +89,16 @@ endif
 ifeq ($(FLAVOR)-$(RUN_DEVICE),cpu-gpu)
   $(error FLAVOR=cpu images cannot use a GPU; use FLAVOR=gpu or DEVICE=cpu)
 endif
-unknown_stacks := $(filter-out $(ALL_STACKS),$(STACKS))
+# the stacks the goals name (make bench-pytroch, build-keras3-jaxx; collector, an image, too), checked with STACKS in
+# one check: else a CPU host said "gpu image only ... add FLAVOR=gpu", and with it compose took "bench" for the service
+# name. STACKS itself names stacks only.
+goal_stacks := $(patsubst build-%,%,$(filter build-%,$(MAKECMDGOALS))) \
+	$(patsubst bench-%,%,$(filter-out bench-all,$(filter bench-%,$(MAKECMDGOALS))))
+named_stacks := $(STACKS) $(goal_stacks)
+unknown_stacks := $(strip $(filter-out $(ALL_STACKS),$(STACKS)) $(filter-out $(ALL_STACKS) collector,$(goal_stacks) \
+	$(foreach g,doctor selftest fidelity,$(patsubst $(g)-%,%,$(filter $(g)-%,$(MAKECMDGOALS))))))
 ifneq ($(unknown_stacks),)
   $(error unknown stack(s) $(unknown_stacks); known: $(ALL_STACKS))
-endif
-named_stacks := $(STACKS) $(patsubst build-%,%,$(filter build-%,$(MAKECMDGOALS))) \
-	$(patsubst bench-%,%,$(filter-out bench-all,$(filter bench-%,$(MAKECMDGOALS))))
-# a stack named by its target (make bench-pytroch, build-keras3-jaxx) is checked too: else a CPU host said "gpu image
-# only ... add FLAVOR=gpu", and with it compose took "bench" for the service name
-unknown_goal_stacks := $(filter-out $(ALL_STACKS) collector,$(named_stacks) \
-	$(foreach g,doctor selftest fidelity,$(patsubst $(g)-%,%,$(filter $(g)-%,$(MAKECMDGOALS)))))
-ifneq ($(unknown_goal_stacks),)
-  $(error unknown stack(s) $(unknown_goal_stacks); known: $(ALL_STACKS))
 endif
 gpu_only_stacks := $(sort $(filter-out $(CPU_STACKS) collector,$(named_stacks)))
 ifeq ($(FLAVOR),cpu)
@@ -217,7 +225,7 @@ $(foreach v,$(knobs),$(if $(and $(call user_set,$(v)),$(call stray_dollar,$(v)))
 # containers' results went to ./results); with a space, the preflight's --out split in two (after `make -j` had
 # started the builds) and mkdir made two folders.
 ifneq ($(call user_set,RESULTS_DIR),)
-  $(if $(or $(filter-out 1,$(words $(RESULTS_DIR))),$(findstring ',$(RESULTS_DIR)),$(findstring ",$(RESULTS_DIR))), \
+  $(if $(call not_one_path,$(RESULTS_DIR)), \
     $(error RESULTS_DIR must be one folder path, without spaces or quotes (got '$(RESULTS_DIR)')))
 endif
 
@@ -279,7 +287,8 @@ bench-all: check-request preflight configure $(if $(REGISTRY),images,build) ## P
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
 	@status=0; $(HOST_CLI) launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) --seed $(SEED) \
-	  --order $(ORDER) --device $(RUN_DEVICE) --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
+	  --order $(ORDER) --device $(RUN_DEVICE) $(if $(COOLDOWN),--cooldown $(call shq,$(COOLDOWN))) \
+	  --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
 	$(MAKE) --no-print-directory collect || { echo "collect failed" >&2; exit 1; }; exit $$status
 
 collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (and results/history.sqlite unless HISTORY=off), then rewrite results/report.md (collector container)
@@ -354,8 +363,10 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 	done | tee "$$list.part"; mv "$$list.part" "$$list"
 
 # The pulls on a line of their own, as make -n runs a line naming $(MAKE) (it pulled and retagged under -n): they list
-# the images they took in PULLED, and the builds take the others.
+# the images they took in PULLED, and the builds take the others. Under -n the pulls do not run, so PULLED is not
+# written: the builds' line reads none (a PULLED left by a stopped make images hid the builds a real run makes).
 PULLED = $(RESULTS_DIR)/images/.pulled
+dry_run = $(findstring n,$(firstword -$(MAKEFLAGS)))
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
 	@mkdir -p $(RESULTS_DIR)/images && : > $(PULLED); $(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
 	  if [ -n "$(REGISTRY)" ] && $(DOCKER) pull -q $$ref >/dev/null 2>&1; then \
@@ -365,7 +376,8 @@ images: ## The images of STACKS: pulled from REGISTRY where it has their inputs'
 	checked it, or by another tool): building"; \
 	  else echo "$$i: $$ref not in the registry, building"; fi; \
 	done
-	@$(call for_images,$(STACKS)) grep -qx $$i $(PULLED) 2>/dev/null || $(MAKE) --no-print-directory build-$$i || exit 1; \
+	@$(call for_images,$(STACKS)) $(if $(dry_run),,grep -qx $$i $(PULLED) 2>/dev/null ||) \
+	  $(MAKE) --no-print-directory build-$$i || exit 1; \
 	done
 	@rm -f $(PULLED)
 
@@ -402,11 +414,13 @@ cloud-collect: ## Bring a cloud run home: make cloud-collect FROM=s3://bucket/<C
 	  bench collect /results/cloud/$(FROM_RUN) -o /results/$(FROM_RUN).csv)
 	$(if $(DRY_RUN),,$(MAKE) --no-print-directory report)
 
-# FIDELITY_WORKLOAD: one workload's name (bench.core.workloadnames; its error printed above), checked before any
-# container: an unknown one was refused in each stack's container.
+# FIDELITY_WORKLOAD: one epoch-timed workload's name (bench.core.workloadnames.check_fit_workload, from the workload
+# folders' specs; its error printed above), checked before any container: an unknown or a step-timed one (bert) was
+# refused in each stack's container.
 ifneq ($(filter fidelity fidelity-%,$(MAKECMDGOALS)),)
   $(if $(and $(filter 1,$(words $(FIDELITY_WORKLOAD))), \
-    $(shell $(REQUEST) args WORKLOADS=$(call shq,$(FIDELITY_WORKLOAD)) && echo ok)),,$(error FIDELITY_WORKLOAD is not one workload's name (got '$(FIDELITY_WORKLOAD)')))
+    $(shell $(REQUEST) fit-workload -- $(call shq,$(FIDELITY_WORKLOAD)) && echo ok)),,$(error FIDELITY_WORKLOAD is \
+    not one workload's name, of an epoch-timed workload (got '$(FIDELITY_WORKLOAD)')))
 endif
 fidelity: ## Each timing cadence vs a free-running loop, per stack (writes results/$(FIDELITY_DIR)/<stack>-<device>.json)
 	@mkdir -p $(RESULTS_DIR)/$(FIDELITY_DIR)

@@ -72,17 +72,6 @@ def output_file(file: Path | None, option: str) -> Iterator[Path | None]:
         yield file
 
 
-def writable_file(file: Path | None, option: str) -> Path | None:
-    """``file`` (None: none given) once the folder it goes into passes ``writable_folder``.
-
-    Raises:
-        click.BadParameter: as ``writable_folder``.
-    """
-    if file is not None:
-        writable_folder(file.parent, option)
-    return file
-
-
 def device_option(help: str | None = None) -> Callable[[F], F]:
     """``--device auto|cpu|gpu`` (``bench.core.words.Device``; env BENCH_DEVICE), default auto."""
     return click.option("--device", type=click.Choice(get_args(Device)), default="auto", show_default=True,

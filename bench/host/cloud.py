@@ -32,6 +32,7 @@ from typing import Any
 from bench.core import atomic, price, request, rounds
 from bench.core.stacks import CONTAINER_ENV, CONTAINER_VOLUMES, DEFAULT_STACKS, STACKS
 from bench.host import imagetag, launch
+from bench.host.request import split_pairs
 
 TASK_YAML = "cloud/dlbench.sky.yaml"
 #: How its errors name it.
@@ -309,10 +310,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def main(a: argparse.Namespace) -> int:
     """``cloud launch|k8s|collect``: exit 1 when a command it runs fails or its tool is missing, 2 for bad input."""
     try:
-        bad = [pair for pair in getattr(a, "inputs", []) if "=" not in pair]
-        if bad:
-            raise ValueError(f"--input {bad[0]!r}: expected VAR=VALUE")
-        inputs = dict(pair.partition("=")[::2] for pair in getattr(a, "inputs", []))
+        inputs = split_pairs(getattr(a, "inputs", []), "--input {pair!r}: expected VAR=VALUE")
         if a.cmd == "launch":
             cmds = launch_commands(a.suite, a.gpus.split(), a.stacks.split(), a.size, a.repeats, a.bucket,
                                    a.run_name, a.spot, a.seed, a.price_per_hour, a.registry, inputs)

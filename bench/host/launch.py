@@ -117,18 +117,20 @@ class Compose:
     """``make bench-<stack> ROUND=<r>`` per step on this host (the Makefile's compose run of one stack), printing
     each round's order as it starts. ``run``: how a command runs (returns its exit status; tests pass a fake).
     ``idle_c``: the cooldown's idle baseline (``idle_temperature``, read once before the first step unless given or
-    set as ``IDLE_TEMP_C`` in the environment), passed to every step as ``IDLE_TEMP_C``; never read for a ``device``
-    ``cpu`` run, whose steps refuse it (a GPU-only input) though the host has a GPU."""
+    set as ``IDLE_TEMP_C`` in the environment), passed to every step as ``IDLE_TEMP_C``; read only for a cooldown
+    (``cooldown_s`` > 0, s: ``COOLDOWN``), its one use (without one each step's ``bench run`` said it was not used),
+    and never for a ``device`` ``cpu`` run, whose steps refuse it (a GPU-only input) though the host has a GPU."""
 
     make: str = "make"
     run: Callable[[list[str]], int] = call
     idle_c: float | None = None
     read_idle: Callable[[], float | None] = idle_temperature
     device: str | None = None
+    cooldown_s: float | None = None
 
     def launch(self, steps: Sequence[Step], stacks: Sequence[str]) -> list[str]:
         failed = []
-        if self.idle_c is None and not os.environ.get("IDLE_TEMP_C") and self.device != "cpu":
+        if self.idle_c is None and not os.environ.get("IDLE_TEMP_C") and self.device != "cpu" and self.cooldown_s:
             self.idle_c = self.read_idle()
             if self.idle_c is not None:
                 print(f"== idle GPU temperature before the first stack: {self.idle_c:g} °C (the cooldown's "
@@ -172,6 +174,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--make", default="make")
     p.add_argument("--device", choices=["cpu", "gpu"],
                    help="the run's device: cpu reads no idle GPU temperature [default: read one where nvidia-smi can]")
+    p.add_argument("--cooldown", type=float, metavar="S",
+                   help="the run's COOLDOWN (s): only with one (> 0) is the idle GPU temperature read and passed on")
     p.add_argument("--dry-run", action="store_true",
                    help="check the plan and print each round's order; run nothing (make check-request)")
     p.set_defaults(main=main, parser=p)
@@ -193,7 +197,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"round {step.round} of {step.rounds}: {' '.join(step.order)}")
         return 0
     try:
-        failed = Compose(args.make, device=args.device).launch(steps, stacks)
+        failed = Compose(args.make, device=args.device, cooldown_s=args.cooldown).launch(steps, stacks)
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C): the records written so far are kept, the interrupted cell's as a timeout; the "
               "same make command resumes (cells already ok are skipped)", file=sys.stderr)

@@ -120,8 +120,10 @@ def test_the_check_makes_the_folder_and_leaves_nothing_in_it(tmp_path):
     folder = tmp_path / "a" / "b"
     assert common.writable_folder(folder, "'--out'") == folder and folder.is_dir()
     assert list(folder.iterdir()) == []
-    assert common.writable_file(None, "'--out'") is None
-    assert common.writable_file(tmp_path / "c" / "x.csv", "'-o'") == tmp_path / "c" / "x.csv"
+    with common.output_file(None, "'--out'") as none:
+        assert none is None
+    with common.output_file(tmp_path / "c" / "x.csv", "'-o'") as file:
+        assert file == tmp_path / "c" / "x.csv"
     assert (tmp_path / "c").is_dir() and list((tmp_path / "c").iterdir()) == []
 
 

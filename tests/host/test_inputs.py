@@ -284,8 +284,8 @@ def test_an_idle_temperature_on_a_cpu_run_is_refused_and_never_read(tmp_path, mo
     steps = launch.plan(["jax"], 1)
     monkeypatch.delenv("IDLE_TEMP_C", raising=False)
     for device in ("cpu", "gpu"):
-        launch.Compose("make", lambda cmd: ran.append(cmd) or 0, read_idle=lambda: 41.0, device=device).launch(
-            steps, ["jax"])
+        launch.Compose("make", lambda cmd: ran.append(cmd) or 0, read_idle=lambda: 41.0, device=device,
+                       cooldown_s=60).launch(steps, ["jax"])
     assert [c[3:] for c in ran] == [["ROUND=1"], ["ROUND=1", "IDLE_TEMP_C=41"]]
     recipe = (ROOT / "Makefile").read_text().split("\nbench-all:", 1)[1].split("\n\n", 1)[0]
     assert "launch compose" in recipe and "--device $(RUN_DEVICE)" in recipe
@@ -421,10 +421,14 @@ def test_make_n_images_pulls_and_tags_nothing(goal, tmp_path):
 
 
 @pytest.mark.parametrize("goal", ["fidelity", "fidelity-jax"])
-@pytest.mark.parametrize("workload, says", [("nope", "WORKLOADS: unknown workload 'nope'"),
-                                            ("cifar10_cnn mnist_mlp", "(got 'cifar10_cnn mnist_mlp')")])
+@pytest.mark.parametrize("workload, says", [
+    ("nope", "FIDELITY_WORKLOAD: unknown workload 'nope'"),
+    ("cifar10_cnn mnist_mlp", "(got 'cifar10_cnn mnist_mlp')"),
+    ("bert", "FIDELITY_WORKLOAD: bert is step-timed (paper suite): fidelity times the fit loop of a classic workload"),
+])
 def test_a_fidelity_workload_that_is_not_one_workload_is_refused_before_any_container(goal, workload, says):
-    """FIDELITY_WORKLOAD=nope went to every stack's container, refused there one by one, after compose started it."""
+    """FIDELITY_WORKLOAD=nope went to every stack's container, refused there one by one, after compose started it;
+    so did a step-timed one (bert), which the host now refuses from the workload folders' specs (their TIMING)."""
     p = make("-n", goal, "DEVICE=cpu", "STACKS=jax", f"FIDELITY_WORKLOAD={workload}")
     refused(p, says)
     assert "FIDELITY_WORKLOAD is not one workload's name" in p.stderr
@@ -439,3 +443,41 @@ def test_compare_of_a_file_not_there_says_so_on_the_host_before_any_container(tm
         assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
         assert p.stderr.startswith(f"compare: no file {tmp_path}/{missing}: A and B name CSVs"), p.stderr
         assert "false-compose-never-run" not in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("dry", [True, False])
+def test_a_stale_pulled_list_hides_no_build(dry, tmp_path):
+    """``make images`` lists the images it pulled in ``results/images/.pulled`` and builds the others; under -n the
+    pulls (and the list's reset) do not run, so a list left by a stopped ``make images`` hid the builds a real run
+    makes: ``make -n images`` printed no build of jax. Now -n reads no list; a real run resets it first, as before."""
+    log = tmp_path / "log"
+    fake = tmp_path / "docker"
+    fake.write_text(f'#!/bin/sh\necho "docker $*" >> {log}\n')
+    fake.chmod(0o755)
+    res = tmp_path / "results"
+    (res / "images").mkdir(parents=True)
+    (res / "images" / ".pulled").write_text("jax\n")
+    p = make(*(["-n"] if dry else []), "images", "DEVICE=cpu", "STACKS=jax", f"DOCKER={fake}", f"COMPOSE={fake}",
+             f"RESULTS_DIR={res}")
+    built = p.stdout if dry else log.read_text()
+    assert p.returncode == 0 and "-t dlbench/jax:cpu" in built and "-t dlbench/collector:latest" in built, built
+
+
+@pytest.mark.parametrize("folder", ["with space", "it's"])
+@pytest.mark.parametrize("goal", [["preflight"], ["-n", "bench-all"], ["help"]])
+def test_a_checkout_under_a_path_with_a_space_is_refused_before_anything_runs(folder, goal, tmp_path):
+    """The checkout's path goes unquoted into the recipes (the default RESULTS_DIR, ...): cloned into
+    "/tmp/with space/repo", make preflight ran the doctor with ``--out /tmp/with space/...``, which refused
+    ``space/repo/results/doctor/host.json``. make now refuses such a checkout in one line, whatever the goal."""
+    checkout = tmp_path / folder / "repo"
+    (checkout / "images").mkdir(parents=True)
+    for name in ("Makefile", "images/stacks.mk"):
+        (checkout / name).write_text((ROOT / name).read_text())
+    (checkout / "bench").symlink_to(ROOT / "bench")
+    fake = tmp_path / "docker"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    p = subprocess.run(["make", "--no-print-directory", *goal, "DEVICE=cpu", f"PYTHON={PY}", f"DOCKER={fake}",
+                        f"COMPOSE={fake}"], cwd=checkout, capture_output=True, text=True, timeout=120)
+    refused(p, f"this checkout's path '{checkout}' holds a space or a quote, which make cannot quote in every recipe")
+    assert p.stdout == "" and not (checkout / "results").exists(), p.stdout

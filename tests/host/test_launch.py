@@ -127,3 +127,21 @@ def test_a_make_that_is_no_program_is_one_line_and_exit_2(dry):
                        text=True, timeout=60)
     assert (p.returncode, p.stdout, p.stderr.count("\n")) == (2, "", 1), p.stderr
     assert "--make '/nonexistent/make': no such program" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("cooldown", [None, 0.0, 60.0])
+def test_the_idle_temperature_is_read_and_passed_only_for_a_cooldown(cooldown, capsys, monkeypatch):
+    """The idle temperature is the cooldown's baseline (docs/running.md: "GPU, with COOLDOWN"): bench-all's launcher
+    read it, printed it and passed IDLE_TEMP_C to every stack of any GPU run, whose bench run then said it was not
+    used. Now only a run with a cooldown (COOLDOWN > 0, the Makefile's --cooldown) reads it."""
+    monkeypatch.delenv("IDLE_TEMP_C", raising=False)
+    ran: list[list[str]] = []
+    read: list[bool] = []
+    launch.Compose("make", lambda cmd: ran.append(cmd) or 0, read_idle=lambda: read.append(True) or 41.0,
+                   device="gpu", cooldown_s=cooldown).launch(launch.plan(["jax"], 1), ["jax"])
+    used = bool(cooldown)
+    assert [c[3:] for c in ran] == [["ROUND=1", *(["IDLE_TEMP_C=41"] if used else [])]]
+    assert read == ([True] if used else [])
+    assert ("idle GPU temperature" in capsys.readouterr().out) == used
+    recipe = (ROOT / "Makefile").read_text().split("\nbench-all:", 1)[1].split("\n\n", 1)[0]
+    assert "$(if $(COOLDOWN),--cooldown $(call shq,$(COOLDOWN)))" in recipe

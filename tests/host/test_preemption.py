@@ -80,8 +80,8 @@ def test_a_finished_cell_of_another_gpu_is_measured_again_not_reused(tmp_path, m
 
 
 def test_every_stack_cools_to_the_baseline_read_before_the_first_stack():
-    """The host reads the idle temperature once (fake nvidia-smi) and every step gets it; a stack's cooldown then
-    waits for that baseline, not for the hot temperature its own start reads."""
+    """A run with a cooldown (COOLDOWN=600): the host reads the idle temperature once (fake nvidia-smi) and every
+    step gets it; a stack's cooldown then waits for that baseline, not for the hot temperature its own start reads."""
     asked = []
 
     def smi(cmd):
@@ -90,8 +90,8 @@ def test_every_stack_cools_to_the_baseline_read_before_the_first_stack():
 
     calls = []
     steps = launch.plan(["jax", "pytorch"], 2)
-    launch.Compose(run=lambda cmd: calls.append(cmd) or 0, read_idle=lambda: launch.idle_temperature(smi)).launch(
-        steps, ["jax", "pytorch"])
+    launch.Compose(run=lambda cmd: calls.append(cmd) or 0, read_idle=lambda: launch.idle_temperature(smi),
+                   cooldown_s=600).launch(steps, ["jax", "pytorch"])
     assert len(asked) == 1 and asked[0] == launch.IDLE_QUERY
     assert len(calls) == 4 and all("IDLE_TEMP_C=38" in c for c in calls)
     # the second stack's bench run starts with the GPU at 70 °C (the first stack just heated it)

@@ -208,8 +208,9 @@ def discover(paths: Iterable[str] = __path__) -> list[str]:
         The names registered, in order.
 
     Raises:
-        ValueError: a name registered twice; a spec's ``WORKLOADS`` named otherwise than its ``NAMES``, or ``NAMES`` or
-            ``ORDER`` not a literal (``workloadnames.read_spec``). Whatever a spec raises on import.
+        ValueError: a name registered twice; a spec's ``WORKLOADS`` named otherwise than its ``NAMES``, or timed
+            otherwise than its ``TIMING``; ``NAMES``, ``ORDER`` or ``TIMING`` not as ``workloadnames.read_spec`` wants.
+            Whatever a spec raises on import.
     """
     names: list[str] = []
     for folder in spec_folders(paths):
@@ -218,6 +219,10 @@ def discover(paths: Iterable[str] = __path__) -> list[str]:
         if made != folder.names:
             raise ValueError(f"{spec.__name__}: WORKLOADS are named {', '.join(made)}, its NAMES "
                              f"{', '.join(folder.names)}: build them from NAMES")
+        timed = {"step" if isinstance(w, StepWorkload) else "epoch" for w in spec.WORKLOADS}
+        if timed != {folder.timing}:
+            raise ValueError(f"{spec.__name__}: its WORKLOADS are {' and '.join(sorted(timed))}-timed, its TIMING "
+                             f"{folder.timing!r}: StepWorkloads state TIMING = \"step\", Workloads none")
         names += [register(w).name for w in spec.WORKLOADS]
     return names
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from bench.core import knobs
 from bench.core.stacks import Stack
+from bench.core.workloadnames import STEP_TIMED
 from bench.instruments.profile.rerun import ProfileRun
 from bench.models.engines import epoch_engine, missing_model
 from bench.models.workloads import Workload, get_workload
@@ -97,7 +98,7 @@ def fit_workload(name: str) -> Workload:
     """
     w = get_workload(name)
     if not isinstance(w, Workload):
-        raise ValueError(f"{name} is step-timed (paper suite): fidelity times the fit loop of a classic workload")
+        raise ValueError(STEP_TIMED.format(name=name))
     return w
 
 

@@ -99,9 +99,32 @@ def test_a_spec_whose_workloads_are_not_named_by_its_names_is_refused(throwaway_
     assert NAME not in WORKLOADS and "other" not in WORKLOADS
 
 
+def test_a_spec_whose_timing_is_not_its_workloads_is_refused(throwaway_folder):
+    """``TIMING`` is what the host reads to refuse a step-timed ``FIDELITY_WORKLOAD``: ``discover`` holds it to the
+    ``WORKLOADS`` the spec builds (a classic workload stated ``"step"``), so the host's answer is the registry's."""
+    spec = throwaway_folder / NAME / "spec.py"
+    spec.write_text(spec.read_text() + 'TIMING = "step"\n')
+    with pytest.raises(ValueError, match=f"{NAME}.spec: its WORKLOADS are epoch-timed, its TIMING 'step'"):
+        registry.discover([str(throwaway_folder)])
+    assert NAME not in WORKLOADS
+
+
+def test_the_hosts_step_timed_workloads_are_the_registrys():
+    """``check_fit_workload`` (make fidelity's check) refuses exactly the registry's ``StepWorkload``s."""
+    for name, w in WORKLOADS.items():
+        refused = None
+        try:
+            workloadnames.check_fit_workload(name)
+        except ValueError as e:
+            refused = str(e)
+        assert refused == (workloadnames.STEP_TIMED.format(name=name) if isinstance(w, registry.StepWorkload)
+                           else None), (name, refused)
+
+
 @pytest.mark.parametrize("line, says", [("", "NAMES must be a literal"), ('NAMES = ["x"]', "NAMES must be a literal"),
                                         ("NAMES = tuple(PUBLISHED)", "malformed node"),
-                                        ('NAMES = ("x",)\nORDER = "first"', "ORDER must be a number")])
+                                        ('NAMES = ("x",)\nORDER = "first"', "ORDER must be a number"),
+                                        ('NAMES = ("x",)\nTIMING = "steps"', "TIMING must be one of epoch, step")])
 def test_a_spec_without_literal_names_or_order_is_one_clear_error(tmp_path, line, says):
     folder = tmp_path / "w"
     folder.mkdir()

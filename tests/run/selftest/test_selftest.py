@@ -303,6 +303,6 @@ def test_an_unwritable_out_file_is_one_line_not_a_traceback(tmp_path):
     blocker.write_text("")
     p = bench("selftest", "--device", "cpu", "--framework", "torch", "--out",
               str(blocker / "x.json"))
-    # refused before anything is measured (``bench.cli.common.writable_file``), one line naming the folder
+    # refused before anything is measured (``bench.cli.common.output_file``), one line naming the folder
     assert p.returncode == 2 and "cannot write into the folder" in p.stderr and str(blocker) in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1

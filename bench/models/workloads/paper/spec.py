@@ -14,6 +14,8 @@ from bench.models.workloads.paper.stable_diffusion import StableDiffusion
 NAMES = ("segment_anything", "stable_diffusion", "bert", "gemma", "mistral")
 #: Its place in the registry's order (``bench.models.workloads.discover``): after the classic and tuning suites.
 ORDER = 200
+#: How its workloads are timed: by step (``StepWorkload``s), a literal the host reads (``FIDELITY_WORKLOAD`` refused).
+TIMING = "step"
 
 WORKLOADS = tuple(
     StepWorkload(name=name, suite="paper", cells=model.cells, model=model,
