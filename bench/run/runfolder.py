@@ -97,29 +97,32 @@ class RunFolder:
         if not path.exists():
             return None
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f".{time.time_ns() % 10**9:09d}Z"
-        where = self.root / cell.stack / REPEATS_DIR / SUPERSEDED_DIR
+        kept = self._move(cell, SUPERSEDED_DIR, stamp)
+        kept.with_name(f"{path.stem}.{stamp}.why.txt").write_text(why + "\n")
+        return kept
+
+    def _move(self, cell: Cell, folder: str, tag: str) -> Path:
+        """Move ``cell``'s record and the files ``BESIDE`` it to ``<stack>/repeats/<folder>/<name>.<tag><suffix>``;
+        returns the record's new path."""
+        path = self.path(cell)
+        where = self.root / cell.stack / REPEATS_DIR / folder
         where.mkdir(parents=True, exist_ok=True)
         for suffix in (".json", *BESIDE):
             old = path.with_name(path.stem + suffix)
             if old.exists():
-                old.replace(where / f"{path.stem}.{stamp}{suffix}")
-        (where / f"{path.stem}.{stamp}.why.txt").write_text(why + "\n")
+                old.replace(where / f"{path.stem}.{tag}{suffix}")
         self._records[path] = None
-        return where / f"{path.stem}.{stamp}.json"
+        return where / f"{path.stem}.{tag}.json"
 
     def set_aside_other_gpu(self, rcell: Cell, gpu: str | None) -> str | None:
         """When the valid record at ``rcell``'s path was measured on a GPU other than ``gpu``, move it (never
-        delete: nothing measured is lost) to ``<stack>/repeats/other-gpu/<name>.<its uuid>.json`` and return the
-        note the rerun records; else None."""
+        delete: nothing measured is lost) to ``<stack>/repeats/other-gpu/<name>.<its uuid>.json``, the files
+        ``BESIDE`` it with it, and return the note the rerun records; else None."""
         rec = self.load(rcell)
         old = record_gpu(rec) if rec is not None else None
         if not gpu or not old or old == gpu:
             return None
-        path = self.path(rcell)
-        kept = self.root / rcell.stack / REPEATS_DIR / OTHER_GPU_DIR / f"{path.stem}.{old}.json"
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        path.replace(kept)
-        self._records[path] = None
+        kept = self._move(rcell, OTHER_GPU_DIR, old)
         return (f"{OTHER_GPU_NOTE} repeat {rcell.repeat or 1} was measured on GPU {old} and run again on this run's "
                 f"GPU {gpu} (a spot VM preempted and resumed, or another host), so the cell is one GPU's "
                 f"measurement; the earlier record is kept as {kept.relative_to(self.root)}")
@@ -175,7 +178,7 @@ def driver_expected(rec: Record) -> list[tuple[str, Any, Any]]:
     and this host's NVML (``_this_driver``) both hold it: a resume after a driver upgrade would mix two drivers' cells
     as one run's. The CUDA runtime and libraries are packages (``software_mismatch``). A CPU run compares none."""
     held = rec.env.gpu if rec.env is not None and rec.env.gpu is not None else None
-    if held is None:
+    if held is None or (held.driver is None and held.cuda_driver is None):
         return []
     now = _this_driver()
     return [(f"env.gpu.{k}", getattr(held, k), now[k]) for k in ("driver", "cuda_driver")
