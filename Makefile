@@ -283,12 +283,15 @@ selftest-%:
 	else mkdir -p $(RESULTS_DIR)/selftest && $(COMPOSE) $(COMPOSE_FILES) run --rm -T $(service_$*) \
 	  bench selftest --device $(RUN_DEVICE) --out /results/selftest/$*-$(FLAVOR).json; fi
 
+# bench-all's launcher holds the run folder (bench.core.runlock: a second bench-all into it is refused); not under
+# make -n, which writes nothing (the folder would be made)
+RUN_DIR_LOCK = $(if $(findstring n,$(firstword -$(MAKEFLAGS))),,--run-dir "$(RESULTS_DIR)/runs/$(RUN)")
 bench-all: check-request preflight configure $(if $(REGISTRY),images,build) ## Preflight, build (or pull), run the stacks in rounds (shuffled order per round), collect results/$(RUN).csv
 	@if [ "$(RUN_DEVICE)" = cpu ]; then \
 	  echo "!!!! CPU MODE: no NVIDIA GPU in use: CPU images, size $(SIZE). Numbers are NOT GPU benchmarks. !!!!"; fi
 	@status=0; $(HOST_CLI) launch compose --stacks "$(STACKS)" --rounds $(ROUNDS) --seed $(SEED) \
 	  --order $(ORDER) --device $(RUN_DEVICE) $(if $(COOLDOWN),--cooldown $(call shq,$(COOLDOWN))) \
-	  --make "$(MAKE)" || status=$$?; [ $$status -le 1 ] || exit $$status; \
+	  --make "$(MAKE)" $(RUN_DIR_LOCK) || status=$$?; [ $$status -le 1 ] || exit $$status; \
 	$(MAKE) --no-print-directory collect || { echo "collect failed" >&2; exit 1; }; exit $$status
 
 collect: ## Merge results/runs/$(RUN) into results/$(RUN).csv (and results/history.sqlite unless HISTORY=off), then rewrite results/report.md (collector container)

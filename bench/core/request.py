@@ -142,8 +142,9 @@ class Request:
         "auto", "smoke: tiny and fast; full: published sizes. auto: full on GPU, smoke on CPU.",
         choices=("auto", *get_args(Size)))
     device: Device = option("auto", "gpu makes a missing GPU an error.", env="BENCH_DEVICE", choices=get_args(Device))
-    out_dir: Path | None = option(None, "Run directory [default: $BENCH_RESULTS_DIR/runs/<suite>-<size>-<device>].",
-                                 flag="--out", kind="path")
+    out_dir: Path | None = option(None, "Run directory [default: $BENCH_RESULTS_DIR/runs/<suite>-<size>-<device> in "
+                                 "an image, .../native-<suite>-<size>-<device> outside one].", flag="--out",
+                                 kind="path")
     force: bool = option(False, "Run cells again even when a result exists.", kind="flag")
     repeats: int | None = option(
         None, "Independent runs per cell, each in its own process; the record is their median "

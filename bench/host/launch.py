@@ -22,10 +22,12 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from bench.core import rounds
+from bench.core import rounds, runlock
 from bench.core.stacks import STACKS
 
 #: The default order rule: shuffled with the seed (``make bench-all``).
@@ -176,15 +178,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="the run's device: cpu reads no idle GPU temperature [default: read one where nvidia-smi can]")
     p.add_argument("--cooldown", type=float, metavar="S",
                    help="the run's COOLDOWN (s): only with one (> 0) is the idle GPU temperature read and passed on")
+    p.add_argument("--run-dir", type=Path, help="the run folder the steps write (RESULTS_DIR/runs/RUN): locked for "
+                   "the launch, so a second make bench-all into it is refused (bench.core.runlock)")
     p.add_argument("--dry-run", action="store_true",
                    help="check the plan and print each round's order; run nothing (make check-request)")
     p.set_defaults(main=main, parser=p)
 
 
 def main(args: argparse.Namespace) -> int:
-    """``launch compose``: exit 1 when a stack failed, 2 for a plan that cannot be (``plan``) or a ``--make`` that is
-    no program, 130 on Ctrl-C (one line, once the running stack has stopped); ``--dry-run``: the rounds' orders,
-    nothing run."""
+    """``launch compose``: exit 1 when a stack failed, 2 for a plan that cannot be (``plan``), a ``--make`` that is
+    no program or a ``--run-dir`` another launch holds (``bench.core.runlock``), 130 on Ctrl-C (one line, once the
+    running stack has stopped); ``--dry-run``: the rounds' orders, nothing run."""
     try:
         steps = plan(args.stacks.split(), args.rounds, args.seed, args.order)
     except ValueError as e:
@@ -197,7 +201,11 @@ def main(args: argparse.Namespace) -> int:
             print(f"round {step.round} of {step.rounds}: {' '.join(step.order)}")
         return 0
     try:
-        failed = Compose(args.make, device=args.device, cooldown_s=args.cooldown).launch(steps, stacks)
+        with runlock.hold(args.run_dir, runlock.ALL_LOCK, "make bench-all") if args.run_dir else nullcontext():
+            failed = Compose(args.make, device=args.device, cooldown_s=args.cooldown).launch(steps, stacks)
+    except runlock.FolderBusy as e:
+        print(f"launch: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C): the records written so far are kept, the interrupted cell's as a timeout; the "
               "same make command resumes (cells already ok are skipped)", file=sys.stderr)

@@ -1,6 +1,7 @@
 """A run directory's records as the runner sees them: ``RunFolder`` owns their paths, loads each record once
 (strictly, ``bench.results.record.load_record``), says whether one on disk was made with a cell's inputs
-(``input_mismatch``), sets aside a repeat measured on another GPU and writes records atomically; what it wrote or
+(``input_mismatch``), sets aside a repeat measured on another GPU and any other record a rerun replaces
+(``set_aside``) and writes records atomically; what it wrote or
 moved it knows without reading it back.
 """
 
@@ -8,12 +9,14 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from bench.core.atomic import write_json_atomic
 from bench.instruments import profile
-from bench.instruments.environment import git_commit, native, package_versions, stack_pins
+from bench.instruments.environment import git_commit, gpu_info, native, package_versions, stack_pins
+from bench.instruments.profile.spans import TENSORBOARD, TRACE
 from bench.models.workloads import WORKLOADS
 from bench.results.cell import Cell
 from bench.results.record import REPEATS_DIR, RecordError, load_record, result_path
@@ -24,6 +27,11 @@ from bench.run.scenarios import scenario_of
 #: Where a repeat measured on another GPU is kept when it is run again on this run's GPU (under ``repeats/``, so
 #: the collector never reads it as a cell).
 OTHER_GPU_DIR = "other-gpu"
+#: Where any other record a rerun replaces is kept (``RunFolder.set_aside``), under ``repeats/`` for the same reason.
+SUPERSEDED_DIR = "superseded"
+#: The files named after a record beside it (``bench.run.runner.run_one``'s log and telemetry samples, the profile's
+#: trace and TensorBoard folder), which go where it goes.
+BESIDE = (".log", ".telemetry.csv", TRACE, TENSORBOARD)
 
 
 class RunFolder:
@@ -70,8 +78,7 @@ class RunFolder:
         rec = self.load(cell)
         if rec is None:
             return None
-        n = rec.repeats.n if rec.repeats is not None and "n" in rec.repeats.model_fields_set else 1
-        if n != repeats or input_mismatch(rec, cell, gpu):
+        if repeats_n(rec) != repeats or input_mismatch(rec, cell, gpu):
             return None
         return rec
 
@@ -80,22 +87,50 @@ class RunFolder:
         rec = self.load(cell)
         return None if rec is None else input_mismatch(rec, cell, gpu)
 
+    def set_aside(self, cell: Cell, why: str) -> Path | None:
+        """Move ``cell``'s record and the files beside it named after it (its ``.log``, ``.telemetry.csv``, profile
+        trace) to ``<stack>/repeats/superseded/<name>.<UTC time><suffix>``, with ``why`` it was replaced in a
+        ``.why.txt`` beside them, before a rerun writes over it: nothing measured is lost, and the collector (which
+        never reads ``repeats/``) never takes it for this run's. Returns where the record went (None: no record).
+        """
+        path = self.path(cell)
+        if not path.exists():
+            return None
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f".{time.time_ns() % 10**9:09d}Z"
+        kept = self._move(cell, SUPERSEDED_DIR, stamp)
+        kept.with_name(f"{path.stem}.{stamp}.why.txt").write_text(why + "\n")
+        return kept
+
+    def _move(self, cell: Cell, folder: str, tag: str) -> Path:
+        """Move ``cell``'s record and the files ``BESIDE`` it to ``<stack>/repeats/<folder>/<name>.<tag><suffix>``;
+        returns the record's new path."""
+        path = self.path(cell)
+        where = self.root / cell.stack / REPEATS_DIR / folder
+        where.mkdir(parents=True, exist_ok=True)
+        for suffix in (".json", *BESIDE):
+            old = path.with_name(path.stem + suffix)
+            if old.exists():
+                old.replace(where / f"{path.stem}.{tag}{suffix}")
+        self._records[path] = None
+        return where / f"{path.stem}.{tag}.json"
+
     def set_aside_other_gpu(self, rcell: Cell, gpu: str | None) -> str | None:
         """When the valid record at ``rcell``'s path was measured on a GPU other than ``gpu``, move it (never
-        delete: nothing measured is lost) to ``<stack>/repeats/other-gpu/<name>.<its uuid>.json`` and return the
-        note the rerun records; else None."""
+        delete: nothing measured is lost) to ``<stack>/repeats/other-gpu/<name>.<its uuid>.json``, the files
+        ``BESIDE`` it with it, and return the note the rerun records; else None."""
         rec = self.load(rcell)
         old = record_gpu(rec) if rec is not None else None
         if not gpu or not old or old == gpu:
             return None
-        path = self.path(rcell)
-        kept = self.root / rcell.stack / REPEATS_DIR / OTHER_GPU_DIR / f"{path.stem}.{old}.json"
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        path.replace(kept)
-        self._records[path] = None
+        kept = self._move(rcell, OTHER_GPU_DIR, old)
         return (f"{OTHER_GPU_NOTE} repeat {rcell.repeat or 1} was measured on GPU {old} and run again on this run's "
                 f"GPU {gpu} (a spot VM preempted and resumed, or another host), so the cell is one GPU's "
                 f"measurement; the earlier record is kept as {kept.relative_to(self.root)}")
+
+
+def repeats_n(rec: Record) -> int | None:
+    """How many repeats ``rec`` aggregates (``repeats.n`` as recorded; 1 for a record without it)."""
+    return rec.repeats.n if rec.repeats is not None and "n" in rec.repeats.model_fields_set else 1
 
 
 def record_gpu(rec: Record) -> str | None:
@@ -111,8 +146,8 @@ def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | Non
     for a record written before the id named them, the inputs it recorded as they took effect (batch size, the data
     policy, the epochs or timed steps of an ok record), and the GPU (``gpu``, this run's NVML UUID, when both are
     known: a spot VM preempted between rounds comes back on another GPU, and a cell's repeats, like the comparison,
-    are one GPU's measurement), and the software it ran on (``software_mismatch``: the packages, not the image's
-    ID)."""
+    are one GPU's measurement) and the driver (``driver_expected``), and the software it ran on
+    (``software_mismatch``: the packages, not the image's ID)."""
     w = WORKLOADS.get(cell.workload)
     given = rec.model_fields_set  # a field a record of an older schema lacks is taken as the cell's
     expected: list[tuple[str, Any, Any]] = [
@@ -129,10 +164,25 @@ def input_mismatch(rec: Record, cell: Cell, gpu: str | None = None) -> str | Non
         expected.append(("env.git_commit", made_by, running))
     if gpu and record_gpu(rec):
         expected.append(("env.gpu.uuid", record_gpu(rec), gpu))
+    if gpu:
+        expected += driver_expected(rec)
     if cell.profile and (cell.repeat or 1) == 1 and rec.status == "ok" and not profiled(rec):
         expected.append(("profile", rec.profile.reason if rec.profile else None, "a profile (--profile)"))
     wrong = [f"{name} {got!r}, not {want!r}" for name, got, want in expected if got != want]
     return "; ".join(wrong + software_mismatch(rec, cell.stack)) or None
+
+
+def driver_expected(rec: Record) -> list[tuple[str, Any, Any]]:
+    """``input_mismatch``'s (name, recorded, now) of a GPU run for the NVIDIA driver ``rec`` was measured under
+    (``env.gpu.driver``, ``env.gpu.cuda_driver``: the CUDA version the driver supports), each only where the record
+    and this host's NVML (``_this_driver``) both hold it: a resume after a driver upgrade would mix two drivers' cells
+    as one run's. The CUDA runtime and libraries are packages (``software_mismatch``). A CPU run compares none."""
+    held = rec.env.gpu if rec.env is not None and rec.env.gpu is not None else None
+    if held is None or (held.driver is None and held.cuda_driver is None):
+        return []
+    now = _this_driver()
+    return [(f"env.gpu.{k}", getattr(held, k), now[k]) for k in ("driver", "cuda_driver")
+            if getattr(held, k) is not None and now.get(k) is not None]
 
 
 #: How many differing packages a resume's line names before it counts the rest.
@@ -192,6 +242,14 @@ def _this_software(stack: str) -> dict[str, Any]:
 def _this_packages() -> dict[str, str]:
     """``environment.package_versions`` of this interpreter, the same for every stack: read once per process."""
     return package_versions()
+
+
+@functools.cache
+def _this_driver() -> dict[str, Any]:
+    """This host's NVIDIA driver as a cell records it (``environment.gpu_info``'s ``driver`` and ``cuda_driver``),
+    read once per process; empty without NVML."""
+    info = gpu_info()
+    return {k: info[k] for k in ("driver", "cuda_driver") if info.get("available") and k in info}
 
 
 @functools.cache

@@ -32,7 +32,7 @@ from bench.results.repeats import aggregate
 from bench.results.schema import CudaCache, EffectiveSettings, Env, Memory, Process, Record
 from bench.run.cellenv import cell_env, compile_cache_setting, compile_caches
 from bench.run.cellprocess import wait_for_worker, worker_record
-from bench.run.runfolder import RunFolder
+from bench.run.runfolder import RunFolder, repeats_n
 
 logger = logging.getLogger(__name__)
 
@@ -156,16 +156,38 @@ def reuse_or_run(rcell: Cell, folder: RunFolder, force: bool, cooldown: Cooldown
                  gpu: str | None = None) -> Record:
     """Repeat ``rcell``'s final record already on disk (ok/unsupported, measured on this run's GPU ``gpu``; unless
     ``force``), else a new run; a record from another GPU is set aside first (``RunFolder.set_aside_other_gpu``) and
-    the new record notes it."""
+    the new record notes it; any other record it replaces is set aside with why (``RunFolder.set_aside``), and so
+    is, for a repeat, its cell's record (the aggregate of the earlier repeats: stale from now until this run writes
+    it again)."""
     done = None if force else folder.existing(rcell, gpu=gpu)
     if done and done.status in FINAL_STATUSES:
         return done
     moved = folder.set_aside_other_gpu(rcell, gpu)
+    if not moved:
+        folder.set_aside(rcell, replaced_because(folder, rcell, force, gpu))
+    if rcell.repeat is not None:
+        folder.set_aside(rcell.replace(repeat=None), f"the cell's record, aggregated from earlier repeats, while "
+                         f"repeat {rcell.repeat} runs again")
     rec = run_one(rcell, folder, cooldown)
     if moved:
         rec.notes = [*rec.notes, moved]
         folder.write(rcell, rec)
     return rec
+
+
+def replaced_because(folder: RunFolder, rcell: Cell, force: bool, gpu: str | None) -> str:
+    """Why the record at ``rcell``'s path is run again (``RunFolder.set_aside``'s line): made with other inputs, code,
+    software or driver (``RunFolder.mismatch``), ``--force``, or a status that is not final (a failure is retried)."""
+    rec, stale = folder.load(rcell), folder.mismatch(rcell, gpu)
+    if stale:
+        return f"made with other inputs, code or software: {stale}"
+    if force:
+        return "--force: run again"
+    if rec is None:
+        return "not a valid record (bench.results.record.load_record refused it)"
+    if rec.status not in FINAL_STATUSES:
+        return f"status {rec.status}: a cell that did not finish is run again"
+    return f"a record of {repeats_n(rec)} repeat(s), not 1"
 
 
 def run_repeated(cell: Cell, folder: RunFolder, repeats: int, force: bool = False,
@@ -231,7 +253,7 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
         elif repeats > 1:
             rec = run_repeated(cell, folder, repeats, force, cooldown, gpu)
         else:
-            rec = aggregate([reuse_or_run(cell, folder, True, cooldown, gpu)])
+            rec = aggregate([reuse_or_run(cell, folder, force, cooldown, gpu)])
             folder.write(cell, rec)
         logger.info(f"{head}: {describe(rec)}")
         outcomes.append(Outcome(cell, rec.status, record=rec))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,18 @@ def runs_root() -> Path:
     """Where a run without ``--out`` puts its run directory: ``results_root() / "runs"`` (the directory itself,
     ``<suite>-<size>-<device>``, is named once the device is resolved)."""
     return results_root() / "runs"
+
+
+def default_run_dir(suite: str, size: Size, dev: RunDevice, env: Mapping[str, str] | None = None) -> Path:
+    """The run directory of a run without ``--out``: ``runs_root() / "<suite>-<size>-<device>"`` in a stack image,
+    the folder ``make bench-all`` writes by default (``RUN``); ``native-<suite>-<size>-<device>`` for a native run
+    (``environment.native``: no image), whose rows rank apart from the images' and whose packages are not the images'
+    pins, so that a checkout's run from the repository root (``results/`` is ``$BENCH_RESULTS_DIR``'s default) never
+    lands among, or resumes from, the containers' cells (``env``: ``os.environ`` by default)."""
+    from bench.instruments.environment import native
+
+    name = f"{suite}-{size}-{dev}"
+    return runs_root() / (f"native-{name}" if native(os.environ if env is None else env) else name)
 
 
 def planning_probe(stack_id: str) -> list[str]:
@@ -216,6 +228,7 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
         InputError: no GPU for ``--device gpu``, cells the plan refuses, bad ``--round`` inputs, ``--cooldown`` on a
             CPU (``cooldown_for``), or on a GPU a ``$BENCH_RESULTS_DIR/doctor`` (the measured peak's folder) that
             cannot be written.
+        bench.core.runlock.FolderBusy: another ``bench run`` is writing into the run folder (its lock held).
     """
     stack_ids = stack_list(req.stacks)
     dev = resolve_device(req.device, stack_ids)
@@ -227,17 +240,19 @@ def execute(req: Request, suite: str, make_cells: Callable[[Size, RunDevice], li
     repeats = req.repeats_for(dev)
     schedules = round_schedules(stack_ids, req.round_, req.round_stacks, req.seed, repeats, req.order)
     cooldown = cooldown_for(req, dev)  # before the GEMM peak probe heats the GPU
-    out = req.out_dir or runs_root() / f"{suite}-{size}-{dev}"
-    if dev == "cpu":
-        banner([f"CPU MODE: no GPU in use (--device {req.device}). Size: {size}.",
-                "These numbers are smoke tests of the harness, NOT GPU benchmarks.",
-                "Every result row carries device=cpu and this note."])
-    logger.info(_run_line(req, len(cells), repeats, schedules.get(stack_ids[0]), out))
-    gpu = _prepare_gpu(stack_ids, results_root()) if dev == "gpu" else None
+    out = req.out_dir or default_run_dir(suite, size, dev)
+    from bench.core import runlock
     from bench.run.runner import run_cells
 
-    outcomes = run_cells(cells, out, force=req.force, repeats=repeats, round_=req.round_,
-                         schedules=schedules, cooldown=cooldown, gpu=gpu)
+    with runlock.hold(out, runlock.RUN_LOCK, "bench run"):  # one writer per run folder, before it says anything
+        if dev == "cpu":
+            banner([f"CPU MODE: no GPU in use (--device {req.device}). Size: {size}.",
+                    "These numbers are smoke tests of the harness, NOT GPU benchmarks.",
+                    "Every result row carries device=cpu and this note."])
+        logger.info(_run_line(req, len(cells), repeats, schedules.get(stack_ids[0]), out))
+        gpu = _prepare_gpu(stack_ids, results_root()) if dev == "gpu" else None
+        outcomes = run_cells(cells, out, force=req.force, repeats=repeats, round_=req.round_,
+                             schedules=schedules, cooldown=cooldown, gpu=gpu)
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1

@@ -77,6 +77,7 @@ def test_a_finished_cell_of_another_gpu_is_measured_again_not_reused(tmp_path, m
     [o] = runner.run_cells([c], tmp_path, gpu="GPU-b")
     assert not o.skipped and o.record.env.gpu.uuid == "GPU-b"
     assert (tmp_path / "pytorch" / "repeats" / "other-gpu" / f"{c.id}.GPU-a.json").exists()
+    assert (tmp_path / "pytorch" / "repeats" / "other-gpu" / f"{c.id}.GPU-a.log").exists()  # its log goes with it
 
 
 def test_every_stack_cools_to_the_baseline_read_before_the_first_stack():

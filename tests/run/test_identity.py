@@ -8,10 +8,9 @@ import pytest
 from bench.core.atomic import write_json_atomic
 from bench.results.cell import Cell
 from bench.results.record import new_record, result_path
-from bench.results.schema import Record
 from bench.run import plan, runfolder, runner
 from tests.helpers.tables import table_rows
-from tests.helpers.worker import bench
+from tests.helpers.worker import bench, run_one_of
 
 
 def test_a_batch_64_run_beside_the_default_run_is_a_second_record(tmp_path, fake_worker, capsys):
@@ -221,15 +220,7 @@ def test_the_rounds_of_one_run_write_the_cells_record_whatever_its_code_identity
     cell's record was never written and collect found no cell of that image."""
     monkeypatch.setattr(runfolder, "_this_commit", lambda: commit)
     monkeypatch.setattr(runfolder, "_this_software", lambda stack: {"native": True, "packages": {}, "pins": {}})
-
-    def run_one(rcell, folder, cooldown=None):
-        rec = {**new_record(rcell), "status": "ok", "env": {"git_commit": commit}, "repeat": rcell.repeat,
-               "metrics": {"ms_per_step_mean": 1.0, "ms_per_step_p50": 1.0, "first_epoch_s": 1.0}}
-        record = Record.model_validate(rec, strict=True)
-        folder.write(rcell, record)
-        return record
-
-    monkeypatch.setattr(runner, "run_one", run_one)
+    monkeypatch.setattr(runner, "run_one", run_one_of(commit))
     (cell,) = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"])
     for rnd in (1, 2, 3):
         runner.run_cells([cell], tmp_path, repeats=3, round_=rnd, schedules={"pytorch": {"round": rnd, "position": 1}})
