@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, get_args
+from typing import Any, ClassVar, TypeVar, get_args
 
 from bench.core.reference.keras_benchmarks import NUM_STEPS
 from bench.core.words import Size, Suite
@@ -72,6 +72,9 @@ class Workload:
             tests hold this registration and every family's build to; None: a workload that states none (a test
             fails on a registered one).
     """
+
+    #: how it is timed, the value its folder's spec states as ``TIMING`` (``bench.core.workloadnames``)
+    TIMING: ClassVar[str] = "epoch"
 
     name: str
     suite: str
@@ -160,6 +163,9 @@ class StepWorkload:
         steps: timed steps after the first (build + compile) step, per size.
     """
 
+    #: as ``Workload.TIMING``
+    TIMING: ClassVar[str] = "step"
+
     name: str
     suite: str
     cells: tuple[tuple[str, int], ...]
@@ -219,7 +225,7 @@ def discover(paths: Iterable[str] = __path__) -> list[str]:
         if made != folder.names:
             raise ValueError(f"{spec.__name__}: WORKLOADS are named {', '.join(made)}, its NAMES "
                              f"{', '.join(folder.names)}: build them from NAMES")
-        timed = {"step" if isinstance(w, StepWorkload) else "epoch" for w in spec.WORKLOADS}
+        timed = {w.TIMING for w in spec.WORKLOADS}
         if timed != {folder.timing}:
             raise ValueError(f"{spec.__name__}: its WORKLOADS are {' and '.join(sorted(timed))}-timed, its TIMING "
                              f"{folder.timing!r}: StepWorkloads state TIMING = \"step\", Workloads none")
