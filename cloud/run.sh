@@ -28,10 +28,10 @@ docker info >/dev/null 2>&1 || as=(sudo)
 # bench/ differs from HEAD), as the Makefile would and as env.git_commit does inside a cell
 commit=$(python3 -m bench.host commit 2>/dev/null) || commit=unknown
 
-# The cooldown's idle baseline (COOLDOWN), read before make doctor's GEMM probe heats the GPU, for every stack of
-# every round (bench.host.launch.idle_temperature asks the same; set IDLE_TEMP_C to give it).
+# The cooldown's idle baseline, read before make doctor's GEMM probe heats the GPU, for every stack of every round,
+# only where a COOLDOWN above 0 uses it (as bench.host.launch reads it for make bench-all; set IDLE_TEMP_C to give it).
 idle=()
-if [ -z "${IDLE_TEMP_C:-}" ]; then
+if [ -z "${IDLE_TEMP_C:-}" ] && [[ ${COOLDOWN:-} =~ [1-9] ]]; then  # a digit other than 0: above 0 (make checks it)
   temp=$(nvidia-smi --query-gpu=temperature.gpu,uuid --format=csv,noheader 2>/dev/null | head -1 | sed 's/,.*//' || true)
   [[ $temp =~ ^[0-9]+(\.[0-9]+)?$ ]] && idle=("IDLE_TEMP_C=$temp")
 fi

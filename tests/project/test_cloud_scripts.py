@@ -128,18 +128,25 @@ def test_run_names_the_code_as_the_one_commit_tool_does(tmp_path, state, named):
     assert "python3 -m bench.host commit" in vm.calls()
 
 
-def test_run_reads_the_idle_temperature_before_the_doctor_heats_the_gpu(tmp_path):
-    """The cooldown's baseline is read (fake nvidia-smi) before make doctor's GEMM probe and given to bench-all."""
+@pytest.mark.parametrize("cooldown", ["60", "0", None])
+def test_run_reads_the_idle_temperature_before_the_doctor_heats_the_gpu(tmp_path, cooldown):
+    """The cooldown's baseline is read (fake nvidia-smi) before make doctor's GEMM probe and given to bench-all, only
+    where a COOLDOWN above 0 uses it (else each stack's bench run would say it was not used)."""
     vm = VM(tmp_path, installed=tuple(INSTALLABLE), state=("docker-group",))
     vm._fake(vm.bin, "nvidia-smi", 'case "$*" in *temperature.gpu*) echo "36, GPU-0";; *query-gpu=name*) echo "GPU";; '
                                    'esac')
-    p = vm.run(RUN, str(tmp_path / "bucket"), **ENVS)
+    envs = ENVS if cooldown is None else {**ENVS, "COOLDOWN": cooldown, "PASS_VARS": "COOLDOWN"}
+    p = vm.run(RUN, str(tmp_path / "bucket"), **envs)
     assert p.returncode == 0, p.stderr
     calls = vm.calls()
+    bench = [c for c in calls if c.startswith("make bench-all")]
+    assert len(bench) == 1
+    if cooldown != "60":
+        assert not any("temperature.gpu" in c for c in calls) and "IDLE_TEMP_C" not in bench[0]
+        return
     temp = next(i for i, c in enumerate(calls) if "temperature.gpu" in c)
     doctor = next(i for i, c in enumerate(calls) if c.startswith("make doctor"))
-    bench = [c for c in calls if c.startswith("make bench-all")]
-    assert temp < doctor and len(bench) == 1 and " IDLE_TEMP_C=36 " in bench[0]
+    assert temp < doctor and " IDLE_TEMP_C=36 " in bench[0] and " COOLDOWN=60 " in bench[0]
 
 
 def test_run_without_its_settings_says_which_and_runs_nothing(tmp_path):
