@@ -109,7 +109,11 @@ def check_workload(name: str) -> None:
 
 def check_fit_workload(name: str) -> None:
     """Raise ValueError unless ``name`` is an epoch-timed workload, one that fits on a dataset (what ``bench
-    fidelity`` times): unknown (``check_workload``'s message), or step-timed (``STEP_TIMED``)."""
-    check_workload(name)
-    if any(name in s.names and s.timing == "step" for s in spec_folders()):
+    fidelity`` times): step-timed (``STEP_TIMED``), or unknown (``check_workload``'s message, naming the
+    epoch-timed ones only)."""
+    specs = spec_folders()
+    if any(name in s.names and s.timing == "step" for s in specs):
         raise ValueError(STEP_TIMED.format(name=name))
+    fit = [n for s in specs if s.timing == "epoch" for n in s.names]
+    if name not in fit:
+        raise ValueError(f"unknown workload {name!r}; known: {', '.join(fit)}")

@@ -119,6 +119,10 @@ def test_the_hosts_step_timed_workloads_are_the_registrys():
             refused = str(e)
         assert refused == (workloadnames.STEP_TIMED.format(name=name) if isinstance(w, registry.StepWorkload)
                            else None), (name, refused)
+    with pytest.raises(ValueError, match="unknown workload 'nope'; known: ") as e:
+        workloadnames.check_fit_workload("nope")
+    named = str(e.value).split("known: ")[1].split(", ")
+    assert named == [n for n, w in WORKLOADS.items() if not isinstance(w, registry.StepWorkload)]
 
 
 @pytest.mark.parametrize("line, says", [("", "NAMES must be a literal"), ('NAMES = ["x"]', "NAMES must be a literal"),
