@@ -202,13 +202,15 @@ REQUEST_ARGS = $(shell $(REQUEST) args --device $(RUN_DEVICE) --suite $(call shq
   echo __bad_request__)
 
 # the loop's variables (SUITE, SIZE, REPEATS, SEED, ORDER, and a stack's ROUND, one of the REPEATS rounds: request check) and, for bench-all or a stack's round
-# (ROUND), the rounds they make with STACKS (launch --dry-run: ORDER=abba takes two stacks, a stack named twice):
+# (ROUND), the rounds they make with STACKS (launch --dry-run: ORDER=abba takes two stacks, a stack named twice)
+# and, but for a round (the launcher holding the folder runs it), that no other bench-all holds the run folder:
 # "ok", or empty when one is bad (its error printed above)
 LOOP_OK = $(shell $(REQUEST) check $(foreach v,SUITE SIZE SEED ORDER,$(call shq,$(v)=$($(v)))) \
   $(if $(or $(REPEATS),$(ROUND)),$(call shq,REPEATS=$(ROUNDS))) $(if $(ROUND),$(call shq,ROUND=$(ROUND))) \
   $(if $(or $(ROUND),$(filter bench-all check-request,$(MAKECMDGOALS))),&& $(HOST_CLI) \
   launch compose --stacks $(call shq,$(STACKS)) --rounds $(call shq,$(ROUNDS)) --seed $(call shq,$(SEED)) \
-  --order $(call shq,$(ORDER)) --dry-run >/dev/null) && echo ok)
+  --order $(call shq,$(ORDER)) $(if $(ROUND),,--run-dir $(call shq,$(RESULTS_DIR)/runs/$(RUN))) --dry-run >/dev/null) \
+  && echo ok)
 
 # A '$' the user typed in a knob (make 'RUN=a$b', or RUN='a$b' in the environment) is make's: $b is its variable b,
 # empty, so the run was named 'a' and every check saw 'a'. A $(NAME) or ${NAME} reference is make's on purpose; a
@@ -368,17 +370,18 @@ push: ## Push the built images of FLAVOR, tagged by their inputs: make push REGI
 # The pulls on a line of their own, as make -n runs a line naming $(MAKE) (it pulled and retagged under -n): they list
 # the images they took in PULLED, and the builds take the others. Under -n the pulls do not run, so PULLED is not
 # written: the builds' line reads none (a PULLED left by a stopped make images hid the builds a real run makes).
+# PULLED is written whole, once: the cloud's RESULTS_DIR is a bucket's FUSE mount, which takes no appends (goofys).
 PULLED = $(RESULTS_DIR)/images/.pulled
 dry_run = $(findstring n,$(firstword -$(MAKEFLAGS)))
 images: ## The images of STACKS: pulled from REGISTRY where it has their inputs' tag, built otherwise
-	@mkdir -p $(RESULTS_DIR)/images && : > $(PULLED); $(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
+	@mkdir -p $(RESULTS_DIR)/images && pulled=; $(call for_images,$(STACKS)) ref=$(IMAGE_REF) || exit 2; \
 	  if [ -n "$(REGISTRY)" ] && $(DOCKER) pull -q $$ref >/dev/null 2>&1; then \
 	    if [ "$(call inputs_label,$$ref)" = "$${ref##*:}" ]; then \
-	      $(DOCKER) tag $$ref dlbench/$$i:$$v && echo $$i >> $(PULLED) && echo "$$i: pulled $$ref"; continue; fi; \
+	      $(DOCKER) tag $$ref dlbench/$$i:$$v && pulled="$$pulled $$i" && echo "$$i: pulled $$ref"; continue; fi; \
 	    echo "$$i: $$ref pulled, but its $(INPUTS_LABEL) label does not name that tag (pushed before make push \
 	checked it, or by another tool): building"; \
 	  else echo "$$i: $$ref not in the registry, building"; fi; \
-	done
+	done; printf '%s\n' $$pulled > $(PULLED)
 	@$(call for_images,$(STACKS)) $(if $(dry_run),,grep -qx $$i $(PULLED) 2>/dev/null ||) \
 	  $(MAKE) --no-print-directory build-$$i || exit 1; \
 	done

@@ -12,6 +12,7 @@ from typing import Any, NoReturn, TypeVar, get_args
 
 import click
 
+from bench.core import runlock
 from bench.core.atomic import remove_empty, unwritable
 from bench.core.request import Request, cli_flag
 from bench.core.words import Device
@@ -42,8 +43,9 @@ def writable_folder(folder: Path, option: str, made: list[Path] | None = None) -
 def output_folder(folder: Path, option: str) -> Iterator[Path]:
     """``writable_folder`` for the body of a command that writes into ``folder``; when the body raises (a refusal,
     ``InputError`` or a usage error, e.g. no GPU for ``--device gpu``; a signal; a crash), the folders the check made
-    are removed again while still empty (``bench.core.atomic.remove_empty``): a command that stops before writing
-    anything leaves nothing it made, and a folder holding a record is never touched.
+    are removed again while still empty (``bench.core.atomic.remove_empty``; a run folder's lock file alone,
+    ``bench.core.runlock.drop_alone``, counts as empty): a command that stops before writing anything leaves
+    nothing it made, and a folder holding a record is never touched.
 
     Raises:
         click.BadParameter: as ``writable_folder``; and whatever the body raises.
@@ -53,6 +55,8 @@ def output_folder(folder: Path, option: str) -> Iterator[Path]:
     try:
         yield folder
     except BaseException:
+        for p in made:
+            runlock.drop_alone(p)
         remove_empty(made)
         raise
 

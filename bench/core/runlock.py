@@ -55,9 +55,7 @@ def hold(folder: Path, name: str, what: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 1000).decode(errors="replace").strip() or "another process"
-            raise FolderBusy(f"{folder} is in use by another {what} ({holder}; lock {name}): wait for it to end, or "
-                             "write this run to another folder (--out, RUN=)") from None
+            raise _busy(folder, name, what, fd) from None
         except OSError as e:  # ENOLCK, EOPNOTSUPP: this file system has no flock
             logger.warning(f"{path}: not locked ({e.strerror or e}): nothing stops a second run writing here")
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -66,3 +64,49 @@ def hold(folder: Path, name: str, what: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def check_free(folder: Path, name: str, what: str) -> None:
+    """Refuse early where another process holds ``folder / name`` (``hold``'s lock), before a command does work that
+    ``hold`` would refuse later (``make bench-all``'s preflight and builds, before its launcher takes the lock). Makes
+    and writes nothing: a missing file is a free folder, and a file system without ``flock`` is not checked. Only a
+    first answer: ``hold`` is what keeps a second writer out.
+
+    Raises:
+        FolderBusy: another process holds it.
+    """
+    path = Path(folder) / name
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _busy(Path(folder), name, what, fd) from None
+    except OSError:
+        return
+    finally:
+        os.close(fd)  # releases the probe's own lock
+
+
+def _busy(folder: Path, name: str, what: str, fd: int) -> FolderBusy:
+    """The refusal's one line, naming the holder its lock file (open as ``fd``) names."""
+    holder = os.read(fd, 1000).decode(errors="replace").strip() or "another process"
+    return FolderBusy(f"{folder} is in use by another {what} ({holder}; lock {name}): wait for it to end, or write "
+                      "this run to another folder (--out, RUN=)")
+
+
+def drop_alone(folder: Path) -> None:
+    """Remove ``folder``'s lock files (``RUN_LOCK``, ``ALL_LOCK``) where they are all it holds: a run refused after
+    it took its lock and let it go (no GPU, Ctrl-C in the peak probe) leaves a folder with nothing else, which
+    ``bench.cli.common.output_folder`` then removes as one it made. A folder holding anything else is left as it is.
+    """
+    try:
+        names = {p.name for p in Path(folder).iterdir()}
+    except OSError:
+        return
+    if names and names <= {RUN_LOCK, ALL_LOCK}:
+        for name in names:
+            with contextlib.suppress(OSError):
+                (Path(folder) / name).unlink()

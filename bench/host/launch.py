@@ -179,7 +179,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--cooldown", type=float, metavar="S",
                    help="the run's COOLDOWN (s): only with one (> 0) is the idle GPU temperature read and passed on")
     p.add_argument("--run-dir", type=Path, help="the run folder the steps write (RESULTS_DIR/runs/RUN): locked for "
-                   "the launch, so a second make bench-all into it is refused (bench.core.runlock)")
+                   "the launch, so a second make bench-all into it is refused (bench.core.runlock); with --dry-run, "
+                   "only checked to be free")
     p.add_argument("--dry-run", action="store_true",
                    help="check the plan and print each round's order; run nothing (make check-request)")
     p.set_defaults(main=main, parser=p)
@@ -197,6 +198,12 @@ def main(args: argparse.Namespace) -> int:
         args.parser.error(f"--make {args.make!r}: no such program (not on PATH, or not executable)")
     stacks = args.stacks.split()
     if args.dry_run:
+        if args.run_dir:  # make bench-all's first check, before its preflight and builds: nothing made or written
+            try:
+                runlock.check_free(args.run_dir, runlock.ALL_LOCK, "make bench-all")
+            except runlock.FolderBusy as e:
+                print(f"launch: {e}", file=sys.stderr)
+                return 2
         for step in steps[::len(stacks)]:
             print(f"round {step.round} of {step.rounds}: {' '.join(step.order)}")
         return 0

@@ -81,7 +81,8 @@ class EpochTimer:
     when the caller did not report its steps: Keras without batch hooks). A barrier and a clock read
     happen at ``begin_epoch``, whenever a window of ``cadence.every`` steps is full, and at
     ``end_epoch`` for the steps not yet timed; so per epoch of S steps: ``step`` 1 + S, ``every:N``
-    1 + ceil(S/N), ``epoch`` 2 (``barriers`` and ``clock_reads`` count them, and go in the record).
+    1 + ceil(S/N), ``epoch`` 2, and a few more in an epoch that ``settle`` runs in (``barriers`` and
+    ``clock_reads`` count them all, and go in the record).
     ``summary`` separates the first epoch (tracing/compilation) from the steady ones. ``window`` (a
     ``bench.instruments.telemetry`` sampler, or None) gets ``mark()`` at each epoch start, after the barrier and
     before the clock read (its own cost is not counted in any step), and ``end_epoch()`` after the

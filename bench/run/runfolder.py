@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -96,21 +97,25 @@ class RunFolder:
         path = self.path(cell)
         if not path.exists():
             return None
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f".{time.time_ns() % 10**9:09d}Z"
-        kept = self._move(cell, SUPERSEDED_DIR, stamp)
-        kept.with_name(f"{path.stem}.{stamp}.why.txt").write_text(why + "\n")
+        kept = self._move(cell, SUPERSEDED_DIR, _utc_stamp())
+        kept.with_name(kept.name.removesuffix(".json") + ".why.txt").write_text(why + "\n")
         return kept
 
     def _move(self, cell: Cell, folder: str, tag: str) -> Path:
-        """Move ``cell``'s record and the files ``BESIDE`` it to ``<stack>/repeats/<folder>/<name>.<tag><suffix>``;
-        returns the record's new path."""
+        """Move ``cell``'s record and the files ``BESIDE`` it to ``<stack>/repeats/<folder>/<name>.<tag><suffix>``
+        (``<tag>.<UTC time>`` where that name is taken: a GPU that comes back, A -> B -> A -> B, sets aside a second
+        record under the same tag); returns the record's new path. ``shutil.move``, which copies where a rename is
+        refused: a bucket's FUSE mount (goofys, gcsfuse) renames no non-empty folder, as a profile's
+        ``.tensorboard`` is."""
         path = self.path(cell)
         where = self.root / cell.stack / REPEATS_DIR / folder
         where.mkdir(parents=True, exist_ok=True)
+        if any((where / f"{path.stem}.{tag}{suffix}").exists() for suffix in (".json", *BESIDE)):
+            tag = f"{tag}.{_utc_stamp()}"
         for suffix in (".json", *BESIDE):
             old = path.with_name(path.stem + suffix)
             if old.exists():
-                old.replace(where / f"{path.stem}.{tag}{suffix}")
+                shutil.move(old, where / f"{path.stem}.{tag}{suffix}")
         self._records[path] = None
         return where / f"{path.stem}.{tag}.json"
 
@@ -126,6 +131,12 @@ class RunFolder:
         return (f"{OTHER_GPU_NOTE} repeat {rcell.repeat or 1} was measured on GPU {old} and run again on this run's "
                 f"GPU {gpu} (a spot VM preempted and resumed, or another host), so the cell is one GPU's "
                 f"measurement; the earlier record is kept as {kept.relative_to(self.root)}")
+
+
+def _utc_stamp() -> str:
+    """Now, UTC, to the nanosecond, from one clock read: ``20261127T235901.123456789Z``."""
+    ns = time.time_ns()
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 
 def repeats_n(rec: Record) -> int | None:

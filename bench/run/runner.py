@@ -180,7 +180,7 @@ def replaced_because(folder: RunFolder, rcell: Cell, force: bool, gpu: str | Non
     software or driver (``RunFolder.mismatch``), ``--force``, or a status that is not final (a failure is retried)."""
     rec, stale = folder.load(rcell), folder.mismatch(rcell, gpu)
     if stale:
-        return f"made with other inputs, code or software: {stale}"
+        return f"made with other inputs, code, software or GPU driver: {stale}"
     if force:
         return "--force: run again"
     if rec is None:
@@ -244,8 +244,8 @@ def run_cells(cells: list[Cell], out_dir: Path, force: bool = False, repeats: in
             continue
         stale = folder.mismatch(cell, gpu)
         if stale and not force:
-            logger.info(f"{head}: the record on disk was made with other inputs, code or software ({stale}); "
-                        "running it again")
+            logger.info(f"{head}: the record on disk was made with other inputs, code, software or GPU driver "
+                        f"({stale}); running it again")
         if round_ is not None:
             rec = run_round(cell, folder, repeats, round_, (schedules or {})[cell.stack], force, cooldown, gpu)
             if rec.repeat is not None:

@@ -32,7 +32,7 @@ def superseded(out: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("edit, extra, why", [
     (lambda r: {**r, "env": {**r["env"], "packages": {"torch": "0.0.1-older"}}}, [],
-     "made with other inputs, code or software: env.packages: torch '0.0.1-older'"),
+     "made with other inputs, code, software or GPU driver: env.packages: torch '0.0.1-older'"),
     (lambda r: r, ["--force"], "--force: run again"),
     (lambda r: {**r, "status": "failed", "reason": "boom"}, [], "status failed: a cell that did not finish"),
 ])
@@ -166,6 +166,36 @@ def test_a_second_make_bench_all_into_one_run_folder_is_refused(tmp_path):
     assert subprocess.run(argv, cwd=ROOT, capture_output=True, timeout=60).returncode == 0  # free again
 
 
+def test_a_second_make_bench_all_is_refused_before_its_preflight_and_builds(tmp_path):
+    """make checks the run folder's lock as it reads the Makefile (LOOP_OK's ``launch --dry-run --run-dir``): a
+    second ``make bench-all`` into a folder a first one holds stops before its preflight, configure or builds (it
+    had rewritten .env, doctor/host.json and retagged the images beside the first run's cells); a round's own
+    ``make bench-<stack> ROUND=k``, which the holding launcher runs, is not refused; nothing is made or written."""
+    run = tmp_path / "runs" / "classic-smoke-cpu"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run), runlock.ALL_LOCK], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+
+    def make_n(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["make", "-n", "--no-print-directory", *args, "DEVICE=cpu", f"RESULTS_DIR={tmp_path}",
+                               f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+        second = make_n("bench-all")
+        round_step = make_n("bench-pytorch", "ROUND=1", "REPEATS=2")
+        other = make_n("bench-all", "RUN=another")
+        after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert second.returncode != 0 and "is in use by another make bench-all" in second.stderr, second.stderr
+    assert "doctor" not in second.stdout and "docker" not in second.stdout and "Traceback" not in second.stderr
+    assert round_step.returncode == 0 and "bench run --stack pytorch" in round_step.stdout, round_step.stderr
+    assert other.returncode == 0, other.stderr
+    assert before == after
+    assert make_n("bench-all").returncode == 0  # free again
+
+
 def test_the_makefile_locks_the_run_folder_bench_all_writes():
     makefile = (ROOT / "Makefile").read_text()
     assert "$(RUN_DIR_LOCK)" in makefile.split("\nbench-all:")[1].split("\ncollect:")[0]
@@ -182,3 +212,54 @@ def test_a_native_run_without_out_has_its_own_folder(tmp_path, fake_worker, monk
     assert [p.relative_to(runs).parts[0] for p in find_records(runs)] == ["native-classic-smoke-cpu"]
     assert session.default_run_dir("classic", "smoke", "cpu", {"BENCH_IMAGE": "dlbench/pytorch:cpu"}) == \
         tmp_path / "runs" / "classic-smoke-cpu"
+
+
+def test_a_set_aside_moves_a_profiles_folder_where_renames_are_refused_and_never_overwrites(tmp_path, monkeypatch):
+    """A bucket's FUSE mount (goofys, gcsfuse) renames no non-empty folder: a profiled record's ``.tensorboard``
+    beside it made ``set_aside`` raise ENOTEMPTY half-way (the record moved, the folder left, no ``.why.txt``). And a
+    GPU that came back (A -> B -> A -> B) set a second record aside under the first one's name, over it."""
+    (cell,) = plan.expand(["pytorch"], "classic", "smoke", "cpu", ["mnist_mlp"])
+    folder = runfolder.RunFolder(tmp_path)
+    path = folder.path(cell)
+    real_rename = os.rename
+
+    def fuse_rename(src, dst):
+        if Path(src).is_dir() and any(Path(src).iterdir()):
+            raise OSError(39, "Directory not empty")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", fuse_rename)
+    monkeypatch.setattr(os, "replace", fuse_rename)
+    kept = []
+    for n in range(2):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"record {n}")
+        board = path.with_name(path.stem + runfolder.TENSORBOARD)
+        (board / "plugins").mkdir(parents=True)
+        (board / "plugins" / "trace.xplane.pb").write_text(f"trace {n}")
+        kept.append(folder._move(cell, runfolder.OTHER_GPU_DIR, "GPU-A"))
+        assert not path.exists() and not board.exists()
+    assert kept[0].name == f"{path.stem}.GPU-A.json" and kept[1].name.startswith(f"{path.stem}.GPU-A.")
+    assert [k.read_text() for k in kept] == ["record 0", "record 1"]
+    for n, k in enumerate(kept):
+        moved = k.with_name(k.name.removesuffix(".json") + runfolder.TENSORBOARD)
+        assert (moved / "plugins" / "trace.xplane.pb").read_text() == f"trace {n}"
+
+
+def test_a_run_refused_after_it_took_its_lock_leaves_no_folder(tmp_path, fake_worker, monkeypatch):
+    """The lock is taken before the run says anything; a refusal after it (no GPU for the peak probe, Ctrl-C there)
+    left a folder holding only ``.bench-run.lock``, where a refused command leaves nothing it made."""
+    from bench.core.errors import InputError
+
+    def refuse(lines):
+        raise InputError("refused after the lock")
+
+    monkeypatch.setattr(session, "banner", refuse)
+    out = tmp_path / "new" / "run"
+    assert bench(*BASE, "--out", str(out)) != 0
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    assert bench(*BASE, "--out", str(kept)) != 0
+    assert sorted(p.name for p in kept.iterdir()) == [runlock.RUN_LOCK, "notes.txt"]

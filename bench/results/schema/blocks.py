@@ -93,14 +93,14 @@ class Metrics(Block):
                                        "steps: Keras with steps_per_execution > 1 times an execution whole, its first "
                                        "step never alone; records before 2026-11-27 hold that execution's seconds "
                                        "over its steps)", "s", "median")
-    graph_warmup_s: float | None = entry("torch.compile's CUDA graph modes (reduce-overhead, max-autotune): the "
-                                         "untimed calls run so that no CUDA graph is warmed up or recorded in a "
-                                         "timed step (bench.models.engines.torch.settle). Epoch suites: after the "
-                                         "first epoch's steps a forward and backward of each batch shape, twice, "
-                                         "counted in first_epoch_s and total_train_s (compilation), then each "
-                                         "validation shape, twice, in fit_epoch_s[0]; paper suite: the step once "
-                                         "more after the first, in neither first_step_s nor a timed step; null: "
-                                         "none ran", "s", "median")
+    graph_warmup_s: float | None = entry("PyTorch on a GPU under torch.compile's CUDA graph modes (reduce-overhead, "
+                                         "max-autotune): the untimed calls run so that no CUDA graph is warmed up or "
+                                         "recorded in a timed step (bench.models.engines.torch.settle). Epoch "
+                                         "suites: after the first epoch's steps a forward and backward of each batch "
+                                         "shape, twice, counted in first_epoch_s and total_train_s (compilation), "
+                                         "then each validation shape, twice, in fit_epoch_s[0]; paper suite: the "
+                                         "step once more after the first, in neither first_step_s nor a timed step; "
+                                         "absent where none ran", "s", "median")
     steps: int | None = entry("the timed steps ms_per_step_* are over: paper suite, the steps after the first "
                               "(default 100); epoch suites, the steady epochs' training steps")
     steady_s: float | None = entry("paper suite: total time of the timed steps", "s", "median")

@@ -40,11 +40,19 @@ def _recording_backend(events: list[tuple]):
                         inference_compiler=compiler("inference"))
 
 
-def _compile_with(monkeypatch, events: list[tuple]) -> None:
-    """``torch.compile`` (any mode) through ``_recording_backend``, with no C++ compiler needed."""
+def _compile_with(monkeypatch, events: list[tuple], as_gpu: bool = True) -> None:
+    """``torch.compile`` (any mode) through ``_recording_backend``, with no C++ compiler needed; ``as_gpu``: the
+    engines take this CPU for a GPU where they ask whether the mode records CUDA graphs (``records_graphs``)."""
     import torch
 
     from bench.models.engines import toolchain
+    from bench.models.engines.torch import epochs as torch_epochs
+    from bench.models.engines.torch import settle
+    from bench.models.engines.torch import steps as torch_steps
+
+    for module in (torch_epochs, torch_steps):
+        monkeypatch.setattr(module, "records_graphs",
+                            lambda mode, device: settle.records_graphs(mode, "gpu" if as_gpu else device))
 
     real_compile, backend = torch.compile, _recording_backend(events)
     monkeypatch.setattr(torch, "compile", lambda model, **kw: real_compile(model, backend=backend))
@@ -53,7 +61,7 @@ def _compile_with(monkeypatch, events: list[tuple]) -> None:
 
 
 def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8,
-         mode: str = "reduce-overhead") -> tuple[list[tuple], Any]:
+         mode: str = "reduce-overhead", as_gpu: bool = True) -> tuple[list[tuple], Any]:
     """Fit mnist_mlp under ``compile=mode`` with the recording backend; (the events in order:
     ``("epoch",)`` at each epoch's begin, then the backend's; the result)."""
     import torch
@@ -65,7 +73,7 @@ def _fit(monkeypatch, n_train: int, n_val: int, epochs: int = 3, batch: int = 8,
     from bench.models.workloads import get_workload
 
     events: list[tuple] = []
-    _compile_with(monkeypatch, events)
+    _compile_with(monkeypatch, events, as_gpu)
     real_begin = torch_epochs._begin_epoch
     monkeypatch.setattr(torch_epochs, "_begin_epoch", lambda *a: (events.append(("epoch",)), real_begin(*a))[1])
     w = get_workload("mnist_mlp")
@@ -116,14 +124,17 @@ def test_no_graph_is_warmed_up_or_recorded_after_the_first_epoch(monkeypatch, n_
 @pytest.mark.parametrize(("mode", "settles"), [("default", False), ("max-autotune-no-cudagraphs", False),
                                                ("reduce-overhead", True), ("max-autotune", True)])
 def test_only_a_mode_that_records_cuda_graphs_settles(monkeypatch, mode, settles):
-    """torch's own table of its modes decides (``triton.cudagraphs``); a mode without CUDA graphs runs no extra
-    call, and its record holds no ``graph_warmup_s``."""
+    """torch's own table of its modes decides (``triton.cudagraphs``), on a GPU only (inductor records none on a
+    CPU); a mode without CUDA graphs runs no extra call, and its record holds no ``graph_warmup_s``."""
     from bench.models.engines.torch.settle import records_graphs
 
-    assert records_graphs(mode) is settles and records_graphs("none") is False
+    assert records_graphs(mode, "gpu") is settles and records_graphs(mode, "cpu") is False
+    assert records_graphs("none", "gpu") is False
     if mode in ("default", "reduce-overhead"):
         _, result = _fit(monkeypatch, 20, 12, mode=mode)
         assert ("graph_warmup_s" in result.metrics.model_fields_set) is settles
+        _, on_cpu = _fit(monkeypatch, 20, 12, mode=mode, as_gpu=False)
+        assert "graph_warmup_s" not in on_cpu.metrics.model_fields_set
 
 
 @needs_torch

@@ -270,7 +270,7 @@ def fit(stack: Stack, workload: Workload, ds: Dataset, cell: Cell, settings: Tor
     xv, yv = _validation_data(torch, settings.data_pipeline, augmenting, ds, workload, dev, effective)
     amp_dtype = autocast_dtype(torch, settings.precision)
     settle = None
-    if records_graphs(settings.compile):
+    if records_graphs(settings.compile, device):
         step, settle = settler(torch, step, model, loss, lambda: _validation_outputs(
             torch, step_model, xv, yv, batch_size, amp_dtype, one_per_size=True))
     steps = EpochSteps(batches, lambda: _begin_epoch(torch, model, dev), step, _accumulate, lambda t: t.tolist(),

@@ -113,7 +113,7 @@ def run(stack: Stack, w: StepWorkload, cell: Cell, cfg: dict[str, Any], settings
     model.train(task == "fit")
     step_model = _compiled(torch, job, task, mode)
     step = _step(torch, job, task, step_model)
-    rehearse = _rehearsal(torch, job, task, step_model) if records_graphs(mode) else None
+    rehearse = _rehearsal(torch, job, task, step_model) if records_graphs(mode, device) else None
     barrier = make_barrier("torch", device)
     timer = EpochTimer(barrier, telemetry)
     try:
