@@ -215,7 +215,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C): the records written so far are kept, the interrupted cell's as a timeout; the "
-              "same make command resumes (cells already ok are skipped)", file=sys.stderr)
+              "same make command resumes (cells already ok are skipped); the run's CSV and report were not rewritten "
+              "(what they hold is from the last collect: make collect RUN=<this run> reads what is on disk)",
+              file=sys.stderr)
         return 130
     if failed:
         print(f"not all cells succeeded in: {' '.join(failed)}", file=sys.stderr)

@@ -100,6 +100,7 @@ def test_ctrl_c_waits_for_the_running_stack_and_says_so_in_one_line(tmp_path):
     err = launcher.communicate(timeout=30)[1]
     assert launcher.returncode == 130 and "Traceback" not in err, err
     assert err.strip().startswith("interrupted (Ctrl-C)") and len(err.strip().splitlines()) == 1, err
+    assert "CSV and report were not rewritten" in err  # a results/<RUN>.csv from before looked like this run's
     assert (tmp_path / "stopped").exists()  # the stack's make ended its cleanup before the launcher returned
 
 
