@@ -146,7 +146,7 @@ TOOLKIT_IMAGE ?= $(or $(BASE_IMAGE),python:3.11-slim-bookworm)
 DOCTOR := $(HOST_CLI) doctor host --device $(RUN_DEVICE) --flavor $(FLAVOR) --stacks "$(STACKS)" \
 	--docker "$(DOCKER)" --compose "$(COMPOSE)" --toolkit-image "$(TOOLKIT_IMAGE)"
 
-.PHONY: help git-commit check-request configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-full test-unit test-e2e slow-tests \
+.PHONY: help git-commit check-request configure preflight doctor selftest build bench-all collect report site compare fidelity flops test test-full test-unit test-e2e test-slow slow-tests \
 	lint lock stacks clean version-stack compare-versions cloud cloud-k8s cloud-collect push images e2e-base e2e-images
 # bench-<stack> and build-<image> are pattern rules; make skips pattern rules for .PHONY targets.
 
@@ -498,6 +498,9 @@ test-window: ## The GPU window's rehearsal where its environment is made (make w
 
 test-unit: ## Unit tests (no Docker); TEST_SCOPE=cover leaves out tests/slow.txt's
 	$(PYTHON) -m pytest -m "not docker$(if $(filter cover,$(TEST_SCOPE)), and not slow)" -q --durations=10
+
+test-slow: ## The unit tests make test leaves out (tests/slow.txt's: whole cells, real compiles); CI runs them after it
+	$(PYTHON) -m pytest -m "slow and not docker" -q --durations=10
 
 slow-tests: ## Rewrite tests/slow.txt from a whole unit run's own timings (alone on the machine: they decide the list)
 	BENCH_SLOW_RECORD=$(CURDIR)/tests/slow.txt $(PYTHON) -m pytest -m "not docker" -q -p no:cacheprovider
