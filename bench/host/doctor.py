@@ -264,12 +264,30 @@ def gpu_state_checks(gpu: dict[str, str], run: Runner, device: str = "gpu") -> l
         capped = limit_w < top_w
         out.append(Check("Power limit", "warn" if capped else "ok", f"{limit} W of {top} W max",
                          f"sudo nvidia-smi -pl {top} (a lower cap slows the GPU)" if capped else ""))
-    app, default = gpu["clocks.applications.graphics"], gpu["clocks.default_applications.graphics"]
-    locked = known(app) is not None and app != default
-    out.append(Check("Clocks", "info", f"SM {gpu['clocks.sm']} MHz now, max {gpu['clocks.max.sm']} MHz; "
-                     f"application clocks {app} MHz ({'set' if locked else 'default'} {default} MHz)",
-                     "" if locked else "optional: lock clocks (sudo nvidia-smi -lgc) for steadier numbers"))
+    out.append(clocks_check(gpu))
     return out
+
+
+def clocks_check(gpu: dict[str, str]) -> Check:
+    """SM clock now and its max, and the application clocks against their default (MHz), as information.
+
+    Locked clocks (``nvidia-smi -lgc``) are not readable: ``--help-query-gpu`` lists no field for them (its clock
+    fields are ``clocks.current/max.*`` and ``clocks.applications/default_applications.*``, which ``-ac``/``-rac``
+    set), and NVML only sets and resets them (nvidia-ml-py 13.615: ``nvmlDeviceSetGpuLockedClocks``,
+    ``nvmlDeviceResetGpuLockedClocks``, no getter). So the line says it cannot see a lock and its advice says the
+    line stays the same after one, rather than repeat itself as if the lock had been ignored."""
+    app, default = gpu["clocks.applications.graphics"], gpu["clocks.default_applications.graphics"]
+    app_set = known(app) is not None and app != default
+    if known(app) is None:
+        apps = f"application clocks not reported ({app})"
+    elif app_set:
+        apps = f"application clocks set to {app} MHz (-ac; default {default} MHz)"
+    else:
+        apps = f"application clocks {app} MHz (the default)"
+    return Check("Clocks", "info", f"SM {gpu['clocks.sm']} MHz now, max {gpu['clocks.max.sm']} MHz; {apps}; "
+                 "locked clocks (-lgc): not reported by nvidia-smi --query-gpu",
+                 "" if app_set else "optional, for steadier numbers: sudo nvidia-smi -lgc MIN,MAX (MHz); the query "
+                 "cannot see a lock, so this line reads the same after it")
 
 
 def toolkit_check(run: Runner, docker: str, image: str) -> Check:

@@ -308,6 +308,25 @@ def test_only_processes_on_the_gpu_the_runs_use_count(host):
     assert "777" not in busy["GPU not shared"].value
 
 
+@pytest.mark.parametrize("app, default, says, advises", [
+    ("1410", "1410", "application clocks 1410 MHz (the default)", True),
+    ("1200", "1410", "application clocks set to 1200 MHz (-ac; default 1410 MHz)", False),
+    ("[N/A]", "[N/A]", "application clocks not reported ([N/A])", True),
+])
+def test_clocks_line_names_locked_clocks_as_unseen_so_its_advice_cannot_loop(host, app, default, says, advises):
+    """``nvidia-smi -lgc`` leaves the application clocks as they were and no --query-gpu field reads a lock back:
+    after the advice is followed the query answers the same, so the line must not say the clocks are unlocked
+    ("default") and must say that a lock is not seen; application clocks set with ``-ac`` are reported as set."""
+    csv = A100.format(driver="580.65.06", mig="Disabled").rsplit(", ", 2)[0] + f", {app}, {default}"
+    clocks = host(csv)["Clocks"]
+    assert clocks.state == "info" and says in clocks.value
+    assert "locked clocks (-lgc): not reported by nvidia-smi --query-gpu" in clocks.value
+    if advises:
+        assert "sudo nvidia-smi -lgc" in clocks.fix and "reads the same after it" in clocks.fix
+    else:
+        assert clocks.fix == ""
+
+
 GOOD_A100 = A100.format(driver="580.65.06", mig="Disabled")
 
 
