@@ -54,9 +54,10 @@ def output_folder(folder: Path, option: str) -> Iterator[Path]:
     writable_folder(folder, option, made)
     try:
         yield folder
-    except BaseException:
-        for p in made:
-            runlock.drop_alone(p)
+    except BaseException as e:
+        if not isinstance(e, runlock.FolderBusy):  # another run holds the folder: its lock file is not ours
+            for p in made:
+                runlock.drop_alone(p)
         remove_empty(made)
         raise
 

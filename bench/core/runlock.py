@@ -98,15 +98,26 @@ def _busy(folder: Path, name: str, what: str, fd: int) -> FolderBusy:
 
 
 def drop_alone(folder: Path) -> None:
-    """Remove ``folder``'s lock files (``RUN_LOCK``, ``ALL_LOCK``) where they are all it holds: a run refused after
-    it took its lock and let it go (no GPU, Ctrl-C in the peak probe) leaves a folder with nothing else, which
-    ``bench.cli.common.output_folder`` then removes as one it made. A folder holding anything else is left as it is.
-    """
+    """Remove ``folder``'s lock files (``RUN_LOCK``, ``ALL_LOCK``) where they are all it holds and no process holds
+    them: a run refused after it took its lock and let it go (no GPU, Ctrl-C in the peak probe) leaves a folder with
+    nothing else, which ``bench.cli.common.output_folder`` then removes as one it made. Each file is unlinked while
+    this process holds its lock, so a live holder's (a second run that took the folder meanwhile) is never removed.
+    A folder holding anything else is left as it is."""
     try:
         names = {p.name for p in Path(folder).iterdir()}
     except OSError:
         return
-    if names and names <= {RUN_LOCK, ALL_LOCK}:
-        for name in names:
-            with contextlib.suppress(OSError):
-                (Path(folder) / name).unlink()
+    if not names or not names <= {RUN_LOCK, ALL_LOCK}:
+        return
+    for name in names:
+        try:
+            fd = os.open(Path(folder) / name, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            (Path(folder) / name).unlink()
+        except OSError:  # held by a live run (BlockingIOError), or no flock here: left as it is
+            pass
+        finally:
+            os.close(fd)

@@ -286,8 +286,8 @@ def clocks_check(gpu: dict[str, str]) -> Check:
         apps = f"application clocks {app} MHz (the default)"
     return Check("Clocks", "info", f"SM {gpu['clocks.sm']} MHz now, max {gpu['clocks.max.sm']} MHz; {apps}; "
                  "locked clocks (-lgc): not reported by nvidia-smi --query-gpu",
-                 "" if app_set else "optional, for steadier numbers: sudo nvidia-smi -lgc MIN,MAX (MHz); the query "
-                 "cannot see a lock, so this line reads the same after it")
+                 "" if app_set else "optional, for steadier numbers: sudo nvidia-smi -lgc MIN,MAX (MHz); no query "
+                 "field names a lock, so this line reads the same after it")
 
 
 def toolkit_check(run: Runner, docker: str, image: str) -> Check:

@@ -263,3 +263,27 @@ def test_a_run_refused_after_it_took_its_lock_leaves_no_folder(tmp_path, fake_wo
     (kept / "notes.txt").write_text("mine")
     assert bench(*BASE, "--out", str(kept)) != 0
     assert sorted(p.name for p in kept.iterdir()) == [runlock.RUN_LOCK, "notes.txt"]
+
+
+def test_a_refused_run_never_removes_a_live_runs_lock(tmp_path):
+    """A run that made the folder, then was refused because a second run took the lock meanwhile, removed that
+    second run's lock file and the folder with it (``drop_alone`` on a refusal), so a third could lock a new file
+    while the second held the old one. A lock some process holds stays; one nobody holds goes."""
+    from bench.cli.common import output_folder
+
+    folder = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(folder), runlock.RUN_LOCK], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        runlock.drop_alone(folder)
+        assert (folder / runlock.RUN_LOCK).exists()
+        with pytest.raises(runlock.FolderBusy), output_folder(folder, "--out"):
+            with runlock.hold(folder, runlock.RUN_LOCK, "bench run"):
+                pass
+        assert (folder / runlock.RUN_LOCK).exists()
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    runlock.drop_alone(folder)
+    assert not (folder / runlock.RUN_LOCK).exists()

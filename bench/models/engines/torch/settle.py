@@ -24,8 +24,9 @@ from bench.models.engines.epochloop import Settle
 def records_graphs(mode: str, device: str) -> bool:
     """Whether ``torch.compile(mode=mode)`` (``none``: not compiled) records CUDA graphs on ``device`` (cpu, gpu):
     on a GPU, where torch itself lists the mode's options with ``triton.cudagraphs`` (reduce-overhead and
-    max-autotune, torch/_inductor/__init__.py@v2.13.0:353-372); never on a CPU, where inductor skips them
-    (torch/_inductor/cudagraph_utils.py@v2.13.0:333-334)."""
+    max-autotune, torch/_inductor/__init__.py@v2.13.0:353-372); never on a CPU, where inductor skips them: a graph
+    whose nodes are all on the CPU is not the one CUDA device they need (torch/_inductor/cudagraph_utils.py@v2.13.0
+    :340-347; with ``graph_partition``, on by default, the CPU nodes are dropped first, 329-331)."""
     if mode == "none" or device != "gpu":
         return False
     from torch._inductor import list_mode_options
