@@ -278,9 +278,9 @@ def test_a_refused_run_never_removes_a_live_runs_lock(tmp_path):
         assert holder.stdout.readline().strip() == "held"
         runlock.drop_alone(folder)
         assert (folder / runlock.RUN_LOCK).exists()
-        with pytest.raises(runlock.FolderBusy), output_folder(folder, "--out"):
-            with runlock.hold(folder, runlock.RUN_LOCK, "bench run"):
-                pass
+        with pytest.raises(runlock.FolderBusy), output_folder(folder, "--out"), \
+                runlock.hold(folder, runlock.RUN_LOCK, "bench run"):
+            pass
         assert (folder / runlock.RUN_LOCK).exists()
     finally:
         holder.kill()
