@@ -100,9 +100,10 @@ def workload_names(paths: Iterable[str | os.PathLike[str]] = (FOLDER,)) -> list[
     return [n for s in spec_folders(paths) for n in s.names]
 
 
-def check_workload(name: str) -> None:
-    """Raise ValueError naming ``name`` and the known ones when no workload folder registers ``name``."""
-    known = workload_names()
+def check_workload(name: str, known: list[str] | None = None) -> None:
+    """Raise ValueError naming ``name`` and the known ones when no workload folder registers ``name`` (``known``:
+    the names to accept and list, by default every workload's)."""
+    known = workload_names() if known is None else known
     if name not in known:
         raise ValueError(f"unknown workload {name!r}; known: {', '.join(known)}")
 
@@ -114,6 +115,4 @@ def check_fit_workload(name: str) -> None:
     specs = spec_folders()
     if any(name in s.names and s.timing == "step" for s in specs):
         raise ValueError(STEP_TIMED.format(name=name))
-    fit = [n for s in specs if s.timing == "epoch" for n in s.names]
-    if name not in fit:
-        raise ValueError(f"unknown workload {name!r}; known: {', '.join(fit)}")
+    check_workload(name, [n for s in specs if s.timing == "epoch" for n in s.names])

@@ -154,7 +154,8 @@ class EpochTimer:
         (``epoch_s``: ``first_epoch_s``, ``total_train_s``) and in no step's; else outside every interval. A pending
         interval is closed first, so no step's time holds it; a counted settling's interval then starts where the
         epoch's last one ended."""
-        if counted and self._open:
+        counted = counted and self._open
+        if counted:
             if self._pending:
                 self._close_interval()
             start = self._last
@@ -165,7 +166,7 @@ class EpochTimer:
         self._sync()
         now = self._read()
         self.graph_warmup_s = (self.graph_warmup_s or 0.0) + (now - start)
-        if counted and self._open:
+        if counted:
             self.intervals[-1].append((now - start, 0))
             self._last = now
 

@@ -123,10 +123,12 @@ def _validation_outputs(torch, model, xs, y, batch_size: int, amp_dtype, one_per
     ``one_per_size``: only the first batch of each size (what ``settler`` rehearses)."""
     model.eval()
     n = int(y.shape[0])
-    first_of: dict[int, int] = {}
-    for i in range(0, n, batch_size):
-        first_of.setdefault(min(batch_size, n - i), i)
-    starts = first_of.values() if one_per_size else range(0, n, batch_size)
+    starts: Iterable[int] = range(0, n, batch_size)
+    if one_per_size:
+        first_of: dict[int, int] = {}
+        for i in starts:
+            first_of.setdefault(min(batch_size, n - i), i)
+        starts = first_of.values()
     with torch.no_grad(), torch.autocast(y.device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
         for i in starts:
             yield model(*(x[i:i + batch_size] for x in xs)), y[i:i + batch_size]

@@ -67,11 +67,12 @@ def _step(torch, job: Job, task: str, step_model: Any) -> Callable[[], Any]:
 
 
 def _rehearsal(torch, job: Job, task: str, step_model: Any) -> Callable[[], None]:
-    """The step once more, untimed, between the first step and the timed ones, under ``torch.compile``: CUDA graph
-    trees record a graph at its second call (one graph per size of a dynamic graph: each length ``generate``
-    decodes at), which was the first timed step (``bench.models.engines.torch.settle``). For ``fit`` its forward
-    and backward with no optimizer step, ``settle.untouched`` (random streams, buffers and gradients put back);
-    otherwise the call under ``torch.inference_mode``."""
+    """The step once more, untimed, between the first step and the timed ones, on a GPU under a ``torch.compile``
+    mode that records CUDA graphs (``settle.records_graphs``): CUDA graph trees record a graph at its second call
+    (one graph per size of a dynamic graph: each length ``generate`` decodes at), which was the first timed step
+    (``bench.models.engines.torch.settle``). For ``fit`` its forward and backward with no optimizer step,
+    ``settle.untouched`` (random streams, buffers and gradients put back); otherwise the call under
+    ``torch.inference_mode``."""
     call = cast(Callable[[Any], Any], job.call)
 
     def rehearse() -> None:
@@ -87,8 +88,9 @@ def _rehearsal(torch, job: Job, task: str, step_model: Any) -> Callable[[], None
 def run(stack: Stack, w: StepWorkload, cell: Cell, cfg: dict[str, Any], settings: TorchStepSettings,
         telemetry=None) -> StepResult:
     """Build ``w``'s PyTorch model for ``cell``'s task from ``cfg``, time its inputs' ``steps`` steps of
-    ``batch_size`` (``StepInputs``) after the first on ``cell.device``, return the record blocks. Under ``compile``
-    the step is rehearsed once between the first and the timed ones (``_rehearsal``).
+    ``batch_size`` (``StepInputs``) after the first on ``cell.device``, return the record blocks. On a GPU under a
+    ``compile`` mode that records CUDA graphs the step is rehearsed once between the first and the timed ones
+    (``_rehearsal``).
 
     ``settings``: ``bench.core.families.torch.TorchStepSettings`` (``compile``: none, default, reduce-overhead,
     max-autotune; ``tf32``).
