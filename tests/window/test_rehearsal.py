@@ -111,17 +111,23 @@ def test_a_part_cut_by_its_limit_keeps_what_ran_and_leaves_no_cell_running(tmp_p
     that was running is stopped (bench records it on the SIGTERM) and no process of the window outlives it."""
     venv = Path(str(REHEARSAL)).parent / ".window-venv" / "bin"
     # 12 s lands inside a cell (the second, on a quiet 2-core VM: the cells end at ~6, ~16, ~26 s, and a machine 3x
-    # slower is still inside the first): at 25 s an AMD EPYC VM had just finished the third, and no cell was cut
-    env = {**os.environ, "PATH": f"{venv}:{os.environ['PATH']}", "WINDOW_LIMIT_classic": "12"}
-    work, out = tmp_path / "work", tmp_path / "out"
-    p = subprocess.run(["bash", str(ROOT / "window/run.sh"), "--device", "cpu", "--size", "smoke", "--parts",
-                        "classic", "--work", str(work), "--site", str(Path(str(REHEARSAL)) / "site"), str(out)],
-                       env=env, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 1, p.stdout + p.stderr
-    assert (work / "parts.tsv").read_text().split("\t")[:2] == ["classic", "124"]
-    assert sorted(x.name for x in out.iterdir()) == ["summary.md", "window.tar.gz"]
-    left = subprocess.run(["pgrep", "-f", str(work)], capture_output=True, text=True).stdout.split()
-    assert not left, f"processes of the cut part still running: {left}"
-    statuses = {json.loads(x.read_text()).get("status") for x in (work / "results/runs").rglob("*.json")
-                if not x.name.endswith(".cell.json") and "repeats" not in x.parts}
+    # slower is still inside the first): at 25 s an AMD EPYC VM had just finished the third, and no cell was cut.
+    # A faster machine ended the second cell just before 12 s, and the limit fell between two cells, where none
+    # runs to be stopped: then the next limit is tried, every check the same on each try.
+    statuses: set[str] = set()
+    for limit in ("12", "9", "16"):
+        env = {**os.environ, "PATH": f"{venv}:{os.environ['PATH']}", "WINDOW_LIMIT_classic": limit}
+        work, out = tmp_path / limit / "work", tmp_path / limit / "out"
+        p = subprocess.run(["bash", str(ROOT / "window/run.sh"), "--device", "cpu", "--size", "smoke", "--parts",
+                            "classic", "--work", str(work), "--site", str(Path(str(REHEARSAL)) / "site"), str(out)],
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert (work / "parts.tsv").read_text().split("\t")[:2] == ["classic", "124"]
+        assert sorted(x.name for x in out.iterdir()) == ["summary.md", "window.tar.gz"]
+        left = subprocess.run(["pgrep", "-f", str(work)], capture_output=True, text=True).stdout.split()
+        assert not left, f"processes of the cut part still running: {left}"
+        statuses = {json.loads(x.read_text()).get("status") for x in (work / "results/runs").rglob("*.json")
+                    if not x.name.endswith(".cell.json") and "repeats" not in x.parts}
+        if statuses - {"ok"}:
+            break
     assert statuses - {"ok"}, f"no record of the cell the limit stopped: {statuses}"
